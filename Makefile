@@ -1,0 +1,60 @@
+# Two entry points: `make demo` (JupyterLab on the quickstart notebook) and `make test` (everything).
+# Both create .venv themselves; nothing but python3 (>= 3.10) and make must be pre-installed.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+MATRIX_IPYKERNEL ?= 6.29.5
+
+.PHONY: demo test unit kernel-matrix e2e notebooks lint bench venv browser clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,e2e,langchain]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@echo "Starting JupyterLab on notebooks/01_quickstart.ipynb (example skills configured)."
+	SKILL_MAGICS_PATH="$(CURDIR)/skill_magics/examples/skills" \
+	  $(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --port=$(PORT) \
+	  --ServerApp.root_dir="$(CURDIR)" notebooks/01_quickstart.ipynb
+
+# Debian's chromium for the browser test; playwright never downloads a browser here.
+browser:
+	@command -v chromium >/dev/null 2>&1 || ( \
+	  echo "Installing chromium with apt-get (needed by the e2e browser test)"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium) || \
+	  echo "WARNING: could not install chromium: the e2e browser test will be SKIPPED" )
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check skill_magics tests bench
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -m "not e2e and not notebooks"
+
+kernel-matrix: $(STAMP)
+	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
+
+notebooks: $(STAMP)
+	$(PY) -m pytest -q -m notebooks
+
+e2e: $(STAMP) browser
+	$(PY) -m pytest -q -m e2e -rs
+
+test: $(STAMP) browser
+	$(VENV)/bin/ruff check skill_magics tests bench
+	$(PY) -m pytest -q -rs
+	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
+
+bench: $(STAMP)
+	$(PY) bench/bench_executor.py
+	$(PY) bench/bench_discovery.py
+	$(PY) bench/bench_load_ext.py
+
+clean:
+	rm -rf $(VENV) .venv-matrix build dist *.egg-info

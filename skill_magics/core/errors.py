@@ -1,0 +1,83 @@
+"""One exception tree. Every message says what happened and what to do about it.
+
+Example:
+    >>> raise InterpreterNotFoundError(
+    ...     "Interpreter 'node' not found in PATH for scripts/build.js: "
+    ...     "install Node.js or remove 'node' from allowed_interpreters")
+"""
+
+from __future__ import annotations
+
+
+class SkillMagicsError(Exception):
+    """Base of every error skill_magics raises on purpose."""
+
+
+class SkillNotFoundError(SkillMagicsError, LookupError):
+    """No skill of that name in the configured directories."""
+
+
+class ScriptNotFoundError(SkillMagicsError, LookupError):
+    """The skill has no script matching the name, file name or path given."""
+
+
+class AmbiguousScriptError(SkillMagicsError, LookupError):
+    """Two or more scripts share the stem that was asked for."""
+
+
+class SkillParseError(SkillMagicsError, ValueError):
+    """SKILL.md cannot be read as frontmatter + body."""
+
+
+class PathSecurityError(SkillMagicsError, PermissionError):
+    """A path resolves outside the skill directory (traversal, absolute, symlink)."""
+
+
+class ScriptPermissionError(SkillMagicsError, PermissionError):
+    """The script has setuid/setgid bits or is not a regular file."""
+
+
+class InterpreterNotFoundError(SkillMagicsError, FileNotFoundError):
+    """The interpreter a script needs is not installed (not on PATH)."""
+
+
+class InterpreterNotAllowedError(SkillMagicsError, PermissionError):
+    """The interpreter a script needs is not in allowed_interpreters."""
+
+
+class ToolRestrictionError(SkillMagicsError, PermissionError):
+    """The skill's allowed-tools does not include Bash, so its scripts may not run."""
+
+
+class ArgumentSerializationError(SkillMagicsError, ValueError):
+    """The arguments cannot be encoded as strict JSON."""
+
+
+class ArgumentSizeError(SkillMagicsError, ValueError):
+    """The encoded arguments exceed the size limit."""
+
+
+class ApprovalDeclined(SkillMagicsError):
+    """The person asked said No."""
+
+
+class ApprovalUnavailable(SkillMagicsError):
+    """Nobody can be asked (headless run, no TTY, wait timed out)."""
+
+
+__all__ = [
+    "SkillMagicsError",
+    "SkillNotFoundError",
+    "ScriptNotFoundError",
+    "AmbiguousScriptError",
+    "SkillParseError",
+    "PathSecurityError",
+    "ScriptPermissionError",
+    "InterpreterNotFoundError",
+    "InterpreterNotAllowedError",
+    "ToolRestrictionError",
+    "ArgumentSerializationError",
+    "ArgumentSizeError",
+    "ApprovalDeclined",
+    "ApprovalUnavailable",
+]

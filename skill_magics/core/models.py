@@ -1,0 +1,74 @@
+"""Plain value objects shared by every layer (no I/O here)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class SkillMetadata:
+    """What SKILL.md's frontmatter says about a skill (progressive disclosure level 1)."""
+
+    name: str
+    description: str
+    path: Path  # absolute path of SKILL.md
+    version: str | None = None
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: list[str] | None = None  # None: no restriction declared
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass(frozen=True)
+class ScriptMetadata:
+    """A script found inside a skill.
+
+    Example: ScriptMetadata("extract", Path("scripts/extract.py"), "python", "python3", "Pull text")
+    """
+
+    name: str  # file stem
+    path: Path  # relative to the skill base dir
+    script_type: str  # python, bash, node, ruby, perl, typescript, sh
+    interpreter: str  # command name, e.g. "python3", "bash", "node"
+    description: str = ""
+
+
+@dataclass
+class ScriptExecutionResult:
+    """One run of a script: ``exit_code`` is ``-signum`` on a signal, 124 on timeout."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    execution_time_ms: float
+    script_path: Path  # relative to the skill base dir
+    signal: str | None = None
+    signal_number: int | None = None
+    timeout: bool = False
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    stdout_bytes: int = 0  # total bytes the script wrote, kept or not
+    stderr_bytes: int = 0
+
+    @property
+    def success(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def signaled(self) -> bool:
+        return self.signal is not None
+
+    def json(self) -> Any:
+        """Parse stdout as JSON (raises ``json.JSONDecodeError`` with the position)."""
+        return json.loads(self.stdout)
+
+
+__all__ = ["SkillMetadata", "ScriptMetadata", "ScriptExecutionResult"]

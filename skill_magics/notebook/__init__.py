@@ -1,0 +1,1 @@
+"""IPython/Jupyter layer: magics, approval UI, rendering. Thin: the work happens in core."""
