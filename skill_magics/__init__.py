@@ -26,6 +26,7 @@ _LAZY = {
     "handle_tool_call": ("skill_magics.core.tools", "handle_tool_call"),
     "Decision": ("skill_magics.core.approval", "Decision"),
     "ApprovalRequest": ("skill_magics.core.approval", "ApprovalRequest"),
+    "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
 }
 
 

@@ -1,0 +1,250 @@
+"""Audit trail: one record per attempt to run a script, refusals and declines included.
+
+Every record goes to the stdlib logger ``skill_magics.audit``, into a bounded in-memory
+history (for ``%skills history``) and, when configured, one JSON line appended to a file.
+
+Example:
+    >>> log = AuditLog("~/.skill_magics/audit.jsonl")
+    >>> log.event("csv-profiler", "scripts/profile.py", {"csv": "a,b"}, "completed",
+    ...           exit_code=0, duration_ms=41.5)
+    >>> log.records()[-1].outcome
+    'completed'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("skill_magics.audit")
+
+ARGUMENTS_PREVIEW_CHARS = 256
+
+OUTCOMES = (
+    "approved",  # a person (or an explicit auto-approve setting) said yes; the run follows
+    "completed",
+    "failed",
+    "timeout",
+    "signaled",
+    "refused",
+    "declined",
+    "approval_unavailable",
+    "interrupted",
+)
+# Outcomes someone should notice in a log; the rest are routine.
+_WARNING_OUTCOMES = frozenset(
+    {"refused", "declined", "approval_unavailable", "timeout", "interrupted"}
+)
+
+
+def truncate(text: str, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def arguments_preview(
+    arguments: Any = None, argv: Any = None, *, encoded: bytes | None = None
+) -> str:
+    """A short, never-failing text form of what a script was given (for logs and history).
+
+    ``encoded``: the JSON payload already built, so a 9 MB payload is not encoded twice.
+
+    >>> arguments_preview({"a": 1}, ["--fast"])
+    '{"a": 1} argv: --fast'
+    """
+    parts: list[str] = []
+    if encoded is not None:
+        parts.append(encoded[: ARGUMENTS_PREVIEW_CHARS * 4].decode("utf-8", "ignore"))
+    elif arguments is not None:
+        if isinstance(arguments, str):
+            parts.append(arguments)
+        else:
+            try:
+                parts.append(json.dumps(arguments, ensure_ascii=False, default=repr))
+            except (TypeError, ValueError, RecursionError):
+                parts.append(reprlib_repr(arguments))
+    if argv:
+        try:
+            parts.append("argv: " + " ".join(str(a) for a in argv))
+        except Exception:  # noqa: BLE001 - a preview must never be the thing that fails
+            parts.append("argv: " + reprlib_repr(argv))
+    return truncate(" ".join(parts))
+
+
+def reprlib_repr(value: Any) -> str:
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = ARGUMENTS_PREVIEW_CHARS
+    try:
+        return short.repr(value)
+    except Exception:  # noqa: BLE001
+        return f"<{type(value).__name__}>"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class AuditRecord:
+    """One attempt to run a script. ``arguments`` is cut to 256 characters on creation."""
+
+    timestamp: str  # ISO 8601, UTC
+    skill: str
+    script: str  # relative to the skill base dir (or as given, for refused paths)
+    arguments: str
+    outcome: str  # one of OUTCOMES
+    exit_code: int | None = None
+    reason: str | None = None
+    duration_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arguments, str):
+            self.arguments = arguments_preview(self.arguments)
+        self.arguments = truncate(self.arguments)
+        self.script = str(self.script)
+
+    @classmethod
+    def now(
+        cls,
+        skill: str,
+        script: str | os.PathLike[str],
+        arguments: Any,
+        outcome: str,
+        *,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        duration_ms: float | None = None,
+    ) -> AuditRecord:
+        """A record stamped with the current UTC time."""
+        return cls(
+            utc_now(), skill, str(script), arguments, outcome, exit_code, reason, duration_ms
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+class AuditLog:
+    """Thread-safe audit sink: logger + bounded history + optional JSONL file.
+
+    ``keep`` bounds the in-memory history; the JSONL file (created with mode 0600, since
+    arguments may be private) gets every record as one line, appended with a single write.
+    """
+
+    def __init__(self, jsonl_path: str | os.PathLike[str] | None = None, keep: int = 1000) -> None:
+        self.jsonl_path = Path(jsonl_path).expanduser() if jsonl_path is not None else None
+        self._records: deque[AuditRecord] = deque(maxlen=max(0, int(keep)))
+        self._lock = threading.Lock()
+        self._file_error_logged = False
+
+    def record(self, rec: AuditRecord) -> AuditRecord:
+        """Log, remember and (optionally) persist one record; returns it."""
+        level = logging.WARNING if rec.outcome in _WARNING_OUTCOMES else logging.INFO
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "skill=%s script=%s outcome=%s exit_code=%s duration_ms=%s reason=%s arguments=%s",
+                rec.skill,
+                rec.script,
+                rec.outcome,
+                rec.exit_code,
+                None if rec.duration_ms is None else round(rec.duration_ms, 1),
+                rec.reason,
+                rec.arguments,
+                extra={"audit": rec.to_dict()},
+            )
+        with self._lock:
+            self._records.append(rec)
+            if self.jsonl_path is not None:
+                self._append(rec)
+        return rec
+
+    def _append(self, rec: AuditRecord) -> None:
+        line = (rec.to_json() + "\n").encode("utf-8", "surrogateescape")
+        try:
+            self.jsonl_path.parent.mkdir(parents=True, exist_ok=True)
+            # O_APPEND + one write per line: concurrent writers (threads or other kernels
+            # sharing the file) never interleave inside a line.
+            fd = os.open(self.jsonl_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # Losing the file must not stop the notebook; say so once, loudly.
+            if not self._file_error_logged:
+                self._file_error_logged = True
+                logger.error(
+                    "Cannot append to audit file %s (%s): records stay in memory and in this "
+                    "log only; fix the path or its permissions",
+                    self.jsonl_path,
+                    exc,
+                )
+
+    def event(
+        self,
+        skill: str,
+        script: str | os.PathLike[str],
+        arguments: Any,
+        outcome: str,
+        *,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        duration_ms: float | None = None,
+    ) -> AuditRecord:
+        """Build a record stamped now and record it (declines, unavailable approval, ...)."""
+        return self.record(
+            AuditRecord.now(
+                skill,
+                script,
+                arguments,
+                outcome,
+                exit_code=exit_code,
+                reason=reason,
+                duration_ms=duration_ms,
+            )
+        )
+
+    def refused(
+        self, skill: str, script: str | os.PathLike[str], arguments: Any, error: BaseException
+    ) -> AuditRecord:
+        """Record a run refused before anything started; ``reason`` is the error's message."""
+        return self.event(
+            skill, script, arguments, "refused", reason=f"{type(error).__name__}: {error}"
+        )
+
+    def records(self) -> list[AuditRecord]:
+        """The remembered records, oldest first (newest last)."""
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        """Forget the in-memory history (the JSONL file is left alone)."""
+        with self._lock:
+            self._records.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+
+__all__ = [
+    "ARGUMENTS_PREVIEW_CHARS",
+    "OUTCOMES",
+    "AuditRecord",
+    "AuditLog",
+    "arguments_preview",
+    "truncate",
+]

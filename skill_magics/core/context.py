@@ -1,0 +1,478 @@
+"""Prompt context for a model: the ``<skill_context>`` envelope and the skills catalog.
+
+The envelope (seed 003, DESIGN section 5)::
+
+    <skill_context id="csv-profiler">
+      <instructions>{SKILL.md body}</instructions>
+      <active_resources>
+        <script_output source="scripts/profile.py" status="completed">..</script_output>
+        <reference_files>
+          <file path="references/guide.md"/>
+        </reference_files>
+      </active_resources>
+      <execution_directive>
+        You are now operating under the specialized csv-profiler protocol.
+        ...
+      </execution_directive>
+    </skill_context>
+
+Guarantees: well-formed XML that ``xml.etree.ElementTree.fromstring`` reads back to the exact
+texts (see ``xmltext`` for the escaping, and the ``sanitized`` attribute for characters XML
+cannot carry); the same files and inputs give the same string (no timings, no timestamps).
+
+Only scripts the instructions reference run (``references.referenced_scripts``), in the order
+referenced, after ONE approval request listing all of them. Per-script outcomes are attributes
+of ``<script_output>``: ``status`` is ``completed``, ``failed``, ``timeout``, ``signaled``,
+``declined``, ``approval_unavailable``, ``refused`` (a safety check said no), ``error`` (the
+reference is missing or escapes the skill) or ``skipped`` (``run_scripts=False``). A completed
+script's body is its stdout; other runs hold ``<stdout>`` (when not empty) and ``<stderr>``.
+Streams longer than ``max_output_chars`` (default 100,000) are cut: ``truncated="stdout"`` and
+``stdout_chars`` (full length) say so.
+
+Several names give ``<skill_contexts>`` wrapping one ``<skill_context>`` per skill (so the
+whole string is still one XML document); one name gives a single ``<skill_context>`` root.
+An unknown skill gives ``<skill_context id=".." status="not_found">`` with close matches.
+
+Example:
+    >>> xml = build_skill_context(manager, "csv-profiler", arguments={"csv": "a,b\\n1,2\\n"})
+    >>> ET.fromstring(xml).find("instructions").text == manager.get_skill("csv-profiler").content
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from .approval import Approver
+from .errors import (
+    AmbiguousScriptError,
+    ApprovalDeclined,
+    ApprovalUnavailable,
+    ScriptNotFoundError,
+    SkillMagicsError,
+    SkillNotFoundError,
+)
+from .models import ScriptExecutionResult, ScriptMetadata
+from .references import ScriptReference, referenced_scripts
+from .xmltext import decoded_text, element, start_tag
+
+RefsMode = Literal["list", "content", "none"]
+MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
+MAX_OUTPUT_CHARS = 100_000  # per script stream: a prompt is not the place for megabytes
+
+DIRECTIVE_TEMPLATE = (
+    "\n    You are now operating under the specialized {name} protocol.\n"
+    "    1. Prioritize the logic in <instructions> over generic behavior.\n"
+    "    2. Use the data in <active_resources> to complete the user's specific request.\n"
+    "    3. If the workflow is multi-step, explicitly state your plan before executing.\n  "
+)
+
+
+def directive_text(name: str) -> str:
+    """The exact ``<execution_directive>`` text for a skill (what a parser gives back)."""
+    return DIRECTIVE_TEMPLATE.format(name=name)
+
+
+@dataclass
+class ScriptOutcome:
+    """What happened to one referenced script while building a context."""
+
+    source: str  # relative path as referenced
+    status: str
+    result: ScriptExecutionResult | None = None
+    message: str = ""
+
+
+def build_skill_context(
+    manager: Any,
+    names: str | Iterable[str],
+    *,
+    run_scripts: bool = True,
+    arguments: Any = None,
+    include_references: RefsMode = "list",
+    approver: Approver | None = None,
+    argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+    max_output_chars: int | None = MAX_OUTPUT_CHARS,
+) -> str:
+    """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
+
+    ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
+    script, or a mapping of relative path -> list) is passed verbatim; flags written in
+    SKILL.md are never executed. ``approver=None`` uses ``manager.approver``.
+    ``max_output_chars`` caps each script stream in the prompt (None: no cap); a cut stream is
+    named in ``truncated`` and its full length given in ``stdout_chars``/``stderr_chars``.
+    """
+    if include_references not in ("list", "content", "none"):
+        raise ValueError(
+            f"include_references={include_references!r}: use 'list', 'content' or 'none'"
+        )
+    wanted = [names] if isinstance(names, str) else list(dict.fromkeys(names))
+    if not wanted:
+        raise ValueError("build_skill_context needs at least one skill name")
+    if approver is None:
+        approver = getattr(manager, "approver", None)
+    parts = [
+        _one_context(
+            manager,
+            name,
+            run_scripts=run_scripts,
+            arguments=arguments,
+            include_references=include_references,
+            approver=approver,
+            argv=argv,
+            max_output_chars=max_output_chars,
+        )
+        for name in wanted
+    ]
+    if isinstance(names, str):
+        return parts[0]
+    return "<skill_contexts>\n" + "\n".join(parts) + "\n</skill_contexts>"
+
+
+def run_referenced_scripts(
+    manager: Any,
+    skill: Any,
+    refs: Sequence[ScriptReference],
+    *,
+    arguments: Any = None,
+    argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+    approver: Approver | None = None,
+) -> list[ScriptOutcome]:
+    """Check every referenced script, ask once for all runnable ones, run them in order."""
+    name = skill.metadata.name
+    outcomes: dict[str, ScriptOutcome] = {}
+    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
+    for ref in refs:
+        if ref.error is not None:
+            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=ref.error)
+            continue
+        try:
+            meta = skill.find_script(ref.path)
+            run = manager.prepare_skill_script(
+                name, ref.path, arguments, argv=_argv_for(argv, ref.path)
+            )
+        except (ScriptNotFoundError, AmbiguousScriptError) as exc:
+            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=str(exc))
+            continue
+        except SkillMagicsError as exc:  # safety checks (already audited by the executor)
+            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
+            continue
+        prepared.append((ref, meta, run))
+
+    if prepared:
+        status = _approve(manager, name, prepared, arguments, argv, approver)
+        for ref, _meta, run in prepared:
+            if status is not None:
+                outcomes[ref.path] = ScriptOutcome(ref.path, status[0], message=status[1])
+                continue
+            try:
+                result = manager.executor.run(run)
+            except SkillMagicsError as exc:
+                outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
+                continue
+            outcomes[ref.path] = ScriptOutcome(ref.path, _status_of(result), result=result)
+    return [outcomes[ref.path] for ref in refs]
+
+
+def skills_catalog(manager: Any, names: Iterable[str] | None = None) -> str:
+    """The ``<available_skills>`` block, byte for byte as skills-ref's ``to_prompt`` writes it.
+
+    Skills in ``manager.list_skills()`` order (by name), or the order of ``names``. Like
+    skills-ref, name and description are HTML-escaped and the location (absolute SKILL.md
+    path) is written as is.
+    """
+    metas = list(manager.list_skills())
+    if names is not None:
+        by_name = {m.name: m for m in metas}
+        metas = [by_name[n] if n in by_name else manager.get_skill(n).metadata for n in names]
+    if not metas:
+        return "<available_skills>\n</available_skills>"
+    lines = ["<available_skills>"]
+    for meta in metas:
+        location = Path(meta.path).parent.resolve() / Path(meta.path).name
+        lines += [
+            "<skill>",
+            "<name>",
+            html.escape(meta.name),
+            "</name>",
+            "<description>",
+            html.escape(meta.description),
+            "</description>",
+            "<location>",
+            str(location),
+            "</location>",
+            "</skill>",
+        ]
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:
+    """Read an envelope back into dicts with the exact texts (sanitized values decoded).
+
+    Each dict: ``id``, ``status`` (``ok`` or ``not_found``/``error``), ``instructions``,
+    ``scripts`` (list of dicts with the ``script_output`` attributes plus ``text``/``stdout``/
+    ``stderr``), ``references`` (list of dicts ``path`` and optional ``content``), ``directive``.
+    """
+    root = ET.fromstring(xml_text)
+    contexts = [root] if root.tag == "skill_context" else list(root.iter("skill_context"))
+    return [_parse_one(ctx) for ctx in contexts]
+
+
+# -- building ------------------------------------------------------------------------------
+
+
+def _one_context(
+    manager: Any,
+    name: str,
+    *,
+    run_scripts: bool,
+    arguments: Any,
+    include_references: RefsMode,
+    approver: Approver | None,
+    argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
+    max_output_chars: int | None,
+) -> str:
+    try:
+        skill = manager.get_skill(name)
+        instructions = skill.content
+    except SkillNotFoundError as exc:
+        return _missing(manager, name, "not_found", str(exc))
+    except (SkillMagicsError, OSError) as exc:
+        return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
+
+    refs = referenced_scripts(skill)
+    if run_scripts:
+        outcomes = run_referenced_scripts(
+            manager, skill, refs, arguments=arguments, argv=argv, approver=approver
+        )
+    else:
+        outcomes = [
+            ScriptOutcome(r.path, "error", message=r.error)
+            if r.error
+            else ScriptOutcome(r.path, "skipped", message="")
+            for r in refs
+        ]
+
+    out = [start_tag("skill_context", {"id": skill.metadata.name})]
+    out.append("  " + element("instructions", instructions))
+    out.append("  <active_resources>")
+    for outcome in outcomes:
+        out.append("    " + _script_output(outcome, max_output_chars))
+    if include_references != "none":
+        out.append(_reference_files(skill, include_references))
+    out.append("  </active_resources>")
+    out.append("  " + element("execution_directive", directive_text(skill.metadata.name)))
+    out.append("</skill_context>")
+    return "\n".join(out)
+
+
+def _missing(manager: Any, name: str, status: str, message: str) -> str:
+    try:
+        known = [m.name for m in manager.list_skills()]
+    except Exception:  # a broken directory must not hide the real problem
+        known = []
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    head = start_tag(
+        "skill_context",
+        {"id": name, "status": status, "close_matches": " ".join(close) or None},
+    )
+    return f"{head}\n  {element('error', message)}\n</skill_context>"
+
+
+def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:
+    result = outcome.result
+    attributes: dict[str, object | None] = {"source": outcome.source, "status": outcome.status}
+    if result is None:
+        if outcome.status == "skipped":
+            return element("script_output", None, attributes)
+        return element("script_output", outcome.message, attributes)
+    attributes["exit_code"] = result.exit_code
+    if result.signal:
+        attributes["signal"] = result.signal
+    streams = {"stdout": result.stdout, "stderr": result.stderr}
+    truncated = [name for name in streams if getattr(result, f"{name}_truncated")]
+    for name, text in streams.items():
+        if limit is not None and len(text) > limit:
+            streams[name] = text[:limit]
+            attributes[f"{name}_chars"] = len(text)
+            if name not in truncated:
+                truncated.append(name)
+    attributes["truncated"] = " ".join(truncated) or None
+    if outcome.status == "completed":
+        return element("script_output", streams["stdout"], attributes)
+    inner = ""
+    if streams["stdout"]:
+        inner += element("stdout", streams["stdout"])
+    inner += element("stderr", streams["stderr"])
+    return f"{start_tag('script_output', attributes)}{inner}</script_output>"
+
+
+def _reference_files(skill: Any, mode: RefsMode) -> str:
+    files = sorted(Path(p).as_posix() for p in skill.references)
+    if not files:
+        return "    <reference_files/>"
+    lines = ["    <reference_files>"]
+    for rel in files:
+        if mode == "list":
+            lines.append("      " + element("file", None, {"path": rel}))
+            continue
+        lines.append("      " + _reference_content(Path(skill.base_dir), rel))
+    lines.append("    </reference_files>")
+    return "\n".join(lines)
+
+
+def _reference_content(base: Path, rel: str) -> str:
+    try:
+        data = (base / rel).read_bytes()
+    except OSError as exc:
+        return element("file", f"unreadable: {exc.strerror or exc}", {"path": rel, "error": "true"})
+    if b"\0" in data[:8192]:
+        return element("file", None, {"path": rel, "binary": "true", "bytes": len(data)})
+    text = data.decode("utf-8", "replace")
+    truncated = len(text) > MAX_REFERENCE_CHARS
+    if truncated:
+        text = text[:MAX_REFERENCE_CHARS]
+    attributes = {"path": rel, "truncated": "true" if truncated else None}
+    return element("file", text, attributes)
+
+
+def _argv_for(
+    argv: Sequence[str] | Mapping[str, Sequence[str]] | None, rel: str
+) -> list[str] | None:
+    if argv is None:
+        return None
+    if isinstance(argv, Mapping):
+        chosen = argv.get(rel)
+        return None if chosen is None else [str(a) for a in chosen]
+    if isinstance(argv, str):
+        raise TypeError("argv must be a list of strings (or a mapping of path -> list), not a str")
+    return [str(a) for a in argv]
+
+
+def _approve(
+    manager: Any,
+    name: str,
+    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]],
+    arguments: Any,
+    argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
+    approver: Approver | None,
+) -> tuple[str, str] | None:
+    """One request for every runnable script; None when approved, else (status, message)."""
+    first_argv = _argv_for(argv, prepared[0][0].path) if not isinstance(argv, Mapping) else None
+    request = manager.approval_request(
+        name, [meta for _, meta, _ in prepared], arguments, argv=tuple(first_argv or ())
+    )
+    paths = [ref.path for ref, _, _ in prepared]
+    try:
+        manager.approvals.ask(approver, request)
+    except ApprovalDeclined as exc:
+        audit_outcome(manager, name, paths, arguments, "declined", str(exc))
+        return "declined", str(exc)
+    except ApprovalUnavailable as exc:
+        audit_outcome(manager, name, paths, arguments, "approval_unavailable", str(exc))
+        return "approval_unavailable", str(exc)
+    return None
+
+
+def audit_outcome(
+    manager: Any,
+    skill: str,
+    scripts: Sequence[str],
+    arguments: Any,
+    outcome: str,
+    reason: str,
+) -> None:
+    """Record a decline / unavailable approval for scripts that therefore did not run."""
+    audit = getattr(manager, "audit", None)
+    if audit is None:
+        return
+    from .audit import AuditRecord, arguments_preview
+
+    stamp = datetime.now(timezone.utc).isoformat()
+    preview = arguments_preview(arguments)
+    for script in scripts:
+        audit.record(
+            AuditRecord(
+                timestamp=stamp,
+                skill=skill,
+                script=script,
+                arguments=preview,
+                outcome=outcome,
+                exit_code=None,
+                reason=reason,
+                duration_ms=None,
+            )
+        )
+
+
+def _status_of(result: ScriptExecutionResult) -> str:
+    if result.timeout:
+        return "timeout"
+    if result.signal:
+        return "signaled"
+    return "completed" if result.exit_code == 0 else "failed"
+
+
+# -- reading back --------------------------------------------------------------------------
+
+
+def _text(elem: ET.Element | None, part: str = "text") -> str:
+    if elem is None:
+        return ""
+    return decoded_text(elem.text, elem.get("sanitized"), part)
+
+
+def _attr(elem: ET.Element, name: str) -> str | None:
+    value = elem.get(name)
+    if value is None:
+        return None
+    return decoded_text(value, elem.get("sanitized"), name)
+
+
+def _parse_one(ctx: ET.Element) -> dict[str, Any]:
+    info: dict[str, Any] = {"id": _attr(ctx, "id"), "status": ctx.get("status", "ok")}
+    if info["status"] != "ok":
+        info["error"] = _text(ctx.find("error"))
+        info["close_matches"] = (ctx.get("close_matches") or "").split()
+        return info
+    info["instructions"] = _text(ctx.find("instructions"))
+    scripts = []
+    resources = ctx.find("active_resources")
+    for out in resources.iter("script_output") if resources is not None else ():
+        item: dict[str, Any] = {k: _attr(out, k) for k in out.keys() if k != "sanitized"}
+        item["text"] = _text(out)
+        for stream in ("stdout", "stderr"):
+            child = out.find(stream)
+            if child is not None:
+                item[stream] = _text(child)
+        scripts.append(item)
+    info["scripts"] = scripts
+    refs = []
+    for f in resources.iter("file") if resources is not None else ():
+        entry: dict[str, Any] = {k: _attr(f, k) for k in f.keys() if k != "sanitized"}
+        if f.text is not None:
+            entry["content"] = _text(f)
+        refs.append(entry)
+    info["references"] = refs
+    info["directive"] = _text(ctx.find("execution_directive"))
+    return info
+
+
+__all__ = [
+    "DIRECTIVE_TEMPLATE",
+    "audit_outcome",
+    "ScriptOutcome",
+    "build_skill_context",
+    "directive_text",
+    "parse_skill_context",
+    "run_referenced_scripts",
+    "skills_catalog",
+]

@@ -1,0 +1,557 @@
+"""SkillManager: where skills live, which one wins a name clash, and running their scripts.
+
+Listing reads only each SKILL.md's frontmatter (progressive disclosure); bodies and scripts
+load when a skill is first used. Running a script goes: resolve -> executor checks ->
+approval -> run, and every refusal, decline or run is audited.
+
+Example:
+    >>> manager = SkillManager(["skills"])           # or SkillManager() for the default dirs
+    >>> [m.name for m in manager.list_skills()]
+    ['csv-profiler', 'text-tools']
+    >>> manager.execute_skill_script("csv-profiler", "profile", {"path": "data/sample.csv"}).json()
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .approval import ApprovalRequest, ApprovalStore, Approver, ScriptToApprove
+from .detect import ScriptDetector
+from .errors import (
+    ApprovalDeclined,
+    ApprovalUnavailable,
+    SkillMagicsError,
+    SkillNotFoundError,
+)
+from .frontmatter import load_skill_metadata
+from .interpreters import DEFAULT_ALLOWED, canonical
+from .models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from .skill import Skill
+
+if TYPE_CHECKING:  # imported lazily at runtime: executor/audit are heavier and optional here
+    from .audit import AuditLog
+    from .executor import PreparedRun, ScriptExecutor
+
+ENV_VAR = "SKILL_MAGICS_PATH"
+DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
+MAX_SCAN_DEPTH = 5
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
+PREVIEW_LINES = 15
+
+_USE_DEFAULT: Any = object()  # "use self.approver" (None is a real choice: no approval asked)
+
+
+def examples_dir() -> Path:
+    """The bundled example skills (csv-profiler, text-tools, unit-converter, demo-behaviours)."""
+    return Path(__file__).resolve().parent.parent / "examples" / "skills"
+
+
+def default_skill_dirs(env: dict[str, str] | None = None) -> list[Path]:
+    """``$SKILL_MAGICS_PATH`` entries, then ./skills, ./.agents/skills, ./.claude/skills, then ~."""
+    env = os.environ if env is None else env
+    dirs: list[Path] = []
+    for entry in (env.get(ENV_VAR) or "").split(os.pathsep):
+        if entry.strip():
+            dirs.append(Path(entry.strip()))
+    cwd = Path.cwd()
+    home = Path.home()
+    dirs.extend(cwd / sub for sub in DEFAULT_SUBDIRS)
+    dirs.extend(home / sub for sub in DEFAULT_SUBDIRS)
+    return dirs
+
+
+@dataclass
+class _Index:
+    skills: dict[str, SkillMetadata] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # dir name -> why it was skipped
+
+
+class _ExecutorSetting:
+    """A manager attribute the executor is built from: assigning it rebuilds the executor."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self if obj is None else getattr(obj, self.attr)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        _check_setting(self.attr[1:], value)
+        with obj._lock:
+            setattr(obj, self.attr, value)
+            obj._executor = None
+
+
+def _check_setting(name: str, value: Any) -> None:
+    # Fail when the manager is configured, not at the first run (the executor is lazy).
+    if name == "timeout":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= 600
+        if not ok:
+            raise ValueError(f"timeout {value!r} is out of range: use 1 to 600 seconds")
+    elif name == "max_output_size":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"max_output_size {value!r} is invalid: use a number of bytes >= 0")
+
+
+def _as_dirs(value: Any) -> list[Path]:
+    if value is None:
+        return default_skill_dirs()
+    if isinstance(value, (str, os.PathLike)):
+        return [Path(value)]  # one directory, not its characters
+    return [Path(d) for d in value]
+
+
+def _names(names: Sequence[str] | str) -> tuple[str, ...]:
+    # "python3 bash" or "python3,bash" is a list written as one string, not 12 letters.
+    if isinstance(names, str):
+        return tuple(names.replace(",", " ").split())
+    return tuple(str(n) for n in names)
+
+
+class SkillManager:
+    """Find skills in directories (earlier wins a name clash) and run their scripts safely.
+
+    ``skill_dirs`` (paths, or one path) overrides the defaults; ``None`` uses
+    :func:`default_skill_dirs`. ``approver=None`` means the Python caller decides: nothing is
+    asked. Missing directories are ignored; bad skills are skipped with a warning.
+    """
+
+    def __init__(
+        self,
+        skill_dirs: Iterable[str | os.PathLike] | str | os.PathLike | None = None,
+        *,
+        timeout: float = 30,
+        max_output_size: int = 10 * 2**20,
+        allowed_interpreters: Sequence[str] | None = None,
+        approver: Approver | None = None,
+        inherit_env: bool = False,
+        env_passthrough: Sequence[str] = (),
+        audit_log: str | os.PathLike | None = None,
+    ) -> None:
+        dirs = _as_dirs(skill_dirs)
+        self._lock = threading.RLock()
+        self._index: _Index | None = None
+        self._skills: dict[str, Skill] = {}
+        self._executor: ScriptExecutor | None = None
+        self._audit: AuditLog | None = None
+        self._dirs = _dedupe([_absolute(d) for d in dirs])
+        # Executor settings: assigning any of them later rebuilds the executor on next use.
+        self.timeout = timeout
+        self.max_output_size = max_output_size
+        self.allowed_interpreters = allowed_interpreters
+        self.inherit_env = inherit_env
+        self.env_passthrough = env_passthrough
+        self.audit_log = audit_log
+        self.approver: Approver | None = approver
+        self.approvals = ApprovalStore()
+
+    timeout = _ExecutorSetting()
+    max_output_size = _ExecutorSetting()
+    inherit_env = _ExecutorSetting()
+
+    @property
+    def env_passthrough(self) -> tuple[str, ...]:
+        return self._env_passthrough
+
+    @env_passthrough.setter
+    def env_passthrough(self, names: Sequence[str] | str) -> None:
+        with self._lock:
+            self._env_passthrough = _names(names)
+            self._executor = None
+
+    @property
+    def allowed_interpreters(self) -> tuple[str, ...] | None:
+        """Interpreters scripts may use (None: the default python3, bash, sh, node)."""
+        return self._allowed_interpreters
+
+    @allowed_interpreters.setter
+    def allowed_interpreters(self, names: Sequence[str] | str | None) -> None:
+        with self._lock:
+            self._allowed_interpreters = None if names is None else _names(names)
+            allowed = self._allowed_interpreters or DEFAULT_ALLOWED
+            # .ts files count as scripts only when tsx may run them.
+            allow_ts = "tsx" in {canonical(a) for a in allowed}
+            self._detector = ScriptDetector(allow_typescript=allow_ts)
+            self._executor = None
+            self._skills = {}  # their cached script lists used the old detector
+
+    @property
+    def audit_log(self) -> str | os.PathLike | None:
+        """JSONL file every audit record is appended to (None: logging + memory only)."""
+        return self._audit_log
+
+    @audit_log.setter
+    def audit_log(self, path: str | os.PathLike | None) -> None:
+        with self._lock:
+            self._audit_log = path
+            if self._audit is not None:
+                # Keep the history (and the executor's reference): only the file changes.
+                self._audit.jsonl_path = Path(path).expanduser() if path is not None else None
+
+    def __repr__(self) -> str:
+        return f"SkillManager(skill_dirs={[str(d) for d in self._dirs]!r})"
+
+    # -- directories -----------------------------------------------------------------------
+
+    @property
+    def skill_dirs(self) -> list[Path]:
+        """Directories searched, in precedence order (absolute; may not all exist).
+
+        Assign a new list to replace them all (None: the defaults); the next use rescans.
+        """
+        return list(self._dirs)
+
+    @skill_dirs.setter
+    def skill_dirs(self, dirs: Iterable[str | os.PathLike] | str | os.PathLike | None) -> None:
+        paths = _as_dirs(dirs)
+        with self._lock:
+            self._dirs = _dedupe([_absolute(p) for p in paths])
+            self._invalidate()
+
+    def add_dir(self, path: str | os.PathLike, *, first: bool = False) -> Path:
+        """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
+        new = _absolute(Path(path))
+        with self._lock:
+            dirs = [d for d in self._dirs if d != new]
+            dirs.insert(0, new) if first else dirs.append(new)
+            self._dirs = dirs
+            self._invalidate()
+        return new
+
+    def remove_dir(self, path: str | os.PathLike) -> bool:
+        """Stop searching a directory and rescan; False when it was not configured."""
+        gone = _absolute(Path(path))
+        with self._lock:
+            if gone not in self._dirs:
+                return False
+            self._dirs = [d for d in self._dirs if d != gone]
+            self._invalidate()
+        return True
+
+    def reload(self) -> None:
+        """Forget everything loaded and scan the directories again on next use."""
+        with self._lock:
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._index = None
+        self._skills = {}
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def list_skills(self) -> list[SkillMetadata]:
+        """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
+        index = self._ensure_index()
+        return [index.skills[name] for name in sorted(index.skills)]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Skipped skills, name clashes and spec warnings, each naming the path and reason."""
+        return list(self._ensure_index().warnings)
+
+    def get_skill(self, name: str) -> Skill:
+        """The skill called ``name`` (body and scripts load on first use, then cached)."""
+        index = self._ensure_index()
+        with self._lock:
+            skill = self._skills.get(name)
+            if skill is not None:
+                return skill
+            metadata = index.skills.get(name)
+            if metadata is None:
+                raise SkillNotFoundError(self._not_found_message(name, index))
+            skill = Skill(metadata, detector=self._detector)
+            self._skills[name] = skill
+            return skill
+
+    def _not_found_message(self, name: str, index: _Index) -> str:
+        if name in index.skipped:
+            return f"Skill {name!r} was skipped: {index.skipped[name]}"
+        close = difflib.get_close_matches(name, list(index.skills), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
+        where = ", ".join(str(d) for d in self._dirs) or "(no directories)"
+        return (
+            f"No skill named {name!r}{hint} List skills with manager.list_skills() or %skills; "
+            f"searched {where}: add a directory with add_dir(path) or ${ENV_VAR}"
+        )
+
+    def _ensure_index(self) -> _Index:
+        with self._lock:
+            if self._index is None:
+                self._index = self._scan()
+            return self._index
+
+    def _scan(self) -> _Index:
+        index = _Index()
+        owner: dict[str, Path] = {}  # skill name -> winning SKILL.md
+        seen_skills: set[tuple] = set()  # so overlapping dirs do not look like clashes
+        for root in self._dirs:
+            for skill_md, identity in _find_skill_files(root):
+                if identity in seen_skills:
+                    continue
+                seen_skills.add(identity)
+                try:
+                    metadata = load_skill_metadata(skill_md)
+                except (SkillMagicsError, OSError, UnicodeError) as exc:
+                    reason = _reason(exc)
+                    index.warnings.append(f"Skipped {skill_md}: {reason}")
+                    index.skipped.setdefault(skill_md.parent.name, f"{skill_md}: {reason}")
+                    continue
+                winner = owner.get(metadata.name)
+                if winner is not None:
+                    index.warnings.append(
+                        f"Skill {metadata.name!r} at {skill_md} is shadowed by {winner} "
+                        "(earlier in skill_dirs); rename one or remove a directory to use it"
+                    )
+                    continue
+                for warning in metadata.warnings:
+                    index.warnings.append(f"{skill_md}: {warning}")
+                owner[metadata.name] = skill_md
+                index.skills[metadata.name] = metadata
+        for name in index.skills:
+            index.skipped.pop(name, None)
+        return index
+
+    # -- execution -------------------------------------------------------------------------
+
+    @property
+    def audit(self) -> AuditLog:
+        """The audit log every attempt is recorded in (stdlib logging + optional JSONL)."""
+        with self._lock:
+            if self._audit is None:
+                from .audit import AuditLog
+
+                self._audit = AuditLog(jsonl_path=self.audit_log)
+            return self._audit
+
+    @property
+    def executor(self) -> ScriptExecutor:
+        """The ScriptExecutor configured from this manager's settings (created on first use)."""
+        with self._lock:
+            if self._executor is None:
+                from .executor import ScriptExecutor
+
+                self._executor = ScriptExecutor(
+                    timeout=self.timeout,
+                    max_output_size=self.max_output_size,
+                    allowed_interpreters=self.allowed_interpreters,
+                    inherit_env=self.inherit_env,
+                    env_passthrough=self.env_passthrough,
+                    audit=self.audit,
+                )
+            return self._executor
+
+    def resolve_script(
+        self, skill_name: str, script: str | os.PathLike
+    ) -> tuple[Skill, ScriptMetadata]:
+        """(skill, script) for a skill name and a script stem, file name or relative path."""
+        skill = self.get_skill(skill_name)
+        return skill, skill.find_script(script)
+
+    def approval_request(
+        self,
+        skill_name: str,
+        scripts: Sequence[ScriptMetadata],
+        arguments: Any = None,
+        argv: Sequence[str] = (),
+        code: str | None = None,
+    ) -> ApprovalRequest:
+        """What a person is asked to approve: scripts with previews, arguments, content hash."""
+        skill = self.get_skill(skill_name)
+        items = tuple(
+            ScriptToApprove(
+                path=s.path.as_posix(),
+                interpreter=s.interpreter,
+                preview=_preview(skill.base_dir / s.path),
+            )
+            for s in scripts
+        )
+        return ApprovalRequest(
+            skill_name=skill_name,
+            scripts=items,
+            arguments=arguments,
+            argv=tuple(str(a) for a in argv or ()),
+            content_hash=skill.content_hash(),
+            code=code,
+            request_id=uuid.uuid4().hex,
+        )
+
+    def prepare_skill_script(
+        self,
+        skill_name: str,
+        script: str | os.PathLike,
+        arguments: Any = None,
+        *,
+        argv: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> PreparedRun:
+        """Resolve and check a run without asking anyone or running it (refusals audited)."""
+        return self._prepare(skill_name, script, arguments, argv, timeout)[1]
+
+    def execute_skill_script(
+        self,
+        skill_name: str,
+        script: str | os.PathLike,
+        arguments: Any = None,
+        *,
+        argv: Sequence[str] | None = None,
+        timeout: float | None = None,
+        approver: Approver | None = _USE_DEFAULT,
+    ) -> ScriptExecutionResult:
+        """Run one script: resolve -> checks -> approval -> run. Raises before anything runs.
+
+        ``script`` is a stem (``"profile"``), file name (``"profile.py"``) or relative path
+        (``"scripts/profile.py"``). ``approver`` defaults to ``self.approver``; None asks nobody.
+        """
+        meta, prepared = self._prepare(skill_name, script, arguments, argv, timeout)
+        if approver is _USE_DEFAULT:
+            approver = self.approver
+        if approver is not None:
+            request = self.approval_request(skill_name, [meta], arguments, argv or ())
+            try:
+                self.approvals.ask(approver, request)
+            except ApprovalDeclined as exc:
+                self._audit_outcome(skill_name, meta.path, arguments, argv, "declined", exc)
+                raise
+            except ApprovalUnavailable as exc:
+                self._audit_outcome(
+                    skill_name, meta.path, arguments, argv, "approval_unavailable", exc
+                )
+                raise
+        return self.executor.run(prepared)
+
+    def _prepare(
+        self,
+        skill_name: str,
+        script: str | os.PathLike,
+        arguments: Any,
+        argv: Sequence[str] | None,
+        timeout: float | None,
+    ) -> tuple[ScriptMetadata, PreparedRun]:
+        try:
+            skill, meta = self.resolve_script(skill_name, script)
+        except SkillMagicsError as exc:
+            # Never reached the executor, so audit the refusal here.
+            self._audit_refusal(skill_name, script, arguments, argv, exc)
+            raise
+        prepared = self.executor.prepare(  # audits its own refusals
+            skill.base_dir / meta.path,
+            arguments,  # None: the executor sends {} (or nothing in argv mode)
+            skill.base_dir,
+            skill.metadata,
+            argv=None if argv is None else [str(a) for a in argv],
+            timeout=timeout,
+        )
+        return meta, prepared
+
+    # -- audit helpers ---------------------------------------------------------------------
+
+    def _audit_refusal(
+        self, skill: str, script: Any, arguments: Any, argv: Any, exc: Exception
+    ) -> None:
+        from .audit import arguments_preview
+
+        self.audit.refused(skill, os.fspath(script), arguments_preview(arguments, argv), exc)
+
+    def _audit_outcome(
+        self, skill: str, script: Path, arguments: Any, argv: Any, outcome: str, exc: Exception
+    ) -> None:
+        from .audit import arguments_preview
+
+        self.audit.event(
+            skill,
+            script.as_posix(),
+            arguments_preview(arguments, argv),
+            outcome,
+            reason=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:
+    """(SKILL.md, identity) pairs under ``root`` (root itself may be a skill); depth-bounded.
+
+    The identity is the directory's (st_dev, st_ino): it detects symlink loops and the same
+    skill reached twice, at one stat per directory (realpath would lstat every component).
+    """
+    found: list[tuple[Path, tuple]] = []
+    visited: set[tuple[int, int]] = set()
+
+    def walk(path: str, depth: int) -> None:
+        try:
+            st = os.stat(path)
+            key = (st.st_dev, st.st_ino)
+            if key in visited:
+                return  # symlink loop or a directory reached twice
+            visited.add(key)
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return  # missing or unreadable: not an error for a search path
+        for entry in entries:
+            if entry.name in ("SKILL.md", "skill.md") and _is_file(entry):
+                found.append((Path(entry.path), key))
+                return  # a skill's own subdirectories are its scripts and data, not skills
+        if depth >= max_depth:
+            return
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                walk(entry.path, depth + 1)
+
+    walk(os.fspath(root), 0)
+    return found
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    seen: set[str] = set()
+    for p in paths:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot read it ({exc.strerror or exc})"
+    if isinstance(exc, UnicodeError):
+        return "it is not UTF-8 text"
+    return str(exc)
+
+
+def _preview(path: Path, lines: int = PREVIEW_LINES) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+    except OSError as exc:
+        return f"<cannot read: {exc.strerror or exc}>"
+    text = head.decode("utf-8", "replace").replace("\r\n", "\n")
+    return "\n".join(text.split("\n")[:lines])
+
+
+__all__ = ["SkillManager", "default_skill_dirs", "examples_dir", "ENV_VAR", "DEFAULT_SUBDIRS"]

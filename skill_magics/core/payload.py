@@ -1,0 +1,157 @@
+"""Strict JSON encoding of script arguments (what a script reads on stdin).
+
+Strict means: a dict with str keys all the way down, finite numbers only, no sets or other
+objects, no cycles; UTF-8 without ASCII escaping; at most 10 MiB of *bytes*.
+
+Example:
+    >>> encode_arguments({"csv": "a,b\\n1,2\\n", "sep": ","})
+    b'{"csv": "a,b\\\\n1,2\\\\n", "sep": ","}'
+    >>> encode_arguments({1: "x"})
+    Traceback (most recent call last):
+    ArgumentSerializationError: Argument key 1 at arguments is int, not str: ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ArgumentSerializationError, ArgumentSizeError
+
+MAX_ARGUMENT_BYTES = 10 * 2**20
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _fmt(path: list[str]) -> str:
+    return "arguments" + "".join(path)
+
+
+def validate(arguments: Any) -> None:
+    """Walk the value once and raise ArgumentSerializationError naming the offending path.
+
+    Iterative (deep nesting cannot hit the recursion limit) and path-aware for cycles: a
+    list shared twice is fine (JSON just repeats it), a list containing itself is not.
+    """
+    if not isinstance(arguments, dict):
+        raise ArgumentSerializationError(
+            f"Arguments must be a dict (a JSON object), got {type(arguments).__name__}: "
+            "wrap the value, e.g. {'items': value}, or pass dict(value)"
+        )
+    active: set[int] = set()  # ids of containers on the current path
+    # Stack items: (container, path) to visit, or (None, id) exit markers. Leaves are checked
+    # inline so a list of a million numbers does not cost a million stack entries.
+    stack: list[tuple[Any, Any]] = [(arguments, [])]
+    while stack:
+        value, path = stack.pop()
+        if value is None:
+            active.discard(path)
+            continue
+        ident = id(value)
+        if ident in active:
+            raise ArgumentSerializationError(
+                f"Argument {_fmt(path)} refers back to a value that contains it (circular "
+                "reference): pass a copy without the cycle"
+            )
+        active.add(ident)
+        stack.append((None, ident))
+        if isinstance(value, dict):
+            for key in value:
+                if not isinstance(key, str):
+                    raise ArgumentSerializationError(
+                        f"Argument key {key!r} in {_fmt(path)} is {type(key).__name__}, not "
+                        f"str: JSON object keys are strings, use {str(key)!r} instead"
+                    )
+            items: Any = ((f"[{k!r}]", v) for k, v in value.items())
+        else:
+            items = ((f"[{i}]", v) for i, v in enumerate(value))
+        for step, item in items:
+            if isinstance(item, _LEAVES):
+                if isinstance(item, float) and not math.isfinite(item):
+                    raise ArgumentSerializationError(
+                        f"Argument {_fmt([*path, step])} is {item!r}, which JSON cannot "
+                        "represent: use None or a string such as 'NaN'"
+                    )
+            elif isinstance(item, (dict, list, tuple)):
+                stack.append((item, [*path, step]))
+            else:
+                raise _unsupported(item, [*path, step])
+
+
+def _unsupported(value: Any, path: list[str]) -> ArgumentSerializationError:
+    if isinstance(value, (set, frozenset)):
+        hint = "use a list (e.g. sorted(value))"
+    elif isinstance(value, Mapping):
+        hint = "convert it with dict(value)"
+    elif isinstance(value, bytes):
+        hint = "decode it to str or base64-encode it"
+    else:
+        hint = "convert it to str, int, float, list or dict first"
+    return ArgumentSerializationError(
+        f"Argument {_fmt(path)} has type {type(value).__name__!r}, which JSON cannot represent: "
+        f"{hint}"
+    )
+
+
+def encode_arguments(arguments: Any, limit: int = MAX_ARGUMENT_BYTES) -> bytes:
+    """``arguments`` as strict UTF-8 JSON bytes; raises ArgumentSerializationError/SizeError."""
+    validate(arguments)
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ArgumentSerializationError(
+            f"Arguments contain text that is not valid Unicode ({exc.reason}): "
+            "remove lone surrogate characters (often from badly decoded file names)"
+        ) from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        # e.g. an int with more digits than Python will convert to text.
+        raise ArgumentSerializationError(
+            f"Arguments cannot be encoded as JSON ({exc}): pass plain str/int/float/list/dict"
+        ) from None
+    if len(data) > limit:
+        raise ArgumentSizeError(
+            f"Arguments are {len(data):,} bytes of JSON, over the {limit:,}-byte limit "
+            f"({limit / 2**20:g} MiB): write the data to a file and pass its path instead"
+        )
+    return data
+
+
+def normalize_argv(argv: Any) -> tuple[str, ...]:
+    """argv items as strings, passed verbatim (never through a shell).
+
+    Accepts str, os.PathLike, int and float items; a lone str is refused, since iterating it
+    would pass one character per argument.
+    """
+    if isinstance(argv, (str, bytes)):
+        raise ArgumentSerializationError(
+            f"argv must be a list of strings, got a single {type(argv).__name__} {argv!r}: "
+            "use shlex.split(...) or a list such as ['--input', 'data.csv']"
+        )
+    try:
+        items = list(argv)
+    except TypeError:
+        raise ArgumentSerializationError(
+            f"argv must be a list of strings, got {type(argv).__name__}: "
+            "pass a list such as ['--input', 'data.csv']"
+        ) from None
+    out: list[str] = []
+    for index, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, (str, os.PathLike, int, float)):
+            raise ArgumentSerializationError(
+                f"argv[{index}] is {type(item).__name__} {item!r}: pass strings, e.g. str(value)"
+            )
+        text = os.fspath(item) if isinstance(item, os.PathLike) else str(item)
+        if isinstance(text, bytes) or "\0" in text:
+            raise ArgumentSerializationError(
+                f"argv[{index}] contains a NUL byte or is bytes: command-line arguments must be "
+                "text without NUL characters"
+            )
+        out.append(text)
+    return tuple(out)
+
+
+__all__ = ["MAX_ARGUMENT_BYTES", "validate", "encode_arguments", "normalize_argv"]

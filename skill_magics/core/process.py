@@ -1,0 +1,411 @@
+"""Run one command in its own process group, driven by one selector loop in the calling thread.
+
+Example:
+    >>> out = run_process(["bash", "x.sh"], cwd="/skills/s", env={"PATH": "/usr/bin"},
+    ...                   payload=b"{}", timeout=30, max_output_size=10 * 2**20)
+    >>> out.returncode, out.stdout.text
+
+Why one loop and no reader threads: per-run threads measured ~1.27x raw ``subprocess.run`` on
+a trivial bash script, one loop ~1.05x. Why a process group and not a new session: with
+autogroup scheduling each new session costs a scheduler tick per spawn on a busy machine.
+
+The loop writes stdin without blocking, reads stdout/stderr, and watches the main process
+through a pidfd (Linux), so it notices the main process exiting even while a background child
+keeps the pipes open. The group is always killed before the main process is reaped: an
+unreaped (zombie) leader keeps the group id from being reused by an unrelated process.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+logger = logging.getLogger("skill_magics.executor")
+
+GRACE_S = 0.1  # SIGTERM -> SIGKILL
+DRAIN_S = 0.1  # after the main process exits, how long background children may keep writing
+CANCEL_POLL_S = 0.05  # how often a cancel Event is looked at (an Event cannot be selected on)
+EXIT_POLL_S = 0.05  # without pidfd: how often the main process is polled while pipes are open
+READ_CHUNK = 1 << 16  # the default Linux pipe capacity: one read empties a full pipe
+WRITE_CHUNK = 1 << 16
+
+OnOutput = Callable[[str, str], object]
+
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")  # looked up once, not per stream
+_HAS_PIDFD = hasattr(os, "pidfd_open")
+_HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+@dataclass
+class StreamCapture:
+    """Keeps the first ``cap`` bytes of a stream as text, counts the rest.
+
+    An incremental decoder carries a multibyte character split across reads over to the next
+    read; invalid bytes become U+FFFD; ``\\r\\n`` is kept as written.
+    """
+
+    name: str
+    cap: int
+    kept_bytes: int = 0
+    total_bytes: int = 0
+    truncated: bool = False
+    pieces: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._decoder = _UTF8_DECODER(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        """Account for ``data``; return the newly decoded text that was kept ('' past the cap)."""
+        self.total_bytes += len(data)
+        if self.truncated:
+            return ""
+        room = self.cap - self.kept_bytes
+        if len(data) > room:
+            # Cut at the cap. Bytes of a character straddling the cut stay in the decoder and
+            # are dropped, so the kept text re-encodes to an exact prefix of what was written.
+            data = data[:room]
+            self.truncated = True
+        self.kept_bytes += len(data)
+        text = self._decoder.decode(data)
+        if text:
+            self.pieces.append(text)
+        return text
+
+    def finish(self) -> str:
+        """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
+        if self.truncated:
+            return ""
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            self.pieces.append(text)
+        return text
+
+    @property
+    def text(self) -> str:
+        if len(self.pieces) > 1:  # join once, keep one copy
+            self.pieces[:] = ["".join(self.pieces)]
+        return self.pieces[0] if self.pieces else ""
+
+
+class SpawnError(OSError):
+    """The program could not be started at all (nothing ran)."""
+
+
+@dataclass
+class ProcessOutcome:
+    """What the loop saw. ``returncode`` is the main process's real status (-N for signal N)."""
+
+    pid: int
+    returncode: int
+    stdout: StreamCapture
+    stderr: StreamCapture
+    duration_s: float
+    timed_out: bool = False
+    cancelled: bool = False
+
+
+def _group_kwargs() -> dict:
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}  # setpgid in the child; keeps the fast vfork path
+    return {"preexec_fn": _setpgid}  # pragma: no cover - Python 3.10
+
+
+def _setpgid() -> None:  # pragma: no cover - runs in the child on Python 3.10
+    os.setpgid(0, 0)
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    """Signal every process of the group; a group that is already gone is fine."""
+    if sys.platform == "win32":  # pragma: no cover
+        return
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Loop:
+    """State of one run; lives only inside run_process."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        payload: bytes | None,
+        max_output_size: int,
+        on_output: OnOutput | None,
+    ) -> None:
+        self.proc = proc
+        self.sel = selectors.PollSelector() if hasattr(selectors, "PollSelector") else None
+        if self.sel is None:  # pragma: no cover - no poll(): fall back to select()
+            self.sel = selectors.DefaultSelector()
+        self.stdout = StreamCapture("stdout", max_output_size)
+        self.stderr = StreamCapture("stderr", max_output_size)
+        self.readers: dict[int, tuple[StreamCapture, object]] = {}
+        self.on_output = on_output
+        self.exited = False
+        self.pidfd: int | None = None
+        self.stdin_fd: int | None = None
+        self.payload = memoryview(payload) if payload else None
+        self.offset = 0
+
+        for capture, pipe in ((self.stdout, proc.stdout), (self.stderr, proc.stderr)):
+            fd = pipe.fileno()
+            self.readers[fd] = (capture, pipe)
+            self.sel.register(fd, selectors.EVENT_READ)
+        if _HAS_PIDFD:
+            try:
+                self.pidfd = os.pidfd_open(proc.pid)
+            except OSError:  # old kernel (< 5.3) or seccomp: poll the pid instead
+                self.pidfd = None
+            else:
+                self.sel.register(self.pidfd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            self.stdin_fd = proc.stdin.fileno()
+            os.set_blocking(self.stdin_fd, False)
+            # Most payloads fit the pipe: write now and skip a loop iteration.
+            if self._write_stdin():
+                self.sel.register(self.stdin_fd, selectors.EVENT_WRITE)
+
+    # -- stdin -------------------------------------------------------------------------------
+    def _write_stdin(self) -> bool:
+        """Write what the pipe takes; True while more is left to write."""
+        payload = self.payload
+        try:
+            while payload is not None and self.offset < len(payload):
+                self.offset += os.write(
+                    self.stdin_fd, payload[self.offset : self.offset + WRITE_CHUNK]
+                )
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            # EPIPE: the script closed stdin or never reads it and exited. That is its choice.
+            if exc.errno not in (errno.EPIPE, errno.EINVAL):
+                raise
+        self._close_stdin()
+        return False
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:  # EPIPE on close of an unflushed raw pipe: nothing buffered
+                pass
+        self.stdin_fd = None
+
+    # -- stdout / stderr ---------------------------------------------------------------------
+    def _read(self, fd: int) -> None:
+        capture, pipe = self.readers[fd]
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self.sel.unregister(fd)
+            del self.readers[fd]
+            pipe.close()
+            self._emit(capture.name, capture.finish())
+            return
+        self._emit(capture.name, capture.feed(data))
+
+    def _emit(self, name: str, text: str) -> None:
+        if text and self.on_output is not None:
+            try:
+                self.on_output(name, text)
+            except Exception:  # a broken live view must not break the run or hide its result
+                logger.warning("on_output callback failed; live output disabled", exc_info=True)
+                self.on_output = None
+
+    # -- main process --------------------------------------------------------------------------
+    def _poll_exit(self) -> bool:
+        """Has the main process exited? Never reaps it (see module docstring)."""
+        if not self.exited:
+            if _HAS_WAITID:
+                try:
+                    info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    info = True
+                self.exited = info is not None
+            else:  # pragma: no cover - no waitid(): reaping here is the only option
+                self.exited = self.proc.poll() is not None
+        return self.exited
+
+    def step(self, wait: float) -> None:
+        """One select(): handle every ready fd."""
+        for key, _mask in self.sel.select(max(wait, 0.0)):
+            fd = key.fd
+            if fd == self.pidfd:
+                self.exited = True
+                self.sel.unregister(fd)
+            elif fd == self.stdin_fd:
+                if not self._write_stdin():
+                    self.sel.unregister(fd)
+            elif fd in self.readers:
+                self._read(fd)
+        if self.pidfd is None and self.readers:
+            self._poll_exit()
+
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the main process to exit, still draining the pipes."""
+        end = time.monotonic() + timeout
+        while not (self.exited or (self.pidfd is None and self._poll_exit())):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            self.step(left if self.pidfd is not None else min(left, 0.005))
+        return True
+
+    def final_drain(self) -> None:
+        """After the group is dead, read what is still buffered without waiting for writers
+        outside the group (a daemon that escaped with setsid) to close the pipes."""
+        for fd in list(self.readers):
+            capture, pipe = self.readers[fd]
+            os.set_blocking(fd, False)
+            for _ in range(64):  # bounded: an escaped writer must not keep us here
+                try:
+                    data = os.read(fd, READ_CHUNK)
+                except (BlockingIOError, OSError):
+                    break
+                if not data:
+                    break
+                self._emit(capture.name, capture.feed(data))
+            self._emit(capture.name, capture.finish())
+            self.sel.unregister(fd)
+            del self.readers[fd]
+            pipe.close()
+
+    def close(self) -> None:
+        self._close_stdin()
+        for fd, (_capture, pipe) in list(self.readers.items()):
+            pipe.close()
+            self.readers.pop(fd, None)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.sel.close()
+
+
+def _reap(proc: subprocess.Popen) -> int:
+    try:
+        return proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - stuck in uninterruptible sleep
+        logger.error("Process %s did not exit after SIGKILL; leaving it", proc.pid)
+        return -signal.SIGKILL
+
+
+def run_process(
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None = None,
+    cancel: threading.Event | None = None,
+) -> ProcessOutcome:
+    """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
+
+    Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
+    BaseException) kills the whole group before it propagates.
+    """
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if payload is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            shell=False,
+            bufsize=0,
+            **_group_kwargs(),
+        )
+    except OSError as exc:
+        raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+    pgid = proc.pid
+    loop: _Loop | None = None
+    timed_out = cancelled = False
+    try:
+        loop = _Loop(proc, payload, max_output_size, on_output)
+        deadline = start + timeout
+        while loop.readers or not loop.exited:
+            now = time.monotonic()
+            stop = cancel is not None and cancel.is_set()
+            if stop or now >= deadline:
+                cancelled, timed_out = stop, not stop
+                # SIGTERM lets the script clean up; grandchildren get it too (whole group).
+                kill_group(pgid, signal.SIGTERM)
+                loop.wait_exit(GRACE_S)
+                break
+            if loop.exited:
+                # The main process is done but something (a background child) holds the pipes:
+                # give it a moment to finish writing, then the group is killed below.
+                end = now + DRAIN_S
+                while loop.readers and time.monotonic() < end:
+                    loop.step(end - time.monotonic())
+                break
+            wait = deadline - now
+            if cancel is not None:
+                wait = min(wait, CANCEL_POLL_S)
+            if loop.pidfd is None:
+                if loop._poll_exit():
+                    continue
+                wait = min(wait, EXIT_POLL_S)
+            loop.step(wait)
+        # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
+        # now, while the unreaped leader still pins the group id.
+        kill_group(pgid, signal.SIGKILL)
+        returncode = _reap(proc)
+        loop.final_drain()
+    except BaseException:
+        # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
+        # group running behind the exception.
+        if proc.returncode is None:
+            kill_group(pgid, signal.SIGTERM)
+            try:
+                if loop is not None:
+                    loop.wait_exit(GRACE_S)
+            finally:
+                kill_group(pgid, signal.SIGKILL)
+                _reap(proc)
+        raise
+    finally:
+        if loop is not None:
+            loop.close()
+        else:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+    return ProcessOutcome(
+        pid=proc.pid,
+        returncode=returncode,
+        stdout=loop.stdout,
+        stderr=loop.stderr,
+        duration_s=time.monotonic() - start,
+        timed_out=timed_out,
+        cancelled=cancelled,
+    )
+
+
+__all__ = [
+    "GRACE_S",
+    "DRAIN_S",
+    "StreamCapture",
+    "ProcessOutcome",
+    "SpawnError",
+    "run_process",
+    "kill_group",
+]

@@ -1,0 +1,315 @@
+"""Which scripts a skill's instructions name (seed 003: only referenced scripts may run).
+
+Reads SKILL.md's body and the markdown files it links to (one level, inside the skill) and
+finds script references in the forms real skills use:
+
+- commands: ``python scripts/x.py --flag``, ``python3``, ``bash``/``sh``, ``node``,
+  ``uv run [python] scripts/x.py``, ``ruby``, ``perl``, ``npx tsx``, ``./scripts/x.sh``
+- inline code and plain prose paths: ``scripts/x.py``
+- markdown links ``[run](scripts/x.py)`` and reference links ``[x]: scripts/x.py``
+- ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``
+
+Strong references (a command argument or link with a directory part, a ``{baseDir}`` path, a
+``scripts/...`` path) are kept even when the file is missing or escapes the skill: they become
+error entries that never run. Weak ones (a bare ``lint.sh`` or ``src/app.py`` mentioned in
+prose) count only when the file exists, so ordinary prose does not produce noise.
+
+Flags written after a script in SKILL.md are never executed: callers pass ``argv`` explicitly.
+
+Example:
+    >>> [r.path for r in referenced_scripts(skill)]
+    ['scripts/extract.py', 'scripts/convert.sh']
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import unquote
+
+from .errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from .interpreters import EXTENSIONS
+from .paths import resolve_script
+
+SCRIPT_EXTENSIONS = tuple(sorted(ext.lstrip(".") for ext in EXTENSIONS))
+_EXT = "|".join(SCRIPT_EXTENSIONS)
+_PATH_CHARS = r"[\w.\-/]"
+_BASE_PREFIX = r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/)"
+_LEAD = r"(?<![\w/.\-{}$])"
+
+# A path with a script extension, optionally behind a base-dir variable.
+_PATH_RE = re.compile(
+    rf"{_LEAD}(?P<base>{_BASE_PREFIX})?(?P<path>(?:\./)?(?:{_PATH_CHARS}*/)?[\w\-][\w.\-]*\.(?:{_EXT}))(?![\w/])"
+)
+_BARE_NAME_RE = re.compile(rf"^[\w\-][\w.\-]*\.(?:{_EXT})$")
+# ``python [-u ...] ARG``; ARG may lack an extension (``bash scripts/run``).
+_COMMAND_RE = re.compile(
+    r"(?:^|(?<=[\s`;&|(\"']))"
+    r"(?:python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx\s+tsx|"
+    r"uv\s+run(?:\s+--\S+)*(?:\s+python3?)?|deno\s+run)"
+    r"(?P<flags>(?:\s+-[\w\-]+)*)\s+(?P<arg>[^\s`'\";&|()<>]+)",
+    re.MULTILINE,
+)
+# ``./scripts/x`` run directly.
+_DIRECT_RE = re.compile(r"(?:^|(?<=[\s`;&|(]))(?P<arg>\./[\w.\-/]+)", re.MULTILINE)
+_LINK_RE = re.compile(
+    r"\[[^\]\n]*\]\(\s*(?:<(?P<angle>[^>\n]+)>|(?P<plain>[^)\s]+))(?:\s+\"[^\"\n]*\")?\s*\)"
+)
+_REF_LINK_RE = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*<?(?P<target>[^\s>]+)>?", re.MULTILINE)
+_SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+_STOP_FLAGS = {"-m", "-c", "-e", "--version", "-V", "--help", "-h"}
+
+
+class _SkillLike(Protocol):
+    base_dir: Path
+
+    @property
+    def content(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ScriptReference:
+    """One script named by the instructions, in the order it was first seen."""
+
+    raw: str  # the text as written, e.g. "{baseDir}/scripts/x.py"
+    path: str  # normalised posix path relative to the skill, e.g. "scripts/x.py"
+    exists: bool  # a regular file inside the skill
+    inside: bool  # resolves (symlinks too) inside the skill directory
+    error: str | None  # why it cannot run; None when it may
+    source: str = "SKILL.md"  # markdown file (relative) that names it
+    line: int = 0  # 1-based line in ``source``
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class _Candidate:
+    pos: int
+    raw: str
+    path: str  # relative to the directory the reference is resolved against
+    strong: bool
+    relative_to_file: bool = False  # links resolve against the linking file's directory
+
+
+def referenced_scripts(skill: _SkillLike) -> list[ScriptReference]:
+    """Scripts SKILL.md (and markdown files it links to, one level) reference, first-seen order."""
+    base = Path(skill.base_dir)
+    name = _skill_name(skill)
+    refs: list[ScriptReference] = []
+    seen: set[str] = set()
+    body = skill.content or ""
+    linked: list[str] = []
+    first_line = _body_offset(skill, body) + 1
+    found = find_references(
+        body, base, source="SKILL.md", skill_name=name, linked=linked, first_line=first_line
+    )
+    for ref in found:
+        if ref.path not in seen:
+            seen.add(ref.path)
+            refs.append(ref)
+    for rel in linked:
+        try:
+            text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for ref in find_references(text, base, source=rel, skill_name=name):
+            if ref.path not in seen:
+                seen.add(ref.path)
+                refs.append(ref)
+    return refs
+
+
+def find_references(
+    text: str,
+    base_dir: Path,
+    *,
+    source: str = "SKILL.md",
+    skill_name: str = "",
+    linked: list[str] | None = None,
+    first_line: int = 1,
+) -> list[ScriptReference]:
+    """References in one markdown text, deduplicated, in order; ``linked`` collects .md links.
+
+    ``first_line`` is the line number of ``text``'s first line in ``source`` (after frontmatter).
+    """
+    base = Path(base_dir)
+    source_dir = posixpath.dirname(source)
+    candidates = _candidates(text, linked_md=linked, source_dir=source_dir, base=base)
+    candidates.sort(key=lambda c: c.pos)
+    out: list[ScriptReference] = []
+    seen: set[str] = set()
+    for cand in candidates:
+        joined = posixpath.join(source_dir, cand.path) if cand.relative_to_file else cand.path
+        rel, inside_lexically = _normalise(joined)
+        if rel in seen:
+            continue
+        if not cand.strong and not _weak_counts(base, rel, inside_lexically):
+            resolved = _bare_script(base, rel) if inside_lexically and "/" not in rel else None
+            if resolved is None:
+                continue
+            rel = resolved
+            if rel in seen:
+                continue
+        seen.add(rel)
+        line = text.count("\n", 0, cand.pos) + first_line
+        out.append(_reference(base, cand.raw, rel, inside_lexically, source, line, skill_name))
+    return out
+
+
+def _candidates(
+    text: str, *, linked_md: list[str] | None, source_dir: str, base: Path
+) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    for m in _PATH_RE.finditer(text):
+        path = m.group("path")
+        strong = bool(m.group("base")) or _strip_dot(path).startswith("scripts/")
+        found.append(_Candidate(m.start(), m.group(0), path, strong))
+    for m in _COMMAND_RE.finditer(text):
+        if set(m.group("flags").split()) & _STOP_FLAGS:
+            continue
+        arg = m.group("arg").rstrip(".,:;!?")
+        if not arg or arg.startswith("-"):
+            continue
+        raw = arg
+        arg = _strip_base(arg)
+        has_dir = "/" in arg or raw != arg
+        found.append(_Candidate(m.start("arg"), raw, arg, has_dir))
+    for m in _DIRECT_RE.finditer(text):
+        found.append(_Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True))
+    for m in _LINK_RE.finditer(text):
+        target = m.group("angle") or m.group("plain")
+        _link(found, m.start(), target, linked_md, source_dir, base)
+    for m in _REF_LINK_RE.finditer(text):
+        _link(found, m.start("target"), m.group("target"), linked_md, source_dir, base)
+    return found
+
+
+def _link(
+    found: list[_Candidate],
+    pos: int,
+    target: str,
+    linked_md: list[str] | None,
+    source_dir: str,
+    base: Path,
+) -> None:
+    if _SCHEME_RE.match(target) or target.startswith("#"):
+        return
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not target:
+        return
+    stripped = _strip_base(target)
+    ext = posixpath.splitext(stripped)[1].lower().lstrip(".")
+    if ext in SCRIPT_EXTENSIONS:
+        found.append(_Candidate(pos, target, stripped, True, relative_to_file=stripped == target))
+    elif ext in ("md", "markdown") and linked_md is not None:
+        rel, inside = _normalise(posixpath.join(source_dir, stripped))
+        if inside and rel not in linked_md and rel != "SKILL.md" and _inside_file(base, rel):
+            linked_md.append(rel)
+
+
+def _strip_base(value: str) -> str:
+    m = re.match(_BASE_PREFIX, value)
+    return value[m.end() :] if m else value
+
+
+def _strip_dot(value: str) -> str:
+    while value.startswith("./"):
+        value = value[2:]
+    return value
+
+
+def _normalise(path: str) -> tuple[str, bool]:
+    """Posix-normalise; second item False when the path is absolute or climbs out with ``..``."""
+    path = path.replace("\\", "/")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:/", path) or path.startswith("~"):
+        return path, False
+    norm = posixpath.normpath(path)
+    return norm, not (norm == ".." or norm.startswith("../"))
+
+
+def _check(base: Path, rel: str) -> Exception | None:
+    """None when ``rel`` is a runnable-looking file inside the skill, else the refusal."""
+    try:
+        resolve_script(rel, base)
+    except (PathSecurityError, ScriptNotFoundError, ScriptPermissionError) as exc:
+        return exc
+    return None
+
+
+def _inside_file(base: Path, rel: str) -> bool:
+    problem = _check(base, rel)
+    return problem is None or (
+        isinstance(problem, ScriptPermissionError) and (base / rel).is_file()
+    )
+
+
+def _weak_counts(base: Path, rel: str, inside: bool) -> bool:
+    return inside and _inside_file(base, rel)
+
+
+def _bare_script(base: Path, name: str) -> str | None:
+    """A bare file name like ``lint.sh`` that matches exactly one file under ``scripts/``."""
+    scripts = base / "scripts"
+    if not _BARE_NAME_RE.match(name) or not scripts.is_dir():
+        return None
+    matches: list[str] = []
+    for root, dirs, files in os.walk(scripts):
+        dirs.sort()
+        if name in files:
+            rel = (Path(root) / name).relative_to(base).as_posix()
+            if _inside_file(base, rel):
+                matches.append(rel)
+    return matches[0] if len(matches) == 1 else None
+
+
+def _reference(
+    base: Path, raw: str, rel: str, inside_lexically: bool, source: str, line: int, skill: str
+) -> ScriptReference:
+    where = f"{source}:{line}"
+    who = f"skill '{skill}'" if skill else "the skill"
+    if not inside_lexically:
+        problem: Exception | None = PathSecurityError(
+            f"{raw} points outside {who}: only scripts inside the skill folder can run; "
+            "fix the path in the instructions"
+        )
+    else:
+        problem = _check(base, rel)
+    if problem is None:
+        return ScriptReference(raw, rel, True, True, None, source=source, line=line)
+    if isinstance(problem, ScriptNotFoundError):
+        message = (
+            f"{rel} is referenced in {where} but does not exist in {who}: "
+            "fix the path in the instructions or add the script"
+        )
+        return ScriptReference(raw, rel, False, True, message, source=source, line=line)
+    inside = not isinstance(problem, PathSecurityError)
+    exists = inside_lexically and (base / rel).is_file()
+    return ScriptReference(raw, rel, exists, inside, f"{where}: {problem}", source, line)
+
+
+def _body_offset(skill: object, body: str) -> int:
+    """Lines before the body in SKILL.md (the frontmatter), so line numbers match the file."""
+    meta = getattr(skill, "metadata", None)
+    path = getattr(meta, "path", None)
+    if path is None or not body:
+        return 0
+    try:
+        raw = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    index = raw.replace("\r\n", "\n").find(body.replace("\r\n", "\n")[:200])
+    return raw.count("\n", 0, index) if index > 0 else 0
+
+
+def _skill_name(skill: object) -> str:
+    meta = getattr(skill, "metadata", None)
+    return str(getattr(meta, "name", "") or getattr(skill, "name", "") or "")
+
+
+__all__ = ["ScriptReference", "referenced_scripts", "find_references", "SCRIPT_EXTENSIONS"]

@@ -1,0 +1,224 @@
+"""Skill: one skill directory, loaded progressively.
+
+The metadata comes from the frontmatter (cheap, read at listing time). The body of SKILL.md
+and the script list are loaded on first use, cached, and re-read only when the files change
+(SKILL.md: mtime + size; scripts: directory mtimes + each script's mtime and size).
+
+Example:
+    >>> skill = manager.get_skill("csv-profiler")
+    >>> skill.content[:20], [s.path.as_posix() for s in skill.scripts]
+    ('# CSV profiler\\n\\nUse', ['scripts/profile.py'])
+    >>> skill.find_script("profile").interpreter
+    'python3'
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import posixpath
+import threading
+from pathlib import Path
+
+from .approval import scripts_content_hash
+from .detect import ScanResult, ScriptDetector
+from .errors import (
+    AmbiguousScriptError,
+    PathSecurityError,
+    ScriptNotFoundError,
+    SkillMagicsError,
+    SkillNotFoundError,
+)
+from .frontmatter import build_metadata, parse_frontmatter_yaml, split_frontmatter
+from .models import ScriptMetadata, SkillMetadata
+
+REFERENCE_DIRS = ("references", "assets")
+
+
+class Skill:
+    """A skill: metadata now, body and scripts when first asked for. Thread-safe caches."""
+
+    def __init__(self, metadata: SkillMetadata, *, detector: ScriptDetector | None = None) -> None:
+        self.metadata = metadata
+        self._detector = detector or ScriptDetector()
+        self._lock = threading.RLock()
+        self._content: str | None = None
+        self._content_key: tuple[int, int] | None = None
+        self._scan: ScanResult | None = None
+
+    def __repr__(self) -> str:
+        return f"Skill({self.name!r}, base_dir={str(self.base_dir)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def base_dir(self) -> Path:
+        """The skill directory (where SKILL.md lives; scripts run with it as cwd)."""
+        return self.metadata.path.parent
+
+    # -- SKILL.md body ---------------------------------------------------------------------
+
+    @property
+    def content_loaded(self) -> bool:
+        """True once the body has been read (listing alone never reads it)."""
+        return self._content is not None
+
+    @property
+    def content(self) -> str:
+        """The SKILL.md body (instructions after the frontmatter). Re-read when the file changes."""
+        path = self.metadata.path
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise SkillNotFoundError(
+                f"SKILL.md of skill {self.name!r} is gone ({path}): run manager.reload()"
+            ) from None
+        key = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if self._content is not None and self._content_key == key:
+                return self._content
+            raw = path.read_bytes().decode("utf-8", "replace")
+            try:
+                yaml_text, body = split_frontmatter(raw)
+            except SkillMagicsError:
+                body = raw  # the frontmatter was edited away: the whole file is instructions
+            else:
+                try:
+                    # The frontmatter may have changed too: keep metadata in step with the body.
+                    data, warnings = parse_frontmatter_yaml(yaml_text)
+                    self.metadata = build_metadata(data, path, warnings)
+                except SkillMagicsError:
+                    pass  # an edit broke the YAML: keep the last good metadata
+            self._content, self._content_key = body, key
+            return body
+
+    # -- scripts ---------------------------------------------------------------------------
+
+    @property
+    def scripts(self) -> list[ScriptMetadata]:
+        """Detected scripts, sorted by relative path. Rescanned when any of them changes."""
+        with self._lock:
+            scan = self._scan
+            if scan is not None:
+                if self._detector.signature(self.base_dir, scan.signature) == scan.signature:
+                    return list(scan.scripts)
+            self._scan = scan = self._detector.scan(self.base_dir)
+            return list(scan.scripts)
+
+    def content_hash(self) -> str:
+        """SHA-256 over every script's path and bytes: a session approval is keyed to it."""
+        return scripts_content_hash(self.base_dir, [s.path for s in self.scripts])
+
+    @property
+    def references(self) -> list[Path]:
+        """Files under ``references/`` and ``assets/`` (relative paths, sorted, no hidden)."""
+        found: list[Path] = []
+        base = os.fspath(self.base_dir)
+        for top in REFERENCE_DIRS:
+            root = os.path.join(base, top)
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                rel_dir = os.path.relpath(dirpath, base)
+                for name in filenames:
+                    if not name.startswith("."):
+                        found.append(Path(rel_dir, name))
+        return sorted(found, key=lambda p: p.as_posix())
+
+    @property
+    def referenced_scripts(self) -> list:
+        """Scripts SKILL.md names (``python scripts/x.py``, links, ``{baseDir}/...``).
+
+        A list of ``references.ScriptReference`` (path, exists, inside, error), in the order
+        the instructions mention them; [] until core/references.py is installed.
+        """
+        try:
+            module = importlib.import_module("skill_magics.core.references")
+        except ModuleNotFoundError as exc:
+            if exc.name != "skill_magics.core.references":
+                raise
+            return []  # reference scanning not installed yet: nothing is referenced
+        return list(module.referenced_scripts(self))
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def find_script(self, name: str | Path) -> ScriptMetadata:
+        """Find a script by stem (``extract``), file name (``extract.py``) or relative path.
+
+        Raises AmbiguousScriptError when a stem or file name matches several scripts,
+        ScriptNotFoundError (with close matches) when nothing matches, and PathSecurityError
+        when a path points outside the skill.
+        """
+        scripts = self.scripts
+        query = os.fspath(name).strip().replace("\\", "/")
+        if not query:
+            raise ScriptNotFoundError(
+                f"No script name given for skill {self.name!r}: pass one of {_listing(scripts)}"
+            )
+        by_path = {s.path.as_posix(): s for s in scripts}
+        if "/" in query:
+            normal = posixpath.normpath(query)
+            if normal.startswith("./"):
+                normal = normal[2:]
+            hit = by_path.get(normal) or by_path.get(f"scripts/{normal}")
+            if hit is not None:
+                return hit
+            self._check_inside(query)
+        else:
+            hits = [s for s in scripts if s.path.name == query]
+            if not hits:
+                hits = [s for s in scripts if s.name == query]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                paths = [s.path.as_posix() for s in hits]
+                raise AmbiguousScriptError(
+                    f"Script {query!r} in skill {self.name!r} matches {len(hits)} scripts "
+                    f"({', '.join(paths)}): pass the relative path, e.g. {paths[0]!r}"
+                )
+        raise ScriptNotFoundError(_not_found_message(self.name, query, scripts))
+
+    def _check_inside(self, query: str) -> None:
+        # A path that leaves the skill is a security problem, not a typo: say so.
+        if posixpath.isabs(query) or os.path.isabs(query):
+            target = os.path.realpath(query)
+        else:
+            target = os.path.realpath(os.path.join(self.base_dir, query))
+        base = os.path.realpath(self.base_dir)
+        if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
+            raise PathSecurityError(
+                f"Script path {query!r} resolves outside skill {self.name!r} ({base}): "
+                "only scripts inside the skill directory can run"
+            )
+
+
+def _listing(scripts: list[ScriptMetadata]) -> str:
+    if not scripts:
+        return "(none)"
+    return ", ".join(s.path.as_posix() for s in scripts)
+
+
+def _not_found_message(skill: str, query: str, scripts: list[ScriptMetadata]) -> str:
+    if not scripts:
+        return (
+            f"Skill {skill!r} has no scripts (looked in scripts/ and the skill root for "
+            f"known extensions or a shebang), so {query!r} cannot run"
+        )
+    candidates: dict[str, str] = {}
+    for s in scripts:
+        for key in (s.name, s.path.name, s.path.as_posix()):
+            candidates.setdefault(key, s.path.as_posix())
+    close = difflib.get_close_matches(query, list(candidates), n=3, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestions = sorted({candidates[c] for c in close})
+        hint = f"; did you mean {' or '.join(repr(c) for c in suggestions)}?"
+    return (
+        f"Skill {skill!r} has no script {query!r}{hint or '.'} Available: {_listing(scripts)} "
+        "(pass a name, file name or relative path)"
+    )
+
+
+__all__ = ["Skill", "REFERENCE_DIRS"]

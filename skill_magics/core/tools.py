@@ -1,0 +1,347 @@
+"""Skills as LLM tools: definitions for the Anthropic and OpenAI APIs, and running a call.
+
+One tool per script (``{skill}__{script}``) plus one prompt tool per skill (``{skill}``) that
+returns the skill's ``<skill_context>`` envelope (scripts not run) and its script tools.
+Names match ``^[a-zA-Z0-9_-]{1,64}$`` (valid for both APIs), are unique, and depend only on
+the skill and script paths, so they are stable across runs and machines. A script whose name
+cannot be mapped gets ``{skill}__script_<hash>``; it never hides the skill's other tools.
+
+Script tools take a free-form JSON object: it is sent to the script as JSON on stdin; the
+optional ``argv`` key (list of strings) is passed as command-line arguments instead of being
+sent. Every call goes through the manager's approval (``execute_skill_script``).
+
+Example (Anthropic Messages API):
+    >>> tools = tool_definitions(manager)
+    >>> reply = client.messages.create(model=..., tools=tools, messages=...)
+    >>> results = [handle_tool_call(manager, b.name, b.input, b.id)
+    ...            for b in reply.content if b.type == "tool_use"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .approval import Approver
+from .errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
+from .models import ScriptExecutionResult
+
+ToolFormat = Literal["anthropic", "openai"]
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024  # OpenAI's limit for function descriptions
+SEPARATOR = "__"
+
+ARGV_DESCRIPTION = (
+    "Optional command-line arguments for the script (list of strings, passed verbatim, "
+    "never through a shell). Every other key is sent to the script as JSON on stdin."
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: what it is called, what it runs, and what the model is told."""
+
+    name: str
+    kind: Literal["prompt", "script"]
+    skill: str
+    script: str | None  # relative posix path for script tools
+    description: str
+
+    def input_schema(self) -> dict[str, Any]:
+        if self.kind == "prompt":
+            return {"type": "object", "properties": {}}
+        return {
+            "type": "object",
+            "properties": {
+                "argv": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": ARGV_DESCRIPTION,
+                }
+            },
+            "additionalProperties": True,
+        }
+
+    def definition(self, format: ToolFormat = "anthropic") -> dict[str, Any]:
+        if format == "anthropic":
+            return {
+                "name": self.name,
+                "description": self.description,
+                "input_schema": self.input_schema(),
+            }
+        if format == "openai":
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": self.input_schema(),
+                },
+            }
+        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
+
+
+def tool_definitions(
+    manager: Any, format: ToolFormat = "anthropic", skills: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Tool definitions for every skill (or ``skills``): prompt tool first, then its scripts."""
+    if format not in ("anthropic", "openai"):
+        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
+    return [spec.definition(format) for spec in tool_specs(manager, skills)]
+
+
+def tool_specs(manager: Any, skills: list[str] | None = None) -> list[ToolSpec]:
+    """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path)."""
+    names = sorted(m.name for m in manager.list_skills()) if skills is None else list(skills)
+    used: set[str] = set()
+    specs: list[ToolSpec] = []
+    for skill_name in names:
+        skill = manager.get_skill(skill_name)
+        description = skill.metadata.description
+        prompt_name = _unique(
+            _sanitize(skill_name) or _hashed("skill", skill_name), used, skill_name
+        )
+        specs.append(
+            ToolSpec(
+                prompt_name,
+                "prompt",
+                skill_name,
+                None,
+                _clip(f"Load the instructions of the '{skill_name}' skill: {description}"),
+            )
+        )
+        try:
+            scripts = sorted(skill.scripts, key=lambda s: s.path.as_posix())
+        except (OSError, SkillMagicsError):
+            continue  # an unreadable scripts/ folder must not hide the prompt tool
+        stems: dict[str, int] = {}
+        for script in scripts:
+            stems[script.name] = stems.get(script.name, 0) + 1
+        skill_part = _sanitize(skill_name) or _hashed("skill", skill_name)
+        for script in scripts:
+            rel = script.path.as_posix()
+            wanted = script.name if stems[script.name] == 1 else rel.removeprefix("scripts/")
+            script_part = _sanitize(wanted) or _hashed("script", rel)
+            name = _unique(f"{skill_part}{SEPARATOR}{script_part}", used, f"{skill_name}/{rel}")
+            specs.append(
+                ToolSpec(name, "script", skill_name, rel, _script_description(skill, script))
+            )
+    return specs
+
+
+def find_tool(manager: Any, name: str) -> ToolSpec:
+    """The tool called ``name``; LookupError listing close matches when there is none."""
+    specs = tool_specs(manager)
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    close = difflib.get_close_matches(name, [s.name for s in specs], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "."
+    raise LookupError(
+        f"Unknown tool {name!r}{hint} Pass the tools from tool_definitions(manager) to the model "
+        "so it only calls names that exist"
+    )
+
+
+def handle_tool_call(
+    manager: Any,
+    name: str,
+    input: Any,
+    tool_use_id: str,
+    *,
+    approver: Approver | None = None,
+) -> dict[str, Any]:
+    """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
+    tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
+    with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``.
+    """
+    try:
+        spec = find_tool(manager, name)
+        arguments, argv = _split_input(input)
+        if spec.kind == "prompt":
+            return tool_result(tool_use_id, prompt_content(manager, spec.skill))
+        kwargs = {} if approver is None else {"approver": approver}
+        result = manager.execute_skill_script(
+            spec.skill, spec.script, arguments, argv=argv, **kwargs
+        )
+    except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
+        return tool_result(tool_use_id, str(exc), is_error=True)
+    return result_block(tool_use_id, result)
+
+
+async def handle_tool_call_async(
+    manager: Any,
+    name: str,
+    input: Any,
+    tool_use_id: str,
+    *,
+    approver: Approver | None = None,
+) -> dict[str, Any]:
+    """Like :func:`handle_tool_call`, awaiting the script so the event loop keeps running.
+
+    Cancelling the task kills the script's process group (``ScriptExecutor.run_async``).
+    """
+    try:
+        spec = find_tool(manager, name)
+        arguments, argv = _split_input(input)
+        if spec.kind == "prompt":
+            content = await asyncio.to_thread(prompt_content, manager, spec.skill)
+            return tool_result(tool_use_id, content)
+        prepared = await asyncio.to_thread(
+            manager.prepare_skill_script, spec.skill, spec.script, arguments, argv=argv
+        )
+        chosen = manager.approver if approver is None else approver
+        if chosen is not None:
+            meta = manager.get_skill(spec.skill).find_script(spec.script)
+            request = manager.approval_request(spec.skill, [meta], arguments, argv or ())
+            try:
+                # An approver may block (input(), a UI wait): keep it off the event loop.
+                await asyncio.to_thread(manager.approvals.ask, chosen, request)
+            except (ApprovalDeclined, ApprovalUnavailable) as exc:
+                from .context import audit_outcome
+
+                outcome = (
+                    "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
+                )
+                audit_outcome(manager, spec.skill, [spec.script], arguments, outcome, str(exc))
+                raise
+        result = await manager.executor.run_async(prepared)
+    except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
+        return tool_result(tool_use_id, str(exc), is_error=True)
+    return result_block(tool_use_id, result)
+
+
+def prompt_content(manager: Any, skill_name: str) -> str:
+    """What a skill's prompt tool returns: its envelope (scripts not run) and script tools."""
+    from .context import build_skill_context
+
+    envelope = build_skill_context(manager, skill_name, run_scripts=False)
+    scripts = [s for s in tool_specs(manager, [skill_name]) if s.kind == "script"]
+    if not scripts:
+        return envelope
+    rows = "\n".join(f"| {s.name} | {s.script} | {_first_line(s.description)} |" for s in scripts)
+    return (
+        f"{envelope}\n\nScript tools of this skill (each run asks a person first):\n\n"
+        f"| Tool | Script | Description |\n|------|--------|-------------|\n{rows}"
+    )
+
+
+def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> dict[str, Any]:
+    """An Anthropic ``tool_result`` content block."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": content,
+        "is_error": is_error,
+    }
+
+
+def result_block(tool_use_id: str, result: ScriptExecutionResult) -> dict[str, Any]:
+    """stdout on success; stderr (or a one-line reason) with ``is_error`` otherwise."""
+    if result.success:
+        return tool_result(tool_use_id, result.stdout)
+    reason = result.stderr.strip() or (
+        f"Script {result.script_path} failed with exit code {result.exit_code} and no stderr"
+    )
+    return tool_result(tool_use_id, reason, is_error=True)
+
+
+def openai_tool_message(block: dict[str, Any]) -> dict[str, Any]:
+    """Turn a ``tool_result`` block into an OpenAI Chat Completions ``tool`` message."""
+    content = block["content"]
+    if block.get("is_error"):
+        content = f"Error: {content}"
+    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _split_input(value: Any) -> tuple[dict[str, Any], list[str] | None]:
+    """(arguments for stdin, argv) from the model's input (a dict, or JSON text from OpenAI)."""
+    if value is None or value == "":
+        value = {}
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
+            ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"Tool input must be a JSON object, got {type(value).__name__}")
+    arguments = dict(value)
+    argv = arguments.pop("argv", None)
+    if argv is not None:
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ValueError('\'argv\' must be a list of strings, e.g. ["--limit", "5"]')
+    return arguments, argv
+
+
+def _sanitize(text: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", text)
+    cleaned = re.sub(r"_{3,}", "__", cleaned).strip("_")
+    return cleaned if re.search(r"[A-Za-z0-9]", cleaned) else ""
+
+
+def _digest(identity: str, length: int = 8) -> str:
+    return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def _hashed(prefix: str, identity: str) -> str:
+    return f"{prefix}_{_digest(identity)}"
+
+
+def _unique(candidate: str, used: set[str], identity: str) -> str:
+    """Fit 64 chars and avoid clashes with a suffix derived from the identity (stable)."""
+    name = candidate
+    if len(name) > MAX_NAME:
+        name = f"{candidate[: MAX_NAME - 9]}_{_digest(identity)}"
+    attempt = 0
+    while name in used:
+        attempt += 1
+        suffix = _digest(f"{identity}#{attempt}")
+        name = f"{candidate[: MAX_NAME - 9]}_{suffix}"
+    used.add(name)
+    return name
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"
+
+
+def _first_line(text: str) -> str:
+    return text.split(". ", 1)[0].replace("|", "\\|")
+
+
+def _script_description(skill: Any, script: Any) -> str:
+    rel = script.path.as_posix()
+    doc = (script.description or "").strip()
+    head = doc.rstrip(".") + ". " if doc else f"Runs {rel}. "
+    return _clip(
+        f"{head}Script {rel} ({script.interpreter}) of the '{skill.metadata.name}' skill: "
+        f"{skill.metadata.description} Input: a JSON object sent on stdin; optional 'argv' "
+        "list of strings as command-line arguments."
+    )
+
+
+__all__ = [
+    "NAME_RE",
+    "ToolSpec",
+    "tool_definitions",
+    "tool_specs",
+    "find_tool",
+    "handle_tool_call",
+    "handle_tool_call_async",
+    "prompt_content",
+    "tool_result",
+    "result_block",
+    "openai_tool_message",
+]

@@ -1,0 +1,74 @@
+"""LangChain adapter: a skill's scripts (and its prompt) as ``StructuredTool`` objects.
+
+Optional: needs ``pip install skill-magics[langchain]`` (langchain-core). Tool names are the
+same as ``core.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a sync ``func`` and
+a real ``coroutine``: the async path awaits the script in slices, so other tasks keep running
+and cancelling the task kills the script. A failed, declined or refused run raises
+``ToolException`` with the reason; ``handle_tool_error=True`` hands that text to the agent.
+
+Example:
+    >>> from skill_magics.langchain import create_tools
+    >>> tools = create_tools(manager)
+    >>> agent = create_agent(model, tools)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .core.approval import Approver
+from .core.tools import ToolSpec, handle_tool_call, handle_tool_call_async, tool_specs
+
+INSTALL_HINT = "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
+
+
+def _langchain() -> tuple[Any, Any]:
+    try:
+        from langchain_core.tools import StructuredTool, ToolException
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
+    return StructuredTool, ToolException
+
+
+def create_tools(
+    manager: Any, *, approver: Approver | None = None, skills: list[str] | None = None
+) -> list[Any]:
+    """One ``StructuredTool`` per script plus one prompt tool per skill (or per ``skills``).
+
+    ``approver=None`` uses ``manager.approver``.
+    """
+    structured_tool, tool_exception = _langchain()
+    return [
+        _make_tool(structured_tool, tool_exception, manager, spec, approver)
+        for spec in tool_specs(manager, skills)
+    ]
+
+
+def _make_tool(
+    structured_tool: Any, tool_exception: Any, manager: Any, spec: ToolSpec, approver: Any
+) -> Any:
+    def unwrap(block: dict[str, Any]) -> str:
+        if block["is_error"]:
+            raise tool_exception(block["content"])
+        return block["content"]
+
+    def func(**kwargs: Any) -> str:
+        return unwrap(handle_tool_call(manager, spec.name, kwargs, spec.name, approver=approver))
+
+    async def coroutine(**kwargs: Any) -> str:
+        block = await handle_tool_call_async(
+            manager, spec.name, kwargs, spec.name, approver=approver
+        )
+        return unwrap(block)
+
+    return structured_tool.from_function(
+        func=func,
+        coroutine=coroutine,
+        name=spec.name,
+        description=spec.description,
+        args_schema=spec.input_schema(),
+        handle_tool_error=True,
+    )
+
+
+__all__ = ["create_tools", "INSTALL_HINT"]

@@ -1,0 +1,58 @@
+"""``%skills`` subcommands: one small module each, ``run(magics, args) -> displayable | None``.
+
+A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run`` function
+and a one-line ``HELP`` string is picked up automatically; another helper's module (e.g.
+``catalog.py``) needs no registration here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+
+ALIASES = {"ls": "list", "rm": "remove", "approved": "approvals", "log": "history"}
+
+
+def names() -> list[str]:
+    """Every available subcommand, sorted."""
+    return sorted(
+        info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")
+    )
+
+
+def lookup(name: str) -> Callable[[Any, list[str]], Any]:
+    """The ``run`` function of subcommand ``name``; UsageError with close matches otherwise."""
+    name = ALIASES.get(name, name)
+    available = names()
+    if name not in available:
+        close = difflib.get_close_matches(name, available, n=2, cutoff=0.5)
+        hint = f" Did you mean {' or '.join(close)}?" if close else ""
+        raise UsageError(
+            f"Unknown subcommand %skills {name}.{hint} Available: {', '.join(available)} "
+            "(see %skills?)"
+        )
+    return importlib.import_module(f"{__name__}.{name}").run
+
+
+def help_lines() -> list[str]:
+    """``name  one-line help`` for every subcommand (used in %skills? and errors)."""
+    lines = []
+    for name in names():
+        module = importlib.import_module(f"{__name__}.{name}")
+        lines.append(f"{name:<10} {getattr(module, 'HELP', '')}")
+    return lines
+
+
+def one_arg(args: list[str], usage: str) -> str:
+    """Exactly one positional argument, else UsageError showing ``usage``."""
+    if len(args) != 1:
+        raise UsageError(f"Usage: {usage}")
+    return args[0]
+
+
+__all__ = ["names", "lookup", "help_lines", "one_arg"]

@@ -1,0 +1,21 @@
+"""``%skills approvals``: this session's 'Yes in session' approvals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HELP = "session approvals (and whether the scripts changed since)"
+
+
+def run(magics: Any, args: list[str]) -> Any:
+    from ..render import approvals_table
+
+    manager = magics.manager
+    approvals = manager.approvals.approvals()
+    current = {}
+    for name in approvals:
+        try:
+            current[name] = manager.get_skill(name).content_hash()
+        except Exception:  # skill gone since: shown without a state
+            pass
+    return approvals_table(approvals, current=current)

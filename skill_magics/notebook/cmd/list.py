@@ -1,0 +1,20 @@
+"""``%skills`` / ``%skills list``: the skills table with warnings beneath."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HELP = "table of skills (name, description, scripts, location) and warnings"
+
+
+def run(magics: Any, args: list[str]) -> Any:
+    from ..render import skills_table
+
+    manager = magics.manager
+    skills = []
+    for meta in manager.list_skills():
+        try:
+            skills.append(manager.get_skill(meta.name))
+        except Exception:  # listed but unloadable: show its frontmatter row anyway
+            skills.append(meta)
+    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs)

@@ -1,0 +1,21 @@
+"""``%skills remove DIR``: stop searching a directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from . import one_arg
+
+HELP = "DIR: stop searching a skills directory"
+
+
+def run(magics: Any, args: list[str]) -> Any:
+    path = Path(one_arg(args, "%skills remove DIR")).expanduser()
+    if not magics.manager.remove_dir(path):
+        dirs = ", ".join(str(d) for d in magics.manager.skill_dirs) or "none"
+        raise UsageError(f"{path} is not a configured skills directory (configured: {dirs})")
+    print(f"Removed {path}")
+    return None

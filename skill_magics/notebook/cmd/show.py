@@ -1,0 +1,18 @@
+"""``%skills show NAME``: metadata, rendered SKILL.md, scripts with approval state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import one_arg
+
+HELP = "NAME: metadata, SKILL.md and scripts of one skill"
+
+
+def run(magics: Any, args: list[str]) -> Any:
+    from ..render import skill_detail
+
+    manager = magics.manager
+    skill = manager.get_skill(one_arg(args, "%skills show NAME"))
+    approved = manager.approvals.is_approved(skill.name, skill.content_hash())
+    return skill_detail(skill, approved=approved)

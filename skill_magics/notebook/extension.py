@@ -1,0 +1,66 @@
+"""``%load_ext skill_magics``: register the magics, completion and the await transformer.
+
+Registers ``%skills`` / ``%%skillrun`` (magics.py) and ``%skill_context`` / ``%%skillpy``
+(context_magics.py, which shares this manager and approvals through :func:`get_magics`).
+
+Kept light on purpose: nothing here imports ipywidgets or core's executor; they load on first
+use (tests/test_magics.py::test_load_is_light checks it in a fresh process).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .magics import SkillMagics
+
+_ATTR = "_skill_magics"  # where the SkillMagics instance lives on the shell
+
+
+def load(shell: Any) -> SkillMagics:
+    """Register SkillMagics on ``shell`` (idempotent) and return it."""
+    from . import completion, context_magics, transformer
+    from .magics import SkillMagics
+
+    magics = getattr(shell, _ATTR, None)
+    if magics is None:
+        magics = SkillMagics(shell=shell)
+        setattr(shell, _ATTR, magics)
+    shell.register_magics(magics)
+    completion.install(shell, lambda: magics.manager)
+    transformer.install(shell)  # await path only where the kernel supports it (per cell)
+    context_magics.register(shell, magics)
+    return magics
+
+
+def unload(shell: Any) -> None:
+    """Undo load(): magics, completion and transformers go; the instance is dropped."""
+    from . import completion, context_magics, transformer
+
+    context_magics.unregister(shell)
+    transformer.uninstall(shell)
+    completion.uninstall(shell)
+    magics = getattr(shell, _ATTR, None)
+    if magics is None:
+        return
+    manager = shell.magics_manager
+    for kind, table in magics.magics.items():
+        for name in table:
+            manager.magics[kind].pop(name, None)
+    manager.registry.pop(type(magics).__name__, None)
+    if magics in shell.configurables:
+        shell.configurables.remove(magics)
+    delattr(shell, _ATTR)
+
+
+def get_magics(shell: Any) -> SkillMagics:
+    """The SkillMagics of ``shell`` (loading the extension if needed).
+
+    Use it to share state: ``get_magics(shell).manager`` is the SkillManager (approvals,
+    audit, executor) that %skills and %%skillrun use.
+    """
+    magics = getattr(shell, _ATTR, None)
+    return magics if magics is not None else load(shell)
+
+
+__all__ = ["load", "unload", "get_magics"]

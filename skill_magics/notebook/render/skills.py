@@ -1,0 +1,173 @@
+"""``%skills`` views: the skills table, ``%skills show NAME``, and a skill's scripts table.
+
+Inputs are duck-typed core objects: SkillMetadata, or a Skill with ``.metadata``,
+``.base_dir``, ``.scripts`` (list of ScriptMetadata), ``.content`` and ``.references``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .display import Display
+from .format import shorten
+from .markdown import markdown_html
+from .paths import display_path
+from .table import Cell, html_table, text_table, warnings_html, warnings_text
+
+_DESCRIPTION_WIDTH = 80
+
+
+def _metadata(skill: Any) -> Any:
+    # A Skill wraps its SkillMetadata in .metadata; SkillMetadata.metadata is the plain dict.
+    inner = getattr(skill, "metadata", None)
+    return inner if hasattr(inner, "name") else skill
+
+
+def _base_dir(skill: Any) -> Any:
+    base = getattr(skill, "base_dir", None)
+    return base if base is not None else getattr(_metadata(skill), "base_dir", None)
+
+
+def _script_count(skill: Any, counts: Mapping[str, int] | None) -> str:
+    name = _metadata(skill).name
+    if counts is not None and name in counts:
+        return str(counts[name])
+    try:
+        scripts = getattr(skill, "scripts", None)  # a Skill detects its scripts lazily
+    except Exception:  # detection failed: the table still lists the skill
+        return "?"
+    return "–" if scripts is None else str(len(scripts))
+
+
+def skills_table(
+    skills: Iterable[Any],
+    warnings: Sequence[str] = (),
+    *,
+    script_counts: Mapping[str, int] | None = None,
+    dirs: Sequence[Any] | None = None,
+) -> Display:
+    """Name, shortened description, scripts count, location; warnings listed beneath."""
+    items = list(skills)
+    headers = ["name", "description", "scripts", "location"]
+    rows = []
+    for skill in items:
+        meta = _metadata(skill)
+        description = str(meta.description or "")
+        rows.append(
+            [
+                Cell(meta.name, f"<code>{html.escape(meta.name)}</code>"),
+                Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
+                _script_count(skill, script_counts),
+                display_path(_base_dir(skill)),
+            ]
+        )
+    if items:
+        text = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH)
+        body = html_table(headers, rows, "skill-magics-skills")
+    else:
+        where = ", ".join(display_path(d) for d in dirs) if dirs else "the configured directories"
+        text = f"No skills found in {where}. Add a directory with %skills add DIR."
+        body = f"<p>{html.escape(text)}</p>"
+    if warnings:
+        text += "\n\n" + warnings_text(warnings)
+        body += warnings_html(warnings)
+    return Display(text, f'<div class="skill-magics-skills">{body}</div>')
+
+
+def _approval_state(approved: bool | None) -> str:
+    if approved is None:
+        return ""
+    return "yes in session" if approved else "asks before running"
+
+
+def scripts_table(scripts: Iterable[Any], *, approved: bool | None = None) -> Display:
+    """Name, path, interpreter, description, approval state (per skill: a content hash)."""
+    items = list(scripts)
+    if not items:
+        text = "No scripts in this skill."
+        return Display(text, f"<p>{html.escape(text)}</p>")
+    state = _approval_state(approved)
+    headers = ["name", "path", "interpreter", "description", "approval"]
+    rows = []
+    for script in items:
+        path = str(getattr(script, "path", ""))
+        # Script docstrings run to paragraphs; the table shows the first one.
+        description = str(getattr(script, "description", "") or "").strip().split("\n\n")[0]
+        rows.append(
+            [
+                script.name,
+                Cell(path, f"<code>{html.escape(path)}</code>"),
+                getattr(script, "interpreter", ""),
+                Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
+                state,
+            ]
+        )
+    return Display(text_table(headers, rows), html_table(headers, rows, "skill-magics-scripts"))
+
+
+def _fields(meta: Any, skill: Any) -> list[tuple[str, str]]:
+    allowed = getattr(meta, "allowed_tools", None)
+    extra = getattr(meta, "metadata", None) or {}
+    fields = [
+        ("name", meta.name),
+        ("description", str(meta.description or "")),
+        ("version", getattr(meta, "version", None) or ""),
+        ("license", getattr(meta, "license", None) or ""),
+        ("compatibility", getattr(meta, "compatibility", None) or ""),
+        ("allowed-tools", "(no restriction)" if allowed is None else " ".join(allowed)),
+        ("metadata", ", ".join(f"{k}={v}" for k, v in extra.items()) if extra else ""),
+        ("location", display_path(_base_dir(skill))),
+    ]
+    return [(k, str(v)) for k, v in fields if v not in ("", None)]
+
+
+def skill_detail(
+    skill: Any,
+    *,
+    approved: bool | None = None,
+    scripts: Sequence[Any] | None = None,
+    content: str | None = None,
+) -> Display:
+    """``%skills show NAME``: metadata, rendered SKILL.md, scripts table, references."""
+    meta = _metadata(skill)
+    if scripts is None:
+        scripts = list(getattr(skill, "scripts", None) or [])
+    if content is None:
+        content = str(getattr(skill, "content", "") or "")
+    references = [str(r) for r in (getattr(skill, "references", None) or [])]
+    warnings = list(getattr(meta, "warnings", None) or [])
+    fields = _fields(meta, skill)
+    script_view = scripts_table(scripts, approved=approved)
+
+    width = max(len(k) for k, _ in fields)
+    text_parts = ["\n".join(f"{k.ljust(width)}  {v}" for k, v in fields)]
+    if warnings:
+        text_parts.append(warnings_text(warnings))
+    text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
+    text_parts.append("--- scripts ---\n" + script_view.text)
+    if references:
+        text_parts.append("--- references ---\n" + "\n".join(references))
+
+    field_rows = "".join(
+        f'<tr><th style="text-align:left;vertical-align:top">{html.escape(k)}</th>'
+        f'<td style="text-align:left">{html.escape(v)}</td></tr>'
+        for k, v in fields
+    )
+    html_parts = [
+        f"<h3><code>{html.escape(meta.name)}</code></h3>",
+        f"<table>{field_rows}</table>",
+        warnings_html(warnings),
+        "<details open><summary>SKILL.md</summary>"
+        f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>",
+        f"<p><strong>scripts</strong></p>{script_view.html}",
+    ]
+    if references:
+        items = "".join(f"<li><code>{html.escape(r)}</code></li>" for r in references)
+        html_parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
+    body = "".join(html_parts)
+    return Display("\n\n".join(text_parts), f'<div class="skill-magics-skill">{body}</div>')
+
+
+__all__ = ["skills_table", "scripts_table", "skill_detail"]

@@ -1,0 +1,290 @@
+"""How a cell can wait for an approval click: DESIGN.md section 4 as code.
+
+Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidgets 8.1.9):
+
+- ipykernel >= 7.4: only a top-level ``await`` (see transformer.py) lets widget messages in;
+- ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works;
+- ipykernel 6.x: pump ``kernel.do_one_iteration()`` (deferring other cells, replayed later);
+- anything else, or after ``approval_timeout``: do not block; a later click runs the script.
+
+Nobody can click when the execute_request has ``allow_stdin`` false (nbclient, papermill,
+nbconvert): that is HEADLESS. Without a kernel (terminal IPython) we ask with ``input()``
+when stdin is a TTY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
+
+
+class Strategy(str, enum.Enum):
+    AWAIT = "await"
+    THREAD = "thread"
+    PUMP = "pump"
+    NONBLOCKING = "nonblocking"
+    HEADLESS = "headless"
+    TERMINAL = "terminal"
+    UNAVAILABLE = "unavailable"
+
+    @property
+    def blocks(self) -> bool:
+        """True when the cell waits for the decision before returning."""
+        return self in (Strategy.AWAIT, Strategy.THREAD, Strategy.PUMP)
+
+
+def ipykernel_version() -> tuple[int, ...] | None:
+    """Version of the ipykernel running this process, or None outside a kernel."""
+    module = sys.modules.get("ipykernel")
+    if module is None:
+        return None
+    parts: list[int] = []
+    for piece in str(getattr(module, "__version__", "")).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) or None
+
+
+def get_kernel(shell: Any) -> Any | None:
+    """The ipykernel Kernel behind ``shell`` (None in terminal IPython or a bare shell)."""
+    kernel = getattr(shell, "kernel", None)
+    return kernel if kernel is not None and hasattr(kernel, "shell_handlers") else None
+
+
+def stdin_allowed(kernel: Any) -> bool:
+    """Whether the current execute_request allows stdin (False for nbclient/papermill)."""
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:  # very old ipykernel: no get_parent
+        parent = getattr(kernel, "_parent_header", None)
+    content = (parent or {}).get("content") or {}
+    if "allow_stdin" in content:
+        return bool(content["allow_stdin"])
+    return bool(getattr(kernel, "_allow_stdin", True))
+
+
+def supports_await(shell: Any) -> bool:
+    """ipykernel >= 7.4 dispatches widget messages while a top-level await is pending."""
+    version = ipykernel_version()
+    if get_kernel(shell) is None or version is None or version < (7, 4):
+        return False
+    if not getattr(shell, "autoawait", False):
+        return False
+    try:  # ipykernel only runs the cell as a coroutine with IPython's asyncio runner
+        from IPython.core.async_helpers import _asyncio_runner
+    except ImportError:
+        return False
+    return getattr(shell, "loop_runner", None) is _asyncio_runner
+
+
+def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
+    """Pick the waiting strategy for this cell.
+
+    ``mode`` is ``SkillMagics.approval_ui``: "auto", "widgets" (force a blocking widget wait:
+    await in a coroutine, else a thread event), "nonblocking" or "terminal".
+    """
+    kernel = get_kernel(shell)
+    if kernel is not None and not stdin_allowed(kernel):
+        return Strategy.HEADLESS
+    if mode == "terminal":
+        return Strategy.TERMINAL if _stdin_is_tty() else Strategy.UNAVAILABLE
+    if mode == "nonblocking":
+        return Strategy.NONBLOCKING
+    if mode == "widgets":
+        return Strategy.AWAIT if in_coroutine else Strategy.THREAD
+    if kernel is None:
+        return Strategy.TERMINAL if _stdin_is_tty() else Strategy.UNAVAILABLE
+    version = ipykernel_version() or (0,)
+    if in_coroutine and version >= (7, 4):
+        return Strategy.AWAIT
+    if (7, 0) <= version < (7, 4):
+        return Strategy.THREAD
+    if (6, 0) <= version < (7, 0) and hasattr(kernel, "do_one_iteration"):
+        return Strategy.PUMP
+    return Strategy.NONBLOCKING
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+# -- waiting ------------------------------------------------------------------------------
+
+
+def wait_event(event: threading.Event, timeout: float) -> bool:
+    """Wait in short slices so KeyboardInterrupt lands promptly; True when set in time."""
+    deadline = time.monotonic() + timeout
+    while not event.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        event.wait(min(SLICE_S, remaining))
+    return True
+
+
+async def wait_future(future: asyncio.Future, timeout: float) -> bool:
+    """Await ``future`` in slices (never cancelling it); True when done within ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not future.done():
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return False
+        await asyncio.wait({future}, timeout=min(SLICE_S, remaining))
+    return True
+
+
+def wait_pumping(shell: Any, event: threading.Event, timeout: float) -> bool:
+    """ipykernel 6.x: process kernel messages (widget clicks) until ``event`` is set.
+
+    Other cells that arrive meanwhile (Run All) are held back and replayed, in order, after
+    the current cell finishes, so they never run inside this one.
+    """
+    kernel = get_kernel(shell)
+    if kernel is None:
+        return wait_event(event, timeout)
+    deferred: list[tuple[Any, ...]] = []
+    original = kernel.shell_handlers.get("execute_request")
+    kernel.shell_handlers["execute_request"] = lambda *args: deferred.append(args)
+    parent = kernel.get_parent("shell")
+    ident = _parent_ident(kernel)
+    runner = _LoopThread()
+    deadline = time.monotonic() + timeout
+    try:
+        while not event.is_set():
+            if time.monotonic() >= deadline:
+                return False
+            try:
+                runner.run(_one_iteration(kernel), timeout=5)
+            finally:
+                _restore_parent(kernel, ident, parent)
+            event.wait(0.02)
+        return True
+    finally:
+        runner.stop()
+        if original is not None:
+            kernel.shell_handlers["execute_request"] = original
+        if deferred:
+            _replay_after_cell(shell, kernel, deferred)
+
+
+async def _one_iteration(kernel: Any) -> None:
+    result = kernel.do_one_iteration()
+    if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+        await result
+
+
+def _parent_ident(kernel: Any) -> Any:
+    ident = getattr(kernel, "_parent_ident", None)
+    if isinstance(ident, dict):  # ipykernel 6.x keeps one per channel
+        return ident.get("shell")
+    return ident
+
+
+def _restore_parent(kernel: Any, ident: Any, parent: Any) -> None:
+    try:
+        kernel.set_parent(ident, parent, "shell")
+    except TypeError:  # older signature without channel
+        kernel.set_parent(ident, parent)
+
+
+def _replay_after_cell(shell: Any, kernel: Any, deferred: list[tuple[Any, ...]]) -> None:
+    """Run the held-back execute_requests once the current cell has finished."""
+
+    async def replay() -> None:
+        for stream, ident, parent in deferred:
+            _restore_parent(kernel, ident, parent)
+            if getattr(kernel, "_aborting", False):
+                kernel._send_abort_reply(stream, parent, ident)
+                continue
+            result = kernel.execute_request(stream, ident, parent)
+            if asyncio.iscoroutine(result):
+                await result
+            sys.stdout.flush()
+            sys.stderr.flush()
+            # dispatch_shell already reported idle for the deferred message: say it again.
+            kernel._publish_status("idle", "shell")
+
+    def hook(*_args: Any) -> None:
+        shell.events.unregister("post_execute", hook)
+        asyncio.ensure_future(replay())
+
+    shell.events.register("post_execute", hook)
+
+
+class _LoopThread:
+    """An event loop in a helper thread: the kernel's own loop is busy running this cell."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any, timeout: float) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            return None
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=2)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+# -- terminal -----------------------------------------------------------------------------
+
+_ANSWERS = {
+    "o": "yes_once",
+    "once": "yes_once",
+    "y": "yes_once",
+    "yes": "yes_once",
+    "s": "yes_in_session",
+    "session": "yes_in_session",
+    "n": "no",
+    "no": "no",
+    "": "no",
+}
+
+
+def ask_terminal(summary: str, input_fn: Callable[[str], str] = input) -> str:
+    """Print ``summary`` and ask; returns "yes_once" | "yes_in_session" | "no".
+
+    Raises EOFError when stdin is closed (the caller treats that as unavailable).
+    """
+    print(summary)
+    while True:
+        answer = input_fn("Run it? [o]nce / [s]ession / [N]o: ").strip().lower()
+        if answer in _ANSWERS:
+            return _ANSWERS[answer]
+        print("Please answer o (yes once), s (yes in session) or n (no).")
+
+
+__all__ = [
+    "SLICE_S",
+    "Strategy",
+    "ipykernel_version",
+    "get_kernel",
+    "stdin_allowed",
+    "supports_await",
+    "choose",
+    "wait_event",
+    "wait_future",
+    "wait_pumping",
+    "ask_terminal",
+]

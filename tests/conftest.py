@@ -1,0 +1,112 @@
+"""Shared fixtures: real skill directories on disk, and the bundled example skills.
+
+``make_skill`` writes a complete skill (SKILL.md, scripts, any other files) so tests exercise
+real files, never mocks::
+
+    def test_something(make_skill, tmp_path):
+        skill_dir = make_skill(tmp_path, "pdf-tools", scripts={"scripts/extract.py": "print(1)"})
+        manager = SkillManager([tmp_path])
+
+``examples_dir`` is the path of ``skill_magics/examples/skills`` (csv-profiler, text-tools,
+unit-converter, demo-behaviours); ``example_manager`` is a SkillManager over it with no
+approver (the test is the caller who decided).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
+
+
+def write_skill(
+    root: Path,
+    name: str,
+    frontmatter: Mapping[str, Any] | str | None = None,
+    scripts: Mapping[str, str | bytes] | None = None,
+    *,
+    body: str = "",
+    files: Mapping[str, str | bytes] | None = None,
+    dirname: str | None = None,
+    executable: bool = True,
+) -> Path:
+    """Create ``root/<dirname or name>/`` holding SKILL.md plus ``scripts`` and ``files``.
+
+    - ``frontmatter``: None -> ``{name, description}``; a dict -> dumped as YAML; a str ->
+      written verbatim between the ``---`` lines (for malformed-YAML cases).
+    - ``scripts`` / ``files``: relative path -> text or bytes. Text is dedented, so triple-quoted
+      blocks can be indented in the test. Scripts get the executable bit (``executable``).
+    - ``body``: markdown after the frontmatter (default: a one-line heading).
+
+    Returns the skill directory.
+    """
+    skill_dir = Path(root) / (dirname or name)
+    skill_dir.mkdir(parents=True, exist_ok=True)
+    if frontmatter is None:
+        frontmatter = {"name": name, "description": f"Test skill {name}: does one thing."}
+    if isinstance(frontmatter, str):
+        fm_text = frontmatter if frontmatter.endswith("\n") else frontmatter + "\n"
+    else:
+        fm_text = yaml.safe_dump(dict(frontmatter), sort_keys=False, allow_unicode=True)
+    text = f"---\n{fm_text}---\n" + (body if body else f"# {name}\n")
+    (skill_dir / "SKILL.md").write_text(text, encoding="utf-8")
+    for rel, content in (scripts or {}).items():
+        path = _write(skill_dir, rel, content)
+        if executable:
+            path.chmod(0o755)
+    for rel, content in (files or {}).items():
+        _write(skill_dir, rel, content)
+    return skill_dir
+
+
+def _write(base: Path, rel: str, content: str | bytes) -> Path:
+    path = base / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def make_skill() -> Callable[..., Path]:
+    """The :func:`write_skill` factory.
+
+    ``make_skill(tmp_path, "name", frontmatter=..., scripts={...}, body=..., files={...})``
+    """
+    return write_skill
+
+
+@pytest.fixture
+def examples_dir() -> Path:
+    """Directory holding the bundled example skills."""
+    return EXAMPLES_DIR
+
+
+@pytest.fixture
+def example_manager(examples_dir: Path):
+    """A SkillManager over the bundled examples only (no approver: nothing is asked)."""
+    from skill_magics.core.discovery import SkillManager
+
+    return SkillManager([examples_dir])
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """cwd and HOME in an empty temp dir and no SKILL_MAGICS_PATH, so default dirs are known."""
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", os.fspath(home))
+    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
+    monkeypatch.chdir(work)
+    return tmp_path

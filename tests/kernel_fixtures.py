@@ -1,0 +1,388 @@
+"""Real Jupyter kernels for tests: start one with a chosen Python, run cells, click widgets.
+
+Shared by the kernel tests (tests/test_kernel*.py) and the ipykernel version matrix
+(scripts/kernel-matrix.sh). Nothing here is mocked: a real ``ipykernel`` process is started
+through ``jupyter_client`` and spoken to over ZeroMQ, the same way JupyterLab does.
+
+Which Python runs the kernel:
+    ``SKILL_MAGICS_TEST_KERNEL_PYTHON=/path/to/venv/bin/python`` (set by the matrix script),
+    else the interpreter running pytest.
+
+Example:
+    >>> from kernel_fixtures import start_kernel
+    >>> with start_kernel() as k:
+    ...     r = k.execute("%load_ext skill_magics", allow_stdin=False)
+    ...     assert r.ok, r.error_text
+    ...     msg_id = k.submit("%%skillrun demo-behaviours.echo\\n{}", allow_stdin=True)
+    ...     yes = k.wait_for_button("Yes once")      # the frontend saw the button
+    ...     k.click(yes)                              # the frontend clicks it (comm_msg)
+    ...     r = k.collect(msg_id)
+
+Or as a pytest fixture (import it into the test module):
+    >>> from kernel_fixtures import kernel  # noqa: F401
+    >>> def test_x(kernel): kernel.execute("1 + 1").text_plain == "2"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KERNEL_PYTHON_ENV = "SKILL_MAGICS_TEST_KERNEL_PYTHON"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_KERNEL_NAME = "skill-magics-test"
+
+
+def kernel_python() -> str:
+    """The Python that test kernels run with (env var override, else this interpreter)."""
+    # abspath, not realpath: a venv's python is a symlink and must stay one to find its venv.
+    return os.path.abspath(os.environ.get(KERNEL_PYTHON_ENV) or sys.executable)
+
+
+def kernel_ipykernel_version(python: str | None = None) -> tuple[int, ...]:
+    """ipykernel version installed for ``python`` as an int tuple, e.g. (7, 4, 0)."""
+    import subprocess
+
+    out = subprocess.run(
+        [python or kernel_python(), "-c", "import ipykernel; print(ipykernel.__version__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.strip()
+    parts = []
+    for piece in out.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+@dataclass
+class CellResult:
+    """Everything one ``execute_request`` produced."""
+
+    msg_id: str
+    status: str = ""  # "ok" | "error" | "aborted" (from execute_reply)
+    reply: dict[str, Any] = field(default_factory=dict)
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # iopub msgs (header+content)
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def bundles(self) -> list[dict[str, Any]]:
+        """MIME bundles of display_data / execute_result / update_display_data, in order."""
+        return [
+            m["content"].get("data", {})
+            for m in self.outputs
+            if m["msg_type"] in ("display_data", "execute_result", "update_display_data")
+        ]
+
+    @property
+    def text_plain(self) -> str:
+        """text/plain of the execute_result (the cell's value), or ''."""
+        for m in self.outputs:
+            if m["msg_type"] == "execute_result":
+                return m["content"]["data"].get("text/plain", "")
+        return ""
+
+    def text(self, mime: str = "text/plain") -> str:
+        """All output text joined: streams plus ``mime`` of every bundle (for broad asserts)."""
+        parts = [self.stdout, self.stderr]
+        parts += [str(b.get(mime, "")) for b in self.bundles]
+        return "\n".join(p for p in parts if p)
+
+    @property
+    def error_text(self) -> str:
+        """ename: evalue of an error, or '' (handy as an assert message)."""
+        for m in self.outputs:
+            if m["msg_type"] == "error":
+                c = m["content"]
+                return f"{c.get('ename')}: {c.get('evalue')}"
+        if self.status and self.status != "ok":
+            return f"{self.status}: {self.reply.get('ename')}: {self.reply.get('evalue')}"
+        return ""
+
+
+class KernelSession:
+    """One running kernel plus a blocking client; collects iopub messages and widget state."""
+
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+        startup_timeout: float = 90,
+    ) -> None:
+        self.python = python or kernel_python()
+        self._tmp = Path(tempfile.mkdtemp(prefix="skill-magics-kernel-"))
+        self.cwd = Path(cwd) if cwd else self._tmp / "work"
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.extra_env = dict(env or {})
+        self.startup_timeout = startup_timeout
+        self.km = None
+        self.kc = None
+        self.iopub: list[dict[str, Any]] = []  # every iopub message seen, in order
+        self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> latest widget state
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> KernelSession:
+        from jupyter_client import KernelManager
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        # A private kernelspec pointing at the chosen Python: the matrix runs the same
+        # tests against kernels whose ipykernel differs from the one running pytest.
+        spec_dir = self._tmp / "kernels" / _KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        spec = {
+            "argv": [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"skill-magics test ({self.python})",
+            "language": "python",
+        }
+        (spec_dir / "kernel.json").write_text(json.dumps(spec))
+        ksm = KernelSpecManager(kernel_dirs=[str(self._tmp / "kernels")])
+        self.km = KernelManager(kernel_name=_KERNEL_NAME, kernel_spec_manager=ksm)
+        self.km.start_kernel(env=self._env(), cwd=str(self.cwd))
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=self.startup_timeout)
+        except Exception:
+            self.shutdown()
+            raise
+        return self
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Isolate from the developer's IPython profile/startup files; keep the repo importable
+        # even when the package is not installed in the kernel's environment.
+        env["IPYTHONDIR"] = str(self._tmp / "ipython")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+        env.pop(KERNEL_PYTHON_ENV, None)
+        env.pop("SKILL_MAGICS_AUTO_APPROVE", None)  # tests opt in explicitly via env=
+        env.update(self.extra_env)
+        return env
+
+    def shutdown(self) -> None:
+        """Stop channels and the kernel (graceful, then forced); remove temp files. Idempotent."""
+        if self.kc is not None:
+            try:
+                self.kc.stop_channels()
+            except Exception:
+                pass
+            self.kc = None
+        if self.km is not None:
+            try:
+                if self.km.is_alive():
+                    try:
+                        self.km.shutdown_kernel(now=False)
+                    except Exception:
+                        self.km.shutdown_kernel(now=True)
+            except Exception:
+                pass
+            self.km = None
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> KernelSession:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- running cells -----------------------------------------------------------------
+    def submit(self, code: str, *, allow_stdin: bool = False, stop_on_error: bool = True) -> str:
+        """Send an execute_request without waiting; returns its msg_id (see collect)."""
+        return self.kc.execute(code, allow_stdin=allow_stdin, stop_on_error=stop_on_error)
+
+    def execute(
+        self,
+        code: str,
+        *,
+        allow_stdin: bool = False,
+        timeout: float = 120,
+        stop_on_error: bool = True,
+    ) -> CellResult:
+        """Run a cell and wait for it: allow_stdin=False is what nbclient/papermill send."""
+        return self.collect(
+            self.submit(code, allow_stdin=allow_stdin, stop_on_error=stop_on_error),
+            timeout=timeout,
+        )
+
+    def collect(self, msg_id: str, *, timeout: float = 120) -> CellResult:
+        """Wait until the request ``msg_id`` is finished (idle + reply) and gather its output."""
+        start = time.monotonic()
+        deadline = start + timeout
+        while not self._idle_seen(msg_id):
+            self._pump(deadline, f"cell {msg_id} to finish")
+        result = CellResult(msg_id=msg_id)
+        reply = self._shell_reply(msg_id, deadline)
+        result.reply = reply.get("content", {})
+        result.status = result.reply.get("status", "")
+        for m in self.iopub:
+            if m.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if m["msg_type"] in ("status", "execute_input", "comm_open", "comm_msg"):
+                continue
+            msg = {"msg_type": m["msg_type"], "content": m["content"]}
+            result.outputs.append(msg)
+            if m["msg_type"] == "stream":
+                if m["content"]["name"] == "stdout":
+                    result.stdout += m["content"]["text"]
+                else:
+                    result.stderr += m["content"]["text"]
+        result.duration_s = time.monotonic() - start
+        return result
+
+    def interrupt(self) -> None:
+        """Kernel > Interrupt, as the frontend does it (SIGINT or interrupt_request)."""
+        self.km.interrupt_kernel()
+
+    def answer_input(self, text: str, *, timeout: float = 30) -> str:
+        """Wait for an input_request (input()/getpass) and reply ``text``; returns its prompt."""
+        msg = self.kc.get_stdin_msg(timeout=timeout)
+        self.kc.input(text)
+        return msg["content"].get("prompt", "")
+
+    # -- widgets (what a browser would do) ----------------------------------------------
+    def wait_for_button(self, description: str, *, timeout: float = 60) -> str:
+        """Wait until the kernel shows a Button with this description; returns its comm_id."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for comm_id, state in self.widgets.items():
+                if state.get("_model_name") == "ButtonModel" and state.get("description") == (
+                    description
+                ):
+                    return comm_id
+            self._pump(deadline, f"a button {description!r}")
+
+    def buttons(self) -> dict[str, str]:
+        """description -> comm_id of every Button the kernel opened so far."""
+        return {
+            s.get("description", ""): cid
+            for cid, s in self.widgets.items()
+            if s.get("_model_name") == "ButtonModel"
+        }
+
+    def click(self, comm_id: str) -> None:
+        """Click a Button: the same comm_msg JupyterLab's widget manager sends on the shell."""
+        self.kc.session.send(
+            self.kc.shell_channel.socket,
+            self.kc.session.msg(
+                "comm_msg",
+                {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
+            ),
+        )
+
+    def drain(self, seconds: float = 0.5) -> None:
+        """Read whatever iopub messages arrive within ``seconds`` (e.g. after a click)."""
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                self._pump(deadline, "")
+        except TimeoutError:
+            pass
+
+    # -- internals ---------------------------------------------------------------------
+    def _pump(self, deadline: float, what: str) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"Kernel did not produce {what} in time: check the kernel output")
+        try:
+            msg = self.kc.get_iopub_msg(timeout=min(remaining, 0.5))
+        except queue.Empty:
+            return
+        self.iopub.append(msg)
+        mtype, content = msg["msg_type"], msg["content"]
+        if mtype == "comm_open" and content.get("target_name") == "jupyter.widget":
+            state = dict(content.get("data", {}).get("state", {}))
+            self.widgets[content["comm_id"]] = state
+        elif mtype == "comm_msg" and content.get("comm_id") in self.widgets:
+            data = content.get("data", {})
+            if data.get("method") in ("update", "echo_update"):
+                self.widgets[content["comm_id"]].update(data.get("state", {}))
+        elif mtype == "comm_close":
+            self.widgets.pop(content.get("comm_id"), None)
+
+    def _idle_seen(self, msg_id: str) -> bool:
+        return any(
+            m["msg_type"] == "status"
+            and m["content"].get("execution_state") == "idle"
+            and m.get("parent_header", {}).get("msg_id") == msg_id
+            for m in self.iopub
+        )
+
+    def _shell_reply(self, msg_id: str, deadline: float) -> dict[str, Any]:
+        pending = getattr(self, "_replies", None)
+        if pending is None:
+            pending = self._replies = {}
+        while msg_id not in pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"No execute_reply for {msg_id}: the kernel may be stuck")
+            try:
+                msg = self.kc.get_shell_msg(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                continue
+            pending[msg.get("parent_header", {}).get("msg_id")] = msg
+        return pending.pop(msg_id)
+
+
+@contextmanager
+def start_kernel(
+    python: str | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    startup_timeout: float = 90,
+) -> Iterator[KernelSession]:
+    """Start a real kernel (``python`` or kernel_python()); always shut it down afterwards."""
+    session = KernelSession(python, env=env, cwd=cwd, startup_timeout=startup_timeout)
+    try:
+        yield session.start()
+    finally:
+        session.shutdown()
+
+
+@pytest.fixture
+def kernel() -> Iterator[KernelSession]:
+    """A fresh kernel for one test (kernel_python()); shut down even when the test fails."""
+    with start_kernel() as session:
+        yield session
+
+
+@pytest.fixture
+def kernel_factory() -> Iterator[Any]:
+    """Call ``kernel_factory(env={...}, cwd=...)`` to start kernels; all are shut down after."""
+    sessions: list[KernelSession] = []
+
+    def factory(**kwargs: Any) -> KernelSession:
+        session = KernelSession(**kwargs)
+        sessions.append(session)
+        return session.start()
+
+    try:
+        yield factory
+    finally:
+        for session in sessions:
+            session.shutdown()

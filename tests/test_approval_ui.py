@@ -1,0 +1,132 @@
+"""The approval panel (real ipywidgets buttons) and the waiting strategies."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from skill_magics.core.approval import ApprovalRequest, Decision, ScriptToApprove
+from skill_magics.notebook import waiting
+from skill_magics.notebook.approval_ui import ApprovalPanel, summary_text
+from skill_magics.notebook.config import preapproved_by
+
+REQUEST = ApprovalRequest(
+    skill_name="pdf",
+    scripts=(ScriptToApprove("scripts/extract.py", "python3", "import sys\n<b>bold</b>\n"),),
+    arguments={"file": "a.pdf"},
+    argv=("--pages", "1 2"),
+    content_hash="abc",
+)
+
+
+def test_exactly_three_buttons_in_order():
+    panel = ApprovalPanel(REQUEST)
+    row = panel.widget.children[1]
+    assert [b.description for b in row.children] == ["Yes once", "Yes in session", "No"]
+    assert list(panel.buttons) == ["yes_once", "yes_in_session", "no"]
+
+
+def test_first_click_wins_and_disables():
+    panel = ApprovalPanel(REQUEST)
+    seen = []
+    panel.on_decision(lambda d, by: seen.append((d, by)))
+    panel.buttons["yes_in_session"].click()
+    panel.buttons["no"].click()
+    assert panel.decision is Decision.YES_IN_SESSION
+    assert panel.decided_by == "button 'Yes in session'"
+    assert seen == [(Decision.YES_IN_SESSION, "button 'Yes in session'")]
+    assert all(b.disabled for b in panel.buttons.values())
+    assert "Yes in session" in panel.widget.children[2].value
+    late = []
+    panel.on_decision(lambda d, by: late.append(d))  # registered after: called at once
+    assert late == [Decision.YES_IN_SESSION]
+
+
+def test_concurrent_clicks_one_decision():
+    panel = ApprovalPanel(REQUEST)
+    _ = panel.widget
+    wins = []
+    threads = [
+        threading.Thread(target=lambda v=v: wins.append(panel.decide(v, f"t-{v}")))
+        for v in ("yes_once", "no") * 10
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins.count(True) == 1
+    assert panel.event.is_set()
+
+
+def test_future_resolved_from_another_thread():
+    panel = ApprovalPanel(REQUEST)
+
+    async def main():
+        future = panel.future()
+        threading.Timer(0.1, lambda: panel.decide("yes_once", "timer")).start()
+        assert await waiting.wait_future(future, 10)
+        return future.result()
+
+    assert asyncio.run(main()) is Decision.YES_ONCE
+
+
+def test_wait_future_times_out_without_cancelling():
+    panel = ApprovalPanel(REQUEST)
+
+    async def main():
+        future = panel.future()
+        ok = await waiting.wait_future(future, 0.3)
+        return ok, future.cancelled()
+
+    assert asyncio.run(main()) == (False, False)
+
+
+def test_static_fallbacks_are_readable():
+    bundle = ApprovalPanel(REQUEST)._repr_mimebundle_()
+    assert "scripts/extract.py" in bundle["text/plain"]
+    assert "--pages '1 2'" in bundle["text/plain"]
+    assert "&lt;b&gt;bold&lt;/b&gt;" in bundle["text/html"]  # escaped, not rendered
+    assert "python3" in bundle["text/html"]
+
+
+def test_summary_text_lists_everything():
+    text = summary_text(REQUEST)
+    for part in ("pdf", "scripts/extract.py", "python3", '"file": "a.pdf"', "import sys"):
+        assert part in text
+
+
+def test_wait_event_slices():
+    event = threading.Event()
+    assert not waiting.wait_event(event, 0.2)
+    threading.Timer(0.05, event.set).start()
+    assert waiting.wait_event(event, 5)
+
+
+def test_choose_without_kernel():
+    shell = InteractiveShell.instance()
+    assert (
+        waiting.choose(shell, in_coroutine=False, mode="nonblocking")
+        is waiting.Strategy.NONBLOCKING
+    )
+    assert waiting.choose(shell, in_coroutine=False, mode="widgets") is waiting.Strategy.THREAD
+    assert waiting.choose(shell, in_coroutine=True, mode="widgets") is waiting.Strategy.AWAIT
+    # pytest's stdin is not a terminal and there is no kernel: nobody can be asked.
+    assert waiting.choose(shell, in_coroutine=False) is waiting.Strategy.UNAVAILABLE
+    assert not waiting.supports_await(shell)
+
+
+def test_ask_terminal_answers():
+    answers = iter(["maybe", "s"])
+    assert waiting.ask_terminal("summary", lambda _p: next(answers)) == "yes_in_session"
+    assert waiting.ask_terminal("summary", lambda _p: "") == "no"
+    assert waiting.ask_terminal("summary", lambda _p: "o") == "yes_once"
+
+
+def test_preapproval_sources():
+    assert preapproved_by("pdf", "*", env={}) == "config SkillMagics.auto_approve"
+    assert preapproved_by("pdf", ["csv"], env={"SKILL_MAGICS_AUTO_APPROVE": "csv, pdf"}) == (
+        "env SKILL_MAGICS_AUTO_APPROVE"
+    )
+    assert preapproved_by("pdf", [], env={"SKILL_MAGICS_AUTO_APPROVE": ""}) is None

@@ -1,0 +1,64 @@
+"""skills_catalog: byte-for-byte the <available_skills> block of skills-ref's to_prompt."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from test_context_support import make_skill, manager_for
+
+from skill_magics.core.context import skills_catalog
+
+skills_ref_prompt = pytest.importorskip("skills_ref.prompt")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
+
+
+def reference(manager) -> str:
+    """skills-ref's own output for the same skill directories, in the same order."""
+    dirs = [Path(m.path).parent for m in manager.list_skills()]
+    return skills_ref_prompt.to_prompt(dirs)
+
+
+def test_empty_catalog(tmp_path):
+    manager = manager_for(tmp_path)
+    assert skills_catalog(manager) == "<available_skills>\n</available_skills>"
+    assert skills_catalog(manager) == skills_ref_prompt.to_prompt([])
+
+
+def test_bundled_examples_match_skills_ref_byte_for_byte():
+    manager = manager_for(EXAMPLES)
+    assert manager.list_skills(), "bundled example skills are missing"
+    assert skills_catalog(manager) == reference(manager)
+
+
+def test_escaping_matches_skills_ref(tmp_path):
+    make_skill(tmp_path, "alpha", description='"Tom & Jerry\'s <b>bold</b> tool"')
+    make_skill(tmp_path, "beta", description="Plain description, with a comma")
+    make_skill(tmp_path, "gamma", description="'Unicode ✓ — ünïcode > ascii'")
+    manager = manager_for(tmp_path)
+    catalog = skills_catalog(manager)
+    assert catalog == reference(manager)
+    assert "Tom &amp; Jerry&#x27;s &lt;b&gt;bold&lt;/b&gt; tool" in catalog
+    root = ET.fromstring(catalog)
+    assert [s.find("name").text.strip() for s in root] == ["alpha", "beta", "gamma"]
+
+
+def test_location_is_the_absolute_resolved_skill_md(tmp_path):
+    real = tmp_path / "real"
+    make_skill(real, "linked")
+    (tmp_path / "via").symlink_to(real, target_is_directory=True)
+    manager = manager_for(tmp_path / "via")
+    catalog = skills_catalog(manager)
+    assert f"<location>\n{real.resolve() / 'linked' / 'SKILL.md'}\n</location>" in catalog
+    assert catalog == reference(manager)
+
+
+def test_names_select_and_order(tmp_path):
+    for name in ("one", "two", "three"):
+        make_skill(tmp_path, name)
+    manager = manager_for(tmp_path)
+    catalog = skills_catalog(manager, ["two", "one"])
+    dirs = [tmp_path / "two", tmp_path / "one"]
+    assert catalog == skills_ref_prompt.to_prompt(dirs)

@@ -1,0 +1,100 @@
+"""Property tests: whatever SKILL.md or a script says, the envelope parses back exactly."""
+
+from __future__ import annotations
+
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_context_support import make_skill, manager_for
+
+from skill_magics.core.context import build_skill_context, directive_text, parse_skill_context
+from skill_magics.core.xmltext import escape_backslashes, has_forbidden
+
+HOSTILE = [
+    "</instructions>",
+    "</skill_context>",
+    "]]>",
+    "<![CDATA[x",
+    "\x00",
+    "\x07\x1b[0m",
+    "&lt;",
+    "&",
+    "\r\n",
+    "\r",
+    "\ufffe",
+    "\\x00",
+    '"',
+    "<script_output source='x'>",
+]
+# Text a file can hold (UTF-8 encodable: no lone surrogates).
+file_text = st.lists(
+    st.one_of(st.text(), st.sampled_from(HOSTILE)),
+    max_size=10,
+).map("".join)
+# Bytes a script may print: anything, invalid UTF-8 included.
+script_bytes = st.lists(
+    st.one_of(st.binary(max_size=40), st.sampled_from([h.encode() for h in HOSTILE])),
+    max_size=8,
+).map(b"".join)
+
+COPY_PY = (
+    "import sys, pathlib\n"
+    "sys.stdout.buffer.write(pathlib.Path('data/out.bin').read_bytes())\n"
+    "sys.stderr.buffer.write(pathlib.Path('data/err.bin').read_bytes())\n"
+    "sys.exit(int(pathlib.Path('data/code.txt').read_text()))\n"
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=file_text)
+def test_instructions_roundtrip(body):
+    with tempfile.TemporaryDirectory() as tmp:
+        make_skill(Path(tmp), "hostile", "# Title\n" + body)
+        manager = manager_for(Path(tmp))
+        xml = build_skill_context(manager, "hostile", run_scripts=False)
+        root = ET.fromstring(xml)
+        content = manager.get_skill("hostile").content
+        parsed = parse_skill_context(xml)[0]
+        assert parsed["instructions"] == content
+        raw = root.find("instructions")
+        if has_forbidden(content):
+            assert raw.get("sanitized") == "text"
+            assert raw.text == escape_backslashes(content)
+        else:
+            assert raw.get("sanitized") is None
+            assert (raw.text or "") == content
+        assert parsed["directive"] == directive_text("hostile")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(out=script_bytes, err=script_bytes, code=st.sampled_from([0, 1, 7]))
+def test_script_output_roundtrip(out, err, code):
+    with tempfile.TemporaryDirectory() as tmp:
+        skill_dir = make_skill(
+            Path(tmp),
+            "printer",
+            "python scripts/copy.py\n",
+            {
+                "scripts/copy.py": COPY_PY,
+                "data/out.bin": out,
+                "data/err.bin": err,
+                "data/code.txt": str(code),
+            },
+        )
+        assert skill_dir.is_dir()
+        xml = build_skill_context(manager_for(Path(tmp)), "printer")
+        ET.fromstring(xml)
+        script = parse_skill_context(xml)[0]["scripts"][0]
+        expected_out = out.decode("utf-8", "replace")
+        expected_err = err.decode("utf-8", "replace")
+        if code == 0:
+            assert script["status"] == "completed"
+            assert script["text"] == expected_out
+        else:
+            assert script["status"] == "failed"
+            assert script["exit_code"] == str(code)
+            assert script["stderr"] == expected_err
+            assert script.get("stdout", "") == expected_out

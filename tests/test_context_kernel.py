@@ -1,0 +1,87 @@
+"""%skill_context and %%skillpy approval in real Jupyter kernels (jupyter_client, no mocks)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kernel_fixtures import kernel_ipykernel_version, start_kernel
+
+pytestmark = pytest.mark.kernel
+
+ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)))\n"
+
+
+@pytest.fixture
+def skills_dir(tmp_path: Path) -> Path:
+    base = tmp_path / "skills" / "ctx-skill"
+    (base / "scripts").mkdir(parents=True)
+    (base / "SKILL.md").write_text(
+        "---\nname: ctx-skill\ndescription: Context kernel tests.\n---\n"
+        "Run `python scripts/echo.py` first.\n"
+    )
+    (base / "scripts" / "echo.py").write_text(ECHO)
+    return tmp_path / "skills"
+
+
+def _load(k) -> None:
+    for ext in ("skill_magics", "skill_magics.notebook.context_magics"):
+        r = k.execute(f"%load_ext {ext}", allow_stdin=False)
+        assert r.ok, r.error_text
+
+
+def _status(k, var: str = "ctx") -> str:
+    code = (
+        "import xml.etree.ElementTree as ET\n"
+        f"print(ET.fromstring({var}).find('.//script_output').get('status'))"
+    )
+    r = k.execute(code, allow_stdin=True)
+    assert r.ok, r.error_text
+    return r.stdout.strip()
+
+
+def test_headless_gives_approval_unavailable_at_once(skills_dir, tmp_path):
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
+        _load(k)
+        r = k.execute("ctx = %skill_context ctx-skill", allow_stdin=False, timeout=60)
+        assert r.ok, r.error_text
+        assert _status(k) == "approval_unavailable"
+
+
+@pytest.mark.skipif(
+    (7, 0) <= kernel_ipykernel_version() < (7, 4),
+    reason="ipykernel 7.0-7.3 receives clicks only on a frontend subshell",
+)
+@pytest.mark.parametrize("label,status", [("Yes once", "completed"), ("No", "declined")])
+def test_click_while_skill_context_waits(skills_dir, tmp_path, label, status):
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
+        _load(k)
+        msg_id = k.submit("ctx = %skill_context ctx-skill --args '{\"n\": 1}'", allow_stdin=True)
+        button = k.wait_for_button(label, timeout=60)
+        assert not k._idle_seen(msg_id), "the cell must still be waiting for the click"
+        k.click(button)
+        r = k.collect(msg_id, timeout=60)
+        assert r.ok, r.error_text
+        assert _status(k) == status
+
+
+@pytest.mark.skipif(
+    (7, 0) <= kernel_ipykernel_version() < (7, 4),
+    reason="ipykernel 7.0-7.3 receives clicks only on a frontend subshell",
+)
+def test_skillpy_click_runs_in_the_venv(skills_dir, tmp_path):
+    venv = skills_dir / "ctx-skill" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
+        _load(k)
+        code = "%%skillpy ctx-skill -o out\nimport sys\nprint(sys.prefix)"
+        msg_id = k.submit(code, allow_stdin=True)
+        button = k.wait_for_button("Yes once", timeout=60)
+        k.click(button)
+        r = k.collect(msg_id, timeout=60)
+        assert r.ok, r.error_text
+        r = k.execute("print(out['stdout'].strip(), out['returncode'])", allow_stdin=True)
+        prefix, code = r.stdout.split()
+        assert Path(prefix).resolve() == venv.resolve() and code == "0"

@@ -1,0 +1,549 @@
+"""ScriptExecutor.prepare/execute: checks, refusals (audited), stdin JSON, argv, env, cwd.
+
+Real scripts in tmp_path, real processes. Process-level behaviour (timeouts, signals, output
+capture, stdin pipes, concurrency, cancellation) is in test_executor_process.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import skill_magics
+from skill_magics.core.audit import AuditLog
+from skill_magics.core.errors import (
+    ArgumentSerializationError,
+    ArgumentSizeError,
+    InterpreterNotAllowedError,
+    InterpreterNotFoundError,
+    PathSecurityError,
+    ScriptNotFoundError,
+    ScriptPermissionError,
+    ToolRestrictionError,
+)
+from skill_magics.core.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.models import SkillMetadata
+
+PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
+ECHO_STDIN_ARGV = (
+    "import json, os, sys\n"
+    "print(json.dumps({'stdin': sys.stdin.read(), 'argv': sys.argv[1:], 'cwd': os.getcwd(),"
+    " 'exe': sys.executable}))\n"
+)
+
+
+def make_skill(
+    root: Path,
+    scripts: dict[str, str],
+    *,
+    name: str = "demo",
+    version: str | None = "1.2.0",
+    allowed_tools: list[str] | None = None,
+) -> tuple[Path, SkillMetadata]:
+    base = root / name
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test\n---\n")
+    for rel, text in scripts.items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        path.chmod(0o755)
+    meta = SkillMetadata(
+        name=name,
+        description="test",
+        path=base / "SKILL.md",
+        version=version,
+        allowed_tools=allowed_tools,
+    )
+    return base, meta
+
+
+@pytest.fixture
+def executor() -> ScriptExecutor:
+    return ScriptExecutor(audit=AuditLog())
+
+
+def last(executor: ScriptExecutor):
+    return executor.audit.records()[-1]
+
+
+# -- stdin JSON, argv, cwd ------------------------------------------------------------------
+
+
+def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    args = {"text": "héllo 😀", "n": [1, 2.5, None, True], "nested": {"k": "v"}}
+    result = executor.execute("scripts/echo.py", args, base, meta)
+    assert result.success, result.stderr
+    seen = result.json()
+    assert seen["stdin"] == json.dumps(args, ensure_ascii=False)  # not \\u-escaped
+    assert json.loads(seen["stdin"]) == args
+    assert seen["argv"] == []
+    assert result.script_path == Path("scripts/echo.py")
+    assert result.execution_time_ms > 0
+    rec = last(executor)
+    assert (rec.skill, rec.script, rec.outcome, rec.exit_code) == (
+        "demo",
+        "scripts/echo.py",
+        "completed",
+        0,
+    )
+    assert rec.arguments.startswith('{"text": "héllo 😀"') and rec.duration_ms > 0
+
+
+def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    result = executor.execute(base / "scripts/echo.py", {}, base, meta)  # absolute path too
+    assert result.json()["cwd"] == os.path.realpath(base)
+
+
+def test_argv_is_passed_verbatim_and_never_through_a_shell(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    argv = ["--name", "a b", "$(touch pwned)", "*", "; rm -rf /", "é", 3, Path("x/y")]
+    result = executor.execute("scripts/echo.py", None, base, meta, argv=argv)
+    seen = result.json()
+    assert seen["argv"] == ["--name", "a b", "$(touch pwned)", "*", "; rm -rf /", "é", "3", "x/y"]
+    assert seen["stdin"] == ""  # argv mode without arguments: nothing on stdin
+    assert not (base / "pwned").exists()
+    assert "argv: --name a b" in last(executor).arguments
+
+
+def test_argv_with_arguments_sends_both(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    seen = executor.execute("scripts/echo.py", {"a": 1}, base, meta, argv=["-v"]).json()
+    assert seen["stdin"] == '{"a": 1}' and seen["argv"] == ["-v"]
+
+
+def test_no_arguments_and_no_argv_sends_an_empty_object(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    assert executor.execute("scripts/echo.py", None, base, meta).json()["stdin"] == "{}"
+
+
+def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    for bad in ("--one-string", ["ok", None], ["a\0b"], [b"bytes"], 5):
+        with pytest.raises(ArgumentSerializationError, match="argv"):
+            executor.prepare("scripts/echo.py", None, base, meta, argv=bad)
+        assert last(executor).outcome == "refused"
+
+
+# -- environment ------------------------------------------------------------------------------
+
+
+def test_skill_variables_and_minimal_env(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    env = executor.execute("scripts/env.py", {}, base, meta).json()
+    assert env["SKILL_NAME"] == "demo"
+    assert env["SKILL_BASE_DIR"] == str(base)
+    assert env["SKILL_VERSION"] == "1.2.0"
+    assert env["SKILLKIT_VERSION"] == skill_magics.__version__
+    assert env["SKILL_MAGICS_VERSION"] == skill_magics.__version__
+    assert "OPENAI_API_KEY" not in env  # a notebook's keys do not leak by default
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["HOME"] == str(tmp_path) and env["LC_ALL"] == "C.UTF-8"
+
+
+def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV}, version=None)
+    assert executor.execute("scripts/env.py", {}, base, meta).json()["SKILL_VERSION"] == ""
+
+
+def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("OPENAI_ORG", "org-1")
+    monkeypatch.setenv("OTHER_TOKEN", "t")
+    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+
+    env = (
+        ScriptExecutor(env_passthrough=["OPENAI_API_KEY"])
+        .execute("scripts/env.py", {}, base, meta)
+        .json()
+    )
+    assert env["OPENAI_API_KEY"] == "sk-secret" and "OPENAI_ORG" not in env
+
+    env = ScriptExecutor(env_passthrough=["OPENAI_*"]).execute("scripts/env.py", {}, base, meta)
+    assert {"OPENAI_API_KEY", "OPENAI_ORG"} <= env.json().keys()
+
+    env = ScriptExecutor(inherit_env=True).execute("scripts/env.py", {}, base, meta).json()
+    assert env["OPENAI_API_KEY"] == "sk-secret" and env["OTHER_TOKEN"] == "t"
+    assert env["SKILL_NAME"] == "demo"  # still set on top
+
+
+# -- interpreters -----------------------------------------------------------------------------
+
+
+def test_python_runs_with_the_kernels_python_not_path_python3(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+) -> None:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    for name in ("python3", "python"):
+        fake = fake_bin / name
+        fake.write_text("#!/bin/sh\necho WRONG PYTHON\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    assert executor.execute("scripts/echo.py", {}, base, meta).json()["exe"] == sys.executable
+
+
+def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    venv_bin = base / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(os.path.realpath(sys.executable))
+    prepared = executor.prepare("scripts/echo.py", {}, base, meta)
+    assert prepared.program == str(venv_bin / "python")
+    assert executor.run(prepared).json()["exe"] == str(venv_bin / "python")
+
+
+def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        {
+            "scripts/hello.sh": 'echo "bash $BASH_VERSION" | cut -c1-4\n',
+            "scripts/tool": "#!/usr/bin/env python3\nimport sys; print(sys.executable)\n",
+            "scripts/posix": "#!/bin/sh\necho sh-ok\n",
+        },
+    )
+    assert executor.execute("scripts/hello.sh", {}, base, meta).stdout == "bash\n"
+    assert executor.execute("scripts/tool", {}, base, meta).stdout.strip() == sys.executable
+    assert executor.execute("scripts/posix", {}, base, meta).stdout == "sh-ok\n"
+
+
+def test_prepared_run_carries_what_the_approval_ui_needs(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hello.sh": "echo hi\n"})
+    prepared = executor.prepare("scripts/hello.sh", {"a": 1}, base, meta, argv=["-x"], timeout=5)
+    assert isinstance(prepared, PreparedRun)
+    assert prepared.script_rel == Path("scripts/hello.sh")
+    assert prepared.interpreter.interpreter == "bash"
+    assert os.path.basename(prepared.command[0]) == "bash"
+    assert prepared.command[-2:] == (os.path.realpath(base / "scripts/hello.sh"), "-x")
+    assert prepared.payload == b'{"a": 1}'
+    assert prepared.cwd == Path(os.path.realpath(base)) and prepared.timeout == 5
+    assert prepared.skill_name == "demo"
+    assert prepared.env["SKILL_NAME"] == "demo"
+    assert "sk-" not in repr(prepared) and "env" not in repr(prepared)  # env stays out of logs
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prepared.timeout = 9
+
+
+def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n", "scripts/x.js": "1\n"})
+    with pytest.raises(InterpreterNotAllowedError, match="'ruby' is not allowed.*allowed_interp"):
+        executor.prepare("scripts/x.rb", {}, base, meta)
+    rec = last(executor)
+    assert rec.outcome == "refused" and rec.reason.startswith("InterpreterNotAllowedError")
+    only_python = ScriptExecutor(allowed_interpreters=["python"])  # alias of python3
+    with pytest.raises(InterpreterNotAllowedError, match="'node'"):
+        only_python.prepare("scripts/x.js", {}, base, meta)
+
+
+def test_interpreter_not_found(tmp_path: Path, executor: ScriptExecutor, monkeypatch) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        {"scripts/build.js": "console.log(1)\n", "scripts/odd": "#!/usr/bin/env nosuchlang\n"},
+    )
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(InterpreterNotFoundError) as info:
+        executor.prepare("scripts/build.js", {}, base, meta)
+    assert str(info.value) == (
+        "Interpreter 'node' not found in PATH for scripts/build.js: "
+        "install Node.js or remove 'node' from allowed_interpreters"
+    )
+    assert last(executor).outcome == "refused"
+    monkeypatch.undo()
+    custom = ScriptExecutor(allowed_interpreters=["nosuchlang"])
+    with pytest.raises(InterpreterNotFoundError, match="'nosuchlang' not found in PATH"):
+        custom.prepare("scripts/odd", {}, base, meta)
+
+
+def test_interpreter_lookup_cache_follows_path_changes(tmp_path: Path, monkeypatch) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n"})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    executor = ScriptExecutor(allowed_interpreters=["ruby"])
+    with pytest.raises(InterpreterNotFoundError, match="install Ruby"):
+        executor.prepare("scripts/x.rb", {}, base, meta)
+    ruby = bin_dir / "ruby"  # "installed" after a miss: misses are not cached
+    ruby.write_text("#!/bin/sh\necho fake-ruby\n")
+    ruby.chmod(0o755)
+    assert executor.prepare("scripts/x.rb", {}, base, meta).program == str(ruby)
+    ruby.unlink()  # uninstalled: a cached hit that vanished is looked up again
+    with pytest.raises(InterpreterNotFoundError):
+        executor.prepare("scripts/x.rb", {}, base, meta)
+
+
+def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"data.txt": "just text\n"})
+    with pytest.raises(InterpreterNotFoundError, match="No interpreter known for data.txt"):
+        executor.prepare("data.txt", {}, base, meta)
+
+
+def test_interpreter_that_cannot_start_is_a_failed_result(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/x.py": "print(1)\n"})
+    broken = base / "venv" / "bin" / "python"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("not a program")  # exists, not executable
+    result = executor.execute("scripts/x.py", {}, base, meta)
+    assert result.exit_code == 126 and "Could not start scripts/x.py" in result.stderr
+    assert last(executor).outcome == "failed" and last(executor).exit_code == 126
+
+
+# -- refusals: paths, permissions, tools, arguments, timeout -------------------------------------
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "scripts/../../x"])
+def test_path_escapes_are_refused_and_audited(
+    tmp_path: Path, executor: ScriptExecutor, path: str
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    with pytest.raises(PathSecurityError):
+        executor.execute(path, {"a": 1}, base, meta)
+    rec = last(executor)
+    assert (rec.outcome, rec.script, rec.exit_code) == ("refused", path, None)
+    assert rec.reason.startswith("PathSecurityError") and rec.arguments == '{"a": 1}'
+
+
+def test_symlinks_pointing_outside_are_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.sh").write_text("echo evil\n")
+    (base / "scripts" / "evil.sh").symlink_to(outside / "evil.sh")
+    (base / "linked").symlink_to(outside, target_is_directory=True)
+    for path in ("scripts/evil.sh", "linked/evil.sh"):
+        with pytest.raises(PathSecurityError):
+            executor.execute(path, {}, base, meta)
+        assert last(executor).outcome == "refused"
+
+
+def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    with pytest.raises(ScriptNotFoundError):
+        executor.execute("scripts/nope.sh", {}, base, meta)
+    assert last(executor).reason.startswith("ScriptNotFoundError")
+    for bit in (stat.S_ISUID, stat.S_ISGID):
+        (base / "scripts/ok.sh").chmod(0o755 | bit)
+        if not (base / "scripts/ok.sh").stat().st_mode & bit:
+            continue
+        with pytest.raises(ScriptPermissionError, match="chmod ug-s"):
+            executor.execute("scripts/ok.sh", {}, base, meta)
+        assert last(executor).reason.startswith("ScriptPermissionError")
+
+
+@pytest.mark.parametrize(
+    ("tools", "allowed"),
+    [
+        (None, True),
+        ([], True),
+        (["Bash", "Read"], True),
+        (["Read", "Bash(git:*)"], True),
+        (["Read", "Write"], False),
+        (["bash"], False),  # case-sensitive, as the spec writes tool names
+        (["BashTool"], False),
+    ],
+)
+def test_allowed_tools(
+    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"}, allowed_tools=tools)
+    if allowed:
+        assert executor.execute("scripts/ok.sh", {}, base, meta).stdout == "ok\n"
+        return
+    with pytest.raises(ToolRestrictionError) as info:
+        executor.execute("scripts/ok.sh", {}, base, meta)
+    message = str(info.value)
+    assert message.startswith("Tool 'Bash' not allowed for skill 'demo'")
+    assert " ".join(tools) in message and "\n" not in message
+    assert last(executor).outcome == "refused"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"x": float("nan")}, "arguments['x'] is nan"),
+        ({"x": [1, float("inf")]}, "arguments['x'][1] is inf"),
+        ({"tags": {"a", "b"}}, "arguments['tags'] has type 'set'"),
+        ({1: "one"}, "key 1 in arguments is int"),
+        ({"deep": {"k": {2: 3}}}, "key 2 in arguments['deep']['k']"),
+        ({"obj": object()}, "arguments['obj'] has type 'object'"),
+        ([1, 2], "must be a dict"),
+        ({"s": "\ud800"}, "lone surrogate"),
+    ],
+)
+def test_unserializable_arguments(
+    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    with pytest.raises(ArgumentSerializationError) as info:
+        executor.prepare("scripts/ok.sh", arguments, base, meta)
+    assert fragment in str(info.value)
+    assert last(executor).outcome == "refused"
+
+
+def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    loop: dict = {"a": []}
+    loop["a"].append(loop)
+    with pytest.raises(ArgumentSerializationError, match=r"arguments\['a'\]\[0\].*circular"):
+        executor.prepare("scripts/ok.sh", loop, base, meta)
+    assert last(executor).outcome == "refused"
+    shared = [1, 2]  # the same list twice is not a cycle
+    assert executor.prepare("scripts/ok.sh", {"a": shared, "b": shared}, base, meta).payload
+
+
+def test_argument_size_counts_bytes_not_characters(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    text = "é" * (6 * 2**20)  # 6 Mi characters, 12 MiB of UTF-8: over the limit
+    with pytest.raises(ArgumentSizeError, match=r"12,582,9\d\d bytes.*10 MiB"):
+        executor.prepare("scripts/ok.sh", {"s": text}, base, meta)
+    assert last(executor).outcome == "refused"
+    assert len(last(executor).arguments) <= 256
+    ascii_ok = {"s": "e" * (10 * 2**20 - 20)}  # just under 10 MiB of bytes
+    assert len(executor.prepare("scripts/ok.sh", ascii_ok, base, meta).payload) <= 10 * 2**20
+
+
+@pytest.mark.parametrize("bad", [0, 0.5, 601, -1, "10", True])
+def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    with pytest.raises(ValueError, match="timeout"):
+        executor.prepare("scripts/ok.sh", {}, base, meta, timeout=bad)
+    with pytest.raises(ValueError, match="timeout"):
+        ScriptExecutor(timeout=bad)
+    assert executor.prepare("scripts/ok.sh", {}, base, meta, timeout=600).timeout == 600
+
+
+def test_constructor_validation() -> None:
+    with pytest.raises(ValueError, match="max_output_size"):
+        ScriptExecutor(max_output_size=-1)
+    assert ScriptExecutor(allowed_interpreters="python bash").allowed_interpreters == {
+        "python3",
+        "bash",
+    }
+    assert isinstance(ScriptExecutor().audit, AuditLog)
+
+
+def test_file_changed_after_prepare_is_refused_at_run(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    prepared = executor.prepare("scripts/ok.sh", {}, base, meta)
+    (base / "scripts/ok.sh").write_text("echo something else entirely\n")
+    with pytest.raises(PathSecurityError, match="changed after it was checked"):
+        executor.run(prepared)
+    assert last(executor).outcome == "refused"
+
+
+def test_failed_script_result_and_audit(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/fail.sh": "echo bad input >&2\nexit 3\n"})
+    result = executor.execute("scripts/fail.sh", {}, base, meta)
+    assert (result.exit_code, result.stderr, result.success) == (3, "bad input\n", False)
+    assert result.signal is None and not result.timeout
+    rec = last(executor)
+    assert (rec.outcome, rec.exit_code) == ("failed", 3)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool) -> None:
+    """prepare() reuses earlier path/interpreter decisions only while nothing changed."""
+    base, meta = make_skill(tmp_path, {"scripts/tool": "#!/bin/sh\necho sh\n"})
+    executor = ScriptExecutor(use_cache=use_cache)
+    assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
+    assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
+
+    # New content with another shebang: another interpreter.
+    (base / "scripts/tool").write_text("#!/usr/bin/env python3\nprint('py')\n")
+    prepared = executor.prepare("scripts/tool", {}, base, meta)
+    assert prepared.interpreter.script_type == "python" and prepared.program == sys.executable
+
+    # A venv created in the skill afterwards is picked up.
+    venv_python = base / "venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(os.path.realpath(sys.executable))
+    assert executor.prepare("scripts/tool", {}, base, meta).program == str(venv_python)
+
+    # setuid added later (mode change only: same mtime and size).
+    (base / "scripts/tool").chmod(0o4755)
+    if (base / "scripts/tool").stat().st_mode & stat.S_ISUID:
+        with pytest.raises(ScriptPermissionError):
+            executor.prepare("scripts/tool", {}, base, meta)
+    (base / "scripts/tool").chmod(0o755)
+
+    # Swapped for a symlink pointing outside.
+    outside = tmp_path / "outside.py"
+    outside.write_text("print('evil')\n")
+    (base / "scripts/tool").unlink()
+    (base / "scripts/tool").symlink_to(outside)
+    with pytest.raises(PathSecurityError):
+        executor.prepare("scripts/tool", {}, base, meta)
+
+    # The allow-list changed on the live executor.
+    (base / "scripts/tool").unlink()
+    (base / "scripts/tool").write_text("#!/bin/sh\necho sh\n")
+    executor.prepare("scripts/tool", {}, base, meta)
+    executor.allowed_interpreters = ["python"]  # normalised like the constructor argument
+    assert executor.allowed_interpreters == {"python3"}
+    with pytest.raises(InterpreterNotAllowedError):
+        executor.prepare("scripts/tool", {}, base, meta)
+
+
+def test_prepare_command_runs_code_with_the_same_safety(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    base, meta = make_skill(tmp_path, {})
+    code = "import json, os; print(json.dumps([os.getcwd(), os.environ.get('SKILL_NAME'), "
+    code += "'OPENAI_API_KEY' in os.environ]))"
+    prepared = executor.prepare_command(
+        [sys.executable, "-c", code],
+        skill_base_dir=base,
+        skill_metadata=meta,
+        label="<python -c>",
+        timeout=5,
+        arguments_preview="print(...)",
+    )
+    assert prepared.script is None and prepared.payload is None
+    result = executor.run(prepared)
+    assert result.json() == [os.path.realpath(base), "demo", False]
+    assert result.script_path == Path("<python -c>")
+    rec = last(executor)
+    assert (rec.script, rec.outcome, rec.arguments) == ("<python -c>", "completed", "print(...)")
+
+    with pytest.raises(InterpreterNotFoundError, match="absolute program path"):
+        executor.prepare_command(
+            ["python3", "-c", "1"], skill_base_dir=base, skill_metadata=meta, label="<x>"
+        )
+    assert last(executor).outcome == "refused"
+    with pytest.raises(InterpreterNotFoundError, match="missing or not executable"):
+        executor.prepare_command(
+            [str(base / "nope")], skill_base_dir=base, skill_metadata=meta, label="<x>"
+        )
+    with pytest.raises(ValueError, match="timeout"):
+        executor.prepare_command(
+            [sys.executable], skill_base_dir=base, skill_metadata=meta, label="<x>", timeout=0
+        )

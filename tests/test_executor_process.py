@@ -1,0 +1,509 @@
+"""ScriptExecutor.run: process groups, timeouts, signals, output capture, stdin, concurrency,
+cancellation. Real processes throughout; timings asserted only where the issue demands, with
+margin for a busy 2-core machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from skill_magics.core.audit import AuditLog
+from skill_magics.core.executor import ScriptExecutor
+from skill_magics.core.models import SkillMetadata
+
+REPO = Path(__file__).resolve().parent.parent
+MiB = 2**20
+
+
+def make_skill(root: Path, scripts: dict[str, str]) -> tuple[Path, SkillMetadata]:
+    base = root / "demo"
+    base.mkdir(parents=True, exist_ok=True)
+    for rel, text in scripts.items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return base, SkillMetadata(name="demo", description="d", path=base / "SKILL.md")
+
+
+@pytest.fixture
+def executor() -> ScriptExecutor:
+    return ScriptExecutor(audit=AuditLog())
+
+
+def last(executor: ScriptExecutor):
+    return executor.audit.records()[-1]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def assert_group_gone(pgid: int, pids: list[int] = (), within: float = 5.0) -> None:
+    """No live process of the group is left. Killed processes may stay zombies until their
+    new parent (init) reaps them, which some container inits do only every few seconds: a
+    zombie has already died, so it does not count as surviving."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        alive = []
+        for proc in psutil.process_iter(["pid", "status"]):
+            if _pgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                alive.append(proc.info["pid"])
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes of group {pgid} survived: {sorted(set(alive))}")
+        time.sleep(0.02)
+
+
+def pids_from(text: str) -> list[int]:
+    return [int(line) for line in text.split() if line.isdigit()]
+
+
+# -- timeouts and process groups ----------------------------------------------------------------
+
+
+def test_timeout_kills_the_whole_group_promptly(tmp_path: Path, executor: ScriptExecutor) -> None:
+    # The background sleep and the foreground sleep both hold stdout/stderr open.
+    base, meta = make_skill(
+        tmp_path, {"scripts/hang.sh": "echo $$\nsleep 30 &\necho $!\nsleep 30\n"}
+    )
+    start = time.monotonic()
+    result = executor.execute("scripts/hang.sh", {}, base, meta, timeout=1)
+    elapsed = time.monotonic() - start
+    assert result.timeout and result.exit_code == 124
+    assert "Timeout: scripts/hang.sh exceeded 1 s" in result.stderr
+    assert "raise timeout=" in result.stderr
+    assert result.signal is None
+    # Issue: within 100 ms of the limit. Measured ~5 ms; margin for a loaded 2-core box.
+    assert elapsed - 1.0 < 0.25, elapsed
+    assert result.execution_time_ms < 1250
+    leader, background = pids_from(result.stdout)
+    assert_group_gone(leader, [leader, background])
+    rec = last(executor)
+    assert (rec.outcome, rec.exit_code) == ("timeout", 124) and rec.reason.startswith("Timeout")
+
+
+def test_timeout_logs_a_warning(tmp_path: Path, executor: ScriptExecutor, caplog) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/wait.py": "import time\ntime.sleep(30)\n"})
+    with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
+        result = executor.execute("scripts/wait.py", {}, base, meta, timeout=1)
+    assert result.timeout
+    assert any(
+        r.levelname == "WARNING" and "exceeded 1 s" in r.getMessage() for r in caplog.records
+    )
+
+
+def test_timeout_sends_sigterm_first_so_scripts_can_clean_up(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    script = "trap 'echo cleaned up; exit 1' TERM\nwhile true; do sleep 0.02; done\n"
+    base, meta = make_skill(tmp_path, {"scripts/tidy.sh": script})
+    result = executor.execute("scripts/tidy.sh", {}, base, meta, timeout=1)
+    assert result.timeout and result.exit_code == 124
+    assert result.stdout == "cleaned up\n"
+
+
+def test_sigterm_ignoring_script_is_killed_after_the_grace(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    script = "trap '' TERM\necho $$\nwhile true; do sleep 0.05; done\n"
+    base, meta = make_skill(tmp_path, {"scripts/stubborn.sh": script})
+    start = time.monotonic()
+    result = executor.execute("scripts/stubborn.sh", {}, base, meta, timeout=1)
+    assert result.timeout and time.monotonic() - start < 1.5
+    assert_group_gone(pids_from(result.stdout)[0])
+
+
+def test_exit_while_background_child_holds_the_pipes(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    script = "echo $$\nsleep 30 &\necho $!\necho started\nexit 0\n"
+    base, meta = make_skill(tmp_path, {"scripts/bg.sh": script})
+    start = time.monotonic()
+    result = executor.execute("scripts/bg.sh", {}, base, meta, timeout=20)
+    elapsed = time.monotonic() - start
+    assert elapsed < 0.8, elapsed  # well under 1 s, not a false timeout
+    assert result.exit_code == 0 and not result.timeout and "started" in result.stdout
+    assert last(executor).outcome == "completed"
+    leader, background = pids_from(result.stdout)
+    assert_group_gone(leader, [background])  # the background child was cleaned up too
+
+
+def test_real_exit_code_kept_when_background_child_lingers(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/bg.sh": "sleep 30 &\nexit 7\n"})
+    result = executor.execute("scripts/bg.sh", {}, base, meta)
+    assert result.exit_code == 7 and not result.timeout
+    assert last(executor).outcome == "failed"
+
+
+def test_script_that_closes_its_pipes_but_keeps_running_times_out(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/quiet.sh": "echo bye\nexec >&- 2>&-\nsleep 30\n"})
+    result = executor.execute("scripts/quiet.sh", {}, base, meta, timeout=1)
+    assert result.timeout and result.stdout == "bye\n"
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL, signal.SIGTERM])
+def test_signals(tmp_path: Path, executor: ScriptExecutor, caplog, sig: signal.Signals) -> None:
+    script = f"import os, sys\nprint('before', flush=True)\nos.kill(os.getpid(), {int(sig)})\n"
+    base, meta = make_skill(tmp_path, {"scripts/crash.py": script})
+    with caplog.at_level(logging.ERROR, logger="skill_magics.executor"):
+        result = executor.execute("scripts/crash.py", {}, base, meta)
+    assert result.exit_code == -int(sig)
+    assert result.signal == sig.name and result.signal_number == int(sig)
+    assert result.signaled and not result.success and not result.timeout
+    assert f"Signal: {sig.name}" in result.stderr
+    assert result.stdout == "before\n"
+    assert any(r.levelname == "ERROR" and sig.name in r.getMessage() for r in caplog.records)
+    rec = last(executor)
+    assert (rec.outcome, rec.exit_code, rec.reason) == (
+        "signaled",
+        -int(sig),
+        f"Signal: {sig.name}",
+    )
+
+
+# -- output capture -----------------------------------------------------------------------------
+
+BIG_WRITER = """\
+import sys
+block = bytes(range(32, 127)) * 10600  # ~1 MB of ASCII
+out = sys.stdout.buffer
+for i in range(200):
+    chunk = (b"%07d" % i) + block[7:1000000]
+    out.write(chunk)
+"""
+
+RSS_PROBE = """\
+import json, logging, resource, sys
+from pathlib import Path
+from skill_magics.core.executor import ScriptExecutor
+from skill_magics.core.models import SkillMetadata
+
+base = Path(sys.argv[1])
+meta = SkillMetadata(name="demo", description="d", path=base / "SKILL.md")
+warnings = []
+
+class Keep(logging.Handler):
+    def emit(self, record):
+        warnings.append(record.getMessage())
+
+logging.getLogger("skill_magics.executor").addHandler(Keep(logging.WARNING))
+executor = ScriptExecutor()
+executor.execute("scripts/small.sh", {}, base, meta)  # warm up: imports, first spawn
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = executor.execute("scripts/big.py", {}, base, meta)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+data = result.stdout.encode("utf-8")
+print(json.dumps({
+    "growth": (after - before) * scale,
+    "kept": len(data),
+    "sha": __import__("hashlib").sha256(data).hexdigest(),
+    "bytes": result.stdout_bytes,
+    "truncated": result.stdout_truncated,
+    "exit": result.exit_code,
+    "warnings": warnings,
+    "audit": executor.audit.records()[-1].outcome,
+}))
+"""
+
+
+def _big_expected_prefix(limit: int) -> bytes:
+    block = bytes(range(32, 127)) * 10600
+    out = bytearray()
+    i = 0
+    while len(out) < limit:
+        out += (b"%07d" % i) + block[7:1000000]
+        i += 1
+    return bytes(out[:limit])
+
+
+def test_200mb_of_stdout_keeps_an_exact_prefix_in_bounded_memory(tmp_path: Path) -> None:
+    base, _meta = make_skill(tmp_path, {"scripts/big.py": BIG_WRITER, "scripts/small.sh": "echo\n"})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    probe = subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, str(base)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr
+    report = json.loads(probe.stdout)
+    assert report["exit"] == 0
+    assert report["bytes"] == 200_000_000
+    assert report["truncated"] is True
+    assert report["kept"] == 10 * MiB
+    assert report["sha"] == hashlib.sha256(_big_expected_prefix(10 * MiB)).hexdigest()
+    assert report["growth"] < 3 * 10 * MiB, report["growth"]
+    assert any("200,000,000 bytes" in w and "scripts/big.py" in w for w in report["warnings"])
+    assert report["audit"] == "completed"
+
+
+def test_truncation_warning_names_skill_script_and_size(tmp_path: Path, caplog) -> None:
+    base, meta = make_skill(
+        tmp_path, {"scripts/chatty.sh": "head -c 5000 /dev/zero | tr '\\0' a\n"}
+    )
+    executor = ScriptExecutor(max_output_size=1000)
+    with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
+        result = executor.execute("scripts/chatty.sh", {}, base, meta)
+    assert result.stdout == "a" * 1000 and result.stdout_truncated
+    assert result.stdout_bytes == 5000 and not result.stderr_truncated
+    message = " ".join(r.getMessage() for r in caplog.records)
+    assert "demo" in message and "scripts/chatty.sh" in message and "5,000 bytes" in message
+
+
+def test_output_exactly_at_the_cap_is_not_truncated(tmp_path: Path) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/ten.sh": "printf 0123456789\n"})
+    result = ScriptExecutor(max_output_size=10).execute("scripts/ten.sh", {}, base, meta)
+    assert result.stdout == "0123456789" and not result.stdout_truncated
+
+
+def test_cut_inside_a_multibyte_character_keeps_an_exact_prefix(tmp_path: Path) -> None:
+    script = "import sys\nsys.stdout.buffer.write('abcd😀e'.encode())\n"
+    base, meta = make_skill(tmp_path, {"scripts/emoji.py": script})
+    result = ScriptExecutor(max_output_size=6).execute("scripts/emoji.py", {}, base, meta)
+    assert result.stdout == "abcd"  # no U+FFFD for the half character that was cut off
+    assert result.stdout_bytes == 9 and result.stdout_truncated
+
+
+def test_stderr_is_capped_independently(tmp_path: Path) -> None:
+    script = "import sys\nsys.stderr.write('e' * 5000)\nprint('ok')\n"
+    base, meta = make_skill(tmp_path, {"scripts/err.py": script})
+    result = ScriptExecutor(max_output_size=100).execute("scripts/err.py", {}, base, meta)
+    assert result.stderr == "e" * 100 and result.stderr_truncated and result.stderr_bytes == 5000
+    assert result.stdout == "ok\n" and not result.stdout_truncated
+
+
+SLOW_BYTES = """\
+import sys, time
+def put(stream, data):
+    for b in data:
+        stream.write(bytes([b]))
+        stream.flush()
+        time.sleep(0.01)
+put(sys.stdout.buffer, "a😀b€".encode())
+sys.stdout.buffer.write(b"\\r\\nline2\\r\\n\\xff\\xfeend")
+sys.stdout.buffer.flush()
+put(sys.stderr.buffer, "é😀".encode())
+sys.stderr.buffer.write("é".encode()[:1])  # ends inside a character
+"""
+
+
+def test_multibyte_split_across_reads_invalid_bytes_and_crlf(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/slow.py": SLOW_BYTES})
+    chunks: list[tuple[str, str]] = []
+    result = executor.execute(
+        "scripts/slow.py", {}, base, meta, on_output=lambda s, t: chunks.append((s, t))
+    )
+    assert result.exit_code == 0
+    assert result.stdout == "a😀b€\r\nline2\r\n\ufffd\ufffdend"
+    assert result.stderr == "é😀\ufffd"
+    assert result.stdout_bytes == len("a😀b€".encode()) + len(b"\r\nline2\r\n\xff\xfeend")
+    # Live chunks add up to the result and never contain half a character.
+    assert "".join(t for s, t in chunks if s == "stdout") == result.stdout
+    assert "".join(t for s, t in chunks if s == "stderr") == result.stderr
+    assert ("stdout", "😀") in chunks  # arrived one byte per read, delivered whole
+
+
+def test_a_failing_output_callback_does_not_break_the_run(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hi.sh": "echo hi\necho there\n"})
+
+    def broken(stream: str, text: str) -> None:
+        raise RuntimeError("view is gone")
+
+    result = executor.execute("scripts/hi.sh", {}, base, meta, on_output=broken)
+    assert result.stdout == "hi\nthere\n" and result.exit_code == 0
+
+
+# -- stdin --------------------------------------------------------------------------------------
+
+NINE_MB = {"blob": "x" * (9 * 10**6)}
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("echo ignored\n", "ignored\n"),  # never reads stdin
+        ("exec 0<&-\nsleep 0.2\necho closed\n", "closed\n"),  # closes it, keeps running
+        ("head -c 5 >/dev/null\necho partial\n", "partial\n"),  # reads a little, exits
+        ("wc -c | tr -d ' '\n", "9000012\n"),  # reads all of it
+    ],
+)
+def test_9mb_payload_whatever_the_script_does_with_stdin(
+    tmp_path: Path, executor: ScriptExecutor, script: str, expected: str
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/s.sh": script})
+    result = executor.execute("scripts/s.sh", NINE_MB, base, meta)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, expected, "")
+    assert last(executor).outcome == "completed"
+    assert len(last(executor).arguments) <= 256
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+
+def test_20_concurrent_runs_are_independent_and_parallel(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    script = 'read -r line\nsleep 0.5\necho "$line $SKILL_NAME"\n'
+    base, meta = make_skill(tmp_path, {"scripts/slow.sh": script})
+    results: dict[int, object] = {}
+
+    def one(i: int) -> None:
+        results[i] = executor.execute("scripts/slow.sh", {"i": i}, base, meta)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    assert elapsed < 5.0, elapsed  # about one script's time (0.5 s), not 20 x 0.5 s
+    for i in range(20):
+        assert results[i].stdout == f'{{"i": {i}}} demo\n', results[i]
+    assert sum(r.outcome == "completed" for r in executor.audit.records()) == 20
+
+
+# -- cancellation and interrupts ----------------------------------------------------------------
+
+HANG = "echo $$\nsleep 30 &\nsleep 30\n"
+
+
+def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hang.sh": HANG})
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    result = executor.execute("scripts/hang.sh", {}, base, meta, cancel=cancel)
+    assert time.monotonic() - start < 1.5
+    assert result.exit_code == -signal.SIGTERM and result.signal == "SIGTERM"
+    assert "stopped on request" in result.stderr and not result.timeout
+    assert_group_gone(pids_from(result.stdout)[0])
+    assert last(executor).outcome == "interrupted"
+
+
+def test_keyboard_interrupt_kills_the_group_and_reraises(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG})
+    prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
+    main = threading.main_thread().ident
+
+    def interrupt() -> None:  # what a kernel interrupt does: SIGINT to the main thread
+        deadline = time.monotonic() + 10
+        while not (base / "pid.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        executor.run(prepared)
+    assert time.monotonic() - start < 5
+    assert_group_gone(int((base / "pid.txt").read_text()))
+    rec = last(executor)
+    assert rec.outcome == "interrupted" and "KeyboardInterrupt" in rec.reason
+
+
+def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hi.sh": "sleep 0.3\necho hi\n"})
+    prepared = executor.prepare("scripts/hi.sh", {}, base, meta)
+    seen: list[str] = []
+
+    async def main():
+        ticks = 0
+
+        async def ticker():  # the event loop stays free while the script runs
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        task = asyncio.ensure_future(ticker())
+        result = await executor.run_async(
+            prepared, on_output=lambda s, t: seen.append(t), poll=0.05
+        )
+        task.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result.stdout == "hi\n" and result.exit_code == 0 and seen == ["hi\n"]
+    assert ticks >= 5
+
+
+def test_run_async_cancellation_kills_the_group_and_reraises(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG})
+    prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
+
+    async def main():
+        task = asyncio.ensure_future(executor.run_async(prepared))
+        while not (base / "pid.txt").exists():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await task
+
+    start = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    assert time.monotonic() - start < 5
+    assert_group_gone(int((base / "pid.txt").read_text()))
+    assert last(executor).outcome == "interrupted"
+
+
+def test_run_async_stop_event_returns_the_stopped_result(
+    tmp_path: Path, executor: ScriptExecutor
+) -> None:
+    base, meta = make_skill(tmp_path, {"scripts/hang.sh": HANG})
+    prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
+    stop = threading.Event()
+
+    async def main():
+        asyncio.get_running_loop().call_later(0.3, stop.set)
+        return await executor.run_async(prepared, cancel=stop, poll=0.05)
+
+    result = asyncio.run(main())
+    assert result.exit_code == -signal.SIGTERM and "stopped on request" in result.stderr
+    assert_group_gone(pids_from(result.stdout)[0])
+    assert last(executor).outcome == "interrupted"

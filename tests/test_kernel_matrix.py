@@ -1,0 +1,110 @@
+"""The kernel facts DESIGN.md section 4 builds on, checked against the kernel under test.
+
+scripts/kernel-matrix.sh runs ``pytest -m kernel`` once per supported ipykernel version with
+SKILL_MAGICS_TEST_KERNEL_PYTHON pointing at that version's venv (and
+SKILL_MAGICS_EXPECT_IPYKERNEL naming the version, so a mis-built venv cannot pass quietly).
+These tests use plain ipywidgets, no skill_magics code: if one fails after an ipykernel
+release, the approval strategy in notebook/waiting.py needs revisiting, not the magics.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from kernel_fixtures import kernel_ipykernel_version, kernel_python, start_kernel
+
+pytestmark = pytest.mark.kernel
+
+# A cell that shows a button and waits for its click with a top-level await (ipykernel >= 7.4).
+AWAIT_CLICK = """\
+import asyncio, ipywidgets as widgets
+from IPython.display import display
+clicked = asyncio.get_running_loop().create_future()
+button = widgets.Button(description="Matrix click")
+button.on_click(lambda _b: clicked.done() or clicked.set_result(True))
+display(button)
+for _ in range(300):
+    if clicked.done():
+        break
+    await asyncio.sleep(0.1)
+print("await path:", clicked.done())
+"""
+
+# The same wait by pumping the kernel's shell queue (what works on ipykernel 6.x). There
+# do_one_iteration() is a coroutine and the kernel's loop is busy running this very cell, so
+# each iteration runs to completion on a short-lived loop in a helper thread. Dispatching the
+# click re-parents the kernel to the comm_msg: restore this cell's parent, or its output and
+# final idle status would be attributed to the click.
+PUMP_CLICK = """\
+import asyncio, threading, time, ipywidgets as widgets
+from IPython.display import display
+kernel = get_ipython().kernel
+parent = kernel.get_parent("shell")
+ident = kernel._parent_ident["shell"]
+state = {"clicked": False}
+button = widgets.Button(description="Matrix click")
+button.on_click(lambda _b: state.update(clicked=True))
+display(button)
+
+def one_iteration():
+    result = kernel.do_one_iteration()
+    if asyncio.iscoroutine(result):
+        worker = threading.Thread(target=asyncio.run, args=(result,))
+        worker.start()
+        worker.join(5)
+    kernel.set_parent(ident, parent, "shell")
+
+deadline = time.monotonic() + 30
+while not state["clicked"] and time.monotonic() < deadline:
+    one_iteration()
+    time.sleep(0.05)
+print("pump path:", state["clicked"])
+"""
+
+
+def test_kernel_is_the_expected_ipykernel() -> None:
+    """The matrix really runs the version it claims (not the pytest venv's by accident)."""
+    expected = os.environ.get("SKILL_MAGICS_EXPECT_IPYKERNEL")
+    version = kernel_ipykernel_version()
+    if expected:
+        assert ".".join(map(str, version)) == expected, (
+            f"kernel python {kernel_python()} has ipykernel {version}, matrix expected {expected}"
+        )
+    with start_kernel() as k:
+        r = k.execute("import ipykernel, sys; print(ipykernel.__version__, sys.executable)")
+        assert r.ok, r.error_text
+        reported, executable = r.stdout.split()
+        assert reported.startswith(".".join(map(str, version[:2])))
+        assert os.path.realpath(executable) == os.path.realpath(kernel_python()) or (
+            os.path.samefile(executable, kernel_python())
+        )
+
+
+def test_skill_magics_loads_in_kernel() -> None:
+    """The package imports and %load_ext works in the matrix kernel's environment."""
+    with start_kernel() as k:
+        r = k.execute("%load_ext skill_magics\nimport skill_magics; print(skill_magics.__file__)")
+        assert r.ok, r.error_text
+        assert "skill_magics" in r.stdout
+
+
+def test_click_reaches_a_waiting_cell() -> None:
+    """A button click sent while the cell waits is delivered, by the path this kernel supports.
+
+    ipykernel >= 7.4: a top-level await. ipykernel 6.x: pumping do_one_iteration().
+    (7.0-7.3 deliver on a subshell thread, which JupyterLab opens but jupyter_client does not.)
+    """
+    version = kernel_ipykernel_version()
+    if version >= (7, 4):
+        code, expect = AWAIT_CLICK, "await path: True"
+    elif version < (7,):
+        code, expect = PUMP_CLICK, "pump path: True"
+    else:
+        pytest.skip(f"ipykernel {version}: clicks arrive on a subshell, not covered here")
+    with start_kernel() as k:
+        msg_id = k.submit(code, allow_stdin=True)
+        k.click(k.wait_for_button("Matrix click", timeout=60))
+        r = k.collect(msg_id, timeout=60)
+        assert r.ok, r.error_text
+        assert expect in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,119 @@
+"""LangChain adapter: real StructuredTools (langchain-core), sync and non-blocking async."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+from test_context_support import RecordingApprover, make_skill, manager_for
+
+from skill_magics.core.approval import Decision
+from skill_magics.core.tools import NAME_RE
+
+pytest.importorskip("langchain_core")
+from langchain_core.tools import StructuredTool  # noqa: E402
+
+from skill_magics.langchain import create_tools  # noqa: E402
+
+ECHO = "import json, sys\nprint(json.dumps({'in': json.load(sys.stdin), 'argv': sys.argv[1:]}))\n"
+SLEEP = (
+    '"""Sleep a little, then say so."""\n'
+    "import json, sys, time\n"
+    "time.sleep(json.load(sys.stdin).get('seconds', 1))\n"
+    "print('slept')\n"
+)
+
+
+@pytest.fixture
+def manager(tmp_path):
+    make_skill(
+        tmp_path,
+        "helper",
+        "# Helper\nRun `scripts/echo.py`.\n",
+        {
+            "scripts/echo.py": ECHO,
+            "scripts/sleep.py": SLEEP,
+            "scripts/fail.py": "import sys\nsys.stderr.write('nope')\nsys.exit(1)\n",
+        },
+    )
+    return manager_for(tmp_path)
+
+
+def by_name(tools):
+    return {t.name: t for t in tools}
+
+
+def test_tools_are_structured_tools_with_valid_names(manager):
+    tools = create_tools(manager)
+    assert all(isinstance(t, StructuredTool) for t in tools)
+    assert [t.name for t in tools] == ["helper", "helper__echo", "helper__fail", "helper__sleep"]
+    assert all(NAME_RE.match(t.name) for t in tools)
+    assert by_name(tools)["helper__sleep"].description.startswith("Sleep a little")
+
+
+def test_sync_invoke_passes_json_and_argv(manager):
+    tool = by_name(create_tools(manager))["helper__echo"]
+    out = tool.invoke({"city": "Oslo", "argv": ["--fast"]})
+    assert out == '{"in": {"city": "Oslo"}, "argv": ["--fast"]}\n'
+
+
+def test_failure_and_decline_become_tool_errors(manager):
+    tools = by_name(create_tools(manager))
+    assert tools["helper__fail"].invoke({}) == "nope"
+    declined = by_name(create_tools(manager, approver=RecordingApprover(Decision.NO)))
+    assert "declined" in declined["helper__echo"].invoke({})
+
+
+def test_prompt_tool(manager):
+    out = by_name(create_tools(manager))["helper"].invoke({})
+    assert out.startswith('<skill_context id="helper">')
+
+
+def test_async_path_does_not_block_the_event_loop(manager):
+    tool = by_name(create_tools(manager))["helper__sleep"]
+
+    async def main():
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker():
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        task = asyncio.create_task(ticker())
+        start = time.monotonic()
+        out = await tool.ainvoke({"seconds": 1.0})
+        elapsed = time.monotonic() - start
+        stop.set()
+        await task
+        return out, ticks, elapsed
+
+    out, ticks, elapsed = asyncio.run(main())
+    assert out == "slept\n"
+    assert elapsed >= 1.0
+    # The ticker ran throughout: at 50 ms per tick a blocked loop would give ~1 tick.
+    assert ticks >= 5
+
+
+def test_async_errors(manager):
+    tools = by_name(create_tools(manager))
+    assert asyncio.run(tools["helper__fail"].ainvoke({})) == "nope"
+
+
+def test_missing_langchain_gives_one_line_install_hint():
+    code = (
+        "import sys\n"
+        "sys.modules['langchain_core'] = sys.modules['langchain_core.tools'] = None\n"
+        "from skill_magics.langchain import create_tools\n"
+        "try:\n    create_tools(None)\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
+    )

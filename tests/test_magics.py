@@ -1,0 +1,549 @@
+"""%skills and %%skillrun in a real IPython InteractiveShell, loaded through %load_ext.
+
+Approval is decided by clicking the real ipywidgets buttons (Button.click()), either from a
+helper thread while the cell waits (approval_ui "widgets") or after the cell returned
+(approval_ui "nonblocking"). Scripts really run (real processes, real files).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+
+from skill_magics.notebook import magics as magics_module
+from skill_magics.notebook.extension import get_magics
+
+ECHO = textwrap.dedent(
+    """\
+    import json, os, sys
+    data = json.load(sys.stdin)
+    marker = os.environ.get("SKILL_BASE_DIR", ".") + "/ran.marker"
+    with open(marker, "a") as fh:
+        fh.write("ran\\n")
+    print(json.dumps({"got": data, "argv": sys.argv[1:]}))
+    """
+)
+SLOW = textwrap.dedent(
+    """\
+    import sys, time
+    for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 30):
+        print("tick", i, flush=True)
+        time.sleep(0.1)
+    """
+)
+
+
+def write_skill(root: Path, name: str = "echo-skill") -> Path:
+    base = root / name
+    (base / "scripts" / "utils").mkdir(parents=True)
+    (base / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: Echo the arguments back as JSON.\n---\n"
+        "Run `scripts/echo.py` with JSON on stdin.\n"
+    )
+    (base / "scripts" / "echo.py").write_text(ECHO)
+    (base / "scripts" / "slow.py").write_text(SLOW)
+    (base / "scripts" / "utils" / "parser.py").write_text("print('parser')\n")
+    return base
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    """The IPython shell with the extension loaded via %load_ext and a private skills dir."""
+    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
+    ip = InteractiveShell.instance()
+    ip.config.pop("SkillMagics", None)  # %config of earlier tests lives on the shell's config
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    write_skill(skills)
+    ip.run_line_magic("load_ext", "skill_magics")
+    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
+    ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
+    ip.skills_root = skills
+    yield ip
+    ip.run_line_magic("unload_ext", "skill_magics")
+    ip.config.pop("SkillMagics", None)
+    ip.user_ns.pop("res", None)
+
+
+def magics(ip):
+    return get_magics(ip)
+
+
+class RecordingPublisher(DisplayPublisher):
+    """IPython's display publisher, recording every display and update_display like a frontend.
+
+    Like ipykernel's publisher (and unlike the base one, which prints), a display with an id
+    can be replaced later, so the magics treat this shell like Jupyter.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.records: list[dict] = []
+        self._lock = threading.Lock()
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kw):
+        with self._lock:
+            self.records.append(
+                {"data": data, "display_id": (transient or {}).get("display_id"), "update": update}
+            )
+
+    def by_id(self) -> dict[str, list[dict]]:
+        """display_id -> its records in order (first the display, then the updates)."""
+        with self._lock:
+            out: dict[str, list[dict]] = {}
+            for rec in self.records:
+                if rec["display_id"]:
+                    out.setdefault(rec["display_id"], []).append(rec)
+            return out
+
+
+@pytest.fixture
+def recorded(shell):
+    """The shell with a recording display publisher: (shell, publisher)."""
+    original = shell.display_pub
+    shell.display_pub = RecordingPublisher(shell=shell)
+    yield shell, shell.display_pub
+    shell.display_pub = original
+
+
+def out_count(ip) -> int:
+    """How many execute_result outputs (a cell's Out) IPython has logged so far."""
+    return sum(
+        1
+        for outputs in ip.history_manager.outputs.values()
+        for o in outputs
+        if o.output_type == "execute_result"
+    )
+
+
+def wait_for_last(records_of, predicate, timeout: float = 15) -> dict:
+    """Poll until the newest record satisfies ``predicate`` (updates come from threads)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = records_of()
+        if records and predicate(records[-1]):
+            return records[-1]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"last record never matched: {records[-1:]}")
+        time.sleep(0.05)
+
+
+def click_when_shown(ip, label: str, *, timeout: float = 20) -> threading.Thread:
+    """Click ``label`` on the next approval panel, from another thread (as a subshell would)."""
+    m = magics(ip)
+    seen = len(m.panels)
+
+    def clicker() -> None:
+        deadline = time.monotonic() + timeout
+        while len(m.panels) <= seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if len(m.panels) > seen:
+            panel = m.panels[seen]
+            _ = panel.widget  # built on display; make sure the buttons exist
+            panel.buttons[
+                {"Yes once": "yes_once", "Yes in session": "yes_in_session", "No": "no"}[label]
+            ].click()
+
+    thread = threading.Thread(target=clicker, daemon=True)
+    thread.start()
+    return thread
+
+
+def run(ip, cell: str):
+    result = ip.run_cell(cell)
+    return result.result
+
+
+def marker(ip) -> Path:
+    return ip.skills_root / "echo-skill" / "ran.marker"
+
+
+# -- approval with real button clicks -------------------------------------------------
+
+
+def test_yes_once_runs_and_asks_again(shell):
+    click_when_shown(shell, "Yes once")
+    res = run(shell, '%%skillrun echo-skill.echo\n{"a": 1}')
+    assert res.status == "completed", res.message
+    assert res.json() == {"got": {"a": 1}, "argv": []}
+    panel = magics(shell).panels[-1]
+    assert panel.decision.value == "yes_once"
+    assert panel.decided_by == "button 'Yes once'"
+    assert all(b.disabled for b in panel.buttons.values())
+    # Yes once is not remembered: the next run shows a new panel.
+    before = len(magics(shell).panels)
+    click_when_shown(shell, "Yes once")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"
+    assert len(magics(shell).panels) == before + 1
+
+
+def test_no_declines_and_nothing_runs(shell):
+    click_when_shown(shell, "No")
+    res = run(shell, "%%skillrun echo-skill.echo -o res\n{}")
+    assert res.status == "declined"
+    assert "nothing ran" in res.message
+    assert not marker(shell).exists()
+    assert shell.user_ns["res"] is res
+    outcomes = [r.outcome for r in magics(shell).manager.audit.records()]
+    assert outcomes[-1] == "declined"
+
+
+def test_yes_in_session_then_reapproval_after_edit(shell):
+    click_when_shown(shell, "Yes in session")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"
+    shown = len(magics(shell).panels)
+    assert run(shell, "%%skillrun echo-skill.slow -- 1").status == "completed"
+    assert len(magics(shell).panels) == shown, "session approval should not ask again"
+    # Editing any script of the skill changes the content hash: asked again.
+    script = shell.skills_root / "echo-skill" / "scripts" / "echo.py"
+    script.write_text(ECHO + "\n# edited\n")
+    click_when_shown(shell, "No")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "declined"
+    assert len(magics(shell).panels) == shown + 1
+
+
+def test_second_click_does_nothing(shell):
+    click_when_shown(shell, "No")
+    run(shell, "%%skillrun echo-skill.echo\n{}")
+    panel = magics(shell).panels[-1]
+    panel.buttons["yes_once"].click()  # disabled in the browser; a stray call changes nothing
+    assert panel.decision.value == "no"
+    assert not marker(shell).exists()
+
+
+def test_panel_shows_what_would_run(shell):
+    click_when_shown(shell, "No")
+    run(shell, '%%skillrun echo-skill.echo -- --fast "two words"\n{"k": "v"}')
+    panel = magics(shell).panels[-1]
+    html = panel.widget.children[0].value
+    assert "echo-skill" in html and "scripts/echo.py" in html and "python3" in html
+    assert "&quot;k&quot;" in html or '"k"' in html
+    assert "--fast" in html and "two words" in html
+    assert "import json, os, sys" in html  # the script's first lines
+    assert [b.description for b in panel.widget.children[1].children] == [
+        "Yes once",
+        "Yes in session",
+        "No",
+    ]
+
+
+def test_nonblocking_click_after_cell_returned(shell):
+    shell.run_cell("%config SkillMagics.approval_ui = 'nonblocking'")
+    res = run(shell, '%%skillrun echo-skill.echo -o res\n{"late": true}')
+    assert res.status == "pending"
+    assert shell.user_ns["res"] is res
+    assert not marker(shell).exists()
+    magics(shell).panels[-1].buttons["yes_once"].click()
+    assert res.wait(30), "the click should run the script and fill the handle"
+    assert res.status == "completed"
+    assert res.json()["got"] == {"late": True}
+    assert marker(shell).exists()
+
+
+def test_nonblocking_no(shell):
+    shell.run_cell("%config SkillMagics.approval_ui = 'nonblocking'")
+    res = run(shell, "%%skillrun echo-skill.echo\n{}")
+    magics(shell).panels[-1].buttons["no"].click()
+    assert res.wait(5) and res.status == "declined"
+    assert not marker(shell).exists()
+
+
+def test_approval_timeout_falls_back_to_pending(shell):
+    shell.run_cell("%config SkillMagics.approval_timeout = 0.3")
+    res = run(shell, "%%skillrun echo-skill.echo\n{}")
+    assert res.status == "pending"
+    magics(shell).panels[-1].buttons["yes_once"].click()
+    assert res.wait(30) and res.status == "completed"
+
+
+# -- what stays in the saved notebook: one output that ends final ---------------------------
+
+
+def test_pending_display_is_updated_to_final_after_click(recorded):
+    """A pending result is a display with an id; the later click replaces it (saved text/HTML
+    included) and no frozen "Waiting for approval" Out is left beside it."""
+    shell, pub = recorded
+    shell.run_cell("%config SkillMagics.approval_ui = 'nonblocking'")
+    outs = out_count(shell)
+    result = shell.run_cell('%%skillrun echo-skill.echo -o res\n{"late": true}')
+    res = result.result
+    assert res.status == "pending"
+    assert shell.user_ns["res"] is res and shell.user_ns["_"] is res  # the live object
+    assert out_count(shell) == outs, "a pending result must not also be a (frozen) Out"
+    (display_id, records), *others = pub.by_id().items()
+    assert not others and not records[0]["update"]
+    assert "Waiting for approval" in records[0]["data"]["text/plain"]
+
+    magics(shell).panels[-1].buttons["yes_once"].click()
+    assert res.wait(30) and res.status == "completed"
+    last = wait_for_last(
+        lambda: pub.by_id()[display_id], lambda r: "completed" in r["data"]["text/plain"]
+    )
+    assert last["update"]
+    assert '{"got": {"late": true}' in last["data"]["text/plain"]
+    assert "completed" in last["data"]["text/html"] and "late" in last["data"]["text/html"]
+    assert "Waiting" not in last["data"]["text/plain"] + last["data"]["text/html"]
+    assert set(pub.by_id()) == {display_id}, "updates go to the same display"
+
+
+def test_live_view_becomes_the_final_result(recorded, monkeypatch):
+    """A run over LIVE_DELAY_S: one output area goes running -> final (no blank residue, no
+    second copy as Out), and the cell value is still the result."""
+    shell, pub = recorded
+    monkeypatch.setattr(magics_module, "LIVE_DELAY_S", 0.2)
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    outs = out_count(shell)
+    result = shell.run_cell("%%skillrun echo-skill.slow -o res -- 15")
+    res = result.result
+    assert res.status == "completed", res.stderr
+    assert shell.user_ns["_"] is res and shell.user_ns["res"] is res
+    assert out_count(shell) == outs, "the live view became the result: no extra Out"
+    (display_id, records), *others = pub.by_id().items()
+    assert not others
+    assert not records[0]["update"] and "running" in records[0]["data"]["text/plain"]
+    assert all(r["update"] for r in records[1:])
+    assert all(r["data"].get("text/plain", "").strip() for r in pub.records), "no blanked output"
+    last = records[-1]["data"]
+    assert "completed" in last["text/plain"] and "tick 14" in last["text/plain"]
+    assert "tick 14" in last["text/html"]
+
+
+def test_quick_run_is_a_plain_out(recorded):
+    shell, pub = recorded
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    outs = out_count(shell)
+    res = run(shell, "%%skillrun echo-skill.echo\n{}")
+    assert res.status == "completed"
+    assert out_count(shell) == outs + 1
+    assert not pub.by_id(), "nothing to update later: no display with an id"
+
+
+def test_terminal_shell_returns_results_plainly(shell, monkeypatch):
+    """IPython's base publisher prints each update as new text: no live view, plain Out."""
+    monkeypatch.setattr(magics_module, "LIVE_DELAY_S", 0.2)
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    outs = out_count(shell)
+    res = run(shell, "%%skillrun echo-skill.slow -- 8")
+    assert res.status == "completed"
+    assert out_count(shell) == outs + 1
+
+
+# -- no frontend: unavailable unless pre-approved -------------------------------------------
+
+
+def test_no_frontend_is_unavailable(shell):
+    shell.run_cell("%config SkillMagics.approval_ui = 'auto'")  # pytest's stdin is no TTY
+    res = run(shell, "%%skillrun echo-skill.echo\n{}")
+    assert res.status == "approval_unavailable"
+    assert "SKILL_MAGICS_AUTO_APPROVE" in res.message
+    assert not marker(shell).exists()
+    assert magics(shell).manager.audit.records()[-1].outcome == "approval_unavailable"
+
+
+def test_auto_approve_config(shell):
+    shell.run_cell("%config SkillMagics.approval_ui = 'auto'")
+    shell.run_cell("%config SkillMagics.auto_approve = ['echo-skill']")
+    res = run(shell, "%%skillrun echo-skill.echo\n{}")
+    assert res.status == "completed"
+    reasons = [r.reason or "" for r in magics(shell).manager.audit.records()]
+    assert any("auto_approve by config" in r for r in reasons)
+
+
+def test_auto_approve_env(shell, monkeypatch):
+    shell.run_cell("%config SkillMagics.approval_ui = 'auto'")
+    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "other, echo-skill")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"
+    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "other")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "approval_unavailable"
+
+
+def test_no_approval_flag_needs_config(shell):
+    result = shell.run_cell("%%skillrun echo-skill.echo --no-approval\n{}")
+    assert "require_approval" in str(result.error_in_exec)
+    assert not marker(shell).exists()
+    shell.run_cell("%config SkillMagics.require_approval = False")
+    assert run(shell, "%%skillrun echo-skill.echo --no-approval\n{}").status == "completed"
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+def test_invalid_json_one_line_error_nothing_runs(shell, capsys):
+    result = shell.run_cell('%%skillrun echo-skill.echo\n{"a": 1,\n "b": }')
+    err = str(result.error_in_exec)
+    assert "line 2, column 7" in err and "nothing ran" in err
+    assert "\n" not in err
+    assert not magics(shell).panels
+    assert not marker(shell).exists()
+
+
+def test_eval_argv_and_out(shell):
+    shell.user_ns["payload"] = {"rows": [1, 2, 3]}
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    res = run(
+        shell,
+        "%%skillrun echo-skill.echo.py --eval -o res -- --name 'two words' x\n"
+        "{**payload, 'n': len(payload['rows'])}",
+    )
+    assert res.status == "completed", res.stderr
+    assert res.json() == {
+        "got": {"rows": [1, 2, 3], "n": 3},
+        "argv": ["--name", "two words", "x"],
+    }
+    assert shell.user_ns["res"] is res
+
+
+def test_script_by_relative_path_and_empty_body(shell):
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    res = run(shell, "%%skillrun echo-skill.scripts/utils/parser.py\n")
+    assert res.status == "completed" and res.stdout.strip() == "parser"
+
+
+def test_unknown_skill_and_script_one_line(shell, capsys):
+    assert run(shell, "%%skillrun echo-skil.echo\n{}") is None
+    err = capsys.readouterr().err
+    assert "did you mean 'echo-skill'" in err
+    assert len([line for line in err.splitlines() if "SkillNotFoundError" in line]) == 1
+    assert "Traceback" not in err
+    assert run(shell, "%%skillrun echo-skill.ech\n{}") is None
+    err = capsys.readouterr().err
+    assert "ScriptNotFoundError" in err and "scripts/echo.py" in err
+
+
+def test_bad_target_and_help(shell):
+    result = shell.run_cell("%%skillrun echo-skill\n{}")
+    assert "SKILL.SCRIPT" in str(result.error_in_exec)
+    doc = magics(shell).skillrun.__doc__
+    assert "-- ARGV" in doc and "--timeout" in doc and "--no-approval" in doc
+
+
+def test_timeout(shell):
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    res = run(shell, "%%skillrun echo-skill.slow --timeout 1 -- 100")
+    assert res.status == "timeout" and res.exit_code == 124
+
+
+# -- %skills ---------------------------------------------------------------------------
+
+
+def test_skills_subcommands(shell, tmp_path, capsys):
+    table = run(shell, "%skills")
+    assert "echo-skill" in repr(table) and "echo-skill" in table._repr_html_()
+    detail = run(shell, "%skills show echo-skill")
+    assert "scripts/echo.py" in repr(detail) and "asks before running" in repr(detail)
+    other = tmp_path / "more"
+    write_skill(other, "second-skill")
+    shell.run_cell(f"%skills add {other}")
+    assert "second-skill" in repr(run(shell, "%skills"))
+    assert str(other) in repr(run(shell, "%skills dirs"))
+    shell.run_cell(f"%skills remove {other}")
+    assert "second-skill" not in repr(run(shell, "%skills"))
+    shell.run_cell("%skills reload")
+    assert "No session approvals" in repr(run(shell, "%skills approvals"))
+    magics(shell).manager.approvals.approve("echo-skill", "abc")
+    assert "echo-skill" in repr(run(shell, "%skills approvals"))
+    shell.run_cell("%skills revoke echo-skill")
+    assert magics(shell).manager.approvals.approvals() == {}
+    run(shell, "%%skillrun echo-skill.nope\n{}")
+    assert "refused" in repr(run(shell, "%skills history"))
+    result = shell.run_cell("%skills shwo echo-skill")
+    assert "Did you mean show" in str(result.error_in_exec)
+    run(shell, "%skills show nope")
+    assert "SkillNotFoundError" in capsys.readouterr().err
+
+
+def test_skills_add_examples(shell):
+    shell.run_cell("%skills add --examples")
+    assert "csv-profiler" in repr(run(shell, "%skills"))
+
+
+def test_config_traits_apply(shell):
+    shell.run_cell("%config SkillMagics.timeout = 7")
+    m = magics(shell)
+    assert m.timeout == 7 and m.manager.timeout == 7
+    assert m.manager.executor.timeout == 7
+
+
+def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path):
+    """Every setting reaches the live manager (executor rebuilt); approvals and history stay."""
+    m = magics(shell)
+    m.manager.approvals.approve("echo-skill", "abc")
+    audit = m.manager.audit
+    shell.run_cell("%config SkillMagics.allowed_interpreters = ['python3']")
+    assert m.manager.executor.allowed_interpreters == frozenset({"python3"})
+    shell.run_cell("%config SkillMagics.env_passthrough = ['MY_TOKEN']")
+    assert m.manager.executor.env_passthrough == ("MY_TOKEN",)
+    shell.run_cell("%config SkillMagics.inherit_env = True")
+    assert m.manager.executor.inherit_env is True
+    shell.run_cell("%config SkillMagics.max_output_size = 1234")
+    assert m.manager.executor.max_output_size == 1234
+    other = tmp_path / "more"
+    write_skill(other, "second-skill")
+    shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(other)!r}]")
+    assert [d.name for d in m.manager.skill_dirs] == ["more"]
+    listing = repr(run(shell, "%skills"))
+    assert "second-skill" in listing and "echo-skill" not in listing
+    assert m.manager.approvals.is_approved("echo-skill", "abc")
+    assert m.manager.audit is audit
+
+
+def _complete(shell, text: str) -> set[str]:
+    from IPython.core.completer import provisionalcompleter
+
+    with provisionalcompleter():
+        return {c.text for c in shell.Completer.completions(text, len(text))}
+
+
+def test_completion(shell):
+    assert "echo-skill.echo" in _complete(shell, "%%skillrun echo-skill.e")
+    assert {"echo-skill.echo", "echo-skill.slow", "echo-skill.parser"} <= _complete(
+        shell, "%%skillrun ec"
+    )
+    assert "echo-skill" in _complete(shell, "%skills show ec")
+    assert "echo-skill.echo" not in _complete(shell, "print(ec")
+
+
+def test_load_is_light():
+    """%load_ext must not import ipywidgets or the executor (measured in a fresh process)."""
+    import subprocess
+
+    code = (
+        "import sys, time\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "ip = InteractiveShell.instance()\n"
+        "t = time.perf_counter(); ip.run_line_magic('load_ext', 'skill_magics')\n"
+        "print((time.perf_counter() - t) * 1000)\n"
+        "print('ipywidgets' in sys.modules, 'skill_magics.core.executor' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(Path(__file__).resolve().parent.parent),
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    ).stdout.split()
+    assert out[1:] == ["False", "False"]
+    assert float(out[0]) < 1500  # generous: the machine is shared; the benchmark has the target
+
+
+def test_unload_removes_everything(shell):
+    table = shell.magics_manager.magics
+    assert {"skills", "skill_context"} <= set(table["line"])
+    assert {"skillrun", "skillpy"} <= set(table["cell"])
+    shell.run_line_magic("unload_ext", "skill_magics")
+    assert not {"skills", "skill_context"} & set(table["line"])
+    assert not {"skillrun", "skillpy"} & set(table["cell"])
+    assert not [t for t in shell.input_transformers_cleanup if "skill" in t.__module__]
+    shell.run_line_magic("load_ext", "skill_magics")
+    shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(shell.skills_root)!r}]")
+    assert "skillrun" in table["cell"] and "skillpy" in table["cell"]

@@ -1,0 +1,163 @@
+"""core/paths.py: the only place that decides "inside the skill". Real files, real symlinks."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from skill_magics.core.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from skill_magics.core.paths import recheck, resolve_script
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    base = tmp_path / "skill"
+    (base / "scripts" / "utils").mkdir(parents=True)
+    (base / "scripts" / "run.sh").write_text("echo hi\n")
+    (base / "scripts" / "utils" / "parser.py").write_text("print(1)\n")
+    (base / "scripts" / "my script [1].py").write_text("print(2)\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.sh").write_text("echo evil\n")
+    return base
+
+
+def test_relative_and_nested_and_special_characters(skill: Path) -> None:
+    for rel in ("scripts/run.sh", "scripts/utils/parser.py", "scripts/my script [1].py"):
+        got = resolve_script(rel, skill)
+        assert got.relative == Path(rel)
+        assert got.real == Path(os.path.realpath(skill / rel))
+
+
+def test_absolute_path_inside_the_skill_is_accepted(skill: Path) -> None:
+    got = resolve_script(skill / "scripts" / "run.sh", skill)
+    assert got.relative == Path("scripts/run.sh")
+
+
+def test_dotdot_that_stays_inside_is_accepted(skill: Path) -> None:
+    got = resolve_script("scripts/utils/../run.sh", skill)
+    assert got.relative == Path("scripts/run.sh")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../../etc/passwd", "/etc/passwd", "scripts/../../x", "..", "../outside/evil.sh"],
+)
+def test_escapes_are_refused(skill: Path, path: str) -> None:
+    with pytest.raises(PathSecurityError, match="escapes the skill directory"):
+        resolve_script(path, skill)
+
+
+def test_escape_is_refused_even_when_the_target_does_not_exist(skill: Path) -> None:
+    # Security before existence: the answer must not reveal whether outside files exist.
+    with pytest.raises(PathSecurityError):
+        resolve_script("../nope/nothing.sh", skill)
+
+
+def test_symlinked_file_pointing_outside_is_refused(skill: Path) -> None:
+    (skill / "scripts" / "link.sh").symlink_to(skill.parent / "outside" / "evil.sh")
+    with pytest.raises(PathSecurityError, match="symlink"):
+        resolve_script("scripts/link.sh", skill)
+
+
+def test_symlinked_directory_pointing_outside_is_refused(skill: Path) -> None:
+    (skill / "tools").symlink_to(skill.parent / "outside", target_is_directory=True)
+    with pytest.raises(PathSecurityError, match="symlink"):
+        resolve_script("tools/evil.sh", skill)
+
+
+def test_symlink_inside_the_skill_keeps_its_name_and_runs_the_target(skill: Path) -> None:
+    (skill / "run").symlink_to(skill / "scripts" / "run.sh")
+    got = resolve_script("run", skill)
+    assert got.relative == Path("run")
+    assert got.real == Path(os.path.realpath(skill / "scripts" / "run.sh"))
+
+
+def test_skill_dir_reached_through_a_symlink(skill: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked-skill"
+    linked.symlink_to(skill, target_is_directory=True)
+    assert resolve_script("scripts/run.sh", linked).relative == Path("scripts/run.sh")
+    # Absolute paths may name the skill by its real or its linked location.
+    assert resolve_script(skill / "scripts/run.sh", linked).relative == Path("scripts/run.sh")
+    assert resolve_script(linked / "scripts/run.sh", linked).relative == Path("scripts/run.sh")
+
+
+def test_missing_script(skill: Path) -> None:
+    with pytest.raises(ScriptNotFoundError, match="scripts/nope.py not found"):
+        resolve_script("scripts/nope.py", skill)
+
+
+def test_missing_skill_dir(tmp_path: Path) -> None:
+    with pytest.raises(ScriptNotFoundError, match="does not exist"):
+        resolve_script("x.sh", tmp_path / "no-such-skill")
+
+
+def test_directory_and_fifo_are_not_scripts(skill: Path) -> None:
+    with pytest.raises(ScriptPermissionError, match="directory"):
+        resolve_script("scripts/utils", skill)
+    with pytest.raises(ScriptPermissionError, match="directory itself"):
+        resolve_script(".", skill)
+    os.mkfifo(skill / "scripts" / "pipe.sh")
+    with pytest.raises(ScriptPermissionError, match="not a regular file"):
+        resolve_script("scripts/pipe.sh", skill)
+
+
+@pytest.mark.parametrize(("bit", "word"), [(stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid")])
+def test_setuid_and_setgid_are_refused(skill: Path, bit: int, word: str) -> None:
+    target = skill / "scripts" / "run.sh"
+    target.chmod(0o755 | bit)
+    if not target.stat().st_mode & bit:
+        pytest.skip(f"file system dropped the {word} bit")
+    with pytest.raises(ScriptPermissionError, match=f"{word}.*chmod ug-s"):
+        resolve_script("scripts/run.sh", skill)
+
+
+def test_nul_byte_and_empty_path_are_refused(skill: Path) -> None:
+    for bad in ("", "scripts/run.sh\0.py"):
+        with pytest.raises(PathSecurityError):
+            resolve_script(bad, skill)
+
+
+def test_recheck_catches_a_swap_after_the_check(skill: Path) -> None:
+    target = skill / "scripts" / "run.sh"
+    checked = resolve_script("scripts/run.sh", skill)
+    recheck(checked)  # unchanged: fine
+
+    target.unlink()
+    target.symlink_to(skill.parent / "outside" / "evil.sh")
+    with pytest.raises(PathSecurityError):
+        recheck(checked)
+
+    target.unlink()
+    target.write_text("echo replaced\n")  # another file at the same path
+    with pytest.raises(PathSecurityError, match="replaced or changed"):
+        recheck(checked)
+
+    checked = resolve_script("scripts/run.sh", skill)
+    with open(target, "a") as fh:  # edited in place: same inode, new content
+        fh.write("echo more\n")
+    with pytest.raises(PathSecurityError, match="replaced or changed"):
+        recheck(checked)
+
+    checked = resolve_script("scripts/run.sh", skill)
+    target.chmod(0o4755)
+    if target.stat().st_mode & stat.S_ISUID:
+        with pytest.raises(ScriptPermissionError):
+            recheck(checked)
+
+    target.unlink()
+    with pytest.raises(ScriptNotFoundError, match="removed"):
+        recheck(checked)
+
+
+def test_messages_are_one_line_and_name_a_fix(skill: Path) -> None:
+    (skill / "scripts" / "link.sh").symlink_to(skill.parent / "outside" / "evil.sh")
+    for bad in ("../../etc/passwd", "scripts/link.sh", "scripts/nope.py", "scripts/utils"):
+        with pytest.raises(Exception) as info:
+            resolve_script(bad, skill)
+        message = str(info.value)
+        assert "\n" not in message
+        assert ": " in message  # "what happened: what to do"

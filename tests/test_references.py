@@ -1,0 +1,170 @@
+"""Script references in SKILL.md: the forms real skills use, order, dedup, errors."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from test_context_support import make_skill, manager_for
+
+from skill_magics.core.references import find_references, referenced_scripts
+
+SCRIPTS = {
+    "scripts/extract.py": "print('x')\n",
+    "scripts/convert.sh": "echo c\n",
+    "scripts/utils/parser.py": "print('p')\n",
+    "scripts/lint.sh": "echo lint\n",
+    "scripts/build.js": "console.log(1)\n",
+    "scripts/report.rb": "puts 1\n",
+    "scripts/tally.pl": "print 1\n",
+    "scripts/unused.py": "print('never referenced')\n",
+}
+
+
+def refs_for(tmp_path, body, files=None, name="demo"):
+    make_skill(tmp_path, name, body, {**SCRIPTS, **(files or {})})
+    skill = manager_for(tmp_path).get_skill(name)
+    return referenced_scripts(skill)
+
+
+def paths(refs):
+    return [r.path for r in refs]
+
+
+def test_fenced_commands_in_order(tmp_path):
+    body = """\
+    # Demo
+
+    ```bash
+    python scripts/extract.py --input file.pdf --pages 1-3
+    python3 -u scripts/utils/parser.py
+    bash scripts/convert.sh
+    node scripts/build.js
+    ruby scripts/report.rb
+    perl scripts/tally.pl
+    ```
+    """
+    refs = refs_for(tmp_path, body)
+    assert paths(refs) == [
+        "scripts/extract.py",
+        "scripts/utils/parser.py",
+        "scripts/convert.sh",
+        "scripts/build.js",
+        "scripts/report.rb",
+        "scripts/tally.pl",
+    ]
+    assert all(r.ok and r.exists and r.inside for r in refs)
+    # The flags written in SKILL.md are part of the raw text only, never of the path.
+    assert refs[0].raw == "scripts/extract.py"
+
+
+def test_uv_run_inline_links_basedir_and_prose(tmp_path):
+    body = """\
+    Step one: `uv run scripts/convert.sh`.
+    Then read [the parser](scripts/utils/parser.py "title").
+    Run {baseDir}/scripts/extract.py and ${SKILL_BASE_DIR}/scripts/build.js,
+    also $SKILL_DIR/scripts/report.rb. Finally the plain path scripts/tally.pl does totals.
+    """
+    assert paths(refs_for(tmp_path, body)) == [
+        "scripts/convert.sh",
+        "scripts/utils/parser.py",
+        "scripts/extract.py",
+        "scripts/build.js",
+        "scripts/report.rb",
+        "scripts/tally.pl",
+    ]
+
+
+def test_dedup_keeps_first_seen_and_unreferenced_scripts_are_absent(tmp_path):
+    body = """\
+    Run `scripts/convert.sh`, then python scripts/extract.py, then scripts/convert.sh again,
+    and ./scripts/extract.py once more.
+    """
+    refs = refs_for(tmp_path, body)
+    assert paths(refs) == ["scripts/convert.sh", "scripts/extract.py"]
+    assert "scripts/unused.py" not in paths(refs)
+
+
+def test_bare_script_names_match_a_unique_file_under_scripts(tmp_path):
+    body = "1. **Lint**: Run `lint.sh` to check code style. Node.js and setup.py are not scripts.\n"
+    refs = refs_for(tmp_path, body)
+    assert paths(refs) == ["scripts/lint.sh"]
+    assert refs[0].raw == "lint.sh"
+
+
+def test_missing_and_escaping_references_are_error_entries(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("print('outside')\n")
+    body = """\
+    ```
+    python scripts/missing.py
+    python ../outside.py
+    python /etc/passwd.py
+    ```
+    """
+    refs = refs_for(tmp_path / "skills", body)
+    assert paths(refs) == ["scripts/missing.py", "../outside.py", "/etc/passwd.py"]
+    missing, up, absolute = refs
+    assert missing.inside and not missing.exists
+    assert "does not exist" in missing.error and "SKILL.md:" in missing.error
+    assert not up.inside and "outside" in up.error
+    assert not absolute.inside and absolute.error
+
+
+def test_symlink_escaping_the_skill_is_an_error(tmp_path):
+    target = tmp_path / "elsewhere.py"
+    target.write_text("print('x')\n")
+    skill_dir = make_skill(tmp_path / "skills", "demo", "python scripts/link.py\n", SCRIPTS)
+    os.symlink(target, skill_dir / "scripts" / "link.py")
+    refs = referenced_scripts(manager_for(tmp_path / "skills").get_skill("demo"))
+    assert paths(refs) == ["scripts/link.py"]
+    assert refs[0].exists and not refs[0].inside
+    assert "symlink" in refs[0].error
+
+
+def test_weak_prose_paths_count_only_when_they_exist(tmp_path):
+    body = "Edit src/app.py yourself, python is great, use `python -m pip install x`.\n"
+    assert refs_for(tmp_path, body) == []
+
+
+def test_linked_markdown_one_level(tmp_path):
+    files = {
+        "references/guide.md": (
+            "# Guide\nUse `node scripts/build.js` and [other](../scripts/lint.sh).\n"
+            "Also see [deeper](deeper.md).\n"
+        ),
+        "references/deeper.md": "python scripts/report.rb\n",
+    }
+    body = "python scripts/extract.py\n\nSee [the guide](references/guide.md#usage).\n"
+    refs = refs_for(tmp_path, body, files)
+    assert paths(refs) == ["scripts/extract.py", "scripts/build.js", "scripts/lint.sh"]
+    assert [r.source for r in refs] == ["SKILL.md", "references/guide.md", "references/guide.md"]
+    assert refs[1].line == 2
+
+
+def test_line_numbers_count_the_frontmatter(tmp_path):
+    refs = refs_for(tmp_path, "# Demo\n\npython scripts/extract.py\n")
+    # frontmatter is 4 lines (---, name, description, ---)
+    assert refs[0].line == 7
+
+
+def test_links_outside_the_skill_are_not_followed(tmp_path):
+    (tmp_path / "secret.md").write_text("python scripts/extract.py\n")
+    body = "See [x](../secret.md) and [web](https://example.com/scripts/x.py).\n"
+    assert refs_for(tmp_path / "skills", body) == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("`python3 scripts/extract.py`", ["scripts/extract.py"]),
+        ("cd {baseDir} && python scripts/extract.py > out.json", ["scripts/extract.py"]),
+        ("[run]: scripts/convert.sh", ["scripts/convert.sh"]),
+        ("uv run --with pandas python scripts/extract.py", ["scripts/extract.py"]),
+        ("See https://example.com/scripts/extract.py", []),
+        ("python -c 'print(1)'", []),
+    ],
+)
+def test_find_references_forms(tmp_path, text, expected):
+    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+    assert paths(find_references(text, skill_dir)) == expected

@@ -1,0 +1,157 @@
+"""run_python_in_skill (seed 004): code runs with the skill's own venv, cwd = skill folder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_context_support import RecordingApprover, make_skill, manager_for
+
+from skill_magics.core.approval import Decision
+from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.skillpy import run_python_in_skill, run_python_in_skill_async
+
+
+@pytest.fixture(scope="module")
+def venv_skills(tmp_path_factory):
+    """A skills dir with 'calculator' (own venv, created for real) and 'no-venv'."""
+    root = tmp_path_factory.mktemp("skills")
+    calc = make_skill(
+        root,
+        "calculator",
+        "python scripts/where.py\n",
+        {
+            "scripts/where.py": "import sys\nprint(sys.prefix)\n",
+        },
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(calc / "venv")], check=True)
+    make_skill(root, "no-venv", "# none\n")
+    broken = make_skill(root, "broken-venv", "# broken\n")
+    (broken / ".venv" / "bin").mkdir(parents=True)
+    return root
+
+
+def test_runs_in_the_skill_venv_with_skill_cwd(venv_skills):
+    manager = manager_for(venv_skills)
+    code = "import os, sys\nprint(sys.prefix)\nprint(os.getcwd())"
+    result = run_python_in_skill(manager, "calculator", code)
+    assert set(result) == {"skill_name", "stdout", "stderr", "returncode", "timed_out"}
+    prefix, cwd = result["stdout"].splitlines()
+    venv = venv_skills / "calculator" / "venv"
+    assert os.path.realpath(prefix) == os.path.realpath(venv)
+    assert os.path.realpath(cwd) == os.path.realpath(venv_skills / "calculator")
+    assert result["returncode"] == 0 and result["timed_out"] is False
+
+
+def test_py_scripts_of_a_venv_skill_use_the_venv(venv_skills):
+    manager = manager_for(venv_skills)
+    result = manager.execute_skill_script("calculator", "where", approver=None)
+    assert os.path.realpath(result.stdout.strip()) == os.path.realpath(
+        venv_skills / "calculator" / "venv"
+    )
+
+
+def test_seed_examples(venv_skills):
+    manager = manager_for(venv_skills)
+    ok = run_python_in_skill(manager, "calculator", "result = 2 + 2\nprint(f'Result: {result}')")
+    assert ok == {
+        "skill_name": "calculator",
+        "stdout": "Result: 4\n",
+        "stderr": "",
+        "returncode": 0,
+        "timed_out": False,
+    }
+    syntax = run_python_in_skill(manager, "calculator", "print(2 + )")
+    assert syntax["returncode"] == 1 and "SyntaxError" in syntax["stderr"]
+    zero = run_python_in_skill(manager, "calculator", "x = 1 / 0")
+    assert zero["returncode"] == 1 and "ZeroDivisionError: division by zero" in zero["stderr"]
+    wrote = run_python_in_skill(
+        manager, "calculator", "open('output.txt', 'w').write('Result: 42')\nprint('File written')"
+    )
+    assert wrote["stdout"] == "File written\n"
+    assert (venv_skills / "calculator" / "output.txt").read_text() == "Result: 42"
+
+
+def test_timeout(venv_skills):
+    manager = manager_for(venv_skills)
+    code = "import time\nprint('start', flush=True)\nwhile True:\n    time.sleep(0.1)"
+    result = run_python_in_skill(manager, "calculator", code, timeout=1)
+    assert result["timed_out"] is True
+    assert result["returncode"] == -1
+    assert result["error"] == "Script execution exceeded timeout of 1 seconds"
+    assert result["stdout"] == "start\n"
+
+
+@pytest.mark.parametrize("name", ["../../../etc", "a/b", "a\\b", ".."])
+def test_invalid_names(venv_skills, name):
+    result = run_python_in_skill(manager_for(venv_skills), name, "print(1)")
+    assert result == {
+        "error": f"Invalid skill name: '{name}'. Skill names must not contain '/', '\\', or '..'"
+    }
+
+
+def test_no_venv_and_unknown_skill(venv_skills):
+    manager = manager_for(venv_skills)
+    assert run_python_in_skill(manager, "no-venv", "print(1)") == {
+        "error": "Skill 'no-venv' does not have a venv. Cannot execute script."
+    }
+    broken = run_python_in_skill(manager, "broken-venv", "print(1)")
+    assert broken["error"].startswith(
+        "Python interpreter not found in venv for skill 'broken-venv'"
+    )
+    unknown = run_python_in_skill(manager, "calculater", "print(1)")
+    assert unknown["error"].startswith("Skill 'calculater' not found in skills folder")
+    assert "calculator" in unknown["error"]
+
+
+def test_approval_shows_the_code_and_decline_runs_nothing(venv_skills):
+    manager = manager_for(venv_skills)
+    marker = venv_skills / "calculator" / "declined-marker"
+    code = f"open({str(marker)!r}, 'w').write('ran')"
+    approver = RecordingApprover(Decision.NO)
+    result = run_python_in_skill(manager, "calculator", code, approver=approver)
+    assert approver.requests[0].code == code
+    assert approver.requests[0].skill_name == "calculator"
+    assert result["outcome"] == "declined" and "declined" in result["error"]
+    assert not marker.exists()
+    unavailable = RecordingApprover(error=ApprovalUnavailable("nobody to ask"))
+    result = run_python_in_skill(manager, "calculator", code, approver=unavailable)
+    assert result == {
+        "skill_name": "calculator",
+        "error": "nobody to ask",
+        "outcome": "approval_unavailable",
+    }
+    assert not marker.exists()
+    outcomes = [r.outcome for r in manager.audit.records()]
+    assert "declined" in outcomes and "approval_unavailable" in outcomes
+
+
+def test_yes_in_session_covers_the_same_code_only(venv_skills):
+    manager = manager_for(venv_skills)
+    approver = RecordingApprover(Decision.YES_IN_SESSION)
+    for _ in range(2):
+        assert (
+            run_python_in_skill(manager, "calculator", "print(1)", approver=approver)["stdout"]
+            == "1\n"
+        )
+    assert len(approver.requests) == 1
+    run_python_in_skill(manager, "calculator", "print(2)", approver=approver)
+    assert len(approver.requests) == 2
+
+
+def test_async(venv_skills):
+    manager = manager_for(venv_skills)
+    result = asyncio.run(run_python_in_skill_async(manager, "calculator", "print('async')"))
+    assert result["stdout"] == "async\n"
+
+
+def test_audited(venv_skills):
+    manager = manager_for(venv_skills)
+    run_python_in_skill(manager, "calculator", "print(1)")
+    record = manager.audit.records()[-1]
+    assert record.skill == "calculator" and record.outcome == "completed"
+    assert Path(record.script).name == "<python -c>" or record.script == "<python -c>"

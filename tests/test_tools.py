@@ -1,0 +1,209 @@
+"""LLM tool definitions and tool calls: names, shapes, approval, errors as tool results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from test_context_support import RecordingApprover, make_skill, manager_for
+
+from skill_magics.core.approval import Decision
+from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.tools import (
+    NAME_RE,
+    handle_tool_call,
+    handle_tool_call_async,
+    openai_tool_message,
+    tool_definitions,
+    tool_specs,
+)
+
+ECHO = (
+    '"""Echo the JSON input and argv back."""\n'
+    "import json, sys\n"
+    "data = sys.stdin.read()\n"
+    "print(json.dumps({'stdin': data, 'argv': sys.argv[1:]}))\n"
+)
+FAIL = "import sys\nsys.stderr.write('it broke\\n')\nsys.exit(2)\n"
+
+
+@pytest.fixture
+def tools_dir(tmp_path):
+    make_skill(
+        tmp_path,
+        "pdf-extractor",
+        "# PDF\nUse `scripts/extract.py`.\n",
+        {
+            "scripts/extract.py": ECHO,
+            "scripts/fail.py": FAIL,
+            "scripts/convert.sh": "# Convert things\necho converted\n",
+            "scripts/convert.py": "print('py convert')\n",
+            "scripts/utils/extract.py": "print('nested')\n",
+            "scripts/脚本.py": "print('unicode name')\n",
+        },
+        description="Extract text from PDFs.",
+    )
+    make_skill(tmp_path, "plain", "# Plain\nNo scripts.\n")
+    return tmp_path
+
+
+def test_names_valid_unique_and_stable(tools_dir):
+    names = [t["name"] for t in tool_definitions(manager_for(tools_dir))]
+    assert all(NAME_RE.match(n) for n in names), names
+    assert len(names) == len(set(names))
+    again = [t["name"] for t in tool_definitions(manager_for(tools_dir))]
+    assert names == again
+    assert names[0] == "pdf-extractor"
+    assert "pdf-extractor__fail" in names
+    # duplicate stems use the path; nothing disappears
+    assert "pdf-extractor__convert_sh" in names and "pdf-extractor__convert_py" in names
+    assert "pdf-extractor__extract_py" in names and "pdf-extractor__utils_extract_py" in names
+    # a name that cannot be mapped still gets a tool
+    specs = {s.script: s.name for s in tool_specs(manager_for(tools_dir)) if s.script}
+    assert specs["scripts/脚本.py"].startswith("pdf-extractor__script_")
+    assert len(specs) == 6
+    assert "plain" in names
+
+
+def test_long_and_clashing_names_fit_64(tmp_path):
+    long = "a" * 60
+    make_skill(tmp_path, long, "x", {"scripts/" + "b" * 50 + ".py": "print(1)\n"})
+    make_skill(tmp_path, "x-y", "x", {"scripts/z.py": "print(1)\n"})
+    make_skill(tmp_path, "x", "x", {"scripts/y__z.py": "print(1)\n"})
+    names = [t["name"] for t in tool_definitions(manager_for(tmp_path))]
+    assert all(NAME_RE.match(n) for n in names), names
+    assert len(names) == len(set(names))
+
+
+def test_anthropic_and_openai_shapes(tools_dir):
+    manager = manager_for(tools_dir)
+    anthropic = tool_definitions(manager, skills=["pdf-extractor"])
+    tool = next(t for t in anthropic if t["name"] == "pdf-extractor__fail")
+    assert set(tool) == {"name", "description", "input_schema"}
+    schema = tool["input_schema"]
+    assert schema["type"] == "object"
+    assert schema["properties"]["argv"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": schema["properties"]["argv"]["description"],
+    }
+    openai = tool_definitions(manager, format="openai", skills=["pdf-extractor"])
+    assert openai[0]["type"] == "function"
+    assert set(openai[0]["function"]) == {"name", "description", "parameters"}
+    assert [t["function"]["name"] for t in openai] == [t["name"] for t in anthropic]
+    json.dumps(openai)  # plain JSON
+    with pytest.raises(ValueError, match="anthropic"):
+        tool_definitions(manager, format="gemini")
+
+
+def test_descriptions_use_docstrings(tools_dir):
+    tools = {t["name"]: t for t in tool_definitions(manager_for(tools_dir))}
+    assert tools["pdf-extractor__extract_py"]["description"].startswith(
+        "Echo the JSON input and argv back."
+    )
+    assert "Extract text from PDFs." in tools["pdf-extractor__extract_py"]["description"]
+    assert "pdf-extractor" in tools["pdf-extractor"]["description"]
+    assert all(len(t["description"]) <= 1024 for t in tools.values())
+
+
+def test_call_success_argv_and_stdin(tools_dir):
+    manager = manager_for(tools_dir)
+    approver = RecordingApprover()
+    block = handle_tool_call(
+        manager,
+        "pdf-extractor__extract_py",
+        {"file": "a.pdf", "argv": ["-v"]},
+        "tu_1",
+        approver=approver,
+    )
+    assert block["type"] == "tool_result" and block["tool_use_id"] == "tu_1"
+    assert block["is_error"] is False
+    out = json.loads(block["content"])
+    assert json.loads(out["stdin"]) == {"file": "a.pdf"}
+    assert out["argv"] == ["-v"]
+    assert len(approver.requests) == 1
+    assert approver.requests[0].scripts[0].path == "scripts/extract.py"
+
+
+def test_openai_json_string_input(tools_dir):
+    block = handle_tool_call(manager_for(tools_dir), "pdf-extractor__extract_py", '{"x": 1}', "c1")
+    assert json.loads(json.loads(block["content"])["stdin"]) == {"x": 1}
+    message = openai_tool_message(block)
+    assert message == {"role": "tool", "tool_call_id": "c1", "content": block["content"]}
+
+
+def test_failure_is_error_with_stderr(tools_dir):
+    block = handle_tool_call(manager_for(tools_dir), "pdf-extractor__fail", {}, "tu_2")
+    assert block == {
+        "type": "tool_result",
+        "tool_use_id": "tu_2",
+        "content": "it broke",
+        "is_error": True,
+    }
+
+
+def test_decline_and_unavailable_are_errors_and_nothing_runs(tmp_path):
+    skill_dir = make_skill(
+        tmp_path, "marker", "x", {"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+    )
+    manager = manager_for(tmp_path)
+    block = handle_tool_call(
+        manager, "marker__mark", {}, "t", approver=RecordingApprover(Decision.NO)
+    )
+    assert block["is_error"] and "declined" in block["content"]
+    unavailable = RecordingApprover(error=ApprovalUnavailable("No one to ask: run interactively"))
+    block = handle_tool_call(manager, "marker__mark", {}, "t", approver=unavailable)
+    assert block["is_error"] and block["content"] == "No one to ask: run interactively"
+    manager.approver = RecordingApprover(Decision.NO)  # the manager's approver is the default
+    assert handle_tool_call(manager, "marker__mark", {}, "t")["is_error"]
+    assert not (skill_dir / "ran").exists()
+
+
+def test_unknown_tool_and_bad_input(tools_dir):
+    manager = manager_for(tools_dir)
+    block = handle_tool_call(manager, "pdf-extractor__extrct_py", {}, "t")
+    assert block["is_error"] and "did you mean pdf-extractor__extract_py" in block["content"]
+    block = handle_tool_call(manager, "pdf-extractor__extract_py", {"argv": "-v"}, "t")
+    assert block["is_error"] and "list of strings" in block["content"]
+    block = handle_tool_call(manager, "pdf-extractor__extract_py", "[1, 2]", "t")
+    assert block["is_error"] and "JSON object" in block["content"]
+    block = handle_tool_call(manager, "pdf-extractor__extract_py", "{nope", "t")
+    assert block["is_error"] and "not valid JSON" in block["content"]
+
+
+def test_prompt_tool_returns_envelope_and_script_tools(tools_dir):
+    manager = manager_for(tools_dir)
+    approver = RecordingApprover()
+    block = handle_tool_call(manager, "pdf-extractor", {}, "t", approver=approver)
+    assert block["is_error"] is False
+    envelope, _, table = block["content"].partition("\n\nScript tools")
+    root = ET.fromstring(envelope)
+    assert root.find("instructions").text == manager.get_skill("pdf-extractor").content
+    assert "pdf-extractor__fail" in table
+    assert approver.requests == []  # loading instructions runs nothing
+    plain = handle_tool_call(manager, "plain", None, "t")["content"]
+    assert ET.fromstring(plain).get("id") == "plain"
+
+
+def test_async_call(tools_dir):
+    manager = manager_for(tools_dir)
+
+    async def main():
+        ok = await handle_tool_call_async(manager, "pdf-extractor__convert_sh", {}, "a")
+        bad = await handle_tool_call_async(
+            manager, "pdf-extractor__fail", {}, "b", approver=RecordingApprover()
+        )
+        no = await handle_tool_call_async(
+            manager, "pdf-extractor__fail", {}, "c", approver=RecordingApprover(Decision.NO)
+        )
+        return ok, bad, no
+
+    ok, bad, no = asyncio.run(main())
+    assert ok["content"] == "converted\n" and not ok["is_error"]
+    assert bad["is_error"] and bad["content"] == "it broke"
+    assert no["is_error"] and "declined" in no["content"]
+    assert ("scripts/fail.py", "declined") in [
+        (r.script, r.outcome) for r in manager.audit.records()
+    ]
