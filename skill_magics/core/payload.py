@@ -4,11 +4,11 @@ Strict means: a dict with str keys all the way down, finite numbers only, no set
 objects, no cycles; UTF-8 without ASCII escaping; at most 10 MiB of *bytes*.
 
 Example:
-    >>> encode_arguments({"csv": "a,b\\n1,2\\n", "sep": ","})
-    b'{"csv": "a,b\\\\n1,2\\\\n", "sep": ","}'
+    >>> encode_arguments({"name": "Zoë", "sizes": [1, 2.5]})
+    b'{"name": "Zo\\xc3\\xab", "sizes": [1, 2.5]}'
     >>> encode_arguments({1: "x"})
     Traceback (most recent call last):
-    ArgumentSerializationError: Argument key 1 at arguments is int, not str: ...
+    ArgumentSerializationError: Argument key 1 in arguments is int, not str: ...
 """
 
 from __future__ import annotations

@@ -295,9 +295,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 # Browser
 # --------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def browser_context(
-    chromium_path: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Any]:
+def browser_context(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A headless Chromium (Debian's binary, never a downloaded one) with a fresh profile."""
     try:
         from playwright.sync_api import sync_playwright
@@ -472,7 +470,8 @@ class LabPage:
     def button(self, index: int, label: str) -> Any:
         """The ipywidgets Button labelled ``label`` in cell ``index``'s output."""
         return self.cell(index).locator(
-            ".jp-OutputArea button.jupyter-button", has_text=re.compile(f"^\\s*{re.escape(label)}\\s*$")
+            ".jp-OutputArea button.jupyter-button",
+            has_text=re.compile(f"^\\s*{re.escape(label)}\\s*$"),
         )
 
     def screenshot(self, name: str, *, locator: Any = None) -> Path:

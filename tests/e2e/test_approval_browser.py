@@ -38,7 +38,11 @@ def _notebook(markers: Path) -> nbformat.NotebookNode:
         return f"%%skillrun {SKILL} -o {var}\n" + json.dumps({"path": str(markers / marker)})
 
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext skill_magics\n%skills add --examples"),
         nbformat.v4.new_code_cell(run("r1", "once")),

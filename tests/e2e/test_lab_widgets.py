@@ -28,7 +28,11 @@ print("harness got:", value)
 
 def _notebook() -> dict:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [
         nbformat.v4.new_code_cell(WAIT_FOR_CLICK),
         nbformat.v4.new_code_cell('print("next cell sees:", value)'),
