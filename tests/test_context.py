@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
+from process_support import assert_group_gone
 from test_context_support import RecordingApprover, make_skill, manager_for
 
 from skill_magics.core.approval import Decision
 from skill_magics.core.context import (
     build_skill_context,
+    build_skill_context_async,
     directive_text,
     parse_skill_context,
 )
@@ -311,3 +316,58 @@ def test_large_output_is_capped_in_the_prompt(tmp_path):
     assert out.get("truncated") == "stdout" and out.get("stdout_chars") == "5000"
     full = ET.fromstring(build_skill_context(manager, "big", max_output_chars=None))
     assert full.find(".//script_output").text == "x" * 5000
+
+
+# -- cancellation (Kernel > Interrupt on the await path) ----------------------------------
+
+SLEEPER = (
+    "import os, pathlib, sys, time\n"
+    "pathlib.Path(sys.argv[1]).write_text(str(os.getpgid(0)))\n"
+    "time.sleep(60)\n"
+)
+
+
+def _slow_skill(tmp_path):
+    return make_skill(
+        tmp_path,
+        "slow",
+        "Run `scripts/sleep.py` then `scripts/mark.py`.\n",
+        {"scripts/sleep.py": SLEEPER, "scripts/mark.py": MARKER.format(name="late")},
+    )
+
+
+def test_cancelling_the_async_build_kills_the_running_script(tmp_path):
+    """An interrupt on the await path arrives as a cancellation: the script's process group
+    dies, the next referenced script never starts, and the cancellation propagates."""
+    skill_dir = _slow_skill(tmp_path)
+    pgid_file = tmp_path / "pgid"
+    manager = manager_for(tmp_path)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(
+            build_skill_context_async(manager, "slow", argv={"scripts/sleep.py": [str(pgid_file)]})
+        )
+        deadline = time.monotonic() + 30
+        while not (pgid_file.exists() and pgid_file.read_text()):
+            assert time.monotonic() < deadline, "the script never started"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(scenario())
+    assert time.monotonic() - started < 20, "must not wait for the 60 s script"
+    assert_group_gone(int(pgid_file.read_text()))
+    assert not (skill_dir / "ran-late").exists(), "no further script may start"
+    assert "interrupted" in [r.outcome for r in manager.audit.records()]
+
+
+def test_cancel_event_marks_scripts_interrupted_and_runs_nothing(tmp_path):
+    skill_dir = _slow_skill(tmp_path)
+    cancel = threading.Event()
+    cancel.set()
+    xml = build_skill_context(manager_for(tmp_path), "slow", cancel=cancel)
+    statuses = [o.get("status") for o in ET.fromstring(xml).iter("script_output")]
+    assert statuses == ["interrupted", "interrupted"]
+    assert not (skill_dir / "ran-late").exists()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from kernel_fixtures import kernel_ipykernel_version, start_kernel
+from process_support import assert_group_gone, wait_for_text
 
 pytestmark = pytest.mark.kernel
 
@@ -85,3 +88,42 @@ def test_skillpy_click_runs_in_the_venv(skills_dir, tmp_path):
         r = k.execute("print(out['stdout'].strip(), out['returncode'])", allow_stdin=True)
         prefix, code = r.stdout.split()
         assert Path(prefix).resolve() == venv.resolve() and code == "0"
+
+
+SLEEPER = (
+    "import json, os, pathlib, sys, time\n"
+    "args = json.load(sys.stdin)\n"
+    "pathlib.Path(args['pgid_file']).write_text(str(os.getpgid(0)))\n"
+    "time.sleep(250)\n"
+)
+
+
+def test_interrupt_kills_a_running_context_script(tmp_path):
+    """Kernel > Interrupt while %skill_context runs a referenced script: its process group is
+    killed (on ipykernel >= 7.4 the script runs in a worker thread of the awaited cell), the
+    cell ends with an error and the kernel keeps working."""
+    base = tmp_path / "skills" / "slow-ctx"
+    (base / "scripts").mkdir(parents=True)
+    (base / "SKILL.md").write_text(
+        "---\nname: slow-ctx\ndescription: A slow referenced script.\n---\n"
+        "Run `python scripts/sleep.py`.\n"
+    )
+    (base / "scripts" / "sleep.py").write_text(SLEEPER)
+    pgid_file = tmp_path / "pgid"
+    env = {"SKILL_MAGICS_PATH": str(tmp_path / "skills"), "SKILL_MAGICS_AUTO_APPROVE": "*"}
+    with start_kernel(env=env, cwd=tmp_path) as k:
+        _load(k)
+        # Far beyond the test's patience: only the interrupt may end the script.
+        k.execute("%config SkillMagics.timeout = 300", allow_stdin=True)
+        args = json.dumps({"pgid_file": str(pgid_file)})
+        msg_id = k.submit(f"ctx = %skill_context slow-ctx --args '{args}'", allow_stdin=True)
+        pgid = int(wait_for_text(pgid_file))
+        time.sleep(0.3)
+        interrupted = time.monotonic()
+        k.interrupt()
+        r = k.collect(msg_id, timeout=200)
+        assert not r.ok, "an interrupted cell ends with an error"
+        assert time.monotonic() - interrupted < 20, "the cell waited for the script to end"
+        assert_group_gone(pgid, within=10)
+        r = k.execute("1 + 1", allow_stdin=True)
+        assert r.ok and r.text_plain == "2"

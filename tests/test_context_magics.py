@@ -163,3 +163,34 @@ def test_rewrite_to_await():
     assert cell.endswith(".run_skillpy('calc --timeout 5', 'print(1)\\n')\n")
     assert rewrite_to_await(["    %skill_context a\n"]) == ["    %skill_context a\n"]
     compile(first[0], "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def test_interrupt_while_waiting_for_approval_ends_the_wait(shell):
+    """On the await path a kernel interrupt cancels the cell's coroutine: the worker thread
+    must stop waiting for a click at once (not after approval_timeout) and run nothing."""
+    import asyncio
+
+    from skill_magics.notebook import context_magics
+
+    shell.run_cell("%config SkillMagics.approval_timeout = 60")
+    m = get_magics(shell)
+    cm = context_magics.register(shell, m)
+    seen = len(m.panels)
+
+    async def interrupt_while_waiting() -> None:
+        task = asyncio.ensure_future(cm.skill_context_async("echo"))
+        deadline = time.monotonic() + 20
+        while len(m.panels) <= seen:
+            assert time.monotonic() < deadline, "no approval panel was shown"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(interrupt_while_waiting())
+    assert time.monotonic() - started < 10, "the worker kept waiting for a click"
+    assert m.panels[-1].decision is None
+    last = m.manager.audit.records()[-1]
+    assert (last.outcome, last.script) == ("approval_unavailable", "scripts/echo.py")
+    assert "Interrupted while waiting for approval" in last.reason

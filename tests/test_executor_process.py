@@ -18,8 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
+from process_support import assert_group_gone
 
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.executor import ScriptExecutor
@@ -46,40 +46,6 @@ def executor() -> ScriptExecutor:
 
 def last(executor: ScriptExecutor):
     return executor.audit.records()[-1]
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
-def assert_group_gone(pgid: int, pids: list[int] = (), within: float = 5.0) -> None:
-    """No live process of the group is left. Killed processes may stay zombies until their
-    new parent (init) reaps them, which some container inits do only every few seconds: a
-    zombie has already died, so it does not count as surviving."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        alive = []
-        for proc in psutil.process_iter(["pid", "status"]):
-            if _pgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                alive.append(proc.info["pid"])
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not alive:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"processes of group {pgid} survived: {sorted(set(alive))}")
-        time.sleep(0.02)
 
 
 def pids_from(text: str) -> list[int]:

@@ -17,13 +17,13 @@ Run against another kernel: SKILL_MAGICS_TEST_KERNEL_PYTHON=/venv/bin/python pyt
 
 from __future__ import annotations
 
-import os
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from kernel_fixtures import kernel_ipykernel_version, start_kernel
+from process_support import assert_group_gone, group_alive, wait_for_text
 
 pytestmark = pytest.mark.kernel
 
@@ -69,25 +69,6 @@ def _env(skills_dir: Path, **extra: str) -> dict[str, str]:
 def _load(k) -> None:
     r = k.execute("%load_ext skill_magics", allow_stdin=False)
     assert r.ok, r.error_text
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _wait_for_file(path: Path, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared: the script did not start")
 
 
 def test_headless_is_unavailable_without_waiting(skills_dir, tmp_path):
@@ -138,17 +119,14 @@ def test_interrupt_kills_process_group_and_kernel_survives(skills_dir, tmp_path)
             f'%%skillrun kernel-skill.sleeper\n{{"pgid_file": "{pgid_file}", "seconds": 120}}',
             allow_stdin=False,
         )
-        pgid = int(_wait_for_file(pgid_file))
-        assert _group_alive(pgid)
+        pgid = int(wait_for_text(pgid_file))
+        assert group_alive(pgid)
         time.sleep(0.3)
         k.interrupt()
         r = k.collect(msg_id, timeout=60)
         assert not r.ok, "an interrupted cell ends with an error"
         assert r.duration_s < 60
-        deadline = time.monotonic() + 10
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _group_alive(pgid), "the script's process group must be gone"
+        assert_group_gone(pgid, within=10)
         r = k.execute("1 + 1", allow_stdin=False)
         assert r.ok and r.text_plain == "2"
 
@@ -188,12 +166,12 @@ def test_stop_button_on_await_path(skills_dir, tmp_path):
             f'%%skillrun kernel-skill.sleeper -o res\n{{"pgid_file": "{pgid_file}"}}',
             allow_stdin=True,
         )
-        pgid = int(_wait_for_file(pgid_file))
+        pgid = int(wait_for_text(pgid_file))
         stop = k.wait_for_button("Stop", timeout=60)
         k.click(stop)
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
-        assert not _group_alive(pgid)
+        assert not group_alive(pgid)
         r = k.execute("print(res.status, 'started' in res.stdout)", allow_stdin=True)
         assert r.stdout.strip() == "interrupted True"
 
@@ -295,11 +273,11 @@ def test_stop_button_on_subshell(skills_dir, tmp_path):
             f'%%skillrun kernel-skill.sleeper -o res\n{{"pgid_file": "{pgid_file}"}}',
             allow_stdin=True,
         )
-        pgid = int(_wait_for_file(pgid_file))
+        pgid = int(wait_for_text(pgid_file))
         _click_on_subshell(k, k.wait_for_button("Stop", timeout=60), subshell)
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
-        assert not _group_alive(pgid)
+        assert not group_alive(pgid)
         r = k.execute("print(res.status, 'started' in res.stdout)", allow_stdin=True)
         assert r.stdout.strip() == "interrupted True"
 

@@ -392,3 +392,51 @@ def test_bad_settings_fail_at_construction(tmp_path, setting, value):
     manager = SkillManager([tmp_path])
     with pytest.raises(ValueError, match=setting):
         setattr(manager, setting, value)
+
+
+# -- stdin convention and ask_approval ----------------------------------------------------
+
+STDIN_REPORTER = "import sys\nprint(repr(sys.stdin.read()), sys.argv[1:])\n"
+
+
+def test_manager_passes_arguments_through_to_the_executor(tmp_path, make_skill):
+    """argv mode without arguments: nothing on stdin (not "{}"); neither given: "{}"."""
+    make_skill(tmp_path, "stdin", scripts={"scripts/report.py": STDIN_REPORTER})
+    manager = SkillManager([tmp_path])
+    argv_only = manager.execute_skill_script("stdin", "report", argv=["--flag"])
+    assert argv_only.stdout.strip() == "'' ['--flag']"
+    neither = manager.execute_skill_script("stdin", "report")
+    assert neither.stdout.strip() == "'{}' []"
+    both = manager.execute_skill_script("stdin", "report", {"a": 1}, argv=["x"])
+    assert both.stdout.strip() == "'{\"a\": 1}' ['x']"
+    prepared = manager.prepare_skill_script("stdin", "report", argv=[])
+    assert prepared.payload is None, "argv=[] is still argv mode: empty stdin"
+
+
+def test_ask_approval_audits_declines_for_every_script_then_raises(tmp_path, make_skill):
+    make_skill(
+        tmp_path, "two", scripts={"scripts/a.py": "print(1)\n", "scripts/b.py": "print(2)\n"}
+    )
+    manager = SkillManager([tmp_path])
+    skill = manager.get_skill("two")
+    request = manager.approval_request("two", skill.scripts, {"k": 1}, argv=["--v"])
+    assert manager.ask_approval(request, None) is None, "None: the caller decided"
+    assert manager.audit.records() == []
+    with pytest.raises(ApprovalDeclined):
+        manager.ask_approval(request, Recorder("no"))
+    with pytest.raises(ApprovalUnavailable):
+        manager.ask_approval(request, Recorder(ApprovalUnavailable("nobody there")))
+    records = manager.audit.records()
+    assert [(r.script, r.outcome) for r in records] == [
+        ("scripts/a.py", "declined"),
+        ("scripts/b.py", "declined"),
+        ("scripts/a.py", "approval_unavailable"),
+        ("scripts/b.py", "approval_unavailable"),
+    ]
+    assert records[0].arguments == '{"k": 1} argv: --v'
+    assert records[-1].reason == "ApprovalUnavailable: nobody there"
+    manager.approver = Recorder("yes_in_session")
+    assert manager.ask_approval(request) is Decision.YES_IN_SESSION
+    assert manager.ask_approval(request, Recorder("no")) is Decision.YES_IN_SESSION, (
+        "a stored Yes in session for the same scripts counts"
+    )

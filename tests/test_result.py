@@ -7,9 +7,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
 
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
@@ -201,3 +205,63 @@ def test_importing_result_does_not_import_ipywidgets() -> None:
         "assert 'ipywidgets' not in sys.modules, 'ipywidgets imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- displays with an id (show / refresh) -------------------------------------------------
+
+
+class _Publisher(DisplayPublisher):
+    """Records displays like a frontend (updates optionally slow), and can run
+    ``during_display`` while the first display is published: a click that lands between
+    display() and show() keeping the handle."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = 0.0
+        self.during_display: Callable[[], None] | None = None
+        self.records: list[tuple[bool, str]] = []  # (update, text/plain)
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kw):
+        if update:
+            time.sleep(self.delay)
+        self.records.append((update, data.get("text/plain", "")))
+        if not update and self.during_display is not None:
+            self.during_display()
+
+
+@pytest.fixture
+def publisher():
+    shell = InteractiveShell.instance()
+    original = shell.display_pub
+    shell.display_pub = _Publisher(shell=shell)
+    SkillRunResult.use_widget = False  # text/html only: no kernel, no comms here
+    yield shell.display_pub
+    SkillRunResult.use_widget = None
+    shell.display_pub = original
+
+
+def test_wait_returns_only_after_the_display_shows_the_final_state(publisher) -> None:
+    publisher.delay = 0.3  # a slow frontend round trip
+    res = SkillRunResult.pending("demo", "scripts/run.py")
+    res.show()
+    threading.Thread(target=res.set_result, args=(execution("done"),)).start()
+    assert res.wait(timeout=10)
+    updates = [text for update, text in publisher.records if update]
+    assert updates and "completed" in updates[-1], "wait() returned before the update was sent"
+
+
+def test_state_change_during_show_reaches_the_display(publisher) -> None:
+    res = SkillRunResult.pending("demo", "scripts/run.py")
+    publisher.during_display = lambda: res.set_status("declined", "No: nothing ran")
+    res.show()
+    first, last = publisher.records[0], publisher.records[-1]
+    assert first[0] is False and "pending approval" in first[1]
+    assert last[0] is True and "declined" in last[1], "the display still shows the old state"
+
+
+def test_refresh_republishes_the_current_state(publisher) -> None:
+    res = SkillRunResult.pending("demo", "scripts/run.py")
+    res.show()
+    before = len(publisher.records)
+    res.refresh()
+    assert len(publisher.records) == before + 1 and publisher.records[-1][0] is True

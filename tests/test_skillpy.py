@@ -6,6 +6,8 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +130,8 @@ def test_approval_shows_the_code_and_decline_runs_nothing(venv_skills):
     assert not marker.exists()
     outcomes = [r.outcome for r in manager.audit.records()]
     assert "declined" in outcomes and "approval_unavailable" in outcomes
+    declined = next(r for r in manager.audit.records() if r.outcome == "declined")
+    assert declined.script == "<python -c>" and declined.arguments.startswith("python -c open(")
 
 
 def test_yes_in_session_covers_the_same_code_only(venv_skills):
@@ -155,3 +159,22 @@ def test_audited(venv_skills):
     record = manager.audit.records()[-1]
     assert record.skill == "calculator" and record.outcome == "completed"
     assert Path(record.script).name == "<python -c>" or record.script == "<python -c>"
+
+
+def test_async_cancel_event_stops_the_run_and_returns_it(venv_skills):
+    """A Stop (the cancel Event set from another thread) kills the code's process group and
+    the seed-004 dict comes back; it is not an error raised at the caller."""
+    manager = manager_for(venv_skills)
+    cancel = threading.Event()
+    code = "import time\nprint('up', flush=True)\ntime.sleep(60)"
+
+    async def stop_soon() -> dict:
+        asyncio.get_running_loop().call_later(1.0, cancel.set)
+        return await run_python_in_skill_async(manager, "calculator", code, cancel=cancel)
+
+    started = time.monotonic()
+    result = asyncio.run(stop_soon())
+    assert time.monotonic() - started < 20
+    assert result["returncode"] == -15 and result["error"] == "Python was killed by SIGTERM"
+    assert result["stdout"] == "up\n"
+    assert manager.audit.records()[-1].outcome == "interrupted"

@@ -26,6 +26,7 @@ from typing import Any
 logger = logging.getLogger("skill_magics.audit")
 
 ARGUMENTS_PREVIEW_CHARS = 256
+CODE_LABEL = "<python -c>"  # what records and approvals show for code run in a skill's venv
 
 OUTCOMES = (
     "approved",  # a person (or an explicit auto-approve setting) said yes; the run follows
@@ -76,6 +77,11 @@ def arguments_preview(
         except Exception:  # noqa: BLE001 - a preview must never be the thing that fails
             parts.append("argv: " + reprlib_repr(argv))
     return truncate(" ".join(parts))
+
+
+def code_preview(code: str) -> str:
+    """The ``arguments`` text recorded for ``python -c CODE`` (whitespace collapsed)."""
+    return "python -c " + " ".join(code.split())[:200]
 
 
 def reprlib_repr(value: Any) -> str:
@@ -242,9 +248,11 @@ class AuditLog:
 
 __all__ = [
     "ARGUMENTS_PREVIEW_CHARS",
+    "CODE_LABEL",
     "OUTCOMES",
     "AuditRecord",
     "AuditLog",
     "arguments_preview",
+    "code_preview",
     "truncate",
 ]

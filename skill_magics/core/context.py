@@ -24,8 +24,10 @@ Only scripts the instructions reference run (``references.referenced_scripts``),
 referenced, after ONE approval request listing all of them. Per-script outcomes are attributes
 of ``<script_output>``: ``status`` is ``completed``, ``failed``, ``timeout``, ``signaled``,
 ``declined``, ``approval_unavailable``, ``refused`` (a safety check said no), ``error`` (the
-reference is missing or escapes the skill) or ``skipped`` (``run_scripts=False``). A completed
-script's body is its stdout; other runs hold ``<stdout>`` (when not empty) and ``<stderr>``.
+reference is missing or escapes the skill), ``skipped`` (``run_scripts=False``) or
+``interrupted`` (``cancel`` was set: its process group was killed, or it never started).
+A completed script's body is its stdout; other runs hold ``<stdout>`` (when not empty) and
+``<stderr>``.
 Streams longer than ``max_output_chars`` (default 100,000) are cut: ``truncated="stdout"`` and
 ``stdout_chars`` (full length) say so.
 
@@ -43,10 +45,10 @@ from __future__ import annotations
 
 import difflib
 import html
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,6 +102,7 @@ def build_skill_context(
     approver: Approver | None = None,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     max_output_chars: int | None = MAX_OUTPUT_CHARS,
+    cancel: threading.Event | None = None,
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
@@ -108,6 +111,8 @@ def build_skill_context(
     SKILL.md are never executed. ``approver=None`` uses ``manager.approver``.
     ``max_output_chars`` caps each script stream in the prompt (None: no cap); a cut stream is
     named in ``truncated`` and its full length given in ``stdout_chars``/``stderr_chars``.
+    Setting ``cancel`` (from another thread) kills the running script's process group and
+    runs no further scripts; they get ``status="interrupted"``.
     """
     if include_references not in ("list", "content", "none"):
         raise ValueError(
@@ -128,12 +133,36 @@ def build_skill_context(
             approver=approver,
             argv=argv,
             max_output_chars=max_output_chars,
+            cancel=cancel,
         )
         for name in wanted
     ]
     if isinstance(names, str):
         return parts[0]
     return "<skill_contexts>\n" + "\n".join(parts) + "\n</skill_contexts>"
+
+
+async def build_skill_context_async(
+    manager: Any,
+    names: str | Iterable[str],
+    *,
+    cancel: threading.Event | None = None,
+    **options: Any,
+) -> str:
+    """:func:`build_skill_context` awaited in slices (top-level ``await`` in a notebook).
+
+    It runs in a worker thread (approval may block there); cancelling the awaiting task (a
+    kernel interrupt) sets ``cancel``, which kills a running script's process group and
+    skips the rest, and re-raises once the worker has stopped. ``options`` are
+    build_skill_context's keyword arguments.
+    """
+    from .executor import await_in_thread
+
+    if cancel is None:
+        cancel = threading.Event()
+    return await await_in_thread(
+        lambda: build_skill_context(manager, names, cancel=cancel, **options), cancel
+    )
 
 
 def run_referenced_scripts(
@@ -144,8 +173,12 @@ def run_referenced_scripts(
     arguments: Any = None,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     approver: Approver | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[ScriptOutcome]:
-    """Check every referenced script, ask once for all runnable ones, run them in order."""
+    """Check every referenced script, ask once for all runnable ones, run them in order.
+
+    ``cancel`` set: the running script's group is killed and the rest do not start.
+    """
     name = skill.metadata.name
     outcomes: dict[str, ScriptOutcome] = {}
     prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
@@ -169,15 +202,19 @@ def run_referenced_scripts(
     if prepared:
         status = _approve(manager, name, prepared, arguments, argv, approver)
         for ref, _meta, run in prepared:
+            if status is None and cancel is not None and cancel.is_set():
+                status = ("interrupted", "Interrupted before this script started; nothing ran")
             if status is not None:
                 outcomes[ref.path] = ScriptOutcome(ref.path, status[0], message=status[1])
                 continue
             try:
-                result = manager.executor.run(run)
+                result = manager.executor.run(run, cancel=cancel)
             except SkillMagicsError as exc:
                 outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
                 continue
-            outcomes[ref.path] = ScriptOutcome(ref.path, _status_of(result), result=result)
+            stopped = cancel is not None and cancel.is_set()
+            ended = "interrupted" if stopped else result.status
+            outcomes[ref.path] = ScriptOutcome(ref.path, ended, result=result)
     return [outcomes[ref.path] for ref in refs]
 
 
@@ -239,6 +276,7 @@ def _one_context(
     approver: Approver | None,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
     max_output_chars: int | None,
+    cancel: threading.Event | None,
 ) -> str:
     try:
         skill = manager.get_skill(name)
@@ -251,7 +289,7 @@ def _one_context(
     refs = referenced_scripts(skill)
     if run_scripts:
         outcomes = run_referenced_scripts(
-            manager, skill, refs, arguments=arguments, argv=argv, approver=approver
+            manager, skill, refs, arguments=arguments, argv=argv, approver=approver, cancel=cancel
         )
     else:
         outcomes = [
@@ -370,55 +408,13 @@ def _approve(
     request = manager.approval_request(
         name, [meta for _, meta, _ in prepared], arguments, argv=tuple(first_argv or ())
     )
-    paths = [ref.path for ref, _, _ in prepared]
     try:
-        manager.approvals.ask(approver, request)
+        manager.ask_approval(request, approver)  # audits a No / unavailable for each script
     except ApprovalDeclined as exc:
-        audit_outcome(manager, name, paths, arguments, "declined", str(exc))
         return "declined", str(exc)
     except ApprovalUnavailable as exc:
-        audit_outcome(manager, name, paths, arguments, "approval_unavailable", str(exc))
         return "approval_unavailable", str(exc)
     return None
-
-
-def audit_outcome(
-    manager: Any,
-    skill: str,
-    scripts: Sequence[str],
-    arguments: Any,
-    outcome: str,
-    reason: str,
-) -> None:
-    """Record a decline / unavailable approval for scripts that therefore did not run."""
-    audit = getattr(manager, "audit", None)
-    if audit is None:
-        return
-    from .audit import AuditRecord, arguments_preview
-
-    stamp = datetime.now(timezone.utc).isoformat()
-    preview = arguments_preview(arguments)
-    for script in scripts:
-        audit.record(
-            AuditRecord(
-                timestamp=stamp,
-                skill=skill,
-                script=script,
-                arguments=preview,
-                outcome=outcome,
-                exit_code=None,
-                reason=reason,
-                duration_ms=None,
-            )
-        )
-
-
-def _status_of(result: ScriptExecutionResult) -> str:
-    if result.timeout:
-        return "timeout"
-    if result.signal:
-        return "signaled"
-    return "completed" if result.exit_code == 0 else "failed"
 
 
 # -- reading back --------------------------------------------------------------------------
@@ -468,9 +464,9 @@ def _parse_one(ctx: ET.Element) -> dict[str, Any]:
 
 __all__ = [
     "DIRECTIVE_TEMPLATE",
-    "audit_outcome",
     "ScriptOutcome",
     "build_skill_context",
+    "build_skill_context_async",
     "directive_text",
     "parse_skill_context",
     "run_referenced_scripts",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalRequest, ApprovalStore, Approver, ScriptToApprove
+from .approval import ApprovalRequest, ApprovalStore, Approver, Decision, ScriptToApprove
 from .detect import ScriptDetector
 from .errors import (
     ApprovalDeclined,
@@ -415,17 +415,40 @@ class SkillManager:
             approver = self.approver
         if approver is not None:
             request = self.approval_request(skill_name, [meta], arguments, argv or ())
-            try:
-                self.approvals.ask(approver, request)
-            except ApprovalDeclined as exc:
-                self._audit_outcome(skill_name, meta.path, arguments, argv, "declined", exc)
-                raise
-            except ApprovalUnavailable as exc:
-                self._audit_outcome(
-                    skill_name, meta.path, arguments, argv, "approval_unavailable", exc
-                )
-                raise
+            self.ask_approval(request, approver)
         return self.executor.run(prepared)
+
+    def ask_approval(
+        self, request: ApprovalRequest, approver: Approver | None = _USE_DEFAULT
+    ) -> Decision | None:
+        """Ask ``approver`` (default ``self.approver``; None: nobody is asked, returns None).
+
+        A stored "Yes in session" for the same scripts counts. A No or unavailable approval
+        is audited for every script (or the code) in ``request`` and then raised
+        (ApprovalDeclined / ApprovalUnavailable): nothing may run.
+        """
+        if approver is _USE_DEFAULT:
+            approver = self.approver
+        try:
+            return self.approvals.ask(approver, request)
+        except (ApprovalDeclined, ApprovalUnavailable) as exc:
+            from .audit import CODE_LABEL, arguments_preview, code_preview
+
+            outcome = "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
+            if request.code is not None:
+                scripts, preview = [CODE_LABEL], code_preview(request.code)
+            else:
+                scripts = [s.path for s in request.scripts]
+                preview = arguments_preview(request.arguments, request.argv)
+            for script in scripts:
+                self.audit.event(
+                    request.skill_name,
+                    script,
+                    preview,
+                    outcome,
+                    reason=f"{type(exc).__name__}: {exc}",
+                )
+            raise
 
     def _prepare(
         self,
@@ -459,19 +482,6 @@ class SkillManager:
         from .audit import arguments_preview
 
         self.audit.refused(skill, os.fspath(script), arguments_preview(arguments, argv), exc)
-
-    def _audit_outcome(
-        self, skill: str, script: Path, arguments: Any, argv: Any, outcome: str, exc: Exception
-    ) -> None:
-        from .audit import arguments_preview
-
-        self.audit.event(
-            skill,
-            script.as_posix(),
-            arguments_preview(arguments, argv),
-            outcome,
-            reason=f"{type(exc).__name__}: {exc}",
-        )
 
 
 def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:

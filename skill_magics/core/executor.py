@@ -18,6 +18,7 @@ left running in its group is killed: a run owns its processes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import shutil
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import __version__ as _VERSION
 from . import interpreters, paths
@@ -94,6 +95,7 @@ _INSTALL_HINTS = {
 }
 
 OnOutput = Callable[[str, str], object]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -618,35 +620,11 @@ class ScriptExecutor:
         stops the group, waits for the worker to finish killing it, then re-raises.
         ``on_output`` is called in the worker thread.
         """
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[ScriptExecutionResult] = loop.create_future()
         if cancel is None:
             cancel = threading.Event()
-
-        def deliver(setter: Callable[[Any], None], value: Any) -> None:
-            if not done.done():
-                setter(value)
-
-        def work() -> None:
-            try:
-                result = self.run(prepared, on_output=on_output, cancel=cancel)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                loop.call_soon_threadsafe(deliver, done.set_exception, exc)
-            else:
-                loop.call_soon_threadsafe(deliver, done.set_result, result)
-
-        worker = threading.Thread(target=work, name="skill-magics-run", daemon=True)
-        worker.start()
-        try:
-            while not done.done():
-                await asyncio.wait({done}, timeout=poll)
-            return done.result()
-        except BaseException:
-            # CancelledError (a kernel interrupt on the await path) or KeyboardInterrupt:
-            # stop the group and let the worker finish killing it before giving up control.
-            cancel.set()
-            worker.join()
-            raise
+        return await await_in_thread(
+            lambda: self.run(prepared, on_output=on_output, cancel=cancel), cancel, poll=poll
+        )
 
     def execute(
         self,
@@ -668,6 +646,47 @@ class ScriptExecutor:
         return self._run(prepared, on_output, cancel, recheck=False)
 
 
+async def await_in_thread(
+    work: Callable[[], T], cancel: threading.Event, *, poll: float = 0.25
+) -> T:
+    """Run ``work()`` in a worker thread and await it in ``poll``-second slices.
+
+    The slices let a kernel interrupt (an asyncio cancellation on the await path) arrive.
+    On cancellation (or KeyboardInterrupt) ``cancel`` is set, so ``work`` must watch it and
+    stop its process group; the worker is joined before re-raising, so nothing it started
+    outlives the awaiting task. The worker runs in a copy of the caller's context (a
+    notebook's display() calls then still reach the calling cell).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not done.done():
+            setter(value)
+
+    def target() -> None:
+        try:
+            result = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            loop.call_soon_threadsafe(deliver, done.set_exception, exc)
+        else:
+            loop.call_soon_threadsafe(deliver, done.set_result, result)
+
+    context = contextvars.copy_context()
+    worker = threading.Thread(
+        target=context.run, args=(target,), name="skill-magics-run", daemon=True
+    )
+    worker.start()
+    try:
+        while not done.done():
+            await asyncio.wait({done}, timeout=poll)
+        return done.result()
+    except BaseException:
+        cancel.set()
+        worker.join()
+        raise
+
+
 def _append_line(text: str, line: str) -> str:
     if text and not text.endswith("\n"):
         text += "\n"
@@ -681,4 +700,11 @@ def _signal_name(signum: int) -> str:
         return f"SIG{signum}"
 
 
-__all__ = ["ScriptExecutor", "PreparedRun", "BASE_ENV", "MIN_TIMEOUT", "MAX_TIMEOUT"]
+__all__ = [
+    "ScriptExecutor",
+    "PreparedRun",
+    "await_in_thread",
+    "BASE_ENV",
+    "MIN_TIMEOUT",
+    "MAX_TIMEOUT",
+]

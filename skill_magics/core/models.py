@@ -66,6 +66,18 @@ class ScriptExecutionResult:
     def signaled(self) -> bool:
         return self.signal is not None
 
+    @property
+    def status(self) -> str:
+        """How the run ended: timeout, signaled, completed (exit 0) or failed.
+
+        A timeout kill may also carry a signal; the timeout is the explanation.
+        """
+        if self.timeout:
+            return "timeout"
+        if self.signal is not None:
+            return "signaled"
+        return "completed" if self.exit_code == 0 else "failed"
+
     def json(self) -> Any:
         """Parse stdout as JSON (raises ``json.JSONDecodeError`` with the position)."""
         return json.loads(self.stdout)

@@ -18,16 +18,18 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .approval import Approver
+from .audit import CODE_LABEL, code_preview
 from .errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError, SkillNotFoundError
 from .interpreters import skill_venv_python
 from .models import ScriptExecutionResult
 
-LABEL = "<python -c>"  # what the audit log and approval show instead of a script path
+LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
 
 
 def invalid_name_error(skill_name: str) -> str | None:
@@ -87,64 +89,22 @@ def prepare_python(
         ).hexdigest()
         request = replace(request, content_hash=digest)
         try:
-            manager.approvals.ask(chosen, request)
+            manager.ask_approval(request, chosen)  # audits a No / unavailable
         except (ApprovalDeclined, ApprovalUnavailable) as exc:
-            from .context import audit_outcome
-
             outcome = "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
-            audit_outcome(manager, skill_name, [LABEL], _code_preview(code), outcome, str(exc))
             return None, {"skill_name": skill_name, "error": str(exc), "outcome": outcome}
-    executor = manager.executor
-    command = [str(python), "-c", code]
     try:
-        if hasattr(executor, "prepare_command"):
-            prepared = executor.prepare_command(
-                command,
-                skill_base_dir=base,
-                skill_metadata=skill.metadata,
-                label=LABEL,
-                timeout=timeout,
-                arguments_preview=_code_preview(code),
-            )
-        else:
-            prepared = _prepare_fallback(executor, command, base, skill.metadata, timeout, code)
+        prepared = manager.executor.prepare_command(
+            [str(python), "-c", code],
+            skill_base_dir=base,
+            skill_metadata=skill.metadata,
+            label=LABEL,
+            timeout=timeout,
+            arguments_preview=code_preview(code),
+        )
     except (SkillMagicsError, ValueError) as exc:
         return None, {"skill_name": skill_name, "error": str(exc)}
     return prepared, None
-
-
-def _prepare_fallback(
-    executor: Any, command: list[str], base: Path, metadata: Any, timeout: float | None, code: str
-) -> Any:
-    """Build a PreparedRun for ``python -c`` until ScriptExecutor.prepare_command exists.
-
-    Runs through executor.run unchanged (process group, timeout kill, capped capture, env,
-    audit). run() re-checks ``script`` before spawning: SKILL.md stands in for it (a regular
-    file inside the skill), since ``-c`` code has no file of its own.
-    """
-    import os
-
-    from . import executor as executor_module
-    from .interpreters import InterpreterSpec
-    from .paths import resolve_script
-
-    limit = executor.timeout if timeout is None else float(timeout)
-    low, high = executor_module.MIN_TIMEOUT, executor_module.MAX_TIMEOUT
-    if not low <= limit <= high:
-        raise ValueError(f"timeout {timeout!r} s is out of range: use {low} to {high} seconds")
-    anchor = resolve_script(Path(metadata.path).name, base)
-    return executor_module.PreparedRun(
-        skill_name=metadata.name,
-        script_rel=Path(LABEL),
-        script=anchor,
-        interpreter=InterpreterSpec("python", "python3", (command[0],)),
-        command=tuple(command),
-        payload=None,
-        env=executor._env(metadata, Path(os.path.abspath(base))),
-        cwd=Path(os.path.abspath(base)),
-        timeout=limit,
-        arguments_preview=_code_preview(code),
-    )
 
 
 def run_python_in_skill(
@@ -170,16 +130,25 @@ async def run_python_in_skill_async(
     *,
     timeout: float | None = None,
     approver: Approver | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Awaitable form: approval in a worker thread, the process awaited in slices."""
-    import asyncio
+    """Awaitable form: approval in a worker thread, the process awaited in slices.
 
-    prepared, error = await asyncio.to_thread(
-        prepare_python, manager, skill_name, code, timeout=timeout, approver=approver
+    Cancelling the awaiting task (a kernel interrupt) sets ``cancel``: the process group is
+    killed and the cancellation re-raised. An approver that watches the same ``cancel``
+    stops waiting for a click too. Setting ``cancel`` yourself stops the run and returns it.
+    """
+    from .executor import await_in_thread
+
+    if cancel is None:
+        cancel = threading.Event()
+    prepared, error = await await_in_thread(
+        lambda: prepare_python(manager, skill_name, code, timeout=timeout, approver=approver),
+        cancel,
     )
     if error is not None:
         return error
-    result = await manager.executor.run_async(prepared)
+    result = await manager.executor.run_async(prepared, cancel=cancel)
     return result_dict(skill_name, result, timeout, manager)
 
 
@@ -204,10 +173,6 @@ def result_dict(
 
 def _seconds(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def _code_preview(code: str) -> str:
-    return "python -c " + " ".join(code.split())[:200]
 
 
 __all__ = [

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .approval import Approver
-from .errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
+from .errors import SkillMagicsError
 from .models import ScriptExecutionResult
 
 ToolFormat = Literal["anthropic", "openai"]
@@ -200,17 +200,8 @@ async def handle_tool_call_async(
         if chosen is not None:
             meta = manager.get_skill(spec.skill).find_script(spec.script)
             request = manager.approval_request(spec.skill, [meta], arguments, argv or ())
-            try:
-                # An approver may block (input(), a UI wait): keep it off the event loop.
-                await asyncio.to_thread(manager.approvals.ask, chosen, request)
-            except (ApprovalDeclined, ApprovalUnavailable) as exc:
-                from .context import audit_outcome
-
-                outcome = (
-                    "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
-                )
-                audit_outcome(manager, spec.skill, [spec.script], arguments, outcome, str(exc))
-                raise
+            # An approver may block (input(), a UI wait): keep it off the event loop.
+            await asyncio.to_thread(manager.ask_approval, request, chosen)
         result = await manager.executor.run_async(prepared)
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)

@@ -42,4 +42,13 @@ def preapproved_by(
     return None
 
 
-__all__ = ["AUTO_APPROVE_ENV", "parse_names", "preapproved_by"]
+def unavailable_message(skill_name: str, why: str) -> str:
+    """One line for approval nobody can give, naming the two ways to pre-approve."""
+    return (
+        f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
+        f"{AUTO_APPROVE_ENV}={skill_name} (or *) or "
+        f"%config SkillMagics.auto_approve = [{skill_name!r}]"
+    )
+
+
+__all__ = ["AUTO_APPROVE_ENV", "parse_names", "preapproved_by", "unavailable_message"]

@@ -15,11 +15,11 @@ transformer turns top-level ``[x =] %skill_context ...`` lines and ``%%skillpy``
 from __future__ import annotations
 
 import argparse
-import asyncio
 import html
 import json
 import re
 import shlex
+import threading
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -27,9 +27,10 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..core.approval import ApprovalRequest, Decision, coerce_decision
+from ..core.audit import CODE_LABEL
 from ..core.errors import ApprovalUnavailable, SkillMagicsError
 from . import waiting
-from .config import preapproved_by
+from .config import preapproved_by, unavailable_message
 from .waiting import Strategy
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
@@ -163,9 +164,12 @@ class NotebookApprover:
     the cell awaits (the await path): the panel's click then arrives on the kernel's loop.
     """
 
-    def __init__(self, magics: Any, *, in_worker: bool = False) -> None:
+    def __init__(
+        self, magics: Any, *, in_worker: bool = False, cancel: threading.Event | None = None
+    ) -> None:
         self.magics = magics
         self.in_worker = in_worker
+        self.cancel = cancel  # set when the awaiting cell is interrupted: stop waiting
 
     def __call__(self, request: ApprovalRequest) -> Decision:
         magics = self.magics
@@ -176,13 +180,14 @@ class NotebookApprover:
             return self._approved(request, f"auto_approve by {by}")
         shell = magics.shell
         strategy = waiting.choose(shell, in_coroutine=self.in_worker, mode=magics.approval_ui)
+        name = request.skill_name
         if strategy is Strategy.HEADLESS:
             raise ApprovalUnavailable(
-                _unavailable(request, "nobody can click in this headless run")
+                unavailable_message(name, "nobody can click in this headless run")
             )
         if strategy is Strategy.UNAVAILABLE:
             raise ApprovalUnavailable(
-                _unavailable(request, "there is no frontend for buttons and stdin is not a TTY")
+                unavailable_message(name, "there is no frontend for buttons and stdin is not a TTY")
             )
         if strategy is Strategy.TERMINAL:
             from .approval_ui import summary_text
@@ -190,38 +195,28 @@ class NotebookApprover:
             try:
                 answer = coerce_decision(waiting.ask_terminal(summary_text(request)))
             except (EOFError, OSError):
-                raise ApprovalUnavailable(_unavailable(request, "stdin is closed")) from None
+                raise ApprovalUnavailable(unavailable_message(name, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")
         if strategy is Strategy.NONBLOCKING:
-            raise ApprovalUnavailable(
-                _unavailable(
-                    request,
-                    "this cell cannot wait for a click here (approval_ui or kernel version)",
-                )
-            )
-        panel = self._show(request)
+            why = "this cell cannot wait for a click here (approval_ui or kernel version)"
+            raise ApprovalUnavailable(unavailable_message(name, why))
+        panel = self.magics.show_panel(request)
         if strategy is Strategy.PUMP:
             waiting.wait_pumping(shell, panel.event, magics.approval_timeout)
         else:  # THREAD, or AWAIT with core in a worker thread
-            waiting.wait_event(panel.event, magics.approval_timeout)
+            waiting.wait_event(panel.event, magics.approval_timeout, stop=self.cancel)
         if panel.decision is None:
             panel.close()
+            if self.cancel is not None and self.cancel.is_set():
+                raise ApprovalUnavailable(
+                    f"Interrupted while waiting for approval of {request.skill_name}: nothing "
+                    "ran. Run the cell again to be asked again"
+                )
             raise ApprovalUnavailable(
                 f"No decision within {magics.approval_timeout:g} s for {request.skill_name}: "
                 "nothing ran. Run the cell again, or raise SkillMagics.approval_timeout"
             )
         return self._decided(request, panel.decision, panel.decided_by or "button")
-
-    def _show(self, request: ApprovalRequest) -> Any:
-        from IPython.display import display
-
-        from .approval_ui import ApprovalPanel
-
-        panel = ApprovalPanel(request)
-        self.magics.panels.append(panel)
-        del self.magics.panels[:-50]
-        display(panel)
-        return panel
 
     def _approved(self, request: ApprovalRequest, by: str) -> Decision:
         return self._decided(request, Decision.YES_ONCE, by)
@@ -240,20 +235,12 @@ class NotebookApprover:
             if request.code is not None:
                 audit.event(
                     request.skill_name,
-                    "<python -c>",
+                    CODE_LABEL,
                     None,
                     "approved",
                     reason=f"{decision.value} by {by}",
                 )
         return decision
-
-
-def _unavailable(request: ApprovalRequest, why: str) -> str:
-    name = request.skill_name
-    return (
-        f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
-        f"SKILL_MAGICS_AUTO_APPROVE={name} (or *) or %config SkillMagics.auto_approve = [{name!r}]"
-    )
 
 
 # -- the magics --------------------------------------------------------------------------
@@ -295,22 +282,29 @@ class ContextMagics(Magics):
         Runs the scripts SKILL.md references (after one approval), and returns a str you can
         pass to a model. --no-run lists them without running; --args JSON feeds them stdin.
         """
+        from ..core.context import build_skill_context
+
         opts = self._context_opts(line)
-        if opts is None:
-            return None
-        text = self._build(opts, NotebookApprover(self.skill_magics))
-        return self._store(opts.out, text)
+        names, options = self._build_args(opts, NotebookApprover(self.skill_magics))
+        text = build_skill_context(self.manager, names, **options)
+        return self._store(opts.out, SkillContextText(text))
 
     async def skill_context_async(self, line: str) -> SkillContextText | None:
-        """The await path: core in a worker thread, the cell awaiting (clicks get through)."""
-        opts = self._context_opts(line)
-        if opts is None:
-            return None
-        approver = NotebookApprover(self.skill_magics, in_worker=True)
-        text = await asyncio.to_thread(self._build, opts, approver)
-        return self._store(opts.out, text)
+        """The await path: core in a worker thread, the cell awaiting (clicks get through).
 
-    def _context_opts(self, line: str) -> argparse.Namespace | None:
+        A kernel interrupt cancels the await: the approval wait ends, a running script's
+        process group is killed and no further script starts, then the interrupt propagates.
+        """
+        from ..core.context import build_skill_context_async
+
+        opts = self._context_opts(line)
+        cancel = threading.Event()
+        approver = NotebookApprover(self.skill_magics, in_worker=True, cancel=cancel)
+        names, options = self._build_args(opts, approver)
+        text = await build_skill_context_async(self.manager, names, cancel=cancel, **options)
+        return self._store(opts.out, SkillContextText(text))
+
+    def _context_opts(self, line: str) -> argparse.Namespace:
         try:
             opts = self.skill_context.parser.parse_args(shlex.split(line))
         except ValueError as exc:  # unbalanced quotes
@@ -333,19 +327,19 @@ class ContextMagics(Magics):
                 'quote it, e.g. --args \'{"csv": "a,b"}\''
             ) from None
 
-    def _build(self, opts: argparse.Namespace, approver: NotebookApprover) -> SkillContextText:
-        from ..core.context import build_skill_context
-
+    @staticmethod
+    def _build_args(
+        opts: argparse.Namespace, approver: NotebookApprover
+    ) -> tuple[str | list[str], dict[str, Any]]:
+        """(names, keyword arguments) for core's build_skill_context."""
         names = opts.names[0] if len(opts.names) == 1 else opts.names
-        text = build_skill_context(
-            self.manager,
-            names,
+        options = dict(
             run_scripts=not opts.no_run,
             arguments=opts.arguments,
             include_references=opts.refs,
             approver=approver,
         )
-        return SkillContextText(text)
+        return names, options
 
     # %%skillpy ---------------------------------------------------------------------------
     @magic_arguments()
@@ -376,12 +370,14 @@ class ContextMagics(Magics):
         from ..core.skillpy import run_python_in_skill_async
 
         opts = parse_argstring(self.skillpy, line)
+        cancel = threading.Event()  # interrupt: stop waiting for the click, kill the run
         result = await run_python_in_skill_async(
             self.manager,
             opts.skill,
             cell,
             timeout=opts.timeout,
-            approver=NotebookApprover(self.skill_magics, in_worker=True),
+            approver=NotebookApprover(self.skill_magics, in_worker=True, cancel=cancel),
+            cancel=cancel,
         )
         return self._store(opts.out, SkillPyResult(result))
 
@@ -500,11 +496,9 @@ def unregister(shell: Any) -> None:
     magics = getattr(shell, _ATTR, None)
     if magics is None:
         return
-    manager = shell.magics_manager
-    for kind, table in magics.magics.items():
-        for name in table:
-            manager.magics[kind].pop(name, None)
-    manager.registry.pop(type(magics).__name__, None)
+    from .extension import remove_magics
+
+    remove_magics(shell, magics)
     delattr(shell, _ATTR)
 
 

@@ -43,14 +43,19 @@ def unload(shell: Any) -> None:
     magics = getattr(shell, _ATTR, None)
     if magics is None:
         return
+    remove_magics(shell, magics)
+    if magics in shell.configurables:
+        shell.configurables.remove(magics)
+    delattr(shell, _ATTR)
+
+
+def remove_magics(shell: Any, magics: Any) -> None:
+    """Unregister every magic of a Magics instance (IPython has no public call for it)."""
     manager = shell.magics_manager
     for kind, table in magics.magics.items():
         for name in table:
             manager.magics[kind].pop(name, None)
     manager.registry.pop(type(magics).__name__, None)
-    if magics in shell.configurables:
-        shell.configurables.remove(magics)
-    delattr(shell, _ATTR)
 
 
 def get_magics(shell: Any) -> SkillMagics:
@@ -63,4 +68,4 @@ def get_magics(shell: Any) -> SkillMagics:
     return magics if magics is not None else load(shell)
 
 
-__all__ = ["load", "unload", "get_magics"]
+__all__ = ["load", "unload", "get_magics", "remove_magics"]

@@ -40,7 +40,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, Union, o
 from ..core.approval import ApprovalRequest, Decision, coerce_decision
 from ..core.errors import ApprovalDeclined, SkillMagicsError
 from . import waiting
-from .config import preapproved_by
+from .config import preapproved_by, unavailable_message
 from .waiting import Strategy
 
 if TYPE_CHECKING:
@@ -235,20 +235,16 @@ class SkillMagics(Magics):
             return None
         strategy = waiting.choose(self.shell, in_coroutine=False, mode=self.approval_ui)
         decided = self._decide_now(run, strategy)
+        panel = None
         if decided is None:
-            panel = self._show_panel(run)
+            panel = self.show_panel(run.request)
             if strategy is Strategy.THREAD:
                 waiting.wait_event(panel.event, self.approval_timeout)
             elif strategy is Strategy.PUMP:
                 waiting.wait_pumping(self.shell, panel.event, self.approval_timeout)
-            if panel.decision is None:
-                return self._pending(run, panel)
-            decided = (panel.decision, panel.decided_by or "")
-        if isinstance(decided, _Result):
-            return self._store(run, decided.value)
-        blocked = self._approve(run, *decided)
-        if blocked is not None:
-            return self._store(run, blocked)
+        final = self._settle(run, decided, panel)
+        if final is not None:
+            return final
         stoppable = strategy is Strategy.THREAD  # clicks arrive on another thread there
         return self._execute(run, stoppable=stoppable)
 
@@ -259,20 +255,16 @@ class SkillMagics(Magics):
             return None
         strategy = waiting.choose(self.shell, in_coroutine=True, mode=self.approval_ui)
         decided = self._decide_now(run, strategy)
+        panel = None
         if decided is None:
-            panel = self._show_panel(run)
+            panel = self.show_panel(run.request)
             if strategy is Strategy.AWAIT:
                 await waiting.wait_future(panel.future(), self.approval_timeout)
             elif strategy is Strategy.THREAD:
                 waiting.wait_event(panel.event, self.approval_timeout)
-            if panel.decision is None:
-                return self._pending(run, panel)
-            decided = (panel.decision, panel.decided_by or "")
-        if isinstance(decided, _Result):
-            return self._store(run, decided.value)
-        blocked = self._approve(run, *decided)
-        if blocked is not None:
-            return self._store(run, blocked)
+        final = self._settle(run, decided, panel)
+        if final is not None:
+            return final
         return await self._execute_async(run)
 
     # -- steps --------------------------------------------------------------------------------
@@ -355,6 +347,27 @@ class SkillMagics(Magics):
             return coerce_decision(answer), "terminal input()"
         return None
 
+    def _settle(
+        self,
+        run: _Run,
+        decided: tuple[Decision, str] | _Result | None,
+        panel: ApprovalPanel | None,
+    ) -> SkillRunResult | None:
+        """After any wait: the cell's value when the script must not run now, else None.
+
+        ``panel`` is the one shown when nothing was decided up front: undecided it gives a
+        pending handle (a later click runs the script).
+        """
+        if panel is not None:
+            if panel.decision is None:
+                return self._pending(run, panel)
+            decided = (panel.decision, panel.decided_by or "")
+        if isinstance(decided, _Result):
+            return self._store(run, decided.value)
+        assert decided is not None  # _decide_now gave a decision, or a panel was shown
+        blocked = self._approve(run, *decided)
+        return None if blocked is None else self._store(run, blocked)
+
     def _unavailable(self, run: _Run, strategy: Strategy) -> SkillRunResult:
         from .result import SkillRunResult
 
@@ -362,11 +375,7 @@ class SkillMagics(Magics):
             why = "nobody can click in this headless run (allow_stdin is false)"
         else:
             why = "there is no frontend for buttons and stdin is not a terminal"
-        message = (
-            f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
-            f"SKILL_MAGICS_AUTO_APPROVE={run.skill} (or *) or "
-            f"%config SkillMagics.auto_approve = [{run.skill!r}]"
-        )
+        message = unavailable_message(run.skill, why)
         self.manager.audit.event(
             run.skill, run.script, run.arguments, "approval_unavailable", reason=message
         )
@@ -380,12 +389,13 @@ class SkillMagics(Magics):
             max_display_chars=self.max_display_chars,
         )
 
-    def _show_panel(self, run: _Run) -> ApprovalPanel:
+    def show_panel(self, request: ApprovalRequest) -> ApprovalPanel:
+        """Display Yes once / Yes in session / No for ``request`` (kept in ``self.panels``)."""
         from IPython.display import display
 
         from .approval_ui import ApprovalPanel
 
-        panel = ApprovalPanel(run.request)
+        panel = ApprovalPanel(request)
         self.panels.append(panel)
         del self.panels[:-50]  # keep the recent ones only (tests and history look at them)
         display(panel)
@@ -463,7 +473,13 @@ class SkillMagics(Magics):
         res = self._new_running(run)
         cancel = threading.Event()
         res.on_stop = cancel.set
-        task = asyncio.ensure_future(_run_async(self.manager.executor, run.prepared, res, cancel))
+        # Stop sets ``cancel`` (the result comes back); cancelling the task (Kernel >
+        # Interrupt) kills the process group and re-raises.
+        task = asyncio.ensure_future(
+            self.manager.executor.run_async(
+                run.prepared, on_output=res.append_output, cancel=cancel
+            )
+        )
         live = _LiveDisplay(res, enabled=_displays_update(self.shell), start_thread=False)
         try:
             done, _ = await asyncio.wait({task}, timeout=LIVE_DELAY_S)
@@ -574,36 +590,6 @@ def _stop_message(res: SkillRunResult) -> str:
     return "Stopped with the Stop button" if res.stop_requested else ""
 
 
-def _accepts_cancel(executor: Any) -> bool:
-    import inspect
-
-    try:
-        return "cancel" in inspect.signature(executor.run_async).parameters
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-async def _run_async(
-    executor: Any, prepared: Any, res: SkillRunResult, cancel: threading.Event
-) -> Any:
-    """executor.run_async with a Stop event; asyncio cancellation kills the group and re-raises."""
-    if _accepts_cancel(executor):
-        return await executor.run_async(prepared, on_output=res.append_output, cancel=cancel)
-    # Executor without cancel= on run_async: same pattern around run(), which has it.
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(
-        None, lambda: executor.run(prepared, on_output=res.append_output, cancel=cancel)
-    )
-    try:
-        while not future.done():
-            await asyncio.wait({future}, timeout=waiting.SLICE_S)
-        return future.result()
-    except asyncio.CancelledError:
-        cancel.set()
-        await asyncio.wait({future}, timeout=10)
-        raise
-
-
 class _LiveDisplay:
     """Shows a running result after LIVE_DELAY_S, with a display id (``res.show()``).
 
@@ -682,7 +668,7 @@ def _quiet_out(shell: Any, res: SkillRunResult) -> None:
         if res.done and res.status != status_then:
             # Finished while the printer was active (a click right as the cell ended): an
             # update sent then was swallowed, so send the final state once more.
-            res.set_status(res.status, res.message)
+            res.refresh()
 
     formatter.singleton_printers[key] = already_displayed
     shell.events.register("post_execute", cleanup)

@@ -16,6 +16,8 @@ Usage (H-nb, the magics)::
     res.set_result(execution_result)     # or res.set_status("declined", message)
 
     res.wait(timeout=None)  /  await res.wait_async()     # block until a final status
+    # (once it returns, every view and display already shows that final state)
+    res.refresh()                    # send the current state to the views/displays again
     # wait() blocks the calling thread: in the cell that shows the buttons, use wait_async()
     # (top-level await) unless the kernel delivers clicks on another thread.
 
@@ -74,11 +76,7 @@ class ResultJSONError(SkillMagicsError, ValueError):
 
 def status_for(execution_result: ScriptExecutionResult) -> str:
     """timeout -> "timeout", signal -> "signaled", exit 0 -> "completed", else "failed"."""
-    if execution_result.timeout:
-        return "timeout"
-    if execution_result.signal is not None:
-        return "signaled"
-    return "completed" if execution_result.exit_code == 0 else "failed"
+    return execution_result.status
 
 
 def _check_status(status: str) -> str:
@@ -123,6 +121,7 @@ class SkillRunResult:
         self._live_total = {"stdout": 0, "stderr": 0}
         self._views: list[Any] = []  # ResultView objects (render/widgets.py)
         self._handles: list[Any] = []  # IPython DisplayHandles from show()
+        self._version = 0  # bumped by every state change (see show())
         self._last_refresh = 0.0
         self._on_stop: Callable[[], Any] | None = None
         self.stop_requested = False
@@ -252,6 +251,7 @@ class SkillRunResult:
             self._status = _check_status(status or status_for(execution_result))
             self._message = str(message or "")
             self._clear_live()
+            self._version += 1
         self._changed()
 
     def set_status(self, status: str, message: str = "") -> None:
@@ -262,6 +262,7 @@ class SkillRunResult:
             if status == "running":
                 self._started = time.monotonic()
                 self._clear_live()
+            self._version += 1
         self._changed()
 
     def append_output(self, stream: str, text: str) -> None:
@@ -346,9 +347,21 @@ class SkillRunResult:
         """Display with a display_id, so status changes also update the saved fallbacks."""
         from IPython.display import display
 
+        seen = self._version
         handle = display(self, display_id=True)
-        if handle is not None:
-            self._handles.append(handle)
+        if handle is None:
+            return
+        self._handles.append(handle)
+        if self._version != seen:
+            # Changed while display() ran (a click on another thread): _changed() did not
+            # know this handle yet, so bring it up to date here.
+            self._update_handle(handle)
+
+    def refresh(self) -> None:
+        """Send the current state again to every live view and displayed copy."""
+        self._refresh_views(force=True)
+        for handle in list(self._handles):
+            self._update_handle(handle)
 
     def _view(self) -> Any:
         with self._lock:
@@ -404,17 +417,20 @@ class SkillRunResult:
             self._live_total[stream] = 0
 
     def _changed(self) -> None:
-        if self._status in FINAL_STATUSES:
-            self._done.set()
-        else:
+        final = self._status in FINAL_STATUSES
+        if not final:
             self._done.clear()
-        self._refresh_views(force=True)
+        self.refresh()
         self._ensure_ticker()
-        for handle in list(self._handles):
-            try:
-                handle.update(self)
-            except Exception:  # no frontend any more: the object itself is still right
-                log.debug("display update failed", exc_info=True)
+        if final:
+            # Only now: when wait() returns, every view and display shows the final state.
+            self._done.set()
+
+    def _update_handle(self, handle: Any) -> None:
+        try:
+            handle.update(self)
+        except Exception:  # no frontend any more: the object itself is still right
+            log.debug("display update failed", exc_info=True)
 
     def _refresh_views(self, force: bool = False) -> None:
         self._last_refresh = time.monotonic()

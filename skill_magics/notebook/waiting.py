@@ -124,12 +124,15 @@ def _stdin_is_tty() -> bool:
 # -- waiting ------------------------------------------------------------------------------
 
 
-def wait_event(event: threading.Event, timeout: float) -> bool:
-    """Wait in short slices so KeyboardInterrupt lands promptly; True when set in time."""
+def wait_event(event: threading.Event, timeout: float, stop: threading.Event | None = None) -> bool:
+    """Wait in short slices so KeyboardInterrupt lands promptly; True when set in time.
+
+    ``stop`` set (the awaiting cell was interrupted) ends the wait early with False.
+    """
     deadline = time.monotonic() + timeout
     while not event.is_set():
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or (stop is not None and stop.is_set()):
             return False
         event.wait(min(SLICE_S, remaining))
     return True
