@@ -8,8 +8,10 @@
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
 # kernelspec in a temp dir (tests/kernel_fixtures.py).
 #
-# Usage: scripts/kernel-matrix.sh [extra pytest args]
-#   KERNEL_MATRIX_VERSIONS="7.4.0 6.29.5"  versions to test (default)
+# Usage: scripts/kernel-matrix.sh [VERSION...] [-- PYTEST_ARGS...]
+#   e.g.  scripts/kernel-matrix.sh                  (7.4.0 7.3.0 6.29.5)
+#         scripts/kernel-matrix.sh 6.29.5 -- -x -k click
+#   KERNEL_MATRIX_VERSIONS="..."             default versions when none are given
 #   PYTHON=.venv/bin/python                  the Python that runs pytest
 #   BASE_PYTHON=...                          the Python that creates the matrix venvs
 set -euo pipefail
@@ -17,7 +19,17 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-VERSIONS="${KERNEL_MATRIX_VERSIONS:-7.4.0 6.29.5}"
+# 7.4+: await path; 7.0-7.3: subshell thread; 6.x: pumping (DESIGN.md section 4).
+VERSIONS="${KERNEL_MATRIX_VERSIONS:-7.4.0 7.3.0 6.29.5}"
+given=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --) shift; break ;;
+        [0-9]*) given="$given $1"; shift ;;
+        *) break ;;  # the rest goes to pytest
+    esac
+done
+if [ -n "$given" ]; then VERSIONS="$given"; fi
 MATRIX_DIR="$ROOT/.venv-matrix"
 
 if [ ! -x "$PYTHON" ]; then
@@ -46,8 +58,15 @@ make_venv() {
     echo "kernel-matrix: creating $venv ($want)"
     rm -rf "$venv"
     "$BASE_PYTHON" -m venv "$venv"
+    # pip's output goes to a log (this machine's extra index prints many harmless warnings);
+    # it is shown when the install fails.
     # shellcheck disable=SC2086  # DEPS is a word list on purpose
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ipykernel==$version" $DEPS
+    if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "ipykernel==$version" $DEPS >"$venv/pip-install.log" 2>&1; then
+        cat "$venv/pip-install.log" >&2
+        echo "kernel-matrix: pip could not install ipykernel==$version (log above)" >&2
+        return 1
+    fi
     local site
     site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     echo "$ROOT" > "$site/skill_magics_checkout.pth"

@@ -35,7 +35,9 @@ def create_tools(
 ) -> list[Any]:
     """One ``StructuredTool`` per script plus one prompt tool per skill (or per ``skills``).
 
-    ``approver=None`` uses ``manager.approver``.
+    ``approver=None`` uses ``manager.approver``. With neither, script tools do not run: the
+    model chose the script, so something must approve it (the tool returns the refusal and
+    the fix, e.g. ``approver=lambda request: "yes_once"`` for unattended agents).
     """
     structured_tool, tool_exception = _langchain()
     return [

@@ -143,6 +143,7 @@ class KernelSession:
         self.kc = None
         self.iopub: list[dict[str, Any]] = []  # every iopub message seen, in order
         self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> latest widget state
+        self._comms_subshell: str | None = None  # see comms_subshell()
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> KernelSession:
@@ -284,15 +285,48 @@ class KernelSession:
             if s.get("_model_name") == "ButtonModel"
         }
 
-    def click(self, comm_id: str) -> None:
-        """Click a Button: the same comm_msg JupyterLab's widget manager sends on the shell."""
-        self.kc.session.send(
-            self.kc.shell_channel.socket,
-            self.kc.session.msg(
-                "comm_msg",
-                {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
-            ),
+    def click(self, comm_id: str, *, subshell: bool = False) -> None:
+        """Click a Button: the comm_msg JupyterLab's widget manager sends.
+
+        ``subshell=False``: on the main shell (JupyterLab without subshells, ipykernel 6.x).
+        ``subshell=True``: on a kernel subshell, as JupyterLab >= 4.4 does by default on
+        ipykernel >= 7 ("comms over subshells"); needed on 7.0-7.3, where a click on the main
+        shell is only handled after the running cell ends.
+        """
+        msg = self.kc.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}},
         )
+        if subshell:
+            msg["header"]["subshell_id"] = self.comms_subshell()
+        self.kc.session.send(self.kc.shell_channel.socket, msg)
+
+    def comms_subshell(self, *, timeout: float = 30) -> str:
+        """The subshell used for widget comms (created once per kernel via the control channel).
+
+        Create it *before* submitting a cell that waits: like JupyterLab does at widget
+        manager start-up, not while the main shell is busy.
+        """
+        if self._comms_subshell:
+            return self._comms_subshell
+        request = self.kc.session.msg("create_subshell_request", {})
+        self.kc.control_channel.send(request)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_control_msg(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if reply.get("parent_header", {}).get("msg_id") == request["header"]["msg_id"]:
+                content = reply["content"]
+                if content.get("status", "ok") != "ok" or "subshell_id" not in content:
+                    raise RuntimeError(
+                        f"Kernel refused create_subshell_request ({content}): subshells need "
+                        "ipykernel >= 7"
+                    )
+                self._comms_subshell = content["subshell_id"]
+                return self._comms_subshell
+        raise TimeoutError("No create_subshell_reply: subshells need ipykernel >= 7")
 
     def drain(self, seconds: float = 0.5) -> None:
         """Read whatever iopub messages arrive within ``seconds`` (e.g. after a click)."""

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from process_support import assert_group_gone
@@ -20,6 +21,12 @@ from skill_magics.core.context import (
     parse_skill_context,
 )
 from skill_magics.core.errors import ApprovalUnavailable
+
+
+def yes_once(request):
+    """Context building runs model-facing scripts: tests that run them give an approver."""
+    return "yes_once"
+
 
 ECHO_JSON = "import json, sys\nprint(json.dumps(json.load(sys.stdin), sort_keys=True))\n"
 MARKER = "import pathlib\npathlib.Path('ran-{name}').write_text('yes')\nprint('{name} ran')\n"
@@ -52,7 +59,7 @@ def demo(tmp_path):
             "assets/logo.bin": b"\x89PNG\x00\x01\x02",
         },
     )
-    return manager_for(tmp_path), skill_dir
+    return manager_for(tmp_path, approver=yes_once), skill_dir
 
 
 def test_envelope_shape_and_exact_texts(demo):
@@ -86,7 +93,7 @@ def test_envelope_shape_and_exact_texts(demo):
 def test_flags_in_skill_md_are_not_passed_but_argv_is(tmp_path):
     body = "```\npython scripts/args.py --delete-everything\n```\n"
     make_skill(tmp_path, "args", body, {"scripts/args.py": "import sys\nprint(sys.argv[1:])\n"})
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     out = ET.fromstring(build_skill_context(manager, "args")).find(".//script_output")
     assert out.text == "[]\n"
     out = ET.fromstring(build_skill_context(manager, "args", argv=["--safe"])).find(
@@ -129,7 +136,7 @@ def test_decline_gives_structured_elements_and_runs_nothing(tmp_path):
     skill_dir = make_skill(
         tmp_path, "marked", "Run `scripts/mark.py`.\n", {"scripts/mark.py": MARKER.format(name="m")}
     )
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     xml = build_skill_context(manager, "marked", approver=RecordingApprover(Decision.NO))
     out = ET.fromstring(xml).find(".//script_output")
     assert out.get("status") == "declined"
@@ -144,7 +151,7 @@ def test_unavailable_approval_gives_structured_elements(tmp_path):
     skill_dir = make_skill(
         tmp_path, "marked", "Run `scripts/mark.py`.\n", {"scripts/mark.py": MARKER.format(name="m")}
     )
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     approver = RecordingApprover(error=ApprovalUnavailable("Nobody can click: run interactively"))
     out = ET.fromstring(build_skill_context(manager, "marked", approver=approver)).find(
         ".//script_output"
@@ -174,7 +181,7 @@ def test_failures_missing_and_escaping_references(tmp_path):
             "scripts/ok.py": "print('fine')\n",
         },
     )
-    manager = manager_for(tmp_path / "skills")
+    manager = manager_for(tmp_path / "skills", approver=yes_once)
     approver = RecordingApprover()
     xml = build_skill_context(manager, "mixed", approver=approver)
     outputs = ET.fromstring(xml).findall(".//script_output")
@@ -203,9 +210,9 @@ def test_refused_by_allowed_tools(tmp_path):
         {"scripts/x.py": "print(1)\n"},
         extra_frontmatter="allowed-tools: Read\n",
     )
-    out = ET.fromstring(build_skill_context(manager_for(tmp_path), "readonly")).find(
-        ".//script_output"
-    )
+    out = ET.fromstring(
+        build_skill_context(manager_for(tmp_path, approver=yes_once), "readonly")
+    ).find(".//script_output")
     assert out.get("status") == "refused"
     assert "Bash" in out.text
 
@@ -250,6 +257,39 @@ def test_reference_modes(demo):
         build_skill_context(manager, "demo", include_references="all")
 
 
+def test_reference_links_outside_the_skill_are_named_but_never_read(demo, tmp_path):
+    manager, skill_dir = demo
+    secret = tmp_path / "credentials"
+    secret.write_text("TOP-SECRET\n")
+    (skill_dir / "references" / "notes.md").symlink_to(secret)
+    (skill_dir / "references" / "inner.md").symlink_to(skill_dir / "references" / "guide.md")
+    assert Path("references/notes.md") in manager.get_skill("demo").references  # listed
+    for mode in ("list", "content"):
+        xml = build_skill_context(manager, "demo", run_scripts=False, include_references=mode)
+        assert "TOP-SECRET" not in xml
+        refs = {r["path"]: r for r in parse_skill_context(xml)[0]["references"]}
+        assert refs["references/notes.md"] == {
+            "path": "references/notes.md",
+            "error": "outside the skill",
+        }
+        assert "error" not in refs["references/inner.md"]  # a link inside the skill is fine
+    content = build_skill_context(manager, "demo", run_scripts=False, include_references="content")
+    refs = {r["path"]: r for r in parse_skill_context(content)[0]["references"]}
+    assert refs["references/inner.md"]["content"] == "# Guide\nNothing to run here.\n"
+
+
+def test_without_an_approver_context_scripts_do_not_run(tmp_path):
+    skill_dir = make_skill(
+        tmp_path, "marked", "Run `scripts/mark.py`.\n", {"scripts/mark.py": "open('ran','w')\n"}
+    )
+    manager = manager_for(tmp_path)  # no approver anywhere
+    (out,) = parse_skill_context(build_skill_context(manager, "marked"))[0]["scripts"]
+    assert out["status"] == "approval_unavailable"
+    assert "approver=lambda request: 'yes_once'" in out["text"]
+    assert not (skill_dir / "ran").exists()
+    assert [r.outcome for r in manager.audit.records()] == ["approval_unavailable"]
+
+
 def test_deterministic_output(tmp_path):
     make_skill(
         tmp_path,
@@ -261,9 +301,11 @@ def test_deterministic_output(tmp_path):
             "references/r.md": "r\n",
         },
     )
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     first = build_skill_context(manager, "det", arguments={"k": [1, 2]})
-    second = build_skill_context(manager_for(tmp_path), "det", arguments={"k": [1, 2]})
+    second = build_skill_context(
+        manager_for(tmp_path, approver=yes_once), "det", arguments={"k": [1, 2]}
+    )
     assert first == second
 
 
@@ -277,7 +319,7 @@ def test_hostile_script_output_and_instructions(tmp_path):
         "sys.stderr.write('warn')\n"
     )
     make_skill(tmp_path, "evil", body, {"scripts/evil.py": evil})
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     xml = build_skill_context(manager, "evil")
     parsed = parse_skill_context(xml)[0]  # ElementTree parses it
     assert parsed["instructions"] == manager.get_skill("evil").content
@@ -296,7 +338,9 @@ def test_arguments_reach_every_script_as_json(tmp_path):
         "python scripts/a.py then python scripts/b.py\n",
         {"scripts/a.py": ECHO_JSON, "scripts/b.py": ECHO_JSON},
     )
-    xml = build_skill_context(manager_for(tmp_path), "twice", arguments={"q": "ü"})
+    xml = build_skill_context(
+        manager_for(tmp_path, approver=yes_once), "twice", arguments={"q": "ü"}
+    )
     texts = [o.text for o in ET.fromstring(xml).iter("script_output")]
     assert texts == [json.dumps({"q": "ü"}) + "\n"] * 2
 
@@ -308,7 +352,7 @@ def test_large_output_is_capped_in_the_prompt(tmp_path):
         "python scripts/big.py\n",
         {"scripts/big.py": "import sys\nsys.stdout.write('x' * 5000)\n"},
     )
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
     out = ET.fromstring(build_skill_context(manager, "big", max_output_chars=1000)).find(
         ".//script_output"
     )
@@ -341,7 +385,7 @@ def test_cancelling_the_async_build_kills_the_running_script(tmp_path):
     dies, the next referenced script never starts, and the cancellation propagates."""
     skill_dir = _slow_skill(tmp_path)
     pgid_file = tmp_path / "pgid"
-    manager = manager_for(tmp_path)
+    manager = manager_for(tmp_path, approver=yes_once)
 
     async def scenario() -> None:
         task = asyncio.ensure_future(
@@ -367,7 +411,7 @@ def test_cancel_event_marks_scripts_interrupted_and_runs_nothing(tmp_path):
     skill_dir = _slow_skill(tmp_path)
     cancel = threading.Event()
     cancel.set()
-    xml = build_skill_context(manager_for(tmp_path), "slow", cancel=cancel)
+    xml = build_skill_context(manager_for(tmp_path, approver=yes_once), "slow", cancel=cancel)
     statuses = [o.get("status") for o in ET.fromstring(xml).iter("script_output")]
     assert statuses == ["interrupted", "interrupted"]
     assert not (skill_dir / "ran-late").exists()

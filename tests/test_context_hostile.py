@@ -85,7 +85,8 @@ def test_script_output_roundtrip(out, err, code):
             },
         )
         assert skill_dir.is_dir()
-        xml = build_skill_context(manager_for(Path(tmp)), "printer")
+        manager = manager_for(Path(tmp), approver=lambda request: "yes_once")
+        xml = build_skill_context(manager, "printer")
         ET.fromstring(xml)
         script = parse_skill_context(xml)[0]["scripts"][0]
         expected_out = out.decode("utf-8", "replace")

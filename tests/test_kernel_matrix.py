@@ -63,6 +63,19 @@ print("pump path:", state["clicked"])
 """
 
 
+# ipykernel 7.0-7.3: the click arrives on a subshell thread, so a plain threading.Event wait
+# in the running cell sees it.
+THREAD_CLICK = """\
+import threading, ipywidgets as widgets
+from IPython.display import display
+clicked = threading.Event()
+button = widgets.Button(description="Matrix click")
+button.on_click(lambda _b: clicked.set())
+display(button)
+print("thread path:", clicked.wait(30))
+"""
+
+
 def test_kernel_is_the_expected_ipykernel() -> None:
     """The matrix really runs the version it claims (not the pytest venv's by accident)."""
     expected = os.environ.get("SKILL_MAGICS_EXPECT_IPYKERNEL")
@@ -92,19 +105,22 @@ def test_skill_magics_loads_in_kernel() -> None:
 def test_click_reaches_a_waiting_cell() -> None:
     """A button click sent while the cell waits is delivered, by the path this kernel supports.
 
-    ipykernel >= 7.4: a top-level await. ipykernel 6.x: pumping do_one_iteration().
-    (7.0-7.3 deliver on a subshell thread, which JupyterLab opens but jupyter_client does not.)
+    ipykernel >= 7.4: a top-level await. 7.0-7.3: a threading.Event wait, the click sent on a
+    subshell as JupyterLab >= 4.4 does. 6.x: pumping do_one_iteration().
     """
     version = kernel_ipykernel_version()
+    subshell = False
     if version >= (7, 4):
         code, expect = AWAIT_CLICK, "await path: True"
     elif version < (7,):
         code, expect = PUMP_CLICK, "pump path: True"
     else:
-        pytest.skip(f"ipykernel {version}: clicks arrive on a subshell, not covered here")
+        code, expect, subshell = THREAD_CLICK, "thread path: True", True
     with start_kernel() as k:
+        if subshell:
+            k.comms_subshell()  # JupyterLab creates it when the widget manager starts
         msg_id = k.submit(code, allow_stdin=True)
-        k.click(k.wait_for_button("Matrix click", timeout=60))
+        k.click(k.wait_for_button("Matrix click", timeout=60), subshell=subshell)
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
         assert expect in r.stdout, r.stdout + r.stderr

@@ -39,7 +39,8 @@ def manager(tmp_path):
             "scripts/fail.py": "import sys\nsys.stderr.write('nope')\nsys.exit(1)\n",
         },
     )
-    return manager_for(tmp_path)
+    # The tools run model-chosen scripts: they need an approver (here: yes to everything).
+    return manager_for(tmp_path, approver=RecordingApprover())
 
 
 def by_name(tools):
@@ -103,6 +104,16 @@ def test_async_path_does_not_block_the_event_loop(manager):
 def test_async_errors(manager):
     tools = by_name(create_tools(manager))
     assert asyncio.run(tools["helper__fail"].ainvoke({})) == "nope"
+
+
+def test_without_an_approver_script_tools_refuse_and_name_the_fix(manager):
+    manager.approver = None
+    tools = by_name(create_tools(manager))
+    assert "approver=lambda request: 'yes_once'" in tools["helper__echo"].invoke({})
+    out = asyncio.run(tools["helper__echo"].ainvoke({}))
+    assert "approver=" in out
+    assert [r.outcome for r in manager.audit.records()] == ["approval_unavailable"] * 2
+    assert tools["helper"].invoke({}).startswith("<skill_context")  # prompt tools still work
 
 
 def test_missing_langchain_gives_one_line_install_hint():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import threading
@@ -271,7 +272,16 @@ def test_approval_request_contents(example_manager):
     (item,) = request.scripts
     assert (item.path, item.interpreter) == ("scripts/profile.py", "python3")
     source = (skill.base_dir / "scripts/profile.py").read_text().splitlines()
-    assert item.preview.splitlines() == source[:15]
+    # The whole script (up to 200 KB), its real size, and the exact command that runs.
+    assert item.preview.splitlines() == source
+    assert item.lines == len(source)
+    assert item.size == (skill.base_dir / "scripts/profile.py").stat().st_size
+    assert item.command[1:] == (
+        str((skill.base_dir / "scripts/profile.py").resolve()),
+        "--top",
+        "3",
+    )
+    assert os.path.isabs(item.command[0])
     assert request.arguments == {"path": "data/sample.csv"}
     assert request.argv == ("--top", "3")
     assert request.content_hash == skill.content_hash() and len(request.content_hash) == 64

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -16,6 +17,7 @@ from skill_magics.core.tools import (
     handle_tool_call,
     handle_tool_call_async,
     openai_tool_message,
+    script_tool_name,
     tool_definitions,
     tool_specs,
 )
@@ -26,6 +28,9 @@ ECHO = (
     "data = sys.stdin.read()\n"
     "print(json.dumps({'stdin': data, 'argv': sys.argv[1:]}))\n"
 )
+# Names of scripts whose stem is shared (extract.py twice, convert.sh/.py): hashed, stable.
+EXTRACT = script_tool_name("pdf-extractor", "extract", "scripts/extract.py", unique_stem=False)
+CONVERT_SH = script_tool_name("pdf-extractor", "convert", "scripts/convert.sh", unique_stem=False)
 FAIL = "import sys\nsys.stderr.write('it broke\\n')\nsys.exit(2)\n"
 
 
@@ -57,12 +62,17 @@ def test_names_valid_unique_and_stable(tools_dir):
     assert names == again
     assert names[0] == "pdf-extractor"
     assert "pdf-extractor__fail" in names
-    # duplicate stems use the path; nothing disappears
-    assert "pdf-extractor__convert_sh" in names and "pdf-extractor__convert_py" in names
-    assert "pdf-extractor__extract_py" in names and "pdf-extractor__utils_extract_py" in names
-    # a name that cannot be mapped still gets a tool
+    # Duplicate stems use the path plus a hash of the exact (skill, path): a name that had to
+    # be sanitised always carries its identity's hash, so no other script can take it over.
     specs = {s.script: s.name for s in tool_specs(manager_for(tools_dir)) if s.script}
-    assert specs["scripts/脚本.py"].startswith("pdf-extractor__script_")
+    assert re.fullmatch(r"pdf-extractor__convert_sh_[0-9a-f]{8}", specs["scripts/convert.sh"])
+    assert re.fullmatch(r"pdf-extractor__convert_py_[0-9a-f]{8}", specs["scripts/convert.py"])
+    assert re.fullmatch(r"pdf-extractor__extract_py_[0-9a-f]{8}", specs["scripts/extract.py"])
+    assert re.fullmatch(
+        r"pdf-extractor__utils_extract_py_[0-9a-f]{8}", specs["scripts/utils/extract.py"]
+    )
+    # a name that cannot be mapped still gets a tool
+    assert re.fullmatch(r"pdf-extractor__script_[0-9a-f]{8}", specs["scripts/脚本.py"])
     assert len(specs) == 6
     assert "plain" in names
 
@@ -100,10 +110,9 @@ def test_anthropic_and_openai_shapes(tools_dir):
 
 def test_descriptions_use_docstrings(tools_dir):
     tools = {t["name"]: t for t in tool_definitions(manager_for(tools_dir))}
-    assert tools["pdf-extractor__extract_py"]["description"].startswith(
-        "Echo the JSON input and argv back."
-    )
-    assert "Extract text from PDFs." in tools["pdf-extractor__extract_py"]["description"]
+    extract = tools[EXTRACT]
+    assert extract["description"].startswith("Echo the JSON input and argv back.")
+    assert "Extract text from PDFs." in extract["description"]
     assert "pdf-extractor" in tools["pdf-extractor"]["description"]
     assert all(len(t["description"]) <= 1024 for t in tools.values())
 
@@ -113,7 +122,7 @@ def test_call_success_argv_and_stdin(tools_dir):
     approver = RecordingApprover()
     block = handle_tool_call(
         manager,
-        "pdf-extractor__extract_py",
+        EXTRACT,
         {"file": "a.pdf", "argv": ["-v"]},
         "tu_1",
         approver=approver,
@@ -128,14 +137,16 @@ def test_call_success_argv_and_stdin(tools_dir):
 
 
 def test_openai_json_string_input(tools_dir):
-    block = handle_tool_call(manager_for(tools_dir), "pdf-extractor__extract_py", '{"x": 1}', "c1")
+    manager = manager_for(tools_dir, approver=RecordingApprover())
+    block = handle_tool_call(manager, EXTRACT, '{"x": 1}', "c1")
     assert json.loads(json.loads(block["content"])["stdin"]) == {"x": 1}
     message = openai_tool_message(block)
     assert message == {"role": "tool", "tool_call_id": "c1", "content": block["content"]}
 
 
 def test_failure_is_error_with_stderr(tools_dir):
-    block = handle_tool_call(manager_for(tools_dir), "pdf-extractor__fail", {}, "tu_2")
+    manager = manager_for(tools_dir, approver=RecordingApprover())
+    block = handle_tool_call(manager, "pdf-extractor__fail", {}, "tu_2")
     assert block == {
         "type": "tool_result",
         "tool_use_id": "tu_2",
@@ -163,13 +174,13 @@ def test_decline_and_unavailable_are_errors_and_nothing_runs(tmp_path):
 
 def test_unknown_tool_and_bad_input(tools_dir):
     manager = manager_for(tools_dir)
-    block = handle_tool_call(manager, "pdf-extractor__extrct_py", {}, "t")
-    assert block["is_error"] and "did you mean pdf-extractor__extract_py" in block["content"]
-    block = handle_tool_call(manager, "pdf-extractor__extract_py", {"argv": "-v"}, "t")
+    block = handle_tool_call(manager, EXTRACT.replace("extract", "extrct"), {}, "t")
+    assert block["is_error"] and f"did you mean {EXTRACT}" in block["content"]
+    block = handle_tool_call(manager, EXTRACT, {"argv": "-v"}, "t")
     assert block["is_error"] and "list of strings" in block["content"]
-    block = handle_tool_call(manager, "pdf-extractor__extract_py", "[1, 2]", "t")
+    block = handle_tool_call(manager, EXTRACT, "[1, 2]", "t")
     assert block["is_error"] and "JSON object" in block["content"]
-    block = handle_tool_call(manager, "pdf-extractor__extract_py", "{nope", "t")
+    block = handle_tool_call(manager, EXTRACT, "{nope", "t")
     assert block["is_error"] and "not valid JSON" in block["content"]
 
 
@@ -191,7 +202,9 @@ def test_async_call(tools_dir):
     manager = manager_for(tools_dir)
 
     async def main():
-        ok = await handle_tool_call_async(manager, "pdf-extractor__convert_sh", {}, "a")
+        ok = await handle_tool_call_async(
+            manager, CONVERT_SH, {}, "a", approver=RecordingApprover()
+        )
         bad = await handle_tool_call_async(
             manager, "pdf-extractor__fail", {}, "b", approver=RecordingApprover()
         )
@@ -207,3 +220,46 @@ def test_async_call(tools_dir):
     assert ("scripts/fail.py", "declined") in [
         (r.script, r.outcome) for r in manager.audit.records()
     ]
+
+
+def test_without_any_approver_a_model_chosen_script_does_not_run(tmp_path):
+    # The model picked the script, not the Python caller: with no approver anywhere the call
+    # is refused (is_error), audited, and the message names the fix.
+    skill_dir = make_skill(
+        tmp_path, "marker", "x", {"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+    )
+    manager = manager_for(tmp_path)
+    assert manager.approver is None
+    block = handle_tool_call(manager, "marker__mark", {}, "t1")
+    assert block["is_error"] is True
+    assert "approver=lambda request: 'yes_once'" in block["content"]
+    async_block = asyncio.run(handle_tool_call_async(manager, "marker__mark", {}, "t2"))
+    assert async_block["is_error"] is True and "approver=" in async_block["content"]
+    assert not (skill_dir / "ran").exists()
+    outcomes = [(r.script, r.outcome) for r in manager.audit.records()]
+    assert outcomes == [("scripts/mark.py", "approval_unavailable")] * 2
+    # An explicit approver (here: unattended) is the way to let the agent run scripts.
+    ok = handle_tool_call(manager, "marker__mark", {}, "t3", approver=lambda request: "yes_once")
+    assert ok["is_error"] is False and (skill_dir / "ran").exists()
+
+
+def test_prompt_content_makes_no_false_promise_about_asking_a_person(tools_dir):
+    block = handle_tool_call(manager_for(tools_dir), "pdf-extractor", {}, "t")
+    assert "asks a person" not in block["content"]
+    assert "must be approved" in block["content"]
+
+
+def test_tool_names_never_change_meaning_when_skills_or_scripts_are_added(tmp_path):
+    make_skill(tmp_path, "a_b", "x", {"scripts/c.sh": "echo 1\n", "scripts/d.sh": "echo d\n"})
+    make_skill(tmp_path, "plain", "x", {"scripts/run.sh": "echo 1\n"})
+    manager = manager_for(tmp_path)
+    before = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    assert before["plain__run"] == ("plain", "scripts/run.sh")  # exact names stay readable
+    assert "a_b" not in before  # "a_b" needs a hash: "a.b" would sanitise to the same text
+    make_skill(tmp_path, "a.b", "x", {"scripts/c.sh": "echo 2\n"})
+    make_skill(tmp_path, "plain", "x", {"scripts/run.py": "print(2)\n"})  # shares the stem
+    manager.reload()
+    after = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    for name, target in before.items():
+        assert after.get(name, target) == target  # kept, or gone: never someone else's
+    assert "plain__run" not in after  # two scripts share the stem now: both hashed

@@ -39,7 +39,17 @@ class ScriptToApprove:
 
     path: str  # relative to the skill base dir
     interpreter: str
-    preview: str = ""  # first lines of the file, so the person knows what they approve
+    preview: str = ""  # the file's text (up to PREVIEW_MAX_BYTES), so people see what runs
+    # The full command that runs: program (absolute), its flags, the script's real path, argv.
+    command: tuple[str, ...] = ()
+    # The program's real path when it differs from command[0] (a skill venv's python is
+    # usually a symlink to some interpreter; this says which one really runs).
+    program_realpath: str = ""
+    lines: int = 0  # total lines of the script (the preview may hold fewer)
+    size: int = 0  # bytes of the script
+
+
+PREVIEW_MAX_BYTES = 200_000  # how much of a script an approval request carries
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,7 @@ class ApprovalRequest:
     scripts: tuple[ScriptToApprove, ...]
     arguments: Any = None  # JSON-able payload or None
     argv: tuple[str, ...] = ()
-    content_hash: str = ""  # hash of all the skill's scripts (see scripts_content_hash)
+    content_hash: str = ""  # the skill's fingerprint (Skill.content_hash: every file of it)
     code: str | None = None  # for %%skillpy: the Python code that would run
     request_id: str = field(default="", compare=False)
 
@@ -88,6 +98,15 @@ class ApprovalStore:
     def approve(self, skill_name: str, content_hash: str) -> None:
         with self._lock:
             self._approved[skill_name] = content_hash
+
+    def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
+        """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
+        ``old_hash`` (atomically); True when it moved. For files the approved run wrote."""
+        with self._lock:
+            if self._approved.get(skill_name) != old_hash:
+                return False
+            self._approved[skill_name] = new_hash
+            return True
 
     def revoke(self, skill_name: str) -> bool:
         """Forget a session approval; True when there was one."""
@@ -153,4 +172,5 @@ __all__ = [
     "ApprovalUnavailable",
     "scripts_content_hash",
     "coerce_decision",
+    "PREVIEW_MAX_BYTES",
 ]

@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .visible import visible
+
 logger = logging.getLogger("skill_magics.audit")
 
 ARGUMENTS_PREVIEW_CHARS = 256
@@ -162,13 +164,14 @@ class AuditLog:
             logger.log(
                 level,
                 "skill=%s script=%s outcome=%s exit_code=%s duration_ms=%s reason=%s arguments=%s",
-                rec.skill,
-                rec.script,
+                # Escaped: a newline in argv or a script name must not forge a log line.
+                visible(rec.skill),
+                visible(rec.script),
                 rec.outcome,
                 rec.exit_code,
                 None if rec.duration_ms is None else round(rec.duration_ms, 1),
-                rec.reason,
-                rec.arguments,
+                None if rec.reason is None else visible(rec.reason),
+                visible(rec.arguments),
                 extra={"audit": rec.to_dict()},
             )
         with self._lock:

@@ -31,6 +31,14 @@ A completed script's body is its stdout; other runs hold ``<stdout>`` (when not 
 Streams longer than ``max_output_chars`` (default 100,000) are cut: ``truncated="stdout"`` and
 ``stdout_chars`` (full length) say so.
 
+Reference files (``references/``, ``assets/``) that resolve outside the skill (a symlink to
+``~/.aws/credentials``) are listed as ``<file path=".." error="outside the skill"/>`` and
+never read, in both ``list`` and ``content`` modes.
+
+Scripts run only with an approver (``approver=`` or ``manager.approver``): the model's
+context, not a Python caller, decides what runs. Without one, each referenced script gets
+``status="approval_unavailable"`` with the fix in its text; nothing runs (audited).
+
 Several names give ``<skill_contexts>`` wrapping one ``<skill_context>`` per skill (so the
 whole string is still one XML document); one name gives a single ``<skill_context>`` root.
 An unknown skill gives ``<skill_context id=".." status="not_found">`` with close matches.
@@ -45,6 +53,7 @@ from __future__ import annotations
 
 import difflib
 import html
+import os
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,22 +61,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from . import paths
 from .approval import Approver
+from .audit import arguments_preview
 from .errors import (
     AmbiguousScriptError,
     ApprovalDeclined,
     ApprovalUnavailable,
+    PathSecurityError,
     ScriptNotFoundError,
     SkillMagicsError,
     SkillNotFoundError,
 )
 from .models import ScriptExecutionResult, ScriptMetadata
 from .references import ScriptReference, referenced_scripts
+from .tools import agent_approver
 from .xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
 MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
 MAX_OUTPUT_CHARS = 100_000  # per script stream: a prompt is not the place for megabytes
+OUTSIDE = "outside the skill"  # error attribute of a reference file that links outside
 
 DIRECTIVE_TEMPLATE = (
     "\n    You are now operating under the specialized {name} protocol.\n"
@@ -108,7 +122,9 @@ def build_skill_context(
 
     ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
     script, or a mapping of relative path -> list) is passed verbatim; flags written in
-    SKILL.md are never executed. ``approver=None`` uses ``manager.approver``.
+    SKILL.md are never executed. ``approver=None`` uses ``manager.approver``; with neither,
+    no script runs: each gets ``status="approval_unavailable"`` and a message naming the fix
+    (e.g. ``approver=lambda request: "yes_once"`` to run them unattended).
     ``max_output_chars`` caps each script stream in the prompt (None: no cap); a cut stream is
     named in ``truncated`` and its full length given in ``stdout_chars``/``stderr_chars``.
     Setting ``cancel`` (from another thread) kills the running script's process group and
@@ -121,8 +137,10 @@ def build_skill_context(
     wanted = [names] if isinstance(names, str) else list(dict.fromkeys(names))
     if not wanted:
         raise ValueError("build_skill_context needs at least one skill name")
-    if approver is None:
-        approver = getattr(manager, "approver", None)
+    if run_scripts:
+        # The model's context, not a Python caller's explicit choice of script: with no
+        # approver anywhere, scripts are not run (status approval_unavailable, audited).
+        approver = agent_approver(manager, approver)
     parts = [
         _one_context(
             manager,
@@ -177,14 +195,25 @@ def run_referenced_scripts(
 ) -> list[ScriptOutcome]:
     """Check every referenced script, ask once for all runnable ones, run them in order.
 
+    ``approver=None`` uses ``manager.approver``; with neither nothing runs (see
+    :func:`build_skill_context`). A reference that escapes the skill is audited as refused.
     ``cancel`` set: the running script's group is killed and the rest do not start.
     """
+    approver = agent_approver(manager, approver)
     name = skill.metadata.name
     outcomes: dict[str, ScriptOutcome] = {}
     prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
     for ref in refs:
         if ref.error is not None:
             outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=ref.error)
+            if not ref.inside:
+                # SKILL.md points a run outside the skill: worth a record, like any refusal.
+                manager.audit.refused(
+                    name,
+                    ref.path,
+                    arguments_preview(arguments, _argv_for(argv, ref.path)),
+                    PathSecurityError(ref.error),
+                )
             continue
         try:
             meta = skill.find_script(ref.path)
@@ -357,23 +386,36 @@ def _reference_files(skill: Any, mode: RefsMode) -> str:
     files = sorted(Path(p).as_posix() for p in skill.references)
     if not files:
         return "    <reference_files/>"
+    base = Path(skill.base_dir)
+    real_base = os.path.realpath(base)
     lines = ["    <reference_files>"]
     for rel in files:
-        if mode == "list":
+        if not paths.inside(os.path.realpath(base / rel), real_base):
+            # A symlink to e.g. ~/.aws/credentials: named (so nobody wonders where it went)
+            # but never read, in either mode.
+            lines.append("      " + element("file", None, {"path": rel, "error": OUTSIDE}))
+        elif mode == "list":
             lines.append("      " + element("file", None, {"path": rel}))
-            continue
-        lines.append("      " + _reference_content(Path(skill.base_dir), rel))
+        else:
+            lines.append("      " + _reference_content(base, rel))
     lines.append("    </reference_files>")
     return "\n".join(lines)
 
 
 def _reference_content(base: Path, rel: str) -> str:
     try:
-        data = (base / rel).read_bytes()
+        # 4 bytes per character at most: enough to fill MAX_REFERENCE_CHARS and see more.
+        data = paths.read_inside(rel, base, MAX_REFERENCE_CHARS * 4 + 4)
+    except PathSecurityError:
+        return element("file", None, {"path": rel, "error": OUTSIDE})
     except OSError as exc:
         return element("file", f"unreadable: {exc.strerror or exc}", {"path": rel, "error": "true"})
     if b"\0" in data[:8192]:
-        return element("file", None, {"path": rel, "binary": "true", "bytes": len(data)})
+        try:
+            size = os.stat(base / rel).st_size
+        except OSError:
+            size = len(data)
+        return element("file", None, {"path": rel, "binary": "true", "bytes": size})
     text = data.decode("utf-8", "replace")
     truncated = len(text) > MAX_REFERENCE_CHARS
     if truncated:
@@ -404,9 +446,15 @@ def _approve(
     approver: Approver | None,
 ) -> tuple[str, str] | None:
     """One request for every runnable script; None when approved, else (status, message)."""
+    # Each script's own command (with its own argv, when argv maps paths to lists) goes into
+    # the request, so the person sees exactly what each one gets.
     first_argv = _argv_for(argv, prepared[0][0].path) if not isinstance(argv, Mapping) else None
     request = manager.approval_request(
-        name, [meta for _, meta, _ in prepared], arguments, argv=tuple(first_argv or ())
+        name,
+        [meta for _, meta, _ in prepared],
+        arguments,
+        argv=tuple(first_argv or ()),
+        prepared=[run for _, _, run in prepared],
     )
     try:
         manager.ask_approval(request, approver)  # audits a No / unavailable for each script

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalRequest, ApprovalStore, Approver, Decision, ScriptToApprove
+from .approval import (
+    PREVIEW_MAX_BYTES,
+    ApprovalRequest,
+    ApprovalStore,
+    Approver,
+    Decision,
+    ScriptToApprove,
+)
 from .detect import ScriptDetector
 from .errors import (
     ApprovalDeclined,
@@ -43,7 +50,6 @@ ENV_VAR = "SKILL_MAGICS_PATH"
 DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
 MAX_SCAN_DEPTH = 5
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
-PREVIEW_LINES = 15
 
 _USE_DEFAULT: Any = object()  # "use self.approver" (None is a real choice: no approval asked)
 
@@ -346,7 +352,30 @@ class SkillManager:
                     env_passthrough=self.env_passthrough,
                     audit=self.audit,
                 )
+                self._executor.on_run = self._keep_session_approval
             return self._executor
+
+    def _keep_session_approval(self, prepared: PreparedRun) -> Any:
+        """Before a run of a skill approved "in session": note its fingerprint, and after the
+        run move the approval to the new fingerprint, so files the approved run itself wrote
+        into the skill (an output file in its cwd) do not lapse it. Changes made by anyone
+        before the run still do; a change made by another process *during* the run is
+        attributed to the run (the limit of not tracing file writes)."""
+        name = prepared.skill_name
+        if name not in self.approvals.approvals():
+            return None  # the common case: nothing to keep, no fingerprint computed
+        try:
+            skill = self.get_skill(name)
+            before = skill.content_hash()
+        except (SkillMagicsError, OSError):
+            return None
+        if not self.approvals.is_approved(name, before):
+            return None
+
+        def finish() -> None:
+            self.approvals.rebase(name, before, skill.content_hash())
+
+        return finish
 
     def resolve_script(
         self, skill_name: str, script: str | os.PathLike
@@ -362,26 +391,51 @@ class SkillManager:
         arguments: Any = None,
         argv: Sequence[str] = (),
         code: str | None = None,
+        *,
+        prepared: Sequence[PreparedRun | None] | None = None,
     ) -> ApprovalRequest:
-        """What a person is asked to approve: scripts with previews, arguments, content hash."""
+        """What a person is asked to approve: scripts with their text and the exact command
+        (program path, flags, script, argv), arguments, and the skill's fingerprint.
+
+        ``prepared`` (aligned with ``scripts``) gives each script's checked run, so the
+        command shown is the one that will run, with that script's own argv. Without it the
+        command is worked out here with ``argv`` (nothing is audited; checks happen later).
+        """
         skill = self.get_skill(skill_name)
-        items = tuple(
-            ScriptToApprove(
-                path=s.path.as_posix(),
-                interpreter=s.interpreter,
-                preview=_preview(skill.base_dir / s.path),
+        argv_t = tuple(str(a) for a in argv or ())
+        items = []
+        for i, s in enumerate(scripts):
+            run = prepared[i] if prepared is not None and i < len(prepared) else None
+            command = run.command if run is not None else self._command_for(skill, s, argv_t)
+            preview, lines, size = _preview(skill.base_dir / s.path)
+            items.append(
+                ScriptToApprove(
+                    path=s.path.as_posix(),
+                    interpreter=s.interpreter,
+                    preview=preview,
+                    command=tuple(command),
+                    program_realpath=_realpath_if_different(command[0]) if command else "",
+                    lines=lines,
+                    size=size,
+                )
             )
-            for s in scripts
-        )
         return ApprovalRequest(
             skill_name=skill_name,
-            scripts=items,
+            scripts=tuple(items),
             arguments=arguments,
-            argv=tuple(str(a) for a in argv or ()),
+            argv=argv_t,
             content_hash=skill.content_hash(),
             code=code,
             request_id=uuid.uuid4().hex,
         )
+
+    def _command_for(
+        self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        try:
+            return self.executor.command_for(skill.base_dir / script.path, skill.base_dir) + argv
+        except (SkillMagicsError, OSError, ValueError):
+            return ()  # it would be refused anyway; the refusal is audited when it is tried
 
     def prepare_skill_script(
         self,
@@ -414,7 +468,9 @@ class SkillManager:
         if approver is _USE_DEFAULT:
             approver = self.approver
         if approver is not None:
-            request = self.approval_request(skill_name, [meta], arguments, argv or ())
+            request = self.approval_request(
+                skill_name, [meta], arguments, argv or (), prepared=[prepared]
+            )
             self.ask_approval(request, approver)
         return self.executor.run(prepared)
 
@@ -460,15 +516,18 @@ class SkillManager:
     ) -> tuple[ScriptMetadata, PreparedRun]:
         try:
             skill, meta = self.resolve_script(skill_name, script)
+            # SKILL.md may have been edited since listing (e.g. Bash dropped from
+            # allowed-tools): check against what it says now, not what it said then.
+            metadata = skill.current_metadata()
         except SkillMagicsError as exc:
             # Never reached the executor, so audit the refusal here.
             self._audit_refusal(skill_name, script, arguments, argv, exc)
             raise
         prepared = self.executor.prepare(  # audits its own refusals
-            skill.base_dir / meta.path,
+            meta.path,  # relative: resolved against the skill dir, and audited as given
             arguments,  # None: the executor sends {} (or nothing in argv mode)
             skill.base_dir,
-            skill.metadata,
+            metadata,
             argv=None if argv is None else [str(a) for a in argv],
             timeout=timeout,
         )
@@ -554,14 +613,35 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _preview(path: Path, lines: int = PREVIEW_LINES) -> str:
+def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]:
+    """(text of the file up to ``limit`` bytes, its total line count, its size in bytes).
+
+    The person approving sees the real size of what is hidden beyond the preview.
+    """
     try:
         with open(path, "rb") as fh:
-            head = fh.read(8192)
+            head = fh.read(limit)
+            lines = head.count(b"\n")
+            size = len(head)
+            last = head
+            while chunk := fh.read(1 << 20):  # count the rest without keeping it
+                lines += chunk.count(b"\n")
+                size += len(chunk)
+                last = chunk
     except OSError as exc:
-        return f"<cannot read: {exc.strerror or exc}>"
+        return f"<cannot read: {exc.strerror or exc}>", 0, 0
+    if last and not last.endswith(b"\n"):
+        lines += 1  # a last line without a newline is still a line
+    if size > len(head):
+        # Do not end inside a multibyte character or a CRLF pair.
+        head = head[: head.rfind(b"\n") + 1] or head
     text = head.decode("utf-8", "replace").replace("\r\n", "\n")
-    return "\n".join(text.split("\n")[:lines])
+    return text, lines, size
+
+
+def _realpath_if_different(program: str) -> str:
+    real = os.path.realpath(program)
+    return real if real != program else ""
 
 
 __all__ = ["SkillManager", "default_skill_dirs", "examples_dir", "ENV_VAR", "DEFAULT_SUBDIRS"]

@@ -12,7 +12,14 @@ interpreter allowed and installed, JSON arguments and their size, timeout range)
 raise and are audited. ``run`` re-checks the file (it may have changed while approval
 waited), then spawns ``[interpreter, script, *argv]`` (never a shell) in its own process group
 with cwd = the skill directory and a minimal environment. When the script exits, whatever it
-left running in its group is killed: a run owns its processes.
+left running in its group is killed: a run owns its processes (and so are descendants that
+left the group with setsid, see core.process).
+
+The program: ``.py`` runs with the skill's venv Python or the kernel's; anything else with
+the allow-listed interpreter of that name found on PATH. An absolute shebang
+(``#!/opt/x/bin/bash -e``) only names the interpreter: ``bash`` from PATH runs, with the
+shebang's flags, never the path as written (the allow-list compares names, so a skill could
+otherwise ship its own "bash"). The approval request shows the exact command.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from .. import __version__ as _VERSION
 from . import interpreters, paths
 from .audit import AuditLog, arguments_preview
 from .errors import (
+    ArgumentSizeError,
     InterpreterNotAllowedError,
     InterpreterNotFoundError,
     SkillMagicsError,
@@ -182,6 +190,10 @@ class ScriptExecutor:
             env_passthrough = env_passthrough.replace(",", " ").split()
         self.env_passthrough: tuple[str, ...] = tuple(env_passthrough)
         self.audit = audit if audit is not None else AuditLog()
+        # Called with each PreparedRun just before it spawns; may return a callable run when
+        # the run is over (whatever its outcome). SkillManager uses it to keep a "Yes in
+        # session" valid across files the approved run itself writes into the skill.
+        self.on_run: Callable[[PreparedRun], Callable[[], object] | None] | None = None
         self._which_cache: dict[tuple[str, str], str] = {}
         self._plans: dict[tuple, _Plan] = {}
         self._cache_lock = threading.Lock()
@@ -223,7 +235,7 @@ class ScriptExecutor:
         except (SkillMagicsError, ValueError, TypeError, OSError) as exc:
             self.audit.refused(
                 getattr(skill_metadata, "name", "?"),
-                os.fspath(script_path) if isinstance(script_path, (str, os.PathLike)) else "?",
+                _shown_path(script_path, skill_base_dir),
                 arguments_preview(arguments, argv),
                 exc,
             )
@@ -248,6 +260,8 @@ class ScriptExecutor:
         else:
             payload = encode_arguments({} if arguments is None else arguments)
         base_abs = os.path.abspath(skill_base_dir)
+        env = self._env(metadata, base_abs)
+        _check_exec_size(command + argv_t, env, script.relative)
         return PreparedRun(
             skill_name=metadata.name,
             script_rel=script.relative,
@@ -255,7 +269,7 @@ class ScriptExecutor:
             interpreter=spec,
             command=command + argv_t,
             payload=payload,
-            env=self._env(metadata, base_abs),
+            env=env,
             cwd=script.real_base,
             timeout=limit,
             arguments_preview=arguments_preview(None, argv_t, encoded=payload),
@@ -314,6 +328,16 @@ class ScriptExecutor:
             arguments_preview=arguments_preview,
             argv=command[1:],
         )
+
+    def command_for(
+        self, script_path: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str]
+    ) -> tuple[str, ...]:
+        """The command (program, its flags, the script's real path) a script would run with.
+
+        For showing in an approval request. Runs the same checks as prepare() but audits
+        nothing (raises the same errors); prepare() must still be called to run it.
+        """
+        return self._plan(script_path, skill_base_dir).command
 
     def _plan(
         self, script_path: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str]
@@ -386,9 +410,11 @@ class ScriptExecutor:
         if spec.script_type == "python":
             # The skill's own venv, else the kernel's Python; never whichever python3 is on PATH.
             return interpreters.python_for_skill(base)
+        # An absolute shebang (#!/bin/bash, #!/any/dir/bash) names the program only by its
+        # basename: what runs is the allow-listed program of that name found on PATH, with
+        # the shebang's flags. Running the path as written would let a skill ship its own
+        # "bash" past the allow-list (which compares names). The approval shows the path.
         wanted = spec.argv[0]
-        if os.path.isabs(wanted) and os.access(wanted, os.X_OK) and os.path.isfile(wanted):
-            return wanted  # shebang with an absolute interpreter path (#!/bin/bash)
         found = self._which(os.path.basename(wanted))
         if found is None:
             hint = _INSTALL_HINTS.get(name, f"install {name}")
@@ -477,6 +503,32 @@ class ScriptExecutor:
             except SkillMagicsError as exc:
                 self.audit.refused(*audit_base, exc)
                 raise
+        finish = self._run_hook(prepared)
+        try:
+            return self._spawn_and_wait(prepared, on_output, cancel, audit_base)
+        finally:
+            if finish is not None:
+                try:
+                    finish()
+                except Exception:  # noqa: BLE001 - bookkeeping must not replace the result
+                    logger.warning("on_run finisher failed", exc_info=True)
+
+    def _run_hook(self, prepared: PreparedRun) -> Callable[[], object] | None:
+        if self.on_run is None:
+            return None
+        try:
+            return self.on_run(prepared)
+        except Exception:  # noqa: BLE001
+            logger.warning("on_run hook failed", exc_info=True)
+            return None
+
+    def _spawn_and_wait(
+        self,
+        prepared: PreparedRun,
+        on_output: OnOutput | None,
+        cancel: threading.Event | None,
+        audit_base: tuple[str, str, str],
+    ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
             outcome = run_process(
@@ -685,6 +737,76 @@ async def await_in_thread(
         cancel.set()
         worker.join()
         raise
+
+
+def _shown_path(script_path: Any, skill_base_dir: Any) -> str:
+    """The script as audit records name it: relative to the skill when it is inside it."""
+    if not isinstance(script_path, (str, os.PathLike)):
+        return "?"
+    shown = os.fspath(script_path)
+    try:
+        if os.path.isabs(shown) and "\0" not in shown:
+            base = os.path.abspath(skill_base_dir)
+            normal = os.path.normpath(shown)
+            if normal.startswith(base.rstrip(os.sep) + os.sep):
+                return Path(os.path.relpath(normal, base)).as_posix()
+    except (TypeError, ValueError):
+        pass
+    return shown
+
+
+# Linux refuses any single argv/env string longer than MAX_ARG_STRLEN (32 pages), and the
+# whole argv + env beyond ARG_MAX (minus what the loader needs): execve fails with E2BIG.
+_MAX_ARG_STRLEN = 32 * 4096 if sys.platform.startswith("linux") else None
+_ARG_MARGIN = 16 * 1024
+
+
+_ARG_MAX: list[int] = []  # looked up once (sysconf costs a system call per run otherwise)
+
+
+def _arg_max() -> int:
+    if _ARG_MAX:
+        return _ARG_MAX[0]
+    try:
+        value = os.sysconf("SC_ARG_MAX")
+    except (AttributeError, ValueError, OSError):
+        value = -1
+    if value <= 0:
+        value = 32_767 if _WINDOWS else 256 * 1024  # Windows' command line; POSIX floor
+    _ARG_MAX.append(value)
+    return value
+
+
+def _check_exec_size(command: Sequence[str], env: Mapping[str, str], rel: Path) -> None:
+    """Refuse, before spawning, a command line the kernel would reject (E2BIG)."""
+    # Fast path (every ordinary run): UTF-8 needs at most 4 bytes per character, so when
+    # even that bound fits both limits, nothing needs encoding (~1 us instead of ~8 us).
+    chars = sum(map(len, command)) + sum(map(len, env)) + sum(map(len, env.values()))
+    bound = 4 * chars + 16 * (len(command) + len(env))
+    if bound <= min(_arg_max() - _ARG_MARGIN, _MAX_ARG_STRLEN or bound):
+        return
+    pointer = 8  # each string costs a pointer in argv[]/envp[] too
+    total = 0
+    longest = 0
+    for item in command:
+        size = len(os.fsencode(item)) + 1
+        longest = max(longest, size)
+        total += size + pointer
+    for key, value in env.items():
+        size = len(os.fsencode(key)) + len(os.fsencode(value)) + 2
+        longest = max(longest, size)
+        total += size + pointer
+    limit = _arg_max() - _ARG_MARGIN
+    if total > limit or (_MAX_ARG_STRLEN is not None and longest > _MAX_ARG_STRLEN):
+        what = (
+            f"one argument is {longest:,} bytes (limit {_MAX_ARG_STRLEN:,})"
+            if _MAX_ARG_STRLEN is not None and longest > _MAX_ARG_STRLEN
+            else f"argv and environment total {total:,} bytes (limit about {limit:,})"
+        )
+        raise ArgumentSizeError(
+            f"Command line for {rel} is too large for the operating system: {what}: pass "
+            "big data as JSON arguments on stdin (arguments=...) instead of argv"
+        )
 
 
 def _append_line(text: str, line: str) -> str:

@@ -12,6 +12,7 @@ directories resolved), existence, regular file, setuid/setgid bits.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ class ResolvedScript:
     relative: Path  # relative to the skill base dir, as shown to people
     real: Path  # absolute, symlinks resolved, inside real_base
     real_base: Path  # realpath of the skill base dir
-    identity: tuple[int, ...] = ()  # (dev, inode, mtime_ns, size) of the checked file
+    identity: tuple[int, ...] = ()  # (dev, inode, mtime_ns, ctime_ns, size) of the checked file
 
 
 def _is_within(path: str, base: str) -> bool:
@@ -187,7 +188,64 @@ def _resolve(
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    # ctime too: mtime can be put back with os.utime after a same-size edit, ctime cannot
+    # (the kernel sets it on every write, chmod and utime).
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def identity(st: os.stat_result) -> tuple[int, ...]:
+    """What "the same file, unchanged" means here: (dev, inode, mtime_ns, ctime_ns, size)."""
+    return _identity(st)
+
+
+def inside(real: str | os.PathLike[str], real_base: str | os.PathLike[str]) -> bool:
+    """Is the resolved path ``real`` the skill directory ``real_base`` or below it?"""
+    return _is_within(os.fspath(real), os.fspath(real_base))
+
+
+def read_inside(
+    relative: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str], limit: int
+) -> bytes:
+    """Read up to ``limit`` bytes of a file that must really be inside the skill.
+
+    Symlinks are resolved first and the opened file is checked again through its descriptor
+    (/proc/self/fd on Linux), so a link swapped in between cannot make us read outside.
+    Raises PathSecurityError for a file outside the skill, OSError when it cannot be read.
+    """
+    shown = os.fspath(relative)
+    if "\0" in shown:
+        raise PathSecurityError(f"Path {shown!r} contains a NUL byte: name a file in the skill")
+    base_real = os.path.realpath(skill_base_dir)
+    candidate = os.path.join(os.path.abspath(skill_base_dir), shown)
+    real = os.path.realpath(candidate)
+    if not _is_within(real, base_real) or real == base_real:
+        raise PathSecurityError(
+            f"{shown} resolves to {real}, outside the skill directory {base_real}: "
+            "copy the file into the skill instead of linking it"
+        )
+    # O_NONBLOCK: opening a FIFO planted in references/ must not hang (regular files ignore it).
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(real, flags | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if _FAST_REALPATH:
+            opened = os.readlink(f"{_PROC_FD}{fd}")
+            if not _is_within(opened, base_real):
+                raise PathSecurityError(
+                    f"{shown} changed to point outside the skill while it was read: remove the link"
+                )
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", shown)
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int) -> bool:
@@ -238,6 +296,7 @@ def recheck(script: ResolvedScript) -> None:
         raise ScriptPermissionError(
             f"Script {script.relative} is no longer a regular file: restore it and run it again"
         )
+    check_mode(script.relative, st.st_mode)  # first: the more specific error for a chmod u+s
     if script.identity and _identity(st) != script.identity:
         # Replaced or edited since the check (e.g. while approval waited): what was checked
         # and approved is not what would run.
@@ -245,7 +304,6 @@ def recheck(script: ResolvedScript) -> None:
             f"Script {script.relative} was replaced or changed after it was checked: "
             "run it again so the current file is checked"
         )
-    check_mode(script.relative, st.st_mode)
 
 
 __all__ = [
@@ -256,4 +314,7 @@ __all__ = [
     "real_base_dir",
     "realpath_stat",
     "unchanged",
+    "identity",
+    "inside",
+    "read_inside",
 ]

@@ -13,6 +13,14 @@ The loop writes stdin without blocking, reads stdout/stderr, and watches the mai
 through a pidfd (Linux), so it notices the main process exiting even while a background child
 keeps the pipes open. The group is always killed before the main process is reaped: an
 unreaped (zombie) leader keeps the group id from being reused by an unrelated process.
+
+A child that calls setsid()/setpgid() leaves the group, so killing the group misses it. Once
+a run has lasted ``TREE_POLL_S`` (50 ms), the loop also snapshots the run's process tree
+(psutil) every ``TREE_POLL_S`` and remembers every descendant; when the run ends (exit,
+timeout, cancel, interrupt) those still alive die with the group (checked by creation time,
+so a recycled pid is never hit). Runs shorter than 50 ms pay nothing. Limit: a descendant
+that is born, escapes and loses its parent between two snapshots (< 50 ms) is not seen; a
+cgroup would close that gap, and is not used here (it needs privileges or systemd).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 logger = logging.getLogger("skill_magics.executor")
 
@@ -36,6 +45,8 @@ GRACE_S = 0.1  # SIGTERM -> SIGKILL
 DRAIN_S = 0.1  # after the main process exits, how long background children may keep writing
 CANCEL_POLL_S = 0.05  # how often a cancel Event is looked at (an Event cannot be selected on)
 EXIT_POLL_S = 0.05  # without pidfd: how often the main process is polled while pipes are open
+TREE_POLL_S = 0.05  # how often (and after how long) the run's process tree is snapshotted
+TREE_POLL_LATER_S = 0.25  # ... once the run has lasted a second
 READ_CHUNK = 1 << 16  # the default Linux pipe capacity: one read empties a full pipe
 WRITE_CHUNK = 1 << 16
 
@@ -44,6 +55,8 @@ OnOutput = Callable[[str, str], object]
 _UTF8_DECODER = codecs.getincrementaldecoder("utf-8")  # looked up once, not per stream
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+# Linux with CONFIG_PROC_CHILDREN (every mainstream kernel): direct children per thread.
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 
 
 @dataclass
@@ -134,6 +147,140 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _Descendants:
+    """Every process the run started, remembered so one that leaves the group dies too.
+
+    A snapshot reads /proc/PID/task/*/children for each process of the run's tree (Linux;
+    ~20 us per process; elsewhere one psutil pass over all processes), starts only once the
+    run has lasted TREE_POLL_S and repeats at most every TREE_POLL_S (TREE_POLL_LATER_S
+    after the first second).
+    """
+
+    def __init__(self, pid: int, pgid: int, start: float) -> None:
+        self.pid = pid
+        self.pgid = pgid
+        self.start = start
+        self.next_at = start + TREE_POLL_S
+        self.known: dict[int, object] = {}  # pid -> psutil.Process (carries its create time)
+        self._psutil: object | None = None
+        self.enabled = sys.platform != "win32"
+
+    def due(self, now: float) -> float:
+        """Seconds until the next snapshot is due (inf when disabled)."""
+        return max(self.next_at - now, 0.0) if self.enabled else float("inf")
+
+    def maybe_snapshot(self, now: float) -> None:
+        if self.enabled and now >= self.next_at:
+            self.snapshot()
+            # Every 50 ms during the first second (when a script typically forks its
+            # helpers), then every 250 ms: a long run costs ~0.5% of a core, not ~2.5%.
+            later = now - self.start > 1.0
+            self.next_at = time.monotonic() + (TREE_POLL_LATER_S if later else TREE_POLL_S)
+
+    def snapshot(self) -> None:
+        """Remember the main process's descendants, and those of remembered escapees."""
+        psutil = self._load()
+        if psutil is None:
+            return
+        children = _children_reader(psutil)
+        seen: set[int] = set()
+        self._walk(psutil, children, self.pid, seen)
+        for pid, proc in list(self.known.items()):
+            if pid in seen:
+                continue
+            try:
+                alive = proc.is_running()  # type: ignore[attr-defined]  # same creation time
+            except psutil.Error:  # type: ignore[union-attr]
+                alive = False
+            if alive:
+                self._walk(psutil, children, pid, seen)  # an escapee re-parented away
+            else:
+                del self.known[pid]  # gone: never followed again (its pid may be reused)
+
+    def _walk(
+        self, psutil: Any, children: Callable[[int], list[int]], root: int, seen: set[int]
+    ) -> None:
+        stack = [root]
+        while stack:
+            for child in children(stack.pop()):
+                if child in seen or child == self.pid:
+                    continue
+                seen.add(child)
+                if child not in self.known:
+                    try:
+                        self.known[child] = psutil.Process(child)  # records its creation time
+                    except psutil.Error:
+                        continue
+                stack.append(child)
+
+    def signal_escaped(self, sig: int) -> None:
+        """Send ``sig`` to remembered descendants that are alive and outside the group."""
+        if not self.known:
+            return
+        psutil = self._load()
+        for proc in list(self.known.values()):
+            try:
+                # is_running() compares the creation time: a recycled pid is left alone.
+                if not proc.is_running():  # type: ignore[attr-defined]
+                    continue
+                try:
+                    if os.getpgid(proc.pid) == self.pgid:  # type: ignore[attr-defined]
+                        continue  # the group kill covers it
+                except ProcessLookupError:
+                    continue
+                proc.send_signal(sig)  # type: ignore[attr-defined]
+            except (psutil.Error, OSError):  # type: ignore[union-attr]
+                continue
+
+    def _load(self):  # noqa: ANN202 - the psutil module, imported on first use
+        if self._psutil is None:
+            try:
+                import psutil
+            except ImportError:  # pragma: no cover - a dependency; degrade to group kill
+                self.enabled = False
+                return None
+            self._psutil = psutil
+        return self._psutil
+
+
+def _proc_children(pid: int) -> list[int]:
+    """Direct children of ``pid`` from /proc/PID/task/*/children (Linux): costs a few reads
+    per process of the run's tree, not a scan of every process on the machine."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out  # gone
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
+    """How to list a process's direct children on this system."""
+    if _PROC_CHILDREN:
+        return _proc_children
+    parents: dict[int, list[int]] = {}
+    try:  # elsewhere: one pass over every process (psutil), then lookups
+        for proc in psutil.process_iter(["ppid"]):
+            ppid = proc.info.get("ppid")
+            if ppid is not None:
+                parents.setdefault(ppid, []).append(proc.pid)
+    except psutil.Error:
+        pass
+    return lambda pid: parents.get(pid, [])
+
+
+def _kill_all(pgid: int, tree: _Descendants | None, sig: int) -> None:
+    kill_group(pgid, sig)
+    if tree is not None:
+        tree.signal_escaped(sig)
 
 
 class _Loop:
@@ -337,6 +484,7 @@ def run_process(
         raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
     pgid = proc.pid
     loop: _Loop | None = None
+    tree = _Descendants(proc.pid, pgid, start)
     timed_out = cancelled = False
     try:
         loop = _Loop(proc, payload, max_output_size, on_output)
@@ -346,8 +494,10 @@ def run_process(
             stop = cancel is not None and cancel.is_set()
             if stop or now >= deadline:
                 cancelled, timed_out = stop, not stop
+                if now - start >= TREE_POLL_S:
+                    tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
-                kill_group(pgid, signal.SIGTERM)
+                _kill_all(pgid, tree, signal.SIGTERM)
                 loop.wait_exit(GRACE_S)
                 break
             if loop.exited:
@@ -357,7 +507,8 @@ def run_process(
                 while loop.readers and time.monotonic() < end:
                     loop.step(end - time.monotonic())
                 break
-            wait = deadline - now
+            tree.maybe_snapshot(now)
+            wait = min(deadline - now, tree.due(now))
             if cancel is not None:
                 wait = min(wait, CANCEL_POLL_S)
             if loop.pidfd is None:
@@ -366,20 +517,20 @@ def run_process(
                 wait = min(wait, EXIT_POLL_S)
             loop.step(wait)
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
-        # now, while the unreaped leader still pins the group id.
-        kill_group(pgid, signal.SIGKILL)
+        # now, while the unreaped leader still pins the group id; so do remembered escapees.
+        _kill_all(pgid, tree, signal.SIGKILL)
         returncode = _reap(proc)
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
         # group running behind the exception.
         if proc.returncode is None:
-            kill_group(pgid, signal.SIGTERM)
+            _kill_all(pgid, tree, signal.SIGTERM)
             try:
                 if loop is not None:
                     loop.wait_exit(GRACE_S)
             finally:
-                kill_group(pgid, signal.SIGKILL)
+                _kill_all(pgid, tree, signal.SIGKILL)
                 _reap(proc)
         raise
     finally:
@@ -403,6 +554,7 @@ def run_process(
 __all__ = [
     "GRACE_S",
     "DRAIN_S",
+    "TREE_POLL_S",
     "StreamCapture",
     "ProcessOutcome",
     "SpawnError",

@@ -21,7 +21,6 @@ import posixpath
 import threading
 from pathlib import Path
 
-from .approval import scripts_content_hash
 from .detect import ScanResult, ScriptDetector
 from .errors import (
     AmbiguousScriptError,
@@ -30,6 +29,7 @@ from .errors import (
     SkillMagicsError,
     SkillNotFoundError,
 )
+from .fingerprint import skill_fingerprint
 from .frontmatter import build_metadata, parse_frontmatter_yaml, split_frontmatter
 from .models import ScriptMetadata, SkillMetadata
 
@@ -44,7 +44,7 @@ class Skill:
         self._detector = detector or ScriptDetector()
         self._lock = threading.RLock()
         self._content: str | None = None
-        self._content_key: tuple[int, int] | None = None
+        self._content_key: tuple[int, ...] | None = None
         self._scan: ScanResult | None = None
 
     def __repr__(self) -> str:
@@ -76,7 +76,8 @@ class Skill:
             raise SkillNotFoundError(
                 f"SKILL.md of skill {self.name!r} is gone ({path}): run manager.reload()"
             ) from None
-        key = (st.st_mtime_ns, st.st_size)
+        # ctime and inode too: a same-size edit with its mtime put back is still an edit.
+        key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
         with self._lock:
             if self._content is not None and self._content_key == key:
                 return self._content
@@ -108,13 +109,29 @@ class Skill:
             self._scan = scan = self._detector.scan(self.base_dir)
             return list(scan.scripts)
 
+    def current_metadata(self) -> SkillMetadata:
+        """The metadata as SKILL.md says now (re-read when the file changed since last look).
+
+        Running a script checks ``allowed-tools`` against this, so an edit that drops Bash
+        takes effect at once, without ``manager.reload()``. Costs one stat when unchanged.
+        """
+        _ = self.content  # re-parses the frontmatter when the file's stat identity changed
+        return self.metadata
+
     def content_hash(self) -> str:
-        """SHA-256 over every script's path and bytes: a session approval is keyed to it."""
-        return scripts_content_hash(self.base_dir, [s.path for s in self.scripts])
+        """The skill's fingerprint (every file, the venv interpreter): "Yes in session" is
+        keyed to it, so it lapses when any code a script may load changes (core.fingerprint).
+        """
+        return skill_fingerprint(self.base_dir)
 
     @property
     def references(self) -> list[Path]:
-        """Files under ``references/`` and ``assets/`` (relative paths, sorted, no hidden)."""
+        """Files under ``references/`` and ``assets/`` (relative paths, sorted, no hidden).
+
+        Listed as found, a symlink to a file outside the skill included: whoever reads one
+        must check it is inside (``paths.read_inside``); the prompt context marks such a file
+        ``error="outside the skill"`` and never reads it.
+        """
         found: list[Path] = []
         base = os.fspath(self.base_dir)
         for top in REFERENCE_DIRS:
@@ -151,6 +168,11 @@ class Skill:
         ScriptNotFoundError (with close matches) when nothing matches, and PathSecurityError
         when a path points outside the skill.
         """
+        if "\0" in os.fspath(name):
+            raise PathSecurityError(
+                f"Script name {os.fspath(name)!r} for skill {self.name!r} contains a NUL byte: "
+                "pass a script name or a relative path without it"
+            )
         scripts = self.scripts
         query = os.fspath(name).strip().replace("\\", "/")
         if not query:

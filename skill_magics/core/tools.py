@@ -3,12 +3,18 @@
 One tool per script (``{skill}__{script}``) plus one prompt tool per skill (``{skill}``) that
 returns the skill's ``<skill_context>`` envelope (scripts not run) and its script tools.
 Names match ``^[a-zA-Z0-9_-]{1,64}$`` (valid for both APIs), are unique, and depend only on
-the skill and script paths, so they are stable across runs and machines. A script whose name
-cannot be mapped gets ``{skill}__script_<hash>``; it never hides the skill's other tools.
+the skill and script paths, so they are stable across runs and machines. A name is either
+the raw ``{skill}__{stem}`` (or ``{skill}``) when that is exactly representable, or a
+sanitised form plus ``_`` and 8 hex digits of a hash of the exact (skill, script path): a
+skill added later can never take over an existing name (see :func:`script_tool_name`). A
+script whose name cannot be mapped never hides the skill's other tools.
 
 Script tools take a free-form JSON object: it is sent to the script as JSON on stdin; the
 optional ``argv`` key (list of strings) is passed as command-line arguments instead of being
-sent. Every call goes through the manager's approval (``execute_skill_script``).
+sent. Every call goes through approval: the ``approver`` given, else ``manager.approver``;
+with neither, a script tool call is refused (``is_error``, audited ``approval_unavailable``)
+because the model, not the Python caller, chose the script. Pass e.g.
+``approver=lambda request: "yes_once"`` to let an agent run scripts unattended.
 
 Example (Anthropic Messages API):
     >>> tools = tool_definitions(manager)
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .approval import Approver
-from .errors import SkillMagicsError
+from .errors import ApprovalUnavailable, SkillMagicsError
 from .models import ScriptExecutionResult
 
 ToolFormat = Literal["anthropic", "openai"]
@@ -104,12 +110,9 @@ def tool_specs(manager: Any, skills: list[str] | None = None) -> list[ToolSpec]:
     for skill_name in names:
         skill = manager.get_skill(skill_name)
         description = skill.metadata.description
-        prompt_name = _unique(
-            _sanitize(skill_name) or _hashed("skill", skill_name), used, skill_name
-        )
         specs.append(
             ToolSpec(
-                prompt_name,
+                _unique(prompt_tool_name(skill_name), used, f"skill:{skill_name}"),
                 "prompt",
                 skill_name,
                 None,
@@ -123,16 +126,62 @@ def tool_specs(manager: Any, skills: list[str] | None = None) -> list[ToolSpec]:
         stems: dict[str, int] = {}
         for script in scripts:
             stems[script.name] = stems.get(script.name, 0) + 1
-        skill_part = _sanitize(skill_name) or _hashed("skill", skill_name)
         for script in scripts:
             rel = script.path.as_posix()
-            wanted = script.name if stems[script.name] == 1 else rel.removeprefix("scripts/")
-            script_part = _sanitize(wanted) or _hashed("script", rel)
-            name = _unique(f"{skill_part}{SEPARATOR}{script_part}", used, f"{skill_name}/{rel}")
+            name = script_tool_name(
+                skill_name, script.name, rel, unique_stem=stems[script.name] == 1
+            )
+            name = _unique(name, used, f"script:{skill_name}/{rel}")
             specs.append(
                 ToolSpec(name, "script", skill_name, rel, _script_description(skill, script))
             )
     return specs
+
+
+# A plain name is the raw text itself; everything else gets "_" + 8 hex digits of a hash of
+# its identity. Plain names never end like that, so the two kinds cannot meet.
+_PLAIN_SKILL = re.compile(r"^[A-Za-z0-9-]+$")  # no "_": the first "__" is the separator
+_PLAIN_STEM = re.compile(r"^[A-Za-z0-9_-]+$")
+_HASH_TAIL = re.compile(r"_[0-9a-f]{8}$")
+
+
+def prompt_tool_name(skill_name: str) -> str:
+    """The prompt tool's name: the skill name when it is a valid tool name with no ``_``,
+    else its sanitised form plus a hash of the exact skill name.
+
+    Depends on the skill name only, so adding another skill never changes or takes over it.
+    """
+    if _plain(skill_name, _PLAIN_SKILL):
+        return skill_name
+    return _with_hash(_sanitize(skill_name) or "skill", f"skill:{skill_name}")
+
+
+def script_tool_name(skill_name: str, stem: str, rel: str, *, unique_stem: bool = True) -> str:
+    """A script tool's name: ``{skill}__{stem}`` when that text is exactly a valid tool name,
+    the skill name has no ``_`` and the stem is the only one of its kind in the skill; else
+    the sanitised form plus a hash of the exact (skill, script path).
+
+    So a name either is the raw text (which only this script can produce) or carries its
+    own identity's hash: a skill or script added later cannot take an existing name over.
+    It can only make a name disappear (two scripts now share a stem: both get hashes), and
+    a model calling the old name then gets "unknown tool", never another script.
+    """
+    raw = f"{skill_name}{SEPARATOR}{stem}"
+    if unique_stem and _plain(skill_name, _PLAIN_SKILL) and _plain(stem, _PLAIN_STEM):
+        if _plain(raw, NAME_RE):
+            return raw
+    wanted = stem if unique_stem else rel.removeprefix("scripts/")
+    skill_part = _sanitize(skill_name) or "skill"
+    script_part = _sanitize(wanted) or "script"
+    return _with_hash(f"{skill_part}{SEPARATOR}{script_part}", f"script:{skill_name}/{rel}")
+
+
+def _plain(text: str, pattern: re.Pattern[str]) -> bool:
+    return bool(pattern.match(text)) and len(text) <= MAX_NAME and not _HASH_TAIL.search(text)
+
+
+def _with_hash(readable: str, identity: str) -> str:
+    return f"{readable[: MAX_NAME - 9]}_{_digest(identity)}"
 
 
 def find_tool(manager: Any, name: str) -> ToolSpec:
@@ -159,16 +208,20 @@ def handle_tool_call(
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
-    with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``.
+    with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``;
+    with neither the script does not run (is_error, audited as approval_unavailable).
     """
     try:
         spec = find_tool(manager, name)
         arguments, argv = _split_input(input)
         if spec.kind == "prompt":
             return tool_result(tool_use_id, prompt_content(manager, spec.skill))
-        kwargs = {} if approver is None else {"approver": approver}
         result = manager.execute_skill_script(
-            spec.skill, spec.script, arguments, argv=argv, **kwargs
+            spec.skill,
+            spec.script,
+            arguments,
+            argv=argv,
+            approver=agent_approver(manager, approver),
         )
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
@@ -196,12 +249,13 @@ async def handle_tool_call_async(
         prepared = await asyncio.to_thread(
             manager.prepare_skill_script, spec.skill, spec.script, arguments, argv=argv
         )
-        chosen = manager.approver if approver is None else approver
-        if chosen is not None:
-            meta = manager.get_skill(spec.skill).find_script(spec.script)
-            request = manager.approval_request(spec.skill, [meta], arguments, argv or ())
-            # An approver may block (input(), a UI wait): keep it off the event loop.
-            await asyncio.to_thread(manager.ask_approval, request, chosen)
+        chosen = agent_approver(manager, approver)
+        meta = manager.get_skill(spec.skill).find_script(spec.script)
+        request = manager.approval_request(
+            spec.skill, [meta], arguments, argv or (), prepared=[prepared]
+        )
+        # An approver may block (input(), a UI wait): keep it off the event loop.
+        await asyncio.to_thread(manager.ask_approval, request, chosen)
         result = await manager.executor.run_async(prepared)
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
@@ -218,9 +272,39 @@ def prompt_content(manager: Any, skill_name: str) -> str:
         return envelope
     rows = "\n".join(f"| {s.name} | {s.script} | {_first_line(s.description)} |" for s in scripts)
     return (
-        f"{envelope}\n\nScript tools of this skill (each run asks a person first):\n\n"
+        f"{envelope}\n\nScript tools of this skill (each run must be approved first; a run "
+        "that is declined or cannot be approved returns an error and does nothing):\n\n"
         f"| Tool | Script | Description |\n|------|--------|-------------|\n{rows}"
     )
+
+
+NO_APPROVER_MESSAGE = (
+    "No approver is configured, so a script the model chose was not run: pass approver=... "
+    "to the tool call, tools or context (or set manager.approver), e.g. "
+    "approver=lambda request: 'yes_once' to let the agent run scripts unattended"
+)
+
+
+def _refuse_unattended(request: Any) -> Any:
+    raise ApprovalUnavailable(
+        f"{NO_APPROVER_MESSAGE} (skill {request.skill_name!r}, "
+        f"{', '.join(s.path for s in request.scripts) or 'code'})"
+    )
+
+
+def agent_approver(manager: Any, approver: Approver | None) -> Approver:
+    """The approver for a run the *model* asked for: ``approver``, else ``manager.approver``,
+    else one that refuses (ApprovalUnavailable, audited): nobody decided to run it.
+
+    Unlike ``SkillManager.execute_skill_script(approver=None)`` (the Python caller picked
+    the script, so nothing is asked), here the model picked it, so someone or something the
+    caller chose has to approve. A "Yes in session" a person already gave for the skill's
+    current files still counts.
+    """
+    if approver is not None:
+        return approver
+    chosen = getattr(manager, "approver", None)
+    return chosen if chosen is not None else _refuse_unattended
 
 
 def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -285,20 +369,14 @@ def _digest(identity: str, length: int = 8) -> str:
     return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
-def _hashed(prefix: str, identity: str) -> str:
-    return f"{prefix}_{_digest(identity)}"
-
-
 def _unique(candidate: str, used: set[str], identity: str) -> str:
-    """Fit 64 chars and avoid clashes with a suffix derived from the identity (stable)."""
+    """``candidate`` unless an earlier tool has it (only on a 32-bit hash collision, or a
+    ``{skill}__{stem}`` pair that reads like another one): then a further identity hash."""
     name = candidate
-    if len(name) > MAX_NAME:
-        name = f"{candidate[: MAX_NAME - 9]}_{_digest(identity)}"
     attempt = 0
     while name in used:
         attempt += 1
-        suffix = _digest(f"{identity}#{attempt}")
-        name = f"{candidate[: MAX_NAME - 9]}_{suffix}"
+        name = _with_hash(candidate, f"{identity}#{attempt}")
     used.add(name)
     return name
 
@@ -331,6 +409,8 @@ __all__ = [
     "find_tool",
     "handle_tool_call",
     "handle_tool_call_async",
+    "agent_approver",
+    "NO_APPROVER_MESSAGE",
     "prompt_content",
     "tool_result",
     "result_block",

@@ -1,8 +1,11 @@
 """The approval panel: exactly three buttons (Yes once / Yes in session / No).
 
-The panel shows what would run (skill, script path, interpreter, arguments, argv and the
-script's first lines). The first decision wins: after it every button is disabled and later
-clicks do nothing. ``decided_by`` records who or what decided ("button 'Yes once'", ...).
+The panel shows what would run (skill, script path, interpreter, the exact command with the
+program's real path, arguments, argv, and the script's first lines with its real line count
+and a "show all" toggle). Control characters and bidi overrides in any of it are shown as
+visible escapes, so the text cannot hide or reorder what runs. The first decision wins:
+after it every button is disabled and later clicks do nothing. ``decided_by`` records who or
+what decided ("button 'Yes once'", ...).
 
 ipywidgets is imported only when the widget is first built, so ``%load_ext`` stays fast.
 
@@ -25,7 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.approval import ApprovalRequest, Decision
+from ..core.approval import ApprovalRequest, Decision, ScriptToApprove
+from ..core.visible import visible
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
 _BUTTON_STYLES = {
@@ -50,45 +54,107 @@ def arguments_text(arguments: Any, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
     return text
 
 
-def first_lines(text: str, n: int = PREVIEW_LINES) -> str:
+def first_lines(text: str, n: int = PREVIEW_LINES, total: int | None = None) -> str:
+    """The first ``n`` lines, then how many more there are (``total``: the file's real count,
+    which may exceed what ``text`` holds)."""
     lines = text.splitlines()
+    count = max(total or 0, len(lines))
     shown = "\n".join(lines[:n])
-    return shown + (f"\n... ({len(lines) - n} more lines)" if len(lines) > n else "")
+    if count > n:
+        shown += f"\n... {count - n} more lines ({count} total)"
+    return shown
 
 
-def summary_text(request: ApprovalRequest) -> str:
-    """Plain-text description of a request (terminal prompt, text fallback)."""
-    lines = [f"Approval needed: skill '{request.skill_name}' wants to run:"]
+def _safe(text: str) -> str:
+    """One-line text for a prompt: control, line-separator and bidi characters made visible."""
+    return visible(text)
+
+
+def _safe_block(text: str) -> str:
+    """Multi-line text (code): like _safe, but tabs and newlines stay."""
+    return visible(text, keep="\t\n")
+
+
+def _command_text(script: ScriptToApprove) -> str:
+    return _safe(shlex.join(script.command)) if script.command else ""
+
+
+def _size_text(script: ScriptToApprove) -> str:
+    if not script.lines and not script.size:
+        return ""
+    return f"{script.lines:,} lines, {script.size:,} bytes"
+
+
+def _preview_cut(script: ScriptToApprove) -> bool:
+    """Does the request hold less than the whole file (over PREVIEW_MAX_BYTES)?"""
+    return bool(script.size) and len(script.preview.encode("utf-8", "replace")) < script.size
+
+
+def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
+    """Plain-text description of a request (terminal prompt, text fallback).
+
+    Every value is shown with control characters escaped (an ANSI sequence in a script
+    cannot erase the lines above it) and bidi overrides marked. ``full=True`` shows each
+    script's whole text (as much as the request holds) instead of its first lines.
+    """
+    lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
     for script in request.scripts:
-        lines.append(f"  {script.path}  (interpreter: {script.interpreter})")
+        lines.append(f"  {_safe(script.path)}  (interpreter: {_safe(script.interpreter)})")
+        if script.command:
+            lines.append(f"    command: {_command_text(script)}")
+        if script.program_realpath:
+            lines.append(f"    program (real path): {_safe(script.program_realpath)}")
     if request.code is not None:
         lines.append("  Python code:")
-        lines += ["    " + line for line in first_lines(request.code).splitlines()]
-    lines.append("  arguments (stdin JSON): " + arguments_text(request.arguments, 300))
+        code = _safe_block(request.code if full else first_lines(request.code))
+        lines += ["    " + line for line in code.splitlines()]
+    lines.append("  arguments (stdin JSON): " + _safe(arguments_text(request.arguments, 300)))
     if request.argv:
-        lines.append("  argv: " + shlex.join(request.argv))
+        lines.append("  argv: " + _safe(shlex.join(request.argv)))
     for script in request.scripts:
-        if script.preview:
-            lines.append(f"  first lines of {script.path}:")
-            lines += ["    | " + line for line in first_lines(script.preview).splitlines()]
+        if not script.preview:
+            continue
+        size = _size_text(script)
+        size = f" ({size})" if size else ""
+        if full:
+            lines.append(f"  {_safe(script.path)}{size}:")
+            body = _safe_block(script.preview)
+        else:
+            lines.append(f"  first lines of {_safe(script.path)}{size}:")
+            body = _safe_block(first_lines(script.preview, total=script.lines))
+        lines += ["    | " + line for line in body.splitlines()]
+        if full and _preview_cut(script):
+            lines.append(
+                f"    ... cut at {len(script.preview):,} characters of {script.size:,} bytes"
+            )
     return "\n".join(lines)
 
 
 def summary_html(request: ApprovalRequest) -> str:
-    """HTML description of a request (inside the widget, and the static fallback)."""
-    esc = html.escape
-    rows = [("Skill", f"<b>{esc(request.skill_name)}</b>")]
+    """HTML description of a request (inside the widget, and the static fallback).
+
+    Each script shows its exact command, its first lines with the real line count, and a
+    "show all" toggle with the whole text (up to PREVIEW_MAX_BYTES). Bidi overrides and
+    control characters appear as visible markers, never as formatting.
+    """
+    rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
     for script in request.scripts:
-        rows.append(("Script", f"<code>{esc(script.path)}</code>"))
-        rows.append(("Interpreter", f"<code>{esc(script.interpreter)}</code>"))
+        rows.append(("Script", f"<code>{_esc(script.path)}</code>"))
+        rows.append(("Interpreter", f"<code>{_esc(script.interpreter)}</code>"))
+        if script.command:
+            rows.append(("Command", f"<code>{_esc(shlex.join(script.command))}</code>"))
+        if script.program_realpath:
+            rows.append(("Program (real path)", f"<code>{_esc(script.program_realpath)}</code>"))
     rows.append(("Arguments", _pre(arguments_text(request.arguments))))
     if request.argv:
-        rows.append(("argv", f"<code>{esc(shlex.join(request.argv))}</code>"))
+        rows.append(("argv", f"<code>{_esc(shlex.join(request.argv))}</code>"))
     if request.code is not None:
-        rows.append(("Code", _pre(first_lines(request.code))))
+        rows.append(("Code", _expandable(request.code, len(request.code.splitlines()))))
     for script in request.scripts:
         if script.preview:
-            rows.append((f"First lines of {esc(script.path)}", _pre(first_lines(script.preview))))
+            size = _size_text(script)
+            label = f"{_esc(script.path)}" + (f"<br><small>{size}</small>" if size else "")
+            rows.append((label, _expandable(script.preview, script.lines, _preview_cut(script))))
     body = "".join(
         f"<tr><th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th>"
         f"<td style='text-align:left'>{v}</td></tr>"
@@ -100,10 +166,28 @@ def summary_html(request: ApprovalRequest) -> str:
     )
 
 
+def _esc(text: str) -> str:
+    return html.escape(_safe(text))
+
+
 def _pre(text: str) -> str:
     return (
         "<pre style='margin:0;max-height:16em;overflow:auto;white-space:pre-wrap'>"
-        f"{html.escape(text)}</pre>"
+        f"{html.escape(_safe_block(text))}</pre>"
+    )
+
+
+def _expandable(text: str, total: int, cut: bool = False) -> str:
+    """First lines with the real count; a <details> toggle holds the whole text."""
+    head = _pre(first_lines(text, total=total))
+    count = max(total, len(text.splitlines()))
+    if count <= PREVIEW_LINES and not cut:
+        return head
+    note = " (cut at 200 KB)" if cut else ""
+    return (
+        f"{head}<details><summary>show all {count:,} lines{note}</summary>"
+        "<pre style='margin:0;max-height:40em;overflow:auto;white-space:pre-wrap'>"
+        f"{html.escape(_safe_block(text))}</pre></details>"
     )
 
 

@@ -193,7 +193,11 @@ class NotebookApprover:
             from .approval_ui import summary_text
 
             try:
-                answer = coerce_decision(waiting.ask_terminal(summary_text(request)))
+                answer = coerce_decision(
+                    waiting.ask_terminal(
+                        summary_text(request), full=summary_text(request, full=True)
+                    )
+                )
             except (EOFError, OSError):
                 raise ApprovalUnavailable(unavailable_message(name, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")

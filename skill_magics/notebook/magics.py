@@ -297,7 +297,9 @@ class SkillMagics(Magics):
                 skill, script, arguments, argv=argv, timeout=opts.timeout
             )
             meta = manager.get_skill(skill).find_script(script)
-            request = manager.approval_request(skill, [meta], arguments, argv or ())
+            request = manager.approval_request(
+                skill, [meta], arguments, argv or (), prepared=[prepared]
+            )
         except SkillMagicsError as exc:
             _error_line(exc)
             return None
@@ -341,7 +343,9 @@ class SkillMagics(Magics):
             from .approval_ui import summary_text
 
             try:
-                answer = waiting.ask_terminal(summary_text(run.request))
+                answer = waiting.ask_terminal(
+                    summary_text(run.request), full=summary_text(run.request, full=True)
+                )
             except (EOFError, OSError):
                 return _Result(self._unavailable(run, Strategy.UNAVAILABLE))
             return coerce_decision(answer), "terminal input()"

@@ -265,14 +265,21 @@ _ANSWERS = {
 }
 
 
-def ask_terminal(summary: str, input_fn: Callable[[str], str] = input) -> str:
+def ask_terminal(
+    summary: str, input_fn: Callable[[str], str] = input, *, full: str | None = None
+) -> str:
     """Print ``summary`` and ask; returns "yes_once" | "yes_in_session" | "no".
 
+    With ``full`` (the request with whole scripts), answering ``a`` prints it and asks again.
     Raises EOFError when stdin is closed (the caller treats that as unavailable).
     """
     print(summary)
+    show_all = " / show [a]ll" if full is not None else ""
     while True:
-        answer = input_fn("Run it? [o]nce / [s]ession / [N]o: ").strip().lower()
+        answer = input_fn(f"Run it? [o]nce / [s]ession / [N]o{show_all}: ").strip().lower()
+        if full is not None and answer in ("a", "all"):
+            print(full)
+            continue
         if answer in _ANSWERS:
             return _ANSWERS[answer]
         print("Please answer o (yes once), s (yes in session) or n (no).")

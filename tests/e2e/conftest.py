@@ -1,10 +1,10 @@
 """Real JupyterLab + real headless Chromium for the browser tests (marked ``e2e``).
 
 One JupyterLab server per test session (start-up costs 10-40 s on a busy 2-core box), in a
-temporary root with isolated Jupyter/IPython settings; one Chromium driven by Playwright's
-sync API with a fresh user-data-dir. Each test copies its notebook into the root, opens it in
-a new tab, and its kernel is shut down afterwards. Everything started here is stopped in
-teardown, failures included.
+temporary root with isolated Jupyter/IPython settings; per test, a Chromium driven by
+Playwright's sync API with a fresh user-data-dir. Each test copies its notebook into the root,
+opens it in a tab of its own JupyterLab workspace, and its kernel is shut down afterwards.
+Everything started here is stopped in teardown, failures included.
 
 Browser lookup: ``SKILL_MAGICS_CHROMIUM`` (a path), else /usr/bin/chromium, chromium,
 chromium-browser, google-chrome on PATH. No browser -> the tests skip with a loud reason,
@@ -294,9 +294,14 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 # --------------------------------------------------------------------------------------
 # Browser
 # --------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser_context(chromium_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A headless Chromium (Debian's binary, never a downloaded one) with a fresh profile."""
+    """A headless Chromium (Debian's binary, never a downloaded one) with a fresh profile.
+
+    Per test on purpose: while Playwright's sync API is active its event loop counts as
+    *running* on the main thread, so any later test calling asyncio.run() would fail. Starting
+    Chromium costs ~1 s; JupyterLab (the slow part) stays shared.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -324,8 +329,13 @@ def browser_context(chromium_path: str, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture
-def lab(lab_server: LabServer, browser_context: Any, tmp_path: Path) -> Iterator[LabPage]:
-    """A fresh browser tab on the shared JupyterLab; kernels shut down after the test."""
+def lab(
+    chromium_path: str, lab_server: LabServer, browser_context: Any, tmp_path: Path
+) -> Iterator[LabPage]:
+    """A fresh browser tab on the shared JupyterLab; kernels shut down after the test.
+
+    chromium_path comes first so a missing browser skips before JupyterLab is started.
+    """
     page = browser_context.new_page()
     page.set_default_timeout(60_000)
     helper = LabPage(page, lab_server, tmp_path)

@@ -13,7 +13,8 @@ One notebook, Run > Run All Cells, then a person's clicks while the cells are st
 
 The marker files prove what ran: touch_marker.py writes the file it is given, so a declined
 run must leave no file behind. Screenshots go to the test's tmp dir; with
-SKILL_MAGICS_UPDATE_SCREENSHOTS=1 the approval panel is also saved as docs/images/approval.png.
+SKILL_MAGICS_UPDATE_SCREENSHOTS=1 the approval panel and the finished result are also saved as
+docs/images/approval.png and docs/images/result.png (for the README).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -80,9 +83,24 @@ def _stdout_tab_text(lab, index: int) -> str:
     return pane.first.inner_text()
 
 
-def test_approval_buttons_in_jupyterlab(lab, tmp_path: Path) -> None:
-    markers = tmp_path / "markers"
-    markers.mkdir()
+@pytest.fixture
+def markers() -> Iterator[Path]:
+    # Short path on purpose: it appears in the approval panel and in the README screenshot.
+    path = Path(tempfile.mkdtemp(prefix="markers-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _save_for_readme(shot: Path, name: str) -> None:
+    if os.environ.get("SKILL_MAGICS_UPDATE_SCREENSHOTS") == "1":
+        target = REPO_ROOT / "docs" / "images" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, target)
+
+
+def test_approval_buttons_in_jupyterlab(lab, markers: Path) -> None:
     name = lab.add_notebook(_notebook(markers), "approval.ipynb")
     lab.open_notebook(name)
     lab.run_all()
@@ -90,12 +108,8 @@ def test_approval_buttons_in_jupyterlab(lab, tmp_path: Path) -> None:
     # -- Yes once, clicked while cell 1 is running ------------------------------------------
     _wait_buttons(lab, 1)
     panel = lab.cell(1).locator(".skill-magics-approval-panel")
-    shot = lab.screenshot("approval-panel", locator=lab.cell(1))
+    _save_for_readme(lab.screenshot("approval-panel", locator=lab.cell(1)), "approval.png")
     lab.screenshot("approval-page")
-    if os.environ.get("SKILL_MAGICS_UPDATE_SCREENSHOTS") == "1":
-        target = REPO_ROOT / "docs" / "images" / "approval.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, target)
     assert "touch_marker.py" in panel.inner_text(), "the panel names the script to approve"
     assert not (markers / "once").exists(), "nothing may run before the click"
     _click_while_running(lab, 1, "Yes once")
@@ -105,7 +119,8 @@ def test_approval_buttons_in_jupyterlab(lab, tmp_path: Path) -> None:
     assert (markers / "once").exists()
     lab.wait_cell_done(2, timeout=60)
     assert f"NEXT CELL SAW {markers / 'once'}" in lab.output_text(2)
-    lab.screenshot("yes-once-result")
+    lab.screenshot("yes-once-page")
+    _save_for_readme(lab.screenshot("yes-once-result", locator=lab.cell(1)), "result.png")
 
     # -- No: declined, nothing ran -----------------------------------------------------------
     _click_while_running(lab, 3, "No")

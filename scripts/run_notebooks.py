@@ -1,0 +1,133 @@
+"""Execute the example notebooks headless, like CI does, and optionally save them with outputs.
+
+    .venv/bin/python scripts/run_notebooks.py            # run all, report, change nothing
+    .venv/bin/python scripts/run_notebooks.py --save     # run all and save outputs in place
+    .venv/bin/python scripts/run_notebooks.py notebooks/01_quickstart.ipynb --save
+
+Headless means nobody can click: nbclient sends ``allow_stdin=False``, so the notebooks run
+with ``SKILL_MAGICS_AUTO_APPROVE=*`` (the documented, audited pre-approval). The saved copy is
+made readable anywhere (GitHub, nbviewer, nbconvert): live-widget outputs are dropped in
+favour of the HTML/text fallbacks each result carries, and no widget state is stored, so a
+reader never sees "Error displaying widget" or a bare repr. Execution happens in a temporary
+working directory with isolated IPython settings, so nothing is written into the repo except
+the saved notebooks themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def kernel_env(tmp: Path) -> dict[str, str]:
+    """Environment for the notebook kernel: pre-approved, isolated, repo importable."""
+    env = dict(os.environ)
+    env["SKILL_MAGICS_AUTO_APPROVE"] = "*"
+    env["IPYTHONDIR"] = str(tmp / "ipython")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env.pop("SKILL_MAGICS_PATH", None)  # the notebooks add the bundled examples themselves
+    return env
+
+
+def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
+    """Run a notebook top to bottom in a fresh kernel; raises CellExecutionError on an error."""
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="skill-magics-nb-") as tmp_name:
+        tmp = Path(tmp_name)
+        workdir = tmp / "work"
+        workdir.mkdir()
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(workdir)}},
+            allow_errors=False,
+            record_timing=False,
+        )
+        client.execute(env=kernel_env(tmp))
+    return nb
+
+
+def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy fit for saving: widget views and widget state removed, fallbacks kept."""
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.metadata.pop("execution", None)
+        kept = []
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data is not None:
+                data.pop(WIDGET_VIEW, None)
+                data.pop(WIDGET_STATE, None)
+                if not data:  # a bare widget with no fallback: nothing readable to keep
+                    continue
+            kept.append(out)
+        cell.outputs = kept
+    return nb
+
+
+def problems(nb: nbformat.NotebookNode) -> list[str]:
+    """What would make a saved notebook unreadable or stale; [] when it is fine."""
+    found = []
+    if "widgets" in nb.metadata:
+        found.append("metadata.widgets present (widget state)")
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        if cell.get("execution_count") is None:
+            found.append(f"cell {i} was not executed")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found.append(f"cell {i} has an error output: {out.get('ename')}")
+            data = out.get("data", {})
+            if WIDGET_VIEW in data:
+                found.append(f"cell {i} keeps a widget view")
+            if data and "text/plain" not in data and "text/html" not in data:
+                found.append(f"cell {i} has an output without text/plain or text/html")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Execute the example notebooks headless.")
+    parser.add_argument("paths", nargs="*", type=Path, help="notebooks (default: notebooks/)")
+    parser.add_argument("--save", action="store_true", help="save outputs into the notebooks")
+    args = parser.parse_args(argv)
+    status = 0
+    for path in args.paths or NOTEBOOKS:
+        start = time.monotonic()
+        try:
+            nb = readable(execute(path))
+        except Exception as exc:  # report every notebook, then fail
+            print(f"FAILED {path}: {type(exc).__name__}: {str(exc).strip()[-2000:]}")
+            status = 1
+            continue
+        issues = problems(nb)
+        took = time.monotonic() - start
+        if issues:
+            print(f"FAILED {path} ({took:.1f} s): " + "; ".join(issues))
+            status = 1
+            continue
+        if args.save:
+            nbformat.write(nb, path)
+        print(f"ok     {path} ({took:.1f} s){' saved' if args.save else ''}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

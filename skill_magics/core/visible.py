@@ -1,0 +1,56 @@
+"""Make hostile text safe to show: control characters and bidi overrides become visible.
+
+A script's source, its name or an argv item may hold terminal escapes (``ESC[2K`` erases a
+line, ``\\r`` overwrites it), line separators (which forge extra lines in a text log) or
+bidirectional overrides ("Trojan Source": U+202E makes code read differently from what runs).
+Where such text is shown to a person deciding something, it is rendered visibly instead.
+
+Example:
+    >>> visible("ok\\x1b[2K\\rhidden\\u202e")
+    'ok\\\\x1b[2K\\\\rhidden⟨U+202E⟩'
+    >>> visible("a\\tb\\nc", keep="\\t\\n")
+    'a\\tb\\nc'
+"""
+
+from __future__ import annotations
+
+import re
+
+# Bidirectional formatting characters: embeddings/overrides (U+202A-202E), isolates
+# (U+2066-2069) and the invisible direction marks (LRM, RLM, ALM).
+BIDI_CONTROLS = frozenset(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+)
+
+# C0 controls, DEL, C1 controls, the Unicode line/paragraph separators (str.splitlines() and
+# many log viewers break lines there) and the bidi characters above.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + "".join(sorted(BIDI_CONTROLS)) + "]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    if char in BIDI_CONTROLS or code > 0xFF:
+        return f"⟨U+{code:04X}⟩"
+    return f"\\x{code:02x}"
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with every control, line-separator and bidi character shown as an escape.
+
+    Characters in ``keep`` (e.g. ``"\\t\\n"`` for a multi-line preview) stay as they are.
+    Printable text, including non-ASCII letters and emoji, is untouched.
+    """
+    if not _UNSAFE.search(text):
+        return text  # the common case: nothing to do, no copy
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
+
+
+def has_bidi(text: str) -> bool:
+    """Does ``text`` contain a bidirectional formatting character?"""
+    return any(ch in BIDI_CONTROLS for ch in text)
+
+
+__all__ = ["BIDI_CONTROLS", "visible", "has_bidi"]

@@ -1,0 +1,98 @@
+"""The example notebooks: they run top to bottom headless, and the saved copies stay readable.
+
+Executed with nbclient (``allow_stdin=False``, as in CI, papermill or nbconvert), pre-approved
+with SKILL_MAGICS_AUTO_APPROVE=* because nobody can click. The saved-copy checks need no
+kernel: the committed notebooks must carry outputs with HTML/text fallbacks (what GitHub and
+nbviewer show), no widget views or widget state, and no errors. Refresh the saved copies with
+``.venv/bin/python scripts/run_notebooks.py --save``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+EXPECTED = ["01_quickstart.ipynb", "02_prompt_context.ipynb", "03_teaching_demo.ipynb"]
+
+
+def _runner():
+    """scripts/run_notebooks.py as a module (the same code CI and `--save` use)."""
+    spec = importlib.util.spec_from_file_location(
+        "run_notebooks", REPO_ROOT / "scripts" / "run_notebooks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("run_notebooks", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _all_text(nb: nbformat.NotebookNode) -> str:
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+# Lines each notebook must produce: proof that the feature it teaches really happened.
+MUST_SHOW = {
+    "01_quickstart.ipynb": [
+        "A marathon is 26.22 miles (completed, exit code 0)",
+        "('population', 'integer')",
+        "{'the': 4, 'on': 2, 'sat': 2}",
+        "auto_approve by env SKILL_MAGICS_AUTO_APPROVE",
+    ],
+    "02_prompt_context.ipynb": [
+        "<available_skills>",
+        '<skill_context id="csv-profiler">',
+        "unit-converter__convert",
+        '"result\\": 1.864114',
+        "was declined: nothing ran",
+        "Unknown tool 'unit-converter__convrt'",
+    ],
+    "03_teaching_demo.ipynb": [
+        "('timeout', 124, True)",
+        "('signaled', -11, 'SIGSEGV')",
+        "PathSecurityError",
+        "marker exists: False",
+        "truncated: True",
+        "secret-like variables the script saw: []",
+    ],
+}
+
+
+def test_the_three_notebooks_exist() -> None:
+    assert sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")) == EXPECTED
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_saved_copy_is_readable(name: str) -> None:
+    """Committed with outputs, HTML/text fallbacks only: readable on GitHub and nbviewer."""
+    nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
+    nbformat.validate(nb)
+    assert _runner().problems(nb) == []
+    assert any(c.get("outputs") for c in nb.cells), f"{name} was saved without outputs"
+    assert any(
+        "text/html" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", [])
+    ), f"{name} has no HTML outputs: the results' fallbacks are missing"
+    for line in MUST_SHOW[name]:
+        assert line in _all_text(nb), f"saved {name} lacks {line!r}: re-run --save"
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_runs_headless(name: str) -> None:
+    """Top to bottom in a fresh kernel, no errors, and the expected results appear."""
+    runner = _runner()
+    nb = runner.readable(runner.execute(NOTEBOOK_DIR / name))
+    assert runner.problems(nb) == []
+    text = _all_text(nb)
+    for line in MUST_SHOW[name]:
+        assert line in text, f"{name} did not show {line!r}"
