@@ -13,8 +13,9 @@ MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,e2e,langchain]'
+	@echo "Installing skill-magics with its test, e2e and langchain extras into $(VENV) (log: $(VENV)/pip-install.log)"
+	@( $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test,e2e,langchain]' ) \
+	  >$(VENV)/pip-install.log 2>&1 || ( tail -50 $(VENV)/pip-install.log; echo "pip install failed (log above)"; exit 1 )
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -81,7 +81,7 @@ for version in $VERSIONS; do
     echo "kernel-matrix: ipykernel $version ($venv/bin/python)"
     start=$(date +%s)
     if SKILL_MAGICS_TEST_KERNEL_PYTHON="$venv/bin/python" SKILL_MAGICS_EXPECT_IPYKERNEL="$version" \
-        "$PYTHON" -m pytest -m kernel -q -p no:cacheprovider "$@"; then
+        "$PYTHON" -m pytest -m kernel -q -rs -p no:cacheprovider "$@"; then
         result="passed"
     else
         result="FAILED"
