@@ -159,6 +159,35 @@ def test_skill_variables_and_minimal_env(
     assert env["HOME"] == str(tmp_path) and env["LC_ALL"] == "C.UTF-8"
 
 
+def test_minimal_env_is_exactly_the_base_names_and_locale(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+) -> None:
+    """What the child gets is os.environ filtered by name: BASE_ENV and LC_*, values byte-exact
+    (an undecodable value survives the round trip), nothing else, whatever else is set."""
+    from skill_magics.core.executor import BASE_ENV
+
+    monkeypatch.setenv("LC_TIME", "de_DE.UTF-8")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("XLC_NOT_LOCALE", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setitem(os.environb, b"LC_ODD", b"caf\xe9")  # not UTF-8
+    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    prepared = executor.prepare("scripts/env.py", {}, base, meta)
+    inherited = {k: v for k, v in prepared.env.items() if not k.startswith("SKILL")}
+    expected = {k: v for k, v in os.environ.items() if k in BASE_ENV or k.startswith("LC_")}
+    assert inherited == expected
+    assert os.fsencode(inherited["LC_ODD"]) == b"caf\xe9"
+    result = executor.run(prepared)
+    assert result.exit_code == 0, result.stderr
+    assert set(result.json()) - {
+        "SKILL_NAME",
+        "SKILL_BASE_DIR",
+        "SKILL_VERSION",
+        "SKILLKIT_VERSION",
+        "SKILL_MAGICS_VERSION",
+    } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
+
+
 def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor) -> None:
     base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV}, version=None)
     assert executor.execute("scripts/env.py", {}, base, meta).json()["SKILL_VERSION"] == ""

@@ -89,6 +89,34 @@ _WINDOWS_ENV = (
 _WINDOWS = sys.platform == "win32"
 BASE_ENV: tuple[str, ...] = _WINDOWS_ENV if _WINDOWS else _POSIX_ENV
 _BASE_ENV_SET = frozenset(BASE_ENV)
+_BASE_ENV_BYTES = frozenset(os.fsencode(name) for name in BASE_ENV)
+
+
+def _base_env() -> dict[str, str]:
+    """The inherited part of the minimal environment: BASE_ENV names and LC_* from os.environ.
+
+    On POSIX this reads os.environ's underlying bytes mapping and decodes only the few entries
+    kept: decoding every name of a large environment cost more than the rest of prepare()
+    (~13 us warm, ~30 us right after a spawn, for 35 variables). Elsewhere, or should CPython
+    ever change that private mapping, it walks the names of os.environ itself.
+    """
+    data = getattr(os.environ, "_data", None)
+    if not _WINDOWS and isinstance(data, dict):
+        enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        snapshot = dict(data)  # one C-level copy: another thread may be editing os.environ
+        return {
+            key.decode(enc, errors): value.decode(enc, errors)  # what os.fsdecode does
+            for key, value in snapshot.items()
+            if key in _BASE_ENV_BYTES or key[:3] == b"LC_"
+        }
+    source = os.environ
+    env = {}
+    for key in list(source):
+        upper = key.upper() if _WINDOWS else key
+        if upper in _BASE_ENV_SET or upper.startswith("LC_"):
+            env[key] = source[key]
+    return env
+
 
 # What to tell someone who lacks an interpreter.
 _INSTALL_HINTS = {
@@ -445,16 +473,11 @@ class ScriptExecutor:
         if self.inherit_env:
             env = dict(source)
         else:
-            # Walk the names only and fetch the few values wanted: decoding every value of a
-            # large environment costs more than the rest of prepare().
-            names = list(source)
-            env = {}
-            for key in names:
-                upper = key.upper() if _WINDOWS else key
-                if upper in _BASE_ENV_SET or upper.startswith("LC_"):
-                    env[key] = source[key]
+            env = _base_env()
+            names = None
             for pattern in self.env_passthrough:
                 if any(ch in pattern for ch in "*?["):
+                    names = list(source) if names is None else names
                     env.update((k, source[k]) for k in names if fnmatchcase(k, pattern))
                 elif pattern in source:
                     env[pattern] = source[pattern]
