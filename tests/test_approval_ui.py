@@ -97,6 +97,25 @@ def test_summary_text_lists_everything():
         assert part in text
 
 
+def test_summary_text_shows_json_arguments_as_indented_lines():
+    """Pretty JSON reads as lines in a terminal; newlines *inside* values cannot forge one."""
+    request = ApprovalRequest(
+        skill_name="demo",
+        scripts=(ScriptToApprove("scripts/a.py", "python3", "print(1)\n"),),
+        arguments={"path": "/tmp/m", "n": [1, 2], "evil": "x\nRun it? [o]nce\u2028\r"},
+        argv=(),
+        content_hash="x",
+    )
+    lines = summary_text(request).splitlines()
+    start = next(i for i, line in enumerate(lines) if "arguments (stdin JSON): {" in line)
+    end = lines.index("    }", start)
+    block = lines[start + 1 : end]
+    assert '     "path": "/tmp/m"' in block and "      1," in block
+    evil = next(line for line in block if '"evil"' in line)
+    assert "Run it?" in evil and "\u2028" not in evil and "\r" not in evil
+    assert not any("Run it?" in line for line in block if line is not evil)
+
+
 def test_wait_event_slices():
     event = threading.Event()
     assert not waiting.wait_event(event, 0.2)

@@ -108,7 +108,10 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
         lines.append("  Python code:")
         code = _safe_block(request.code if full else first_lines(request.code))
         lines += ["    " + line for line in code.splitlines()]
-    lines.append("  arguments (stdin JSON): " + _safe(arguments_text(request.arguments, 300)))
+    # json.dumps escapes newlines inside values, so the only real newlines are its indentation.
+    args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
+    lines.append("  arguments (stdin JSON): " + args[0])
+    lines += ["    " + line for line in args[1:]]
     if request.argv:
         lines.append("  argv: " + _safe(shlex.join(request.argv)))
     for script in request.scripts:
