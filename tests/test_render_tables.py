@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from skill_magics.notebook.render import (
 )
 
 EVIL = "<script>alert(1)</script>"
+# A javascript: URL in an attribute (href/src/...), i.e. one a click or a load would run.
+LIVE_JS = re.compile(r"""=\s*["']?\s*javascript:""", re.IGNORECASE)
 
 
 def meta(name: str, description: str = "Does things.", base: Path | None = None, **kw):
@@ -119,8 +122,17 @@ def test_skill_detail_shows_metadata_markdown_scripts_and_references(tmp_path: P
     assert "references/guide.md" in text and "description is long" in text
     shown = check_display(detail)
     assert EVIL in shown, "raw HTML in SKILL.md is shown as text, not run"
-    assert "javascript:" not in detail.html
-    assert "<strong>care</strong>" in detail.html or "<pre" in detail.html
+    assert not LIVE_JS.search(detail.html), "a javascript: link must not become clickable"
+    assert "<strong>care</strong>" in detail.html  # mistune is a test dependency
+
+
+def test_skill_md_without_mistune_is_escaped_preformatted_text() -> None:
+    """The fallback when mistune is missing: the whole body as inert, escaped text."""
+    from skill_magics.notebook.render.markdown import preformatted_html
+
+    rendered = preformatted_html(f"# T\n{EVIL}\n[x](javascript:alert(1))\n<img src=x onerror=y>")
+    assert rendered.startswith("<pre") and rendered.count("<") == 2  # <pre ...> and </pre>
+    assert "&lt;script&gt;" in rendered and not LIVE_JS.search(rendered)
 
 
 def test_skill_detail_of_a_real_skill(example_manager) -> None:
@@ -201,8 +213,6 @@ def test_display_path(path: Path | None, expected: str | None) -> None:
 
 
 def test_markdown_headings_are_demoted_inside_outputs() -> None:
-    rendered = markdown_html("# Big\n\ntext <h1>raw</h1>\n")
-    if "<pre" in rendered:
-        pytest.skip("mistune not installed: SKILL.md shown preformatted")
+    rendered = markdown_html("# Big\n\ntext <h1>raw</h1>\n")  # mistune: a test dependency
     assert "<h4>Big</h4>" in rendered and "<h1" not in rendered
     assert "&lt;h1&gt;raw&lt;/h1&gt;" in rendered
