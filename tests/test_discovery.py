@@ -343,6 +343,8 @@ def lookup_skill(tmp_path, make_skill):
             "scripts/convert.py": "pass\n",
             "scripts/a/helper.py": "pass\n",
             "scripts/b/helper.py": "pass\n",
+            "scripts/build": "#!/bin/bash\necho\n",  # extensionless, same stem as build.sh
+            "scripts/build.sh": "echo\n",
         },
     )
     return SkillManager([tmp_path]).get_skill("lookup")
@@ -360,6 +362,8 @@ def lookup_skill(tmp_path, make_skill):
         ("utils/parser.py", "scripts/utils/parser.py"),
         ("scripts\\utils\\parser.py", "scripts/utils/parser.py"),
         ("convert.sh", "scripts/convert.sh"),
+        ("build.sh", "scripts/build.sh"),
+        ("scripts/build", "scripts/build"),
         ("scripts/a/helper.py", "scripts/a/helper.py"),
         (Path("scripts/convert.py"), "scripts/convert.py"),
     ],
@@ -374,6 +378,7 @@ def test_find_script_by_stem_file_or_path(lookup_skill, query, expected):
         ("convert", ["scripts/convert.py", "scripts/convert.sh"]),
         ("helper", ["scripts/a/helper.py", "scripts/b/helper.py"]),
         ("helper.py", ["scripts/a/helper.py", "scripts/b/helper.py"]),
+        ("build", ["scripts/build", "scripts/build.sh"]),  # the file name must not win
     ],
 )
 def test_ambiguous_names_list_every_path(lookup_skill, query, paths):

@@ -67,9 +67,10 @@ def test_timeout_kills_the_whole_group_promptly(tmp_path: Path, executor: Script
     assert "Timeout: scripts/hang.sh exceeded 1 s" in result.stderr
     assert "raise timeout=" in result.stderr
     assert result.signal is None
-    # Issue: within 100 ms of the limit. Measured ~5 ms; margin for a loaded 2-core box.
+    # Issue: within 100 ms of the limit, timed from the spawn (bench: p99 ~10 ms, max ~20 ms
+    # under load); the wall clock around execute() also holds the checks before the spawn.
+    assert result.execution_time_ms - 1000 < 100, result.execution_time_ms
     assert elapsed - 1.0 < 0.25, elapsed
-    assert result.execution_time_ms < 1250
     leader, background = pids_from(result.stdout)
     assert_group_gone(leader, [leader, background])
     rec = last(executor)
@@ -104,6 +105,8 @@ def test_sigterm_ignoring_script_is_killed_after_the_grace(
     start = time.monotonic()
     result = executor.execute("scripts/stubborn.sh", {}, base, meta, timeout=1)
     assert result.timeout and time.monotonic() - start < 1.5
+    # SIGTERM ignored: SIGKILL after the 50 ms grace, still within 100 ms of the limit.
+    assert result.execution_time_ms - 1000 < 100, result.execution_time_ms
     assert_group_gone(pids_from(result.stdout)[0])
 
 
@@ -364,7 +367,8 @@ def test_20_concurrent_runs_are_independent_and_parallel(
     for t in threads:
         t.join()
     elapsed = time.monotonic() - start
-    assert elapsed < 5.0, elapsed  # about one script's time (0.5 s), not 20 x 0.5 s
+    # About one script's time (0.5 s; measured 0.53 s), not 20 x 0.5 s = 10 s in series.
+    assert elapsed < 1.5, elapsed
     for i in range(20):
         assert results[i].stdout == f'{{"i": {i}}} demo\n', results[i]
     assert sum(r.outcome == "completed" for r in executor.audit.records()) == 20

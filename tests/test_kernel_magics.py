@@ -131,6 +131,41 @@ def test_interrupt_kills_process_group_and_kernel_survives(skills_dir, tmp_path)
         assert r.ok and r.text_plain == "2"
 
 
+def test_interrupt_while_waiting_for_a_click_withdraws_the_panel(skills_dir, tmp_path):
+    """Kernel > Interrupt during the approval wait (every strategy: await, subshell thread,
+    pumping): the cell ends, the buttons are disabled, a late click runs nothing and the
+    interruption is audited."""
+    with start_kernel(env=_env(skills_dir), cwd=tmp_path) as k:
+        _load(k)
+        msg_id = k.submit('%%skillrun kernel-skill.echo -o res\n{"k": 9}', allow_stdin=True)
+        button = k.wait_for_button("Yes once", timeout=60)
+        k.drain(0.5)
+        assert not k._idle_seen(msg_id), "the cell must be waiting for the click"
+        k.interrupt()
+        r = k.collect(msg_id, timeout=60)
+        assert not r.ok and r.duration_s < 60, "an interrupted cell ends with an error"
+        deadline = time.monotonic() + 30
+        while not k.widgets[button].get("disabled"):
+            assert time.monotonic() < deadline, "the buttons must be disabled"
+            k.drain(0.2)
+        k.click(button)  # a late click (on the main shell, now idle)
+        k.drain(1.0)
+        r = k.execute(
+            "m = get_ipython().magics_manager.registry['SkillMagics']\n"
+            "print([(x.outcome, x.reason) for x in m.manager.audit.records()])\n"
+            "print(m.panels[-1].decision, repr(m.panels[-1].withdrawn))\n"
+            "print('res' in globals())",
+            allow_stdin=False,
+        )
+        assert r.ok, r.error_text
+        records, state, has_res = r.stdout.strip().splitlines()
+        assert records == (
+            "[('interrupted', 'the cell was interrupted while waiting for approval; nothing ran')]"
+        )
+        assert state.startswith("None 'the cell was interrupted")
+        assert has_res == "False"
+
+
 def _blocking_click_supported() -> bool:
     version = kernel_ipykernel_version()
     return version >= (7, 4) or version < (7, 0)
@@ -330,8 +365,11 @@ def test_pending_display_updated_after_later_click(skills_dir, tmp_path):
         r = k.execute('%%skillrun kernel-skill.echo -o res\n{"late": 1}', allow_stdin=True)
         assert r.ok, r.error_text
         assert not [o for o in r.outputs if o["msg_type"] == "execute_result"]
-        (display_id, msgs), *others = _displays(k, {r.msg_id}).items()
-        assert not others and "Waiting for approval" in msgs[0]["data"]["text/plain"]
+        shown = _displays(k, {r.msg_id})
+        panel = [i for i, m in shown.items() if "Approval needed" in m[0]["data"]["text/plain"]]
+        (display_id, msgs), *others = [(i, m) for i, m in shown.items() if i not in panel]
+        assert len(panel) == 1 and not others
+        assert "Waiting for approval" in msgs[0]["data"]["text/plain"]
         k.click(k.wait_for_button("Yes once", timeout=60))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -340,5 +378,9 @@ def test_pending_display_updated_after_later_click(skills_dir, tmp_path):
                 break
             k.drain(0.3)
         assert "completed" in last and '"late": 1' in last
+        # The panel's own display was refreshed too: saved, it says what was decided.
+        decided = _displays(k)[panel[0]][-1]
+        assert decided["msg_type"] == "update_display_data"
+        assert "Decision: Yes once (button 'Yes once'" in decided["data"]["text/plain"]
         r = k.execute("print(res.status, _ is res)", allow_stdin=True)
         assert r.stdout.strip() == "completed True"

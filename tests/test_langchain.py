@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from process_support import assert_group_gone
 from test_context_support import RecordingApprover, make_skill, manager_for
 
 from skill_magics.core.approval import Decision
@@ -25,6 +26,14 @@ SLEEP = (
     "time.sleep(json.load(sys.stdin).get('seconds', 1))\n"
     "print('slept')\n"
 )
+HOLD = (
+    '"""Write my pid to a file, then sleep long."""\n'
+    "import json, os, sys, time\n"
+    "path = json.load(sys.stdin)['pidfile']\n"
+    "open(path + '.tmp', 'w').write(str(os.getpid()))\n"
+    "os.rename(path + '.tmp', path)\n"
+    "time.sleep(60)\n"
+)
 
 
 @pytest.fixture
@@ -37,6 +46,7 @@ def manager(tmp_path):
             "scripts/echo.py": ECHO,
             "scripts/sleep.py": SLEEP,
             "scripts/fail.py": "import sys\nsys.stderr.write('nope')\nsys.exit(1)\n",
+            "scripts/hold.py": HOLD,
         },
     )
     # The tools run model-chosen scripts: they need an approver (here: yes to everything).
@@ -50,7 +60,13 @@ def by_name(tools):
 def test_tools_are_structured_tools_with_valid_names(manager):
     tools = create_tools(manager)
     assert all(isinstance(t, StructuredTool) for t in tools)
-    assert [t.name for t in tools] == ["helper", "helper__echo", "helper__fail", "helper__sleep"]
+    assert [t.name for t in tools] == [
+        "helper",
+        "helper__echo",
+        "helper__fail",
+        "helper__hold",
+        "helper__sleep",
+    ]
     assert all(NAME_RE.match(t.name) for t in tools)
     assert by_name(tools)["helper__sleep"].description.startswith("Sleep a little")
 
@@ -99,6 +115,31 @@ def test_async_path_does_not_block_the_event_loop(manager):
     assert elapsed >= 1.0
     # The ticker ran throughout: at 50 ms per tick a blocked loop would give ~1 tick.
     assert ticks >= 5
+
+
+def test_cancelling_ainvoke_kills_the_script(manager, tmp_path):
+    """The async path is the tool's own coroutine (not LangChain's run-sync-in-a-thread
+    fallback): cancelling it kills the script's process group at once."""
+    tool = by_name(create_tools(manager))["helper__hold"]
+    assert tool.coroutine is not None
+    pidfile = tmp_path / "pid"
+
+    async def main() -> int:
+        task = asyncio.create_task(tool.ainvoke({"pidfile": str(pidfile)}))
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert time.monotonic() < deadline, "the script never started"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return int(pidfile.read_text())
+
+    start = time.monotonic()
+    pid = asyncio.run(main())
+    assert_group_gone(pid)  # the script led its own group
+    assert time.monotonic() - start < 30  # not the script's 60 s
+    assert manager.audit.records()[-1].outcome in ("cancelled", "interrupted")
 
 
 def test_async_errors(manager):

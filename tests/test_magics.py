@@ -279,7 +279,8 @@ def test_pending_display_is_updated_to_final_after_click(recorded):
     assert res.status == "pending"
     assert shell.user_ns["res"] is res and shell.user_ns["_"] is res  # the live object
     assert out_count(shell) == outs, "a pending result must not also be a (frozen) Out"
-    (display_id, records), *others = pub.by_id().items()
+    panel_id, *_ = panel_display(pub)
+    (display_id, records), *others = [(i, r) for i, r in pub.by_id().items() if i != panel_id]
     assert not others and not records[0]["update"]
     assert "Waiting for approval" in records[0]["data"]["text/plain"]
 
@@ -292,7 +293,39 @@ def test_pending_display_is_updated_to_final_after_click(recorded):
     assert '{"got": {"late": true}' in last["data"]["text/plain"]
     assert "completed" in last["data"]["text/html"] and "late" in last["data"]["text/html"]
     assert "Waiting" not in last["data"]["text/plain"] + last["data"]["text/html"]
-    assert set(pub.by_id()) == {display_id}, "updates go to the same display"
+    assert set(pub.by_id()) == {display_id, panel_id}, "updates go to the same display"
+
+
+def panel_display(pub: RecordingPublisher) -> tuple[str, list[dict]]:
+    """The approval panel's display: (display_id, records)."""
+    panels = [
+        (i, r)
+        for i, r in pub.by_id().items()
+        if r[0]["data"]["text/plain"].startswith("Approval needed")
+    ]
+    assert len(panels) == 1, panels
+    return panels[0]
+
+
+@pytest.mark.parametrize(
+    ("label", "shown"),
+    [("yes_once", "Yes once"), ("no", "No"), ("yes_in_session", "Yes in session")],
+)
+def test_saved_panel_says_what_was_decided(recorded, label, shown):
+    """The panel's display is refreshed on the click, so a saved notebook (text/HTML, no
+    widget state) shows the decision, not an open question."""
+    shell, pub = recorded
+    shell.run_cell("%config SkillMagics.approval_ui = 'nonblocking'")
+    res = shell.run_cell("%%skillrun echo-skill.echo\n{}").result
+    panel_id, records = panel_display(pub)
+    assert "Decision" not in records[0]["data"]["text/plain"]
+    magics(shell).panels[-1].buttons[label].click()
+    res.wait(30)
+    last = panel_display(pub)[1][-1]
+    assert last["update"] and last["data"]["text/plain"].splitlines()[-1].startswith(
+        f"Decision: {shown} (button '{shown}', "
+    )
+    assert f"Decision: <b>{shown}</b>" in last["data"]["text/html"]
 
 
 def test_live_view_becomes_the_final_result(recorded, monkeypatch):
@@ -471,6 +504,37 @@ def test_config_traits_apply(shell):
     m = magics(shell)
     assert m.timeout == 7 and m.manager.timeout == 7
     assert m.manager.executor.timeout == 7
+
+
+@pytest.mark.parametrize("value", ["0", "1e6", "-3"])
+def test_bad_timeout_option_is_one_line_and_nothing_runs(shell, capsys, value):
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    result = shell.run_cell(f"%%skillrun echo-skill.echo --timeout {value}\n{{}}")
+    assert result.error_in_exec is None and result.result is None  # no traceback, no value
+    err = capsys.readouterr().err.strip()
+    assert "out of range: use 1 to 600 seconds" in err and "\n" not in err
+    assert not marker(shell).exists()
+    assert magics(shell).manager.audit.records()[-1].outcome == "refused"
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("timeout = 1000", "out of range: use 1 to 600 seconds"),
+        ("timeout = 0.5", "out of range"),
+        ("max_output_size = -5", "is negative: use 0 or more"),
+        ("max_display_chars = -1", "is negative"),
+        ("approval_timeout = -1", "is negative"),
+    ],
+)
+def test_bad_config_values_are_refused_when_set(shell, caplog, setting, message):
+    m = magics(shell)
+    before = {n: getattr(m, n) for n in ("timeout", "max_output_size", "max_display_chars")}
+    shell.run_cell(f"%config SkillMagics.{setting}")
+    assert message in caplog.text  # IPython reports the TraitError on one line
+    assert {n: getattr(m, n) for n in before} == before
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"  # still usable
 
 
 def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path):

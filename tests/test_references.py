@@ -111,6 +111,15 @@ def test_missing_and_escaping_references_are_error_entries(tmp_path):
     assert not absolute.inside and absolute.error
 
 
+def test_escaping_paths_in_inline_code_and_prose_are_reported_not_dropped(tmp_path):
+    """Outside the skill is always worth an error entry, however the path is written; a
+    missing path that is not under scripts/ stays prose (it may be a file of the user's)."""
+    body = "Use `../outside.py`, see /etc/evil.sh and `tools/nothere.py` or src/app.py.\n"
+    refs = refs_for(tmp_path / "skills", body)
+    assert paths(refs) == ["../outside.py", "/etc/evil.sh"]
+    assert all(not r.inside and "points outside skill 'demo'" in r.error for r in refs)
+
+
 def test_symlink_escaping_the_skill_is_an_error(tmp_path):
     target = tmp_path / "elsewhere.py"
     target.write_text("print('x')\n")

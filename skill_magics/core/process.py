@@ -41,7 +41,7 @@ from typing import Any
 
 logger = logging.getLogger("skill_magics.executor")
 
-GRACE_S = 0.1  # SIGTERM -> SIGKILL
+GRACE_S = 0.05  # SIGTERM -> SIGKILL: a script that ignores SIGTERM still dies within 100 ms
 DRAIN_S = 0.1  # after the main process exits, how long background children may keep writing
 CANCEL_POLL_S = 0.05  # how often a cancel Event is looked at (an Event cannot be selected on)
 EXIT_POLL_S = 0.05  # without pidfd: how often the main process is polled while pipes are open

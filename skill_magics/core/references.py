@@ -166,9 +166,21 @@ def _candidates(
     text: str, *, linked_md: list[str] | None, source_dir: str, base: Path
 ) -> list[_Candidate]:
     found: list[_Candidate] = []
+    # Link targets are read by _link (relative to the linking file), not as prose paths.
+    link_spans = [
+        m.span("angle") if m.group("angle") else m.span("plain") for m in _LINK_RE.finditer(text)
+    ]
+    link_spans += [m.span("target") for m in _REF_LINK_RE.finditer(text)]
     for m in _PATH_RE.finditer(text):
         path = m.group("path")
-        strong = bool(m.group("base")) or _strip_dot(path).startswith("scripts/")
+        at = m.start("path")
+        if any(start <= at < end for start, end in link_spans):
+            continue
+        # A path that climbs out or is absolute is reported (as an error), never dropped:
+        # instructions pointing outside the skill are worth knowing about. "//host/..." is
+        # the tail of a URL, not a path.
+        escapes = not _normalise(path)[1] and not path.startswith("//")
+        strong = bool(m.group("base")) or _strip_dot(path).startswith("scripts/") or escapes
         found.append(_Candidate(m.start(), m.group(0), path, strong))
     for m in _COMMAND_RE.finditer(text):
         if set(m.group("flags").split()) & _STOP_FLAGS:

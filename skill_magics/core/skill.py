@@ -189,9 +189,11 @@ class Skill:
                 return hit
             self._check_inside(query)
         else:
-            hits = [s for s in scripts if s.path.name == query]
-            if not hits:
-                hits = [s for s in scripts if s.name == query]
+            by_file = [s for s in scripts if s.path.name == query]
+            by_stem = [s for s in scripts if s.name == query]
+            # "build" with scripts/build and scripts/build.sh names two scripts by stem: never
+            # let the extensionless one win just because its file name equals the query.
+            hits = by_stem if len(by_stem) > 1 else (by_file or by_stem)
             if len(hits) == 1:
                 return hits[0]
             if len(hits) > 1:

@@ -202,6 +202,7 @@ class ApprovalPanel:
         self.decision: Decision | None = None
         self.decided_by: str | None = None
         self.decided_at: float | None = None  # time.time() of the decision
+        self.withdrawn: str | None = None  # why nobody can decide any more (cell interrupted)
         self.event = threading.Event()
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
@@ -252,25 +253,30 @@ class ApprovalPanel:
         if self.decision is not None:
             self._show_decision()
 
+    def outcome_text(self) -> str:
+        """ "Decision: Yes once (button 'Yes once', 12:00:01)", the withdrawal, or ""."""
+        if self.decision is not None:
+            when = time.strftime("%H:%M:%S", time.localtime(self.decided_at or time.time()))
+            return f"Decision: {self.decision.label} ({self.decided_by or ''}, {when})"
+        if self.withdrawn is not None:
+            return f"Not asked any more: {self.withdrawn}"
+        return ""
+
     def _show_decision(self) -> None:
-        if self._widget is None or self.decision is None:
+        if self._widget is None or (self.decision is None and self.withdrawn is None):
             return
         for value, button in self._buttons.items():
             button.disabled = True
-            if value != self.decision.value:
+            if self.decision is None or value != self.decision.value:
                 button.button_style = ""
-        when = time.strftime("%H:%M:%S", time.localtime(self.decided_at or time.time()))
-        self._status.value = (
-            f"<span>Decision: <b>{html.escape(self.decision.label)}</b> "
-            f"({html.escape(self.decided_by or '')}, {when})</span>"
-        )
+        self._status.value = f"<span>{_bold_label(self.outcome_text())}</span>"
 
     # -- deciding -----------------------------------------------------------------------
     def decide(self, decision: Decision | str, by: str) -> bool:
         """Record the decision unless one exists; True when this call decided."""
         decision = Decision(decision)
         with self._lock:
-            if self.decision is not None:
+            if self.decision is not None or self.withdrawn is not None:
                 return False
             self.decision, self.decided_by, self.decided_at = decision, by, time.time()
             futures, self._futures = self._futures, []
@@ -281,6 +287,20 @@ class ApprovalPanel:
             loop.call_soon_threadsafe(_resolve, future, decision)
         for callback in callbacks:
             callback(decision, by)
+        return True
+
+    def withdraw(self, reason: str) -> bool:
+        """End an undecided panel without a decision (e.g. its cell was interrupted): the
+        buttons are disabled and a later click does nothing. True when this call ended it."""
+        with self._lock:
+            if self.decision is not None or self.withdrawn is not None:
+                return False
+            self.withdrawn = reason
+            futures, self._futures = self._futures, []
+            self._callbacks.clear()
+        self._show_decision()
+        for loop, future in futures:
+            loop.call_soon_threadsafe(future.cancel)
         return True
 
     def on_decision(self, callback: Callable[[Decision, str], None]) -> None:
@@ -310,7 +330,12 @@ class ApprovalPanel:
     # -- display ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # The widget view for live frontends plus readable fallbacks for saved notebooks.
-        bundle = {"text/plain": summary_text(self.request), "text/html": summary_html(self.request)}
+        text, page = summary_text(self.request), summary_html(self.request)
+        outcome = self.outcome_text()
+        if outcome:  # a saved notebook shows what was decided, not only what was asked
+            text += "\n" + outcome
+            page += f"<div>{_bold_label(outcome)}</div>"
+        bundle = {"text/plain": text, "text/html": page}
         view = self.widget._repr_mimebundle_()
         if isinstance(view, tuple):
             view = view[0]
@@ -329,6 +354,15 @@ _TOOLTIPS = {
     Decision.YES_IN_SESSION: "Run it; don't ask again for this skill until its scripts change",
     Decision.NO: "Don't run it",
 }
+
+
+def _bold_label(outcome: str) -> str:
+    """HTML for outcome_text(): escaped, with the part after the first ": " in bold."""
+    head, sep, rest = outcome.partition(": ")
+    if not sep:
+        return html.escape(outcome)
+    label, paren, tail = rest.partition(" (")
+    return f"{html.escape(head)}: <b>{html.escape(label)}</b>{html.escape(paren + tail)}"
 
 
 def _resolve(future: asyncio.Future, decision: Decision) -> None:

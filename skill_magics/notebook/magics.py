@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import contextvars
 import json
+import logging
 import shlex
 import sys
 import threading
@@ -35,7 +36,18 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, Union, observe
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Unicode,
+    Union,
+    observe,
+    validate,
+)
 
 from ..core.approval import ApprovalRequest, Decision, coerce_decision
 from ..core.errors import ApprovalDeclined, SkillMagicsError
@@ -47,6 +59,8 @@ if TYPE_CHECKING:
     from ..core.discovery import SkillManager
     from .approval_ui import ApprovalPanel
     from .result import SkillRunResult
+
+logger = logging.getLogger(__name__)
 
 LIVE_DELAY_S = 1.0  # show the live view (elapsed time, streaming output) after this long
 
@@ -147,6 +161,26 @@ class SkillMagics(Magics):
                 )
             return self._manager
 
+    # Bad values are refused when set (one line from %config), not at the next run.
+    @validate("timeout")
+    def _valid_timeout(self, proposal: Any) -> float:
+        from ..core.executor import MAX_TIMEOUT, MIN_TIMEOUT
+
+        value = proposal["value"]
+        if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+            raise TraitError(
+                f"SkillMagics.timeout = {value:g} is out of range: use {MIN_TIMEOUT} to "
+                f"{MAX_TIMEOUT} seconds"
+            )
+        return value
+
+    @validate("max_output_size", "max_display_chars", "approval_timeout")
+    def _valid_non_negative(self, proposal: Any) -> Any:
+        value, name = proposal["value"], proposal["trait"].name
+        if value < 0:
+            raise TraitError(f"SkillMagics.{name} = {value} is negative: use 0 or more")
+        return value
+
     @observe("skill_dirs")
     def _dirs_changed(self, change: Any) -> None:
         manager = self._manager
@@ -238,10 +272,14 @@ class SkillMagics(Magics):
         panel = None
         if decided is None:
             panel = self.show_panel(run.request)
-            if strategy is Strategy.THREAD:
-                waiting.wait_event(panel.event, self.approval_timeout)
-            elif strategy is Strategy.PUMP:
-                waiting.wait_pumping(self.shell, panel.event, self.approval_timeout)
+            try:
+                if strategy is Strategy.THREAD:
+                    waiting.wait_event(panel.event, self.approval_timeout)
+                elif strategy is Strategy.PUMP:
+                    waiting.wait_pumping(self.shell, panel.event, self.approval_timeout)
+            except BaseException:  # KeyboardInterrupt: a kernel interrupt during the wait
+                self._withdraw(run, panel)
+                raise
         final = self._settle(run, decided, panel)
         if final is not None:
             return final
@@ -258,10 +296,14 @@ class SkillMagics(Magics):
         panel = None
         if decided is None:
             panel = self.show_panel(run.request)
-            if strategy is Strategy.AWAIT:
-                await waiting.wait_future(panel.future(), self.approval_timeout)
-            elif strategy is Strategy.THREAD:
-                waiting.wait_event(panel.event, self.approval_timeout)
+            try:
+                if strategy is Strategy.AWAIT:
+                    await waiting.wait_future(panel.future(), self.approval_timeout)
+                elif strategy is Strategy.THREAD:
+                    waiting.wait_event(panel.event, self.approval_timeout)
+            except BaseException:  # CancelledError / KeyboardInterrupt: a kernel interrupt
+                self._withdraw(run, panel)
+                raise
         final = self._settle(run, decided, panel)
         if final is not None:
             return final
@@ -300,7 +342,7 @@ class SkillMagics(Magics):
             request = manager.approval_request(
                 skill, [meta], arguments, argv or (), prepared=[prepared]
             )
-        except SkillMagicsError as exc:
+        except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             _error_line(exc)
             return None
         return _Run(skill, meta.path.as_posix(), arguments, argv, prepared, request, opts.out)
@@ -393,6 +435,15 @@ class SkillMagics(Magics):
             max_display_chars=self.max_display_chars,
         )
 
+    def _withdraw(self, run: _Run, panel: ApprovalPanel) -> None:
+        """The cell stopped while waiting for a click: disable the buttons (a later click
+        must not look like it ran something) and audit it. A click that won the race stands."""
+        reason = "the cell was interrupted while waiting for approval; nothing ran"
+        if panel.withdraw(reason):
+            self.manager.audit.event(
+                run.skill, run.script, run.arguments, "interrupted", reason=reason
+            )
+
     def show_panel(self, request: ApprovalRequest) -> ApprovalPanel:
         """Display Yes once / Yes in session / No for ``request`` (kept in ``self.panels``)."""
         from IPython.display import display
@@ -402,7 +453,10 @@ class SkillMagics(Magics):
         panel = ApprovalPanel(request)
         self.panels.append(panel)
         del self.panels[:-50]  # keep the recent ones only (tests and history look at them)
-        display(panel)
+        handle = display(panel, display_id=True)
+        if handle is not None:
+            # Re-render once decided, so the saved notebook's fallback says what was decided.
+            panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
         return panel
 
     def _approve(self, run: _Run, decision: Decision, by: str) -> SkillRunResult | None:
@@ -578,6 +632,13 @@ class _Result:
 
 class _Stale(SkillMagicsError):
     """Scripts changed between the approval request and the decision."""
+
+
+def _update_quietly(handle: Any, obj: Any) -> None:
+    try:
+        handle.update(obj)
+    except Exception:  # noqa: BLE001 - a display refresh must never block a decision
+        logger.debug("Could not refresh the approval panel display", exc_info=True)
 
 
 def _error_line(exc: BaseException) -> None:
