@@ -301,6 +301,30 @@ class KernelSession:
             msg["header"]["subshell_id"] = self.comms_subshell()
         self.kc.session.send(self.kc.shell_channel.socket, msg)
 
+    def click_until_handled(
+        self,
+        comm_id: str,
+        msg_id: str,
+        *,
+        subshell: bool = False,
+        every: float = 5.0,
+        timeout: float = 60,
+    ) -> None:
+        """Click, and click again every ``every`` s while the cell ``msg_id`` still runs.
+
+        A busy 2-core machine has lost one subshell click in many runs (the subshell thread
+        not yet serving); a person would click again too. Every click after the first that
+        counts is a no-op for the code under test (first decision wins).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            self.click(comm_id, subshell=subshell)
+            retry_at = min(deadline, time.monotonic() + every)
+            while not self._idle_seen(msg_id) and time.monotonic() < retry_at:
+                self.drain(0.2)
+            if self._idle_seen(msg_id) or time.monotonic() >= deadline:
+                return
+
     def comms_subshell(self, *, timeout: float = 30) -> str:
         """The subshell used for widget comms (created once per kernel via the control channel).
 

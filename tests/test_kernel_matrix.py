@@ -120,7 +120,8 @@ def test_click_reaches_a_waiting_cell() -> None:
         if subshell:
             k.comms_subshell()  # JupyterLab creates it when the widget manager starts
         msg_id = k.submit(code, allow_stdin=True)
-        k.click(k.wait_for_button("Matrix click", timeout=60), subshell=subshell)
+        button = k.wait_for_button("Matrix click", timeout=60)
+        k.click_until_handled(button, msg_id, subshell=subshell)
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
         assert expect in r.stdout, r.stdout + r.stderr
