@@ -35,6 +35,7 @@ server=$!
 # A background job ignores SIGINT in a script, so Ctrl-C reaches us: stop the server with TERM.
 trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null; exit 130' INT TERM
 
+ready=0
 for _ in $(seq 1 240); do
     if ! kill -0 "$server" 2>/dev/null; then
         wait "$server" || true
@@ -42,10 +43,16 @@ for _ in $(seq 1 240); do
         exit 1
     fi
     if "$PYTHON" -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$PORT/api/status?token=$TOKEN', timeout=2)" 2>/dev/null; then
+        ready=1
         break
     fi
     sleep 0.5
 done
+if [ "$ready" != 1 ]; then
+    kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null
+    echo "demo: JupyterLab did not answer on port $PORT within 2 minutes; see its log above" >&2
+    exit 1
+fi
 
 cat <<EOF
 

@@ -161,3 +161,17 @@ def test_messages_are_one_line_and_name_a_fix(skill: Path) -> None:
         message = str(info.value)
         assert "\n" not in message
         assert ": " in message  # "what happened: what to do"
+
+
+def test_error_text_is_one_line_whatever_the_path_holds(tmp_path: Path) -> None:
+    """A name from a caller or a skill cannot break (or forge) the error line."""
+    (tmp_path / "scripts").mkdir()
+    for bad, error in (
+        ("../x\nINJECTED: all clear.py", PathSecurityError),
+        ("scripts/no\x1b[2Khere\u202e.py", ScriptNotFoundError),
+    ):
+        with pytest.raises(error) as caught:
+            resolve_script(bad, tmp_path)
+        text = str(caught.value)
+        assert "\n" not in text and "\x1b" not in text and "\u202e" not in text
+        assert "\\n" in text or "\\x1b" in text

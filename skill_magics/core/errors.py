@@ -8,9 +8,19 @@ Example:
 
 from __future__ import annotations
 
+from .visible import visible
+
 
 class SkillMagicsError(Exception):
-    """Base of every error skill_magics raises on purpose."""
+    """Base of every error skill_magics raises on purpose.
+
+    Its text is always one line: a name or path taken from a skill or from the caller may
+    hold newlines, terminal escapes or bidi overrides, and those are shown visibly (``\\n``,
+    ``\\x1b``, ``⟨U+202E⟩``) instead of breaking or forging the line.
+    """
+
+    def __str__(self) -> str:
+        return visible(super().__str__())
 
 
 class SkillNotFoundError(SkillMagicsError, LookupError):

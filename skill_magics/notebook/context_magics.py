@@ -125,7 +125,9 @@ class SkillPyResult(dict):
 
     def summary(self) -> str:
         if "returncode" not in self:
-            return f"%%skillpy {self.get('skill_name', '')}: {self.get('error', '')}".strip()
+            name = self.get("skill_name", "")
+            head = f"%%skillpy {name}" if name else "%%skillpy"
+            return f"{head}: {self.get('error', '')}".strip()
         state = "timed out" if self.get("timed_out") else f"exit code {self['returncode']}"
         return f"%%skillpy {self['skill_name']}: {state}"
 
@@ -346,7 +348,7 @@ class ContextMagics(Magics):
         return names, options
 
     # %%skillpy ---------------------------------------------------------------------------
-    @magic_arguments()
+    @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
     @argument("skill", help="the skill whose venv runs the code")
     @argument("--timeout", type=float, default=None, help="seconds before the code is killed")
     @argument("-o", "--out", default=None, help="also store the result dict in this variable")

@@ -208,7 +208,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history",
+        "approvals, revoke NAME|--all, history, catalog",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -221,6 +221,7 @@ class SkillMagics(Magics):
         %skills remove DIR | reload | dirs
         %skills approvals            session approvals; %skills revoke NAME forgets one
         %skills history              this session's audit records
+        %skills catalog              the <available_skills> block for a system prompt
         """
         from . import cmd
 
@@ -237,7 +238,7 @@ class SkillMagics(Magics):
             return None
 
     # -- %%skillrun -------------------------------------------------------------------------
-    @magic_arguments()
+    @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
     @argument(
         "target",
         help="SKILL.SCRIPT: skill name, a dot, then the script's stem, file name or relative "

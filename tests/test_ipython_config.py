@@ -1,0 +1,50 @@
+"""Configuration from ipython_config.py (not only %config): a real IPython process reads it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from skill_magics.core.discovery import examples_dir
+
+CONFIG = """\
+c.InteractiveShellApp.extensions = ["skill_magics"]
+c.SkillMagics.skill_dirs = [{skills!r}]
+c.SkillMagics.timeout = 5
+c.SkillMagics.max_display_chars = 123
+c.SkillMagics.auto_approve = ["csv-profiler"]
+c.SkillMagics.allowed_interpreters = ["python3", "bash"]
+"""
+
+CODE = """\
+m = get_ipython().magics_manager.registry["SkillMagics"]
+print("config", m.timeout, m.max_display_chars, m.auto_approve, m.manager.executor.timeout)
+r = get_ipython().run_cell_magic("skillrun", "csv-profiler.profile", '{"path": "data/sample.csv"}')
+print("status", r.status, len(r.stdout) > 123)
+print(get_ipython().display_formatter.format(r)[0]["text/plain"])  # what IPython shows
+"""
+
+
+def test_ipython_config_file_configures_the_magics(tmp_path: Path) -> None:
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(CONFIG.format(skills=str(examples_dir())))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILL_MAGICS")}
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")
+    proc = subprocess.run(
+        [sys.executable, "-m", "IPython", "--colors=nocolor", "-c", CODE],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,  # nobody to ask: only the configured pre-approval runs it
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "config 5.0 123 ['csv-profiler'] 5.0" in out
+    assert "status completed True" in out
+    # The result's text view is cut at max_display_chars, with a note; the object keeps all.
+    assert "showing first 123 of" in out, out
