@@ -63,6 +63,7 @@ MUST_SHOW = {
         "PathSecurityError",
         "marker exists: False",
         "truncated: True",
+        "showing first 2,000 of 1,000,000 characters",  # the view's cut, not only the capture's
         "secret-like variables the script saw: []",
     ],
 }
