@@ -115,6 +115,31 @@ def test_one_approval_request_lists_every_script(demo):
     assert [s.path for s in request.scripts] == ["scripts/profile.py", "scripts/hello.sh"]
 
 
+def test_several_skills_ask_once_per_skill_in_order(demo, tmp_path):
+    """With several names, each skill's context gets its own single request (approvals and
+    their fingerprints are per skill); a No for one does not stop the other."""
+    manager, _ = demo
+    make_skill(tmp_path, "other", "Run `scripts/hi.sh`.\n", {"scripts/hi.sh": "echo hi\n"})
+    answers = iter(["no", "yes_once"])
+    requests = []
+
+    def approver(request):
+        requests.append(request)
+        return next(answers)
+
+    root = ET.fromstring(build_skill_context(manager, ["demo", "other"], approver=approver))
+    assert [(r.skill_name, [s.path for s in r.scripts]) for r in requests] == [
+        ("demo", ["scripts/profile.py", "scripts/hello.sh"]),
+        ("other", ["scripts/hi.sh"]),
+    ]
+    status = {o.get("source"): o.get("status") for o in root.iter("script_output")}
+    assert status == {
+        "scripts/profile.py": "declined",
+        "scripts/hello.sh": "declined",
+        "scripts/hi.sh": "completed",
+    }
+
+
 def test_yes_in_session_is_remembered(demo):
     manager, _ = demo
     approver = RecordingApprover(Decision.YES_IN_SESSION)

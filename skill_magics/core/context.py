@@ -120,6 +120,8 @@ def build_skill_context(
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
+    Approval: one request per skill listing every script of it that would run (with several
+    names, one request per skill, in order: approvals and fingerprints are per skill).
     ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
     script, or a mapping of relative path -> list) is passed verbatim; flags written in
     SKILL.md are never executed. ``approver=None`` uses ``manager.approver``; with neither,
