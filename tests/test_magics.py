@@ -116,13 +116,26 @@ def recorded(shell):
 
 
 def out_count(ip) -> int:
-    """How many execute_result outputs (a cell's Out) IPython has logged so far."""
-    return sum(
-        1
-        for outputs in ip.history_manager.outputs.values()
-        for o in outputs
-        if o.output_type == "execute_result"
-    )
+    """How many execute_result outputs (a cell's Out) IPython has logged so far.
+
+    IPython 9 keeps them in history_manager.outputs; IPython 8 (Python 3.10) keeps no such
+    log, so there the displayhook's log_output is counted from the first call on (tests call
+    this before the cell they look at).
+    """
+    outputs = getattr(ip.history_manager, "outputs", None)
+    if outputs is not None:
+        return sum(1 for out in outputs.values() for o in out if o.output_type == "execute_result")
+    hook = ip.displayhook
+    if not hasattr(hook, "_outs_logged"):
+        hook._outs_logged = 0
+        original = hook.log_output
+
+        def counting(format_dict):
+            hook._outs_logged += 1
+            return original(format_dict)
+
+        hook.log_output = counting
+    return hook._outs_logged
 
 
 def wait_for_last(records_of, predicate, timeout: float = 15) -> dict:
