@@ -99,3 +99,34 @@ def test_script_output_roundtrip(out, err, code):
             assert script["exit_code"] == str(code)
             assert script["stderr"] == expected_err
             assert script.get("stdout", "") == expected_out
+
+
+# A reference file name: printable, including XML's special characters (no "/", no NUL).
+ref_name = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\"),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: n.strip(". ") != "")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=script_bytes, name=ref_name, ref_bytes=script_bytes)
+def test_raw_bytes_and_hostile_reference_names_roundtrip(body, name, ref_bytes):
+    """SKILL.md as raw bytes (invalid UTF-8, NULs), a reference file whose name holds & < > "
+    and whose content is arbitrary bytes: the envelope parses and gives back exactly what the
+    skill holds (SKILL.md as read, the reference's path and its text)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        skill_dir = make_skill(Path(tmp), "raw", "# Raw\n", {f"references/{name}.md": ref_bytes})
+        front = b"---\nname: raw\ndescription: Raw bytes.\n---\n"
+        (skill_dir / "SKILL.md").write_bytes(front + body)
+        manager = manager_for(Path(tmp))
+        xml = build_skill_context(manager, "raw", run_scripts=False, include_references="content")
+        ET.fromstring(xml)
+        parsed = parse_skill_context(xml)[0]
+        assert parsed["instructions"] == manager.get_skill("raw").content
+        refs = {r["path"]: r.get("content") or "" for r in parsed["references"]}  # empty: none
+        # A NUL byte marks a binary file: listed (binary="true"), its bytes never inlined.
+        text = "" if b"\0" in ref_bytes else ref_bytes.decode("utf-8", "replace")
+        assert refs == {f"references/{name}.md": text}
+        if b"\0" in ref_bytes:
+            assert 'binary="true"' in xml
