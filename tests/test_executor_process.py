@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -399,17 +400,29 @@ def test_keyboard_interrupt_kills_the_group_and_reraises(
     prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
     main = threading.main_thread().ident
 
+    done = threading.Event()
+    sent: list[float] = []
+
     def interrupt() -> None:  # what a kernel interrupt does: SIGINT to the main thread
         deadline = time.monotonic() + 10
         while not (base / "pid.txt").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
-        signal.pthread_kill(main, signal.SIGINT)
+        # Once (as a person presses Interrupt) and again only if 3 s later nothing happened:
+        # seen once in a full Python 3.10 run, a SIGINT that never reached the main thread.
+        while not done.is_set() and len(sent) < 3:
+            sent.append(time.monotonic())
+            signal.pthread_kill(main, signal.SIGINT)
+            done.wait(3)
 
     threading.Thread(target=interrupt).start()
-    start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        executor.run(prepared)
-    assert time.monotonic() - start < 5
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            executor.run(prepared)
+    finally:
+        done.set()
+    assert time.monotonic() - sent[-1] < 2, "the group must die at once after the interrupt"
+    if len(sent) > 1:
+        warnings.warn(f"the first SIGINT was lost; {len(sent)} were sent", stacklevel=1)
     assert_group_gone(int((base / "pid.txt").read_text()))
     rec = last(executor)
     assert rec.outcome == "interrupted" and "KeyboardInterrupt" in rec.reason
