@@ -9,7 +9,7 @@ PORT   ?= 8888
 # 7.4.x is what the main venv resolves to; these are the other strategies (DESIGN.md section 4).
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
 
-.PHONY: demo test unit kernel-matrix e2e notebooks lint bench venv browser clean
+.PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ unit: $(STAMP)
 kernel-matrix: $(STAMP)
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 
+# Other Pythons found on PATH (3.10-3.13), each in .venv-py/; not part of `make test`.
+python-matrix:
+	bash scripts/python-matrix.sh
+
 notebooks: $(STAMP)
 	$(PY) -m pytest -q -m notebooks
 
@@ -59,4 +63,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_load_ext.py
 
 clean:
-	rm -rf $(VENV) .venv-matrix build dist *.egg-info
+	rm -rf $(VENV) .venv-matrix .venv-py build dist *.egg-info

@@ -106,7 +106,7 @@ ref_name = st.text(
     alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\"),
     min_size=1,
     max_size=12,
-).filter(lambda n: n.strip(". ") != "")
+).filter(lambda n: n.strip(". ") != "" and not n.startswith("."))  # hidden: not listed
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
