@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -165,13 +167,26 @@ def test_bad_skills_skipped_with_path_and_reason(tmp_path, make_skill):
 
 
 def test_unreadable_skill_md_is_skipped(tmp_path, make_skill):
-    if os.geteuid() == 0:
-        pytest.skip("root can read any file")
     skill = make_skill(tmp_path, "locked")
     (skill / "SKILL.md").chmod(0)
-    manager = SkillManager([tmp_path])
-    assert manager.list_skills() == []
-    assert any("cannot read it" in w for w in manager.warnings)
+    probe = (
+        "import sys; from skill_magics.core.discovery import SkillManager\n"
+        "m = SkillManager([sys.argv[1]])\n"
+        "print(len(m.list_skills())); print(*m.warnings, sep='\\n')\n"
+    )
+    command = [sys.executable, "-c", probe, str(tmp_path)]
+    if os.geteuid() == 0:
+        # root reads any file: list the tree in a process without the DAC-override
+        # capabilities, where a mode-0 file is unreadable for root too
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to test unreadable files as root"
+        drop = "-dac_override,-dac_read_search"
+        command = [setpriv, "--bounding-set", drop, "--inh-caps", "-all", "--", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    count, *warnings = done.stdout.splitlines()
+    assert count == "0"
+    assert any(str(skill / "SKILL.md") in w and "cannot read it" in w for w in warnings), warnings
 
 
 def test_spec_warnings_surface_with_path(tmp_path, make_skill):
