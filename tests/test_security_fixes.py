@@ -275,3 +275,24 @@ def test_session_approval_survives_files_the_approved_run_writes_but_not_edits_b
     (skill / "output.txt").write_text("source me\n")  # changed by someone else
     manager.execute_skill_script("out", "w")
     assert len(asked) == 2
+
+
+@pytest.mark.parametrize(
+    "writes",
+    [
+        'printf "echo rewritten\\n" > "$SKILL_BASE_DIR/scripts/w.sh"',  # the script itself
+        'printf "x = 1\\n" > "$SKILL_BASE_DIR/helpers.py"',  # a module it may import
+        'printf "#!/bin/sh\\n" > "$SKILL_BASE_DIR/tool"',  # a new program (shebang)
+        'rm -f "$SKILL_BASE_DIR/SKILL.md.bak"; printf "x" >> "$SKILL_BASE_DIR/SKILL.md"',
+    ],
+)
+def test_session_approval_lapses_when_the_approved_run_changes_code(make_skill, tmp_path, writes):
+    make_skill(tmp_path, "selfmod", scripts={"scripts/w.sh": f"{writes}\necho ok\n"})
+    asked = []
+    manager = SkillManager([tmp_path], approver=lambda r: asked.append(r) or "yes_in_session")
+    manager.execute_skill_script("selfmod", "w")
+    assert len(asked) == 1
+    manager.execute_skill_script("selfmod", "w")  # the code changed: ask again
+    assert len(asked) == 2
+    lapsed = [r for r in manager.audit.records() if r.outcome == "approval_lapsed"]
+    assert lapsed and "the run changed code in the skill" in lapsed[0].reason

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import fingerprint
 from .approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
@@ -356,24 +357,37 @@ class SkillManager:
             return self._executor
 
     def _keep_session_approval(self, prepared: PreparedRun) -> Any:
-        """Before a run of a skill approved "in session": note its fingerprint, and after the
-        run move the approval to the new fingerprint, so files the approved run itself wrote
-        into the skill (an output file in its cwd) do not lapse it. Changes made by anyone
-        before the run still do; a change made by another process *during* the run is
-        attributed to the run (the limit of not tracing file writes)."""
+        """Before a run of a skill approved "in session": note its files, and after the run
+        move the approval to the new fingerprint when the run changed only data files (an
+        output file in its cwd), so those do not lapse it. A run that changed code (rewrote a
+        script, wrote a module it may import: ``fingerprint.is_code``) lapses it: the next run
+        asks again. Changes made by anyone before the run lapse it too; a change made by
+        another process *during* the run is attributed to the run (files are not traced)."""
         name = prepared.skill_name
         if name not in self.approvals.approvals():
             return None  # the common case: nothing to keep, no fingerprint computed
         try:
             skill = self.get_skill(name)
-            before = skill.content_hash()
+            before = fingerprint.skill_entries(skill.base_dir)
         except (SkillMagicsError, OSError):
             return None
-        if not self.approvals.is_approved(name, before):
+        before_hash = fingerprint.fingerprint_of(before)
+        if not self.approvals.is_approved(name, before_hash):
             return None
 
         def finish() -> None:
-            self.approvals.rebase(name, before, skill.content_hash())
+            after = fingerprint.skill_entries(skill.base_dir)
+            changed = fingerprint.changed_entries(before, after)
+            code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
+            if not code:
+                self.approvals.rebase(name, before_hash, fingerprint.fingerprint_of(after))
+                return
+            shown = ", ".join(code[:5]) + (f" (+{len(code) - 5} more)" if len(code) > 5 else "")
+            reason = (
+                f"the run changed code in the skill ({shown}): the session approval lapsed; "
+                "the next run asks again"
+            )
+            self.audit.event(name, prepared.script_rel, None, "approval_lapsed", reason=reason)
 
         return finish
 

@@ -15,6 +15,10 @@ covers every file of the skill, not only its scripts:
   ``venv/bin/python`` lapses the approval. Limit: an edit inside an installed package
   (``venv/lib/...``, ``node_modules/...``) does not.
 
+After an approved run, files the run itself wrote keep the approval only while none of them
+is code (:func:`is_code`): an output file does not ask again, a script that rewrites itself
+or drops a new helper module does.
+
 Cheap on repeat: file digests are cached by (device, inode) and reused while the file's
 stat identity (mtime, ctime, size) is unchanged, so a fingerprint costs one stat per file.
 Limit: a symlinked directory is recorded by its target text, not walked.
@@ -37,6 +41,12 @@ from . import interpreters
 MAX_HASHED_BYTES = 1 << 20
 MAX_DEPTH = 16  # deeper trees are recorded as one opaque entry (no real skill nests this far)
 SKIP_DIRS = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git"})
+VENV_ENTRY = "<venv python>"
+# Files a script may load or run: a change to one by the approved run lapses the approval.
+CODE_SUFFIXES = frozenset(
+    ".py .pyc .pyw .pth .sh .bash .zsh .ksh .fish .inc .js .mjs .cjs .ts .mts .cts .rb .pl .pm"
+    " .php .lua .r .ps1 .bat .cmd .so .dylib .dll .jar .class .wasm .ipynb".split()
+)
 
 # (st_dev, st_ino) -> (stat identity, sha256 hex of the bytes)
 _DIGESTS: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
@@ -127,8 +137,8 @@ def _walk(top: str, rel: str, depth: int, out: list[tuple[str, str]]) -> None:
             out.append((name, f"error:{type(exc).__name__}"))
 
 
-def skill_fingerprint(skill_base_dir: str | os.PathLike[str]) -> str:
-    """SHA-256 over every file of the skill (see the module docstring for the rules)."""
+def skill_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """What the fingerprint is made of: relative path -> digest (or stat/link/kind entry)."""
     base = os.path.abspath(skill_base_dir)
     entries: list[tuple[str, str]] = []
     _walk(base, "", 0, entries)
@@ -140,12 +150,59 @@ def skill_fingerprint(skill_base_dir: str | os.PathLike[str]) -> str:
             ident = ":".join(str(v) for v in _identity(st))
         except OSError:
             ident = "missing"
-        entries.append(("<venv python>", f"{real}:{ident}"))
+        entries.append((VENV_ENTRY, f"{real}:{ident}"))
+    return dict(entries)
+
+
+def fingerprint_of(entries: dict[str, str]) -> str:
+    """SHA-256 over :func:`skill_entries` (in walk order: the dict keeps it)."""
     digest = hashlib.sha256()
-    for name, value in entries:
+    for name, value in entries.items():
         digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(value.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()
 
 
-__all__ = ["MAX_HASHED_BYTES", "SKIP_DIRS", "skill_fingerprint"]
+def skill_fingerprint(skill_base_dir: str | os.PathLike[str]) -> str:
+    """SHA-256 over every file of the skill (see the module docstring for the rules)."""
+    return fingerprint_of(skill_entries(skill_base_dir))
+
+
+def changed_entries(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Relative paths added, removed or changed between two :func:`skill_entries`."""
+    names = set(before) | set(after)
+    return sorted(n for n in names if before.get(n) != after.get(n))
+
+
+def is_code(skill_base_dir: str | os.PathLike[str], rel: str) -> bool:
+    """Whether a file could be code a run loads, so a change to it must lapse an approval.
+
+    SKILL.md, the venv interpreter, anything under ``scripts/``, a code extension, the
+    executable bit or a ``#!`` first line count as code; a missing file counts as code
+    (a deleted script). Data a script writes (``out.json``, ``report.csv``) does not.
+    """
+    name = rel.rsplit("/", 1)[-1]
+    if rel == VENV_ENTRY or name == "SKILL.md" or rel.split("/", 1)[0] == "scripts":
+        return True
+    if os.path.splitext(name)[1].lower() in CODE_SUFFIXES:
+        return True
+    path = os.path.join(os.fspath(skill_base_dir), rel)
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111:
+            return True
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return True
+
+
+__all__ = [
+    "MAX_HASHED_BYTES",
+    "SKIP_DIRS",
+    "changed_entries",
+    "fingerprint_of",
+    "is_code",
+    "skill_entries",
+    "skill_fingerprint",
+]
