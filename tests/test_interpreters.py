@@ -35,9 +35,10 @@ def test_extension_wins(tmp_path, name, script_type, interpreter):
     assert (spec.script_type, spec.interpreter) == (script_type, interpreter)
 
 
-def test_typescript_runs_through_npx_tsx(tmp_path):
+def test_typescript_runs_tsx_itself_never_npx(tmp_path):
+    # npx would prefer the skill's node_modules/.bin/tsx, or download one.
     spec = interpreter_for(tmp_path / "x.ts", first_line="")
-    assert spec.argv == ("npx", "tsx") and spec.interpreter == "tsx"
+    assert spec.argv == ("tsx",) and spec.interpreter == "tsx"
 
 
 @pytest.mark.parametrize(
@@ -85,3 +86,18 @@ def test_python_for_skill_prefers_the_skills_venv(tmp_path):
     win.write_text("")
     assert skill_venv_python(tmp_path / "w") == win
     assert Path(python_for_skill(tmp_path)) == venv_python
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["#!/usr/bin/python3.11", "#!/usr/bin/env python3.12 -u", "#!/usr/bin/python", "#!python3"],
+)
+def test_any_python_shebang_is_python(tmp_path, line):
+    # script_type "python" is what sends it to the skill's venv or the kernel's Python.
+    spec = interpreter_for(tmp_path / "tool", first_line=line)
+    assert (spec.script_type, spec.interpreter) == ("python", "python3")
+
+
+def test_nodejs_shebang_is_node(tmp_path):
+    spec = interpreter_for(tmp_path / "tool", first_line="#!/usr/bin/env nodejs")
+    assert (spec.script_type, spec.interpreter) == ("node", "node")

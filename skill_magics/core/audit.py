@@ -69,21 +69,46 @@ def arguments_preview(
         if isinstance(arguments, str):
             parts.append(arguments)
         else:
+            # Any exception: a preview is built while refusing bad arguments, and must not
+            # replace that refusal (or its audit record) with an error of its own.
             try:
-                parts.append(json.dumps(arguments, ensure_ascii=False, default=repr))
-            except (TypeError, ValueError, RecursionError):
+                parts.append(json.dumps(arguments, ensure_ascii=False, default=safe_repr))
+            except Exception:  # noqa: BLE001
                 parts.append(reprlib_repr(arguments))
-    if argv:
-        try:
-            parts.append("argv: " + " ".join(str(a) for a in argv))
-        except Exception:  # noqa: BLE001 - a preview must never be the thing that fails
-            parts.append("argv: " + reprlib_repr(argv))
+    if argv is not None:
+        parts.extend(_argv_preview(argv))
     return truncate(" ".join(parts))
+
+
+def _argv_preview(argv: Any) -> list[str]:
+    if isinstance(argv, str):
+        return [f"argv: {argv}"] if argv else []  # refused later; shown whole, not per letter
+    try:
+        items = [str(a) for a in argv]
+    except Exception:  # noqa: BLE001 - not iterable (refused later), or a __str__ that raises
+        return [f"argv: {reprlib_repr(argv)}"]
+    return [f"argv: {' '.join(items)}"] if items else []
 
 
 def code_preview(code: str) -> str:
     """The ``arguments`` text recorded for ``python -c CODE`` (whitespace collapsed)."""
     return "python -c " + " ".join(code.split())[:200]
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or ``<unprintable Foo>`` when its ``__repr__`` raises."""
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - a preview must never be the thing that fails
+        return f"<unprintable {type(value).__name__}>"
+
+
+def safe_str(value: Any) -> str:
+    """``str(value)``, or ``<unprintable Foo>`` when its ``__str__`` raises."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001
+        return f"<unprintable {type(value).__name__}>"
 
 
 def reprlib_repr(value: Any) -> str:
@@ -94,7 +119,7 @@ def reprlib_repr(value: Any) -> str:
     try:
         return short.repr(value)
     except Exception:  # noqa: BLE001
-        return f"<{type(value).__name__}>"
+        return f"<unprintable {type(value).__name__}>"
 
 
 def utc_now() -> str:
@@ -227,11 +252,23 @@ class AuditLog:
         )
 
     def refused(
-        self, skill: str, script: str | os.PathLike[str], arguments: Any, error: BaseException
+        self,
+        skill: str,
+        script: str | os.PathLike[str],
+        arguments: Any,
+        error: BaseException,
+        *,
+        duration_ms: float | None = None,
     ) -> AuditRecord:
-        """Record a run refused before anything started; ``reason`` is the error's message."""
+        """Record a run refused before anything started; ``reason`` is the error's message,
+        ``duration_ms`` the time spent until the refusal."""
         return self.event(
-            skill, script, arguments, "refused", reason=f"{type(error).__name__}: {error}"
+            skill,
+            script,
+            arguments,
+            "refused",
+            reason=f"{type(error).__name__}: {safe_str(error)}",
+            duration_ms=duration_ms,
         )
 
     def records(self) -> list[AuditRecord]:
@@ -257,5 +294,7 @@ __all__ = [
     "AuditLog",
     "arguments_preview",
     "code_preview",
+    "safe_repr",
+    "safe_str",
     "truncate",
 ]

@@ -41,7 +41,7 @@ class ScanResult:
 class ScriptDetector:
     """Find the scripts of a skill directory.
 
-    ``allow_typescript`` adds ``.ts`` files (they run through ``npx tsx``, so only when the
+    ``allow_typescript`` adds ``.ts`` files (they run with ``tsx`` from PATH, so only when the
     ``tsx`` interpreter is allowed).
     """
 
@@ -179,6 +179,20 @@ class ScriptDetector:
         )
 
 
+def typescript_matches(skill_dir: Path | str, query: str | os.PathLike[str]) -> list[Path]:
+    """The ``.ts`` scripts a stem, file name or relative path names (when tsx is not allowed
+    they are not listed, so a failed lookup can say why instead of "no such script").
+    """
+    wanted = os.fspath(query).strip().replace("\\", "/").removeprefix("./")
+    matches = []
+    for script in ScriptDetector(allow_typescript=True).detect(skill_dir):
+        rel = script.path.as_posix()
+        names = (script.name, script.path.name, rel, rel.removeprefix("scripts/"))
+        if script.script_type == "typescript" and wanted in names:
+            matches.append(script.path)
+    return matches
+
+
 _C_STYLE = frozenset({"node", "typescript"})  # // and /* */ comments; others use #
 
 
@@ -308,4 +322,11 @@ def _is_inside(path: str, real_base: str) -> bool:
     return real == real_base or real.startswith(real_base.rstrip(os.sep) + os.sep)
 
 
-__all__ = ["ScriptDetector", "ScanResult", "extract_description", "HEAD_BYTES", "MAX_DEPTH"]
+__all__ = [
+    "ScriptDetector",
+    "ScanResult",
+    "extract_description",
+    "typescript_matches",
+    "HEAD_BYTES",
+    "MAX_DEPTH",
+]

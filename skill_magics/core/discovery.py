@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,16 +32,19 @@ from .approval import (
     Decision,
     ScriptToApprove,
 )
-from .detect import ScriptDetector
+from .detect import ScriptDetector, typescript_matches
 from .errors import (
     ApprovalDeclined,
     ApprovalUnavailable,
+    InterpreterNotAllowedError,
+    ScriptNotFoundError,
     SkillMagicsError,
     SkillNotFoundError,
 )
 from .frontmatter import load_skill_metadata
 from .interpreters import DEFAULT_ALLOWED, canonical
 from .models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from .payload import normalize_argv
 from .skill import Skill
 
 if TYPE_CHECKING:  # imported lazily at runtime: executor/audit are heavier and optional here
@@ -416,7 +420,9 @@ class SkillManager:
         command is worked out here with ``argv`` (nothing is audited; checks happen later).
         """
         skill = self.get_skill(skill_name)
-        argv_t = tuple(str(a) for a in argv or ())
+        # The executor's rules (a lone string is refused, not split into characters), so the
+        # request shows exactly the argv that will run.
+        argv_t = normalize_argv(() if argv is None else argv)
         items = []
         for i, s in enumerate(scripts):
             run = prepared[i] if prepared is not None and i < len(prepared) else None
@@ -528,33 +534,44 @@ class SkillManager:
         argv: Sequence[str] | None,
         timeout: float | None,
     ) -> tuple[ScriptMetadata, PreparedRun]:
+        started = time.monotonic()
         try:
             skill, meta = self.resolve_script(skill_name, script)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.
             metadata = skill.current_metadata()
         except SkillMagicsError as exc:
+            error: SkillMagicsError = exc
+            if isinstance(exc, ScriptNotFoundError) and not self._detector.allow_typescript:
+                # A .ts file is not listed while tsx is not allowed: say that, not "no script".
+                ts = typescript_matches(self.get_skill(skill_name).base_dir, script)
+                if ts:
+                    error = InterpreterNotAllowedError(
+                        f"Interpreter 'tsx' is not allowed for {ts[0].as_posix()} in skill "
+                        f"{skill_name!r}: add 'tsx' to allowed_interpreters to run it"
+                    )
             # Never reached the executor, so audit the refusal here.
-            self._audit_refusal(skill_name, script, arguments, argv, exc)
-            raise
+            from .audit import arguments_preview
+
+            self.audit.refused(
+                skill_name,
+                os.fspath(script),
+                arguments_preview(arguments, argv),
+                error,
+                duration_ms=(time.monotonic() - started) * 1000,
+            )
+            if error is exc:
+                raise
+            raise error from None
         prepared = self.executor.prepare(  # audits its own refusals
             meta.path,  # relative: resolved against the skill dir, and audited as given
             arguments,  # None: the executor sends {} (or nothing in argv mode)
             skill.base_dir,
             metadata,
-            argv=None if argv is None else [str(a) for a in argv],
+            argv=argv,  # unchanged: the executor validates it (and audits a bad one)
             timeout=timeout,
         )
         return meta, prepared
-
-    # -- audit helpers ---------------------------------------------------------------------
-
-    def _audit_refusal(
-        self, skill: str, script: Any, arguments: Any, argv: Any, exc: Exception
-    ) -> None:
-        from .audit import arguments_preview
-
-        self.audit.refused(skill, os.fspath(script), arguments_preview(arguments, argv), exc)
 
 
 def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:

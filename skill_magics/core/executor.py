@@ -121,8 +121,7 @@ def _base_env() -> dict[str, str]:
 # What to tell someone who lacks an interpreter.
 _INSTALL_HINTS = {
     "node": "install Node.js",
-    "npx": "install Node.js (it provides npx)",
-    "tsx": "install Node.js (it provides npx)",
+    "tsx": "install it with 'npm install -g tsx'",
     "python3": "install Python 3",
     "bash": "install bash",
     "sh": "install a POSIX shell",
@@ -256,16 +255,18 @@ class ScriptExecutor:
         ``arguments`` go to stdin as JSON. With ``argv`` and ``arguments=None`` stdin is
         empty; with neither, stdin gets ``{}`` so JSON-reading scripts still parse it.
         """
+        started = time.monotonic()
         try:
             return self._prepare(
                 script_path, arguments, skill_base_dir, skill_metadata, argv, timeout
             )
-        except (SkillMagicsError, ValueError, TypeError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
             self.audit.refused(
                 getattr(skill_metadata, "name", "?"),
                 _shown_path(script_path, skill_base_dir),
                 arguments_preview(arguments, argv),
                 exc,
+                duration_ms=_ms_since(started),
             )
             raise
 
@@ -326,6 +327,7 @@ class ScriptExecutor:
             >>> executor.prepare_command([venv_python, "-c", code], skill_base_dir=base,
             ...                          skill_metadata=meta, label="<python -c>")
         """
+        started = time.monotonic()
         try:
             limit = self.timeout if timeout is None else _check_timeout(timeout)
             command = normalize_argv(argv)
@@ -341,7 +343,9 @@ class ScriptExecutor:
                 )
             real_base = paths.real_base_dir(skill_base_dir)
         except (SkillMagicsError, ValueError) as exc:
-            self.audit.refused(skill_metadata.name, label, arguments_preview, exc)
+            self.audit.refused(
+                skill_metadata.name, label, arguments_preview, exc, duration_ms=_ms_since(started)
+            )
             raise
         return PreparedRun(
             skill_name=skill_metadata.name,
@@ -442,13 +446,20 @@ class ScriptExecutor:
         # basename: what runs is the allow-listed program of that name found on PATH, with
         # the shebang's flags. Running the path as written would let a skill ship its own
         # "bash" past the allow-list (which compares names). The approval shows the path.
-        wanted = spec.argv[0]
-        found = self._which(os.path.basename(wanted))
+        wanted = os.path.basename(spec.argv[0])
+        found = self._which(wanted)
         if found is None:
             hint = _INSTALL_HINTS.get(name, f"install {name}")
             raise InterpreterNotFoundError(
-                f"Interpreter '{os.path.basename(wanted)}' not found in PATH for {rel}: "
+                f"Interpreter '{wanted}' not found in PATH for {rel}: "
                 f"{hint} or remove '{name}' from allowed_interpreters"
+            )
+        # PATH may lead into the skill (a relative entry, an activated node_modules/.bin): a
+        # program found there is one the skill ships, which the allow-list must not admit.
+        if paths.inside(os.path.realpath(found), base):
+            raise InterpreterNotFoundError(
+                f"Interpreter '{wanted}' for {rel} resolves to {found}, inside the skill: "
+                f"install '{wanted}' outside the skill and take that directory off PATH"
             )
         return found
 
@@ -521,10 +532,11 @@ class ScriptExecutor:
             prepared.arguments_preview,
         )
         if recheck and prepared.script is not None:
+            started = time.monotonic()
             try:
                 paths.recheck(prepared.script)  # the file may have changed during approval
             except SkillMagicsError as exc:
-                self.audit.refused(*audit_base, exc)
+                self.audit.refused(*audit_base, exc, duration_ms=_ms_since(started))
                 raise
         finish = self._run_hook(prepared)
         try:
@@ -830,6 +842,11 @@ def _check_exec_size(command: Sequence[str], env: Mapping[str, str], rel: Path) 
             f"Command line for {rel} is too large for the operating system: {what}: pass "
             "big data as JSON arguments on stdin (arguments=...) instead of argv"
         )
+
+
+def _ms_since(started: float) -> float:
+    """Milliseconds since ``started`` (time.monotonic()), never 0: every attempt took time."""
+    return max((time.monotonic() - started) * 1000, 1e-3)
 
 
 def _append_line(text: str, line: str) -> str:

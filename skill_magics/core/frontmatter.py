@@ -44,6 +44,12 @@ _DELIM_RE = re.compile(r"^---[ \t]*$")
 _SIMPLE_LINE_RE = re.compile(r"^(\s*)([A-Za-z0-9_.-]+):[ \t]+(\S.*?)[ \t]*$")
 _BLOCK_INDICATOR_RE = re.compile(r"^[|>][0-9+-]*(\s+#.*)?$")
 
+# Deeper nesting than any real frontmatter needs; far below where libyaml's C composer
+# overflows the C stack (about 25,000 levels, well within MAX_FRONTMATTER_BYTES).
+MAX_DEPTH = 64
+_OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
 # Reading SKILL.md for a listing stops after the frontmatter; this caps a file with no end.
 MAX_FRONTMATTER_BYTES = 256 * 1024
 _BLOCK = 4096
@@ -86,7 +92,11 @@ def parse_skill_md(text: str) -> tuple[dict[str, Any], str, list[str]]:
 
 
 def parse_frontmatter_yaml(yaml_text: str) -> tuple[dict[str, Any], list[str]]:
-    """YAML text between the delimiters -> (mapping, warnings). Safe loading only."""
+    """YAML text between the delimiters -> (mapping, warnings). Safe loading only.
+
+    Raises only SkillParseError, whatever the text: one bad SKILL.md must never break the
+    listing of the others.
+    """
     warnings: list[str] = []
     try:
         data = _load_mapping(yaml_text)
@@ -100,7 +110,7 @@ def parse_frontmatter_yaml(yaml_text: str) -> tuple[dict[str, Any], list[str]]:
             ) from None
         try:
             data = _load_mapping(fixed)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, SkillParseError):
             raise SkillParseError(
                 f"frontmatter is not valid YAML ({_yaml_reason(first_error)})"
             ) from None
@@ -316,13 +326,23 @@ def _normalise(text: str) -> str:
 
 
 def _load_mapping(yaml_text: str) -> Any:
-    """safe_load, but text keys keep the scalar exactly as written (``1.0`` stays "1.0")."""
+    """safe_load, but text keys keep the scalar exactly as written (``1.0`` stays "1.0").
+
+    Raises yaml.YAMLError for text that is not YAML, SkillParseError for YAML nested too
+    deeply or holding a value Python cannot build (``2024-02-30``, a 5000-digit number).
+    """
+    _check_depth(yaml_text)
     loader = _Loader(yaml_text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        data = loader.construct_document(node)
+        try:
+            data = loader.construct_document(node)
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any constructor failure skips only this skill
+            raise SkillParseError(_value_reason(loader, node, exc)) from None
     finally:
         loader.dispose()
     if isinstance(data, dict) and isinstance(node, yaml.MappingNode):
@@ -331,6 +351,56 @@ def _load_mapping(yaml_text: str) -> Any:
         if isinstance(meta_node, yaml.MappingNode) and isinstance(data.get("metadata"), dict):
             _restore_text_scalars(meta_node, data["metadata"], ("version",))
     return data
+
+
+def _check_depth(yaml_text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before composing: libyaml's C composer recurses
+    once per level and overflows the C stack (a segfault, not an exception) near 25,000.
+    """
+    # Every level opens with one of these characters, so their count bounds the depth and
+    # ordinary frontmatter (~15 of them) skips the exact scan (~half the cost of a load).
+    if sum(map(yaml_text.count, "[{-?:")) <= MAX_DEPTH:
+        return
+    depth = 0
+    loader = _Loader(yaml_text)  # the event parser keeps its stack on the heap: any depth is safe
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, _OPEN_EVENTS):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise SkillParseError(
+                        f"frontmatter nests lists/mappings more than {MAX_DEPTH} levels deep "
+                        f"(at line {event.start_mark.line + 2} of SKILL.md): flatten it"
+                    )
+            elif isinstance(event, _CLOSE_EVENTS):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
+def _value_reason(loader: Any, root: yaml.Node, exc: Exception) -> str:
+    """One line for a value YAML reads but Python cannot build, naming its line if found."""
+    # First clause only: int's message goes on to suggest sys.set_int_max_str_digits().
+    reason = str(exc).split("\n", 1)[0].split(";", 1)[0][:120] or type(exc).__name__
+    where = ""
+    stack = [root]  # iterative: depth is bounded, but no reason to recurse
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                loader.construct_object(node)
+            except Exception:  # noqa: BLE001 - this is the search for the bad value
+                where = f" at line {node.start_mark.line + 2} of SKILL.md"
+                break
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+    return (
+        f"frontmatter has a value YAML cannot convert ({reason}){where}: "
+        "put it in quotes to keep it as text"
+    )
 
 
 def _mapping_value_node(node: yaml.MappingNode, key: str) -> yaml.Node | None:

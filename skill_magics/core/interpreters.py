@@ -23,7 +23,9 @@ EXTENSIONS: dict[str, tuple[str, str]] = {
     ".mjs": ("node", "node"),
     ".rb": ("ruby", "ruby"),
     ".pl": ("perl", "perl"),
-    ".ts": ("typescript", "tsx"),  # run as `npx tsx`, only when "tsx" is allowed
+    # `tsx` from PATH, only when "tsx" is allowed. Never `npx tsx`: with cwd = the skill, npx
+    # runs the skill's own node_modules/.bin/tsx, or downloads tsx when it finds none.
+    ".ts": ("typescript", "tsx"),
 }
 
 # Interpreter names that mean the same program for allow-listing purposes.
@@ -36,13 +38,12 @@ ALIASES: dict[str, str] = {
 
 DEFAULT_ALLOWED: tuple[str, ...] = ("python3", "bash", "sh", "node")
 
+# canonical() interpreter name -> script_type
 _SHEBANG_TYPES = {
-    "python": "python",
     "python3": "python",
     "bash": "bash",
     "sh": "sh",
     "node": "node",
-    "nodejs": "node",
     "ruby": "ruby",
     "perl": "perl",
     "tsx": "typescript",
@@ -55,7 +56,7 @@ class InterpreterSpec:
 
     script_type: str
     interpreter: str
-    argv: tuple[str, ...]  # e.g. ("python3",), ("npx", "tsx"), ("/usr/bin/env", ...) never
+    argv: tuple[str, ...]  # e.g. ("python3",), ("tsx",), ("/bin/bash", "-e"); never "env"
 
 
 def canonical(name: str) -> str:
@@ -99,18 +100,16 @@ def interpreter_for(path: Path, first_line: str | None = None) -> InterpreterSpe
     ext = path.suffix.lower()
     if ext in EXTENSIONS:
         script_type, name = EXTENSIONS[ext]
-        argv = ("npx", "tsx") if script_type == "typescript" else (name,)
-        return InterpreterSpec(script_type, name, argv)
+        return InterpreterSpec(script_type, name, (name,))
     if first_line is None:
         first_line = read_first_line(path)
     shebang = parse_shebang(first_line)
     if not shebang:
         return None
-    program = shebang[0]
-    name = canonical(program)
-    script_type = _SHEBANG_TYPES.get(os.path.basename(program), name)
-    if script_type == "python":
-        script_type, name = "python", "python3"
+    # By canonical name: #!/usr/bin/python3.11 is Python (the skill's venv or the kernel's
+    # runs it, and its docstring describes it), not a program called "python3.11".
+    name = canonical(shebang[0])
+    script_type = _SHEBANG_TYPES.get(name, name)
     # Keep absolute interpreter paths (#!/bin/bash) as written, flags after it too.
     return InterpreterSpec(script_type, name, tuple(shebang))
 

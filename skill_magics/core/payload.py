@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .audit import safe_repr, safe_str
 from .errors import ArgumentSerializationError, ArgumentSizeError
 
 MAX_ARGUMENT_BYTES = 10 * 2**20
@@ -62,8 +63,9 @@ def validate(arguments: Any) -> None:
             for key in value:
                 if not isinstance(key, str):
                     raise ArgumentSerializationError(
-                        f"Argument key {key!r} in {_fmt(path)} is {type(key).__name__}, not "
-                        f"str: JSON object keys are strings, use {str(key)!r} instead"
+                        f"Argument key {safe_repr(key)} in {_fmt(path)} is "
+                        f"{type(key).__name__}, not str: JSON object keys are strings, use "
+                        f"{safe_str(key)!r} instead"
                     )
             items: Any = ((f"[{k!r}]", v) for k, v in value.items())
         else:
@@ -142,7 +144,8 @@ def normalize_argv(argv: Any) -> tuple[str, ...]:
     for index, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, (str, os.PathLike, int, float)):
             raise ArgumentSerializationError(
-                f"argv[{index}] is {type(item).__name__} {item!r}: pass strings, e.g. str(value)"
+                f"argv[{index}] is {type(item).__name__} {safe_repr(item)}: pass strings, "
+                "e.g. str(value)"
             )
         text = os.fspath(item) if isinstance(item, os.PathLike) else str(item)
         if isinstance(text, bytes) or "\0" in text:
