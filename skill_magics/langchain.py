@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from .core.approval import Approver
-from .core.tools import ToolSpec, handle_tool_call, handle_tool_call_async, tool_specs
+from .core.tools import (
+    MAX_RESULT_CHARS,
+    ToolSpec,
+    handle_tool_call,
+    handle_tool_call_async,
+    tool_specs,
+)
 
 INSTALL_HINT = "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
 
@@ -31,36 +37,46 @@ def _langchain() -> tuple[Any, Any]:
 
 
 def create_tools(
-    manager: Any, *, approver: Approver | None = None, skills: list[str] | None = None
+    manager: Any,
+    *,
+    approver: Approver | None = None,
+    skills: list[str] | None = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[Any]:
     """One ``StructuredTool`` per script plus one prompt tool per skill (or per ``skills``).
 
     ``approver=None`` uses ``manager.approver``. With neither, script tools do not run: the
     model chose the script, so something must approve it (the tool returns the refusal and
     the fix, e.g. ``approver=lambda request: "yes_once"`` for unattended agents).
+    A script's output beyond ``max_result_chars`` is cut with a note (None: no cap).
     """
     structured_tool, tool_exception = _langchain()
     return [
-        _make_tool(structured_tool, tool_exception, manager, spec, approver)
+        _make_tool(structured_tool, tool_exception, manager, spec, approver, max_result_chars)
         for spec in tool_specs(manager, skills)
     ]
 
 
 def _make_tool(
-    structured_tool: Any, tool_exception: Any, manager: Any, spec: ToolSpec, approver: Any
+    structured_tool: Any,
+    tool_exception: Any,
+    manager: Any,
+    spec: ToolSpec,
+    approver: Any,
+    max_chars: int | None,
 ) -> Any:
     def unwrap(block: dict[str, Any]) -> str:
         if block["is_error"]:
             raise tool_exception(block["content"])
         return block["content"]
 
+    options = {"approver": approver, "max_result_chars": max_chars}
+
     def func(**kwargs: Any) -> str:
-        return unwrap(handle_tool_call(manager, spec.name, kwargs, spec.name, approver=approver))
+        return unwrap(handle_tool_call(manager, spec.name, kwargs, spec.name, **options))
 
     async def coroutine(**kwargs: Any) -> str:
-        block = await handle_tool_call_async(
-            manager, spec.name, kwargs, spec.name, approver=approver
-        )
+        block = await handle_tool_call_async(manager, spec.name, kwargs, spec.name, **options)
         return unwrap(block)
 
     return structured_tool.from_function(

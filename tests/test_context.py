@@ -440,3 +440,69 @@ def test_cancel_event_marks_scripts_interrupted_and_runs_nothing(tmp_path):
     statuses = [o.get("status") for o in ET.fromstring(xml).iter("script_output")]
     assert statuses == ["interrupted", "interrupted"]
     assert not (skill_dir / "ran-late").exists()
+
+
+def test_markdown_linked_from_skill_md_is_a_reference_file(tmp_path):
+    """Anthropic's pdf skill keeps FORMS.md and REFERENCE.md at the root, linked from SKILL.md:
+    they are reference material (listed, read in content mode), sorted with references/."""
+    (tmp_path / "outside.md").write_text("OUTSIDE\n")
+    body = (
+        "For forms see [FORMS.md](FORMS.md); API details in [REFERENCE.md](REFERENCE.md).\n"
+        "Also [the guide](references/guide.md), [gone](NOPE.md), [out](../outside.md).\n"
+    )
+    files = {
+        "FORMS.md": "# Forms\nRun `python scripts/fill.py`.\n",
+        "REFERENCE.md": "# Ref\n",
+        "references/guide.md": "# Guide\n",
+        "scripts/fill.py": "print('filled')\n",
+    }
+    make_skill(tmp_path / "skills", "pdf", body, files)
+    manager = manager_for(tmp_path / "skills")
+    listed = build_skill_context(manager, "pdf", run_scripts=False)
+    parsed = parse_skill_context(listed)[0]
+    assert [r["path"] for r in parsed["references"]] == [
+        "FORMS.md",
+        "REFERENCE.md",
+        "references/guide.md",
+    ]
+    assert [s["source"] for s in parsed["scripts"]] == ["scripts/fill.py"]  # still scanned
+    content = build_skill_context(manager, "pdf", run_scripts=False, include_references="content")
+    refs = {r["path"]: r.get("content") for r in parse_skill_context(content)[0]["references"]}
+    assert refs["FORMS.md"] == files["FORMS.md"] and refs["REFERENCE.md"] == "# Ref\n"
+    assert "OUTSIDE" not in content
+    assert build_skill_context(manager, "pdf", run_scripts=False) == listed  # deterministic
+
+
+def test_root_script_sharing_a_file_name_with_one_under_scripts_runs(tmp_path):
+    make_skill(
+        tmp_path,
+        "sk",
+        "Run `python run.py` first, then `python scripts/run.py`.\n",
+        {"run.py": "print('root run')\n", "scripts/run.py": "print('scripts run')\n"},
+    )
+    manager = manager_for(tmp_path)
+    assert manager.get_skill("sk").find_script("run.py").path.as_posix() == "run.py"
+    xml = build_skill_context(manager, "sk", approver=yes_once, include_references="none")
+    scripts = parse_skill_context(xml)[0]["scripts"]
+    assert [(s["source"], s["status"], s["text"]) for s in scripts] == [
+        ("run.py", "completed", "root run\n"),
+        ("scripts/run.py", "completed", "scripts run\n"),
+    ]
+
+
+def test_urls_and_backup_names_in_prose_run_nothing(tmp_path):
+    body = (
+        "Docs: https://example.com/view?file=scripts/setup.sh and "
+        "https://example.com/page#scripts/fetch.py\n"
+        "The old scripts/cleanup.sh.orig and scripts/reset.sh-legacy are kept for history; "
+        "never run `scripts/cleanup.sh.orig`, x.py.j2 or scripts/fetch.py.bak.\n"
+    )
+    # Each script leaves a ran-* file in the skill folder (its cwd) if it ever runs.
+    files = {f"scripts/{n}.sh": "touch ran-$(basename $0)\n" for n in ("setup", "cleanup", "reset")}
+    files["scripts/fetch.py"] = MARKER.format(name="fetch")
+    skill_dir = make_skill(tmp_path, "fp", body, files)
+    approver = RecordingApprover()
+    xml = build_skill_context(manager_for(tmp_path), "fp", approver=approver)
+    assert parse_skill_context(xml)[0]["scripts"] == []
+    assert approver.requests == []
+    assert not list(skill_dir.glob("ran-*"))

@@ -16,6 +16,7 @@ from test_context_support import make_skill
 
 from skill_magics.notebook.context_magics import (
     SkillContextText,
+    _wants_rewrite,
     context_to_await,
     highlight_xml,
     rewrite_to_await,
@@ -194,3 +195,63 @@ def test_interrupt_while_waiting_for_approval_ends_the_wait(shell):
     last = m.manager.audit.records()[-1]
     assert (last.outcome, last.script) == ("approval_unavailable", "scripts/echo.py")
     assert "Interrupted while waiting for approval" in last.reason
+
+
+AWAITED = "await __import__('skill_magics.notebook.context_magics'"
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "%%writefile howto.txt\nType this in a cell:\n%skill_context demo\n",
+        "%%time\nx = %skill_context demo --no-run\n",
+        "%%bash\n%skill_context demo\n",
+        "%%skillrun demo.echo\n%skill_context demo\n",  # notebook.transformer's cell
+        'doc = """\n%skill_context demo\n"""\nprint(doc)\n',
+        "doc = '''\nx = %skill_context demo\n'''\n",
+        "total = 1 + \\\n%skill_context demo\n",  # a continued line, not a statement
+        "if True:\n    %skill_context demo\n",  # indented: not top level
+        "# %skill_context demo\n",
+    ],
+)
+def test_rewrite_leaves_other_cell_magics_strings_and_inner_lines_alone(cell):
+    lines = cell.splitlines(keepends=True)
+    assert rewrite_to_await(lines) == lines
+    assert not _wants_rewrite(lines)
+
+
+def test_rewrite_finds_statements_around_strings_and_blocks():
+    cell = (
+        'doc = """\n%skill_context no\n"""\n'
+        'ctx = %skill_context a --args \'{"k": "%skill_context"}\'\n'
+        "for i in range(2):\n    pass\n"
+        "%skill_context b\n"
+    )
+    out = rewrite_to_await(cell.splitlines(keepends=True))
+    assert out[1] == "%skill_context no\n"
+    assert out[3].startswith(f"ctx = {AWAITED}") and out[3].endswith(
+        ".run_skill_context('a --args \\'{\"k\": \"%skill_context\"}\\'')\n"
+    )
+    assert out[6].startswith(AWAITED) and out[6].endswith(".run_skill_context('b')\n")
+    compile("".join(out), "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def test_other_cell_magics_keep_their_text_where_await_is_on(shell, tmp_path, monkeypatch):
+    """As on ipykernel >= 7.4 (where the rewrite is active): %%writefile writes the line as
+    typed, %%time and %time run the magic synchronously inside their own compile."""
+    from skill_magics.notebook import waiting
+
+    monkeypatch.setattr(waiting, "supports_await", lambda shell: True)
+    monkeypatch.chdir(tmp_path)
+    shell.run_cell("%config SkillMagics.require_approval = False")
+    r = shell.run_cell("%%writefile howto.txt\nType this in a cell:\n%skill_context echo\n")
+    assert r.success, r.error_in_exec
+    assert (tmp_path / "howto.txt").read_text() == "Type this in a cell:\n%skill_context echo\n"
+    r = shell.run_cell("%%time\nctx = %skill_context echo --no-run\n")
+    assert r.success, r.error_in_exec or r.error_before_exec
+    assert ET.fromstring(shell.user_ns["ctx"]).get("id") == "echo"
+    r = shell.run_cell("%time res = %skill_context echo --no-run")
+    assert r.success, r.error_in_exec or r.error_before_exec
+    assert shell.user_ns["res"] == shell.user_ns["ctx"]
+    # A top-level line is still rewritten into an await there.
+    assert AWAITED in shell.transform_cell("out = %skill_context echo\n")

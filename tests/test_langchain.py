@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -169,3 +170,36 @@ def test_missing_langchain_gives_one_line_install_hint():
     assert out.stdout.strip() == (
         "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
     )
+
+
+def test_results_are_capped_on_both_paths(tmp_path):
+    make_skill(tmp_path, "loud", "x", {"scripts/talk.py": "print('x' * 5000)\n"})
+    manager = manager_for(tmp_path, approver=RecordingApprover())
+    tool = by_name(create_tools(manager, max_result_chars=1000))["loud__talk"]
+    for out in (tool.invoke({}), asyncio.run(tool.ainvoke({}))):
+        head, note = out.split("\n[... truncated: ", 1)
+        assert head == "x" * 1000 and note.startswith("4,001 more characters not shown")
+    default = by_name(create_tools(manager))["loud__talk"].invoke({})
+    assert default == "x" * 5000 + "\n"  # under the default 100,000
+
+
+def test_ainvoke_hashes_the_skill_off_the_event_loop(manager, monkeypatch):
+    """The approval request's fingerprint reads every file of the skill: a worker's job."""
+    from skill_magics.core import skill as skill_module
+
+    threads: list[str] = []
+    real_fingerprint = skill_module.skill_fingerprint
+
+    def watched_fingerprint(base_dir):
+        threads.append(threading.current_thread().name)
+        return real_fingerprint(base_dir)
+
+    monkeypatch.setattr(skill_module, "skill_fingerprint", watched_fingerprint)
+    tool = by_name(create_tools(manager))["helper__echo"]
+
+    async def main():
+        return await tool.ainvoke({"a": 1}), threading.current_thread().name
+
+    out, loop_thread = asyncio.run(main())
+    assert out == '{"in": {"a": 1}, "argv": []}\n'
+    assert threads and loop_thread not in threads

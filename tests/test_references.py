@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_context_support import make_skill, manager_for
 
-from skill_magics.core.references import find_references, referenced_scripts
+from skill_magics.core.references import find_references, linked_markdown, referenced_scripts
 
 SCRIPTS = {
     "scripts/extract.py": "print('x')\n",
@@ -177,3 +179,108 @@ def test_links_outside_the_skill_are_not_followed(tmp_path):
 def test_find_references_forms(tmp_path, text, expected):
     skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
     assert paths(find_references(text, skill_dir)) == expected
+
+
+# -- false positives: URLs and longer names that merely start like a script ------------------
+
+NOT_REFERENCES = [
+    "Docs: https://example.com/view?file=scripts/extract.py",
+    "Docs: https://example.com/page#scripts/convert.sh",
+    "<https://example.com/a/scripts/lint.sh>",
+    "git+https://host/scripts/extract.py",
+    "The old scripts/convert.sh.orig is kept for history; never run it.",
+    "never run `scripts/convert.sh.orig`",
+    "scripts/lint.sh-legacy is gone",
+    "Templates: `scripts/extract.py.j2` and scripts/extract.py.bak",
+    "A backup lint.sh.bak is left in place.",
+    "`python scripts/extract.py.bak`",  # a missing file: reported, see below, never extract.py
+]
+
+
+@pytest.mark.parametrize("text", NOT_REFERENCES)
+def test_urls_and_longer_names_never_reference_a_script(tmp_path, text):
+    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+    refs = find_references(text, skill_dir)
+    assert [r for r in refs if r.ok] == [], paths(refs)
+
+
+def test_a_command_on_a_longer_name_is_a_missing_script_not_the_shorter_one(tmp_path):
+    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+    (ref,) = find_references("`python scripts/extract.py.bak`", skill_dir)
+    assert ref.path == "scripts/extract.py.bak" and not ref.exists and "does not exist" in ref.error
+
+
+TRUE_FORMS = [
+    ("```\npython scripts/extract.py --flag\n```", ["scripts/extract.py"]),
+    ("python3 scripts/utils/parser.py", ["scripts/utils/parser.py"]),
+    ("bash scripts/convert.sh", ["scripts/convert.sh"]),
+    ("node scripts/build.js", ["scripts/build.js"]),
+    ("`uv run scripts/extract.py`", ["scripts/extract.py"]),
+    ("Run `scripts/lint.sh` first.", ["scripts/lint.sh"]),
+    ("[the parser](scripts/utils/parser.py)", ["scripts/utils/parser.py"]),
+    ("{baseDir}/scripts/extract.py", ["scripts/extract.py"]),
+    ("Finally run scripts/convert.sh.", ["scripts/convert.sh"]),
+    ("Run scripts/convert.sh - then stop", ["scripts/convert.sh"]),
+    ("See https://example.com first, then run scripts/lint.sh.", ["scripts/lint.sh"]),
+    ("(scripts/report.rb), scripts/tally.pl; done", ["scripts/report.rb", "scripts/tally.pl"]),
+]
+
+
+@pytest.mark.parametrize("text, expected", TRUE_FORMS)
+def test_true_reference_forms_stay_detected(tmp_path, text, expected):
+    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+    refs = find_references(text, skill_dir)
+    assert paths(refs) == expected and all(r.ok for r in refs)
+
+
+_SCRIPT_PATHS = sorted(p for p in SCRIPTS if p != "scripts/unused.py")
+
+
+@pytest.fixture(scope="module")
+def script_skill(tmp_path_factory):
+    """One skill for the property tests (examples only read it)."""
+    return make_skill(tmp_path_factory.mktemp("props"), "demo", "x", SCRIPTS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rel=st.sampled_from(_SCRIPT_PATHS),
+    tail=st.from_regex(r"[.\-][A-Za-z0-9_]{1,8}", fullmatch=True),
+    wrap=st.sampled_from(["{}", "`{}`", "see {} here", "{}.", "bash {}"]),
+)
+def test_property_a_longer_name_never_runs_the_shorter_script(script_skill, rel, tail, wrap):
+    refs = find_references(wrap.format(rel + tail), script_skill)
+    assert rel not in [r.path for r in refs if r.ok]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rel=st.sampled_from(_SCRIPT_PATHS),
+    scheme=st.sampled_from(["http", "https", "file", "git+ssh"]),
+    glue=st.sampled_from(["/", "?file=", "#", "/x?a=1&p=", "/raw/main/"]),
+)
+def test_property_paths_inside_urls_are_not_references(script_skill, rel, scheme, glue):
+    text = f"Docs at {scheme}://example.com{glue}{rel} (online)."
+    assert find_references(text, script_skill) == []
+
+
+def test_home_paths_are_reported_as_written(tmp_path):
+    body = "Use ~/.claude/skills/pdf/scripts/a.py or `python ~/tools/b.sh`.\n"
+    refs = refs_for(tmp_path, body, name="pdf")
+    assert paths(refs) == ["~/.claude/skills/pdf/scripts/a.py", "~/tools/b.sh"]
+    first, second = refs
+    assert first.error.split(": ", 1)[1].startswith("~/.claude/skills/pdf/scripts/a.py points")
+    assert "~/tools/b.sh points outside skill 'pdf'" in second.error
+    assert " /.claude" not in first.error and not first.inside
+
+
+def test_linked_markdown_lists_linked_files_inside_the_skill(tmp_path):
+    (tmp_path / "outside.md").write_text("# outside\n")
+    files = {"FORMS.md": "# Forms\n", "REFERENCE.md": "# Ref\n", "references/guide.md": "#\n"}
+    body = (
+        "See [forms](FORMS.md), [ref](./REFERENCE.md#api), [guide](references/guide.md),\n"
+        "[again](FORMS.md), [gone](MISSING.md) and [out](../outside.md).\n"
+    )
+    make_skill(tmp_path / "skills", "demo", body, {**SCRIPTS, **files})
+    skill = manager_for(tmp_path / "skills").get_skill("demo")
+    assert linked_markdown(skill) == ["FORMS.md", "REFERENCE.md", "references/guide.md"]

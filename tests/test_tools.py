@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
 from test_context_support import RecordingApprover, make_skill, manager_for
 
 from skill_magics.core.approval import Decision
-from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
 from skill_magics.core.tools import (
     NAME_RE,
     handle_tool_call,
@@ -263,3 +265,110 @@ def test_tool_names_never_change_meaning_when_skills_or_scripts_are_added(tmp_pa
     for name, target in before.items():
         assert after.get(name, target) == target  # kept, or gone: never someone else's
     assert "plain__run" not in after  # two scripts share the stem now: both hashed
+
+
+def test_root_script_tool_runs_when_scripts_has_the_same_file_name(tmp_path):
+    make_skill(
+        tmp_path,
+        "sk",
+        "x",
+        {
+            "run.py": "print('root run')\n",
+            "scripts/run.py": "print('scripts run')\n",
+            "setup.sh": "echo root setup\n",
+            "scripts/setup.py": "print('py setup')\n",
+        },
+    )
+    manager = manager_for(tmp_path)
+    out = {
+        spec.script: handle_tool_call(manager, spec.name, {}, "t", approver=RecordingApprover())
+        for spec in tool_specs(manager)
+        if spec.kind == "script"
+    }
+    assert {k: (v["is_error"], v["content"]) for k, v in out.items()} == {
+        "run.py": (False, "root run\n"),
+        "scripts/run.py": (False, "scripts run\n"),
+        "setup.sh": (False, "root setup\n"),
+        "scripts/setup.py": (False, "py setup\n"),
+    }
+    # A bare file name that two scripts share still asks for the path, and says which.
+    with pytest.raises(AmbiguousScriptError, match="matches 2 scripts"):
+        manager.get_skill("sk").find_script("run")
+
+
+LOUD = "import sys\nsys.stdout.write('a' * 250_000)\nsys.stderr.write('e' * 300)\nsys.exit({})\n"
+
+
+def test_long_results_are_capped_with_a_truthful_note(tmp_path):
+    make_skill(
+        tmp_path, "loud", "x", {"scripts/ok.py": LOUD.format(0), "scripts/bad.py": LOUD.format(1)}
+    )
+    manager = manager_for(tmp_path, approver=RecordingApprover())
+    block = handle_tool_call(manager, "loud__ok", {}, "t")
+    assert not block["is_error"]
+    head, note = block["content"].split("\n[... truncated: ", 1)
+    assert head == "a" * 100_000
+    assert note == (
+        "150,000 more characters not shown; tool results are capped at 100,000 characters "
+        "(max_result_chars)]"
+    )
+    full = handle_tool_call(manager, "loud__ok", {}, "t", max_result_chars=None)
+    assert full["content"] == "a" * 250_000
+    bad = handle_tool_call(manager, "loud__bad", {}, "t", max_result_chars=100)
+    assert bad["is_error"] and bad["content"].startswith("e" * 100 + "\n[... truncated: 200 more")
+    small = asyncio.run(handle_tool_call_async(manager, "loud__ok", {}, "t", max_result_chars=10))
+    assert small["content"].startswith("a" * 10 + "\n[... truncated: 249,990 more characters")
+
+
+def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(tmp_path, monkeypatch):
+    """The approval request hashes every file of the skill (its fingerprint) and reads previews:
+    on the loop thread that stalls every other task. A real ticker on the loop must keep
+    ticking while the fingerprint is computed, which happens on a worker thread."""
+    from skill_magics.core import skill as skill_module
+
+    make_skill(tmp_path, "sk", "x", {"scripts/a.py": "print('ok')\n"})
+    manager = manager_for(tmp_path)
+    ticks: list[float] = []
+    seen: list[tuple[str, int]] = []
+    real_fingerprint = skill_module.skill_fingerprint
+
+    def watched_fingerprint(base_dir):
+        # Wait (bounded) for the loop's ticker: it only ticks if this is not the loop thread.
+        before = len(ticks)
+        deadline = time.monotonic() + 10
+        while len(ticks) < before + 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen.append((threading.current_thread().name, len(ticks) - before))
+        return real_fingerprint(base_dir)
+
+    monkeypatch.setattr(skill_module, "skill_fingerprint", watched_fingerprint)
+    approver_threads: list[str] = []
+
+    def approver(request):
+        approver_threads.append(threading.current_thread().name)
+        return "yes_once"
+
+    async def main():
+        stop = asyncio.Event()
+
+        async def ticker():
+            while not stop.is_set():
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.001)
+
+        task = asyncio.create_task(ticker())
+        block = await handle_tool_call_async(manager, "sk__a", {}, "t", approver=approver)
+        stop.set()
+        await task
+        return block, threading.current_thread().name
+
+    block, loop_thread = asyncio.run(main())
+    assert block == {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": "ok\n",
+        "is_error": False,
+    }
+    assert seen and all(name != loop_thread for name, _ in seen)
+    assert all(advanced >= 3 for _, advanced in seen), "the loop was blocked while hashing"
+    assert approver_threads and loop_thread not in approver_threads

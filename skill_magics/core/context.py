@@ -31,9 +31,11 @@ A completed script's body is its stdout; other runs hold ``<stdout>`` (when not 
 Streams longer than ``max_output_chars`` (default 100,000) are cut: ``truncated="stdout"`` and
 ``stdout_chars`` (full length) say so.
 
-Reference files (``references/``, ``assets/``) that resolve outside the skill (a symlink to
-``~/.aws/credentials``) are listed as ``<file path=".." error="outside the skill"/>`` and
-never read, in both ``list`` and ``content`` modes.
+Reference files are those under ``references/`` and ``assets/`` plus the markdown files
+SKILL.md links to (one level, existing, inside the skill), sorted by path. Ones that resolve
+outside the skill (a symlink to ``~/.aws/credentials``) are listed as
+``<file path=".." error="outside the skill"/>`` and never read, in both ``list`` and
+``content`` modes.
 
 Scripts run only with an approver (``approver=`` or ``manager.approver``): the model's
 context, not a Python caller, decides what runs. Without one, each referenced script gets
@@ -74,7 +76,7 @@ from .errors import (
     SkillNotFoundError,
 )
 from .models import ScriptExecutionResult, ScriptMetadata
-from .references import ScriptReference, referenced_scripts
+from .references import ScriptReference, scan_skill
 from .tools import agent_approver
 from .xmltext import decoded_text, element, start_tag
 
@@ -317,7 +319,7 @@ def _one_context(
     except (SkillMagicsError, OSError) as exc:
         return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
 
-    refs = referenced_scripts(skill)
+    refs, linked = scan_skill(skill)
     if run_scripts:
         outcomes = run_referenced_scripts(
             manager, skill, refs, arguments=arguments, argv=argv, approver=approver, cancel=cancel
@@ -336,7 +338,7 @@ def _one_context(
     for outcome in outcomes:
         out.append("    " + _script_output(outcome, max_output_chars))
     if include_references != "none":
-        out.append(_reference_files(skill, include_references))
+        out.append(_reference_files(skill, include_references, linked))
     out.append("  </active_resources>")
     out.append("  " + element("execution_directive", directive_text(skill.metadata.name)))
     out.append("</skill_context>")
@@ -384,8 +386,10 @@ def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:
     return f"{start_tag('script_output', attributes)}{inner}</script_output>"
 
 
-def _reference_files(skill: Any, mode: RefsMode) -> str:
-    files = sorted(Path(p).as_posix() for p in skill.references)
+def _reference_files(skill: Any, mode: RefsMode, linked: Sequence[str] = ()) -> str:
+    # Markdown SKILL.md links to (root FORMS.md, REFERENCE.md in Anthropic's pdf skill) is
+    # reference material too, wherever it sits; sorted with the rest so the order is stable.
+    files = sorted({Path(p).as_posix() for p in skill.references} | set(linked))
     if not files:
         return "    <reference_files/>"
     base = Path(skill.base_dir)

@@ -14,6 +14,12 @@ Strong references (a command argument or link with a directory part, a ``{baseDi
 error entries that never run. Weak ones (a bare ``lint.sh`` or ``src/app.py`` mentioned in
 prose) count only when the file exists, so ordinary prose does not produce noise.
 
+Not references: paths inside a URL (``https://host/view?file=scripts/x.sh``) and longer names
+that merely start like a script (``scripts/x.sh.orig``, ``x.py.j2``, ``scripts/x.sh-legacy``;
+a command that runs one, ``bash scripts/x.sh.orig``, names that missing file, never x.sh).
+Markdown files SKILL.md links to are returned too (:func:`linked_markdown`): the prompt
+context lists them as reference files.
+
 Flags written after a script in SKILL.md are never executed: callers pass ``argv`` explicitly.
 
 Example:
@@ -39,12 +45,20 @@ SCRIPT_EXTENSIONS = tuple(sorted(ext.lstrip(".") for ext in EXTENSIONS))
 _EXT = "|".join(SCRIPT_EXTENSIONS)
 _PATH_CHARS = r"[\w.\-/]"
 _BASE_PREFIX = r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/)"
-_LEAD = r"(?<![\w/.\-{}$])"
+_LEAD = r"(?<![\w/.\-{}$~])"
+# What may follow a path: not a further path character, nor ".word"/"-word" (a longer name
+# that merely starts like a script: ``x.sh.orig``, ``x.py.j2``, ``x.sh-legacy``). A lone
+# "." or "-" (a sentence's full stop) still ends the path.
+_TRAIL = r"(?![\w/]|[.\-]\w)"
+_HOME = r"(?:~[\w.\-]*/)?"  # "~/x" and "~user/x": reported as outside, "~" included
 
 # A path with a script extension, optionally behind a base-dir variable.
 _PATH_RE = re.compile(
-    rf"{_LEAD}(?P<base>{_BASE_PREFIX})?(?P<path>(?:\./)?(?:{_PATH_CHARS}*/)?[\w\-][\w.\-]*\.(?:{_EXT}))(?![\w/])"
+    rf"{_LEAD}(?P<base>{_BASE_PREFIX})?"
+    rf"(?P<path>{_HOME}(?:\./)?(?:{_PATH_CHARS}*/)?[\w\-][\w.\-]*\.(?:{_EXT})){_TRAIL}"
 )
+# A URL token: paths in its path, query or fragment name web resources, not skill files.
+_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 _BARE_NAME_RE = re.compile(rf"^[\w\-][\w.\-]*\.(?:{_EXT})$")
 # ``python [-u ...] ARG``; ARG may lack an extension (``bash scripts/run``).
 _COMMAND_RE = re.compile(
@@ -99,6 +113,17 @@ class _Candidate:
 
 def referenced_scripts(skill: _SkillLike) -> list[ScriptReference]:
     """Scripts SKILL.md (and markdown files it links to, one level) reference, first-seen order."""
+    return scan_skill(skill)[0]
+
+
+def linked_markdown(skill: _SkillLike) -> list[str]:
+    """Markdown files SKILL.md links to (relative posix paths, existing, inside the skill),
+    in the order linked: ``[forms](FORMS.md)`` in Anthropic's pdf skill, say."""
+    return scan_skill(skill)[1]
+
+
+def scan_skill(skill: _SkillLike) -> tuple[list[ScriptReference], list[str]]:
+    """(referenced scripts, linked markdown files) from one read of the instructions."""
     base = Path(skill.base_dir)
     name = _skill_name(skill)
     refs: list[ScriptReference] = []
@@ -122,7 +147,7 @@ def referenced_scripts(skill: _SkillLike) -> list[ScriptReference]:
             if ref.path not in seen:
                 seen.add(ref.path)
                 refs.append(ref)
-    return refs
+    return refs, linked
 
 
 def find_references(
@@ -171,10 +196,11 @@ def _candidates(
         m.span("angle") if m.group("angle") else m.span("plain") for m in _LINK_RE.finditer(text)
     ]
     link_spans += [m.span("target") for m in _REF_LINK_RE.finditer(text)]
+    url_spans = [m.span() for m in _URL_RE.finditer(text)]
     for m in _PATH_RE.finditer(text):
         path = m.group("path")
         at = m.start("path")
-        if any(start <= at < end for start, end in link_spans):
+        if _within(at, link_spans) or _within(at, url_spans):
             continue
         # A path that climbs out or is absolute is reported (as an error), never dropped:
         # instructions pointing outside the skill are worth knowing about. "//host/..." is
@@ -186,13 +212,15 @@ def _candidates(
         if set(m.group("flags").split()) & _STOP_FLAGS:
             continue
         arg = m.group("arg").rstrip(".,:;!?")
-        if not arg or arg.startswith("-"):
+        if not arg or arg.startswith("-") or _within(m.start("arg"), url_spans):
             continue
         raw = arg
         arg = _strip_base(arg)
         has_dir = "/" in arg or raw != arg
         found.append(_Candidate(m.start("arg"), raw, arg, has_dir))
     for m in _DIRECT_RE.finditer(text):
+        if _within(m.start("arg"), url_spans):
+            continue
         found.append(_Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True))
     for m in _LINK_RE.finditer(text):
         target = m.group("angle") or m.group("plain")
@@ -200,6 +228,10 @@ def _candidates(
     for m in _REF_LINK_RE.finditer(text):
         _link(found, m.start("target"), m.group("target"), linked_md, source_dir, base)
     return found
+
+
+def _within(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= pos < end for start, end in spans)
 
 
 def _link(
@@ -324,4 +356,11 @@ def _skill_name(skill: object) -> str:
     return str(getattr(meta, "name", "") or getattr(skill, "name", "") or "")
 
 
-__all__ = ["ScriptReference", "referenced_scripts", "find_references", "SCRIPT_EXTENSIONS"]
+__all__ = [
+    "ScriptReference",
+    "referenced_scripts",
+    "linked_markdown",
+    "scan_skill",
+    "find_references",
+    "SCRIPT_EXTENSIONS",
+]

@@ -164,6 +164,7 @@ class Skill:
     def find_script(self, name: str | Path) -> ScriptMetadata:
         """Find a script by stem (``extract``), file name (``extract.py``) or relative path.
 
+        An exact relative path (``run.py`` for a root script) wins over a file name or stem.
         Raises AmbiguousScriptError when a stem or file name matches several scripts,
         ScriptNotFoundError (with close matches) when nothing matches, and PathSecurityError
         when a path points outside the skill.
@@ -180,6 +181,10 @@ class Skill:
                 f"No script name given for skill {self.name!r}: pass one of {_listing(scripts)}"
             )
         by_path = {s.path.as_posix(): s for s in scripts}
+        # An exact relative path names one script: a root run.py must stay reachable (its tool,
+        # its context entry) even when scripts/run.py shares its file name.
+        if query in by_path:
+            return by_path[query]
         if "/" in query:
             normal = posixpath.normpath(query)
             if normal.startswith("./"):

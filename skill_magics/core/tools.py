@@ -14,7 +14,9 @@ optional ``argv`` key (list of strings) is passed as command-line arguments inst
 sent. Every call goes through approval: the ``approver`` given, else ``manager.approver``;
 with neither, a script tool call is refused (``is_error``, audited ``approval_unavailable``)
 because the model, not the Python caller, chose the script. Pass e.g.
-``approver=lambda request: "yes_once"`` to let an agent run scripts unattended.
+``approver=lambda request: "yes_once"`` to let an agent run scripts unattended. A result
+longer than ``max_result_chars`` (default 100,000, like the context's per-stream cap) is cut,
+with a note saying how many characters were left out.
 
 Example (Anthropic Messages API):
     >>> tools = tool_definitions(manager)
@@ -42,6 +44,7 @@ NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024  # OpenAI's limit for function descriptions
 SEPARATOR = "__"
+MAX_RESULT_CHARS = 100_000  # per tool result, like the context's per-stream cap
 
 ARGV_DESCRIPTION = (
     "Optional command-line arguments for the script (list of strings, passed verbatim, "
@@ -205,11 +208,14 @@ def handle_tool_call(
     tool_use_id: str,
     *,
     approver: Approver | None = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
     with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``;
     with neither the script does not run (is_error, audited as approval_unavailable).
+    A script's stdout (or stderr) beyond ``max_result_chars`` is cut with a note saying so
+    (None: no cap).
     """
     try:
         spec = find_tool(manager, name)
@@ -225,7 +231,7 @@ def handle_tool_call(
         )
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result)
+    return result_block(tool_use_id, result, max_result_chars)
 
 
 async def handle_tool_call_async(
@@ -235,31 +241,43 @@ async def handle_tool_call_async(
     tool_use_id: str,
     *,
     approver: Approver | None = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """Like :func:`handle_tool_call`, awaiting the script so the event loop keeps running.
 
-    Cancelling the task kills the script's process group (``ScriptExecutor.run_async``).
+    Everything before the run (tool lookup, checks, the approval request with its previews
+    and the skill's fingerprint, the approver) happens in a worker thread. Cancelling the
+    task kills the script's process group (``ScriptExecutor.run_async``).
     """
     try:
-        spec = find_tool(manager, name)
-        arguments, argv = _split_input(input)
-        if spec.kind == "prompt":
-            content = await asyncio.to_thread(prompt_content, manager, spec.skill)
+        content, prepared = await asyncio.to_thread(_approved_call, manager, name, input, approver)
+        if prepared is None:
             return tool_result(tool_use_id, content)
-        prepared = await asyncio.to_thread(
-            manager.prepare_skill_script, spec.skill, spec.script, arguments, argv=argv
-        )
-        chosen = agent_approver(manager, approver)
-        meta = manager.get_skill(spec.skill).find_script(spec.script)
-        request = manager.approval_request(
-            spec.skill, [meta], arguments, argv or (), prepared=[prepared]
-        )
-        # An approver may block (input(), a UI wait): keep it off the event loop.
-        await asyncio.to_thread(manager.ask_approval, request, chosen)
         result = await manager.executor.run_async(prepared)
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result)
+    return result_block(tool_use_id, result, max_result_chars)
+
+
+def _approved_call(
+    manager: Any, name: str, input: Any, approver: Approver | None
+) -> tuple[str, Any]:
+    """(prompt content, None) for a prompt tool, else ("", the approved, checked run).
+
+    Blocking work (file scans, hashing every file of the skill, an approver that waits for
+    a person): the async path runs it in a worker thread, off the event loop.
+    """
+    spec = find_tool(manager, name)
+    arguments, argv = _split_input(input)
+    if spec.kind == "prompt":
+        return prompt_content(manager, spec.skill), None
+    prepared = manager.prepare_skill_script(spec.skill, spec.script, arguments, argv=argv)
+    meta = manager.get_skill(spec.skill).find_script(spec.script)
+    request = manager.approval_request(
+        spec.skill, [meta], arguments, argv or (), prepared=[prepared]
+    )
+    manager.ask_approval(request, agent_approver(manager, approver))
+    return "", prepared
 
 
 def prompt_content(manager: Any, skill_name: str) -> str:
@@ -317,14 +335,31 @@ def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> di
     }
 
 
-def result_block(tool_use_id: str, result: ScriptExecutionResult) -> dict[str, Any]:
-    """stdout on success; stderr (or a one-line reason) with ``is_error`` otherwise."""
+def result_block(
+    tool_use_id: str, result: ScriptExecutionResult, max_chars: int | None = MAX_RESULT_CHARS
+) -> dict[str, Any]:
+    """stdout on success; stderr (or a one-line reason) with ``is_error`` otherwise; either
+    cut to ``max_chars`` (None: no cap) with a note, so one chatty script cannot flood the
+    model's context."""
     if result.success:
-        return tool_result(tool_use_id, result.stdout)
+        return tool_result(tool_use_id, cap_text(result.stdout, max_chars))
     reason = result.stderr.strip() or (
         f"Script {result.script_path} failed with exit code {result.exit_code} and no stderr"
     )
-    return tool_result(tool_use_id, reason, is_error=True)
+    return tool_result(tool_use_id, cap_text(reason, max_chars), is_error=True)
+
+
+def cap_text(text: str, max_chars: int | None) -> str:
+    """``text``, or its first ``max_chars`` characters and a note of how much was left out."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    more = len(text) - max_chars
+    # The audit keeps no output and the caller gets only this block: the note says the rest
+    # is not shown and which limit cut it, never that it is stored somewhere.
+    return (
+        f"{text[:max_chars]}\n[... truncated: {more:,} more characters not shown; tool "
+        f"results are capped at {max_chars:,} characters (max_result_chars)]"
+    )
 
 
 def openai_tool_message(block: dict[str, Any]) -> dict[str, Any]:
@@ -414,5 +449,7 @@ __all__ = [
     "prompt_content",
     "tool_result",
     "result_block",
+    "cap_text",
+    "MAX_RESULT_CHARS",
     "openai_tool_message",
 ]
