@@ -48,3 +48,36 @@ def test_ipython_config_file_configures_the_magics(tmp_path: Path) -> None:
     assert "status completed True" in out
     # The result's text view is cut at max_display_chars, with a note; the object keeps all.
     assert "showing first 123 of" in out, out
+
+
+def test_bad_value_in_ipython_config_is_one_line_and_the_rest_applies(tmp_path: Path) -> None:
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(
+        'c.SkillMagics.timeout = 0\nc.SkillMagics.max_display_chars = 77\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILL_MAGICS")}
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")
+    code = (
+        "get_ipython().run_line_magic('load_ext', 'skill_magics')\n"
+        "m = get_ipython().magics_manager.registry['SkillMagics']\n"
+        "print('loaded', m.timeout, m.max_display_chars)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "IPython", "--colors=nocolor", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "loaded 30.0 77" in proc.stdout  # the bad value keeps its default, the rest applies
+    lines = [line for line in proc.stderr.splitlines() if "SkillMagics.timeout" in line]
+    assert lines == [
+        "skill_magics: ignored SkillMagics.timeout = 0 from the configuration "
+        "(SkillMagics.timeout = 0 is out of range: use 1 to 600 seconds); fix it in "
+        "ipython_config.py or with %config"
+    ], proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -116,7 +116,8 @@ def test_interrupt_kills_process_group_and_kernel_survives(skills_dir, tmp_path)
     with start_kernel(env=env, cwd=tmp_path) as k:
         _load(k)
         msg_id = k.submit(
-            f'%%skillrun kernel-skill.sleeper\n{{"pgid_file": "{pgid_file}", "seconds": 120}}',
+            f'%%skillrun kernel-skill.sleeper -o res\n'
+            f'{{"pgid_file": "{pgid_file}", "seconds": 120}}',
             allow_stdin=False,
         )
         pgid = int(wait_for_text(pgid_file))
@@ -124,11 +125,21 @@ def test_interrupt_kills_process_group_and_kernel_survives(skills_dir, tmp_path)
         time.sleep(0.3)
         k.interrupt()
         r = k.collect(msg_id, timeout=60)
-        assert not r.ok, "an interrupted cell ends with an error"
+        assert not r.ok, "an interrupted cell ends with an error (Run All stops there)"
         assert r.duration_s < 60
+        # one line, not a traceback through the magic's frames
+        assert r.reply["ename"] == "RunInterrupted", r.reply
+        assert r.reply["traceback"] == [
+            "RunInterrupted: kernel-skill.scripts/sleeper.py: interrupted: the script's process "
+            "group was killed; the partial result is in res"
+        ]
         assert_group_gone(pgid, within=10)
         r = k.execute("1 + 1", allow_stdin=False)
         assert r.ok and r.text_plain == "2"
+        r = k.execute("print(res.status, 'started' in res.stdout)", allow_stdin=False)
+        # the await path (>= 7.4) stops the run like Stop does: the output so far is kept
+        kept = "True" if kernel_ipykernel_version() >= (7, 4) else "False"
+        assert r.stdout.strip() == f"interrupted {kept}"
 
 
 def test_interrupt_while_waiting_for_a_click_withdraws_the_panel(skills_dir, tmp_path):
@@ -144,6 +155,7 @@ def test_interrupt_while_waiting_for_a_click_withdraws_the_panel(skills_dir, tmp
         k.interrupt()
         r = k.collect(msg_id, timeout=60)
         assert not r.ok and r.duration_s < 60, "an interrupted cell ends with an error"
+        assert r.reply["ename"] == "RunInterrupted" and len(r.reply["traceback"]) == 1
         deadline = time.monotonic() + 30
         while not k.widgets[button].get("disabled"):
             assert time.monotonic() < deadline, "the buttons must be disabled"

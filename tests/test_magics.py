@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.displaypub import DisplayPublisher
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from skill_magics.notebook import magics as magics_module
@@ -454,15 +455,38 @@ def test_script_by_relative_path_and_empty_body(shell):
     assert res.status == "completed" and res.stdout.strip() == "parser"
 
 
+def failed_one_line(shell, capsys, cell: str) -> str:
+    """Run a cell that must fail with one UsageError line (no traceback, no value)."""
+    result = shell.run_cell(cell)
+    assert isinstance(result.error_in_exec, UsageError), result.error_in_exec
+    assert result.result is None
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("UsageError: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
 def test_unknown_skill_and_script_one_line(shell, capsys):
-    assert run(shell, "%%skillrun echo-skil.echo\n{}") is None
-    err = capsys.readouterr().err
-    assert "did you mean 'echo-skill'" in err
-    assert len([line for line in err.splitlines() if "SkillNotFoundError" in line]) == 1
-    assert "Traceback" not in err
-    assert run(shell, "%%skillrun echo-skill.ech\n{}") is None
-    err = capsys.readouterr().err
+    err = failed_one_line(shell, capsys, "%%skillrun echo-skil.echo\n{}")
+    assert "SkillNotFoundError" in err and "did you mean 'echo-skill'" in err
+    err = failed_one_line(shell, capsys, "%%skillrun echo-skill.ech\n{}")
     assert "ScriptNotFoundError" in err and "scripts/echo.py" in err
+
+
+def test_failed_plan_fails_the_cell_and_keeps_no_stale_value(shell, capsys):
+    """papermill / Run All stop at a cell that could not run, and -o is not left stale."""
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    assert run(shell, "%%skillrun echo-skill.echo -o res\n{}").status == "completed"
+    shell.user_ns.pop("res")
+    failed_one_line(shell, capsys, "%%skillrun echo-skill.nope -o res\n{}")
+    assert "res" not in shell.user_ns
+    err = failed_one_line(shell, capsys, "%skills show nope")
+    assert "SkillNotFoundError" in err
+
+
+def test_quoted_target_loses_its_quotes(shell):
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    res = run(shell, "%%skillrun 'echo-skill.echo' -o res -- 'two words'\n{}")
+    assert res.status == "completed" and res.json()["argv"] == ["two words"]
 
 
 def test_bad_target_and_help(shell):
@@ -499,12 +523,12 @@ def test_skills_subcommands(shell, tmp_path, capsys):
     assert "echo-skill" in repr(run(shell, "%skills approvals"))
     shell.run_cell("%skills revoke echo-skill")
     assert magics(shell).manager.approvals.approvals() == {}
-    run(shell, "%%skillrun echo-skill.nope\n{}")
+    shell.run_cell("%%skillrun echo-skill.nope\n{}")
     assert "refused" in repr(run(shell, "%skills history"))
     result = shell.run_cell("%skills shwo echo-skill")
     assert "Did you mean show" in str(result.error_in_exec)
-    run(shell, "%skills show nope")
-    assert "SkillNotFoundError" in capsys.readouterr().err
+    result = shell.run_cell("%skills show nope")
+    assert "SkillNotFoundError" in str(result.error_in_exec)
 
 
 def test_skills_add_examples(shell):
@@ -522,10 +546,8 @@ def test_config_traits_apply(shell):
 @pytest.mark.parametrize("value", ["0", "1e6", "-3"])
 def test_bad_timeout_option_is_one_line_and_nothing_runs(shell, capsys, value):
     shell.run_cell("%config SkillMagics.auto_approve = '*'")
-    result = shell.run_cell(f"%%skillrun echo-skill.echo --timeout {value}\n{{}}")
-    assert result.error_in_exec is None and result.result is None  # no traceback, no value
-    err = capsys.readouterr().err.strip()
-    assert "out of range: use 1 to 600 seconds" in err and "\n" not in err
+    err = failed_one_line(shell, capsys, f"%%skillrun echo-skill.echo --timeout {value}\n{{}}")
+    assert "out of range: use 1 to 600 seconds" in err
     assert not marker(shell).exists()
     assert magics(shell).manager.audit.records()[-1].outcome == "refused"
 
@@ -624,3 +646,31 @@ def test_unload_removes_everything(shell):
     shell.run_line_magic("load_ext", "skill_magics")
     shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(shell.skills_root)!r}]")
     assert "skillrun" in table["cell"] and "skillpy" in table["cell"]
+
+
+def test_eval_takes_a_real_dataframe_to_dict(shell):
+    """The issue's own example: --eval df.head().to_dict() (int index keys, NaN, NumPy)."""
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    shell.run_cell(
+        "import pandas as pd\n"
+        "df = pd.DataFrame({'n': [1, 2], 'x': [0.5, float('nan')]})"
+    )
+    res = run(shell, "%%skillrun echo-skill.echo --eval -o res\ndf.head().to_dict()")
+    assert res.status == "completed", res.message
+    assert res.json()["got"] == {"n": {"0": 1, "1": 2}, "x": {"0": 0.5, "1": None}}
+    res = run(shell, "%%skillrun echo-skill.echo --eval\n{'total': df['n'].sum()}")
+    assert res.json()["got"] == {"total": 3}
+
+
+def test_text_views_show_a_skills_terminal_escapes_visibly(shell, tmp_path):
+    hostile = tmp_path / "hostile"
+    (hostile / "ansi-skill").mkdir(parents=True)
+    (hostile / "ansi-skill" / "SKILL.md").write_text(
+        '---\nname: ansi-skill\ndescription: "ok\\e[2K\\e[1A\\a erased"\n'
+        'x: "\\e]0;t\\a"\n---\n# Title\n\x1b[2Jcleared\n'
+    )
+    shell.run_cell(f"%skills add {hostile}")
+    for cell in ("%skills", "%skills show ansi-skill"):
+        text = repr(run(shell, cell))
+        assert "\x1b" not in text and "\x07" not in text, cell
+        assert "\\x1b[2K" in text, cell

@@ -62,6 +62,13 @@ def clean(text: str) -> str:
     return ANSI.sub("", text).replace("\r", "")
 
 
+def _take_controlling_tty() -> None:
+    """In the child, after setsid(): make stdin (the pty slave) the controlling terminal.
+    Passing an open fd does not do that by itself, and without it the terminal's Ctrl-C
+    reaches no process."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 class TerminalIPython:
     """``python -m IPython`` on the slave side of a pty; the test talks to the master side."""
 
@@ -77,7 +84,8 @@ class TerminalIPython:
                 stderr=slave,
                 env=env,
                 cwd=cwd,
-                start_new_session=True,  # own session: the pty becomes its controlling tty
+                start_new_session=True,  # own session, whose controlling tty is the pty:
+                preexec_fn=_take_controlling_tty,  # so Ctrl-C (ISIG) signals IPython
                 close_fds=True,
             )
         except BaseException:
@@ -275,6 +283,44 @@ def test_no_runs_nothing(ipython: TerminalIPython, tmp_path: Path) -> None:
     assert not marker.exists()
     out = ipython.run("%skills approvals")
     assert "demo-behaviours" not in out, out
+
+
+def test_ctrl_c_at_the_prompt_runs_nothing_and_is_audited(
+    ipython: TerminalIPython, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker.txt"
+    ipython.type_cell("%%skillrun demo-behaviours.touch_marker -o r", f'{{"path": "{marker}"}}')
+    ipython.expect(QUESTION)
+    # Ctrl-C: the terminal sends SIGINT to IPython. input() prints its prompt just before it
+    # blocks in read(); a SIGINT in between only sets a flag and read() still blocks, so
+    # press again (as a person would) when the first press fell into that gap.
+    start = ipython.pos
+    for _ in range(5):
+        time.sleep(0.3)
+        os.write(ipython.master, b"\x03")
+        deadline = time.monotonic() + 3
+        while "RunInterrupted" not in ipython.transcript[start:] and time.monotonic() < deadline:
+            ipython._read(0.2)
+        if "RunInterrupted" in ipython.transcript[start:]:
+            break
+    out = ipython.upto(PROMPT)
+    assert "RunInterrupted: demo-behaviours.scripts/touch_marker.py: interrupted at the" in out
+    assert "Traceback" not in out, out
+    assert not marker.exists()
+    out = ipython.run("print(get_ipython().magics_manager.registry['SkillMagics']"
+                      ".manager.audit.records()[-1].outcome)")
+    assert "interrupted" in out, out
+
+
+def test_ctrl_d_at_the_prompt_declines(ipython: TerminalIPython, tmp_path: Path) -> None:
+    marker = tmp_path / "marker.txt"
+    ipython.type_cell("%%skillrun demo-behaviours.touch_marker -o r", f'{{"path": "{marker}"}}')
+    ipython.expect(QUESTION)
+    os.write(ipython.master, b"\x04")  # Ctrl-D on an empty line: end of input
+    out = ipython.upto(PROMPT)
+    assert re.search(r"touch_marker\W+declined", out), out
+    assert "declined None" in ipython.run("print(r.status, r.exit_code)")
+    assert not marker.exists()
 
 
 def test_yes_in_session_is_not_asked_again(ipython: TerminalIPython, tmp_path: Path) -> None:

@@ -75,6 +75,15 @@ class ApprovalUnavailable(SkillMagicsError):
     """Nobody can be asked (headless run, no TTY, wait timed out)."""
 
 
+class RunInterrupted(SkillMagicsError):
+    """A kernel interrupt (or Ctrl-C) stopped a run or an approval wait; the script's
+    process group was killed, or nothing ran."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython's hook: show this one line instead of a traceback through our frames
+        return [f"{type(self).__name__}: {self}"]
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -90,4 +99,5 @@ __all__ = [
     "ArgumentSizeError",
     "ApprovalDeclined",
     "ApprovalUnavailable",
+    "RunInterrupted",
 ]

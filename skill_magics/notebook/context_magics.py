@@ -20,6 +20,7 @@ import json
 import re
 import shlex
 import threading
+import tokenize
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -31,6 +32,7 @@ from ..core.audit import CODE_LABEL
 from ..core.errors import ApprovalUnavailable, SkillMagicsError
 from . import waiting
 from .config import preapproved_by, unavailable_message
+from .transformer import inside_a_magic
 from .waiting import Strategy
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
@@ -406,13 +408,14 @@ def catalog_command(magics: Any, args: list[str]) -> SkillContextText:
 # -- await transformer -------------------------------------------------------------------
 
 _MODULE = "__import__('skill_magics.notebook.context_magics', fromlist=['_'])"
+_MAGIC = "%skill_context"
 _LINE_RE = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*\s*=\s*)?%skill_context(?P<rest>(?:[ \t].*)?)$")
 
 
 def context_to_await(lines: list[str]) -> list[str]:
     """Cleanup transformer: top-level ``[x =] %skill_context ...`` and ``%%skillpy`` cells
     become ``await ...`` where the kernel delivers clicks only while a cell awaits."""
-    if not lines or not _wants_rewrite(lines):
+    if not lines or not _wants_rewrite(lines) or inside_a_magic():
         return lines
     from IPython import get_ipython
 
@@ -426,7 +429,29 @@ def _is_skillpy_cell(first: str) -> bool:
 
 
 def _wants_rewrite(lines: list[str]) -> bool:
-    return _is_skillpy_cell(lines[0]) or any(_LINE_RE.match(ln.rstrip("\r\n")) for ln in lines)
+    return _is_skillpy_cell(lines[0]) or bool(_statement_rows(lines))
+
+
+def _statement_rows(lines: list[str]) -> set[int]:
+    """Indexes of the lines that are a top-level ``[x =] %skill_context ...`` statement.
+
+    Only where IPython itself runs a line magic: never in another cell magic's body
+    (``%%writefile`` must write the text as typed, ``%%time`` compiles its body where no
+    ``await`` is allowed; ``%%skillrun`` cells belong to notebook.transformer), and only at
+    the start of a logical line, so text inside a string literal or a continued line stays.
+    """
+    if lines[0].startswith("%%") or not any(_MAGIC in line for line in lines):
+        return set()
+    from IPython.core.inputtransformer2 import make_tokens_by_line
+
+    try:
+        logical = make_tokens_by_line(lines)
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        return set()  # IPython's own transforms fail on this cell too: leave it to them
+    starts = {tokens[0].start[0] - 1 for tokens in logical if tokens}
+    return {
+        row for row in starts if 0 <= row < len(lines) and _LINE_RE.match(lines[row].rstrip("\r\n"))
+    }
 
 
 def rewrite_to_await(lines: list[str]) -> list[str]:
@@ -435,9 +460,10 @@ def rewrite_to_await(lines: list[str]) -> list[str]:
     if _is_skillpy_cell(first):
         body = "".join(lines[1:])
         return [f"await {_MODULE}.run_skillpy({first[9:].strip()!r}, {body!r})\n"]
+    rows = _statement_rows(lines)
     out = []
-    for line in lines:
-        m = _LINE_RE.match(line.rstrip("\r\n"))
+    for row, line in enumerate(lines):
+        m = _LINE_RE.match(line.rstrip("\r\n")) if row in rows else None
         if m is None:
             out.append(line)
             continue

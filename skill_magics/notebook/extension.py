@@ -9,6 +9,7 @@ use (tests/test_magics.py::test_load_is_light checks it in a fresh process).
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,12 +25,37 @@ def load(shell: Any) -> SkillMagics:
 
     magics = getattr(shell, _ATTR, None)
     if magics is None:
-        magics = SkillMagics(shell=shell)
+        magics = _configured(shell, SkillMagics)
         setattr(shell, _ATTR, magics)
     shell.register_magics(magics)
     completion.install(shell, lambda: magics.manager)
     transformer.install(shell)  # await path only where the kernel supports it (per cell)
     context_magics.register(shell, magics)
+    return magics
+
+
+def _configured(shell: Any, cls: type[SkillMagics]) -> SkillMagics:
+    """A SkillMagics with the shell's config; a bad value (``c.SkillMagics.timeout = 0`` in
+    ipython_config.py) is reported in one line and left at its default, not a failed load."""
+    from traitlets import TraitError
+    from traitlets.config import Config
+
+    try:
+        return cls(shell=shell)
+    except TraitError:
+        pass
+    magics = cls(shell=shell, config=Config())
+    section = getattr(shell, "config", Config()).get(cls.__name__, {})
+    for name, value in section.items():
+        try:
+            setattr(magics, name, value)
+        except TraitError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(
+                f"skill_magics: ignored {cls.__name__}.{name} = {value!r} from the "
+                f"configuration ({reason}); fix it in ipython_config.py or with %config",
+                file=sys.stderr,
+            )
     return magics
 
 

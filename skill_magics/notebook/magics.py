@@ -28,14 +28,13 @@ import contextvars
 import json
 import logging
 import shlex
-import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import (
     Bool,
     CaselessStrEnum,
@@ -50,7 +49,8 @@ from traitlets import (
 )
 
 from ..core.approval import ApprovalRequest, Decision, coerce_decision
-from ..core.errors import ApprovalDeclined, SkillMagicsError
+from ..core.errors import ApprovalDeclined, RunInterrupted, SkillMagicsError
+from ..core.jsonable import to_jsonable
 from . import waiting
 from .config import preapproved_by, unavailable_message
 from .waiting import Strategy
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LIVE_DELAY_S = 1.0  # show the live view (elapsed time, streaming output) after this long
+INTERRUPTED = "interrupted: the script's process group was killed"
 
 
 @dataclass
@@ -234,8 +235,7 @@ class SkillMagics(Magics):
         try:
             return run(self, args)
         except SkillMagicsError as exc:
-            _error_line(exc)
-            return None
+            raise _usage(exc) from None
 
     # -- %%skillrun -------------------------------------------------------------------------
     @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
@@ -249,7 +249,9 @@ class SkillMagics(Magics):
     @argument(
         "--eval",
         action="store_true",
-        help="the body is a Python expression evaluated in the notebook, e.g. df.to_dict()",
+        help="the body is a Python expression evaluated in the notebook, e.g. "
+        "df.head().to_dict(); pandas/NumPy values become JSON (int keys -> strings, "
+        "NaN -> null, timestamps -> ISO text)",
     )
     @argument(
         "--no-approval",
@@ -266,8 +268,6 @@ class SkillMagics(Magics):
         .exit_code, .json(), .status).
         """
         run = self._plan(line, cell)
-        if run is None:
-            return None
         strategy = waiting.choose(self.shell, in_coroutine=False, mode=self.approval_ui)
         decided = self._decide_now(run, strategy)
         panel = None
@@ -278,7 +278,9 @@ class SkillMagics(Magics):
                     waiting.wait_event(panel.event, self.approval_timeout)
                 elif strategy is Strategy.PUMP:
                     waiting.wait_pumping(self.shell, panel.event, self.approval_timeout)
-            except BaseException:  # KeyboardInterrupt: a kernel interrupt during the wait
+            except KeyboardInterrupt:  # a kernel interrupt during the wait
+                raise self._withdraw(run, panel) from None
+            except BaseException:
                 self._withdraw(run, panel)
                 raise
         final = self._settle(run, decided, panel)
@@ -290,8 +292,6 @@ class SkillMagics(Magics):
     async def skillrun_async(self, line: str, cell: str = "") -> Any:
         """The await path (ipykernel >= 7.4): same as %%skillrun, waiting with ``await``."""
         run = self._plan(line, cell)
-        if run is None:
-            return None
         strategy = waiting.choose(self.shell, in_coroutine=True, mode=self.approval_ui)
         decided = self._decide_now(run, strategy)
         panel = None
@@ -302,7 +302,9 @@ class SkillMagics(Magics):
                     await waiting.wait_future(panel.future(), self.approval_timeout)
                 elif strategy is Strategy.THREAD:
                     waiting.wait_event(panel.event, self.approval_timeout)
-            except BaseException:  # CancelledError / KeyboardInterrupt: a kernel interrupt
+            except (asyncio.CancelledError, KeyboardInterrupt):  # a kernel interrupt
+                raise self._withdraw(run, panel) from None
+            except BaseException:
                 self._withdraw(run, panel)
                 raise
         final = self._settle(run, decided, panel)
@@ -311,8 +313,8 @@ class SkillMagics(Magics):
         return await self._execute_async(run)
 
     # -- steps --------------------------------------------------------------------------------
-    def _plan(self, line: str, cell: str) -> _Run | None:
-        """Parse and check everything; None (after a one-line error) when nothing can run."""
+    def _plan(self, line: str, cell: str) -> _Run:
+        """Parse and check everything; a one-line UsageError when nothing can run."""
         try:
             words = shlex.split(line)
         except ValueError as exc:
@@ -321,7 +323,7 @@ class SkillMagics(Magics):
         if "--" in words:
             cut = words.index("--")
             words, argv = words[:cut], words[cut + 1 :]
-        opts = parse_argstring(self.skillrun, shlex.join(words))
+        opts = self.skillrun.parser.parse_args(words)  # already split: quotes stay removed
         skill, dot, script = opts.target.partition(".")
         if not dot or not skill or not script:
             raise UsageError(
@@ -344,8 +346,8 @@ class SkillMagics(Magics):
                 skill, [meta], arguments, argv or (), prepared=[prepared]
             )
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
-            _error_line(exc)
-            return None
+            # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.
+            raise _usage(exc) from None
         return _Run(skill, meta.path.as_posix(), arguments, argv, prepared, request, opts.out)
 
     def _arguments(self, cell: str, evaluate: bool) -> Any:
@@ -354,12 +356,13 @@ class SkillMagics(Magics):
             if not body:
                 raise UsageError("--eval needs a Python expression in the cell body")
             try:
-                return self.shell.ev(body)
+                value = self.shell.ev(body)
             except Exception as exc:
                 raise UsageError(
                     f"--eval could not evaluate the cell body ({type(exc).__name__}: {exc}): "
                     "fix the expression"
                 ) from None
+            return to_jsonable(value)  # pandas/NumPy values as plain JSON (core/jsonable.py)
         if not body:
             return {}
         try:
@@ -389,7 +392,15 @@ class SkillMagics(Magics):
                 answer = waiting.ask_terminal(
                     summary_text(run.request), full=summary_text(run.request, full=True)
                 )
-            except (EOFError, OSError):
+            except KeyboardInterrupt:  # Ctrl-C at the prompt: nothing runs, audited
+                reason = "interrupted at the approval prompt; nothing ran"
+                self.manager.audit.event(
+                    run.skill, run.script, run.arguments, "interrupted", reason=reason
+                )
+                raise RunInterrupted(f"{run.skill}.{run.script}: {reason}") from None
+            except EOFError:  # Ctrl-D at a terminal prompt: the person ended the question
+                return Decision.NO, "terminal input() (end of input)"
+            except OSError:
                 return _Result(self._unavailable(run, Strategy.UNAVAILABLE))
             return coerce_decision(answer), "terminal input()"
         return None
@@ -436,14 +447,16 @@ class SkillMagics(Magics):
             max_display_chars=self.max_display_chars,
         )
 
-    def _withdraw(self, run: _Run, panel: ApprovalPanel) -> None:
+    def _withdraw(self, run: _Run, panel: ApprovalPanel) -> RunInterrupted:
         """The cell stopped while waiting for a click: disable the buttons (a later click
-        must not look like it ran something) and audit it. A click that won the race stands."""
+        must not look like it ran something) and audit it. A click that won the race stands.
+        Returns the one-line error the cell ends with."""
         reason = "the cell was interrupted while waiting for approval; nothing ran"
         if panel.withdraw(reason):
             self.manager.audit.event(
                 run.skill, run.script, run.arguments, "interrupted", reason=reason
             )
+        return RunInterrupted(f"{run.skill}.{run.script}: {reason}")
 
     def show_panel(self, request: ApprovalRequest) -> ApprovalPanel:
         """Display Yes once / Yes in session / No for ``request`` (kept in ``self.panels``)."""
@@ -520,8 +533,8 @@ class SkillMagics(Magics):
                 run.prepared, on_output=res.append_output, cancel=cancel
             )
         except KeyboardInterrupt:
-            res.set_status("interrupted", "Interrupted: the script's process group was killed")
-            raise
+            # The executor killed the group; only the streamed output (res.live_text) is left.
+            raise self._interrupted(run, res) from None
         finally:
             live.finish()
         res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
@@ -545,17 +558,29 @@ class SkillMagics(Magics):
             if not done:
                 live.show()
             outcome = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            # Kernel > Interrupt: cancel the run and let it kill the group before we re-raise.
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Kernel > Interrupt: stop the run as the Stop button does (the group is killed and
+            # the output so far comes back as a result), then end the cell with one line.
+            cancel.set()
+            if not task.done():
+                await asyncio.wait({task}, timeout=5)
             if not task.done():
                 task.cancel()
-                await asyncio.wait({task}, timeout=5)
-            res.set_status("interrupted", "Interrupted: the script's process group was killed")
-            raise
+            elif not task.cancelled() and task.exception() is None:
+                res.set_result(task.result(), status="interrupted", message=INTERRUPTED)
+            raise self._interrupted(run, res) from None
         finally:
             live.finish()
         res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
         return self._finished(run, res, live.shown)
+
+    def _interrupted(self, run: _Run, res: SkillRunResult) -> RunInterrupted:
+        """Mark ``res`` interrupted, keep it (``-o``), and give the cell's one-line error."""
+        if res.status != "interrupted":
+            res.set_status("interrupted", INTERRUPTED)
+        self._store(run, res)
+        where = f"; the partial result is in {run.out}" if run.out else ""
+        return RunInterrupted(f"{run.skill}.{run.script}: {INTERRUPTED}{where}")
 
     def _finished(self, run: _Run, res: SkillRunResult, shown: bool) -> SkillRunResult:
         """The cell value of a finished run: the live view already became it, or plain Out."""
@@ -642,10 +667,10 @@ def _update_quietly(handle: Any, obj: Any) -> None:
         logger.debug("Could not refresh the approval panel display", exc_info=True)
 
 
-def _error_line(exc: BaseException) -> None:
-    """One short red line on stderr instead of a traceback."""
-    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    print(f"\x1b[31m{text}\x1b[0m", file=sys.stderr)
+def _usage(exc: BaseException) -> UsageError:
+    """The one-line error IPython shows without a traceback ("UsageError: ...")."""
+    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, SkillMagicsError) else str(exc)
+    return UsageError(text.replace("\n", " "))
 
 
 def _stopped_status(res: SkillRunResult) -> str | None:

@@ -6,13 +6,15 @@ button) only while a cell awaits. This input transformer rewrites a ``%%skillrun
 the cell as a coroutine (``should_run_async``). A kernel interrupt arrives as a cancellation,
 which the awaited script run turns into killing its process group.
 
-Elsewhere (terminal IPython, older kernels, autoawait off) the cell runs through the ordinary
-synchronous cell magic; the transformer only gives an empty body a blank line there, because
-IPython refuses a cell magic without a body and ours means ``{}`` then.
+Elsewhere (terminal IPython, older kernels, autoawait off, or the body of another magic such
+as ``%%time`` or ``%%capture``, which IPython runs outside the kernel's coroutine) the cell
+runs through the ordinary synchronous cell magic; the transformer only gives an empty body a
+blank line there, because IPython refuses a cell magic without a body and ours means ``{}``.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .waiting import supports_await
@@ -30,7 +32,7 @@ def skillrun_to_await(lines: list[str]) -> list[str]:
     from IPython import get_ipython
 
     body = "".join(lines[1:])
-    if not supports_await(get_ipython()):
+    if not supports_await(get_ipython()) or inside_a_magic():
         # IPython refuses a cell magic with an empty body; ours means "{}" then.
         return lines if body else [lines[0].rstrip("\n") + "\n", "\n"]
     line = rest.strip()
@@ -38,6 +40,21 @@ def skillrun_to_await(lines: list[str]) -> list[str]:
         "await __import__('skill_magics.notebook.transformer', fromlist=['run_cell'])"
         f".run_cell({line!r}, {body!r})\n"
     ]
+
+
+def inside_a_magic() -> bool:
+    """True when a running magic transforms its body as a nested cell (``%%time``,
+    ``%timeit``, ``%prun``, ``%%capture``): no top-level ``await`` works there (IPython
+    compiles or runs it outside the kernel's coroutine), the synchronous magic does."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    runners = (InteractiveShell.run_line_magic.__code__, InteractiveShell.run_cell_magic.__code__)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code in runners:
+            return True
+        frame = frame.f_back
+    return False
 
 
 # check_complete() skips transformers with side effects: keeps "%%" cells multi-line there.
@@ -77,4 +94,4 @@ def uninstall(shell: Any) -> None:
         cleanup.remove(skillrun_to_await)
 
 
-__all__ = ["skillrun_to_await", "run_cell", "install", "uninstall"]
+__all__ = ["skillrun_to_await", "inside_a_magic", "run_cell", "install", "uninstall"]

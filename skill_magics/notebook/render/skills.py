@@ -10,6 +10,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ...core.visible import visible
 from .display import Display
 from .format import shorten
 from .markdown import markdown_html
@@ -167,7 +168,9 @@ def skill_detail(
         items = "".join(f"<li><code>{html.escape(r)}</code></li>" for r in references)
         html_parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
     body = "".join(html_parts)
-    return Display("\n\n".join(text_parts), f'<div class="skill-magics-skill">{body}</div>')
+    # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
+    text = visible("\n\n".join(text_parts), keep="\n\t")
+    return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
 __all__ = ["skills_table", "scripts_table", "skill_detail"]

@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...core.visible import visible
 from .format import shorten
 
 
@@ -28,8 +29,11 @@ def _text(cell: object) -> str:
 def text_table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], max_width: int = 60
 ) -> str:
-    """Columns padded to the widest cell (each cell one line, at most ``max_width`` chars)."""
-    cells = [[shorten(_text(c), max_width) for c in row] for row in rows]
+    """Columns padded to the widest cell (each cell one line, at most ``max_width`` chars).
+
+    Control characters (terminal escapes from a skill's description, say) are shown visibly:
+    in terminal IPython they would otherwise erase or rewrite lines of the table."""
+    cells = [[shorten(visible(_text(c)), max_width) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, value in enumerate(row):
@@ -66,7 +70,7 @@ def html_table(
 def warnings_text(warnings: Sequence[str]) -> str:
     if not warnings:
         return ""
-    return "\n".join(["warnings:", *(f"  - {w}" for w in warnings)])
+    return "\n".join(["warnings:", *(f"  - {visible(str(w))}" for w in warnings)])
 
 
 def warnings_html(warnings: Sequence[str]) -> str:
