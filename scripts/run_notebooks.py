@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 import sys
 import tempfile
 import time
@@ -30,6 +31,32 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+EXPECTED_ERROR_TAG = "raises-exception"  # nbclient and JupyterLab's Run All go on past these
+
+
+def _machine_paths() -> list[tuple[re.Pattern[str], str]]:
+    """Paths of the machine that ran the notebook, longest first, and what a reader sees."""
+    tmp = re.escape(tempfile.gettempdir().rstrip("/"))
+    pairs = [
+        (re.escape(str(REPO_ROOT)) + "/?", ""),  # the repo: paths become repo-relative
+        (re.escape(sys.base_prefix) + "/", "<python>/"),
+        (re.escape(sys.prefix) + "/", "<venv>/"),
+        (tmp + r"/[^\s\"'<>/]+", "<tmp>"),  # the run's temp dirs (workdir, scratch)
+        (re.escape(str(Path.home())) + "/", "~/"),
+    ]
+    return [(re.compile(pattern), text) for pattern, text in pairs]
+
+
+def _unmachine(value: object, subs: list[tuple[re.Pattern[str], str]]) -> object:
+    if isinstance(value, str):
+        for pattern, text in subs:
+            value = pattern.sub(text, value)
+        return value
+    if isinstance(value, list):
+        return [_unmachine(v, subs) for v in value]
+    if isinstance(value, dict):
+        return {k: _unmachine(v, subs) for k, v in value.items()}
+    return value
 
 
 def kernel_env(tmp: Path) -> dict[str, str]:
@@ -62,8 +89,11 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
 
 
 def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy fit for saving: widget views and widget state removed, fallbacks kept."""
+    """A copy fit for saving: widget views and widget state removed, fallbacks kept, and this
+    machine's paths (repo, interpreters, temp dirs, home) replaced by stable placeholders, so
+    a reader sees ``skill_magics/examples/skills/...``, not the author's disk."""
     nb = copy.deepcopy(nb)
+    subs = _machine_paths()
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -78,7 +108,7 @@ def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 if not data:  # a bare widget with no fallback: nothing readable to keep
                     continue
             kept.append(out)
-        cell.outputs = kept
+        cell.outputs = [nbformat.from_dict(_unmachine(out, subs)) for out in kept]
     return nb
 
 
@@ -92,15 +122,38 @@ def problems(nb: nbformat.NotebookNode) -> list[str]:
             continue
         if cell.get("execution_count") is None:
             found.append(f"cell {i} was not executed")
+        expected = EXPECTED_ERROR_TAG in cell.metadata.get("tags", [])
+        # IPython prints a UsageError on stderr (one line), not as an error output
+        errors = [
+            o
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "error"
+            or (o.get("name") == "stderr" and "UsageError: " in "".join(o.get("text", "")))
+        ]
+        if expected and not errors:
+            found.append(f"cell {i} is tagged {EXPECTED_ERROR_TAG} but raised nothing")
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
+            if out.get("output_type") == "error" and not expected:
                 found.append(f"cell {i} has an error output: {out.get('ename')}")
+            leaked = _leaked_path(out)
+            if leaked:
+                found.append(f"cell {i} shows a path of this machine: {leaked}")
             data = out.get("data", {})
             if WIDGET_VIEW in data:
                 found.append(f"cell {i} keeps a widget view")
             if data and "text/plain" not in data and "text/html" not in data:
                 found.append(f"cell {i} has an output without text/plain or text/html")
     return found
+
+
+def _leaked_path(out: object) -> str:
+    """A machine-specific path left in an output ('' when none)."""
+    text = str(out)
+    for root in (str(REPO_ROOT), sys.prefix, sys.base_prefix, str(Path.home())):
+        if root and root != "/" and root in text:
+            return root
+    match = re.search(re.escape(tempfile.gettempdir().rstrip("/")) + r"/[\w.-]+", text)
+    return match.group(0) if match else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,7 @@ def _all_text(nb: nbformat.NotebookNode) -> str:
         for out in cell.get("outputs", []):
             parts.append(out.get("text", ""))
             parts.append(str(out.get("data", {}).get("text/plain", "")))
+            parts.extend(out.get("traceback", []))  # the one-line errors of tagged cells
     return "\n".join(parts)
 
 
