@@ -376,3 +376,17 @@ def test_prepare_command_refusal_records_a_duration(make_skill, tmp_path):
             ["python3", "-c", "1"], skill_base_dir=skill, skill_metadata=meta, label="<python -c>"
         )
     assert executor.audit.records()[-1].duration_ms > 0
+
+
+def test_yaml_alias_expansion_skips_only_that_skill(tmp_path, make_skill):
+    """'Billion laughs': aliases loaded cheaply but expanding exponentially when shown."""
+    lines = ["name: laughs", "description: ok", "metadata:", "  a0: &a0 [x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 8)}]" for i in range(1, 12)]
+    make_skill(tmp_path, "laughs", "\n".join(lines))
+    make_skill(tmp_path, "fine")
+    # shared (not repeated) values stay fine: an alias used a few times is ordinary YAML
+    make_skill(tmp_path, "anchors", "name: anchors\ndescription: &d ok\nmetadata: {x: *d, y: *d}")
+    manager = SkillManager([tmp_path])
+    assert [m.name for m in manager.list_skills()] == ["anchors", "fine"]
+    warnings = "\n".join(manager.warnings)
+    assert "laughs" in warnings and "expands to more than 10,000 values" in warnings

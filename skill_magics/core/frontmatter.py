@@ -26,6 +26,7 @@ from .models import SkillMetadata
 
 # The C loader is ~10x faster, which matters when listing a thousand skills.
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_VALUES = 10_000  # values in one frontmatter, aliases counted each time they are used
 
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -124,7 +125,33 @@ def parse_frontmatter_yaml(yaml_text: str) -> tuple[dict[str, Any], list[str]]:
         raise SkillParseError(
             f"frontmatter is a YAML {type(data).__name__}, not a mapping: write 'key: value' lines"
         )
+    _check_expansion(data)
     return data, warnings
+
+
+def _check_expansion(data: Any) -> None:
+    """Refuse frontmatter whose values expand past MAX_VALUES when printed or serialised.
+
+    libyaml shares an aliased node instead of copying it, so ``&a [*b, *b, ...]`` chains
+    ("billion laughs") load in microseconds, but showing the metadata (``%skills show``,
+    ``json.dumps``) walks every alias and never ends. Count the values as such a walk would,
+    stopping at the cap.
+    """
+    seen = 0
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise SkillParseError(
+                f"frontmatter expands to more than {MAX_VALUES:,} values (YAML aliases "
+                "repeating a list or map?): write the values out, or move them to a file"
+            )
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, set)):
+            stack.extend(value)
 
 
 def read_frontmatter_text(path: Path) -> str:
