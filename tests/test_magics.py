@@ -674,3 +674,16 @@ def test_text_views_show_a_skills_terminal_escapes_visibly(shell, tmp_path):
         text = repr(run(shell, cell))
         assert "\x1b" not in text and "\x07" not in text, cell
         assert "\\x1b[2K" in text, cell
+
+
+@pytest.mark.parametrize("out", ["results[0]", "1x", "class"])
+def test_out_must_be_a_variable_name(shell, capsys, out):
+    err = failed_one_line(shell, capsys, f"%%skillrun echo-skill.echo -o '{out}'\n{{}}")
+    assert "-o needs a Python variable name" in err
+    assert not marker(shell).exists()
+
+
+@pytest.mark.parametrize("sub", ["reload", "dirs", "approvals", "history"])
+def test_stray_words_after_a_subcommand_are_an_error(shell, sub):
+    result = shell.run_cell(f"%skills {sub} extra")
+    assert "Unexpected 'extra': usage: %skills " + sub in str(result.error_in_exec)

@@ -107,7 +107,7 @@ def test_json_when_stdout_is_empty_or_nothing_ran() -> None:
     with pytest.raises(ResultJSONError, match=r"nothing ran \(status declined\)"):
         declined.json()
     pending = SkillRunResult.pending("demo", "s.py")
-    with pytest.raises(ResultJSONError, match=r"call \.wait\(\) first"):
+    with pytest.raises(ResultJSONError, match=r"then `await res.wait_async\(\)` in a new cell"):
         pending.json()
 
 

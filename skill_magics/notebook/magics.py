@@ -30,6 +30,7 @@ import logging
 import shlex
 import threading
 from dataclasses import dataclass
+from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -330,6 +331,8 @@ class SkillMagics(Magics):
                 f"Name a skill and a script as SKILL.SCRIPT (e.g. pdf.extract), not "
                 f"{opts.target!r}: %skills show SKILL lists its scripts"
             )
+        if opts.out is not None and not (opts.out.isidentifier() and not iskeyword(opts.out)):
+            raise UsageError(f"-o needs a Python variable name, not {opts.out!r}: e.g. -o result")
         if opts.no_approval and self.require_approval:
             raise UsageError(
                 "--no-approval is refused while SkillMagics.require_approval is True: "

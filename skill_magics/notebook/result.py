@@ -201,8 +201,9 @@ class SkillRunResult:
         if self._result is None:
             if self._status in ("pending", "running"):
                 raise ResultJSONError(
-                    f"{self.skill} has not finished (status {self._status}): "
-                    "call .wait() first, then .json()"
+                    f"{self.skill} has not finished (status {self._status}): answer the "
+                    "approval, then `await res.wait_async()` in a new cell before .json() (a "
+                    "plain .wait() can keep the click from arriving)"
                 )
             raise ResultJSONError(
                 f"nothing ran (status {self._status}), so there is no stdout to parse: "

@@ -55,4 +55,10 @@ def one_arg(args: list[str], usage: str) -> str:
     return args[0]
 
 
-__all__ = ["names", "lookup", "help_lines", "one_arg"]
+def no_args(args: list[str], usage: str) -> None:
+    """No arguments, else UsageError showing ``usage`` (a stray word is a mistake, not noise)."""
+    if args:
+        raise UsageError(f"Unexpected {' '.join(args)!r}: usage: {usage}")
+
+
+__all__ = ["names", "lookup", "help_lines", "one_arg", "no_args"]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import no_args
+
 HELP = "session approvals (and whether the scripts changed since)"
 
 
 def run(magics: Any, args: list[str]) -> Any:
+    no_args(args, "%skills approvals")
     from ..render import approvals_table
 
     manager = magics.manager

@@ -5,10 +5,13 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from . import no_args
+
 HELP = "the directories searched, first wins a name clash"
 
 
 def run(magics: Any, args: list[str]) -> Any:
+    no_args(args, "%skills dirs")
     from ..render import Display, display_path
 
     rows = [

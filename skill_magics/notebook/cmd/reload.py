@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import no_args
+
 HELP = "rescan the skills directories"
 
 
 def run(magics: Any, args: list[str]) -> Any:
+    no_args(args, "%skills reload")
     magics.manager.reload()
     print(f"Reloaded: {len(magics.manager.list_skills())} skills")
     return None
