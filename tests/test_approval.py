@@ -12,6 +12,8 @@ from skill_magics.core.approval import (
     Decision,
     ScriptToApprove,
     coerce_decision,
+    combine_requests,
+    decides_alone,
     scripts_content_hash,
 )
 from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
@@ -143,3 +145,80 @@ def test_store_is_thread_safe(skill_dir):
 def test_all_errors_share_one_root():
     assert issubclass(ApprovalDeclined, SkillMagicsError)
     assert issubclass(ApprovalUnavailable, SkillMagicsError)
+
+
+def test_combine_one_request_returns_it_unchanged(skill_dir):
+    request = _request(skill_dir)
+    assert combine_requests([request]) is request
+    assert request.parts == () and not request.is_combined
+    assert request.requests == (request,) and request.skill_names == ("demo",)
+    with pytest.raises(ValueError):
+        combine_requests([])
+
+
+def test_combined_request_lists_every_part_in_order(skill_dir):
+    one, two = _request(skill_dir, "one"), _request(skill_dir, "two")
+    combined = combine_requests([one, two])
+    assert combined.parts == (one, two) and combined.is_combined
+    assert combined.skill_name == "one, two"
+    assert combined.skill_names == ("one", "two")
+    assert [s.path for s in combined.scripts] == [
+        "one/scripts/a.py",
+        "one/scripts/b.sh",
+        "two/scripts/a.py",
+        "two/scripts/b.sh",
+    ]
+    assert combined.arguments == {"x": 1} and combined.argv == ()
+    assert combined.content_hash not in ("", one.content_hash)
+    assert combined.request_id
+    # Combining a combined request flattens it; different inputs are not summarised.
+    three = ApprovalRequest("three", (), arguments={"y": 2}, argv=("-v",), content_hash="h3")
+    again = combine_requests([combined, three])
+    assert again.skill_names == ("one", "two", "three")
+    assert again.arguments is None and again.argv == ()
+    with pytest.raises(ValueError, match="skillpy"):
+        combine_requests([one, ApprovalRequest("py", (), code="print(1)")])
+
+
+def test_combined_yes_in_session_approves_each_skill_at_its_own_hash(skill_dir):
+    store, approver = ApprovalStore(), CountingApprover("yes_in_session")
+    one, two = _request(skill_dir, "one"), _request(skill_dir, "two")
+    assert store.ask(approver, combine_requests([one, two])) is Decision.YES_IN_SESSION
+    assert store.approvals() == {"one": one.content_hash, "two": two.content_hash}
+    assert store.ask(approver, one) is Decision.YES_IN_SESSION  # as if approved separately
+    assert store.ask(approver, combine_requests([one, two])) is Decision.YES_IN_SESSION
+    assert approver.calls == 1
+    store.revoke("two")
+    assert not store.covers(combine_requests([one, two])) and store.covers(one)
+    store.ask(approver, combine_requests([one, two]))
+    assert approver.calls == 2
+
+
+def test_combined_no_and_yes_once_remember_nothing(skill_dir):
+    store = ApprovalStore()
+    combined = combine_requests([_request(skill_dir, "one"), _request(skill_dir, "two")])
+    assert store.ask(CountingApprover("yes_once"), combined) is Decision.YES_ONCE
+    with pytest.raises(ApprovalDeclined, match=r"one, two \(one/scripts/a\.py.*nothing ran"):
+        store.ask(CountingApprover("no"), combined)
+    assert store.approvals() == {}
+
+
+def test_decides_alone_is_an_optional_hint(skill_dir):
+    request = _request(skill_dir)
+
+    class Configured:
+        def __call__(self, request):
+            return "yes_once"
+
+        def decides_alone(self, request):
+            return request.skill_name == "demo"
+
+    class Broken(Configured):
+        def decides_alone(self, request):
+            raise RuntimeError("boom")
+
+    assert decides_alone(Configured(), request) is True
+    assert decides_alone(Configured(), _request(skill_dir, "other")) is False
+    assert decides_alone(lambda r: "yes_once", request) is False
+    assert decides_alone(Broken(), request) is False
+    assert decides_alone(None, request) is False

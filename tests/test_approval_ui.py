@@ -7,9 +7,14 @@ import threading
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from skill_magics.core.approval import ApprovalRequest, Decision, ScriptToApprove
+from skill_magics.core.approval import (
+    ApprovalRequest,
+    Decision,
+    ScriptToApprove,
+    combine_requests,
+)
 from skill_magics.notebook import waiting
-from skill_magics.notebook.approval_ui import ApprovalPanel, summary_text
+from skill_magics.notebook.approval_ui import ApprovalPanel, summary_html, summary_text
 from skill_magics.notebook.config import preapproved_by
 
 REQUEST = ApprovalRequest(
@@ -149,3 +154,108 @@ def test_preapproval_sources():
         "env SKILL_MAGICS_AUTO_APPROVE"
     )
     assert preapproved_by("pdf", [], env={"SKILL_MAGICS_AUTO_APPROVE": ""}) is None
+
+
+def _script(path: str, interpreter: str, text: str, program: str) -> ScriptToApprove:
+    return ScriptToApprove(
+        path,
+        interpreter,
+        text,
+        command=(program, f"/skills/{path}"),
+        lines=len(text.splitlines()),
+        size=len(text),
+    )
+
+
+CSV = ApprovalRequest(
+    skill_name="csv",
+    scripts=(
+        _script("scripts/profile.py", "python3", "import csv\nprint('csv')\n", "/usr/bin/python3"),
+        _script("scripts/stats.sh", "bash", "echo stats\n", "/bin/bash"),
+    ),
+    arguments={"path": "data.csv"},
+    content_hash="h-csv",
+)
+PDF = ApprovalRequest(
+    skill_name="pdf",
+    scripts=(_script("scripts/extract.py", "python3", "import pypdf\n", "/opt/venv/bin/python"),),
+    arguments={"path": "data.csv"},
+    content_hash="h-pdf",
+)
+COMBINED = combine_requests([CSV, PDF])
+
+
+def test_combined_text_shows_every_skill_and_script_in_order():
+    text = summary_text(COMBINED)
+    lines = text.splitlines()
+    assert lines[0].startswith("Approval needed: 2 skills ('csv', 'pdf') want to run 3 scripts")
+    assert "one answer decides for all of them" in lines[0]
+    for needle in (
+        "skill 'csv':",
+        "scripts/profile.py  (interpreter: python3)",
+        "command: /usr/bin/python3 /skills/scripts/profile.py",
+        "scripts/stats.sh  (interpreter: bash)",
+        "skill 'pdf':",
+        "command: /opt/venv/bin/python /skills/scripts/extract.py",
+        "| import csv",
+        "| echo stats",
+        "| import pypdf",
+        "arguments (stdin JSON, every script): {",
+    ):
+        assert needle in text, needle
+    order = [text.index(n) for n in ("skill 'csv'", "profile.py", "stats.sh", "skill 'pdf'")]
+    assert order == sorted(order)
+    # Each skill's first lines sit in its own block.
+    assert text.index("| echo stats") < text.index("skill 'pdf'") < text.index("| import pypdf")
+    assert "| import pypdf" in summary_text(COMBINED, full=True)
+
+
+def test_combined_text_shows_each_skills_arguments_when_they_differ():
+    other = ApprovalRequest("pdf", PDF.scripts, arguments={"page": 2}, content_hash="h")
+    text = summary_text(combine_requests([CSV, other]))
+    assert "every script" not in text
+    assert '"path": "data.csv"' in text and '"page": 2' in text
+    assert text.index('"path"') < text.index("skill 'pdf'") < text.index('"page"')
+
+
+def test_combined_html_shows_both_skills_with_their_scripts():
+    page = summary_html(COMBINED)
+    assert "Approve running 3 scripts of 2 skills?" in page
+    assert page.count(">Skill</th>") == 2
+    assert "<b>csv</b>" in page and "<b>pdf</b>" in page
+    for needle in (
+        "<code>scripts/profile.py</code>",
+        "<code>scripts/stats.sh</code>",
+        "<code>scripts/extract.py</code>",
+        "<code>/opt/venv/bin/python /skills/scripts/extract.py</code>",
+        "<code>bash</code>",
+        "import pypdf",
+        "echo stats",
+        "Arguments (every script)",
+    ):
+        assert needle in page, needle
+    assert page.index("<b>csv</b>") < page.index("stats.sh") < page.index("<b>pdf</b>")
+    assert page.index("<b>pdf</b>") < page.index("import pypdf")
+
+
+def test_combined_panel_has_the_same_three_buttons_and_one_decision():
+    panel = ApprovalPanel(COMBINED)
+    row = panel.widget.children[1]
+    assert [b.description for b in row.children] == ["Yes once", "Yes in session", "No"]
+    assert "<b>csv</b>" in panel.widget.children[0].value
+    assert "<b>pdf</b>" in panel.widget.children[0].value
+    panel.buttons["yes_in_session"].click()
+    assert panel.decision is Decision.YES_IN_SESSION
+    bundle = panel._repr_mimebundle_()
+    assert (
+        "skill 'pdf':" in bundle["text/plain"]
+        and "Decision: Yes in session" in (bundle["text/plain"])
+    )
+    assert "<b>pdf</b>" in bundle["text/html"]
+
+
+def test_single_request_text_is_unchanged_by_the_combined_layout():
+    text = summary_text(CSV)
+    assert text.splitlines()[0] == "Approval needed: skill 'csv' wants to run:"
+    assert "skill 'csv':" not in text and "every script" not in text
+    assert "Approve running this skill script?" in summary_html(CSV)

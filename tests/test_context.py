@@ -115,29 +115,220 @@ def test_one_approval_request_lists_every_script(demo):
     assert [s.path for s in request.scripts] == ["scripts/profile.py", "scripts/hello.sh"]
 
 
-def test_several_skills_ask_once_per_skill_in_order(demo, tmp_path):
-    """With several names, each skill's context gets its own single request (approvals and
-    their fingerprints are per skill); a No for one does not stop the other."""
+def _marked(root, name: str, scripts: tuple[str, ...] = ("a",)) -> Path:
+    """A skill whose SKILL.md references scripts/<s>.py for each s; each writes ran-<s>."""
+    body = "".join(f"Run `python scripts/{s}.py`.\n" for s in scripts)
+    files = {f"scripts/{s}.py": MARKER.format(name=s) for s in scripts}
+    return make_skill(root, name, body, files)
+
+
+def _statuses(xml: str) -> dict[str, list[str]]:
+    return {
+        ctx.get("id"): [o.get("status") for o in ctx.iter("script_output")]
+        for ctx in ET.fromstring(xml).iter("skill_context")
+    }
+
+
+def test_several_skills_one_request_for_the_whole_context(demo, tmp_path):
+    """%skill_context demo other: ONE request listing every script of both skills, skills in
+    the order named, scripts in reference order; each part is that skill's own request."""
     manager, _ = demo
     make_skill(tmp_path, "other", "Run `scripts/hi.sh`.\n", {"scripts/hi.sh": "echo hi\n"})
-    answers = iter(["no", "yes_once"])
-    requests = []
-
-    def approver(request):
-        requests.append(request)
-        return next(answers)
-
-    root = ET.fromstring(build_skill_context(manager, ["demo", "other"], approver=approver))
-    assert [(r.skill_name, [s.path for s in r.scripts]) for r in requests] == [
+    approver = RecordingApprover(Decision.YES_ONCE)
+    xml = build_skill_context(manager, ["demo", "other"], approver=approver, arguments={"n": 1})
+    assert len(approver.requests) == 1
+    (request,) = approver.requests
+    assert request.is_combined and request.skill_names == ("demo", "other")
+    assert request.skill_name == "demo, other"
+    assert [s.path for s in request.scripts] == [
+        "demo/scripts/profile.py",
+        "demo/scripts/hello.sh",
+        "other/scripts/hi.sh",
+    ]
+    assert [(p.skill_name, [s.path for s in p.scripts]) for p in request.parts] == [
         ("demo", ["scripts/profile.py", "scripts/hello.sh"]),
         ("other", ["scripts/hi.sh"]),
     ]
-    status = {o.get("source"): o.get("status") for o in root.iter("script_output")}
-    assert status == {
-        "scripts/profile.py": "declined",
-        "scripts/hello.sh": "declined",
-        "scripts/hi.sh": "completed",
+    assert request.arguments == {"n": 1}
+    assert [p.content_hash for p in request.parts] == [
+        manager.get_skill("demo").content_hash(),
+        manager.get_skill("other").content_hash(),
+    ]
+    assert all(s.command and s.preview for s in request.scripts)
+    assert _statuses(xml) == {"demo": ["completed", "completed"], "other": ["completed"]}
+    assert manager.approvals.approvals() == {}  # yes once: nothing remembered
+
+
+def test_several_skills_yes_in_session_approves_each_at_its_own_fingerprint(tmp_path):
+    _marked(tmp_path, "alpha")
+    beta = _marked(tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+    approver = RecordingApprover(Decision.YES_IN_SESSION)
+    first = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert _statuses(first) == {"alpha": ["completed"], "beta": ["completed"]}
+    assert len(approver.requests) == 1
+    (request,) = approver.requests
+    assert request.skill_names == ("alpha", "beta")
+    # Each skill approved at its own fingerprint; the files the runs wrote (ran-a, ran-b) are
+    # data, so each approval moved along to its skill's new fingerprint.
+    assert manager.approvals.approvals() == {
+        name: manager.get_skill(name).content_hash() for name in ("alpha", "beta")
     }
+    again = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert _statuses(again) == {"alpha": ["completed"], "beta": ["completed"]}
+    build_skill_context(manager, "beta", approver=approver)  # as if approved separately
+    assert len(approver.requests) == 1, "approved in session: nobody is asked again"
+    (beta / "scripts/b.py").write_text(MARKER.format(name="b2"))  # beta's code changed
+    build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert len(approver.requests) == 2
+    assert approver.requests[-1].skill_name == "beta" and not approver.requests[-1].is_combined
+
+
+def test_several_skills_no_declines_all_and_runs_nothing(tmp_path):
+    alpha, beta = _marked(tmp_path, "alpha", ("a1", "a2")), _marked(tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+    approver = RecordingApprover(Decision.NO)
+    xml = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert len(approver.requests) == 1
+    assert _statuses(xml) == {"alpha": ["declined", "declined"], "beta": ["declined"]}
+    assert all("declined" in o.text for o in ET.fromstring(xml).iter("script_output"))
+    assert not list(alpha.glob("ran-*")) and not list(beta.glob("ran-*"))
+    audited = [(r.skill, r.script, r.outcome) for r in manager.audit.records()]
+    assert audited == [
+        ("alpha", "scripts/a1.py", "declined"),
+        ("alpha", "scripts/a2.py", "declined"),
+        ("beta", "scripts/b.py", "declined"),
+    ]
+    assert manager.approvals.approvals() == {}
+
+
+def test_skill_approved_in_session_is_left_out_of_the_request(tmp_path):
+    for name in ("alpha", "beta", "gamma"):
+        _marked(tmp_path, name, (name[0],))
+    manager = manager_for(tmp_path)
+    build_skill_context(manager, "beta", approver=RecordingApprover(Decision.YES_IN_SESSION))
+    approver = RecordingApprover(Decision.YES_ONCE)
+    xml = build_skill_context(manager, ["alpha", "beta", "gamma"], approver=approver)
+    (request,) = approver.requests
+    assert request.skill_names == ("alpha", "gamma")
+    assert [s.path for s in request.scripts] == ["alpha/scripts/a.py", "gamma/scripts/g.py"]
+    assert _statuses(xml) == {n: ["completed"] for n in ("alpha", "beta", "gamma")}
+    # Only one skill left to ask about: exactly the request a single skill gets.
+    approver = RecordingApprover(Decision.YES_ONCE)
+    build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    (request,) = approver.requests
+    assert request.skill_name == "alpha" and request.parts == ()
+    assert [s.path for s in request.scripts] == ["scripts/a.py"]
+
+
+def test_all_skills_approved_nobody_is_asked(tmp_path):
+    _marked(tmp_path, "alpha")
+    _marked(tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+    build_skill_context(manager, "alpha", approver=RecordingApprover(Decision.YES_IN_SESSION))
+    build_skill_context(manager, "beta", approver=RecordingApprover(Decision.YES_IN_SESSION))
+    approver = RecordingApprover(error=AssertionError("nobody should be asked"))
+    xml = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert approver.requests == []
+    assert _statuses(xml) == {"alpha": ["completed"], "beta": ["completed"]}
+
+
+def test_skills_the_approver_decides_alone_stay_out_of_the_request(tmp_path):
+    """Configuration pre-approval (an approver's decides_alone) is not a question for a
+    person: that skill is decided on its own and the request lists only the others."""
+    for name in ("alpha", "beta", "gamma"):
+        _marked(tmp_path, name, (name[0],))
+
+    class Configured(RecordingApprover):
+        def decides_alone(self, request):
+            return request.skill_names == ("beta",)
+
+    approver = Configured(Decision.YES_ONCE)
+    xml = build_skill_context(manager_for(tmp_path), ["alpha", "beta", "gamma"], approver=approver)
+    assert [r.skill_names for r in approver.requests] == [("beta",), ("alpha", "gamma")]
+    assert _statuses(xml) == {n: ["completed"] for n in ("alpha", "beta", "gamma")}
+
+
+def test_several_skills_unavailable_approval(tmp_path):
+    alpha, beta = _marked(tmp_path, "alpha"), _marked(tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+    approver = RecordingApprover(error=ApprovalUnavailable("Nobody can click: headless run"))
+    xml = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert len(approver.requests) == 1 and approver.requests[0].is_combined
+    assert _statuses(xml) == {"alpha": ["approval_unavailable"], "beta": ["approval_unavailable"]}
+    texts = {o.text for o in ET.fromstring(xml).iter("script_output")}
+    assert texts == {"Nobody can click: headless run"}
+    assert not list(alpha.glob("ran-*")) and not list(beta.glob("ran-*"))
+    audited = [(r.skill, r.script, r.outcome) for r in manager.audit.records()]
+    assert audited == [
+        ("alpha", "scripts/a.py", "approval_unavailable"),
+        ("beta", "scripts/b.py", "approval_unavailable"),
+    ]
+
+
+def test_no_approver_for_several_skills_runs_nothing(tmp_path):
+    _marked(tmp_path, "alpha")
+    _marked(tmp_path, "beta", ("b",))
+    xml = build_skill_context(manager_for(tmp_path), ["alpha", "beta"])
+    assert _statuses(xml) == {"alpha": ["approval_unavailable"], "beta": ["approval_unavailable"]}
+
+
+@pytest.mark.parametrize("decision", [Decision.YES_ONCE, Decision.YES_IN_SESSION])
+def test_a_skill_changed_between_asking_and_running_does_not_run(tmp_path, decision):
+    """The approval is for the files the person saw: a skill whose fingerprint moved after
+    the request was built runs nothing on it (refused, audited); the others still run."""
+    alpha = _marked(tmp_path, "alpha")
+    beta = _marked(tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+
+    def approver(request):
+        # While the person reads the panel, beta's script is swapped for other code.
+        (beta / "scripts/b.py").write_text("open('evil', 'w')\n")
+        return decision
+
+    xml = build_skill_context(manager, ["alpha", "beta"], approver=approver)
+    assert _statuses(xml) == {"alpha": ["completed"], "beta": ["refused"]}
+    (refused,) = [
+        o for o in ET.fromstring(xml).iter("script_output") if o.get("status") == "refused"
+    ]
+    assert "changed after the approval was asked" in refused.text
+    assert (alpha / "ran-a").exists()
+    assert not (beta / "evil").exists() and not (beta / "ran-b").exists()
+    records = [(r.skill, r.script, r.outcome) for r in manager.audit.records()]
+    assert ("beta", "scripts/b.py", "refused") in records
+    assert ("beta", "scripts/b.py", "completed") not in records
+    # Asked again next time, about the new code.
+    asked = RecordingApprover(Decision.NO)
+    build_skill_context(manager, ["alpha", "beta"], approver=asked)
+    assert "beta" in asked.requests[0].skill_names
+
+
+def test_one_skill_changed_between_asking_and_running_does_not_run(tmp_path):
+    skill = _marked(tmp_path, "alpha")
+
+    def approver(request):
+        (skill / "scripts/a.py").write_text("open('evil', 'w')\n")
+        return "yes_once"
+
+    xml = build_skill_context(manager_for(tmp_path), "alpha", approver=approver)
+    assert _statuses(xml) == {"alpha": ["refused"]}
+    assert not (skill / "evil").exists()
+
+
+def test_several_skills_run_in_the_order_named(tmp_path):
+    order = tmp_path / "order.txt"
+    log = f"import sys\nopen({str(order)!r}, 'a').write(sys.argv[0].split('/')[-1] + '\\n')\n"
+    for name, scripts in (("zeta", ("z1", "z2")), ("alpha", ("a1",))):
+        body = "".join(f"Run `scripts/{s}.py`.\n" for s in scripts)
+        make_skill(tmp_path / "skills", name, body, {f"scripts/{s}.py": log for s in scripts})
+    approver = RecordingApprover(Decision.YES_ONCE)
+    build_skill_context(manager_for(tmp_path / "skills"), ["zeta", "alpha"], approver=approver)
+    assert [s.path for s in approver.requests[0].scripts] == [
+        "zeta/scripts/z1.py",
+        "zeta/scripts/z2.py",
+        "alpha/scripts/a1.py",
+    ]
+    assert order.read_text().split() == ["z1.py", "z2.py", "a1.py"]
 
 
 def test_yes_in_session_is_remembered(demo):

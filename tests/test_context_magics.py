@@ -255,3 +255,237 @@ def test_other_cell_magics_keep_their_text_where_await_is_on(shell, tmp_path, mo
     assert shell.user_ns["res"] == shell.user_ns["ctx"]
     # A top-level line is still rewritten into an await there.
     assert AWAITED in shell.transform_cell("out = %skill_context echo\n")
+
+
+# -- several skills: one approval for the whole context ------------------------------------
+
+MARK = "import pathlib\npathlib.Path('ran-{name}').write_text('yes')\nprint('{name} ran')\n"
+
+
+def _two_skills(ip) -> tuple:
+    """Skills alpha (two scripts) and beta (one); each script writes ran-<name> when it runs."""
+    dirs = []
+    for name, scripts in (("alpha", ("a1", "a2")), ("beta", ("b",))):
+        body = "".join(f"Run `python scripts/{s}.py`.\n" for s in scripts)
+        files = {f"scripts/{s}.py": MARK.format(name=s) for s in scripts}
+        dirs.append(make_skill(ip.skills_root, name, body, files))
+    get_magics(ip).manager.reload()
+    return tuple(dirs)
+
+
+def _statuses(xml: str) -> dict[str, list[str]]:
+    return {
+        ctx.get("id"): [o.get("status") for o in ctx.iter("script_output")]
+        for ctx in ET.fromstring(xml).iter("skill_context")
+    }
+
+
+def test_several_skills_one_panel_click_yes_once(shell):
+    alpha, beta = _two_skills(shell)
+    m = get_magics(shell)
+    seen = len(m.panels)
+    clicker = click_when_shown(shell, "Yes once")
+    result = shell.run_cell("%skill_context alpha beta -o ctx")
+    clicker.join(5)
+    assert result.success, result.error_in_exec
+    assert len(m.panels) == seen + 1, "one panel for the whole context"
+    request = m.panels[-1].request
+    assert request.skill_names == ("alpha", "beta")
+    assert [s.path for s in request.scripts] == [
+        "alpha/scripts/a1.py",
+        "alpha/scripts/a2.py",
+        "beta/scripts/b.py",
+    ]
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["completed", "completed"],
+        "beta": ["completed"],
+    }
+    assert (alpha / "ran-a1").exists() and (alpha / "ran-a2").exists() and (beta / "ran-b").exists()
+    approved = [(r.skill, r.script) for r in m.manager.audit.records() if r.outcome == "approved"]
+    assert approved == [
+        ("alpha", "scripts/a1.py"),
+        ("alpha", "scripts/a2.py"),
+        ("beta", "scripts/b.py"),
+    ]
+    panel_html = m.panels[-1].widget.children[0].value
+    assert "<b>alpha</b>" in panel_html and "<b>beta</b>" in panel_html
+
+
+def test_several_skills_yes_in_session_asks_nothing_next_time(shell):
+    _two_skills(shell)
+    m = get_magics(shell)
+    clicker = click_when_shown(shell, "Yes in session")
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    clicker.join(5)
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["completed", "completed"],
+        "beta": ["completed"],
+    }
+    assert set(m.manager.approvals.approvals()) == {"alpha", "beta"}
+    seen = len(m.panels)
+    for line in ("%skill_context alpha beta -o ctx", "%skill_context beta -o out"):
+        assert shell.run_cell(line).success
+    assert len(m.panels) == seen, "approved in session: no panel"
+    assert _statuses(shell.user_ns["out"]) == {"beta": ["completed"]}
+
+
+def test_several_skills_no_declines_every_script(shell):
+    alpha, beta = _two_skills(shell)
+    clicker = click_when_shown(shell, "No")
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    clicker.join(5)
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["declined", "declined"],
+        "beta": ["declined"],
+    }
+    assert not list(alpha.glob("ran-*")) and not list(beta.glob("ran-*"))
+    declined = [
+        (r.skill, r.script)
+        for r in get_magics(shell).manager.audit.records()
+        if r.outcome == "declined"
+    ]
+    assert declined == [
+        ("alpha", "scripts/a1.py"),
+        ("alpha", "scripts/a2.py"),
+        ("beta", "scripts/b.py"),
+    ]
+
+
+def test_pre_approved_skill_is_not_in_the_panel(shell):
+    _two_skills(shell)
+    m = get_magics(shell)
+    shell.run_cell("%config SkillMagics.auto_approve = ['alpha']")
+    seen = len(m.panels)
+    clicker = click_when_shown(shell, "Yes once")
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    clicker.join(5)
+    assert len(m.panels) == seen + 1
+    request = m.panels[-1].request
+    assert request.skill_name == "beta" and not request.is_combined
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["completed", "completed"],
+        "beta": ["completed"],
+    }
+    reasons = {r.skill: r.reason for r in m.manager.audit.records() if r.outcome == "approved"}
+    assert "auto_approve" in reasons["alpha"] and "button 'Yes once'" in reasons["beta"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "%config SkillMagics.auto_approve = ['alpha', 'beta']",
+        "%config SkillMagics.require_approval = False",
+    ],
+)
+def test_everything_pre_approved_shows_no_panel(shell, config):
+    _two_skills(shell)
+    m = get_magics(shell)
+    shell.run_cell(config)
+    seen = len(m.panels)
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    assert len(m.panels) == seen
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["completed", "completed"],
+        "beta": ["completed"],
+    }
+
+
+def test_several_skills_unavailable_approval(shell):
+    """Nobody can answer (no kernel, stdin not a terminal): every asked skill's scripts are
+    approval_unavailable, and the fix names every skill."""
+    alpha, beta = _two_skills(shell)
+    m = get_magics(shell)
+    shell.run_cell("%config SkillMagics.approval_ui = 'terminal'")
+    seen = len(m.panels)
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    ctx = shell.user_ns["ctx"]
+    assert _statuses(ctx) == {
+        "alpha": ["approval_unavailable", "approval_unavailable"],
+        "beta": ["approval_unavailable"],
+    }
+    assert len(m.panels) == seen
+    message = ET.fromstring(ctx).find(".//script_output").text
+    assert "SKILL_MAGICS_AUTO_APPROVE=alpha,beta" in message
+    assert "auto_approve = ['alpha', 'beta']" in message
+    assert not list(alpha.glob("ran-*")) and not list(beta.glob("ran-*"))
+    unavailable = [
+        r.skill for r in m.manager.audit.records() if r.outcome == "approval_unavailable"
+    ]
+    assert unavailable == ["alpha", "alpha", "beta"]
+
+
+def test_several_skills_await_path_click(shell):
+    """The await path (ipykernel >= 7.4): core in a worker thread waits for the one panel."""
+    import asyncio
+
+    from skill_magics.notebook import context_magics
+
+    alpha, beta = _two_skills(shell)
+    m = get_magics(shell)
+    cm = context_magics.register(shell, m)
+    clicker = click_when_shown(shell, "Yes once")
+    ctx = asyncio.run(cm.skill_context_async("alpha beta"))
+    clicker.join(5)
+    assert m.panels[-1].request.skill_names == ("alpha", "beta")
+    assert m.panels[-1].decided_by == "button 'Yes once'"
+    assert _statuses(ctx) == {"alpha": ["completed", "completed"], "beta": ["completed"]}
+
+
+def test_skill_changed_while_the_panel_waits_does_not_run(shell):
+    alpha, beta = _two_skills(shell)
+    m = get_magics(shell)
+    seen = len(m.panels)
+
+    def edit_then_click() -> None:
+        deadline = time.monotonic() + 20
+        while len(m.panels) <= seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        (beta / "scripts/b.py").write_text("open('evil', 'w')\n")
+        m.panels[seen].buttons["yes_once"].click()
+
+    thread = threading.Thread(target=edit_then_click, daemon=True)
+    thread.start()
+    shell.run_cell("%skill_context alpha beta -o ctx")
+    thread.join(5)
+    assert _statuses(shell.user_ns["ctx"]) == {
+        "alpha": ["completed", "completed"],
+        "beta": ["refused"],
+    }
+    assert not (beta / "evil").exists() and (alpha / "ran-a1").exists()
+
+
+@pytest.mark.kernel
+def test_several_skills_in_a_real_kernel_headless_and_clicked(tmp_path):
+    """A real kernel: headless (allow_stdin False) gives approval_unavailable for both skills
+    at once; with a frontend, one panel and one click run both."""
+    from kernel_fixtures import kernel_ipykernel_version, start_kernel
+
+    skills = tmp_path / "skills"
+    for name in ("alpha", "beta"):
+        make_skill(skills, name, "Run `python scripts/echo.py`.\n", {"scripts/echo.py": ECHO})
+    status = (
+        "import xml.etree.ElementTree as ET\n"
+        "print(sorted({o.get('status') for o in ET.fromstring(ctx).iter('script_output')}),"
+        " [c.get('id') for c in ET.fromstring(ctx).iter('skill_context')])"
+    )
+    subshell = (7, 0) <= kernel_ipykernel_version() < (7, 4)
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path) as k:
+        for ext in ("skill_magics", "skill_magics.notebook.context_magics"):
+            assert k.execute(f"%load_ext {ext}", allow_stdin=False).ok
+        r = k.execute("ctx = %skill_context alpha beta", allow_stdin=False, timeout=60)
+        assert r.ok, r.error_text
+        r = k.execute(status, allow_stdin=False)
+        assert r.stdout.strip() == "['approval_unavailable'] ['alpha', 'beta']"
+        if subshell:
+            k.comms_subshell()
+        msg_id = k.submit("ctx = %skill_context alpha beta --args '{\"n\": 1}'", allow_stdin=True)
+        button = k.wait_for_button("Yes once", timeout=60)
+        k.drain(0.5)
+        assert not k._idle_seen(msg_id), "the cell must still be waiting for the click"
+        k.click_until_handled(button, msg_id, subshell=subshell)
+        r = k.collect(msg_id, timeout=60)
+        assert r.ok, r.error_text
+        r = k.execute(status, allow_stdin=True)
+        assert r.stdout.strip() == "['completed'] ['alpha', 'beta']"
+        buttons = [s for s in k.widgets.values() if s.get("_model_name") == "ButtonModel"]
+        assert len(buttons) == 3, "one panel (three buttons) for both skills"

@@ -6,6 +6,20 @@ Example:
     ...     return Decision.YES_IN_SESSION
     >>> store.ask(approver, request)   # runs approver, remembers the session approval
     >>> store.ask(approver, request)   # approved already: approver not called again
+
+Several skills, one decision (``%skill_context a b``): :func:`combine_requests` makes one
+request that carries each skill's own request in ``parts``. Its ``skill_name`` is the names
+joined with ", " ("a, b"), its ``scripts`` every part's scripts in order with the path prefixed
+by the skill name ("a/scripts/x.py": the path under the skills folder, since a skill's name is
+its folder's), ``arguments``/``argv`` the parts' common value (None / () when they differ) and
+``content_hash`` a hash of the parts' fingerprints. An approver that knows nothing of ``parts``
+still sees every script that would run; one that does can show them skill by skill. Decisions
+apply to every part: "Yes in session" approves each skill at its own fingerprint (as if asked
+separately), No declines them all.
+
+An approver may define ``decides_alone(request) -> bool``: True when it would answer
+``request`` without asking anyone (configuration pre-approved the skill). Such skills are
+decided on their own and left out of a combined request (see :func:`decides_alone`).
 """
 
 from __future__ import annotations
@@ -13,8 +27,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +69,12 @@ PREVIEW_MAX_BYTES = 200_000  # how much of a script an approval request carries
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """Everything a person needs to decide."""
+    """Everything a person needs to decide.
+
+    ``parts`` is empty for one skill. A request for several skills at once (built by
+    :func:`combine_requests`) holds each skill's own request there, in the order named; its
+    other fields summarise them (see the module docstring).
+    """
 
     skill_name: str
     scripts: tuple[ScriptToApprove, ...]
@@ -63,9 +83,87 @@ class ApprovalRequest:
     content_hash: str = ""  # the skill's fingerprint (Skill.content_hash: every file of it)
     code: str | None = None  # for %%skillpy: the Python code that would run
     request_id: str = field(default="", compare=False)
+    parts: tuple[ApprovalRequest, ...] = ()  # one request per skill of a combined request
+
+    @property
+    def is_combined(self) -> bool:
+        """Does this request decide for several skills at once?"""
+        return bool(self.parts)
+
+    @property
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        """The per-skill requests this decision covers: ``parts``, or (self,)."""
+        return self.parts or (self,)
+
+    @property
+    def skill_names(self) -> tuple[str, ...]:
+        """Every skill this request covers, in order."""
+        return tuple(part.skill_name for part in self.requests)
 
 
 Approver = Callable[[ApprovalRequest], "Decision | str"]
+
+
+def combine_requests(parts: Sequence[ApprovalRequest]) -> ApprovalRequest:
+    """One request deciding for several skills; a single request is returned unchanged.
+
+    Parts keep their order (skills as named, scripts as referenced); combined parts are
+    flattened. ``scripts`` lists every part's scripts with ``"{skill}/"`` before the path.
+    """
+    flat: list[ApprovalRequest] = []
+    for part in parts:
+        flat.extend(part.requests)
+    if not flat:
+        raise ValueError("combine_requests needs at least one request")
+    if len(flat) == 1:
+        return flat[0]
+    if any(part.code is not None for part in flat):
+        raise ValueError("requests that run Python code (%%skillpy) are not combined")
+    first = flat[0]
+    shared_arguments = (
+        first.arguments if all(_same(p.arguments, first.arguments) for p in flat) else None
+    )
+    shared_argv = first.argv if all(p.argv == first.argv for p in flat) else ()
+    digest = hashlib.sha256()
+    for part in flat:
+        digest.update(f"{part.skill_name}\0{part.content_hash}\0".encode("utf-8", "surrogatepass"))
+    return ApprovalRequest(
+        skill_name=", ".join(p.skill_name for p in flat),
+        scripts=tuple(
+            replace(script, path=f"{part.skill_name}/{script.path}")
+            for part in flat
+            for script in part.scripts
+        ),
+        arguments=shared_arguments,
+        argv=shared_argv,
+        content_hash=digest.hexdigest(),
+        request_id=uuid.uuid4().hex,
+        parts=tuple(flat),
+    )
+
+
+def decides_alone(approver: Approver | None, request: ApprovalRequest) -> bool:
+    """Would ``approver`` answer ``request`` without asking anyone (configuration said yes)?
+
+    Uses the approver's optional ``decides_alone(request)``; False when it has none or it
+    fails (then the skill is asked about with the others, the safe side).
+    """
+    check = getattr(approver, "decides_alone", None)
+    if check is None:
+        return False
+    try:
+        return bool(check(request))
+    except Exception:  # noqa: BLE001 - a broken hint must not decide anything
+        return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - e.g. arrays whose == is elementwise
+        return False
 
 
 def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> str:
@@ -94,6 +192,14 @@ class ApprovalStore:
     def is_approved(self, skill_name: str, content_hash: str) -> bool:
         with self._lock:
             return self._approved.get(skill_name) == content_hash
+
+    def covers(self, request: ApprovalRequest) -> bool:
+        """Is every skill of ``request`` approved in session at the fingerprint it carries?"""
+        with self._lock:
+            return all(
+                self._approved.get(part.skill_name) == part.content_hash
+                for part in request.requests
+            )
 
     def approve(self, skill_name: str, content_hash: str) -> None:
         with self._lock:
@@ -126,7 +232,8 @@ class ApprovalStore:
         """Apply a decision to the store and return it normalised; raise on No."""
         decision = coerce_decision(decision)
         if decision is Decision.YES_IN_SESSION:
-            self.approve(request.skill_name, request.content_hash)
+            for part in request.requests:  # each skill at its own fingerprint
+                self.approve(part.skill_name, part.content_hash)
         if decision is Decision.NO:
             raise ApprovalDeclined(
                 f"Running {_describe(request)} was declined: nothing ran. "
@@ -142,7 +249,7 @@ class ApprovalStore:
         """
         if approver is None:
             return None
-        if self.is_approved(request.skill_name, request.content_hash):
+        if self.covers(request):
             return Decision.YES_IN_SESSION
         return self.record(request, approver(request))
 
@@ -172,5 +279,7 @@ __all__ = [
     "ApprovalUnavailable",
     "scripts_content_hash",
     "coerce_decision",
+    "combine_requests",
+    "decides_alone",
     "PREVIEW_MAX_BYTES",
 ]

@@ -21,7 +21,11 @@ texts (see ``xmltext`` for the escaping, and the ``sanitized`` attribute for cha
 cannot carry); the same files and inputs give the same string (no timings, no timestamps).
 
 Only scripts the instructions reference run (``references.referenced_scripts``), in the order
-referenced, after ONE approval request listing all of them. Per-script outcomes are attributes
+referenced, after ONE approval request listing all of them, also for several skills (a
+combined request, ``approval.combine_requests``: skills in the order named). Skills already
+approved "in session", or that the approver decides alone (configuration pre-approval), are
+left out of it. A skill whose files change between the request and its first script runs
+nothing on the old approval (``status="refused"``). Per-script outcomes are attributes
 of ``<script_output>``: ``status`` is ``completed``, ``failed``, ``timeout``, ``signaled``,
 ``declined``, ``approval_unavailable``, ``refused`` (a safety check said no), ``error`` (the
 reference is missing or escapes the skill), ``skipped`` (``run_scripts=False``) or
@@ -64,7 +68,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import paths
-from .approval import Approver
+from .approval import ApprovalRequest, Approver, combine_requests, decides_alone
 from .audit import arguments_preview
 from .errors import (
     AmbiguousScriptError,
@@ -122,8 +126,13 @@ def build_skill_context(
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
-    Approval: one request per skill listing every script of it that would run (with several
-    names, one request per skill, in order: approvals and fingerprints are per skill).
+    Approval: ONE request listing every script that would run, for one skill or several (a
+    combined request, ``request.parts`` holding each skill's own request, skills in the order
+    named, scripts in reference order). Skills already approved in session, or that the
+    approver decides alone (``approver.decides_alone``), are not in it; when none is left
+    nobody is asked. "Yes in session" approves each skill at its own fingerprint; No or
+    unavailable approval gives each asked skill's scripts that status. A skill whose files
+    changed since the request runs nothing (``status="refused"``).
     ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
     script, or a mapping of relative path -> list) is passed verbatim; flags written in
     SKILL.md are never executed. ``approver=None`` uses ``manager.approver``; with neither,
@@ -145,20 +154,31 @@ def build_skill_context(
         # The model's context, not a Python caller's explicit choice of script: with no
         # approver anywhere, scripts are not run (status approval_unavailable, audited).
         approver = agent_approver(manager, approver)
-    parts = [
-        _one_context(
-            manager,
-            name,
-            run_scripts=run_scripts,
-            arguments=arguments,
-            include_references=include_references,
-            approver=approver,
-            argv=argv,
-            max_output_chars=max_output_chars,
-            cancel=cancel,
+    loaded = [_load(manager, name) for name in wanted]
+    runs: dict[int, _SkillRun] = {}
+    if run_scripts:
+        for i, item in enumerate(loaded):
+            if isinstance(item, tuple):
+                runs[i] = _check_scripts(manager, item[0], item[2], arguments, argv)
+        _approve_all(manager, list(runs.values()), approver)
+    parts = []
+    for i, item in enumerate(loaded):
+        if isinstance(item, str):  # not found / unreadable
+            parts.append(item)
+            continue
+        skill, instructions, refs, linked = item
+        if i in runs:
+            outcomes = _run_approved(manager, runs[i], cancel)
+        else:
+            outcomes = [
+                ScriptOutcome(r.path, "error", message=r.error)
+                if r.error
+                else ScriptOutcome(r.path, "skipped", message="")
+                for r in refs
+            ]
+        parts.append(
+            _render(skill, instructions, outcomes, linked, include_references, max_output_chars)
         )
-        for name in wanted
-    ]
     if isinstance(names, str):
         return parts[0]
     return "<skill_contexts>\n" + "\n".join(parts) + "\n</skill_contexts>"
@@ -204,51 +224,9 @@ def run_referenced_scripts(
     ``cancel`` set: the running script's group is killed and the rest do not start.
     """
     approver = agent_approver(manager, approver)
-    name = skill.metadata.name
-    outcomes: dict[str, ScriptOutcome] = {}
-    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
-    for ref in refs:
-        if ref.error is not None:
-            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=ref.error)
-            if not ref.inside:
-                # SKILL.md points a run outside the skill: worth a record, like any refusal.
-                manager.audit.refused(
-                    name,
-                    ref.path,
-                    arguments_preview(arguments, _argv_for(argv, ref.path)),
-                    PathSecurityError(ref.error),
-                )
-            continue
-        try:
-            meta = skill.find_script(ref.path)
-            run = manager.prepare_skill_script(
-                name, ref.path, arguments, argv=_argv_for(argv, ref.path)
-            )
-        except (ScriptNotFoundError, AmbiguousScriptError) as exc:
-            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=str(exc))
-            continue
-        except SkillMagicsError as exc:  # safety checks (already audited by the executor)
-            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
-            continue
-        prepared.append((ref, meta, run))
-
-    if prepared:
-        status = _approve(manager, name, prepared, arguments, argv, approver)
-        for ref, _meta, run in prepared:
-            if status is None and cancel is not None and cancel.is_set():
-                status = ("interrupted", "Interrupted before this script started; nothing ran")
-            if status is not None:
-                outcomes[ref.path] = ScriptOutcome(ref.path, status[0], message=status[1])
-                continue
-            try:
-                result = manager.executor.run(run, cancel=cancel)
-            except SkillMagicsError as exc:
-                outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
-                continue
-            stopped = cancel is not None and cancel.is_set()
-            ended = "interrupted" if stopped else result.status
-            outcomes[ref.path] = ScriptOutcome(ref.path, ended, result=result)
-    return [outcomes[ref.path] for ref in refs]
+    run = _check_scripts(manager, skill, refs, arguments, argv)
+    _approve_all(manager, [run], approver)
+    return _run_approved(manager, run, cancel)
 
 
 def skills_catalog(manager: Any, names: Iterable[str] | None = None) -> str:
@@ -299,18 +277,8 @@ def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:
 # -- building ------------------------------------------------------------------------------
 
 
-def _one_context(
-    manager: Any,
-    name: str,
-    *,
-    run_scripts: bool,
-    arguments: Any,
-    include_references: RefsMode,
-    approver: Approver | None,
-    argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
-    max_output_chars: int | None,
-    cancel: threading.Event | None,
-) -> str:
+def _load(manager: Any, name: str) -> tuple[Any, str, list[ScriptReference], list[str]] | str:
+    """(skill, instructions, script references, linked markdown), or the error element."""
     try:
         skill = manager.get_skill(name)
         instructions = skill.content
@@ -318,20 +286,18 @@ def _one_context(
         return _missing(manager, name, "not_found", str(exc))
     except (SkillMagicsError, OSError) as exc:
         return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
-
     refs, linked = scan_skill(skill)
-    if run_scripts:
-        outcomes = run_referenced_scripts(
-            manager, skill, refs, arguments=arguments, argv=argv, approver=approver, cancel=cancel
-        )
-    else:
-        outcomes = [
-            ScriptOutcome(r.path, "error", message=r.error)
-            if r.error
-            else ScriptOutcome(r.path, "skipped", message="")
-            for r in refs
-        ]
+    return skill, instructions, list(refs), list(linked)
 
+
+def _render(
+    skill: Any,
+    instructions: str,
+    outcomes: Sequence[ScriptOutcome],
+    linked: Sequence[str],
+    include_references: RefsMode,
+    max_output_chars: int | None,
+) -> str:
     out = [start_tag("skill_context", {"id": skill.metadata.name})]
     out.append("  " + element("instructions", instructions))
     out.append("  <active_resources>")
@@ -443,32 +409,155 @@ def _argv_for(
     return [str(a) for a in argv]
 
 
-def _approve(
+@dataclass
+class _SkillRun:
+    """One skill's referenced scripts between checking, approval and running."""
+
+    skill: Any
+    refs: list[ScriptReference]
+    outcomes: dict[str, ScriptOutcome]  # references that will not run (errors, refusals)
+    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]]  # checked, ready to run
+    request: ApprovalRequest | None = None  # this skill's own request (None: nothing to run)
+    verdict: tuple[str, str] | None = None  # (status, message): its scripts may not run
+
+    @property
+    def name(self) -> str:
+        return self.skill.metadata.name
+
+
+class _Changed(SkillMagicsError):
+    """A skill's files changed between the approval request and its run."""
+
+
+def _check_scripts(
     manager: Any,
-    name: str,
-    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]],
+    skill: Any,
+    refs: Sequence[ScriptReference],
     arguments: Any,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
-    approver: Approver | None,
+) -> _SkillRun:
+    """Check every reference (refusals audited) and build this skill's approval request."""
+    name = skill.metadata.name
+    outcomes: dict[str, ScriptOutcome] = {}
+    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
+    for ref in refs:
+        if ref.error is not None:
+            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=ref.error)
+            if not ref.inside:
+                # SKILL.md points a run outside the skill: worth a record, like any refusal.
+                manager.audit.refused(
+                    name,
+                    ref.path,
+                    arguments_preview(arguments, _argv_for(argv, ref.path)),
+                    PathSecurityError(ref.error),
+                )
+            continue
+        try:
+            meta = skill.find_script(ref.path)
+            run = manager.prepare_skill_script(
+                name, ref.path, arguments, argv=_argv_for(argv, ref.path)
+            )
+        except (ScriptNotFoundError, AmbiguousScriptError) as exc:
+            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=str(exc))
+            continue
+        except SkillMagicsError as exc:  # safety checks (already audited by the executor)
+            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
+            continue
+        prepared.append((ref, meta, run))
+    request = None
+    if prepared:
+        # Each script's own command (with its own argv, when argv maps paths to lists) goes
+        # into the request, so the person sees exactly what each one gets.
+        first = None if isinstance(argv, Mapping) else _argv_for(argv, prepared[0][0].path)
+        request = manager.approval_request(
+            name,
+            [meta for _, meta, _ in prepared],
+            arguments,
+            argv=tuple(first or ()),
+            prepared=[run for _, _, run in prepared],
+        )
+    return _SkillRun(skill, list(refs), outcomes, prepared, request)
+
+
+def _approve_all(manager: Any, runs: Sequence[_SkillRun], approver: Approver | None) -> None:
+    """ONE request for every skill that needs a person; sets each run's ``verdict``.
+
+    Skills approved in session (the store answers) or decided by the approver alone
+    (configuration) are decided one by one without anyone being asked; the rest go into one
+    request (combined when there are several). ``ask_approval`` audits a No or unavailable
+    approval for every script of every skill it covered.
+    """
+    asked: list[_SkillRun] = []
+    for run in runs:
+        request = run.request
+        if request is None:
+            continue
+        if manager.approvals.covers(request) or decides_alone(approver, request):
+            run.verdict = _ask(manager, request, approver)
+        else:
+            asked.append(run)
+    if asked:
+        request = combine_requests([run.request for run in asked if run.request is not None])
+        verdict = _ask(manager, request, approver)
+        for run in asked:
+            run.verdict = verdict
+
+
+def _ask(
+    manager: Any, request: ApprovalRequest, approver: Approver | None
 ) -> tuple[str, str] | None:
-    """One request for every runnable script; None when approved, else (status, message)."""
-    # Each script's own command (with its own argv, when argv maps paths to lists) goes into
-    # the request, so the person sees exactly what each one gets.
-    first_argv = _argv_for(argv, prepared[0][0].path) if not isinstance(argv, Mapping) else None
-    request = manager.approval_request(
-        name,
-        [meta for _, meta, _ in prepared],
-        arguments,
-        argv=tuple(first_argv or ()),
-        prepared=[run for _, _, run in prepared],
-    )
+    """None when approved, else (status, message); audited by ``ask_approval``."""
     try:
-        manager.ask_approval(request, approver)  # audits a No / unavailable for each script
+        manager.ask_approval(request, approver)
     except ApprovalDeclined as exc:
         return "declined", str(exc)
     except ApprovalUnavailable as exc:
         return "approval_unavailable", str(exc)
     return None
+
+
+def _run_approved(
+    manager: Any, run: _SkillRun, cancel: threading.Event | None
+) -> list[ScriptOutcome]:
+    """Run an approved skill's scripts in reference order; outcomes for every reference."""
+    outcomes = run.outcomes
+    verdict = run.verdict
+    if run.prepared and verdict is None and run.request is not None:
+        verdict = _changed_since(manager, run)
+    for ref, _meta, prepared in run.prepared:
+        if verdict is None and cancel is not None and cancel.is_set():
+            verdict = ("interrupted", "Interrupted before this script started; nothing ran")
+        if verdict is not None:
+            outcomes[ref.path] = ScriptOutcome(ref.path, verdict[0], message=verdict[1])
+            continue
+        try:
+            result = manager.executor.run(prepared, cancel=cancel)
+        except SkillMagicsError as exc:
+            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
+            continue
+        stopped = cancel is not None and cancel.is_set()
+        ended = "interrupted" if stopped else result.status
+        outcomes[ref.path] = ScriptOutcome(ref.path, ended, result=result)
+    return [outcomes[ref.path] for ref in run.refs]
+
+
+def _changed_since(manager: Any, run: _SkillRun) -> tuple[str, str] | None:
+    """("refused", why) when the skill's fingerprint moved since its request was made:
+    the approval was for other files, so none of its scripts runs on it (audited)."""
+    assert run.request is not None
+    try:
+        current = run.skill.content_hash()
+    except (SkillMagicsError, OSError) as exc:
+        current = f"<{exc}>"
+    if current == run.request.content_hash:
+        return None
+    message = (
+        f"{run.name}'s files changed after the approval was asked; none of its scripts ran. "
+        "Build the context again to review the new code"
+    )
+    for ref, _meta, prepared in run.prepared:
+        manager.audit.refused(run.name, ref.path, prepared.arguments_preview, _Changed(message))
+    return "refused", message
 
 
 # -- reading back --------------------------------------------------------------------------

@@ -501,7 +501,8 @@ class SkillManager:
 
         A stored "Yes in session" for the same scripts counts. A No or unavailable approval
         is audited for every script (or the code) in ``request`` and then raised
-        (ApprovalDeclined / ApprovalUnavailable): nothing may run.
+        (ApprovalDeclined / ApprovalUnavailable): nothing may run. A combined request (several
+        skills, ``request.parts``) is audited per skill, each script under its own skill.
         """
         if approver is _USE_DEFAULT:
             approver = self.approver
@@ -511,19 +512,20 @@ class SkillManager:
             from .audit import CODE_LABEL, arguments_preview, code_preview
 
             outcome = "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
-            if request.code is not None:
-                scripts, preview = [CODE_LABEL], code_preview(request.code)
-            else:
-                scripts = [s.path for s in request.scripts]
-                preview = arguments_preview(request.arguments, request.argv)
-            for script in scripts:
-                self.audit.event(
-                    request.skill_name,
-                    script,
-                    preview,
-                    outcome,
-                    reason=f"{type(exc).__name__}: {exc}",
-                )
+            for part in request.requests:
+                if part.code is not None:
+                    scripts, preview = [CODE_LABEL], code_preview(part.code)
+                else:
+                    scripts = [s.path for s in part.scripts]
+                    preview = arguments_preview(part.arguments, part.argv)
+                for script in scripts:
+                    self.audit.event(
+                        part.skill_name,
+                        script,
+                        preview,
+                        outcome,
+                        reason=f"{type(exc).__name__}: {exc}",
+                    )
             raise
 
     def _prepare(

@@ -2,10 +2,12 @@
 
 The panel shows what would run (skill, script path, interpreter, the exact command with the
 program's real path, arguments, argv, and the script's first lines with its real line count
-and a "show all" toggle). Control characters and bidi overrides in any of it are shown as
-visible escapes, so the text cannot hide or reorder what runs. The first decision wins:
-after it every button is disabled and later clicks do nothing. ``decided_by`` records who or
-what decided ("button 'Yes once'", ...).
+and a "show all" toggle). A request for several skills at once (``request.parts``, from
+``%skill_context a b``) shows each skill with its scripts, in order, under one set of
+buttons; the decision covers all of them. Control characters and bidi overrides in any of
+it are shown as visible escapes, so the text cannot hide or reorder what runs. The first
+decision wins: after it every button is disabled and later clicks do nothing. ``decided_by``
+records who or what decided ("button 'Yes once'", ...).
 
 ipywidgets is imported only when the widget is first built, so ``%load_ext`` stays fast.
 
@@ -95,42 +97,96 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
 
     Every value is shown with control characters escaped (an ANSI sequence in a script
     cannot erase the lines above it) and bidi overrides marked. ``full=True`` shows each
-    script's whole text (as much as the request holds) instead of its first lines.
+    script's whole text (as much as the request holds) instead of its first lines. A combined
+    request lists each skill (its scripts, commands and first lines) in turn.
     """
-    lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
+    if not request.is_combined:
+        lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
+        lines += _script_lines(request, "  ")
+        lines += _input_lines(request, "  ", full)
+        lines += _preview_lines(request, "  ", full)
+        return "\n".join(lines)
+    parts = request.parts
+    count = sum(len(part.scripts) for part in parts)
+    names = ", ".join(f"'{_safe(part.skill_name)}'" for part in parts)
+    lines = [
+        f"Approval needed: {len(parts)} skills ({names}) want to run {count} "
+        f"script{'s' if count != 1 else ''}; one answer decides for all of them:"
+    ]
+    shared = _shared_inputs(request)
+    if shared:
+        lines += _input_lines(request, "  ", full, every=True)
+    for part in parts:
+        lines.append(f"  skill '{_safe(part.skill_name)}':")
+        lines += _script_lines(part, "    ")
+        if not shared:
+            lines += _input_lines(part, "    ", full)
+        lines += _preview_lines(part, "    ", full)
+    return "\n".join(lines)
+
+
+def _shared_inputs(request: ApprovalRequest) -> bool:
+    """Do all parts of a combined request get the same arguments and argv?"""
+    try:
+        same = all(
+            part.arguments is request.arguments or bool(part.arguments == request.arguments)
+            for part in request.parts
+        )
+    except Exception:  # noqa: BLE001 - e.g. arrays: show each skill's own arguments
+        same = False
+    return same and all(part.argv == request.argv for part in request.parts)
+
+
+def _script_lines(request: ApprovalRequest, indent: str) -> list[str]:
+    lines = []
     for script in request.scripts:
-        lines.append(f"  {_safe(script.path)}  (interpreter: {_safe(script.interpreter)})")
+        lines.append(f"{indent}{_safe(script.path)}  (interpreter: {_safe(script.interpreter)})")
         if script.command:
-            lines.append(f"    command: {_command_text(script)}")
+            lines.append(f"{indent}  command: {_command_text(script)}")
         if script.program_realpath:
-            lines.append(f"    program (real path): {_safe(script.program_realpath)}")
+            lines.append(f"{indent}  program (real path): {_safe(script.program_realpath)}")
+    return lines
+
+
+def _input_lines(
+    request: ApprovalRequest, indent: str, full: bool, every: bool = False
+) -> list[str]:
+    lines = []
     if request.code is not None:
-        lines.append("  Python code:")
+        lines.append(f"{indent}Python code:")
         code = _safe_block(request.code if full else first_lines(request.code))
-        lines += ["    " + line for line in code.splitlines()]
+        lines += [f"{indent}  " + line for line in code.splitlines()]
     # json.dumps escapes newlines inside values, so the only real newlines are its indentation.
     args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
-    lines.append("  arguments (stdin JSON): " + args[0])
-    lines += ["    " + line for line in args[1:]]
+    lines.append(f"{indent}arguments (stdin JSON{', every script' if every else ''}): " + args[0])
+    lines += [f"{indent}  " + line for line in args[1:]]
     if request.argv:
-        lines.append("  argv: " + _safe(shlex.join(request.argv)))
+        lines.append(
+            f"{indent}argv{' (every script)' if every else ''}: " + _safe(shlex.join(request.argv))
+        )
+    return lines
+
+
+def _preview_lines(request: ApprovalRequest, indent: str, full: bool) -> list[str]:
+    lines = []
     for script in request.scripts:
         if not script.preview:
             continue
         size = _size_text(script)
         size = f" ({size})" if size else ""
+        name = _safe(script.path)
         if full:
-            lines.append(f"  {_safe(script.path)}{size}:")
+            lines.append(f"{indent}{name}{size}:")
             body = _safe_block(script.preview)
         else:
-            lines.append(f"  first lines of {_safe(script.path)}{size}:")
+            lines.append(f"{indent}first lines of {name}{size}:")
             body = _safe_block(first_lines(script.preview, total=script.lines))
-        lines += ["    | " + line for line in body.splitlines()]
+        lines += [f"{indent}  | " + line for line in body.splitlines()]
         if full and _preview_cut(script):
             lines.append(
-                f"    ... cut at {len(script.preview):,} characters of {script.size:,} bytes"
+                f"{indent}  ... cut at {len(script.preview):,} characters of {script.size:,} bytes"
             )
-    return "\n".join(lines)
+    return lines
 
 
 def summary_html(request: ApprovalRequest) -> str:
@@ -138,9 +194,48 @@ def summary_html(request: ApprovalRequest) -> str:
 
     Each script shows its exact command, its first lines with the real line count, and a
     "show all" toggle with the whole text (up to PREVIEW_MAX_BYTES). Bidi overrides and
-    control characters appear as visible markers, never as formatting.
+    control characters appear as visible markers, never as formatting. A combined request
+    shows one block per skill (skill, its scripts, their first lines), in order.
     """
-    rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
+    if not request.is_combined:
+        rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
+        rows += _script_rows(request)
+        rows += _input_rows(request)
+        rows += _preview_rows(request)
+        title = "Approve running this skill script?"
+    else:
+        shared = _shared_inputs(request)
+        count = sum(len(part.scripts) for part in request.parts)
+        rows = []
+        if shared:
+            rows += _input_rows(request, " (every script)")
+        for part in request.parts:
+            rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
+            rows += _script_rows(part)
+            if not shared:
+                rows += _input_rows(part)
+            rows += _preview_rows(part)
+        title = (
+            f"Approve running {count} script{'s' if count != 1 else ''} of "
+            f"{len(request.parts)} skills? One answer decides for all of them."
+        )
+    body = "".join(
+        f"<tr{_SEPARATOR if k == 'Skill' and i else ''}>"
+        f"<th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th>"
+        f"<td style='text-align:left'>{v}</td></tr>"
+        for i, (k, v) in enumerate(rows)
+    )
+    return (
+        f"<div class='skill-magics-approval'><div><b>{html.escape(title)}</b></div>"
+        f"<table>{body}</table></div>"
+    )
+
+
+_SEPARATOR = " style='border-top:1px solid #ccc'"
+
+
+def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    rows = []
     for script in request.scripts:
         rows.append(("Script", f"<code>{_esc(script.path)}</code>"))
         rows.append(("Interpreter", f"<code>{_esc(script.interpreter)}</code>"))
@@ -148,25 +243,26 @@ def summary_html(request: ApprovalRequest) -> str:
             rows.append(("Command", f"<code>{_esc(shlex.join(script.command))}</code>"))
         if script.program_realpath:
             rows.append(("Program (real path)", f"<code>{_esc(script.program_realpath)}</code>"))
-    rows.append(("Arguments", _pre(arguments_text(request.arguments))))
+    return rows
+
+
+def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
+    rows = [(f"Arguments{label}", _pre(arguments_text(request.arguments)))]
     if request.argv:
-        rows.append(("argv", f"<code>{_esc(shlex.join(request.argv))}</code>"))
+        rows.append((f"argv{label}", f"<code>{_esc(shlex.join(request.argv))}</code>"))
     if request.code is not None:
         rows.append(("Code", _expandable(request.code, len(request.code.splitlines()))))
+    return rows
+
+
+def _preview_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    rows = []
     for script in request.scripts:
         if script.preview:
             size = _size_text(script)
             label = f"{_esc(script.path)}" + (f"<br><small>{size}</small>" if size else "")
             rows.append((label, _expandable(script.preview, script.lines, _preview_cut(script))))
-    body = "".join(
-        f"<tr><th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th>"
-        f"<td style='text-align:left'>{v}</td></tr>"
-        for k, v in rows
-    )
-    return (
-        "<div class='skill-magics-approval'><div><b>Approve running this skill script?</b></div>"
-        f"<table>{body}</table></div>"
-    )
+    return rows
 
 
 def _esc(text: str) -> str:
@@ -236,7 +332,7 @@ class ApprovalPanel:
             button = w.Button(
                 description=decision.label,
                 button_style=_BUTTON_STYLES[decision],
-                tooltip=_TOOLTIPS[decision],
+                tooltip=(_TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS)[decision],
                 layout=w.Layout(width="auto"),
             )
             button.on_click(lambda _b, d=decision: self.decide(d, f"button '{d.label}'"))
@@ -353,6 +449,13 @@ _TOOLTIPS = {
     Decision.YES_ONCE: "Run it this time only",
     Decision.YES_IN_SESSION: "Run it; don't ask again for this skill until its scripts change",
     Decision.NO: "Don't run it",
+}
+_TOOLTIPS_SEVERAL = {
+    Decision.YES_ONCE: "Run every listed script this time only",
+    Decision.YES_IN_SESSION: (
+        "Run them; don't ask again for each of these skills until its files change"
+    ),
+    Decision.NO: "Don't run any of them",
 }
 
 

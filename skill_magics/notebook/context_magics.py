@@ -31,7 +31,7 @@ from ..core.approval import ApprovalRequest, Decision, coerce_decision
 from ..core.audit import CODE_LABEL
 from ..core.errors import ApprovalUnavailable, SkillMagicsError
 from . import waiting
-from .config import preapproved_by, unavailable_message
+from .config import AUTO_APPROVE_ENV, preapproved_by, unavailable_message
 from .transformer import inside_a_magic
 from .waiting import Strategy
 
@@ -166,6 +166,11 @@ class NotebookApprover:
     Same config (``require_approval``, ``auto_approve``, ``approval_ui``,
     ``approval_timeout``) and panels. ``in_worker`` means core runs in a worker thread while
     the cell awaits (the await path): the panel's click then arrives on the kernel's loop.
+
+    A combined request (``%skill_context a b``: ``request.parts``) gets one panel (or one
+    terminal prompt) listing every skill and script; it counts as pre-approved only when every
+    skill is. Core leaves pre-approved skills out of a combined request in the first place,
+    through :meth:`decides_alone`.
     """
 
     def __init__(
@@ -175,23 +180,37 @@ class NotebookApprover:
         self.in_worker = in_worker
         self.cancel = cancel  # set when the awaiting cell is interrupted: stop waiting
 
-    def __call__(self, request: ApprovalRequest) -> Decision:
+    def decides_alone(self, request: ApprovalRequest) -> bool:
+        """True when configuration answers ``request`` (nobody would be asked)."""
+        return self._preapproved(request) is not None
+
+    def _preapproved(self, request: ApprovalRequest) -> str | None:
+        """Who pre-approved every skill of ``request`` (for the audit), or None."""
         magics = self.magics
         if not magics.require_approval:
-            return self._approved(request, "config SkillMagics.require_approval=False")
-        by = preapproved_by(request.skill_name, magics.auto_approve)
+            return "config SkillMagics.require_approval=False"
+        found: list[str] = []
+        for part in request.requests:
+            by = preapproved_by(part.skill_name, magics.auto_approve)
+            if by is None:
+                return None
+            found.append(by)
+        return "auto_approve by " + " and ".join(dict.fromkeys(found))
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        magics = self.magics
+        by = self._preapproved(request)
         if by is not None:
-            return self._approved(request, f"auto_approve by {by}")
+            return self._approved(request, by)
         shell = magics.shell
         strategy = waiting.choose(shell, in_coroutine=self.in_worker, mode=magics.approval_ui)
-        name = request.skill_name
         if strategy is Strategy.HEADLESS:
             raise ApprovalUnavailable(
-                unavailable_message(name, "nobody can click in this headless run")
+                _unavailable(request, "nobody can click in this headless run")
             )
         if strategy is Strategy.UNAVAILABLE:
             raise ApprovalUnavailable(
-                unavailable_message(name, "there is no frontend for buttons and stdin is not a TTY")
+                _unavailable(request, "there is no frontend for buttons and stdin is not a TTY")
             )
         if strategy is Strategy.TERMINAL:
             from .approval_ui import summary_text
@@ -203,11 +222,11 @@ class NotebookApprover:
                     )
                 )
             except (EOFError, OSError):
-                raise ApprovalUnavailable(unavailable_message(name, "stdin is closed")) from None
+                raise ApprovalUnavailable(_unavailable(request, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")
         if strategy is Strategy.NONBLOCKING:
             why = "this cell cannot wait for a click here (approval_ui or kernel version)"
-            raise ApprovalUnavailable(unavailable_message(name, why))
+            raise ApprovalUnavailable(_unavailable(request, why))
         panel = self.magics.show_panel(request)
         if strategy is Strategy.PUMP:
             waiting.wait_pumping(shell, panel.event, magics.approval_timeout)
@@ -232,23 +251,36 @@ class NotebookApprover:
     def _decided(self, request: ApprovalRequest, decision: Decision, by: str) -> Decision:
         if decision is not Decision.NO:
             audit = self.magics.manager.audit
-            for script in request.scripts or ():
-                audit.event(
-                    request.skill_name,
-                    script.path,
-                    request.arguments,
-                    "approved",
-                    reason=f"{decision.value} by {by}",
-                )
-            if request.code is not None:
-                audit.event(
-                    request.skill_name,
-                    CODE_LABEL,
-                    None,
-                    "approved",
-                    reason=f"{decision.value} by {by}",
-                )
+            for part in request.requests:  # a combined request: each skill's own scripts
+                for script in part.scripts or ():
+                    audit.event(
+                        part.skill_name,
+                        script.path,
+                        part.arguments,
+                        "approved",
+                        reason=f"{decision.value} by {by}",
+                    )
+                if part.code is not None:
+                    audit.event(
+                        part.skill_name,
+                        CODE_LABEL,
+                        None,
+                        "approved",
+                        reason=f"{decision.value} by {by}",
+                    )
         return decision
+
+
+def _unavailable(request: ApprovalRequest, why: str) -> str:
+    """unavailable_message for one skill; for several, the pre-approval names them all."""
+    names = request.skill_names
+    if len(names) == 1:
+        return unavailable_message(names[0], why)
+    return (
+        f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
+        f"{AUTO_APPROVE_ENV}={','.join(names)} (or *) or "
+        f"%config SkillMagics.auto_approve = {list(names)!r}"
+    )
 
 
 # -- the magics --------------------------------------------------------------------------
