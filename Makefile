@@ -7,11 +7,38 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 # 7.4.x is what the main venv resolves to; these are the other strategies (DESIGN.md section 4).
+# Where the main venv gets < 7.4 (Python 3.10), kernel-matrix.sh adds the newest 7.x itself.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
 
 .PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser clean
 
+# `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
+# with apt-get when root, else say the exact command and stop.
+define ENSURE_VENV_SUPPORT
+if ! $(PYTHON) -c '' >/dev/null 2>&1; then \
+  echo "$(PYTHON) does not run: install Python >= 3.10 (or: make PYTHON=/path/to/python3)"; exit 1; \
+fi; \
+if ! $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1; then \
+  ver=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+  pkg=python$$ver-venv; \
+  if ! command -v apt-get >/dev/null 2>&1; then \
+    echo "$(PYTHON) ($$ver) lacks ensurepip, which 'python -m venv' needs: install your system's venv support for it, then run make again"; exit 1; \
+  elif [ "$$(id -u)" != 0 ]; then \
+    echo "$(PYTHON) ($$ver) lacks ensurepip, which 'python -m venv' needs. Run:"; \
+    echo "    sudo apt-get update && sudo apt-get install -y $$pkg"; \
+    echo "then run make again."; exit 1; \
+  fi; \
+  echo "$(PYTHON) ($$ver) lacks ensurepip, which 'python -m venv' needs: installing $$pkg with apt-get"; \
+  apt-get update -qq || exit 1; \
+  apt-cache show $$pkg >/dev/null 2>&1 || pkg=python3-venv; \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null || exit 1; \
+  $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1 || { \
+    echo "$(PYTHON) still lacks ensurepip after installing $$pkg: is it the system's python$$ver? (make PYTHON=/usr/bin/python3)"; exit 1; }; \
+fi
+endef
+
 $(STAMP): pyproject.toml
+	@$(ENSURE_VENV_SUPPORT)
 	$(PYTHON) -m venv $(VENV)
 	@echo "Installing skill-magics with its test, e2e and langchain extras into $(VENV) (log: $(VENV)/pip-install.log)"
 	@( $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test,e2e,langchain]' ) \
@@ -20,6 +47,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Serves copies of notebooks/ from .demo/ (git-ignored; JupyterLab autosaves what it shows).
+# `make clean` keeps .demo/: it may hold your edits. DEMO_FRESH=1 starts from fresh copies.
 demo: $(STAMP)
 	PORT=$(PORT) PYTHON=$(PY) bash scripts/demo.sh
 

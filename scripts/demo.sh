@@ -1,15 +1,67 @@
 #!/usr/bin/env bash
-# `make demo`: JupyterLab serving notebooks/01_quickstart.ipynb with the bundled example skills
-# configured (SKILL_MAGICS_PATH), on 127.0.0.1 only. Prints the URL once the server answers;
-# Ctrl-C stops the server and its kernels.
+# `make demo`: JupyterLab serving a working copy of notebooks/01_quickstart.ipynb with the
+# bundled example skills configured (SKILL_MAGICS_PATH), on 127.0.0.1 only. Prints the URL once
+# the server answers; Ctrl-C stops the server and its kernels.
+#
+# JupyterLab saves what it shows (autosave every 120 s), so it never serves the tracked
+# notebooks: it serves DEMO_DIR (default .demo/, git-ignored), holding copies of notebooks/*.ipynb.
+# On each start a copy is (re)made from notebooks/ when it is missing or unedited; a copy you
+# changed (edits, or cells you ran) is kept and reported. DEMO_FRESH=1 replaces edited copies,
+# moving them to DEMO_DIR/backup/ first. The notebooks need nothing beside them: the example
+# skills (and data/sample.csv) come from the package, and scripts run in their skill directory.
 #
 #   PORT=8888 (default)   PYTHON=.venv/bin/python   TOKEN=<random unless set>
+#   DEMO_DIR=.demo        DEMO_FRESH=0
+#   scripts/demo.sh --prepare     only make/refresh the copies, then exit
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 PORT="${PORT:-8888}"
-NOTEBOOK="notebooks/01_quickstart.ipynb"
+DEMO_DIR="${DEMO_DIR:-$ROOT/.demo}"
+SOURCE="$ROOT/notebooks"
+NOTEBOOK="notebooks/01_quickstart.ipynb"  # relative to DEMO_DIR, the server's root
+
+# Copies of notebooks/*.ipynb in DEMO_DIR/notebooks; DEMO_DIR/.pristine keeps what was copied
+# (hidden from JupyterLab), so an edited copy can be told from an old unedited one.
+prepare_copies() {
+    local copies="$DEMO_DIR/notebooks" pristine_dir="$DEMO_DIR/.pristine"
+    local backup_dir="" src name copy pristine
+    mkdir -p "$copies" "$pristine_dir"
+    for src in "$SOURCE"/*.ipynb; do
+        [ -f "$src" ] || continue
+        name="$(basename "$src")"
+        copy="$copies/$name"
+        pristine="$pristine_dir/$name"
+        if [ ! -e "$copy" ]; then
+            cp -f "$src" "$copy" && cp -f "$src" "$pristine"
+            echo "demo: copied notebooks/$name to $copy"
+        elif [ -f "$pristine" ] && cmp -s "$copy" "$pristine"; then
+            if ! cmp -s "$src" "$copy"; then  # unedited, and notebooks/ has a newer version
+                cp -f "$src" "$copy" && cp -f "$src" "$pristine"
+                echo "demo: refreshed $copy from notebooks/$name"
+            fi
+        elif [ "${DEMO_FRESH:-0}" = 1 ]; then
+            backup_dir="${backup_dir:-$DEMO_DIR/backup/$(date +%Y%m%d-%H%M%S)}"
+            mkdir -p "$backup_dir"
+            mv "$copy" "$backup_dir/$name"
+            cp -f "$src" "$copy" && cp -f "$src" "$pristine"
+            echo "demo: DEMO_FRESH=1: moved your edited copy to $backup_dir/$name and copied notebooks/$name afresh"
+        else
+            if [ -f "$pristine" ] && ! cmp -s "$src" "$pristine"; then
+                echo "demo: kept your edited $copy, although notebooks/$name has changed since it was copied"
+            else
+                echo "demo: kept your edited $copy"
+            fi
+            echo "demo:   (to start from notebooks/$name again: DEMO_FRESH=1 make demo; your copy goes to $DEMO_DIR/backup/)"
+        fi
+    done
+}
+
+if [ "${1:-}" = "--prepare" ]; then
+    prepare_copies
+    exit 0
+fi
 
 if [ ! -x "$PYTHON" ]; then
     echo "demo: $PYTHON not found; run \`make venv\` first (or set PYTHON=)" >&2
@@ -19,6 +71,7 @@ if ! "$PYTHON" -c "import jupyterlab" 2>/dev/null; then
     echo "demo: JupyterLab is not installed in $PYTHON; run: $PYTHON -m pip install -e '.[e2e]'" >&2
     exit 2
 fi
+prepare_copies
 TOKEN="${TOKEN:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}"
 extra=()
 if [ "$(id -u)" = "0" ]; then
@@ -30,7 +83,7 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # works without `pip insta
 
 "$PYTHON" -m jupyterlab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" \
     --ServerApp.port_retries=0 --IdentityProvider.token="$TOKEN" \
-    --ServerApp.root_dir="$ROOT" "${extra[@]}" &
+    --ServerApp.root_dir="$DEMO_DIR" "${extra[@]}" &
 server=$!
 # A background job ignores SIGINT in a script, so Ctrl-C reaches us: stop the server with TERM.
 trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null; exit 130' INT TERM
@@ -61,6 +114,8 @@ cat <<EOF
 
    http://127.0.0.1:$PORT/lab/tree/$NOTEBOOK?token=$TOKEN
 
+ That is a working copy: $DEMO_DIR/$NOTEBOOK
+ Edit and save freely; the committed notebooks/ are never touched.
  The example skills are configured (SKILL_MAGICS_PATH). Run the cells: each
  %%skillrun asks Yes once / Yes in session / No first. Ctrl-C to stop.
 ==============================================================================

@@ -53,36 +53,44 @@ def test_headless_gives_approval_unavailable_at_once(skills_dir, tmp_path):
         assert _status(k) == "approval_unavailable"
 
 
-@pytest.mark.skipif(
-    (7, 0) <= kernel_ipykernel_version() < (7, 4),
-    reason="ipykernel 7.0-7.3 receives clicks only on a frontend subshell",
-)
+def _click_on_subshell() -> bool:
+    """ipykernel 7.0-7.3 deliver a click to a waiting cell only on a subshell: click there,
+    as JupyterLab >= 4.4 does by default (comms over subshells). Elsewhere the main shell."""
+    return (7, 0) <= kernel_ipykernel_version() < (7, 4)
+
+
 @pytest.mark.parametrize("label,status", [("Yes once", "completed"), ("No", "declined")])
 def test_click_while_skill_context_waits(skills_dir, tmp_path, label, status):
+    subshell = _click_on_subshell()
     with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
         _load(k)
+        if subshell:
+            k.comms_subshell()  # JupyterLab creates it when its widget manager starts
         msg_id = k.submit("ctx = %skill_context ctx-skill --args '{\"n\": 1}'", allow_stdin=True)
         button = k.wait_for_button(label, timeout=60)
+        k.drain(0.5)
         assert not k._idle_seen(msg_id), "the cell must still be waiting for the click"
-        k.click(button)
+        k.click_until_handled(button, msg_id, subshell=subshell)
         r = k.collect(msg_id, timeout=60)
+        assert r.duration_s < 60, "the click must end the wait, not approval_timeout"
         assert r.ok, r.error_text
         assert _status(k) == status
 
 
-@pytest.mark.skipif(
-    (7, 0) <= kernel_ipykernel_version() < (7, 4),
-    reason="ipykernel 7.0-7.3 receives clicks only on a frontend subshell",
-)
 def test_skillpy_click_runs_in_the_venv(skills_dir, tmp_path):
     venv = skills_dir / "ctx-skill" / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subshell = _click_on_subshell()
     with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
         _load(k)
+        if subshell:
+            k.comms_subshell()
         code = "%%skillpy ctx-skill -o out\nimport sys\nprint(sys.prefix)"
         msg_id = k.submit(code, allow_stdin=True)
         button = k.wait_for_button("Yes once", timeout=60)
-        k.click(button)
+        k.drain(0.5)
+        assert not k._idle_seen(msg_id), "the cell must still be waiting for the click"
+        k.click_until_handled(button, msg_id, subshell=subshell)
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
         r = k.execute("print(out['stdout'].strip(), out['returncode'])", allow_stdin=True)
@@ -127,3 +135,29 @@ def test_interrupt_kills_a_running_context_script(tmp_path):
         assert_group_gone(pgid, within=10)
         r = k.execute("1 + 1", allow_stdin=True)
         assert r.ok and r.text_plain == "2"
+
+
+def test_other_cell_magics_and_strings_keep_skill_context_text(skills_dir, tmp_path):
+    """On ipykernel >= 7.4 top-level %skill_context lines become awaits; text in another cell
+    magic's body or in a string is not a statement and must reach it unchanged."""
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills_dir)}, cwd=tmp_path) as k:
+        _load(k)
+        r = k.execute(
+            "%%writefile howto.txt\nType this in a cell:\n%skill_context ctx-skill\n",
+            allow_stdin=True,
+            timeout=60,
+        )
+        assert r.ok, r.error_text
+        assert (tmp_path / "howto.txt").read_text() == (
+            "Type this in a cell:\n%skill_context ctx-skill\n"
+        )
+        r = k.execute("%%time\nx = %skill_context ctx-skill --no-run\n", allow_stdin=True)
+        assert r.ok, r.error_text
+        assert _status(k, "x") == "skipped"
+        r = k.execute(
+            'doc = """\n%skill_context ctx-skill\n"""\nprint(repr(doc))', allow_stdin=True
+        )
+        assert r.ok and r.stdout.strip() == repr("\n%skill_context ctx-skill\n"), r.error_text
+        r = k.execute("ctx = %skill_context ctx-skill --no-run", allow_stdin=True, timeout=60)
+        assert r.ok, r.error_text
+        assert _status(k) == "skipped"

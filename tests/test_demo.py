@@ -1,8 +1,11 @@
 """`make demo` (the README's first command): scripts/demo.sh really serves the quickstart.
 
 Runs the script as make does, on a free port, in its own session: it must print a URL with a
-token, JupyterLab must serve notebooks/01_quickstart.ipynb at that URL with the example skills
-configured for its kernels, and TERM (what Ctrl-C turns into) must leave nothing running.
+token, JupyterLab must serve a working copy of notebooks/01_quickstart.ipynb at that URL with
+the example skills configured for its kernels, saving through JupyterLab (what its autosave
+does) must never touch the tracked notebooks, and TERM (what Ctrl-C turns into) must leave
+nothing running. The copy policy (fresh copy, refresh, keep an edited copy) is checked with
+``demo.sh --prepare``, without a server.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -24,9 +30,9 @@ import pytest
 from process_support import assert_group_gone
 
 REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "scripts" / "demo.sh"
+TRACKED = REPO / "notebooks" / "01_quickstart.ipynb"
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/lab/tree/(\S+)\?token=([0-9a-f]+)")
-
-pytest.importorskip("jupyterlab", reason="make demo needs JupyterLab: pip install -e '.[e2e]'")
 
 
 def _free_port() -> int:
@@ -53,7 +59,25 @@ def _read_until(proc: subprocess.Popen, pattern: re.Pattern[str], timeout: float
     raise AssertionError(f"demo.sh printed no URL in {timeout} s; it printed:\n{seen[-3000:]}")
 
 
-def test_make_demo_serves_the_quickstart_and_stops_cleanly(tmp_path: Path) -> None:
+@dataclass
+class Demo:
+    proc: subprocess.Popen
+    out: str
+    port: int
+    notebook: str
+    token: str
+    demo_dir: Path
+
+    def api(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}/api/contents/{path}?token={self.token}"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """scripts/demo.sh running as `make demo` runs it; stopped with TERM afterwards, and no
+    process of its session may survive that."""
+    pytest.importorskip("jupyterlab", reason="make demo needs JupyterLab: pip install -e '.[e2e]'")
+    tmp_path = tmp_path_factory.mktemp("demo")
     port = _free_port()
     env = dict(os.environ)
     env.update(
@@ -62,10 +86,13 @@ def test_make_demo_serves_the_quickstart_and_stops_cleanly(tmp_path: Path) -> No
         JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
         JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
         IPYTHONDIR=str(tmp_path / "ipython"),
+        # Not the developer's .demo/: the test saves into the served copy.
+        DEMO_DIR=str(tmp_path / "demo-root"),
     )
     env.pop("SKILL_MAGICS_PATH", None)
+    env.pop("DEMO_FRESH", None)
     proc = subprocess.Popen(
-        ["bash", str(REPO / "scripts" / "demo.sh")],
+        ["bash", str(DEMO)],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -75,20 +102,7 @@ def test_make_demo_serves_the_quickstart_and_stops_cleanly(tmp_path: Path) -> No
     try:
         out = _read_until(proc, URL_RE, timeout=180)
         got_port, notebook, token = URL_RE.search(out).groups()
-        assert int(got_port) == port and notebook == "notebooks/01_quickstart.ipynb"
-
-        api = f"http://127.0.0.1:{port}/api/contents/{notebook}?content=0&token={token}"
-        with urllib.request.urlopen(api, timeout=30) as resp:
-            assert resp.status == 200 and json.load(resp)["type"] == "notebook"
-        page = f"http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}"
-        with urllib.request.urlopen(page, timeout=30) as resp:
-            assert resp.status == 200
-
-        # Kernels the server starts inherit SKILL_MAGICS_PATH: the examples are configured.
-        servers = psutil.Process(proc.pid).children(recursive=True)
-        configured = {p.environ().get("SKILL_MAGICS_PATH", "") for p in servers}
-        examples = str(REPO / "skill_magics" / "examples" / "skills")
-        assert any(path.split(os.pathsep)[0] == examples for path in configured), configured
+        yield Demo(proc, out, int(got_port), notebook, token, Path(env["DEMO_DIR"]))
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)  # what the script's Ctrl-C trap handles
@@ -97,3 +111,107 @@ def test_make_demo_serves_the_quickstart_and_stops_cleanly(tmp_path: Path) -> No
         finally:
             assert_group_gone(proc.pid, within=30)
             proc.stdout.close()
+
+
+def test_make_demo_serves_the_quickstart_and_stops_cleanly(demo: Demo) -> None:
+    assert demo.notebook == "notebooks/01_quickstart.ipynb"
+
+    with urllib.request.urlopen(demo.api(demo.notebook) + "&content=0", timeout=30) as resp:
+        assert resp.status == 200 and json.load(resp)["type"] == "notebook"
+    page = f"http://127.0.0.1:{demo.port}/lab/tree/{demo.notebook}?token={demo.token}"
+    with urllib.request.urlopen(page, timeout=30) as resp:
+        assert resp.status == 200
+
+    # Kernels the server starts inherit SKILL_MAGICS_PATH: the examples are configured.
+    servers = psutil.Process(demo.proc.pid).children(recursive=True)
+    configured = {p.environ().get("SKILL_MAGICS_PATH", "") for p in servers}
+    examples = str(REPO / "skill_magics" / "examples" / "skills")
+    assert any(path.split(os.pathsep)[0] == examples for path in configured), configured
+    # (the fixture's teardown stops the script with TERM and checks nothing survives)
+
+
+def test_served_notebook_is_a_copy_not_the_tracked_file(demo: Demo) -> None:
+    """Save through the server, as JupyterLab's autosave does: the tracked notebook stays
+    byte for byte as committed; the copy the URL names (printed with its path) changes."""
+    copy = demo.demo_dir / demo.notebook
+    assert copy.is_file() and not copy.samefile(TRACKED)
+    assert str(copy) in demo.out, "demo.sh names the file it serves"
+    server_root = [
+        arg.split("=", 1)[1]
+        for p in psutil.Process(demo.proc.pid).children(recursive=True)
+        for arg in p.cmdline()
+        if arg.startswith("--ServerApp.root_dir=")
+    ]
+    assert server_root and all(Path(r).resolve() == demo.demo_dir.resolve() for r in server_root)
+
+    tracked_before = TRACKED.read_bytes()
+    with urllib.request.urlopen(demo.api(demo.notebook), timeout=30) as resp:
+        model = json.load(resp)
+    model["content"]["cells"].append(
+        {"cell_type": "markdown", "metadata": {}, "source": "saved by test_demo"}
+    )
+    body = json.dumps({"type": "notebook", "format": "json", "content": model["content"]})
+    request = urllib.request.Request(
+        demo.api(demo.notebook),
+        data=body.encode(),
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        assert resp.status == 200
+    assert "saved by test_demo" in copy.read_text()
+    assert TRACKED.read_bytes() == tracked_before, "the tracked notebook must never be saved"
+
+
+def _prepare(demo_dir: Path, **env: str) -> str:
+    full = {k: v for k, v in os.environ.items() if k != "DEMO_FRESH"}
+    full.update(DEMO_DIR=str(demo_dir), **env)
+    proc = subprocess.run(
+        ["bash", str(DEMO), "--prepare"],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_copies_are_refreshed_but_an_edited_copy_is_kept(tmp_path: Path) -> None:
+    demo_dir = tmp_path / "demo"
+    copy = demo_dir / "notebooks" / TRACKED.name
+    out = _prepare(demo_dir)
+    assert f"copied notebooks/{TRACKED.name}" in out
+    assert copy.read_bytes() == TRACKED.read_bytes()
+    assert _prepare(demo_dir) == "", "unedited, up-to-date copies: nothing to do or say"
+
+    # An unedited copy of an older version is refreshed (as after a `git pull`).
+    pristine = demo_dir / ".pristine" / TRACKED.name
+    copy.write_text("{}")
+    pristine.write_text("{}")
+    assert f"refreshed {copy}" in _prepare(demo_dir)
+    assert copy.read_bytes() == TRACKED.read_bytes()
+
+    # A copy the user changed is kept, and the script says so and how to start afresh.
+    copy.write_text('{"edited": true}')
+    out = _prepare(demo_dir)
+    assert f"kept your edited {copy}" in out and "DEMO_FRESH=1" in out
+    assert copy.read_text() == '{"edited": true}'
+
+    # DEMO_FRESH=1 replaces it, keeping the user's version in backup/.
+    out = _prepare(demo_dir, DEMO_FRESH="1")
+    assert "moved your edited copy" in out
+    assert copy.read_bytes() == TRACKED.read_bytes()
+    (kept,) = (demo_dir / "backup").glob(f"*/{TRACKED.name}")
+    assert kept.read_text() == '{"edited": true}'
+
+
+@pytest.mark.skipif(
+    not shutil.which("git") or not (REPO / ".git").exists(), reason="needs a git checkout"
+)
+def test_default_demo_dir_is_git_ignored() -> None:
+    """The default DEMO_DIR (.demo/) is ignored: `make demo` leaves `git status` clean."""
+    for path in (".demo/notebooks/01_quickstart.ipynb", ".demo/.pristine/x.ipynb"):
+        check = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        assert check.returncode == 0, f"{path} is not git-ignored"

@@ -5,16 +5,24 @@ SKILL_MAGICS_TEST_KERNEL_PYTHON pointing at that version's venv (and
 SKILL_MAGICS_EXPECT_IPYKERNEL naming the version, so a mis-built venv cannot pass quietly).
 These tests use plain ipywidgets, no skill_magics code: if one fails after an ipykernel
 release, the approval strategy in notebook/waiting.py needs revisiting, not the magics.
+
+The script itself is checked here too: it reads the runtime dependencies without tomllib
+(Python 3.10), and it adds the newest 7.x (the await path) when the main venv's ipykernel is
+older than 7.4, or warns loudly when no Python here can install it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from kernel_fixtures import kernel_ipykernel_version, kernel_python, start_kernel
 
-pytestmark = pytest.mark.kernel
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "kernel-matrix.sh"
 
 # A cell that shows a button and waits for its click with a top-level await (ipykernel >= 7.4).
 AWAIT_CLICK = """\
@@ -76,6 +84,7 @@ print("thread path:", clicked.wait(30))
 """
 
 
+@pytest.mark.kernel
 def test_kernel_is_the_expected_ipykernel() -> None:
     """The matrix really runs the version it claims (not the pytest venv's by accident)."""
     expected = os.environ.get("SKILL_MAGICS_EXPECT_IPYKERNEL")
@@ -94,6 +103,7 @@ def test_kernel_is_the_expected_ipykernel() -> None:
         )
 
 
+@pytest.mark.kernel
 def test_skill_magics_loads_in_kernel() -> None:
     """The package imports and %load_ext works in the matrix kernel's environment."""
     with start_kernel() as k:
@@ -102,6 +112,7 @@ def test_skill_magics_loads_in_kernel() -> None:
         assert "skill_magics" in r.stdout
 
 
+@pytest.mark.kernel
 def test_click_reaches_a_waiting_cell() -> None:
     """A button click sent while the cell waits is delivered, by the path this kernel supports.
 
@@ -125,3 +136,84 @@ def test_click_reaches_a_waiting_cell() -> None:
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
         assert expect in r.stdout, r.stdout + r.stderr
+
+
+# -- scripts/kernel-matrix.sh ----------------------------------------------------------------
+
+
+def _script(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ)
+    full.pop("KERNEL_MATRIX_VERSIONS", None)
+    full.update(env or {})
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_runtime_dependencies_are_read_without_tomllib(tmp_path: Path) -> None:
+    """Python 3.10 has no tomllib: with tomllib, tomli and pip's vendored copy all missing, the
+    script falls back to the installed package's metadata and installs the same list."""
+    shadow = tmp_path / "shadow"
+    (shadow / "pip").mkdir(parents=True)
+    for module in ("tomllib.py", "tomli.py", "pip/__init__.py"):
+        (shadow / module).write_text("raise ImportError('absent, as on Python 3.10')\n")
+    plain = _script("--print-deps")
+    assert plain.returncode == 0, plain.stderr
+    fallback = _script("--print-deps", env={"PYTHONPATH": str(shadow)})
+    assert fallback.returncode == 0, fallback.stderr
+    deps = plain.stdout.split("\n")
+    assert fallback.stdout == plain.stdout
+    assert "ipython>=8.12" in deps and not [d for d in deps if d.startswith("ipykernel")]
+    assert not [d for d in deps if "extra" in d], "the extras' requirements are not runtime"
+
+
+@pytest.mark.kernel
+def test_matrix_adds_the_await_kernel_when_the_main_venv_is_older() -> None:
+    """Run with the kernel's Python as the main venv: below 7.4 (the venv Python 3.10 gets)
+    the plan gains the newest 7.x; from 7.4 on it is left as asked."""
+    version = kernel_ipykernel_version()
+    dotted = ".".join(map(str, version))
+    run = _script("--plan", "6.29.5", env={"PYTHON": kernel_python()})
+    assert run.returncode == 0, run.stderr
+    assert f"runs ipykernel {dotted}" in run.stdout
+    planned = [line.split()[3] for line in run.stdout.splitlines() if "plan: ipykernel" in line]
+    if version >= (7, 4):
+        assert planned == ["6.29.5"], run.stdout
+    else:
+        assert planned[0] == "6.29.5" and len(planned) == 2, run.stdout + run.stderr
+        assert tuple(int(x) for x in planned[1].split(".")[:2]) >= (7, 4), run.stdout
+
+
+def _python310() -> str | None:
+    for name in ("python3.10", os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import ensurepip"]).returncode == 0:
+            return path
+    return None
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(kernel_ipykernel_version() >= (7, 4), reason="main venv below 7.4 only")
+@pytest.mark.skipif(_python310() is None, reason="needs a Python 3.10 (ipykernel 7.4 needs 3.11)")
+def test_matrix_warns_loudly_when_no_python_can_test_the_await_path(tmp_path: Path) -> None:
+    """Only Python 3.10 around: ipykernel 7.4 cannot be installed, and the run says so."""
+    unrunnable = tmp_path / "bin"
+    unrunnable.mkdir()
+    for v in ("3.11", "3.12", "3.13", "3.14"):  # hide the newer Pythons on PATH
+        (unrunnable / f"python{v}").write_text("#!/bin/sh\nexit 127\n")
+        (unrunnable / f"python{v}").chmod(0o755)
+    env = {
+        "PYTHON": kernel_python(),
+        "BASE_PYTHON": _python310(),
+        "PATH": f"{unrunnable}{os.pathsep}{os.environ['PATH']}",
+    }
+    run = _script("--plan", "6.29.5", env=env)
+    assert run.returncode == 0, run.stderr
+    assert "plan: ipykernel 6.29.5 with 3.10" in run.stdout
+    assert "plan: ipykernel 7." not in run.stdout
+    assert "WARNING" in run.stderr and "NOT tested" in run.stderr

@@ -225,7 +225,14 @@ class NotebookApprover:
                 raise ApprovalUnavailable(_unavailable(request, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")
         if strategy is Strategy.NONBLOCKING:
-            why = "this cell cannot wait for a click here (approval_ui or kernel version)"
+            if magics.approval_ui == "nonblocking":
+                why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
+            else:
+                why = (
+                    "this kernel cannot deliver a click to a waiting cell (ipykernel 7.0-7.3 "
+                    "needs a frontend subshell, as JupyterLab >= 4.4 creates; or upgrade to "
+                    "ipykernel >= 7.4)"
+                )
             raise ApprovalUnavailable(_unavailable(request, why))
         panel = self.magics.show_panel(request)
         if strategy is Strategy.PUMP:

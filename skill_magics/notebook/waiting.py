@@ -3,7 +3,9 @@
 Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidgets 8.1.9):
 
 - ipykernel >= 7.4: only a top-level ``await`` (see transformer.py) lets widget messages in;
-- ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works;
+- ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works,
+  but only when a frontend created a subshell (JupyterLab >= 4.4 does for widget comms): with
+  none, the click queues behind the waiting cell on the main shell, so do not block;
 - ipykernel 6.x: pump ``kernel.do_one_iteration()`` (deferring other cells, replayed later);
 - anything else, or after ``approval_timeout``: do not block; a later click runs the script.
 
@@ -87,6 +89,29 @@ def supports_await(shell: Any) -> bool:
     return getattr(shell, "loop_runner", None) is _asyncio_runner
 
 
+def subshell_count(kernel: Any) -> int | None:
+    """How many subshells the kernel has (ipykernel >= 7), or None when it cannot tell.
+
+    0 when subshells are disabled or no frontend created one. Reads the subshell manager
+    without creating it (its lazy creation asserts the kernel's main thread) and is safe from
+    any thread (``list_subshell`` takes the manager's lock).
+    """
+    if kernel is None:
+        return None
+    if getattr(kernel, "_supports_kernel_subshells", True) is False:
+        return 0
+    thread = getattr(kernel, "shell_channel_thread", None)
+    if thread is None:
+        return 0 if hasattr(kernel, "_supports_kernel_subshells") else None
+    manager = getattr(thread, "_manager", None)
+    if manager is None:  # created when the kernel starts; no manager, no subshell
+        return 0
+    try:
+        return len(manager.list_subshell())
+    except Exception:  # a future ipykernel without list_subshell(): cannot tell
+        return None
+
+
 def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     """Pick the waiting strategy for this cell.
 
@@ -108,7 +133,10 @@ def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     if in_coroutine and version >= (7, 4):
         return Strategy.AWAIT
     if (7, 0) <= version < (7, 4):
-        return Strategy.THREAD
+        # The click can only reach this thread through a subshell: JupyterLab >= 4.4 creates
+        # one for widget comms; VS Code and plain jupyter_client clients may not. Without one,
+        # blocking would wait all of approval_timeout for a click queued behind this cell.
+        return Strategy.THREAD if subshell_count(kernel) != 0 else Strategy.NONBLOCKING
     if (6, 0) <= version < (7, 0) and hasattr(kernel, "do_one_iteration"):
         return Strategy.PUMP
     return Strategy.NONBLOCKING
@@ -271,7 +299,7 @@ def ask_terminal(
     """Print ``summary`` and ask; returns "yes_once" | "yes_in_session" | "no".
 
     With ``full`` (the request with whole scripts), answering ``a`` prints it and asks again.
-    Raises EOFError when stdin is closed (the caller treats that as unavailable).
+    Raises EOFError on Ctrl-D / closed stdin (the caller treats that as No).
     """
     print(summary)
     show_all = " / show [a]ll" if full is not None else ""
@@ -292,6 +320,7 @@ __all__ = [
     "get_kernel",
     "stdin_allowed",
     "supports_await",
+    "subshell_count",
     "choose",
     "wait_event",
     "wait_future",
