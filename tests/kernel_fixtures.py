@@ -325,6 +325,19 @@ class KernelSession:
             if self._idle_seen(msg_id) or time.monotonic() >= deadline:
                 return
 
+    def click_while_waiting(
+        self, msg_id: str, label: str = "Yes once", *, subshell: bool = False
+    ) -> CellResult:
+        """The approval flow of a person: the button appears, the cell is still waiting,
+        click it (again if lost), and the cell finishes; returns the finished cell."""
+        button = self.wait_for_button(label, timeout=60)
+        self.drain(0.5)
+        assert not self._idle_seen(msg_id), "the cell must still be waiting for the click"
+        self.click_until_handled(button, msg_id, subshell=subshell)
+        result = self.collect(msg_id, timeout=60)
+        assert result.ok, result.error_text
+        return result
+
     def comms_subshell(self, *, timeout: float = 30) -> str:
         """The subshell used for widget comms (created once per kernel via the control channel).
 
