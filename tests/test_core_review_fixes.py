@@ -137,7 +137,7 @@ def test_hostile_yaml_raises_only_skill_parse_error(text):
         parse_frontmatter_yaml(text)
 
 
-def test_an_edit_that_breaks_the_yaml_keeps_the_last_good_metadata(tmp_path):
+def test_an_edit_that_breaks_the_yaml_shows_the_last_good_metadata_but_runs_nothing(tmp_path):
     _skill_md(tmp_path / "s", "version: '1'\n")
     skill = SkillManager([tmp_path]).get_skill("s")
     assert skill.content == "# s\n"
@@ -145,7 +145,9 @@ def test_an_edit_that_breaks_the_yaml_keeps_the_last_good_metadata(tmp_path):
         "---\nname: s\ndescription: d\nversion: '2'\nx: " + "[" * 30_000 + "\n---\nnew body\n"
     )
     assert skill.content == "new body\n"
-    assert skill.current_metadata().version == "1"
+    assert skill.metadata.version == "1"  # what %skills show still has to show
+    with pytest.raises(SkillParseError, match="no longer parses"):
+        skill.current_metadata()  # what a run checks allowed-tools against: fail closed
 
 
 # -- 2. argv reaches the executor's checks unchanged ------------------------------------------
@@ -390,3 +392,19 @@ def test_yaml_alias_expansion_skips_only_that_skill(tmp_path, make_skill):
     assert [m.name for m in manager.list_skills()] == ["anchors", "fine"]
     warnings = "\n".join(manager.warnings)
     assert "laughs" in warnings and "expands to more than 10,000 values" in warnings
+
+
+def test_an_edit_that_breaks_skill_md_stops_runs_until_fixed(tmp_path, make_skill):
+    """Fail closed: a broken edit may have narrowed allowed-tools; never run on the old one."""
+    skill = make_skill(tmp_path, "edited", scripts={"scripts/a.sh": "echo ran\n"})
+    manager = SkillManager([tmp_path])
+    assert manager.execute_skill_script("edited", "a").stdout == "ran\n"
+    skill_md = skill / "SKILL.md"
+    good = skill_md.read_text()
+    skill_md.write_text("---\nname: edited\ndescription: [broken\nallowed-tools: Read\n---\n# x\n")
+    with pytest.raises(SkillParseError, match="no longer parses .*scripts do not run until"):
+        manager.execute_skill_script("edited", "a")
+    assert manager.audit.records()[-1].outcome == "refused"
+    assert "# x" in manager.get_skill("edited").content  # still readable
+    skill_md.write_text(good)
+    assert manager.execute_skill_script("edited", "a").stdout == "ran\n"

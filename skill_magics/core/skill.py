@@ -28,6 +28,7 @@ from .errors import (
     ScriptNotFoundError,
     SkillMagicsError,
     SkillNotFoundError,
+    SkillParseError,
 )
 from .fingerprint import skill_fingerprint
 from .frontmatter import build_metadata, parse_frontmatter_yaml, split_frontmatter
@@ -45,6 +46,7 @@ class Skill:
         self._lock = threading.RLock()
         self._content: str | None = None
         self._content_key: tuple[int, ...] | None = None
+        self._broken: SkillMagicsError | None = None  # why the current SKILL.md does not parse
         self._scan: ScanResult | None = None
 
     def __repr__(self) -> str:
@@ -82,17 +84,21 @@ class Skill:
             if self._content is not None and self._content_key == key:
                 return self._content
             raw = path.read_bytes().decode("utf-8", "replace")
+            self._broken = None
             try:
                 yaml_text, body = split_frontmatter(raw)
-            except SkillMagicsError:
+            except SkillMagicsError as exc:
                 body = raw  # the frontmatter was edited away: the whole file is instructions
+                self._broken = exc
             else:
                 try:
                     # The frontmatter may have changed too: keep metadata in step with the body.
                     data, warnings = parse_frontmatter_yaml(yaml_text)
                     self.metadata = build_metadata(data, path, warnings)
-                except SkillMagicsError:
-                    pass  # an edit broke the YAML: keep the last good metadata
+                except SkillMagicsError as exc:
+                    # Shown with the last good metadata, but not run on it: the edit may have
+                    # narrowed allowed-tools (see current_metadata).
+                    self._broken = exc
             self._content, self._content_key = body, key
             return body
 
@@ -116,6 +122,12 @@ class Skill:
         takes effect at once, without ``manager.reload()``. Costs one stat when unchanged.
         """
         _ = self.content  # re-parses the frontmatter when the file's stat identity changed
+        broken = self._broken
+        if broken is not None:  # fail closed: never run on metadata SKILL.md no longer says
+            raise SkillParseError(
+                f"SKILL.md of skill {self.name!r} no longer parses ({broken}): fix it; its "
+                "scripts do not run until it does"
+            )
         return self.metadata
 
     def content_hash(self) -> str:
