@@ -436,3 +436,21 @@ def test_no_subshell_on_7_0_to_7_3_returns_pending_and_a_later_click_runs(skills
             k.drain(0.3)
         r = k.execute("print(res.status, res.stdout.strip())", allow_stdin=True)
         assert r.stdout.strip() == 'completed {"got": {"k": 5}, "argv": []}'
+
+
+@pytest.mark.skipif(not _subshells_supported(), reason="kernel subshells need ipykernel >= 7")
+def test_subshell_opened_after_the_panel_appears_gets_the_click(skills_dir, tmp_path):
+    """JupyterLab 4.6 on ipykernel 7.x: no subshell exists when the cell starts; the frontend
+    creates one when the panel's widget comm opens, while the cell already waits."""
+    with start_kernel(env=_env(skills_dir), cwd=tmp_path) as k:
+        _load(k)
+        msg_id = k.submit('%%skillrun kernel-skill.echo -o res\n{"k": 6}', allow_stdin=True)
+        button = k.wait_for_button("Yes once", timeout=60)
+        k.comms_subshell()  # opened now, as the frontend reacts to the panel's comm_open
+        k.drain(0.5)
+        assert not k._idle_seen(msg_id), "the cell must still be waiting for the click"
+        k.click_until_handled(button, msg_id, subshell=True)
+        r = k.collect(msg_id, timeout=60)
+        assert r.ok, r.error_text
+        r = k.execute("print(res.status, res.stdout.strip())", allow_stdin=True)
+        assert r.stdout.strip() == 'completed {"got": {"k": 6}, "argv": []}'

@@ -228,17 +228,23 @@ class NotebookApprover:
             if magics.approval_ui == "nonblocking":
                 why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
             else:
-                why = (
-                    "this kernel cannot deliver a click to a waiting cell (ipykernel 7.0-7.3 "
-                    "needs a frontend subshell, as JupyterLab >= 4.4 creates; or upgrade to "
-                    "ipykernel >= 7.4)"
-                )
+                why = "this kernel cannot deliver a click to a waiting cell"
             raise ApprovalUnavailable(_unavailable(request, why))
         panel = self.magics.show_panel(request)
         if strategy is Strategy.PUMP:
             waiting.wait_pumping(shell, panel.event, magics.approval_timeout)
-        else:  # THREAD, or AWAIT with core in a worker thread
+        elif strategy is Strategy.THREAD:
+            waiting.wait_for_click(shell, panel.event, magics.approval_timeout, stop=self.cancel)
+        else:  # AWAIT with core in a worker thread: the kernel's loop delivers the click
             waiting.wait_event(panel.event, magics.approval_timeout, stop=self.cancel)
+        if panel.decision is None and waiting.no_click_can_arrive(shell):
+            panel.close()
+            why = (
+                "no click can reach this waiting cell: ipykernel 7.0-7.3 delivers it only "
+                "through a frontend subshell, and none was opened (upgrade to ipykernel >= 7.4, "
+                "or pre-approve with auto_approve)"
+            )
+            raise ApprovalUnavailable(_unavailable(request, why))
         if panel.decision is None:
             panel.close()
             if self.cancel is not None and self.cancel.is_set():

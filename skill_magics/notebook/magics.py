@@ -276,7 +276,7 @@ class SkillMagics(Magics):
             panel = self.show_panel(run.request)
             try:
                 if strategy is Strategy.THREAD:
-                    waiting.wait_event(panel.event, self.approval_timeout)
+                    waiting.wait_for_click(self.shell, panel.event, self.approval_timeout)
                 elif strategy is Strategy.PUMP:
                     waiting.wait_pumping(self.shell, panel.event, self.approval_timeout)
             except KeyboardInterrupt:  # a kernel interrupt during the wait
@@ -302,7 +302,7 @@ class SkillMagics(Magics):
                 if strategy is Strategy.AWAIT:
                     await waiting.wait_future(panel.future(), self.approval_timeout)
                 elif strategy is Strategy.THREAD:
-                    waiting.wait_event(panel.event, self.approval_timeout)
+                    waiting.wait_for_click(self.shell, panel.event, self.approval_timeout)
             except (asyncio.CancelledError, KeyboardInterrupt):  # a kernel interrupt
                 raise self._withdraw(run, panel) from None
             except BaseException:

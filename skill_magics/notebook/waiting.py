@@ -133,10 +133,9 @@ def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     if in_coroutine and version >= (7, 4):
         return Strategy.AWAIT
     if (7, 0) <= version < (7, 4):
-        # The click can only reach this thread through a subshell: JupyterLab >= 4.4 creates
-        # one for widget comms; VS Code and plain jupyter_client clients may not. Without one,
-        # blocking would wait all of approval_timeout for a click queued behind this cell.
-        return Strategy.THREAD if subshell_count(kernel) != 0 else Strategy.NONBLOCKING
+        # The click can only reach this thread through a subshell; wait_for_click() gives up
+        # early when none appears once the panel is shown.
+        return Strategy.THREAD
     if (6, 0) <= version < (7, 0) and hasattr(kernel, "do_one_iteration"):
         return Strategy.PUMP
     return Strategy.NONBLOCKING
@@ -164,6 +163,45 @@ def wait_event(event: threading.Event, timeout: float, stop: threading.Event | N
             return False
         event.wait(min(SLICE_S, remaining))
     return True
+
+
+SUBSHELL_GRACE_S = 3.0  # how long a shown panel waits for the frontend to open a subshell
+
+
+def needs_subshell(shell: Any) -> bool:
+    """True on ipykernel 7.0-7.3, where a click reaches a blocked cell only via a subshell."""
+    return get_kernel(shell) is not None and (7, 0) <= (ipykernel_version() or (0,)) < (7, 4)
+
+
+def wait_for_click(
+    shell: Any,
+    event: threading.Event,
+    timeout: float,
+    stop: threading.Event | None = None,
+    grace: float = SUBSHELL_GRACE_S,
+) -> bool:
+    """The THREAD strategy's wait for a click on a panel just shown; True when clicked.
+
+    On ipykernel 7.0-7.3 the click comes through a subshell, and JupyterLab creates one only
+    when a widget comm opens (the panel's), removing it when its last comm closes. So give a
+    subshell ``grace`` seconds to appear; when none does (VS Code, a plain jupyter_client
+    client, subshells off) stop at once instead of blocking for all of ``timeout``: the
+    caller falls back to a pending result that a later click fills.
+    """
+    kernel = get_kernel(shell)
+    start = time.monotonic()
+    if needs_subshell(shell):
+        while subshell_count(kernel) == 0:
+            if wait_event(event, SLICE_S, stop):
+                return True
+            if time.monotonic() - start >= grace or (stop is not None and stop.is_set()):
+                return False
+    return wait_event(event, max(0.0, timeout - (time.monotonic() - start)), stop)
+
+
+def no_click_can_arrive(shell: Any) -> bool:
+    """After :func:`wait_for_click` gave up: True when that was for want of a subshell."""
+    return needs_subshell(shell) and subshell_count(get_kernel(shell)) == 0
 
 
 async def wait_future(future: asyncio.Future, timeout: float) -> bool:
@@ -323,6 +361,10 @@ __all__ = [
     "subshell_count",
     "choose",
     "wait_event",
+    "wait_for_click",
+    "needs_subshell",
+    "no_click_can_arrive",
+    "SUBSHELL_GRACE_S",
     "wait_future",
     "wait_pumping",
     "ask_terminal",
