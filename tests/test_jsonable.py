@@ -65,3 +65,15 @@ def test_what_cannot_be_converted_is_still_refused_by_the_executor():
     loop["self"] = loop
     with pytest.raises(ArgumentSerializationError):
         encode_arguments(to_jsonable(loop))
+
+
+def test_numpy_keys_become_their_plain_json_text():
+    keys = dict(zip(np.array([0.1, 2.5]), [1, 2], strict=True))
+    assert to_jsonable(keys) == {"0.1": 1, "2.5": 2}
+    assert to_jsonable({np.int64(3): "x", np.bool_(True): "y"}) == {"3": "x", "true": "y"}
+
+
+@pytest.mark.parametrize("value", [{1: "a", "1": "b"}, {None: "a", "null": "b"}])
+def test_keys_that_collide_in_json_are_refused_not_dropped(value):
+    with pytest.raises(ArgumentSerializationError, match="both become"):
+        to_jsonable(value)

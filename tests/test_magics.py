@@ -687,3 +687,11 @@ def test_out_must_be_a_variable_name(shell, capsys, out):
 def test_stray_words_after_a_subcommand_are_an_error(shell, sub):
     result = shell.run_cell(f"%skills {sub} extra")
     assert "Unexpected 'extra': usage: %skills " + sub in str(result.error_in_exec)
+
+
+def test_eval_keys_that_collide_in_json_are_one_line_and_audited(shell, capsys):
+    shell.run_cell("%config SkillMagics.auto_approve = '*'")
+    err = failed_one_line(shell, capsys, "%%skillrun echo-skill.echo --eval\n{1: 'a', '1': 'b'}")
+    assert "Keys 1 and '1' both become '1' in JSON" in err
+    assert not marker(shell).exists()
+    assert magics(shell).manager.audit.records()[-1].outcome == "refused"

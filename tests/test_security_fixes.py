@@ -284,6 +284,13 @@ def test_session_approval_survives_files_the_approved_run_writes_but_not_edits_b
         'printf "x = 1\\n" > "$SKILL_BASE_DIR/helpers.py"',  # a module it may import
         'printf "#!/bin/sh\\n" > "$SKILL_BASE_DIR/tool"',  # a new program (shebang)
         'rm -f "$SKILL_BASE_DIR/SKILL.md.bak"; printf "x" >> "$SKILL_BASE_DIR/SKILL.md"',
+        # outside the fingerprint, but code all the same: a .pth runs at the next start
+        'mkdir -p "$SKILL_BASE_DIR/venv/lib/site-packages"; '
+        'printf "import os\n" > "$SKILL_BASE_DIR/venv/lib/site-packages/zz.pth"',
+        'mkdir -p "$SKILL_BASE_DIR/scripts/__pycache__"; '
+        'printf "x" > "$SKILL_BASE_DIR/scripts/__pycache__/helper.cpython-311.pyc"',
+        'mkdir -p "$SKILL_BASE_DIR/node_modules/pkg"; '
+        'printf "x" > "$SKILL_BASE_DIR/node_modules/pkg/index.js"',
     ],
 )
 def test_session_approval_lapses_when_the_approved_run_changes_code(make_skill, tmp_path, writes):
@@ -296,3 +303,16 @@ def test_session_approval_lapses_when_the_approved_run_changes_code(make_skill, 
     assert len(asked) == 2
     lapsed = [r for r in manager.audit.records() if r.outcome == "approval_lapsed"]
     assert lapsed and "the run changed code in the skill" in lapsed[0].reason
+
+
+def test_session_approval_survives_a_bundler_cache_in_node_modules(make_skill, tmp_path):
+    writes = (
+        'mkdir -p "$SKILL_BASE_DIR/node_modules/.cache/x"; '
+        'date +%s%N > "$SKILL_BASE_DIR/node_modules/.cache/x/stamp"'
+    )
+    make_skill(tmp_path, "cache", scripts={"scripts/w.sh": f"{writes}\necho ok\n"})
+    asked = []
+    manager = SkillManager([tmp_path], approver=lambda r: asked.append(r) or "yes_in_session")
+    for _ in range(3):
+        assert manager.execute_skill_script("cache", "w").stdout == "ok\n"
+    assert len(asked) == 1

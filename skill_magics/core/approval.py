@@ -214,9 +214,12 @@ class ApprovalStore:
             self._approved[skill_name] = new_hash
             return True
 
-    def revoke(self, skill_name: str) -> bool:
-        """Forget a session approval; True when there was one."""
+    def revoke(self, skill_name: str, content_hash: str | None = None) -> bool:
+        """Forget a session approval; True when there was one. With ``content_hash``, only
+        while the approval is still for that hash (atomically: a newer one stays)."""
         with self._lock:
+            if content_hash is not None and self._approved.get(skill_name) != content_hash:
+                return False
             return self._approved.pop(skill_name, None) is not None
 
     def clear(self) -> None:

@@ -378,15 +378,22 @@ class SkillManager:
         before_hash = fingerprint.fingerprint_of(before)
         if not self.approvals.is_approved(name, before_hash):
             return None
+        skipped_before = fingerprint.skipped_entries(skill.base_dir)
 
         def finish() -> None:
             after = fingerprint.skill_entries(skill.base_dir)
             changed = fingerprint.changed_entries(before, after)
+            changed += fingerprint.changed_entries(
+                skipped_before, fingerprint.skipped_entries(skill.base_dir)
+            )
             code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
             if not code:
                 self.approvals.rebase(name, before_hash, fingerprint.fingerprint_of(after))
                 return
             shown = ", ".join(code[:5]) + (f" (+{len(code) - 5} more)" if len(code) > 5 else "")
+            # Revoke, not just leave it at the old hash: changes in venv/ or __pycache__/ do
+            # not move the fingerprint, so the old approval would still match.
+            self.approvals.revoke(name, before_hash)
             reason = (
                 f"the run changed code in the skill ({shown}): the session approval lapsed; "
                 "the next run asks again"

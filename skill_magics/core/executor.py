@@ -25,12 +25,14 @@ otherwise ship its own "bash"). The approval request shows the exact command.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import logging
 import os
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -116,6 +118,22 @@ def _base_env() -> dict[str, str]:
         if upper in _BASE_ENV_SET or upper.startswith("LC_"):
             env[key] = source[key]
     return env
+
+
+_NO_BYTECODE: list[str] = []
+_NO_BYTECODE_LOCK = threading.Lock()
+
+
+def _no_bytecode_dir() -> str:
+    """An empty private (0700) directory for PYTHONPYCACHEPREFIX: with it, Python looks for
+    bytecode there instead of in ``__pycache__/`` next to the source, and (with
+    PYTHONDONTWRITEBYTECODE) writes none. Made once per process, removed at exit."""
+    with _NO_BYTECODE_LOCK:
+        if not _NO_BYTECODE or not os.path.isdir(_NO_BYTECODE[0]):
+            path = tempfile.mkdtemp(prefix="skill-magics-nopyc-")
+            atexit.register(shutil.rmtree, path, True)
+            _NO_BYTECODE[:] = [path]
+        return _NO_BYTECODE[0]
 
 
 # What to tell someone who lacks an interpreter.
@@ -498,6 +516,10 @@ class ScriptExecutor:
             SKILL_VERSION=metadata.version or "",
             SKILLKIT_VERSION=_VERSION,
             SKILL_MAGICS_VERSION=_VERSION,
+            # Python reads and writes no bytecode inside the skill: a .pyc a run leaves in
+            # __pycache__/ (outside the fingerprint) could otherwise stand in for a module.
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONPYCACHEPREFIX=_no_bytecode_dir(),
         )
         return env
 

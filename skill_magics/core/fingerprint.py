@@ -17,7 +17,8 @@ covers every file of the skill, not only its scripts:
 
 After an approved run, files the run itself wrote keep the approval only while none of them
 is code (:func:`is_code`): an output file does not ask again, a script that rewrites itself
-or drops a new helper module does.
+or drops a new helper module does, and so does any change inside the skipped directories
+(:func:`skipped_entries`: a package installed into ``venv/``, a ``.pth`` file, bytecode).
 
 Cheap on repeat: file digests are cached by (device, inode) and reused while the file's
 stat identity (mtime, ctime, size) is unchanged, so a fingerprint costs one stat per file.
@@ -137,6 +138,42 @@ def _walk(top: str, rel: str, depth: int, out: list[tuple[str, str]]) -> None:
             out.append((name, f"error:{type(exc).__name__}"))
 
 
+def _walk_skipped(top: str, rel: str, depth: int, inside: bool, out: list[tuple[str, str]]) -> None:
+    """Files under the directories the fingerprint skips, by stat identity only (one stat
+    each, no reads): enough to see that a run changed something there."""
+    if depth > MAX_DEPTH:
+        return
+    try:
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = rel + "/" + entry.name if rel else entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if inside and is_dir:
+                if name.endswith("node_modules/.cache"):
+                    continue  # bundlers' caches: data, rewritten on every run
+                _walk_skipped(entry.path, name, depth + 1, True, out)
+            elif inside:
+                st = entry.stat(follow_symlinks=False)
+                out.append((name, "stat:" + ":".join(str(v) for v in _identity(st))))
+            elif is_dir:
+                _walk_skipped(entry.path, name, depth + 1, entry.name in SKIP_DIRS, out)
+        except OSError as exc:
+            out.append((name, f"error:{type(exc).__name__}"))
+
+
+def skipped_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """What lies in the skill's ``venv/``, ``node_modules/``, ``__pycache__/`` ... directories
+    (the ones :func:`skill_entries` leaves out), by name and stat identity. Compared before
+    and after an approved run: a run that installs or plants code there lapses the approval."""
+    entries: list[tuple[str, str]] = []
+    _walk_skipped(os.path.abspath(skill_base_dir), "", 0, False, entries)
+    return dict(entries)
+
+
 def skill_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
     """What the fingerprint is made of: relative path -> digest (or stat/link/kind entry)."""
     base = os.path.abspath(skill_base_dir)
@@ -181,8 +218,11 @@ def is_code(skill_base_dir: str | os.PathLike[str], rel: str) -> bool:
     executable bit or a ``#!`` first line count as code; a missing file counts as code
     (a deleted script). Data a script writes (``out.json``, ``report.csv``) does not.
     """
-    name = rel.rsplit("/", 1)[-1]
-    if rel == VENV_ENTRY or name == "SKILL.md" or rel.split("/", 1)[0] == "scripts":
+    parts = rel.split("/")
+    name = parts[-1]
+    if rel == VENV_ENTRY or name == "SKILL.md" or parts[0] == "scripts":
+        return True
+    if SKIP_DIRS.intersection(parts[:-1]):  # installed packages, bytecode: code by nature
         return True
     if os.path.splitext(name)[1].lower() in CODE_SUFFIXES:
         return True
@@ -205,4 +245,5 @@ __all__ = [
     "is_code",
     "skill_entries",
     "skill_fingerprint",
+    "skipped_entries",
 ]

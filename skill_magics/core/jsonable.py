@@ -12,7 +12,8 @@ without importing NumPy or pandas (it recognises them by shape):
 - NaN, NaT and ``pd.NA`` become ``None`` (JSON null);
 - dates, times and timestamps become ISO 8601 text (``.isoformat()``).
 
-Anything else is left as it is, so the executor's error still names what is wrong.
+Anything else is left as it is, so the executor's error still names what is wrong. Two keys
+that would become the same JSON key (``1`` and ``"1"``) raise ArgumentSerializationError.
 
 Example:
     >>> to_jsonable({0: {"a": float("nan")}, "when": datetime.date(2026, 1, 2)})
@@ -25,6 +26,8 @@ import datetime
 import math
 from typing import Any
 
+from .errors import ArgumentSerializationError
+
 MAX_DEPTH = 200  # deeper values are left as they are (the executor reports its own limits)
 
 
@@ -33,12 +36,12 @@ def _key(key: Any) -> Any:
         return key
     if key is None or isinstance(key, bool):
         return {None: "null", True: "true", False: "false"}[key]
+    if _is_numpy(key):  # before float: numpy.float64 is a float whose repr names NumPy
+        return _key(key.item())
     if isinstance(key, int):
         return str(key)
     if isinstance(key, float) and math.isfinite(key):
-        return repr(key)
-    if _is_numpy(key):
-        return _key(key.item())
+        return repr(float(key))
     if isinstance(key, (datetime.date, datetime.time)):  # a DatetimeIndex's keys
         return key.isoformat()
     return key
@@ -53,6 +56,21 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, float):
         return math.isnan(value)
     return type(value).__name__ in ("NaTType", "NAType")
+
+
+def _convert_dict(value: dict, depth: int, path: set[int]) -> dict:
+    out: dict = {}
+    original: dict = {}
+    for k, v in value.items():
+        key = _key(k)
+        if key in out:  # {1: .., "1": ..}: JSON has one key for both; never drop one silently
+            raise ArgumentSerializationError(
+                f"Keys {original[key]!r} and {k!r} both become {key!r} in JSON: rename one "
+                "of them (or convert the value yourself before --eval)"
+            )
+        original[key] = k
+        out[key] = _convert(v, depth + 1, path)
+    return out
 
 
 def to_jsonable(value: Any) -> Any:
@@ -75,7 +93,7 @@ def _convert(value: Any, depth: int, path: set[int]) -> Any:
         path.add(id(value))
         try:
             if isinstance(value, dict):
-                return {_key(k): _convert(v, depth + 1, path) for k, v in value.items()}
+                return _convert_dict(value, depth, path)
             return [_convert(v, depth + 1, path) for v in value]
         finally:
             path.discard(id(value))

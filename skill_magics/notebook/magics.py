@@ -338,8 +338,12 @@ class SkillMagics(Magics):
                 "--no-approval is refused while SkillMagics.require_approval is True: "
                 "set %config SkillMagics.require_approval = False to allow it"
             )
-        arguments = self._arguments(cell, opts.eval)
         manager = self.manager
+        try:
+            arguments = self._arguments(cell, opts.eval)
+        except SkillMagicsError as exc:  # --eval's value cannot become JSON: refused, audited
+            manager.audit.refused(skill, script, None, exc)
+            raise _usage(exc) from None
         try:
             prepared = manager.prepare_skill_script(
                 skill, script, arguments, argv=argv, timeout=opts.timeout
