@@ -19,6 +19,10 @@ if [ ${#pythons[@]} -eq 0 ]; then
         "python$v" -c "" >/dev/null 2>&1 && pythons+=("python$v")
     done
 fi
+if [ ${#pythons[@]} -eq 0 ]; then
+    echo "python-matrix: no python3.10 ... python3.13 runs on PATH: nothing tested" >&2
+    exit 1
+fi
 status=0
 summary=""
 for py in "${pythons[@]}"; do

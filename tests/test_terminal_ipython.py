@@ -323,6 +323,15 @@ def test_ctrl_d_at_the_prompt_declines(ipython: TerminalIPython, tmp_path: Path)
     assert not marker.exists()
 
 
+def test_ctrl_d_at_the_skill_context_prompt_declines(ipython: TerminalIPython) -> None:
+    ipython.send("ctx = %skill_context csv-profiler --args '{\"path\": \"data/sample.csv\"}'")
+    ipython.expect(QUESTION)
+    os.write(ipython.master, b"\x04")  # Ctrl-D: end of input means No here too
+    ipython.expect(PROMPT)
+    out = ipython.run("import re; print(re.findall(r'status=\"(\\w+)\"', ctx))")
+    assert "['declined']" in out, out
+
+
 def test_yes_in_session_is_not_asked_again(ipython: TerminalIPython, tmp_path: Path) -> None:
     marker = tmp_path / "marker.txt"
     cell = ("%%skillrun demo-behaviours.touch_marker -o r", f'{{"path": "{marker}"}}')

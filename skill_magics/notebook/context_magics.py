@@ -221,7 +221,9 @@ class NotebookApprover:
                         summary_text(request), full=summary_text(request, full=True)
                     )
                 )
-            except (EOFError, OSError):
+            except EOFError:  # Ctrl-D at the prompt: No, as in %%skillrun
+                return self._decided(request, Decision.NO, "terminal input() (end of input)")
+            except OSError:
                 raise ApprovalUnavailable(_unavailable(request, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")
         if strategy is Strategy.NONBLOCKING:
