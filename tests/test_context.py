@@ -20,6 +20,7 @@ from skill_magics.core.context import (
     directive_text,
     parse_skill_context,
 )
+from skill_magics.core.discovery import SkillManager
 from skill_magics.core.errors import ApprovalUnavailable
 
 
@@ -697,3 +698,19 @@ def test_urls_and_backup_names_in_prose_run_nothing(tmp_path):
     assert parse_skill_context(xml)[0]["scripts"] == []
     assert approver.requests == []
     assert not list(skill_dir.glob("ran-*"))
+
+
+@pytest.mark.parametrize("argv", ["--flag value", [{"a": 1}], [None]])
+def test_bad_argv_is_a_refused_element_not_a_crash(tmp_path, make_skill, argv):
+    make_skill(
+        tmp_path,
+        "flags",
+        scripts={"scripts/a.py": "print('ran')\n"},
+        body="Run `python scripts/a.py`.\n",
+    )
+    manager = SkillManager([tmp_path])
+    xml = build_skill_context(manager, ["flags"], argv=argv, approver=lambda r: "yes_once")
+    out = ET.fromstring(xml).find(".//script_output")
+    assert out.get("status") == "refused", xml
+    assert "ran" not in (out.text or "")
+    assert manager.audit.records()[-1].outcome == "refused"

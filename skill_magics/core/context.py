@@ -396,17 +396,15 @@ def _reference_content(base: Path, rel: str) -> str:
     return element("file", text, attributes)
 
 
-def _argv_for(
-    argv: Sequence[str] | Mapping[str, Sequence[str]] | None, rel: str
-) -> list[str] | None:
+def _argv_for(argv: Sequence[str] | Mapping[str, Sequence[str]] | None, rel: str) -> Any:
+    """This script's argv, unchanged: the executor validates it (a lone string, a non-str
+    item) and refuses it audited, which the context shows as a ``refused`` element."""
     if argv is None:
         return None
-    if isinstance(argv, Mapping):
-        chosen = argv.get(rel)
-        return None if chosen is None else [str(a) for a in chosen]
-    if isinstance(argv, str):
-        raise TypeError("argv must be a list of strings (or a mapping of path -> list), not a str")
-    return [str(a) for a in argv]
+    chosen = argv.get(rel) if isinstance(argv, Mapping) else argv
+    if chosen is None or isinstance(chosen, (str, bytes)) or not isinstance(chosen, Iterable):
+        return chosen
+    return list(chosen)
 
 
 @dataclass
