@@ -23,6 +23,8 @@
 #   PYTHON=.venv/bin/python                  the Python that runs pytest
 #   BASE_PYTHON=...                          the Python that creates the matrix venvs
 #   KERNEL_MATRIX_DIR=.venv-matrix           where the venvs live
+#   SKILL_MAGICS_E2E_REQUIRED=0|1            browser test may (0) / may not (1) skip; default:
+#                                            1 when chromium is on PATH (as in `make test`)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -160,6 +162,19 @@ EOF
         fi
     fi
 fi
+
+# The browser test of the approval click (tests/e2e/test_matrix_kernels_browser.py, marked
+# kernel) runs on each matrix kernel too. Same rule as `make test`: with chromium on PATH it
+# must run (a skip becomes a failure); an explicit SKILL_MAGICS_E2E_REQUIRED is kept.
+if [ -z "${SKILL_MAGICS_E2E_REQUIRED:-}" ]; then
+    if command -v chromium >/dev/null 2>&1; then
+        SKILL_MAGICS_E2E_REQUIRED=1
+    else
+        SKILL_MAGICS_E2E_REQUIRED=0
+    fi
+fi
+export SKILL_MAGICS_E2E_REQUIRED
+echo "kernel-matrix: browser test SKILL_MAGICS_E2E_REQUIRED=$SKILL_MAGICS_E2E_REQUIRED (1: it may not skip)"
 
 if [ "$mode" = plan ]; then
     for version in $VERSIONS; do

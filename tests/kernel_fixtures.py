@@ -285,6 +285,14 @@ class KernelSession:
             if s.get("_model_name") == "ButtonModel"
         }
 
+    def buttons_all(self, description: str) -> list[str]:
+        """comm_ids of every Button with this description, oldest first (one per panel)."""
+        return [
+            cid
+            for cid, s in self.widgets.items()
+            if s.get("_model_name") == "ButtonModel" and s.get("description") == description
+        ]
+
     def click(self, comm_id: str, *, subshell: bool = False) -> None:
         """Click a Button: the comm_msg JupyterLab's widget manager sends.
 

@@ -454,3 +454,31 @@ def test_subshell_opened_after_the_panel_appears_gets_the_click(skills_dir, tmp_
         assert r.ok, r.error_text
         r = k.execute("print(res.status, res.stdout.strip())", allow_stdin=True)
         assert r.stdout.strip() == 'completed {"got": {"k": 6}, "argv": []}'
+
+
+def test_run_all_with_two_approval_cells_gets_both_clicks(skills_dir, tmp_path):
+    """Run All over two %%skillrun cells: the second waits behind the first, shows its own
+    panel once the first is done, and its click reaches it too (ipykernel 6.x replays the
+    held-back cell through the kernel's dispatcher, so the pump sees the click)."""
+    with start_kernel(env=_env(skills_dir), cwd=tmp_path) as k:
+        _load(k)
+        subshell = not _blocking_click_supported()
+        if subshell:
+            k.comms_subshell()
+        first = k.submit('%%skillrun kernel-skill.echo -o a\n{"k": 1}', allow_stdin=True)
+        second = k.submit('%%skillrun kernel-skill.echo -o b\n{"k": 2}', allow_stdin=True)
+        after = k.submit("print(a.status, b.status)", allow_stdin=True)
+        k.click_while_waiting(first, "Yes once", subshell=subshell)
+        deadline = time.monotonic() + 60
+        while len(k.buttons_all("Yes once")) < 2:
+            assert time.monotonic() < deadline, "the second cell must show its own panel"
+            k.drain(0.3)
+        k.click_until_handled(k.buttons_all("Yes once")[-1], second, subshell=subshell)
+        r = k.collect(second, timeout=60)
+        assert r.ok, r.error_text
+        assert r.duration_s < 50, "the click must end the wait, not approval_timeout"
+        k.collect(after, timeout=60)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "completed" not in _stream_text(k, after):
+            k.drain(0.3)
+        assert _stream_text(k, after).strip() == "completed completed"

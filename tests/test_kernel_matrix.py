@@ -8,7 +8,8 @@ release, the approval strategy in notebook/waiting.py needs revisiting, not the 
 
 The script itself is checked here too: it reads the runtime dependencies without tomllib
 (Python 3.10), and it adds the newest 7.x (the await path) when the main venv's ipykernel is
-older than 7.4, or warns loudly when no Python here can install it.
+older than 7.4, or warns loudly when no Python here can install it; and it requires the
+browser test (tests/e2e/test_matrix_kernels_browser.py) when chromium is there, as make does.
 """
 
 from __future__ import annotations
@@ -187,6 +188,33 @@ def test_matrix_adds_the_await_kernel_when_the_main_venv_is_older() -> None:
     else:
         assert planned[0] == "6.29.5" and len(planned) == 2, run.stdout + run.stderr
         assert tuple(int(x) for x in planned[1].split(".")[:2]) >= (7, 4), run.stdout
+
+
+def test_matrix_requires_the_browser_test_when_chromium_is_there(tmp_path: Path) -> None:
+    """`make test` does not pass SKILL_MAGICS_E2E_REQUIRED to the script: it applies make's
+    rule itself (chromium on PATH -> the browser test may not skip), and keeps an explicit
+    value."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "chromium").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "chromium").chmod(0o755)
+    path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    unset = dict(os.environ, PATH=path)
+    unset.pop("SKILL_MAGICS_E2E_REQUIRED", None)
+    unset.pop("KERNEL_MATRIX_VERSIONS", None)
+    run = subprocess.run(
+        ["bash", str(SCRIPT), "--plan", "7.4.0"],  # >= 7.4 asked: no wheel look-up
+        cwd=REPO,
+        env=unset,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "SKILL_MAGICS_E2E_REQUIRED=1" in run.stdout
+    kept = _script("--plan", "7.4.0", env={"PATH": path, "SKILL_MAGICS_E2E_REQUIRED": "0"})
+    assert kept.returncode == 0, kept.stderr
+    assert "SKILL_MAGICS_E2E_REQUIRED=0" in kept.stdout
 
 
 def _python310() -> str | None:

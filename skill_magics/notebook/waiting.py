@@ -271,25 +271,37 @@ def _restore_parent(kernel: Any, ident: Any, parent: Any) -> None:
 
 
 def _replay_after_cell(shell: Any, kernel: Any, deferred: list[tuple[Any, ...]]) -> None:
-    """Run the held-back execute_requests once the current cell has finished."""
+    """Queue the held-back execute_requests behind the current cell, in order.
 
-    async def replay() -> None:
-        for stream, ident, parent in deferred:
-            _restore_parent(kernel, ident, parent)
-            if getattr(kernel, "_aborting", False):
-                kernel._send_abort_reply(stream, parent, ident)
-                continue
-            result = kernel.execute_request(stream, ident, parent)
+    They go through the kernel's own dispatcher (``schedule_dispatch`` into ``msg_queue``),
+    not a task of their own: a replayed cell then runs inside ``dispatch_queue``, so while it
+    pumps for a click nobody awaits ``msg_queue.get()``. Otherwise tornado's ``put_nowait``
+    hands the click to that pending getter on the blocked loop, where it waits unread until
+    the cell gives up (Run All with two approval cells).
+    """
+
+    async def run_one(stream: Any, ident: Any, parent: Any) -> None:
+        _restore_parent(kernel, ident, parent)
+        if getattr(kernel, "_aborting", False):
+            kernel._send_abort_reply(stream, parent, ident)
+            return
+        # The handler in place now: while another cell pumps, it holds this one back again.
+        handler = kernel.shell_handlers["execute_request"]
+        # dispatch_shell reported busy/idle when the message was held back: say it again.
+        kernel._publish_status("busy", "shell")
+        try:
+            result = handler(stream, ident, parent)
             if asyncio.iscoroutine(result):
                 await result
+        finally:
             sys.stdout.flush()
             sys.stderr.flush()
-            # dispatch_shell already reported idle for the deferred message: say it again.
             kernel._publish_status("idle", "shell")
 
     def hook(*_args: Any) -> None:
         shell.events.unregister("post_execute", hook)
-        asyncio.ensure_future(replay())
+        for args in deferred:
+            kernel.schedule_dispatch(run_one, *args)
 
     shell.events.register("post_execute", hook)
 

@@ -44,6 +44,11 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 SERVER_START_TIMEOUT = float(os.environ.get("SKILL_MAGICS_E2E_SERVER_TIMEOUT", "120"))
+# Kernelspec of the kernel under test (kernel_fixtures.kernel_python(): the matrix venv's
+# Python under scripts/kernel-matrix.sh, else this interpreter), registered in every
+# JupyterLab started here. Notebooks naming it run on that kernel, whatever ipykernel the
+# server's own venv has.
+KERNEL_UNDER_TEST = "skill-magics-under-test"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -157,6 +162,20 @@ def _lab_env(base: Path) -> dict[str, str]:
         json.dumps({"autoStartDefaultKernel": True, "windowingMode": "none"})
     )
     return env
+
+
+def register_kernelspec(base: Path, name: str, python: str) -> Path:
+    """A kernelspec ``name`` running ``python -m ipykernel_launcher``, in the data dir that
+    start_lab(base, ...) gives the server (JUPYTER_DATA_DIR/kernels); returns its directory."""
+    spec_dir = base / "data" / "kernels" / name
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Kernel under test ({python})",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return spec_dir
 
 
 def start_lab(base: Path, root: Path) -> LabServer:
@@ -281,14 +300,23 @@ def chromium_path() -> str:
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """One JupyterLab for the whole session, rooted in a temp dir."""
+    from kernel_fixtures import kernel_python
+
     base = tmp_path_factory.mktemp("jupyterlab")
     root = base / "root"
     root.mkdir()
+    register_kernelspec(base, KERNEL_UNDER_TEST, kernel_python())
     server = start_lab(base, root)
     try:
         yield server
     finally:
         stop_lab(server)
+
+
+@pytest.fixture(scope="session")
+def kernel_under_test(lab_server: LabServer) -> str:
+    """Kernelspec name for notebooks that must run on kernel_fixtures.kernel_python()."""
+    return KERNEL_UNDER_TEST
 
 
 # --------------------------------------------------------------------------------------
