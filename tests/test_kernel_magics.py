@@ -482,3 +482,35 @@ def test_run_all_with_two_approval_cells_gets_both_clicks(skills_dir, tmp_path):
         while time.monotonic() < deadline and "completed" not in _stream_text(k, after):
             k.drain(0.3)
         assert _stream_text(k, after).strip() == "completed completed"
+
+
+def test_run_all_keeps_cell_order_and_interrupts_after_an_approval_cell(skills_dir, tmp_path):
+    """Cells queued behind a waiting approval cell run in order, before one sent after the
+    click, and Kernel > Interrupt still reaches them (ipykernel 6.x replays them)."""
+    with start_kernel(env=_env(skills_dir), cwd=tmp_path) as k:
+        _load(k)
+        assert k.execute("import time\nL = []", allow_stdin=True).ok
+        subshell = not _blocking_click_supported()
+        if subshell:
+            k.comms_subshell()
+        first = k.submit('%%skillrun kernel-skill.echo -o a\n{"k": 1}', allow_stdin=True)
+        queued = [k.submit(f"L.append({x!r})", allow_stdin=True) for x in "BC"]
+        started = tmp_path / "slow-started"
+        slow = k.submit(
+            f"L.append('S')\nopen({str(started)!r}, 'w').write('1')\ntime.sleep(30)\n"
+            "L.append('S-end')",
+            allow_stdin=True,
+        )
+        k.click(k.wait_for_button("Yes once", timeout=60), subshell=subshell)
+        late = k.submit("L.append('E')", allow_stdin=True)  # right after the click
+        wait_for_text(started, timeout=60)  # the slow cell runs now
+        k.interrupt()
+        r = k.collect(slow, timeout=60)
+        assert r.reply.get("ename") == "KeyboardInterrupt", "the interrupt must reach it"
+        assert k.collect(first, timeout=60).ok
+        for msg_id in queued:
+            assert k.collect(msg_id, timeout=60).ok
+        assert k.collect(late, timeout=60).status == "aborted"  # Run All stops at the error
+        r = k.execute("print(L)", allow_stdin=True)
+        # B and C before S, and E (sent after the click) never ahead of them
+        assert r.stdout.strip() == "['B', 'C', 'S']", r.stdout

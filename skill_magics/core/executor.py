@@ -120,14 +120,17 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-_NO_BYTECODE: list[str] = []
 _NO_BYTECODE_LOCK = threading.Lock()
+_NO_BYTECODE: list[str] = []
 
 
 def _no_bytecode_dir() -> str:
-    """An empty private (0700) directory for PYTHONPYCACHEPREFIX: with it, Python looks for
-    bytecode there instead of in ``__pycache__/`` next to the source, and (with
-    PYTHONDONTWRITEBYTECODE) writes none. Made once per process, removed at exit."""
+    """Where PYTHONPYCACHEPREFIX points: somewhere no bytecode can be, so Python looks for
+    none next to the source (``__pycache__/`` in the skill) and, with PYTHONDONTWRITEBYTECODE,
+    writes none. On POSIX a path under /dev/null, which can never be created; elsewhere a
+    fresh empty directory per process (removed at exit)."""
+    if os.name == "posix":
+        return os.path.join(os.devnull, "skill-magics-no-bytecode")
     with _NO_BYTECODE_LOCK:
         if not _NO_BYTECODE or not os.path.isdir(_NO_BYTECODE[0]):
             path = tempfile.mkdtemp(prefix="skill-magics-nopyc-")

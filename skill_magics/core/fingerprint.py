@@ -159,7 +159,7 @@ def _walk_skipped(top: str, rel: str, depth: int, inside: bool, out: list[tuple[
             elif inside:
                 st = entry.stat(follow_symlinks=False)
                 out.append((name, "stat:" + ":".join(str(v) for v in _identity(st))))
-            elif is_dir:
+            elif is_dir and entry.name != ".git":  # git rewrites its index on `git status`
                 _walk_skipped(entry.path, name, depth + 1, entry.name in SKIP_DIRS, out)
         except OSError as exc:
             out.append((name, f"error:{type(exc).__name__}"))

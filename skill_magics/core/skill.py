@@ -84,12 +84,12 @@ class Skill:
             if self._content is not None and self._content_key == key:
                 return self._content
             raw = path.read_bytes().decode("utf-8", "replace")
-            self._broken = None
+            broken: SkillMagicsError | None = None
             try:
                 yaml_text, body = split_frontmatter(raw)
             except SkillMagicsError as exc:
                 body = raw  # the frontmatter was edited away: the whole file is instructions
-                self._broken = exc
+                broken = exc
             else:
                 try:
                     # The frontmatter may have changed too: keep metadata in step with the body.
@@ -98,8 +98,8 @@ class Skill:
                 except SkillMagicsError as exc:
                     # Shown with the last good metadata, but not run on it: the edit may have
                     # narrowed allowed-tools (see current_metadata).
-                    self._broken = exc
-            self._content, self._content_key = body, key
+                    broken = exc
+            self._content, self._content_key, self._broken = body, key, broken
             return body
 
     # -- scripts ---------------------------------------------------------------------------
@@ -121,14 +121,15 @@ class Skill:
         Running a script checks ``allowed-tools`` against this, so an edit that drops Bash
         takes effect at once, without ``manager.reload()``. Costs one stat when unchanged.
         """
-        _ = self.content  # re-parses the frontmatter when the file's stat identity changed
-        broken = self._broken
+        with self._lock:  # content and _broken change together under the lock
+            _ = self.content  # re-parses the frontmatter when the file's stat identity changed
+            broken, metadata = self._broken, self.metadata
         if broken is not None:  # fail closed: never run on metadata SKILL.md no longer says
             raise SkillParseError(
                 f"SKILL.md of skill {self.name!r} no longer parses ({broken}): fix it; its "
                 "scripts do not run until it does"
             )
-        return self.metadata
+        return metadata
 
     def content_hash(self) -> str:
         """The skill's fingerprint (every file, the venv interpreter): "Yes in session" is

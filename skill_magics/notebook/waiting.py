@@ -165,7 +165,7 @@ def wait_event(event: threading.Event, timeout: float, stop: threading.Event | N
     return True
 
 
-SUBSHELL_GRACE_S = 3.0  # how long a shown panel waits for the frontend to open a subshell
+SUBSHELL_GRACE_S = 5.0  # how long a shown panel waits for the frontend to open a subshell
 
 
 def needs_subshell(shell: Any) -> bool:
@@ -287,23 +287,45 @@ def _replay_after_cell(shell: Any, kernel: Any, deferred: list[tuple[Any, ...]])
             return
         # The handler in place now: while another cell pumps, it holds this one back again.
         handler = kernel.shell_handlers["execute_request"]
-        # dispatch_shell reported busy/idle when the message was held back: say it again.
+        # dispatch_shell reported busy/idle when the message was held back: say it again,
+        # and arm SIGINT as it does (pre_handler_hook), so Kernel > Interrupt works here too.
         kernel._publish_status("busy", "shell")
+        _call_hook(kernel, "pre_handler_hook")
         try:
             result = handler(stream, ident, parent)
             if asyncio.iscoroutine(result):
                 await result
+        except KeyboardInterrupt:  # as dispatch_shell: an interrupt must not end the kernel
+            kernel.log.error("KeyboardInterrupt caught in kernel.")
         finally:
+            _call_hook(kernel, "post_handler_hook")
             sys.stdout.flush()
             sys.stderr.flush()
             kernel._publish_status("idle", "shell")
 
     def hook(*_args: Any) -> None:
         shell.events.unregister("post_execute", hook)
+        # Requests that arrived while the wait ended (after the held-back ones) are still in
+        # the queue: take them out, queue the held-back cells, put them back behind.
+        later = []
+        while True:
+            try:
+                later.append(kernel.msg_queue.get_nowait())
+            except Exception:  # QueueEmpty (tornado's or asyncio's)
+                break
         for args in deferred:
             kernel.schedule_dispatch(run_one, *args)
+        for item in later:
+            kernel.msg_queue.put_nowait(item)
 
     shell.events.register("post_execute", hook)
+
+
+def _call_hook(kernel: Any, name: str) -> None:
+    try:
+        getattr(kernel, name)()
+    except Exception:  # as dispatch_shell: a hook that cannot signal is not fatal
+        pass
 
 
 class _LoopThread:
