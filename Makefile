@@ -60,7 +60,7 @@ browser:
 	  echo "WARNING: could not install chromium: the e2e browser test will be SKIPPED" )
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check skill_magics tests bench scripts
+	$(VENV)/bin/ruff check skill_magics tests bench scripts notebooks
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not e2e and not notebooks"
@@ -82,7 +82,7 @@ e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
 test: $(STAMP) browser
-	$(VENV)/bin/ruff check skill_magics tests bench scripts
+	$(VENV)/bin/ruff check skill_magics tests bench scripts notebooks
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 
