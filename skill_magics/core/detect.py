@@ -179,20 +179,6 @@ class ScriptDetector:
         )
 
 
-def typescript_matches(skill_dir: Path | str, query: str | os.PathLike[str]) -> list[Path]:
-    """The ``.ts`` scripts a stem, file name or relative path names (when tsx is not allowed
-    they are not listed, so a failed lookup can say why instead of "no such script").
-    """
-    wanted = os.fspath(query).strip().replace("\\", "/").removeprefix("./")
-    matches = []
-    for script in ScriptDetector(allow_typescript=True).detect(skill_dir):
-        rel = script.path.as_posix()
-        names = (script.name, script.path.name, rel, rel.removeprefix("scripts/"))
-        if script.script_type == "typescript" and wanted in names:
-            matches.append(script.path)
-    return matches
-
-
 _C_STYLE = frozenset({"node", "typescript"})  # // and /* */ comments; others use #
 
 
@@ -326,7 +312,6 @@ __all__ = [
     "ScriptDetector",
     "ScanResult",
     "extract_description",
-    "typescript_matches",
     "HEAD_BYTES",
     "MAX_DEPTH",
 ]

@@ -32,7 +32,7 @@ from .approval import (
     Decision,
     ScriptToApprove,
 )
-from .detect import ScriptDetector, typescript_matches
+from .detect import ScriptDetector
 from .errors import (
     ApprovalDeclined,
     ApprovalUnavailable,
@@ -553,10 +553,10 @@ class SkillManager:
             error: SkillMagicsError = exc
             if isinstance(exc, ScriptNotFoundError) and not self._detector.allow_typescript:
                 # A .ts file is not listed while tsx is not allowed: say that, not "no script".
-                ts = typescript_matches(self.get_skill(skill_name).base_dir, script)
-                if ts:
+                ts = _typescript_script(self.get_skill(skill_name), script)
+                if ts is not None:
                     error = InterpreterNotAllowedError(
-                        f"Interpreter 'tsx' is not allowed for {ts[0].as_posix()} in skill "
+                        f"Interpreter 'tsx' is not allowed for {ts.path.as_posix()} in skill "
                         f"{skill_name!r}: add 'tsx' to allowed_interpreters to run it"
                     )
             # Never reached the executor, so audit the refusal here.
@@ -581,6 +581,17 @@ class SkillManager:
             timeout=timeout,
         )
         return meta, prepared
+
+
+def _typescript_script(skill: Skill, script: str | os.PathLike) -> ScriptMetadata | None:
+    """The ``.ts`` script ``script`` names, looked up as if tsx were allowed (the same rules
+    as any lookup), or None: while tsx is not allowed such a file is not listed at all."""
+    with_ts = Skill(skill.metadata, detector=ScriptDetector(allow_typescript=True))
+    try:
+        found = with_ts.find_script(script)
+    except SkillMagicsError:
+        return None
+    return found if found.script_type == "typescript" else None
 
 
 def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:
