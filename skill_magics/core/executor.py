@@ -25,14 +25,12 @@ otherwise ship its own "bash"). The approval request shows the exact command.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextvars
 import logging
 import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -120,23 +118,11 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-_NO_BYTECODE_LOCK = threading.Lock()
-_NO_BYTECODE: list[str] = []
-
-
-def _no_bytecode_dir() -> str:
-    """Where PYTHONPYCACHEPREFIX points: somewhere no bytecode can be, so Python looks for
-    none next to the source (``__pycache__/`` in the skill) and, with PYTHONDONTWRITEBYTECODE,
-    writes none. On POSIX a path under /dev/null, which can never be created; elsewhere a
-    fresh empty directory per process (removed at exit)."""
-    if os.name == "posix":
-        return os.path.join(os.devnull, "skill-magics-no-bytecode")
-    with _NO_BYTECODE_LOCK:
-        if not _NO_BYTECODE or not os.path.isdir(_NO_BYTECODE[0]):
-            path = tempfile.mkdtemp(prefix="skill-magics-nopyc-")
-            atexit.register(shutil.rmtree, path, True)
-            _NO_BYTECODE[:] = [path]
-        return _NO_BYTECODE[0]
+# Where PYTHONPYCACHEPREFIX points: under the null device (/dev/null, Windows' nul), where no
+# directory can ever be created, so Python looks for bytecode nowhere next to the source
+# (``__pycache__/`` in the skill) and, with PYTHONDONTWRITEBYTECODE, writes none. A real
+# directory would be one more place a run could plant a .pyc for the next one.
+NO_BYTECODE_DIR = os.path.join(os.devnull, "skill-magics-no-bytecode")
 
 
 # What to tell someone who lacks an interpreter.
@@ -522,7 +508,7 @@ class ScriptExecutor:
             # Python reads and writes no bytecode inside the skill: a .pyc a run leaves in
             # __pycache__/ (outside the fingerprint) could otherwise stand in for a module.
             PYTHONDONTWRITEBYTECODE="1",
-            PYTHONPYCACHEPREFIX=_no_bytecode_dir(),
+            PYTHONPYCACHEPREFIX=NO_BYTECODE_DIR,
         )
         return env
 
