@@ -13,7 +13,8 @@ covers every file of the skill, not only its scripts:
   (thousands of installed files, rewritten by pip, npm and Python itself on a first run),
   but the skill venv's interpreter by its real path and stat identity, so swapping
   ``venv/bin/python`` lapses the approval. Limit: an edit inside an installed package
-  (``venv/lib/...``, ``node_modules/...``) does not.
+  (``venv/lib/...``, ``node_modules/...``) made between runs does not (one made by an
+  approved run does: see below).
 
 After an approved run, files the run itself wrote keep the approval only while none of them
 is code (:func:`is_code`): an output file does not ask again, a script that rewrites itself
