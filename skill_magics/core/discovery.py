@@ -491,6 +491,27 @@ class SkillManager:
         ``script`` is a stem (``"profile"``), file name (``"profile.py"``) or relative path
         (``"scripts/profile.py"``). ``approver`` defaults to ``self.approver``; None asks nobody.
         """
+        prepared = self.approved_run(
+            skill_name, script, arguments, argv=argv, timeout=timeout, approver=approver
+        )
+        return self.executor.run(prepared)
+
+    def approved_run(
+        self,
+        skill_name: str,
+        script: str | os.PathLike,
+        arguments: Any = None,
+        *,
+        argv: Sequence[str] | None = None,
+        timeout: float | None = None,
+        approver: Approver | None = _USE_DEFAULT,
+    ) -> PreparedRun:
+        """The first half of :meth:`execute_skill_script`: checks and approval, no run.
+
+        Returns the checked run for ``executor.run`` / ``run_async``; raises (audited) when
+        a check refuses or the approval is No or unavailable. Blocking (file scans, hashing,
+        an approver that waits for a person): async callers run it in a worker thread.
+        """
         meta, prepared = self._prepare(skill_name, script, arguments, argv, timeout)
         if approver is _USE_DEFAULT:
             approver = self.approver
@@ -499,7 +520,7 @@ class SkillManager:
                 skill_name, [meta], arguments, argv or (), prepared=[prepared]
             )
             self.ask_approval(request, approver)
-        return self.executor.run(prepared)
+        return prepared
 
     def ask_approval(
         self, request: ApprovalRequest, approver: Approver | None = _USE_DEFAULT

@@ -218,17 +218,10 @@ def handle_tool_call(
     (None: no cap).
     """
     try:
-        spec = find_tool(manager, name)
-        arguments, argv = _split_input(input)
-        if spec.kind == "prompt":
-            return tool_result(tool_use_id, prompt_content(manager, spec.skill))
-        result = manager.execute_skill_script(
-            spec.skill,
-            spec.script,
-            arguments,
-            argv=argv,
-            approver=agent_approver(manager, approver),
-        )
+        content, prepared = _approved_call(manager, name, input, approver)
+        if prepared is None:
+            return tool_result(tool_use_id, content)
+        result = manager.executor.run(prepared)
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
@@ -263,20 +256,14 @@ def _approved_call(
     manager: Any, name: str, input: Any, approver: Approver | None
 ) -> tuple[str, Any]:
     """(prompt content, None) for a prompt tool, else ("", the approved, checked run).
-
-    Blocking work (file scans, hashing every file of the skill, an approver that waits for
-    a person): the async path runs it in a worker thread, off the event loop.
-    """
+    Blocking: the async path runs it in a worker thread, off the event loop."""
     spec = find_tool(manager, name)
     arguments, argv = _split_input(input)
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
-    prepared = manager.prepare_skill_script(spec.skill, spec.script, arguments, argv=argv)
-    meta = manager.get_skill(spec.skill).find_script(spec.script)
-    request = manager.approval_request(
-        spec.skill, [meta], arguments, argv or (), prepared=[prepared]
+    prepared = manager.approved_run(
+        spec.skill, spec.script, arguments, argv=argv, approver=agent_approver(manager, approver)
     )
-    manager.ask_approval(request, agent_approver(manager, approver))
     return "", prepared
 
 
