@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 AUTO_APPROVE_ENV = "SKILL_MAGICS_AUTO_APPROVE"
 
@@ -42,12 +42,14 @@ def preapproved_by(
     return None
 
 
-def unavailable_message(skill_name: str, why: str) -> str:
-    """One line for approval nobody can give, naming the two ways to pre-approve."""
+def unavailable_message(skill_names: str | Sequence[str], why: str) -> str:
+    """One line for approval nobody can give, naming the two ways to pre-approve (every
+    skill of the request: ``%skill_context a b`` asks for both at once)."""
+    names = [skill_names] if isinstance(skill_names, str) else list(skill_names)
     return (
         f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
-        f"{AUTO_APPROVE_ENV}={skill_name} (or *) or "
-        f"%config SkillMagics.auto_approve = [{skill_name!r}]"
+        f"{AUTO_APPROVE_ENV}={','.join(names)} (or *) or "
+        f"%config SkillMagics.auto_approve = {names!r}"
     )
 
 

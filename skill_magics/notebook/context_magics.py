@@ -31,7 +31,7 @@ from ..core.approval import ApprovalRequest, Decision, coerce_decision
 from ..core.audit import CODE_LABEL
 from ..core.errors import ApprovalUnavailable, SkillMagicsError
 from . import waiting
-from .config import AUTO_APPROVE_ENV, preapproved_by, unavailable_message
+from .config import preapproved_by, unavailable_message
 from .transformer import inside_a_magic
 from .waiting import Strategy
 
@@ -202,16 +202,15 @@ class NotebookApprover:
         by = self._preapproved(request)
         if by is not None:
             return self._approved(request, by)
-        shell = magics.shell
+        shell, names = magics.shell, request.skill_names
         strategy = waiting.choose(shell, in_coroutine=self.in_worker, mode=magics.approval_ui)
         if strategy is Strategy.HEADLESS:
             raise ApprovalUnavailable(
-                _unavailable(request, "nobody can click in this headless run")
+                unavailable_message(names, "nobody can click in this headless run")
             )
         if strategy is Strategy.UNAVAILABLE:
-            raise ApprovalUnavailable(
-                _unavailable(request, "there is no frontend for buttons and stdin is not a TTY")
-            )
+            why = "there is no frontend for buttons and stdin is not a TTY"
+            raise ApprovalUnavailable(unavailable_message(names, why))
         if strategy is Strategy.TERMINAL:
             from .approval_ui import summary_text
 
@@ -224,14 +223,14 @@ class NotebookApprover:
             except EOFError:  # Ctrl-D at the prompt: No, as in %%skillrun
                 return self._decided(request, Decision.NO, "terminal input() (end of input)")
             except OSError:
-                raise ApprovalUnavailable(_unavailable(request, "stdin is closed")) from None
+                raise ApprovalUnavailable(unavailable_message(names, "stdin is closed")) from None
             return self._decided(request, answer, "terminal input()")
         if strategy is Strategy.NONBLOCKING:
             if magics.approval_ui == "nonblocking":
                 why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
             else:
                 why = "this kernel cannot deliver a click to a waiting cell"
-            raise ApprovalUnavailable(_unavailable(request, why))
+            raise ApprovalUnavailable(unavailable_message(names, why))
         panel = self.magics.show_panel(request)
         if strategy is Strategy.PUMP:
             waiting.wait_pumping(shell, panel.event, magics.approval_timeout)
@@ -246,7 +245,7 @@ class NotebookApprover:
                 "through a frontend subshell, and none was opened (upgrade to ipykernel >= 7.4, "
                 "or pre-approve with auto_approve)"
             )
-            raise ApprovalUnavailable(_unavailable(request, why))
+            raise ApprovalUnavailable(unavailable_message(names, why))
         if panel.decision is None:
             panel.close()
             if self.cancel is not None and self.cancel.is_set():
@@ -284,18 +283,6 @@ class NotebookApprover:
                         reason=f"{decision.value} by {by}",
                     )
         return decision
-
-
-def _unavailable(request: ApprovalRequest, why: str) -> str:
-    """unavailable_message for one skill; for several, the pre-approval names them all."""
-    names = request.skill_names
-    if len(names) == 1:
-        return unavailable_message(names[0], why)
-    return (
-        f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
-        f"{AUTO_APPROVE_ENV}={','.join(names)} (or *) or "
-        f"%config SkillMagics.auto_approve = {list(names)!r}"
-    )
 
 
 # -- the magics --------------------------------------------------------------------------
