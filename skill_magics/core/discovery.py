@@ -537,24 +537,22 @@ class SkillManager:
         try:
             return self.approvals.ask(approver, request)
         except (ApprovalDeclined, ApprovalUnavailable) as exc:
-            from .audit import CODE_LABEL, arguments_preview, code_preview
-
             outcome = "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
-            for part in request.requests:
-                if part.code is not None:
-                    scripts, preview = [CODE_LABEL], code_preview(part.code)
-                else:
-                    scripts = [s.path for s in part.scripts]
-                    preview = arguments_preview(part.arguments, part.argv)
-                for script in scripts:
-                    self.audit.event(
-                        part.skill_name,
-                        script,
-                        preview,
-                        outcome,
-                        reason=f"{type(exc).__name__}: {exc}",
-                    )
+            self.audit_decision(request, outcome, f"{type(exc).__name__}: {exc}")
             raise
+
+    def audit_decision(self, request: ApprovalRequest, outcome: str, reason: str) -> None:
+        """One audit record per script (or the code) of every skill ``request`` covers."""
+        from .audit import CODE_LABEL, arguments_preview, code_preview
+
+        for part in request.requests:
+            if part.code is not None:
+                scripts, preview = [CODE_LABEL], code_preview(part.code)
+            else:
+                scripts = [s.path for s in part.scripts]
+                preview = arguments_preview(part.arguments, part.argv)
+            for script in scripts:
+                self.audit.event(part.skill_name, script, preview, outcome, reason=reason)
 
     def _prepare(
         self,

@@ -28,7 +28,6 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..core.approval import ApprovalRequest, Decision, coerce_decision
-from ..core.audit import CODE_LABEL
 from ..core.errors import ApprovalUnavailable, SkillMagicsError
 from . import waiting
 from .config import preapproved_by, unavailable_message
@@ -263,25 +262,9 @@ class NotebookApprover:
         return self._decided(request, Decision.YES_ONCE, by)
 
     def _decided(self, request: ApprovalRequest, decision: Decision, by: str) -> Decision:
-        if decision is not Decision.NO:
-            audit = self.magics.manager.audit
-            for part in request.requests:  # a combined request: each skill's own scripts
-                for script in part.scripts or ():
-                    audit.event(
-                        part.skill_name,
-                        script.path,
-                        part.arguments,
-                        "approved",
-                        reason=f"{decision.value} by {by}",
-                    )
-                if part.code is not None:
-                    audit.event(
-                        part.skill_name,
-                        CODE_LABEL,
-                        None,
-                        "approved",
-                        reason=f"{decision.value} by {by}",
-                    )
+        if decision is not Decision.NO:  # a No is audited by core (ask_approval)
+            reason = f"{decision.value} by {by}"
+            self.magics.manager.audit_decision(request, "approved", reason)
         return decision
 
 

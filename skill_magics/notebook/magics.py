@@ -511,9 +511,7 @@ class SkillMagics(Magics):
             )
             return SkillRunResult(run.skill, run.script, "declined", message=message, **kwargs)
         if by != "session approval":
-            manager.audit.event(
-                run.skill, run.script, run.arguments, "approved", reason=f"{decision.value} by {by}"
-            )
+            manager.audit_decision(run.request, "approved", f"{decision.value} by {by}")
         return None
 
     def _new_running(self, run: _Run) -> SkillRunResult:
