@@ -543,11 +543,7 @@ def _changed_since(manager: Any, run: _SkillRun) -> tuple[str, str] | None:
     """("refused", why) when the skill's fingerprint moved since its request was made:
     the approval was for other files, so none of its scripts runs on it (audited)."""
     assert run.request is not None
-    try:
-        current = run.skill.content_hash()
-    except (SkillMagicsError, OSError) as exc:
-        current = f"<{exc}>"
-    if current == run.request.content_hash:
+    if manager.request_is_current(run.request):
         return None
     message = (
         f"{run.name}'s files changed after the approval was asked; none of its scripts ran. "

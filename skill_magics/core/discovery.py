@@ -541,6 +541,17 @@ class SkillManager:
             self.audit_decision(request, outcome, f"{type(exc).__name__}: {exc}")
             raise
 
+    def request_is_current(self, request: ApprovalRequest) -> bool:
+        """Are the skills' files still the ones ``request`` showed? An approval given for it
+        must not run changed code (the person decided on the old one)."""
+        for part in request.requests:
+            try:
+                if self.get_skill(part.skill_name).content_hash() != part.content_hash:
+                    return False
+            except (SkillMagicsError, OSError):
+                return False
+        return True
+
     def audit_decision(self, request: ApprovalRequest, outcome: str, reason: str) -> None:
         """One audit record per script (or the code) of every skill ``request`` covers."""
         from .audit import CODE_LABEL, arguments_preview, code_preview

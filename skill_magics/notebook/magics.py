@@ -490,11 +490,7 @@ class SkillMagics(Magics):
             argv=run.argv or (),
             max_display_chars=self.max_display_chars,
         )
-        try:
-            current = manager.get_skill(run.skill).content_hash()
-        except SkillMagicsError as exc:
-            current = f"<{exc}>"
-        if decision is not Decision.NO and current != run.request.content_hash:
+        if decision is not Decision.NO and not manager.request_is_current(run.request):
             # The scripts changed between asking and the click: the approval is for old code.
             message = (
                 f"{run.skill}'s scripts changed after the approval was asked; nothing ran. "
