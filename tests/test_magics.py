@@ -695,3 +695,28 @@ def test_eval_keys_that_collide_in_json_are_one_line_and_audited(shell, capsys):
     assert "Keys 1 and '1' both become '1' in JSON" in err
     assert not marker(shell).exists()
     assert magics(shell).manager.audit.records()[-1].outcome == "refused"
+
+
+def test_script_edited_while_the_panel_waits_does_not_run(shell):
+    """The click approves what the panel showed: edited since, nothing runs (refused)."""
+    script = shell.skills_root / "echo-skill" / "scripts" / "echo.py"
+    m = magics(shell)
+    seen = len(m.panels)
+
+    def edit_then_click() -> None:
+        deadline = time.monotonic() + 20
+        while len(m.panels) <= seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        script.write_text(script.read_text() + "\n# edited after the panel was shown\n")
+        panel = m.panels[seen]
+        _ = panel.widget
+        panel.buttons["yes_once"].click()
+
+    clicker = threading.Thread(target=edit_then_click, daemon=True)
+    clicker.start()
+    res = run(shell, '%%skillrun echo-skill.echo -o res\n{"a": 1}')
+    clicker.join(5)
+    assert res.status == "refused", res.message
+    assert "changed after the approval was asked" in res.message
+    assert not marker(shell).exists()
+    assert m.manager.audit.records()[-1].outcome == "refused"
