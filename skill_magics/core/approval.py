@@ -96,6 +96,14 @@ class ApprovalRequest:
         return self.parts or (self,)
 
     @property
+    def shares_inputs(self) -> bool:
+        """Do all skills of this request get the same arguments and argv (then shown once)?"""
+        return all(
+            _same(part.arguments, self.arguments) and part.argv == self.argv
+            for part in self.requests
+        )
+
+    @property
     def skill_names(self) -> tuple[str, ...]:
         """Every skill this request covers, in order."""
         return tuple(part.skill_name for part in self.requests)

@@ -113,7 +113,7 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
         f"Approval needed: {len(parts)} skills ({names}) want to run {count} "
         f"script{'s' if count != 1 else ''}; one answer decides for all of them:"
     ]
-    shared = _shared_inputs(request)
+    shared = request.shares_inputs
     if shared:
         lines += _input_lines(request, "  ", full, every=True)
     for part in parts:
@@ -123,18 +123,6 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
             lines += _input_lines(part, "    ", full)
         lines += _preview_lines(part, "    ", full)
     return "\n".join(lines)
-
-
-def _shared_inputs(request: ApprovalRequest) -> bool:
-    """Do all parts of a combined request get the same arguments and argv?"""
-    try:
-        same = all(
-            part.arguments is request.arguments or bool(part.arguments == request.arguments)
-            for part in request.parts
-        )
-    except Exception:  # noqa: BLE001 - e.g. arrays: show each skill's own arguments
-        same = False
-    return same and all(part.argv == request.argv for part in request.parts)
 
 
 def _script_lines(request: ApprovalRequest, indent: str) -> list[str]:
@@ -204,7 +192,7 @@ def summary_html(request: ApprovalRequest) -> str:
         rows += _preview_rows(request)
         title = "Approve running this skill script?"
     else:
-        shared = _shared_inputs(request)
+        shared = request.shares_inputs
         count = sum(len(part.scripts) for part in request.parts)
         rows = []
         if shared:
