@@ -4,8 +4,9 @@ Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidg
 
 - ipykernel >= 7.4: only a top-level ``await`` (see transformer.py) lets widget messages in;
 - ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works,
-  but only when a frontend created a subshell (JupyterLab >= 4.4 does for widget comms): with
-  none, the click queues behind the waiting cell on the main shell, so do not block;
+  but only through a subshell, which JupyterLab opens when the panel's widget comm opens:
+  when none appears within SUBSHELL_GRACE_S the click would queue behind the waiting cell,
+  so stop waiting (:func:`wait_for_click`);
 - ipykernel 6.x: pump ``kernel.do_one_iteration()`` (deferring other cells, replayed later);
 - anything else, or after ``approval_timeout``: do not block; a later click runs the script.
 
