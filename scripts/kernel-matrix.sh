@@ -53,30 +53,29 @@ if [ ! -x "$PYTHON" ]; then
     exit 2
 fi
 
-# Runtime dependencies, minus ipykernel (pinned per venv below), one per line. tomllib is
-# Python >= 3.11; on 3.10 use tomli (or the copy pip vendors), else the installed package's
-# metadata (the dev venv has skill-magics installed editable).
+# Runtime dependencies, minus ipykernel (pinned per venv below), one per line: from
+# pyproject.toml with tomllib (Python >= 3.11), else from the installed package's metadata
+# (Python 3.10; the dev venv has skill-magics installed, and make reinstalls it when
+# pyproject.toml changes).
 DEPS_TEXT="$("$PYTHON" - <<'EOF'
 import re
 import sys
 
 def from_pyproject():
-    for name in ("tomllib", "tomli", "pip._vendor.tomli"):
-        try:
-            toml = __import__(name, fromlist=["load"])
-        except ImportError:
-            continue
-        with open("pyproject.toml", "rb") as fh:
-            return toml.load(fh)["project"]["dependencies"]
-    return None
+    try:
+        import tomllib
+    except ImportError:
+        return None
+    with open("pyproject.toml", "rb") as fh:
+        return tomllib.load(fh)["project"]["dependencies"]
 
 def from_metadata():
     from importlib.metadata import PackageNotFoundError, requires
     try:
         reqs = requires("skill-magics") or []
     except PackageNotFoundError:
-        sys.exit("kernel-matrix: cannot read pyproject.toml (no tomllib/tomli) and "
-                 "skill-magics is not installed: pip install tomli, or pip install -e .")
+        sys.exit("kernel-matrix: cannot read pyproject.toml (no tomllib before Python 3.11) "
+                 "and skill-magics is not installed: run make venv (or pip install -e .)")
     # Requires-Dist lists the extras too, as 'pkg; extra == "test"': keep the base ones.
     return [r for r in reqs if not re.search(r"""\bextra\s*==""", r)]
 
