@@ -7,8 +7,8 @@
 # notebooks: it serves DEMO_DIR (default .demo/, git-ignored), holding copies of notebooks/*.ipynb.
 # On each start a copy is (re)made from notebooks/ when it is missing or unedited; a copy you
 # changed (edits, or cells you ran) is kept and reported. DEMO_FRESH=1 replaces edited copies,
-# moving them to DEMO_DIR/backup/ first. The notebooks need nothing beside them: the example
-# skills (and data/sample.csv) come from the package, and scripts run in their skill directory.
+# moving them to DEMO_DIR/backup/ first. Beside them only docs/images (the screenshots they
+# show); the example skills (and data/sample.csv) come from the package.
 #
 #   PORT=8888 (default)   PYTHON=.venv/bin/python   TOKEN=<random unless set>
 #   DEMO_DIR=.demo        DEMO_FRESH=0
@@ -27,7 +27,9 @@ NOTEBOOK="notebooks/01_quickstart.ipynb"  # relative to DEMO_DIR, the server's r
 prepare_copies() {
     local copies="$DEMO_DIR/notebooks" pristine_dir="$DEMO_DIR/.pristine"
     local backup_dir="" src name copy pristine
-    mkdir -p "$copies" "$pristine_dir"
+    mkdir -p "$copies" "$pristine_dir" "$DEMO_DIR/docs"
+    # The notebooks show ../docs/images/*.png: keep that relative path working in the copy.
+    cp -Rf "$ROOT/docs/images" "$DEMO_DIR/docs/"
     for src in "$SOURCE"/*.ipynb; do
         [ -f "$src" ] || continue
         name="$(basename "$src")"

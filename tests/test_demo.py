@@ -215,3 +215,15 @@ def test_default_demo_dir_is_git_ignored() -> None:
     for path in (".demo/notebooks/01_quickstart.ipynb", ".demo/.pristine/x.ipynb"):
         check = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
         assert check.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_images_the_notebooks_show_resolve_in_the_copy(tmp_path: Path) -> None:
+    """The quickstart shows ../docs/images/approval.png: the same relative path must work
+    from the served copy, or the demo shows a broken image."""
+    import re
+
+    demo_dir = tmp_path / "demo"
+    _prepare(demo_dir)
+    for copy in (demo_dir / "notebooks").glob("*.ipynb"):
+        for target in re.findall(r"\]\((\.\./docs/[^)\s]+)\)", copy.read_text()):
+            assert (copy.parent / target).is_file(), f"{copy.name}: {target} missing in the copy"
