@@ -174,7 +174,7 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     monkeypatch.setitem(os.environb, b"LC_ODD", b"caf\xe9")  # not UTF-8
     base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
     prepared = executor.prepare("scripts/env.py", {}, base, meta)
-    ours = ("SKILL", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    ours = ("SKILL", "PYTHONDONTWRITEBYTECODE")
     inherited = {k: v for k, v in prepared.env.items() if not k.startswith(ours)}
     expected = {k: v for k, v in os.environ.items() if k in BASE_ENV or k.startswith("LC_")}
     assert inherited == expected
@@ -188,7 +188,6 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
         "SKILLKIT_VERSION",
         "SKILL_MAGICS_VERSION",
         "PYTHONDONTWRITEBYTECODE",
-        "PYTHONPYCACHEPREFIX",
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 
@@ -582,38 +581,20 @@ def test_prepare_command_runs_code_with_the_same_safety(
         )
 
 
-def test_python_never_reads_bytecode_from_inside_the_skill(
-    tmp_path: Path, executor: ScriptExecutor
-) -> None:
-    """A .pyc left in the skill's __pycache__/ (outside the fingerprint) is never imported:
-    the child gets PYTHONPYCACHEPREFIX (empty, private) and PYTHONDONTWRITEBYTECODE."""
-    import importlib.util
-    import py_compile
-
+def test_runs_write_no_bytecode_into_the_skill(tmp_path: Path, executor: ScriptExecutor) -> None:
+    """PYTHONDONTWRITEBYTECODE: importing a helper leaves no __pycache__/ in the skill, so
+    bytecode that appears there after an approved run is the run's own doing (it revokes a
+    session approval: test_security_fixes)."""
     base, meta = make_skill(
         tmp_path,
         {"scripts/main.py": "import helper\nprint(helper.WHO)\n", "scripts/helper.py": ""},
     )
-    helper = base / "scripts" / "helper.py"
-    helper.write_text("WHO = 'source'\n")
-    # a forged pyc whose header matches helper.py (mtime + size) but holds other code
-    evil = tmp_path / "evil.py"
-    evil.write_text("WHO = 'planted'\n")
-    st = helper.stat()
-    os.utime(evil, ns=(st.st_atime_ns, st.st_mtime_ns))
-    evil.write_text("WHO = 'planted'\n"[: st.st_size].ljust(st.st_size))
-    os.utime(evil, ns=(st.st_atime_ns, st.st_mtime_ns))
-    cached = Path(importlib.util.cache_from_source(str(helper)))
-    mode = py_compile.PycInvalidationMode.TIMESTAMP
-    py_compile.compile(str(evil), cfile=str(cached), invalidation_mode=mode)
-    plain = subprocess.run(
-        [sys.executable, "scripts/main.py"], cwd=base, capture_output=True, text=True
-    )
-    assert plain.stdout == "planted\n", "the forged pyc must work on a plain run"
+    (base / "scripts" / "helper.py").write_text("WHO = 'source'\n")
     result = executor.execute("scripts/main.py", {}, base, meta)
     assert result.stdout == "source\n", result.stderr
-    assert not list((base / "scripts").glob("__pycache__/helper.*.pyc"))[1:]  # nothing new
-    prefix = executor.prepare("scripts/main.py", {}, base, meta).env["PYTHONPYCACHEPREFIX"]
-    # nowhere a script could plant bytecode for the next run (of this or another skill)
-    with pytest.raises(OSError):
-        os.makedirs(prefix)
+    assert not list(base.rglob("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    plain = subprocess.run(  # what a plain run does, so the check above means something
+        [sys.executable, "scripts/main.py"], cwd=base, env=env, capture_output=True, text=True
+    )
+    assert plain.stdout == "source\n" and list(base.rglob("__pycache__"))
