@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from skill_magics.core import frontmatter  # noqa: E402
-from skill_magics.core.detect import ScriptDetector  # noqa: E402
-from skill_magics.core.discovery import SkillManager  # noqa: E402
+from skill_magics.core.catalog import frontmatter  # noqa: E402
+from skill_magics.core.catalog.detect import ScriptDetector  # noqa: E402
+from skill_magics.core.manager import SkillManager  # noqa: E402
 
 BODY = "# Instructions\n\n" + "Follow these steps carefully and report the results.\n" * 400
 

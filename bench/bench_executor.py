@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from skill_magics.core.audit import AuditLog  # noqa: E402
-from skill_magics.core.executor import ScriptExecutor  # noqa: E402
 from skill_magics.core.models import SkillMetadata  # noqa: E402
+from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
 
 MiB = 2**20
 
@@ -103,7 +103,7 @@ def overhead(base: Path, meta: SkillMetadata, runs: int) -> dict[str, dict[str, 
 RSS_PROBE = """\
 import json, resource, sys
 from pathlib import Path
-from skill_magics.core.executor import ScriptExecutor
+from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.models import SkillMetadata
 base = Path(sys.argv[1])
 meta = SkillMetadata(name="bench-skill", description="b", path=base / "SKILL.md")

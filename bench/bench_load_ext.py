@@ -27,8 +27,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 150.0
 WATCHED = (
     "ipywidgets",
-    "skill_magics.core.executor",
-    "skill_magics.notebook.approval_ui",
+    "skill_magics.core.run.executor",
+    "skill_magics.notebook.approval.panel",
     "skill_magics.notebook.result",
     "yaml",
     "langchain_core",

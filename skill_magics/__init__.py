@@ -9,23 +9,22 @@ In IPython/Jupyter: ``%load_ext skill_magics``.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .core.errors import *  # noqa: F403
-from .core.errors import __all__ as _error_names
-from .core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from skill_magics.core.errors import *  # noqa: F403
+from skill_magics.core.errors import __all__ as _error_names
+from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from skill_magics.core.version import VERSION as __version__
 
 _LAZY = {
-    "SkillManager": ("skill_magics.core.discovery", "SkillManager"),
-    "Skill": ("skill_magics.core.skill", "Skill"),
-    "ScriptExecutor": ("skill_magics.core.executor", "ScriptExecutor"),
-    "ScriptDetector": ("skill_magics.core.detect", "ScriptDetector"),
+    "SkillManager": ("skill_magics.core.manager", "SkillManager"),
+    "Skill": ("skill_magics.core.catalog.skill", "Skill"),
+    "ScriptExecutor": ("skill_magics.core.run.executor", "ScriptExecutor"),
+    "ScriptDetector": ("skill_magics.core.catalog.detect", "ScriptDetector"),
     "build_skill_context": ("skill_magics.core.context", "build_skill_context"),
     "skills_catalog": ("skill_magics.core.context", "skills_catalog"),
     "tool_definitions": ("skill_magics.core.tools", "tool_definitions"),
     "handle_tool_call": ("skill_magics.core.tools", "handle_tool_call"),
-    "Decision": ("skill_magics.core.approval", "Decision"),
-    "ApprovalRequest": ("skill_magics.core.approval", "ApprovalRequest"),
+    "Decision": ("skill_magics.core.run.approval", "Decision"),
+    "ApprovalRequest": ("skill_magics.core.run.approval", "ApprovalRequest"),
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
 }
 
@@ -44,13 +43,13 @@ def __getattr__(name: str):
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext skill_magics``: register the magics (imports the notebook layer lazily)."""
-    from .notebook.extension import load
+    from skill_magics.notebook.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from .notebook.extension import unload
+    from skill_magics.notebook.extension import unload
 
     unload(ipython)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core.approval import Approver
-from .core.tools import (
+from skill_magics.core.run.approval import Approver
+from skill_magics.core.tools import (
     MAX_RESULT_CHARS,
     ToolSpec,
     handle_tool_call,

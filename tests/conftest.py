@@ -94,7 +94,7 @@ def examples_dir() -> Path:
 @pytest.fixture
 def example_manager(examples_dir: Path):
     """A SkillManager over the bundled examples only (no approver: nothing is asked)."""
-    from skill_magics.core.discovery import SkillManager
+    from skill_magics.core.manager import SkillManager
 
     return SkillManager([examples_dir])
 

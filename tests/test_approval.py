@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from skill_magics.core.approval import (
+from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
+from skill_magics.core.run.approval import (
     ApprovalRequest,
     ApprovalStore,
     Decision,
@@ -16,7 +17,6 @@ from skill_magics.core.approval import (
     decides_alone,
     scripts_content_hash,
 )
-from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
 
 
 def _request(skill_dir, name="demo") -> ApprovalRequest:

@@ -7,15 +7,15 @@ import threading
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from skill_magics.core.approval import (
+from skill_magics.core.run.approval import (
     ApprovalRequest,
     Decision,
     ScriptToApprove,
     combine_requests,
 )
-from skill_magics.notebook import waiting
-from skill_magics.notebook.approval_ui import ApprovalPanel, summary_html, summary_text
-from skill_magics.notebook.config import preapproved_by
+from skill_magics.notebook.approval import waiting
+from skill_magics.notebook.approval.panel import ApprovalPanel, summary_html, summary_text
+from skill_magics.notebook.approval.preapproval import preapproved_by
 
 REQUEST = ApprovalRequest(
     skill_name="pdf",

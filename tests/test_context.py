@@ -13,15 +13,15 @@ import pytest
 from process_support import assert_group_gone
 from test_context_support import RecordingApprover, make_skill, manager_for
 
-from skill_magics.core.approval import Decision
 from skill_magics.core.context import (
     build_skill_context,
     build_skill_context_async,
     directive_text,
     parse_skill_context,
 )
-from skill_magics.core.discovery import SkillManager
 from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.approval import Decision
 
 
 def yes_once(request):

@@ -239,7 +239,7 @@ def test_rewrite_finds_statements_around_strings_and_blocks():
 def test_other_cell_magics_keep_their_text_where_await_is_on(shell, tmp_path, monkeypatch):
     """As on ipykernel >= 7.4 (where the rewrite is active): %%writefile writes the line as
     typed, %%time and %time run the magic synchronously inside their own compile."""
-    from skill_magics.notebook import waiting
+    from skill_magics.notebook.approval import waiting
 
     monkeypatch.setattr(waiting, "supports_await", lambda shell: True)
     monkeypatch.chdir(tmp_path)

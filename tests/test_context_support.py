@@ -10,7 +10,7 @@ import stat
 import textwrap
 from pathlib import Path
 
-from skill_magics.core.approval import ApprovalRequest, Decision
+from skill_magics.core.run.approval import ApprovalRequest, Decision
 
 
 def make_skill(
@@ -58,7 +58,7 @@ class RecordingApprover:
 
 
 def manager_for(*dirs: Path, **kwargs):
-    from skill_magics.core.discovery import SkillManager
+    from skill_magics.core.manager import SkillManager
 
     return SkillManager([os.fspath(d) for d in dirs], **kwargs)
 

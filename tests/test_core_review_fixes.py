@@ -17,6 +17,7 @@ import pytest
 
 from skill_magics import SkillManager
 from skill_magics.core.audit import arguments_preview
+from skill_magics.core.catalog.frontmatter import MAX_DEPTH, parse_frontmatter_yaml
 from skill_magics.core.errors import (
     ArgumentSerializationError,
     InterpreterNotAllowedError,
@@ -26,9 +27,8 @@ from skill_magics.core.errors import (
     SkillParseError,
     ToolRestrictionError,
 )
-from skill_magics.core.executor import ScriptExecutor
-from skill_magics.core.frontmatter import MAX_DEPTH, parse_frontmatter_yaml
-from skill_magics.core.payload import normalize_argv
+from skill_magics.core.run.executor import ScriptExecutor
+from skill_magics.core.run.payload import normalize_argv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX scripts and PATH")
 

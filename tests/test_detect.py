@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.detect import ScriptDetector, extract_description
+from skill_magics.core.catalog.detect import ScriptDetector, extract_description
 
 
 def paths(scripts) -> list[str]:

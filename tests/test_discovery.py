@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.detect import ScriptDetector
-from skill_magics.core.discovery import SkillManager, default_skill_dirs, examples_dir
+from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import (
     AmbiguousScriptError,
     PathSecurityError,
     ScriptNotFoundError,
     SkillNotFoundError,
 )
-from skill_magics.core.skill import Skill
+from skill_magics.core.manager import SkillManager, default_skill_dirs, examples_dir
 
 # -- directories and precedence -----------------------------------------------------------
 
@@ -170,7 +170,7 @@ def test_unreadable_skill_md_is_skipped(tmp_path, make_skill):
     skill = make_skill(tmp_path, "locked")
     (skill / "SKILL.md").chmod(0)
     probe = (
-        "import sys; from skill_magics.core.discovery import SkillManager\n"
+        "import sys; from skill_magics.core.manager import SkillManager\n"
         "m = SkillManager([sys.argv[1]])\n"
         "print(len(m.list_skills())); print(*m.warnings, sep='\\n')\n"
     )

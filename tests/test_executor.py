@@ -29,8 +29,8 @@ from skill_magics.core.errors import (
     ScriptPermissionError,
     ToolRestrictionError,
 )
-from skill_magics.core.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.models import SkillMetadata
+from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 ECHO_STDIN_ARGV = (
@@ -165,7 +165,7 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
 ) -> None:
     """What the child gets is os.environ filtered by name: BASE_ENV and LC_*, values byte-exact
     (an undecodable value survives the round trip), nothing else, whatever else is set."""
-    from skill_magics.core.executor import BASE_ENV
+    from skill_magics.core.run.executor import BASE_ENV
 
     monkeypatch.setenv("LC_TIME", "de_DE.UTF-8")
     monkeypatch.setenv("LANG", "C.UTF-8")

@@ -23,8 +23,8 @@ import pytest
 from process_support import assert_group_gone
 
 from skill_magics.core.audit import AuditLog
-from skill_magics.core.executor import ScriptExecutor
 from skill_magics.core.models import SkillMetadata
+from skill_magics.core.run.executor import ScriptExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 2**20
@@ -180,7 +180,7 @@ for i in range(200):
 RSS_PROBE = """\
 import json, logging, resource, sys
 from pathlib import Path
-from skill_magics.core.executor import ScriptExecutor
+from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.models import SkillMetadata
 
 base = Path(sys.argv[1])

@@ -9,9 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skill_magics.core import frontmatter as fm
-from skill_magics.core.errors import SkillParseError
-from skill_magics.core.frontmatter import (
+from skill_magics.core.catalog import frontmatter as fm
+from skill_magics.core.catalog.frontmatter import (
     build_metadata,
     load_skill_metadata,
     name_problems,
@@ -20,6 +19,7 @@ from skill_magics.core.frontmatter import (
     read_frontmatter_text,
     split_frontmatter,
 )
+from skill_magics.core.errors import SkillParseError
 
 SKILL_MD = Path("/skills/demo/SKILL.md")
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skill_magics.core.discovery import examples_dir
+from skill_magics.core.manager import examples_dir
 
 CONFIG = """\
 c.InteractiveShellApp.extensions = ["skill_magics"]
@@ -54,7 +54,7 @@ def test_bad_value_in_ipython_config_is_one_line_and_the_rest_applies(tmp_path: 
     profile = tmp_path / "ipython" / "profile_default"
     profile.mkdir(parents=True)
     (profile / "ipython_config.py").write_text(
-        'c.SkillMagics.timeout = 0\nc.SkillMagics.max_display_chars = 77\n'
+        "c.SkillMagics.timeout = 0\nc.SkillMagics.max_display_chars = 77\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILL_MAGICS")}
     env["IPYTHONDIR"] = str(tmp_path / "ipython")

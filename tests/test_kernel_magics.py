@@ -116,7 +116,7 @@ def test_interrupt_kills_process_group_and_kernel_survives(skills_dir, tmp_path)
     with start_kernel(env=env, cwd=tmp_path) as k:
         _load(k)
         msg_id = k.submit(
-            f'%%skillrun kernel-skill.sleeper -o res\n'
+            f"%%skillrun kernel-skill.sleeper -o res\n"
             f'{{"pgid_file": "{pgid_file}", "seconds": 120}}',
             allow_stdin=False,
         )

@@ -12,7 +12,7 @@ import pytest
 from process_support import assert_group_gone
 from test_context_support import RecordingApprover, make_skill, manager_for
 
-from skill_magics.core.approval import Decision
+from skill_magics.core.run.approval import Decision
 from skill_magics.core.tools import NAME_RE
 
 pytest.importorskip("langchain_core")
@@ -185,7 +185,7 @@ def test_results_are_capped_on_both_paths(tmp_path):
 
 def test_ainvoke_hashes_the_skill_off_the_event_loop(manager, monkeypatch):
     """The approval request's fingerprint reads every file of the skill: a worker's job."""
-    from skill_magics.core import skill as skill_module
+    from skill_magics.core.catalog import skill as skill_module
 
     threads: list[str] = []
     real_fingerprint = skill_module.skill_fingerprint

@@ -621,7 +621,7 @@ def test_load_is_light():
         "ip = InteractiveShell.instance()\n"
         "t = time.perf_counter(); ip.run_line_magic('load_ext', 'skill_magics')\n"
         "print((time.perf_counter() - t) * 1000)\n"
-        "print('ipywidgets' in sys.modules, 'skill_magics.core.executor' in sys.modules)\n"
+        "print('ipywidgets' in sys.modules, 'skill_magics.core.run.executor' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -652,8 +652,7 @@ def test_eval_takes_a_real_dataframe_to_dict(shell):
     """The issue's own example: --eval df.head().to_dict() (int index keys, NaN, NumPy)."""
     shell.run_cell("%config SkillMagics.auto_approve = '*'")
     shell.run_cell(
-        "import pandas as pd\n"
-        "df = pd.DataFrame({'n': [1, 2], 'x': [0.5, float('nan')]})"
+        "import pandas as pd\ndf = pd.DataFrame({'n': [1, 2], 'x': [0.5, float('nan')]})"
     )
     res = run(shell, "%%skillrun echo-skill.echo --eval -o res\ndf.head().to_dict()")
     assert res.status == "completed", res.message

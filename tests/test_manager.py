@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.approval import ApprovalRequest, Decision
-from skill_magics.core.discovery import SkillManager
 from skill_magics.core.errors import (
     AmbiguousScriptError,
     ApprovalDeclined,
@@ -21,8 +19,10 @@ from skill_magics.core.errors import (
     SkillNotFoundError,
     ToolRestrictionError,
 )
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.approval import ApprovalRequest, Decision
 
-pytest.importorskip("skill_magics.core.executor")
+pytest.importorskip("skill_magics.core.run.executor")
 
 
 class Recorder:

@@ -9,7 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_context_support import make_skill, manager_for
 
-from skill_magics.core.references import find_references, linked_markdown, referenced_scripts
+from skill_magics.core.catalog.references import (
+    find_references,
+    linked_markdown,
+    referenced_scripts,
+)
 
 SCRIPTS = {
     "scripts/extract.py": "print('x')\n",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_render_support import parse_html
 
-from skill_magics.core.approval import scripts_content_hash
 from skill_magics.core.audit import AuditRecord
 from skill_magics.core.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.run.approval import scripts_content_hash
 from skill_magics.notebook.render import (
     Display,
     approvals_table,

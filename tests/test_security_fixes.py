@@ -69,7 +69,7 @@ def test_approval_request_shows_command_argv_and_the_venv_pythons_real_path(make
     assert item.program_realpath == os.path.realpath(sys.executable)
     assert (item.lines, item.size) == (1, len("print('hi')\n"))
 
-    from skill_magics.notebook.approval_ui import summary_html, summary_text
+    from skill_magics.notebook.approval.panel import summary_html, summary_text
 
     for text in (summary_text(seen[0]), summary_html(seen[0])):
         assert str(skill / "venv" / "bin" / "python") in text
@@ -78,8 +78,8 @@ def test_approval_request_shows_command_argv_and_the_venv_pythons_real_path(make
 
 
 def test_long_script_preview_counts_lines_and_shows_all_on_request(make_skill, tmp_path):
-    from skill_magics.notebook import waiting
-    from skill_magics.notebook.approval_ui import summary_html, summary_text
+    from skill_magics.notebook.approval import waiting
+    from skill_magics.notebook.approval.panel import summary_html, summary_text
 
     body = "".join(f"x{i} = {i}\n" for i in range(300)) + "EVIL_LAST_LINE = 1\n"
     make_skill(tmp_path, "long", scripts={"scripts/long.py": body})

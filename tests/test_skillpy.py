@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_context_support import RecordingApprover, make_skill, manager_for
 
-from skill_magics.core.approval import Decision
 from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.run.approval import Decision
 from skill_magics.core.skillpy import run_python_in_skill, run_python_in_skill_async
 
 

@@ -307,8 +307,10 @@ def test_ctrl_c_at_the_prompt_runs_nothing_and_is_audited(
     assert "RunInterrupted: demo-behaviours.scripts/touch_marker.py: interrupted at the" in out
     assert "Traceback" not in out, out
     assert not marker.exists()
-    out = ipython.run("print(get_ipython().magics_manager.registry['SkillMagics']"
-                      ".manager.audit.records()[-1].outcome)")
+    out = ipython.run(
+        "print(get_ipython().magics_manager.registry['SkillMagics']"
+        ".manager.audit.records()[-1].outcome)"
+    )
     assert "interrupted" in out, out
 
 
@@ -324,7 +326,7 @@ def test_ctrl_d_at_the_prompt_declines(ipython: TerminalIPython, tmp_path: Path)
 
 
 def test_ctrl_d_at_the_skill_context_prompt_declines(ipython: TerminalIPython) -> None:
-    ipython.send("ctx = %skill_context csv-profiler --args '{\"path\": \"data/sample.csv\"}'")
+    ipython.send('ctx = %skill_context csv-profiler --args \'{"path": "data/sample.csv"}\'')
     ipython.expect(QUESTION)
     os.write(ipython.master, b"\x04")  # Ctrl-D: end of input means No here too
     ipython.expect(PROMPT)

@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from test_context_support import RecordingApprover, make_skill, manager_for
 
-from skill_magics.core.approval import Decision
 from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
+from skill_magics.core.run.approval import Decision
 from skill_magics.core.tools import (
     NAME_RE,
     handle_tool_call,
@@ -324,7 +324,7 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(tmp_path,
     """The approval request hashes every file of the skill (its fingerprint) and reads previews:
     on the loop thread that stalls every other task. A real ticker on the loop must keep
     ticking while the fingerprint is computed, which happens on a worker thread."""
-    from skill_magics.core import skill as skill_module
+    from skill_magics.core.catalog import skill as skill_module
 
     make_skill(tmp_path, "sk", "x", {"scripts/a.py": "print('ok')\n"})
     manager = manager_for(tmp_path)

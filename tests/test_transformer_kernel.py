@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kernel_fixtures import start_kernel
 
-from skill_magics.core.discovery import examples_dir
+from skill_magics.core.manager import examples_dir
 
 pytestmark = pytest.mark.kernel
 

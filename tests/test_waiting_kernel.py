@@ -15,7 +15,7 @@ from kernel_fixtures import kernel_ipykernel_version, start_kernel
 pytestmark = pytest.mark.kernel
 
 PROBE = (
-    "from skill_magics.notebook import waiting\n"
+    "from skill_magics.notebook.approval import waiting\n"
     "print(waiting.subshell_count(get_ipython().kernel),"
     " waiting.choose(get_ipython(), in_coroutine=False).value,"
     " waiting.no_click_can_arrive(get_ipython()))"

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .visible import visible
+from skill_magics.core.visible import visible
 
 logger = logging.getLogger("skill_magics.audit")
 

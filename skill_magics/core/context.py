@@ -67,10 +67,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import paths
-from .approval import ApprovalRequest, Approver, combine_requests, decides_alone
-from .audit import arguments_preview
-from .errors import (
+from skill_magics.core import paths
+from skill_magics.core.audit import arguments_preview
+from skill_magics.core.catalog.references import ScriptReference, scan_skill
+from skill_magics.core.errors import (
     AmbiguousScriptError,
     ApprovalDeclined,
     ApprovalUnavailable,
@@ -79,10 +79,15 @@ from .errors import (
     SkillMagicsError,
     SkillNotFoundError,
 )
-from .models import ScriptExecutionResult, ScriptMetadata
-from .references import ScriptReference, scan_skill
-from .tools import agent_approver
-from .xmltext import decoded_text, element, start_tag
+from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.run.approval import (
+    ApprovalRequest,
+    Approver,
+    combine_requests,
+    decides_alone,
+)
+from skill_magics.core.tools import agent_approver
+from skill_magics.core.xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
 MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
@@ -198,7 +203,7 @@ async def build_skill_context_async(
     skips the rest, and re-raises once the worker has stopped. ``options`` are
     build_skill_context's keyword arguments.
     """
-    from .executor import await_in_thread
+    from skill_magics.core.run.executor import await_in_thread
 
     if cancel is None:
         cancel = threading.Event()

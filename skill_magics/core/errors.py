@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from .visible import visible
+from skill_magics.core.visible import visible
 
 
 class SkillMagicsError(Exception):

@@ -38,7 +38,7 @@ import stat
 import threading
 from pathlib import Path
 
-from . import interpreters
+from skill_magics.core import interpreters
 
 MAX_HASHED_BYTES = 1 << 20
 MAX_DEPTH = 16  # deeper trees are recorded as one opaque entry (no real skill nests this far)

@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from skill_magics.core.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
 
 
 @dataclass(frozen=True)

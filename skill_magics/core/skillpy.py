@@ -23,11 +23,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .approval import Approver
-from .audit import CODE_LABEL, code_preview
-from .errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError, SkillNotFoundError
-from .interpreters import skill_venv_python
-from .models import ScriptExecutionResult
+from skill_magics.core.audit import CODE_LABEL, code_preview
+from skill_magics.core.errors import (
+    ApprovalDeclined,
+    ApprovalUnavailable,
+    SkillMagicsError,
+    SkillNotFoundError,
+)
+from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.run.approval import Approver
 
 LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
 
@@ -138,7 +143,7 @@ async def run_python_in_skill_async(
     killed and the cancellation re-raised. An approver that watches the same ``cancel``
     stops waiting for a click too. Setting ``cancel`` yourself stops the run and returns it.
     """
-    from .executor import await_in_thread
+    from skill_magics.core.run.executor import await_in_thread
 
     if cancel is None:
         cancel = threading.Event()

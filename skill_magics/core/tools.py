@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .approval import Approver
-from .errors import ApprovalUnavailable, SkillMagicsError
-from .models import ScriptExecutionResult
+from skill_magics.core.errors import ApprovalUnavailable, SkillMagicsError
+from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.run.approval import Approver
 
 ToolFormat = Literal["anthropic", "openai"]
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -269,7 +269,7 @@ def _approved_call(
 
 def prompt_content(manager: Any, skill_name: str) -> str:
     """What a skill's prompt tool returns: its envelope (scripts not run) and script tools."""
-    from .context import build_skill_context
+    from skill_magics.core.context import build_skill_context
 
     envelope = build_skill_context(manager, skill_name, run_scripts=False)
     scripts = [s for s in tool_specs(manager, [skill_name]) if s.kind == "script"]

@@ -27,12 +27,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..core.approval import ApprovalRequest, Decision, coerce_decision
-from ..core.errors import ApprovalUnavailable, SkillMagicsError
-from . import waiting
-from .config import preapproved_by, unavailable_message
-from .transformer import inside_a_magic
-from .waiting import Strategy
+from skill_magics.core.errors import ApprovalUnavailable, SkillMagicsError
+from skill_magics.core.run.approval import ApprovalRequest, Decision, coerce_decision
+from skill_magics.notebook.approval import waiting
+from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
+from skill_magics.notebook.approval.waiting import Strategy
+from skill_magics.notebook.transformer import inside_a_magic
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
 MAX_COPY_CHARS = 2_000_000  # beyond this the copy button is left out (use the variable)
@@ -211,7 +211,7 @@ class NotebookApprover:
             why = "there is no frontend for buttons and stdin is not a TTY"
             raise ApprovalUnavailable(unavailable_message(names, why))
         if strategy is Strategy.TERMINAL:
-            from .approval_ui import summary_text
+            from skill_magics.notebook.approval.panel import summary_text
 
             try:
                 answer = coerce_decision(
@@ -307,7 +307,7 @@ class ContextMagics(Magics):
         Runs the scripts SKILL.md references (after one approval), and returns a str you can
         pass to a model. --no-run lists them without running; --args JSON feeds them stdin.
         """
-        from ..core.context import build_skill_context
+        from skill_magics.core.context import build_skill_context
 
         opts = self._context_opts(line)
         names, options = self._build_args(opts, NotebookApprover(self.skill_magics))
@@ -320,7 +320,7 @@ class ContextMagics(Magics):
         A kernel interrupt cancels the await: the approval wait ends, a running script's
         process group is killed and no further script starts, then the interrupt propagates.
         """
-        from ..core.context import build_skill_context_async
+        from skill_magics.core.context import build_skill_context_async
 
         opts = self._context_opts(line)
         cancel = threading.Event()
@@ -378,7 +378,7 @@ class ContextMagics(Magics):
         cwd is the skill folder; the approval panel shows the code. Returns the seed-004
         dict: skill_name, stdout, stderr, returncode, timed_out (and error).
         """
-        from ..core.skillpy import run_python_in_skill
+        from skill_magics.core.skillpy import run_python_in_skill
 
         opts = parse_argstring(self.skillpy, line)
         result = run_python_in_skill(
@@ -392,7 +392,7 @@ class ContextMagics(Magics):
 
     async def skillpy_async(self, line: str, cell: str) -> SkillPyResult | None:
         """The await path: approval in a worker thread, the run awaited (interrupt kills it)."""
-        from ..core.skillpy import run_python_in_skill_async
+        from skill_magics.core.skillpy import run_python_in_skill_async
 
         opts = parse_argstring(self.skillpy, line)
         cancel = threading.Event()  # interrupt: stop waiting for the click, kill the run
@@ -414,7 +414,7 @@ class ContextMagics(Magics):
 
 def catalog_command(magics: Any, args: list[str]) -> SkillContextText:
     """``%skills catalog [NAME...]``: the <available_skills> block (skills-ref format)."""
-    from ..core.context import skills_catalog
+    from skill_magics.core.context import skills_catalog
 
     try:
         return SkillContextText(skills_catalog(magics.manager, args or None))
@@ -509,7 +509,7 @@ async def run_skill_context(line: str) -> SkillContextText | None:
 
 async def run_skillpy(line: str, body: str) -> SkillPyResult | None:
     """What a transformed ``%%skillpy`` cell awaits."""
-    from .transformer import expand
+    from skill_magics.notebook.transformer import expand
 
     magics = _context_magics()
     return await magics.skillpy_async(expand(magics.shell, line), body)
@@ -523,7 +523,7 @@ _ATTR = "_skill_magics_context"
 def register(shell: Any, skill_magics: Any = None) -> ContextMagics:
     """Register %skill_context / %%skillpy (and the await transformer) on ``shell``."""
     if skill_magics is None:
-        from .extension import get_magics
+        from skill_magics.notebook.extension import get_magics
 
         skill_magics = get_magics(shell)
     magics = getattr(shell, _ATTR, None)
@@ -545,7 +545,7 @@ def unregister(shell: Any) -> None:
     magics = getattr(shell, _ATTR, None)
     if magics is None:
         return
-    from .extension import remove_magics
+    from skill_magics.notebook.extension import remove_magics
 
     remove_magics(shell, magics)
     delattr(shell, _ATTR)

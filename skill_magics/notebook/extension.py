@@ -13,15 +13,15 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .magics import SkillMagics
+    from skill_magics.notebook.magics import SkillMagics
 
 _ATTR = "_skill_magics"  # where the SkillMagics instance lives on the shell
 
 
 def load(shell: Any) -> SkillMagics:
     """Register SkillMagics on ``shell`` (idempotent) and return it."""
-    from . import completion, context_magics, transformer
-    from .magics import SkillMagics
+    from skill_magics.notebook import completion, context_magics, transformer
+    from skill_magics.notebook.magics import SkillMagics
 
     magics = getattr(shell, _ATTR, None)
     if magics is None:
@@ -61,7 +61,7 @@ def _configured(shell: Any, cls: type[SkillMagics]) -> SkillMagics:
 
 def unload(shell: Any) -> None:
     """Undo load(): magics, completion and transformers go; the instance is dropped."""
-    from . import completion, context_magics, transformer
+    from skill_magics.notebook import completion, context_magics, transformer
 
     context_magics.unregister(shell)
     transformer.uninstall(shell)

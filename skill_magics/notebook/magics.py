@@ -49,17 +49,17 @@ from traitlets import (
     validate,
 )
 
-from ..core.approval import ApprovalRequest, Decision, coerce_decision
-from ..core.errors import ApprovalDeclined, RunInterrupted, SkillMagicsError
-from ..core.jsonable import to_jsonable
-from . import waiting
-from .config import preapproved_by, unavailable_message
-from .waiting import Strategy
+from skill_magics.core.errors import ApprovalDeclined, RunInterrupted, SkillMagicsError
+from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.run.approval import ApprovalRequest, Decision, coerce_decision
+from skill_magics.notebook.approval import waiting
+from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
+from skill_magics.notebook.approval.waiting import Strategy
 
 if TYPE_CHECKING:
-    from ..core.discovery import SkillManager
-    from .approval_ui import ApprovalPanel
-    from .result import SkillRunResult
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.approval.panel import ApprovalPanel
+    from skill_magics.notebook.result import SkillRunResult
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class SkillMagics(Magics):
         """The SkillManager behind the magics (created on first use from the config)."""
         with self._lock:
             if self._manager is None:
-                from ..core.discovery import SkillManager
+                from skill_magics.core.manager import SkillManager
 
                 self._manager = SkillManager(
                     self.skill_dirs,
@@ -166,7 +166,7 @@ class SkillMagics(Magics):
     # Bad values are refused when set (one line from %config), not at the next run.
     @validate("timeout")
     def _valid_timeout(self, proposal: Any) -> float:
-        from ..core.executor import MAX_TIMEOUT, MIN_TIMEOUT
+        from skill_magics.core.run.executor import MAX_TIMEOUT, MIN_TIMEOUT
 
         value = proposal["value"]
         if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
@@ -225,7 +225,7 @@ class SkillMagics(Magics):
         %skills history              this session's audit records
         %skills catalog              the <available_skills> block for a system prompt
         """
-        from . import cmd
+        from skill_magics.notebook import cmd
 
         try:
             words = shlex.split(line)
@@ -393,7 +393,7 @@ class SkillMagics(Magics):
         if strategy in (Strategy.HEADLESS, Strategy.UNAVAILABLE):
             return _Result(self._unavailable(run, strategy))
         if strategy is Strategy.TERMINAL:
-            from .approval_ui import summary_text
+            from skill_magics.notebook.approval.panel import summary_text
 
             try:
                 answer = waiting.ask_terminal(
@@ -434,7 +434,7 @@ class SkillMagics(Magics):
         return None if blocked is None else self._store(run, blocked)
 
     def _unavailable(self, run: _Run, strategy: Strategy) -> SkillRunResult:
-        from .result import SkillRunResult
+        from skill_magics.notebook.result import SkillRunResult
 
         if strategy is Strategy.HEADLESS:
             why = "nobody can click in this headless run (allow_stdin is false)"
@@ -469,7 +469,7 @@ class SkillMagics(Magics):
         """Display Yes once / Yes in session / No for ``request`` (kept in ``self.panels``)."""
         from IPython.display import display
 
-        from .approval_ui import ApprovalPanel
+        from skill_magics.notebook.approval.panel import ApprovalPanel
 
         panel = ApprovalPanel(request)
         self.panels.append(panel)
@@ -482,7 +482,7 @@ class SkillMagics(Magics):
 
     def _approve(self, run: _Run, decision: Decision, by: str) -> SkillRunResult | None:
         """Apply a decision (audited); a declined/stale result, or None when it may run."""
-        from .result import SkillRunResult
+        from skill_magics.notebook.result import SkillRunResult
 
         manager = self.manager
         kwargs = dict(
@@ -511,7 +511,7 @@ class SkillMagics(Magics):
         return None
 
     def _new_running(self, run: _Run) -> SkillRunResult:
-        from .result import SkillRunResult
+        from skill_magics.notebook.result import SkillRunResult
 
         return SkillRunResult(
             run.skill,
@@ -596,7 +596,7 @@ class SkillMagics(Magics):
         click can change it), so the saved notebook ends with the final result, not
         "Waiting for approval"; the returned value then adds no frozen Out of its own.
         """
-        from .result import SkillRunResult
+        from skill_magics.notebook.result import SkillRunResult
 
         res = SkillRunResult.pending(
             run.skill,

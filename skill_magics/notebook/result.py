@@ -42,9 +42,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from ..core.errors import SkillMagicsError
-from ..core.models import ScriptExecutionResult
-from .render import sections as _sections
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.notebook.render import sections as _sections
 
 log = logging.getLogger("skill_magics.notebook")
 
@@ -331,12 +331,12 @@ class SkillRunResult:
     # -- views --------------------------------------------------------------------------
 
     def text(self) -> str:
-        from .render.text import result_text
+        from skill_magics.notebook.render.text import result_text
 
         return result_text(self)
 
     def html(self) -> str:
-        from .render.html import result_html
+        from skill_magics.notebook.render.html import result_html
 
         return result_html(self)
 
@@ -367,7 +367,7 @@ class SkillRunResult:
     def _view(self) -> Any:
         with self._lock:
             if not self._views:
-                from .render.widgets import ResultView
+                from skill_magics.notebook.render.widgets import ResultView
 
                 self._views.append(ResultView(self))
             view = self._views[0]
@@ -377,7 +377,7 @@ class SkillRunResult:
     def _widget_wanted(self) -> bool:
         if self.use_widget is not None:
             return self.use_widget
-        from .render.widgets import widgets_supported
+        from skill_magics.notebook.render.widgets import widgets_supported
 
         return widgets_supported()
 

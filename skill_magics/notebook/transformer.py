@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .waiting import supports_await
+from skill_magics.notebook.approval.waiting import supports_await
 
 MAGIC = "%%skillrun"
 
@@ -65,7 +65,7 @@ async def run_cell(line: str, body: str) -> Any:
     """What a transformed cell awaits: the magic's coroutine, on the current shell."""
     from IPython import get_ipython
 
-    from .extension import get_magics
+    from skill_magics.notebook.extension import get_magics
 
     shell = get_ipython()
     return await get_magics(shell).skillrun_async(expand(shell, line), body)

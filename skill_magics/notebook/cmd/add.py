@@ -14,7 +14,7 @@ def run(magics: Any, args: list[str]) -> Any:
     first = "--first" in args
     rest = [a for a in args if a != "--first"]
     if rest == ["--examples"]:
-        from ...core.discovery import examples_dir
+        from skill_magics.core.manager import examples_dir
 
         path = examples_dir()
     elif len(rest) == 1 and not rest[0].startswith("--"):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import no_args
+from skill_magics.notebook.cmd import no_args
 
 HELP = "session approvals (and whether the scripts changed since)"
 
 
 def run(magics: Any, args: list[str]) -> Any:
     no_args(args, "%skills approvals")
-    from ..render import approvals_table
+    from skill_magics.notebook.render import approvals_table
 
     manager = magics.manager
     approvals = manager.approvals.approvals()

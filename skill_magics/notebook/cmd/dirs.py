@@ -5,14 +5,14 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import no_args
+from skill_magics.notebook.cmd import no_args
 
 HELP = "the directories searched, first wins a name clash"
 
 
 def run(magics: Any, args: list[str]) -> Any:
     no_args(args, "%skills dirs")
-    from ..render import Display, display_path
+    from skill_magics.notebook.render import Display, display_path
 
     rows = [
         (str(i), display_path(d), "yes" if d.is_dir() else "missing")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import no_args
+from skill_magics.notebook.cmd import no_args
 
 HELP = "this session's audit records as a table"
 
 
 def run(magics: Any, args: list[str]) -> Any:
     no_args(args, "%skills history")
-    from ..render import history_table
+    from skill_magics.notebook.render import history_table
 
     return history_table(magics.manager.audit.records())

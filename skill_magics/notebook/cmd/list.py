@@ -8,7 +8,7 @@ HELP = "table of skills (name, description, scripts, location) and warnings"
 
 
 def run(magics: Any, args: list[str]) -> Any:
-    from ..render import skills_table
+    from skill_magics.notebook.render import skills_table
 
     manager = magics.manager
     skills = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import no_args
+from skill_magics.notebook.cmd import no_args
 
 HELP = "rescan the skills directories"
 

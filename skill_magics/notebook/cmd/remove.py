@@ -7,7 +7,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from . import one_arg
+from skill_magics.notebook.cmd import one_arg
 
 HELP = "DIR: stop searching a skills directory"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from . import one_arg
+from skill_magics.notebook.cmd import one_arg
 
 HELP = "NAME | --all: forget session approvals, so the next run asks again"
 

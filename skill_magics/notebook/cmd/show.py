@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import one_arg
+from skill_magics.notebook.cmd import one_arg
 
 HELP = "NAME: metadata, SKILL.md and scripts of one skill"
 
 
 def run(magics: Any, args: list[str]) -> Any:
-    from ..render import skill_detail
+    from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
     skill = manager.get_skill(one_arg(args, "%skills show NAME"))

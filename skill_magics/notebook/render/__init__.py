@@ -23,16 +23,16 @@ display_path(path), Display(text, html).
 
 from __future__ import annotations
 
-from .ansi import ansi_to_html, strip_ansi
-from .display import Display
-from .format import format_duration, status_label
-from .history import approvals_table, history_table
-from .html import header_html, result_html
-from .markdown import markdown_html
-from .paths import display_path
-from .sections import TAB_TITLES, WAITING_MESSAGE
-from .skills import scripts_table, skill_detail, skills_table
-from .text import header_text, result_text
+from skill_magics.notebook.render.ansi import ansi_to_html, strip_ansi
+from skill_magics.notebook.render.display import Display
+from skill_magics.notebook.render.format import format_duration, status_label
+from skill_magics.notebook.render.history import approvals_table, history_table
+from skill_magics.notebook.render.html import header_html, result_html
+from skill_magics.notebook.render.markdown import markdown_html
+from skill_magics.notebook.render.paths import display_path
+from skill_magics.notebook.render.sections import TAB_TITLES, WAITING_MESSAGE
+from skill_magics.notebook.render.skills import scripts_table, skill_detail, skills_table
+from skill_magics.notebook.render.text import header_text, result_text
 
 __all__ = [
     "TAB_TITLES",

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from .display import Display
-from .format import format_duration, shorten, status_label
-from .html import badge_html
-from .table import Cell, html_table, text_table
+from skill_magics.notebook.render.display import Display
+from skill_magics.notebook.render.format import format_duration, shorten, status_label
+from skill_magics.notebook.render.html import badge_html
+from skill_magics.notebook.render.table import Cell, html_table, text_table
 
 
 def approvals_table(

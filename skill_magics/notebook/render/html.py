@@ -10,9 +10,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .ansi import ansi_to_html
-from .format import status_colour
-from .sections import Section, header, message, sections
+from skill_magics.notebook.render.ansi import ansi_to_html
+from skill_magics.notebook.render.format import status_colour
+from skill_magics.notebook.render.sections import Section, header, message, sections
 
 PRE_STYLE = (
     "white-space:pre-wrap;word-break:break-word;max-height:32em;overflow:auto;margin:0.2em 0"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from .format import (
+from skill_magics.notebook.render.format import (
     arguments_preview,
     display_slice,
     format_count,

@@ -10,12 +10,18 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ...core.visible import visible
-from .display import Display
-from .format import shorten
-from .markdown import markdown_html
-from .paths import display_path
-from .table import Cell, html_table, text_table, warnings_html, warnings_text
+from skill_magics.core.visible import visible
+from skill_magics.notebook.render.display import Display
+from skill_magics.notebook.render.format import shorten
+from skill_magics.notebook.render.markdown import markdown_html
+from skill_magics.notebook.render.paths import display_path
+from skill_magics.notebook.render.table import (
+    Cell,
+    html_table,
+    text_table,
+    warnings_html,
+    warnings_text,
+)
 
 _DESCRIPTION_WIDTH = 80
 

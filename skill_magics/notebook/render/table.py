@@ -6,8 +6,8 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...core.visible import visible
-from .format import shorten
+from skill_magics.core.visible import visible
+from skill_magics.notebook.render.format import shorten
 
 
 @dataclass(frozen=True)

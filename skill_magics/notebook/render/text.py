@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ansi import strip_ansi
-from .sections import header, message, sections
+from skill_magics.notebook.render.ansi import strip_ansi
+from skill_magics.notebook.render.sections import header, message, sections
 
 
 def header_text(run: Any) -> str:

@@ -12,8 +12,8 @@ import sys
 import threading
 from typing import Any
 
-from .html import header_html, message_html, section_body_html
-from .sections import TAB_TITLES, sections
+from skill_magics.notebook.render.html import header_html, message_html, section_body_html
+from skill_magics.notebook.render.sections import TAB_TITLES, sections
 
 
 def widgets_supported() -> bool:

@@ -23,17 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import fingerprint
-from .approval import (
-    PREVIEW_MAX_BYTES,
-    ApprovalRequest,
-    ApprovalStore,
-    Approver,
-    Decision,
-    ScriptToApprove,
-)
-from .detect import ScriptDetector
-from .errors import (
+from skill_magics.core import fingerprint
+from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.catalog.frontmatter import load_skill_metadata
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import (
     ApprovalDeclined,
     ApprovalUnavailable,
     InterpreterNotAllowedError,
@@ -41,15 +35,21 @@ from .errors import (
     SkillMagicsError,
     SkillNotFoundError,
 )
-from .frontmatter import load_skill_metadata
-from .interpreters import DEFAULT_ALLOWED, canonical
-from .models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
-from .payload import normalize_argv
-from .skill import Skill
+from skill_magics.core.interpreters import DEFAULT_ALLOWED, canonical
+from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from skill_magics.core.run.approval import (
+    PREVIEW_MAX_BYTES,
+    ApprovalRequest,
+    ApprovalStore,
+    Approver,
+    Decision,
+    ScriptToApprove,
+)
+from skill_magics.core.run.payload import normalize_argv
 
 if TYPE_CHECKING:  # imported lazily at runtime: executor/audit are heavier and optional here
-    from .audit import AuditLog
-    from .executor import PreparedRun, ScriptExecutor
+    from skill_magics.core.audit import AuditLog
+    from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 
 ENV_VAR = "SKILL_MAGICS_PATH"
 DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
@@ -337,7 +337,7 @@ class SkillManager:
         """The audit log every attempt is recorded in (stdlib logging + optional JSONL)."""
         with self._lock:
             if self._audit is None:
-                from .audit import AuditLog
+                from skill_magics.core.audit import AuditLog
 
                 self._audit = AuditLog(jsonl_path=self.audit_log)
             return self._audit
@@ -347,7 +347,7 @@ class SkillManager:
         """The ScriptExecutor configured from this manager's settings (created on first use)."""
         with self._lock:
             if self._executor is None:
-                from .executor import ScriptExecutor
+                from skill_magics.core.run.executor import ScriptExecutor
 
                 self._executor = ScriptExecutor(
                     timeout=self.timeout,
@@ -554,7 +554,7 @@ class SkillManager:
 
     def audit_decision(self, request: ApprovalRequest, outcome: str, reason: str) -> None:
         """One audit record per script (or the code) of every skill ``request`` covers."""
-        from .audit import CODE_LABEL, arguments_preview, code_preview
+        from skill_magics.core.audit import CODE_LABEL, arguments_preview, code_preview
 
         for part in request.requests:
             if part.code is not None:
@@ -590,7 +590,7 @@ class SkillManager:
                         f"{skill_name!r}: add 'tsx' to allowed_interpreters to run it"
                     )
             # Never reached the executor, so audit the refusal here.
-            from .audit import arguments_preview
+            from skill_magics.core.audit import arguments_preview
 
             self.audit.refused(
                 skill_name,

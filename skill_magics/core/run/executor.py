@@ -39,20 +39,20 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import __version__ as _VERSION
-from . import interpreters, paths
-from .audit import AuditLog, arguments_preview
-from .errors import (
+from skill_magics.core import interpreters, paths
+from skill_magics.core.audit import AuditLog, arguments_preview
+from skill_magics.core.errors import (
     ArgumentSizeError,
     InterpreterNotAllowedError,
     InterpreterNotFoundError,
     SkillMagicsError,
     ToolRestrictionError,
 )
-from .interpreters import InterpreterSpec
-from .models import ScriptExecutionResult, SkillMetadata
-from .payload import encode_arguments, normalize_argv
-from .process import ProcessOutcome, SpawnError, run_process
+from skill_magics.core.interpreters import InterpreterSpec
+from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.run.payload import encode_arguments, normalize_argv
+from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
+from skill_magics.core.version import VERSION as _VERSION
 
 logger = logging.getLogger("skill_magics.executor")
 

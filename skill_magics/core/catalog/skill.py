@@ -21,8 +21,13 @@ import posixpath
 import threading
 from pathlib import Path
 
-from .detect import ScanResult, ScriptDetector
-from .errors import (
+from skill_magics.core.catalog.detect import ScanResult, ScriptDetector
+from skill_magics.core.catalog.frontmatter import (
+    build_metadata,
+    parse_frontmatter_yaml,
+    split_frontmatter,
+)
+from skill_magics.core.errors import (
     AmbiguousScriptError,
     PathSecurityError,
     ScriptNotFoundError,
@@ -30,9 +35,8 @@ from .errors import (
     SkillNotFoundError,
     SkillParseError,
 )
-from .fingerprint import skill_fingerprint
-from .frontmatter import build_metadata, parse_frontmatter_yaml, split_frontmatter
-from .models import ScriptMetadata, SkillMetadata
+from skill_magics.core.fingerprint import skill_fingerprint
+from skill_magics.core.models import ScriptMetadata, SkillMetadata
 
 REFERENCE_DIRS = ("references", "assets")
 
@@ -165,9 +169,9 @@ class Skill:
         the instructions mention them; [] until core/references.py is installed.
         """
         try:
-            module = importlib.import_module("skill_magics.core.references")
+            module = importlib.import_module("skill_magics.core.catalog.references")
         except ModuleNotFoundError as exc:
-            if exc.name != "skill_magics.core.references":
+            if exc.name != "skill_magics.core.catalog.references":
                 raise
             return []  # reference scanning not installed yet: nothing is referenced
         return list(module.referenced_scripts(self))

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core.approval import ApprovalRequest, Decision, ScriptToApprove
-from ..core.visible import visible
+from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
+from skill_magics.core.visible import visible
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
 _BUTTON_STYLES = {

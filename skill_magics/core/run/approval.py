@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ApprovalDeclined, ApprovalUnavailable
+from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable
 
 
 class Decision(str, enum.Enum):

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from .errors import SkillParseError
-from .models import SkillMetadata
+from skill_magics.core.errors import SkillParseError
+from skill_magics.core.models import SkillMetadata
 
 # The C loader is ~10x faster, which matters when listing a thousand skills.
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -19,8 +19,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .audit import safe_repr, safe_str
-from .errors import ArgumentSerializationError, ArgumentSizeError
+from skill_magics.core.audit import safe_repr, safe_str
+from skill_magics.core.errors import ArgumentSerializationError, ArgumentSizeError
 
 MAX_ARGUMENT_BYTES = 10 * 2**20
 

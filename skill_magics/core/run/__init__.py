@@ -1,0 +1,1 @@
+"""Running a script: plan (checks) -> gate (approval) -> execute (process group, caps, audit)."""
