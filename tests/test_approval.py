@@ -1,15 +1,20 @@
-"""The UI-free approval core: decisions, session store, content hash."""
+"""What a person is asked and can answer: requests, decisions, combined requests, hashes.
+
+Whether a run may go ahead (the gate) is tested in test_gate.py."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
-from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable, SkillMagicsError
+from skill_magics.core.errors import (
+    ApprovalDeclined,
+    ApprovalPending,
+    ApprovalStale,
+    ApprovalUnavailable,
+    SkillMagicsError,
+)
 from skill_magics.core.run.approval import (
     ApprovalRequest,
-    ApprovalStore,
     Decision,
     ScriptToApprove,
     coerce_decision,
@@ -37,69 +42,6 @@ def skill_dir(tmp_path):
     return tmp_path
 
 
-class CountingApprover:
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls = 0
-
-    def __call__(self, request):
-        self.calls += 1
-        return self.answer
-
-
-def test_no_approver_means_the_caller_decided(skill_dir):
-    assert ApprovalStore().ask(None, _request(skill_dir)) is None
-
-
-def test_yes_once_asks_every_time(skill_dir):
-    store, approver = ApprovalStore(), CountingApprover("yes_once")
-    assert store.ask(approver, _request(skill_dir)) is Decision.YES_ONCE
-    assert store.ask(approver, _request(skill_dir)) is Decision.YES_ONCE
-    assert approver.calls == 2
-    assert store.approvals() == {}
-
-
-def test_yes_in_session_is_remembered_until_a_script_changes(skill_dir):
-    store, approver = ApprovalStore(), CountingApprover(Decision.YES_IN_SESSION)
-    store.ask(approver, _request(skill_dir))
-    store.ask(approver, _request(skill_dir))
-    assert approver.calls == 1
-    (skill_dir / "scripts/b.sh").write_text("echo changed\n")
-    store.ask(approver, _request(skill_dir))
-    assert approver.calls == 2
-
-
-def test_session_approval_is_per_skill(skill_dir):
-    store, approver = ApprovalStore(), CountingApprover("yes_in_session")
-    store.ask(approver, _request(skill_dir, "one"))
-    store.ask(approver, _request(skill_dir, "two"))
-    assert approver.calls == 2
-    assert set(store.approvals()) == {"one", "two"}
-
-
-def test_no_raises_declined_with_a_message_that_names_the_fix(skill_dir):
-    with pytest.raises(ApprovalDeclined, match="nothing ran.*Yes once"):
-        ApprovalStore().ask(CountingApprover("no"), _request(skill_dir))
-
-
-def test_unavailable_propagates(skill_dir):
-    def approver(request):
-        raise ApprovalUnavailable("headless: set SKILL_MAGICS_AUTO_APPROVE")
-
-    with pytest.raises(ApprovalUnavailable):
-        ApprovalStore().ask(approver, _request(skill_dir))
-
-
-def test_revoke_and_clear(skill_dir):
-    store = ApprovalStore()
-    store.ask(CountingApprover("yes_in_session"), _request(skill_dir))
-    assert store.revoke("demo") is True
-    assert store.revoke("demo") is False
-    store.ask(CountingApprover("yes_in_session"), _request(skill_dir))
-    store.clear()
-    assert store.approvals() == {}
-
-
 def test_bad_decision_value_is_a_clear_error():
     with pytest.raises(ValueError, match="return one of 'yes_once'"):
         coerce_decision("maybe")
@@ -121,30 +63,9 @@ def test_content_hash_covers_names_bytes_and_the_set(skill_dir):
     )
 
 
-def test_store_is_thread_safe(skill_dir):
-    store = ApprovalStore()
-    errors = []
-
-    def worker(i):
-        try:
-            for _ in range(200):
-                store.approve(f"s{i}", "h")
-                store.is_approved(f"s{i}", "h")
-                store.revoke(f"s{i}")
-        except Exception as exc:  # pragma: no cover - only on a race
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and store.approvals() == {}
-
-
 def test_all_errors_share_one_root():
-    assert issubclass(ApprovalDeclined, SkillMagicsError)
-    assert issubclass(ApprovalUnavailable, SkillMagicsError)
+    for error in (ApprovalDeclined, ApprovalUnavailable, ApprovalPending, ApprovalStale):
+        assert issubclass(error, SkillMagicsError)
 
 
 def test_combine_one_request_returns_it_unchanged(skill_dir):
@@ -178,29 +99,6 @@ def test_combined_request_lists_every_part_in_order(skill_dir):
     assert again.arguments is None and again.argv == ()
     with pytest.raises(ValueError, match="skillpy"):
         combine_requests([one, ApprovalRequest("py", (), code="print(1)")])
-
-
-def test_combined_yes_in_session_approves_each_skill_at_its_own_hash(skill_dir):
-    store, approver = ApprovalStore(), CountingApprover("yes_in_session")
-    one, two = _request(skill_dir, "one"), _request(skill_dir, "two")
-    assert store.ask(approver, combine_requests([one, two])) is Decision.YES_IN_SESSION
-    assert store.approvals() == {"one": one.content_hash, "two": two.content_hash}
-    assert store.ask(approver, one) is Decision.YES_IN_SESSION  # as if approved separately
-    assert store.ask(approver, combine_requests([one, two])) is Decision.YES_IN_SESSION
-    assert approver.calls == 1
-    store.revoke("two")
-    assert not store.covers(combine_requests([one, two])) and store.covers(one)
-    store.ask(approver, combine_requests([one, two]))
-    assert approver.calls == 2
-
-
-def test_combined_no_and_yes_once_remember_nothing(skill_dir):
-    store = ApprovalStore()
-    combined = combine_requests([_request(skill_dir, "one"), _request(skill_dir, "two")])
-    assert store.ask(CountingApprover("yes_once"), combined) is Decision.YES_ONCE
-    with pytest.raises(ApprovalDeclined, match=r"one, two \(one/scripts/a\.py.*nothing ran"):
-        store.ask(CountingApprover("no"), combined)
-    assert store.approvals() == {}
 
 
 def test_decides_alone_is_an_optional_hint(skill_dir):

@@ -30,9 +30,8 @@ def skills_dir(tmp_path: Path) -> Path:
 
 
 def _load(k) -> None:
-    for ext in ("skill_magics", "skill_magics.notebook.context_magics"):
-        r = k.execute(f"%load_ext {ext}", allow_stdin=False)
-        assert r.ok, r.error_text
+    r = k.execute("%load_ext skill_magics", allow_stdin=False)
+    assert r.ok, r.error_text
 
 
 def _status(k, var: str = "ctx") -> str:

@@ -14,14 +14,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from test_context_support import make_skill
 
-from skill_magics.notebook.context_magics import (
-    SkillContextText,
-    _wants_rewrite,
-    context_to_await,
-    highlight_xml,
-    rewrite_to_await,
-)
 from skill_magics.notebook.extension import get_magics
+from skill_magics.notebook.magics.context import ContextMagics, SkillContextText, highlight_xml
+from skill_magics.notebook.magics.rewrite import HOOK_ATTR, rewrite, to_await
 
 BODY = "# Echo\n\n```\npython scripts/echo.py\n```\n"
 ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)))\n"
@@ -36,12 +31,10 @@ def shell(tmp_path, monkeypatch):
     skills = tmp_path / "skills"
     make_skill(skills, "echo", BODY, {"scripts/echo.py": ECHO})
     ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_line_magic("load_ext", "skill_magics.notebook.context_magics")
     ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
     ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
     ip.skills_root = skills
     yield ip
-    ip.run_line_magic("unload_ext", "skill_magics.notebook.context_magics")
     ip.run_line_magic("unload_ext", "skill_magics")
     ip.config.pop("SkillMagics", None)
     for name in ("ctx", "res", "cat", "out"):
@@ -150,19 +143,18 @@ def test_display_html_and_text(shell):
 
 def test_transformer_leaves_cells_alone_without_await_support(shell):
     lines = ["ctx = %skill_context echo\n", "print(1)\n"]
-    assert context_to_await(lines) == lines  # a plain InteractiveShell has no kernel
+    assert to_await(lines) == lines  # a plain InteractiveShell has no kernel
 
 
-def test_rewrite_to_await():
-    first = rewrite_to_await(["ctx = %skill_context a b --no-run\n", "x = 1\n"])
-    assert first[0] == (
-        "ctx = await __import__('skill_magics.notebook.context_magics', fromlist=['_'])"
-        ".run_skill_context('a b --no-run')\n"
-    )
+def test_rewrite():
+    first = rewrite(["ctx = %skill_context a b --no-run\n", "x = 1\n"])
+    assert first[0] == f"ctx = await get_ipython().{HOOK_ATTR}('skill_context', 'a b --no-run')\n"
     assert first[1] == "x = 1\n"
-    (cell,) = rewrite_to_await(["%%skillpy calc --timeout 5\n", "print(1)\n"])
-    assert cell.endswith(".run_skillpy('calc --timeout 5', 'print(1)\\n')\n")
-    assert rewrite_to_await(["    %skill_context a\n"]) == ["    %skill_context a\n"]
+    (cell,) = rewrite(["%%skillpy calc --timeout 5\n", "print(1)\n"])
+    assert (
+        cell == f"await get_ipython().{HOOK_ATTR}('skillpy', 'calc --timeout 5', 'print(1)\\n')\n"
+    )
+    assert rewrite(["    %skill_context a\n"]) == ["    %skill_context a\n"]
     compile(first[0], "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
@@ -171,11 +163,9 @@ def test_interrupt_while_waiting_for_approval_ends_the_wait(shell):
     must stop waiting for a click at once (not after approval_timeout) and run nothing."""
     import asyncio
 
-    from skill_magics.notebook import context_magics
-
     shell.run_cell("%config SkillMagics.approval_timeout = 60")
     m = get_magics(shell)
-    cm = context_magics.register(shell, m)
+    cm = shell.magics_manager.registry[ContextMagics.__name__]
     seen = len(m.panels)
 
     async def interrupt_while_waiting() -> None:
@@ -193,11 +183,11 @@ def test_interrupt_while_waiting_for_approval_ends_the_wait(shell):
     assert time.monotonic() - started < 10, "the worker kept waiting for a click"
     assert m.panels[-1].decision is None
     last = m.manager.audit.records()[-1]
-    assert (last.outcome, last.script) == ("approval_unavailable", "scripts/echo.py")
-    assert "Interrupted while waiting for approval" in last.reason
+    assert (last.outcome, last.script) == ("interrupted", "scripts/echo.py")
+    assert last.reason == "the cell was interrupted while waiting for approval; nothing ran"
 
 
-AWAITED = "await __import__('skill_magics.notebook.context_magics'"
+AWAITED = f"await get_ipython().{HOOK_ATTR}('skill_context'"
 
 
 @pytest.mark.parametrize(
@@ -206,7 +196,6 @@ AWAITED = "await __import__('skill_magics.notebook.context_magics'"
         "%%writefile howto.txt\nType this in a cell:\n%skill_context demo\n",
         "%%time\nx = %skill_context demo --no-run\n",
         "%%bash\n%skill_context demo\n",
-        "%%skillrun demo.echo\n%skill_context demo\n",  # notebook.transformer's cell
         'doc = """\n%skill_context demo\n"""\nprint(doc)\n',
         "doc = '''\nx = %skill_context demo\n'''\n",
         "total = 1 + \\\n%skill_context demo\n",  # a continued line, not a statement
@@ -216,8 +205,15 @@ AWAITED = "await __import__('skill_magics.notebook.context_magics'"
 )
 def test_rewrite_leaves_other_cell_magics_strings_and_inner_lines_alone(cell):
     lines = cell.splitlines(keepends=True)
-    assert rewrite_to_await(lines) == lines
-    assert not _wants_rewrite(lines)
+    assert rewrite(lines) == lines
+
+
+def test_a_skillrun_cell_keeps_its_body_as_typed():
+    (cell,) = rewrite(["%%skillrun demo.echo\n", "%skill_context demo\n"])
+    assert (
+        cell
+        == f"await get_ipython().{HOOK_ATTR}('skillrun', 'demo.echo', '%skill_context demo\\n')\n"
+    )
 
 
 def test_rewrite_finds_statements_around_strings_and_blocks():
@@ -227,12 +223,12 @@ def test_rewrite_finds_statements_around_strings_and_blocks():
         "for i in range(2):\n    pass\n"
         "%skill_context b\n"
     )
-    out = rewrite_to_await(cell.splitlines(keepends=True))
+    out = rewrite(cell.splitlines(keepends=True))
     assert out[1] == "%skill_context no\n"
     assert out[3].startswith(f"ctx = {AWAITED}") and out[3].endswith(
-        ".run_skill_context('a --args \\'{\"k\": \"%skill_context\"}\\'')\n"
+        ", 'a --args \\'{\"k\": \"%skill_context\"}\\'')\n"
     )
-    assert out[6].startswith(AWAITED) and out[6].endswith(".run_skill_context('b')\n")
+    assert out[6] == f"{AWAITED}, 'b')\n"
     compile("".join(out), "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
@@ -418,11 +414,9 @@ def test_several_skills_await_path_click(shell):
     """The await path (ipykernel >= 7.4): core in a worker thread waits for the one panel."""
     import asyncio
 
-    from skill_magics.notebook import context_magics
-
     alpha, beta = _two_skills(shell)
     m = get_magics(shell)
-    cm = context_magics.register(shell, m)
+    cm = shell.magics_manager.registry[ContextMagics.__name__]
     clicker = click_when_shown(shell, "Yes once")
     ctx = asyncio.run(cm.skill_context_async("alpha beta"))
     clicker.join(5)
@@ -470,8 +464,7 @@ def test_several_skills_in_a_real_kernel_headless_and_clicked(tmp_path):
     )
     subshell = (7, 0) <= kernel_ipykernel_version() < (7, 4)
     with start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path) as k:
-        for ext in ("skill_magics", "skill_magics.notebook.context_magics"):
-            assert k.execute(f"%load_ext {ext}", allow_stdin=False).ok
+        assert k.execute("%load_ext skill_magics", allow_stdin=False).ok
         r = k.execute("ctx = %skill_context alpha beta", allow_stdin=False, timeout=60)
         assert r.ok, r.error_text
         r = k.execute(status, allow_stdin=False)

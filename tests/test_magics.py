@@ -19,8 +19,8 @@ from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from skill_magics.notebook import magics as magics_module
 from skill_magics.notebook.extension import get_magics
+from skill_magics.notebook.magics import skillrun as magics_module
 
 ECHO = textwrap.dedent(
     """\
@@ -492,7 +492,7 @@ def test_quoted_target_loses_its_quotes(shell):
 def test_bad_target_and_help(shell):
     result = shell.run_cell("%%skillrun echo-skill\n{}")
     assert "SKILL.SCRIPT" in str(result.error_in_exec)
-    doc = magics(shell).skillrun.__doc__
+    doc = shell.find_cell_magic("skillrun").__doc__
     assert "-- ARGV" in doc and "--timeout" in doc and "--no-approval" in doc
 
 

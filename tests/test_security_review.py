@@ -703,10 +703,12 @@ def test_skillrun_no_approval_flag_refused_while_approval_required():
     from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
 
-    from skill_magics.notebook.magics import SkillMagics
+    from skill_magics.notebook.magics.skillrun import SkillRunMagics
+    from skill_magics.notebook.magics.skills import SkillMagics
 
-    magics = SkillMagics(shell=InteractiveShell.instance())
-    assert magics.require_approval is True
+    shell = InteractiveShell.instance()
+    magics = SkillRunMagics(shell, SkillMagics(shell=shell))
+    assert magics.settings.require_approval is True
     with pytest.raises(UsageError):
         magics._plan("anything.a --no-approval", "")
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.status import AuditOutcome
 from skill_magics.core.visible import visible
 
 logger = logging.getLogger("skill_magics.audit")
@@ -30,21 +31,7 @@ logger = logging.getLogger("skill_magics.audit")
 ARGUMENTS_PREVIEW_CHARS = 256
 CODE_LABEL = "<python -c>"  # what records and approvals show for code run in a skill's venv
 
-OUTCOMES = (
-    "approved",  # a person (or an explicit auto-approve setting) said yes; the run follows
-    "completed",
-    "failed",
-    "timeout",
-    "signaled",
-    "refused",
-    "declined",
-    "approval_unavailable",
-    "interrupted",
-)
-# Outcomes someone should notice in a log; the rest are routine.
-_WARNING_OUTCOMES = frozenset(
-    {"refused", "declined", "approval_unavailable", "timeout", "interrupted"}
-)
+OUTCOMES = tuple(AuditOutcome)  # every outcome a record can have
 
 
 def truncate(text: str, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
@@ -134,7 +121,7 @@ class AuditRecord:
     skill: str
     script: str  # relative to the skill base dir (or as given, for refused paths)
     arguments: str
-    outcome: str  # one of OUTCOMES
+    outcome: AuditOutcome
     exit_code: int | None = None
     reason: str | None = None
     duration_ms: float | None = None
@@ -144,6 +131,7 @@ class AuditRecord:
             self.arguments = arguments_preview(self.arguments)
         self.arguments = truncate(self.arguments)
         self.script = str(self.script)
+        self.outcome = AuditOutcome(self.outcome)  # a misspelt outcome fails here, not in a log
 
     @classmethod
     def now(
@@ -151,7 +139,7 @@ class AuditRecord:
         skill: str,
         script: str | os.PathLike[str],
         arguments: Any,
-        outcome: str,
+        outcome: AuditOutcome | str,
         *,
         exit_code: int | None = None,
         reason: str | None = None,
@@ -184,7 +172,7 @@ class AuditLog:
 
     def record(self, rec: AuditRecord) -> AuditRecord:
         """Log, remember and (optionally) persist one record; returns it."""
-        level = logging.WARNING if rec.outcome in _WARNING_OUTCOMES else logging.INFO
+        level = logging.WARNING if rec.outcome.notable else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(
                 level,
@@ -232,7 +220,7 @@ class AuditLog:
         skill: str,
         script: str | os.PathLike[str],
         arguments: Any,
-        outcome: str,
+        outcome: AuditOutcome | str,
         *,
         exit_code: int | None = None,
         reason: str | None = None,
@@ -266,7 +254,7 @@ class AuditLog:
             skill,
             script,
             arguments,
-            "refused",
+            AuditOutcome.REFUSED,
             reason=f"{type(error).__name__}: {safe_str(error)}",
             duration_ms=duration_ms,
         )

@@ -68,25 +68,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core import paths
-from skill_magics.core.audit import arguments_preview
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
-from skill_magics.core.errors import (
-    AmbiguousScriptError,
-    ApprovalDeclined,
-    ApprovalUnavailable,
-    PathSecurityError,
-    ScriptNotFoundError,
-    SkillMagicsError,
-    SkillNotFoundError,
-)
-from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
-from skill_magics.core.run.approval import (
-    ApprovalRequest,
-    Approver,
-    combine_requests,
-    decides_alone,
-)
-from skill_magics.core.tools import agent_approver
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.gate import Verdict
+from skill_magics.core.run.plan import ReferencePlan
+from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
@@ -112,13 +103,13 @@ class ScriptOutcome:
     """What happened to one referenced script while building a context."""
 
     source: str  # relative path as referenced
-    status: str
+    status: RunStatus
     result: ScriptExecutionResult | None = None
     message: str = ""
 
 
 def build_skill_context(
-    manager: Any,
+    manager: SkillManager,
     names: str | Iterable[str],
     *,
     run_scripts: bool = True,
@@ -158,27 +149,27 @@ def build_skill_context(
     if run_scripts:
         # The model's context, not a Python caller's explicit choice of script: with no
         # approver anywhere, scripts are not run (status approval_unavailable, audited).
-        approver = agent_approver(manager, approver)
+        approver = manager.gate.for_agent(approver, manager.approver)
     loaded = [_load(manager, name) for name in wanted]
-    runs: dict[int, _SkillRun] = {}
+    plans: dict[int, ReferencePlan] = {}
     if run_scripts:
         for i, item in enumerate(loaded):
             if isinstance(item, tuple):
-                runs[i] = _check_scripts(manager, item[0], item[2], arguments, argv)
-        _approve_all(manager, list(runs.values()), approver)
+                plans[i] = _plan(manager, item[0], item[2], arguments, argv)
+    verdicts = _decide(manager, list(plans.values()), approver)
     parts = []
     for i, item in enumerate(loaded):
         if isinstance(item, str):  # not found / unreadable
             parts.append(item)
             continue
         skill, instructions, refs, linked = item
-        if i in runs:
-            outcomes = _run_approved(manager, runs[i], cancel)
+        if i in plans:
+            outcomes = _run_planned(manager, plans[i], verdicts.get(id(plans[i])), cancel)
         else:
             outcomes = [
-                ScriptOutcome(r.path, "error", message=r.error)
+                ScriptOutcome(r.path, RunStatus.ERROR, message=r.error)
                 if r.error
-                else ScriptOutcome(r.path, "skipped", message="")
+                else ScriptOutcome(r.path, RunStatus.SKIPPED, message="")
                 for r in refs
             ]
         parts.append(
@@ -190,7 +181,7 @@ def build_skill_context(
 
 
 async def build_skill_context_async(
-    manager: Any,
+    manager: SkillManager,
     names: str | Iterable[str],
     *,
     cancel: threading.Event | None = None,
@@ -203,8 +194,6 @@ async def build_skill_context_async(
     skips the rest, and re-raises once the worker has stopped. ``options`` are
     build_skill_context's keyword arguments.
     """
-    from skill_magics.core.run.executor import await_in_thread
-
     if cancel is None:
         cancel = threading.Event()
     return await await_in_thread(
@@ -213,8 +202,8 @@ async def build_skill_context_async(
 
 
 def run_referenced_scripts(
-    manager: Any,
-    skill: Any,
+    manager: SkillManager,
+    skill: Skill,
     refs: Sequence[ScriptReference],
     *,
     arguments: Any = None,
@@ -228,13 +217,13 @@ def run_referenced_scripts(
     :func:`build_skill_context`). A reference that escapes the skill is audited as refused.
     ``cancel`` set: the running script's group is killed and the rest do not start.
     """
-    approver = agent_approver(manager, approver)
-    run = _check_scripts(manager, skill, refs, arguments, argv)
-    _approve_all(manager, [run], approver)
-    return _run_approved(manager, run, cancel)
+    approver = manager.gate.for_agent(approver, manager.approver)
+    plan = _plan(manager, skill, refs, arguments, argv)
+    verdicts = _decide(manager, [plan], approver)
+    return _run_planned(manager, plan, verdicts.get(id(plan)), cancel)
 
 
-def skills_catalog(manager: Any, names: Iterable[str] | None = None) -> str:
+def skills_catalog(manager: SkillManager, names: Iterable[str] | None = None) -> str:
     """The ``<available_skills>`` block, byte for byte as skills-ref's ``to_prompt`` writes it.
 
     Skills in ``manager.list_skills()`` order (by name), or the order of ``names``. Like
@@ -282,7 +271,9 @@ def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:
 # -- building ------------------------------------------------------------------------------
 
 
-def _load(manager: Any, name: str) -> tuple[Any, str, list[ScriptReference], list[str]] | str:
+def _load(
+    manager: SkillManager, name: str
+) -> tuple[Skill, str, list[ScriptReference], list[str]] | str:
     """(skill, instructions, script references, linked markdown), or the error element."""
     try:
         skill = manager.get_skill(name)
@@ -296,7 +287,7 @@ def _load(manager: Any, name: str) -> tuple[Any, str, list[ScriptReference], lis
 
 
 def _render(
-    skill: Any,
+    skill: Skill,
     instructions: str,
     outcomes: Sequence[ScriptOutcome],
     linked: Sequence[str],
@@ -316,7 +307,7 @@ def _render(
     return "\n".join(out)
 
 
-def _missing(manager: Any, name: str, status: str, message: str) -> str:
+def _missing(manager: SkillManager, name: str, status: str, message: str) -> str:
     try:
         known = [m.name for m in manager.list_skills()]
     except Exception:  # a broken directory must not hide the real problem
@@ -357,7 +348,7 @@ def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:
     return f"{start_tag('script_output', attributes)}{inner}</script_output>"
 
 
-def _reference_files(skill: Any, mode: RefsMode, linked: Sequence[str] = ()) -> str:
+def _reference_files(skill: Skill, mode: RefsMode, linked: Sequence[str] = ()) -> str:
     # Markdown SKILL.md links to (root FORMS.md, REFERENCE.md in Anthropic's pdf skill) is
     # reference material too, wherever it sits; sorted with the rest so the order is stable.
     files = sorted({Path(p).as_posix() for p in skill.references} | set(linked))
@@ -412,151 +403,67 @@ def _argv_for(argv: Sequence[str] | Mapping[str, Sequence[str]] | None, rel: str
     return list(chosen)
 
 
-@dataclass
-class _SkillRun:
-    """One skill's referenced scripts between checking, approval and running."""
-
-    skill: Any
-    refs: list[ScriptReference]
-    outcomes: dict[str, ScriptOutcome]  # references that will not run (errors, refusals)
-    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]]  # checked, ready to run
-    request: ApprovalRequest | None = None  # this skill's own request (None: nothing to run)
-    verdict: tuple[str, str] | None = None  # (status, message): its scripts may not run
-
-    @property
-    def name(self) -> str:
-        return self.skill.metadata.name
-
-
-class _Changed(SkillMagicsError):
-    """A skill's files changed between the approval request and its run."""
-
-
-def _check_scripts(
-    manager: Any,
-    skill: Any,
+def _plan(
+    manager: SkillManager,
+    skill: Skill,
     refs: Sequence[ScriptReference],
     arguments: Any,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
-) -> _SkillRun:
-    """Check every reference (refusals audited) and build this skill's approval request."""
-    name = skill.metadata.name
-    outcomes: dict[str, ScriptOutcome] = {}
-    prepared: list[tuple[ScriptReference, ScriptMetadata, Any]] = []
-    for ref in refs:
-        if ref.error is not None:
-            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=ref.error)
-            if not ref.inside:
-                # SKILL.md points a run outside the skill: worth a record, like any refusal.
-                manager.audit.refused(
-                    name,
-                    ref.path,
-                    arguments_preview(arguments, _argv_for(argv, ref.path)),
-                    PathSecurityError(ref.error),
-                )
-            continue
-        try:
-            meta = skill.find_script(ref.path)
-            run = manager.prepare_skill_script(
-                name, ref.path, arguments, argv=_argv_for(argv, ref.path)
-            )
-        except (ScriptNotFoundError, AmbiguousScriptError) as exc:
-            outcomes[ref.path] = ScriptOutcome(ref.path, "error", message=str(exc))
-            continue
-        except SkillMagicsError as exc:  # safety checks (already audited by the executor)
-            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
-            continue
-        prepared.append((ref, meta, run))
-    request = None
-    if prepared:
-        # Each script's own command (with its own argv, when argv maps paths to lists) goes
-        # into the request, so the person sees exactly what each one gets.
-        first = None if isinstance(argv, Mapping) else _argv_for(argv, prepared[0][0].path)
-        request = manager.approval_request(
-            name,
-            [meta for _, meta, _ in prepared],
-            arguments,
-            argv=tuple(first or ()),
-            prepared=[run for _, _, run in prepared],
-        )
-    return _SkillRun(skill, list(refs), outcomes, prepared, request)
+) -> ReferencePlan:
+    """Step 1 for one skill: every reference checked, one request for those that may run."""
+    return manager.planner.plan_references(
+        skill,
+        refs,
+        arguments,
+        lambda rel: _argv_for(argv, rel),
+        same_argv=not isinstance(argv, Mapping),
+    )
 
 
-def _approve_all(manager: Any, runs: Sequence[_SkillRun], approver: Approver | None) -> None:
-    """ONE request for every skill that needs a person; sets each run's ``verdict``.
-
-    Skills approved in session (the store answers) or decided by the approver alone
-    (configuration) are decided one by one without anyone being asked; the rest go into one
-    request (combined when there are several). ``ask_approval`` audits a No or unavailable
-    approval for every script of every skill it covered.
-    """
-    asked: list[_SkillRun] = []
-    for run in runs:
-        request = run.request
-        if request is None:
-            continue
-        if manager.approvals.covers(request) or decides_alone(approver, request):
-            run.verdict = _ask(manager, request, approver)
-        else:
-            asked.append(run)
-    if asked:
-        request = combine_requests([run.request for run in asked if run.request is not None])
-        verdict = _ask(manager, request, approver)
-        for run in asked:
-            run.verdict = verdict
+def _decide(
+    manager: SkillManager, plans: Sequence[ReferencePlan], approver: Approver | None
+) -> dict[int, Verdict]:
+    """Step 2: ONE question for every skill that needs a person (the gate decides)."""
+    asked = [plan for plan in plans if plan.plan is not None]
+    verdicts = manager.gate.decide_each([p.plan.request for p in asked if p.plan], approver)
+    return {id(plan): verdict for plan, verdict in zip(asked, verdicts, strict=True)}
 
 
-def _ask(
-    manager: Any, request: ApprovalRequest, approver: Approver | None
-) -> tuple[str, str] | None:
-    """None when approved, else (status, message); audited by ``ask_approval``."""
-    try:
-        manager.ask_approval(request, approver)
-    except ApprovalDeclined as exc:
-        return "declined", str(exc)
-    except ApprovalUnavailable as exc:
-        return "approval_unavailable", str(exc)
-    return None
-
-
-def _run_approved(
-    manager: Any, run: _SkillRun, cancel: threading.Event | None
+def _run_planned(
+    manager: SkillManager,
+    plan: ReferencePlan,
+    verdict: Verdict | None,
+    cancel: threading.Event | None,
 ) -> list[ScriptOutcome]:
-    """Run an approved skill's scripts in reference order; outcomes for every reference."""
-    outcomes = run.outcomes
-    verdict = run.verdict
-    if run.prepared and verdict is None and run.request is not None:
-        verdict = _changed_since(manager, run)
-    for ref, _meta, prepared in run.prepared:
-        if verdict is None and cancel is not None and cancel.is_set():
-            verdict = ("interrupted", "Interrupted before this script started; nothing ran")
-        if verdict is not None:
-            outcomes[ref.path] = ScriptOutcome(ref.path, verdict[0], message=verdict[1])
+    """Step 3: run an approved skill's scripts in reference order; outcomes for every ref."""
+    outcomes = {
+        path: ScriptOutcome(path, status, message=message)
+        for path, (status, message) in plan.problems.items()
+    }
+    planned = plan.plan
+    if planned is not None and verdict is not None and verdict.allowed:
+        # Other skills' scripts may have run since the decision: still the approved files?
+        verdict = manager.gate.check_current(planned.request)
+    blocked = None if verdict is None or verdict.allowed else verdict
+    runs = planned.runs if planned is not None else ()
+    for path, prepared in zip(plan.paths, runs, strict=True):
+        if blocked is None and cancel is not None and cancel.is_set():
+            blocked = Verdict(
+                RunStatus.INTERRUPTED, "Interrupted before this script started; nothing ran"
+            )
+        if blocked is not None:
+            assert blocked.status is not None
+            outcomes[path] = ScriptOutcome(path, blocked.status, message=blocked.message)
             continue
         try:
             result = manager.executor.run(prepared, cancel=cancel)
         except SkillMagicsError as exc:
-            outcomes[ref.path] = ScriptOutcome(ref.path, "refused", message=str(exc))
+            outcomes[path] = ScriptOutcome(path, RunStatus.REFUSED, message=str(exc))
             continue
         stopped = cancel is not None and cancel.is_set()
-        ended = "interrupted" if stopped else result.status
-        outcomes[ref.path] = ScriptOutcome(ref.path, ended, result=result)
-    return [outcomes[ref.path] for ref in run.refs]
-
-
-def _changed_since(manager: Any, run: _SkillRun) -> tuple[str, str] | None:
-    """("refused", why) when the skill's fingerprint moved since its request was made:
-    the approval was for other files, so none of its scripts runs on it (audited)."""
-    assert run.request is not None
-    if manager.request_is_current(run.request):
-        return None
-    message = (
-        f"{run.name}'s files changed after the approval was asked; none of its scripts ran. "
-        "Build the context again to review the new code"
-    )
-    for ref, _meta, prepared in run.prepared:
-        manager.audit.refused(run.name, ref.path, prepared.arguments_preview, _Changed(message))
-    return "refused", message
+        ended = RunStatus.INTERRUPTED if stopped else result.status
+        outcomes[path] = ScriptOutcome(path, ended, result=result)
+    return [outcomes[ref.path] for ref in plan.refs]
 
 
 # -- reading back --------------------------------------------------------------------------

@@ -75,6 +75,21 @@ class ApprovalUnavailable(SkillMagicsError):
     """Nobody can be asked (headless run, no TTY, wait timed out)."""
 
 
+class ApprovalStale(SkillMagicsError):
+    """The skill's files changed between the approval request and the run: the approval
+    was for other code, so nothing ran."""
+
+
+class ApprovalPending(ApprovalUnavailable):
+    """The question stays open after the caller stopped waiting (a notebook cell returned a
+    pending result): ``decision`` is what will deliver the answer later, an object with
+    ``on_decision(callback)`` calling ``callback(Decision, by)`` once (the approval panel)."""
+
+    def __init__(self, message: str, decision: object) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
 class RunInterrupted(SkillMagicsError):
     """A kernel interrupt (or Ctrl-C) stopped a run or an approval wait; the script's
     process group was killed, or nothing ran."""
@@ -99,5 +114,7 @@ __all__ = [
     "ArgumentSizeError",
     "ApprovalDeclined",
     "ApprovalUnavailable",
+    "ApprovalPending",
+    "ApprovalStale",
     "RunInterrupted",
 ]

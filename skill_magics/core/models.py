@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.status import RunStatus
+
 
 @dataclass
 class SkillMetadata:
@@ -67,16 +69,16 @@ class ScriptExecutionResult:
         return self.signal is not None
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """How the run ended: timeout, signaled, completed (exit 0) or failed.
 
         A timeout kill may also carry a signal; the timeout is the explanation.
         """
         if self.timeout:
-            return "timeout"
+            return RunStatus.TIMEOUT
         if self.signal is not None:
-            return "signaled"
-        return "completed" if self.exit_code == 0 else "failed"
+            return RunStatus.SIGNALED
+        return RunStatus.COMPLETED if self.exit_code == 0 else RunStatus.FAILED
 
     def json(self) -> Any:
         """Parse stdout as JSON (raises ``json.JSONDecodeError`` with the position)."""

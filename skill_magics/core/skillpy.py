@@ -17,22 +17,18 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.audit import CODE_LABEL, code_preview
-from skill_magics.core.errors import (
-    ApprovalDeclined,
-    ApprovalUnavailable,
-    SkillMagicsError,
-    SkillNotFoundError,
-)
+from skill_magics.core.audit import CODE_LABEL
+from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.executor import PreparedRun
 
 LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
 
@@ -52,14 +48,14 @@ def venv_python(skill_base_dir: Path) -> Path | None:
 
 
 def prepare_python(
-    manager: Any,
+    manager: SkillManager,
     skill_name: str,
     code: str,
     *,
     timeout: float | None = None,
     approver: Approver | None = None,
-) -> tuple[Any, dict[str, Any] | None]:
-    """Validate, ask for approval and build the run: ``(prepared, None)`` or ``(None, error dict)``.
+) -> tuple[PreparedRun | None, dict[str, Any] | None]:
+    """Plan and gate a run of ``code``: ``(prepared, None)`` or ``(None, error dict)``.
 
     ``approver=None`` uses ``manager.approver`` (None there too: nobody is asked).
     """
@@ -83,37 +79,20 @@ def prepare_python(
         return None, {"error": message}
     if not isinstance(code, str):
         return None, {"error": f"Code must be a str, got {type(code).__name__}"}
-
-    chosen = manager.approver if approver is None else approver
-    if chosen is not None:
-        request = manager.approval_request(skill_name, [], None, code=code)
-        # "Yes in session" for code approves this exact code again, never other code or the
-        # skill's scripts: key the session approval to the code as well.
-        digest = hashlib.sha256(
-            f"{request.content_hash}\0python-c\0{code}".encode("utf-8", "surrogatepass")
-        ).hexdigest()
-        request = replace(request, content_hash=digest)
-        try:
-            manager.ask_approval(request, chosen)  # audits a No / unavailable
-        except (ApprovalDeclined, ApprovalUnavailable) as exc:
-            outcome = "declined" if isinstance(exc, ApprovalDeclined) else "approval_unavailable"
-            return None, {"skill_name": skill_name, "error": str(exc), "outcome": outcome}
     try:
-        prepared = manager.executor.prepare_command(
-            [str(python), "-c", code],
-            skill_base_dir=base,
-            skill_metadata=skill.metadata,
-            label=LABEL,
-            timeout=timeout,
-            arguments_preview=code_preview(code),
-        )
+        plan = manager.planner.plan_code(skill, python, code, timeout=timeout)
     except (SkillMagicsError, ValueError) as exc:
         return None, {"skill_name": skill_name, "error": str(exc)}
-    return prepared, None
+    chosen = manager.approver if approver is None else approver
+    verdict = manager.gate.decide(plan.request, chosen)
+    if not verdict.allowed:
+        outcome = str(verdict.status)
+        return None, {"skill_name": skill_name, "error": verdict.message, "outcome": outcome}
+    return plan.prepared, None
 
 
 def run_python_in_skill(
-    manager: Any,
+    manager: SkillManager,
     skill_name: str,
     code: str,
     *,
@@ -129,7 +108,7 @@ def run_python_in_skill(
 
 
 async def run_python_in_skill_async(
-    manager: Any,
+    manager: SkillManager,
     skill_name: str,
     code: str,
     *,
@@ -143,8 +122,6 @@ async def run_python_in_skill_async(
     killed and the cancellation re-raised. An approver that watches the same ``cancel``
     stops waiting for a click too. Setting ``cancel`` yourself stops the run and returns it.
     """
-    from skill_magics.core.run.executor import await_in_thread
-
     if cancel is None:
         cancel = threading.Event()
     prepared, error = await await_in_thread(
@@ -158,7 +135,10 @@ async def run_python_in_skill_async(
 
 
 def result_dict(
-    skill_name: str, result: ScriptExecutionResult, timeout: float | None, manager: Any = None
+    skill_name: str,
+    result: ScriptExecutionResult,
+    timeout: float | None,
+    manager: SkillManager | None = None,
 ) -> dict[str, Any]:
     """Seed-004 shape from an executor result."""
     out: dict[str, Any] = {

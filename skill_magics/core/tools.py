@@ -27,17 +27,22 @@ Example (Anthropic Messages API):
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skill_magics.core.errors import ApprovalUnavailable, SkillMagicsError
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.context import build_skill_context
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
 from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.executor import PreparedRun
 
 ToolFormat = Literal["anthropic", "openai"]
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -97,7 +102,7 @@ class ToolSpec:
 
 
 def tool_definitions(
-    manager: Any, format: ToolFormat = "anthropic", skills: list[str] | None = None
+    manager: SkillManager, format: ToolFormat = "anthropic", skills: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """Tool definitions for every skill (or ``skills``): prompt tool first, then its scripts."""
     if format not in ("anthropic", "openai"):
@@ -105,7 +110,7 @@ def tool_definitions(
     return [spec.definition(format) for spec in tool_specs(manager, skills)]
 
 
-def tool_specs(manager: Any, skills: list[str] | None = None) -> list[ToolSpec]:
+def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[ToolSpec]:
     """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path)."""
     names = sorted(m.name for m in manager.list_skills()) if skills is None else list(skills)
     used: set[str] = set()
@@ -187,7 +192,7 @@ def _with_hash(readable: str, identity: str) -> str:
     return f"{readable[: MAX_NAME - 9]}_{_digest(identity)}"
 
 
-def find_tool(manager: Any, name: str) -> ToolSpec:
+def find_tool(manager: SkillManager, name: str) -> ToolSpec:
     """The tool called ``name``; LookupError listing close matches when there is none."""
     specs = tool_specs(manager)
     for spec in specs:
@@ -202,7 +207,7 @@ def find_tool(manager: Any, name: str) -> ToolSpec:
 
 
 def handle_tool_call(
-    manager: Any,
+    manager: SkillManager,
     name: str,
     input: Any,
     tool_use_id: str,
@@ -228,7 +233,7 @@ def handle_tool_call(
 
 
 async def handle_tool_call_async(
-    manager: Any,
+    manager: SkillManager,
     name: str,
     input: Any,
     tool_use_id: str,
@@ -243,34 +248,35 @@ async def handle_tool_call_async(
     task kills the script's process group (``ScriptExecutor.run_async``).
     """
     try:
-        content, prepared = await asyncio.to_thread(_approved_call, manager, name, input, approver)
+        cancel = threading.Event()
+        content, prepared = await await_in_thread(
+            lambda: _approved_call(manager, name, input, approver), cancel
+        )
         if prepared is None:
             return tool_result(tool_use_id, content)
-        result = await manager.executor.run_async(prepared)
+        result = await manager.executor.run_async(prepared, cancel=cancel)
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
 
 
 def _approved_call(
-    manager: Any, name: str, input: Any, approver: Approver | None
-) -> tuple[str, Any]:
+    manager: SkillManager, name: str, input: Any, approver: Approver | None
+) -> tuple[str, PreparedRun | None]:
     """(prompt content, None) for a prompt tool, else ("", the approved, checked run).
     Blocking: the async path runs it in a worker thread, off the event loop."""
     spec = find_tool(manager, name)
     arguments, argv = _split_input(input)
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
-    prepared = manager.approved_run(
-        spec.skill, spec.script, arguments, argv=argv, approver=agent_approver(manager, approver)
-    )
+    assert spec.script is not None  # script tools always name their script
+    chosen = manager.gate.for_agent(approver, manager.approver)
+    prepared = manager.approved_run(spec.skill, spec.script, arguments, argv=argv, approver=chosen)
     return "", prepared
 
 
-def prompt_content(manager: Any, skill_name: str) -> str:
+def prompt_content(manager: SkillManager, skill_name: str) -> str:
     """What a skill's prompt tool returns: its envelope (scripts not run) and script tools."""
-    from skill_magics.core.context import build_skill_context
-
     envelope = build_skill_context(manager, skill_name, run_scripts=False)
     scripts = [s for s in tool_specs(manager, [skill_name]) if s.kind == "script"]
     if not scripts:
@@ -281,35 +287,6 @@ def prompt_content(manager: Any, skill_name: str) -> str:
         "that is declined or cannot be approved returns an error and does nothing):\n\n"
         f"| Tool | Script | Description |\n|------|--------|-------------|\n{rows}"
     )
-
-
-NO_APPROVER_MESSAGE = (
-    "No approver is configured, so a script the model chose was not run: pass approver=... "
-    "to the tool call, tools or context (or set manager.approver), e.g. "
-    "approver=lambda request: 'yes_once' to let the agent run scripts unattended"
-)
-
-
-def _refuse_unattended(request: Any) -> Any:
-    raise ApprovalUnavailable(
-        f"{NO_APPROVER_MESSAGE} (skill {request.skill_name!r}, "
-        f"{', '.join(s.path for s in request.scripts) or 'code'})"
-    )
-
-
-def agent_approver(manager: Any, approver: Approver | None) -> Approver:
-    """The approver for a run the *model* asked for: ``approver``, else ``manager.approver``,
-    else one that refuses (ApprovalUnavailable, audited): nobody decided to run it.
-
-    Unlike ``SkillManager.execute_skill_script(approver=None)`` (the Python caller picked
-    the script, so nothing is asked), here the model picked it, so someone or something the
-    caller chose has to approve. A "Yes in session" a person already gave for the skill's
-    current files still counts.
-    """
-    if approver is not None:
-        return approver
-    chosen = getattr(manager, "approver", None)
-    return chosen if chosen is not None else _refuse_unattended
 
 
 def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -412,7 +389,7 @@ def _first_line(text: str) -> str:
     return text.split(". ", 1)[0].replace("|", "\\|")
 
 
-def _script_description(skill: Any, script: Any) -> str:
+def _script_description(skill: Skill, script: ScriptMetadata) -> str:
     rel = script.path.as_posix()
     doc = (script.description or "").strip()
     head = doc.rstrip(".") + ". " if doc else f"Runs {rel}. "
@@ -431,8 +408,6 @@ __all__ = [
     "find_tool",
     "handle_tool_call",
     "handle_tool_call_async",
-    "agent_approver",
-    "NO_APPROVER_MESSAGE",
     "prompt_content",
     "tool_result",
     "result_block",

@@ -1,58 +1,77 @@
-"""``%load_ext skill_magics``: register the magics, completion and the await transformer.
+"""``%load_ext skill_magics``: the one place the notebook layer is wired together.
 
-Registers ``%skills`` / ``%%skillrun`` (magics.py) and ``%skill_context`` / ``%%skillpy``
-(context_magics.py, which shares this manager and approvals through :func:`get_magics`).
+Registers SkillMagics (configuration, the shared manager, ``%skills``) and, sharing it, the
+``%%skillrun``, ``%skill_context`` and ``%%skillpy`` magics; completion; and the await
+rewrite (magics/rewrite.py) with the coroutines it dispatches to.
 
 Kept light on purpose: nothing here imports ipywidgets or core's executor; they load on first
-use (tests/test_magics.py::test_load_is_light checks it in a fresh process).
+use (a test checks it in a fresh process).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from skill_magics.notebook.magics import SkillMagics
+from traitlets import TraitError
+from traitlets.config import Config
+
+from skill_magics.notebook import completion
+from skill_magics.notebook.magics import rewrite
+from skill_magics.notebook.magics.context import ContextMagics
+from skill_magics.notebook.magics.skillpy import SkillPyMagics
+from skill_magics.notebook.magics.skillrun import SkillRunMagics
+from skill_magics.notebook.magics.skills import SkillMagics
 
 _ATTR = "_skill_magics"  # where the SkillMagics instance lives on the shell
+_PARTS = "_skill_magics_parts"  # the magics that share it
 
 
 def load(shell: Any) -> SkillMagics:
-    """Register SkillMagics on ``shell`` (idempotent) and return it."""
-    from skill_magics.notebook import completion, context_magics, transformer
-    from skill_magics.notebook.magics import SkillMagics
-
+    """Register everything on ``shell`` (idempotent) and return the SkillMagics."""
     magics = getattr(shell, _ATTR, None)
     if magics is None:
-        magics = _configured(shell, SkillMagics)
+        magics = _configured(shell)
         setattr(shell, _ATTR, magics)
-    shell.register_magics(magics)
+    parts = getattr(shell, _PARTS, None)
+    if parts is None:
+        parts = (
+            SkillRunMagics(shell, magics),
+            ContextMagics(shell, magics),
+            SkillPyMagics(shell, magics),
+        )
+        setattr(shell, _PARTS, parts)
+    skillrun, context, skillpy = parts
+    for part in (magics, *parts):
+        shell.register_magics(part)
     completion.install(shell, lambda: magics.manager)
-    transformer.install(shell)  # await path only where the kernel supports it (per cell)
-    context_magics.register(shell, magics)
+    rewrite.install(  # used per cell, only where the kernel supports the await path
+        shell,
+        {
+            "skillrun": skillrun.skillrun_async,
+            "skillpy": skillpy.skillpy_async,
+            "skill_context": context.skill_context_async,
+        },
+    )
     return magics
 
 
-def _configured(shell: Any, cls: type[SkillMagics]) -> SkillMagics:
+def _configured(shell: Any) -> SkillMagics:
     """A SkillMagics with the shell's config; a bad value (``c.SkillMagics.timeout = 0`` in
     ipython_config.py) is reported in one line and left at its default, not a failed load."""
-    from traitlets import TraitError
-    from traitlets.config import Config
-
     try:
-        return cls(shell=shell)
+        return SkillMagics(shell=shell)
     except TraitError:
         pass
-    magics = cls(shell=shell, config=Config())
-    section = getattr(shell, "config", Config()).get(cls.__name__, {})
+    magics = SkillMagics(shell=shell, config=Config())
+    section = getattr(shell, "config", Config()).get(SkillMagics.__name__, {})
     for name, value in section.items():
         try:
             setattr(magics, name, value)
         except TraitError as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             print(
-                f"skill_magics: ignored {cls.__name__}.{name} = {value!r} from the "
+                f"skill_magics: ignored {SkillMagics.__name__}.{name} = {value!r} from the "
                 f"configuration ({reason}); fix it in ipython_config.py or with %config",
                 file=sys.stderr,
             )
@@ -60,22 +79,23 @@ def _configured(shell: Any, cls: type[SkillMagics]) -> SkillMagics:
 
 
 def unload(shell: Any) -> None:
-    """Undo load(): magics, completion and transformers go; the instance is dropped."""
-    from skill_magics.notebook import completion, context_magics, transformer
-
-    context_magics.unregister(shell)
-    transformer.uninstall(shell)
+    """Undo load(): magics, completion and the rewrite go; the instances are dropped."""
+    rewrite.uninstall(shell)
     completion.uninstall(shell)
+    parts = getattr(shell, _PARTS, ())
     magics = getattr(shell, _ATTR, None)
-    if magics is None:
-        return
-    remove_magics(shell, magics)
-    if magics in shell.configurables:
-        shell.configurables.remove(magics)
-    delattr(shell, _ATTR)
+    for part in (*parts, magics):
+        if part is None:
+            continue
+        _remove_magics(shell, part)
+        if part in shell.configurables:
+            shell.configurables.remove(part)
+    for attr in (_PARTS, _ATTR):
+        if hasattr(shell, attr):
+            delattr(shell, attr)
 
 
-def remove_magics(shell: Any, magics: Any) -> None:
+def _remove_magics(shell: Any, magics: Any) -> None:
     """Unregister every magic of a Magics instance (IPython has no public call for it)."""
     manager = shell.magics_manager
     for kind, table in magics.magics.items():
@@ -88,10 +108,10 @@ def get_magics(shell: Any) -> SkillMagics:
     """The SkillMagics of ``shell`` (loading the extension if needed).
 
     Use it to share state: ``get_magics(shell).manager`` is the SkillManager (approvals,
-    audit, executor) that %skills and %%skillrun use.
+    audit, executor) that every magic uses.
     """
     magics = getattr(shell, _ATTR, None)
     return magics if magics is not None else load(shell)
 
 
-__all__ = ["load", "unload", "get_magics", "remove_magics"]
+__all__ = ["load", "unload", "get_magics"]

@@ -44,23 +44,14 @@ from typing import Any
 
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.status import RunStatus
 from skill_magics.notebook.render import sections as _sections
 
 log = logging.getLogger("skill_magics.notebook")
 
-STATUSES = (
-    "completed",
-    "failed",
-    "timeout",
-    "signaled",
-    "interrupted",
-    "declined",
-    "approval_unavailable",
-    "refused",
-    "pending",
-    "running",
-)
-FINAL_STATUSES = frozenset(STATUSES) - {"pending", "running"}
+# Statuses a %%skillrun result can have (a context's error/skipped never reach one).
+STATUSES = tuple(s for s in RunStatus if s not in (RunStatus.ERROR, RunStatus.SKIPPED))
+FINAL_STATUSES = frozenset(s for s in STATUSES if s.final)
 WAITING_MESSAGE = _sections.WAITING_MESSAGE
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -74,15 +65,15 @@ class ResultJSONError(SkillMagicsError, ValueError):
     """``.json()`` could not parse stdout (or nothing ran)."""
 
 
-def status_for(execution_result: ScriptExecutionResult) -> str:
+def status_for(execution_result: ScriptExecutionResult) -> RunStatus:
     """timeout -> "timeout", signal -> "signaled", exit 0 -> "completed", else "failed"."""
     return execution_result.status
 
 
-def _check_status(status: str) -> str:
+def _check_status(status: RunStatus | str) -> RunStatus:
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-    return status
+    return RunStatus(status)
 
 
 class SkillRunResult:
@@ -95,7 +86,7 @@ class SkillRunResult:
         self,
         skill: str,
         script: str | PurePath,
-        status: str | None = None,
+        status: RunStatus | str | None = None,
         result: ScriptExecutionResult | None = None,
         message: str = "",
         *,
@@ -154,7 +145,7 @@ class SkillRunResult:
     # -- values -------------------------------------------------------------------------
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         return self._status
 
     @property
@@ -243,7 +234,7 @@ class SkillRunResult:
         self,
         execution_result: ScriptExecutionResult,
         *,
-        status: str | None = None,
+        status: RunStatus | str | None = None,
         message: str = "",
     ) -> None:
         """Fill in the finished run; updates every view and wakes .wait()."""
@@ -255,7 +246,7 @@ class SkillRunResult:
             self._version += 1
         self._changed()
 
-    def set_status(self, status: str, message: str = "") -> None:
+    def set_status(self, status: RunStatus | str, message: str = "") -> None:
         """Change status without a run result (declined, refused, running, ...)."""
         with self._lock:
             self._status = _check_status(status)

@@ -1,11 +1,11 @@
-"""Approval decisions and the session store. UI-free: an approver is any callable.
+"""What a person is asked, and what they can answer. Values only: the gate (gate.py) decides.
+
+An approver is any callable ``approver(request) -> Decision | str | Answer``; it may raise
+ApprovalUnavailable (nobody can be asked) or ApprovalPending (the question stays open).
 
 Example:
-    >>> store = ApprovalStore()
     >>> def approver(request: ApprovalRequest) -> Decision:
     ...     return Decision.YES_IN_SESSION
-    >>> store.ask(approver, request)   # runs approver, remembers the session approval
-    >>> store.ask(approver, request)   # approved already: approver not called again
 
 Several skills, one decision (``%skill_context a b``): :func:`combine_requests` makes one
 request that carries each skill's own request in ``parts``. Its ``skill_name`` is the names
@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-from skill_magics.core.errors import ApprovalDeclined, ApprovalUnavailable
 
 
 class Decision(str, enum.Enum):
@@ -109,7 +106,19 @@ class ApprovalRequest:
         return tuple(part.skill_name for part in self.requests)
 
 
-Approver = Callable[[ApprovalRequest], "Decision | str"]
+@dataclass(frozen=True)
+class Answer:
+    """An approver's reply and who gave it, e.g. ``Answer(Decision.YES_ONCE, "button 'Yes once'")``.
+
+    An approver may return a plain Decision (or its string value) instead; the gate then
+    records it as given "by approver".
+    """
+
+    decision: Decision
+    by: str
+
+
+Approver = Callable[[ApprovalRequest], "Decision | str | Answer"]
 
 
 def combine_requests(parts: Sequence[ApprovalRequest]) -> ApprovalRequest:
@@ -174,6 +183,13 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+def code_approval_hash(skill_fingerprint: str, code: str) -> str:
+    """What "Yes in session" for code (``%%skillpy``) is keyed to: the skill's files AND this
+    exact code, so it never approves other code or the skill's scripts."""
+    text = f"{skill_fingerprint}\0python-c\0{code}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> str:
     """SHA-256 over the relative paths and bytes of a skill's scripts (sorted, stable).
 
@@ -190,83 +206,10 @@ def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> 
     return digest.hexdigest()
 
 
-class ApprovalStore:
-    """Session approvals: skill name -> content hash approved with Yes in session. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._approved: dict[str, str] = {}
-
-    def is_approved(self, skill_name: str, content_hash: str) -> bool:
-        with self._lock:
-            return self._approved.get(skill_name) == content_hash
-
-    def covers(self, request: ApprovalRequest) -> bool:
-        """Is every skill of ``request`` approved in session at the fingerprint it carries?"""
-        with self._lock:
-            return all(
-                self._approved.get(part.skill_name) == part.content_hash
-                for part in request.requests
-            )
-
-    def approve(self, skill_name: str, content_hash: str) -> None:
-        with self._lock:
-            self._approved[skill_name] = content_hash
-
-    def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
-        """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
-        ``old_hash`` (atomically); True when it moved. For files the approved run wrote."""
-        with self._lock:
-            if self._approved.get(skill_name) != old_hash:
-                return False
-            self._approved[skill_name] = new_hash
-            return True
-
-    def revoke(self, skill_name: str, content_hash: str | None = None) -> bool:
-        """Forget a session approval; True when there was one. With ``content_hash``, only
-        while the approval is still for that hash (atomically: a newer one stays)."""
-        with self._lock:
-            if content_hash is not None and self._approved.get(skill_name) != content_hash:
-                return False
-            return self._approved.pop(skill_name, None) is not None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._approved.clear()
-
-    def approvals(self) -> dict[str, str]:
-        """A copy of skill name -> approved content hash."""
-        with self._lock:
-            return dict(self._approved)
-
-    def record(self, request: ApprovalRequest, decision: Decision | str) -> Decision:
-        """Apply a decision to the store and return it normalised; raise on No."""
-        decision = coerce_decision(decision)
-        if decision is Decision.YES_IN_SESSION:
-            for part in request.requests:  # each skill at its own fingerprint
-                self.approve(part.skill_name, part.content_hash)
-        if decision is Decision.NO:
-            raise ApprovalDeclined(
-                f"Running {_describe(request)} was declined: nothing ran. "
-                "Run the cell again and choose 'Yes once' or 'Yes in session' to run it."
-            )
-        return decision
-
-    def ask(self, approver: Approver | None, request: ApprovalRequest) -> Decision | None:
-        """Decide a request: None approver means the Python caller decided (returns None).
-
-        Returns the decision (YES_IN_SESSION when a stored approval still matches);
-        raises ApprovalDeclined on No and lets ApprovalUnavailable through.
-        """
-        if approver is None:
-            return None
-        if self.covers(request):
-            return Decision.YES_IN_SESSION
-        return self.record(request, approver(request))
-
-
-def coerce_decision(value: Decision | str) -> Decision:
+def coerce_decision(value: Decision | str | Answer) -> Decision:
     """Accept a Decision or its string value; anything else is a programming error."""
+    if isinstance(value, Answer):
+        return value.decision
     try:
         return Decision(value)
     except ValueError:
@@ -275,20 +218,14 @@ def coerce_decision(value: Decision | str) -> Decision:
         ) from None
 
 
-def _describe(request: ApprovalRequest) -> str:
-    paths = ", ".join(s.path for s in request.scripts) or "Python code"
-    return f"{request.skill_name} ({paths})"
-
-
 __all__ = [
     "Decision",
+    "Answer",
     "ScriptToApprove",
     "ApprovalRequest",
     "Approver",
-    "ApprovalStore",
-    "ApprovalDeclined",
-    "ApprovalUnavailable",
     "scripts_content_hash",
+    "code_approval_hash",
     "coerce_decision",
     "combine_requests",
     "decides_alone",

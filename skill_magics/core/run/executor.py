@@ -24,8 +24,6 @@ otherwise ship its own "bash"). The approval request shows the exact command.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 import os
 import shutil
@@ -50,14 +48,22 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.interpreters import InterpreterSpec
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
 from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
+from skill_magics.core.run.settings import (
+    DEFAULT_MAX_OUTPUT_SIZE,
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    MIN_TIMEOUT,
+    check_max_output_size,
+    check_timeout,
+)
+from skill_magics.core.status import AuditOutcome
 from skill_magics.core.version import VERSION as _VERSION
 
 logger = logging.getLogger("skill_magics.executor")
 
-MIN_TIMEOUT = 1
-MAX_TIMEOUT = 600
 TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` returns
 
 # Variables a script may reasonably need to behave like it does in a terminal; nothing that
@@ -168,16 +174,6 @@ class _Plan:
     base_mtime_ns: int
 
 
-def _check_timeout(timeout: Any) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ValueError(f"timeout must be a number of seconds, got {timeout!r}: use e.g. 60")
-    if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
-        raise ValueError(
-            f"timeout {timeout!r} s is out of range: use {MIN_TIMEOUT} to {MAX_TIMEOUT} seconds"
-        )
-    return float(timeout)
-
-
 def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:g} s"
 
@@ -195,8 +191,8 @@ class ScriptExecutor:
 
     def __init__(
         self,
-        timeout: float = 30,
-        max_output_size: int = 10 * 2**20,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE,
         use_cache: bool = True,
         *,
         allowed_interpreters: Iterable[str] | None = None,
@@ -204,12 +200,8 @@ class ScriptExecutor:
         env_passthrough: Iterable[str] = (),
         audit: AuditLog | None = None,
     ) -> None:
-        self.timeout = _check_timeout(timeout)
-        if isinstance(max_output_size, bool) or not isinstance(max_output_size, int):
-            raise ValueError(f"max_output_size must be an int (bytes), got {max_output_size!r}")
-        if max_output_size < 0:
-            raise ValueError(f"max_output_size must be >= 0 bytes, got {max_output_size}")
-        self.max_output_size = max_output_size
+        self.timeout = check_timeout(timeout)
+        self.max_output_size = check_max_output_size(max_output_size)
         self.use_cache = use_cache
         self.allowed_interpreters = allowed_interpreters  # type: ignore[assignment]
         self.inherit_env = inherit_env
@@ -279,7 +271,7 @@ class ScriptExecutor:
         argv: Sequence[Any] | None,
         timeout: float | None,
     ) -> PreparedRun:
-        limit = self.timeout if timeout is None else _check_timeout(timeout)
+        limit = self.timeout if timeout is None else check_timeout(timeout)
         self._check_tools(metadata)
         plan = self._plan(script_path, skill_base_dir)
         script, spec, command = plan.script, plan.spec, plan.command
@@ -329,7 +321,7 @@ class ScriptExecutor:
         """
         started = time.monotonic()
         try:
-            limit = self.timeout if timeout is None else _check_timeout(timeout)
+            limit = self.timeout if timeout is None else check_timeout(timeout)
             command = normalize_argv(argv)
             if not command or not os.path.isabs(command[0]):
                 raise InterpreterNotFoundError(
@@ -588,7 +580,7 @@ class ScriptExecutor:
         except BaseException as exc:
             self.audit.event(
                 *audit_base,
-                "interrupted",
+                AuditOutcome.INTERRUPTED,
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
             )
@@ -606,7 +598,7 @@ class ScriptExecutor:
             prepared.skill_name,
             prepared.script_rel.as_posix(),
             prepared.arguments_preview,
-            "failed",
+            AuditOutcome.FAILED,
             exit_code=126,
             reason=message,
             duration_ms=seconds * 1000,
@@ -627,7 +619,7 @@ class ScriptExecutor:
         sig_num: int | None = None
         reason: str | None = None
         if out.timed_out:
-            exit_code, outcome = TIMEOUT_EXIT_CODE, "timeout"
+            exit_code, outcome = TIMEOUT_EXIT_CODE, AuditOutcome.TIMEOUT
             reason = (
                 f"Timeout: {rel} exceeded {_fmt_seconds(prepared.timeout)} and was stopped; "
                 "raise timeout= if it needs longer"
@@ -638,7 +630,7 @@ class ScriptExecutor:
             )
         elif out.cancelled:
             sig_num = int(signal.SIGTERM)
-            exit_code, sig_name, outcome = -sig_num, "SIGTERM", "interrupted"
+            exit_code, sig_name, outcome = -sig_num, "SIGTERM", AuditOutcome.INTERRUPTED
             reason = (
                 f"Stopped: {rel} was stopped on request after {out.duration_s:.1f} s "
                 "(the whole process group was killed)"
@@ -648,7 +640,7 @@ class ScriptExecutor:
         elif exit_code < 0:
             sig_num = -exit_code
             sig_name = _signal_name(sig_num)
-            outcome = "signaled"
+            outcome = AuditOutcome.SIGNALED
             reason = f"Signal: {sig_name}"
             stderr = _append_line(stderr, f"Signal: {sig_name} (killed by signal {sig_num})")
             logger.error(
@@ -660,7 +652,7 @@ class ScriptExecutor:
                 out.duration_s * 1000,
             )
         else:
-            outcome = "completed" if exit_code == 0 else "failed"
+            outcome = AuditOutcome.COMPLETED if exit_code == 0 else AuditOutcome.FAILED
         for capture in (out.stdout, out.stderr):
             if capture.truncated:
                 logger.warning(
@@ -736,47 +728,6 @@ class ScriptExecutor:
         )
         # Checked microseconds ago: no approval wait in between, so no re-check needed.
         return self._run(prepared, on_output, cancel, recheck=False)
-
-
-async def await_in_thread(
-    work: Callable[[], T], cancel: threading.Event, *, poll: float = 0.25
-) -> T:
-    """Run ``work()`` in a worker thread and await it in ``poll``-second slices.
-
-    The slices let a kernel interrupt (an asyncio cancellation on the await path) arrive.
-    On cancellation (or KeyboardInterrupt) ``cancel`` is set, so ``work`` must watch it and
-    stop its process group; the worker is joined before re-raising, so nothing it started
-    outlives the awaiting task. The worker runs in a copy of the caller's context (a
-    notebook's display() calls then still reach the calling cell).
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def deliver(setter: Callable[[Any], None], value: Any) -> None:
-        if not done.done():
-            setter(value)
-
-    def target() -> None:
-        try:
-            result = work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            loop.call_soon_threadsafe(deliver, done.set_exception, exc)
-        else:
-            loop.call_soon_threadsafe(deliver, done.set_result, result)
-
-    context = contextvars.copy_context()
-    worker = threading.Thread(
-        target=context.run, args=(target,), name="skill-magics-run", daemon=True
-    )
-    worker.start()
-    try:
-        while not done.done():
-            await asyncio.wait({done}, timeout=poll)
-        return done.result()
-    except BaseException:
-        cancel.set()
-        worker.join()
-        raise
 
 
 def _shown_path(script_path: Any, skill_base_dir: Any) -> str:
@@ -870,7 +821,6 @@ def _signal_name(signum: int) -> str:
 __all__ = [
     "ScriptExecutor",
     "PreparedRun",
-    "await_in_thread",
     "BASE_ENV",
     "MIN_TIMEOUT",
     "MAX_TIMEOUT",

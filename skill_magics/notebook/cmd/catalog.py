@@ -8,6 +8,6 @@ HELP = "the <available_skills> block for a system prompt (skills-ref format)"
 
 
 def run(magics: Any, args: list[str]) -> Any:
-    from skill_magics.notebook.context_magics import catalog_command
+    from skill_magics.notebook.magics.context import catalog_command
 
     return catalog_command(magics, args)

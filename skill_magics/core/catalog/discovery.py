@@ -1,0 +1,305 @@
+"""Where skills live: configured directories, precedence, and lazy loading of each skill.
+
+Listing reads only each SKILL.md's frontmatter (progressive disclosure); a skill's body and
+scripts load when it is first used. The first directory wins a name clash; skipped skills and
+clashes are reported in ``warnings`` with the path and the reason.
+
+Example:
+    >>> catalog = SkillCatalog(["skills"])
+    >>> [m.name for m in catalog.list_skills()]
+    ['csv-profiler', 'text-tools']
+    >>> catalog.get_skill("csv-profiler").scripts
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.catalog.frontmatter import load_skill_metadata
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
+from skill_magics.core.models import ScriptMetadata, SkillMetadata
+
+ENV_VAR = "SKILL_MAGICS_PATH"
+DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
+MAX_SCAN_DEPTH = 5
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
+
+
+DirsArg = Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None
+
+
+def examples_dir() -> Path:
+    """The bundled example skills (csv-profiler, text-tools, unit-converter, demo-behaviours)."""
+    return Path(__file__).resolve().parents[2] / "examples" / "skills"
+
+
+def default_skill_dirs(env: dict[str, str] | None = None) -> list[Path]:
+    """``$SKILL_MAGICS_PATH`` entries, then ./skills, ./.agents/skills, ./.claude/skills, then ~."""
+    env = os.environ if env is None else env
+    dirs: list[Path] = []
+    for entry in (env.get(ENV_VAR) or "").split(os.pathsep):
+        if entry.strip():
+            dirs.append(Path(entry.strip()))
+    cwd = Path.cwd()
+    home = Path.home()
+    dirs.extend(cwd / sub for sub in DEFAULT_SUBDIRS)
+    dirs.extend(home / sub for sub in DEFAULT_SUBDIRS)
+    return dirs
+
+
+@dataclass
+class _Index:
+    skills: dict[str, SkillMetadata] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # dir name -> why it was skipped
+
+
+def _as_dirs(value: DirsArg) -> list[Path]:
+    if value is None:
+        return default_skill_dirs()
+    if isinstance(value, (str, os.PathLike)):
+        return [Path(value)]  # one directory, not its characters
+    return [Path(d) for d in value]
+
+
+class SkillCatalog:
+    """The skills found in ``skill_dirs`` (earlier wins a name clash), loaded lazily.
+
+    ``detector`` decides which files of a skill are scripts (SkillManager swaps it when
+    ``allowed_interpreters`` changes whether ``.ts`` files count). Thread-safe.
+    """
+
+    def __init__(
+        self, skill_dirs: DirsArg = None, *, detector: ScriptDetector | None = None
+    ) -> None:
+        self._lock = threading.RLock()
+        self._index: _Index | None = None
+        self._skills: dict[str, Skill] = {}
+        self._dirs = _dedupe([_absolute(d) for d in _as_dirs(skill_dirs)])
+        self._detector = detector or ScriptDetector()
+
+    @property
+    def detector(self) -> ScriptDetector:
+        return self._detector
+
+    @detector.setter
+    def detector(self, detector: ScriptDetector) -> None:
+        with self._lock:
+            self._detector = detector
+            self._skills = {}  # their cached script lists used the old detector
+
+    def __repr__(self) -> str:
+        return f"SkillCatalog(skill_dirs={[str(d) for d in self._dirs]!r})"
+
+    # -- directories -----------------------------------------------------------------------
+
+    @property
+    def skill_dirs(self) -> list[Path]:
+        """Directories searched, in precedence order (absolute; may not all exist).
+
+        Assign a new list to replace them all (None: the defaults); the next use rescans.
+        """
+        return list(self._dirs)
+
+    @skill_dirs.setter
+    def skill_dirs(self, dirs: DirsArg) -> None:
+        paths = _as_dirs(dirs)
+        with self._lock:
+            self._dirs = _dedupe([_absolute(p) for p in paths])
+            self._invalidate()
+
+    def add_dir(self, path: str | os.PathLike, *, first: bool = False) -> Path:
+        """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
+        new = _absolute(Path(path))
+        with self._lock:
+            dirs = [d for d in self._dirs if d != new]
+            dirs.insert(0, new) if first else dirs.append(new)
+            self._dirs = dirs
+            self._invalidate()
+        return new
+
+    def remove_dir(self, path: str | os.PathLike) -> bool:
+        """Stop searching a directory and rescan; False when it was not configured."""
+        gone = _absolute(Path(path))
+        with self._lock:
+            if gone not in self._dirs:
+                return False
+            self._dirs = [d for d in self._dirs if d != gone]
+            self._invalidate()
+        return True
+
+    def reload(self) -> None:
+        """Forget everything loaded and scan the directories again on next use."""
+        with self._lock:
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._index = None
+        self._skills = {}
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def list_skills(self) -> list[SkillMetadata]:
+        """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
+        index = self._ensure_index()
+        return [index.skills[name] for name in sorted(index.skills)]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Skipped skills, name clashes and spec warnings, each naming the path and reason."""
+        return list(self._ensure_index().warnings)
+
+    def get_skill(self, name: str) -> Skill:
+        """The skill called ``name`` (body and scripts load on first use, then cached)."""
+        index = self._ensure_index()
+        with self._lock:
+            skill = self._skills.get(name)
+            if skill is not None:
+                return skill
+            metadata = index.skills.get(name)
+            if metadata is None:
+                raise SkillNotFoundError(self._not_found_message(name, index))
+            skill = Skill(metadata, detector=self._detector)
+            self._skills[name] = skill
+            return skill
+
+    def _not_found_message(self, name: str, index: _Index) -> str:
+        if name in index.skipped:
+            return f"Skill {name!r} was skipped: {index.skipped[name]}"
+        close = difflib.get_close_matches(name, list(index.skills), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
+        where = ", ".join(str(d) for d in self._dirs) or "(no directories)"
+        return (
+            f"No skill named {name!r}{hint} List skills with manager.list_skills() or %skills; "
+            f"searched {where}: add a directory with add_dir(path) or ${ENV_VAR}"
+        )
+
+    def _ensure_index(self) -> _Index:
+        with self._lock:
+            if self._index is None:
+                self._index = self._scan()
+            return self._index
+
+    def _scan(self) -> _Index:
+        index = _Index()
+        owner: dict[str, Path] = {}  # skill name -> winning SKILL.md
+        seen_skills: set[tuple] = set()  # so overlapping dirs do not look like clashes
+        for root in self._dirs:
+            for skill_md, identity in _find_skill_files(root):
+                if identity in seen_skills:
+                    continue
+                seen_skills.add(identity)
+                try:
+                    metadata = load_skill_metadata(skill_md)
+                except (SkillMagicsError, OSError, UnicodeError) as exc:
+                    reason = _reason(exc)
+                    index.warnings.append(f"Skipped {skill_md}: {reason}")
+                    index.skipped.setdefault(skill_md.parent.name, f"{skill_md}: {reason}")
+                    continue
+                winner = owner.get(metadata.name)
+                if winner is not None:
+                    index.warnings.append(
+                        f"Skill {metadata.name!r} at {skill_md} is shadowed by {winner} "
+                        "(earlier in skill_dirs); rename one or remove a directory to use it"
+                    )
+                    continue
+                for warning in metadata.warnings:
+                    index.warnings.append(f"{skill_md}: {warning}")
+                owner[metadata.name] = skill_md
+                index.skills[metadata.name] = metadata
+        for name in index.skills:
+            index.skipped.pop(name, None)
+        return index
+
+    def resolve_script(
+        self, skill_name: str, script: str | os.PathLike[str]
+    ) -> tuple[Skill, ScriptMetadata]:
+        """(skill, script) for a skill name and a script stem, file name or relative path."""
+        skill = self.get_skill(skill_name)
+        return skill, skill.find_script(script)
+
+
+def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:
+    """(SKILL.md, identity) pairs under ``root`` (root itself may be a skill); depth-bounded.
+
+    The identity is the directory's (st_dev, st_ino): it detects symlink loops and the same
+    skill reached twice, at one stat per directory (realpath would lstat every component).
+    """
+    found: list[tuple[Path, tuple]] = []
+    visited: set[tuple[int, int]] = set()
+
+    def walk(path: str, depth: int) -> None:
+        try:
+            st = os.stat(path)
+            key = (st.st_dev, st.st_ino)
+            if key in visited:
+                return  # symlink loop or a directory reached twice
+            visited.add(key)
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return  # missing or unreadable: not an error for a search path
+        for entry in entries:
+            if entry.name in ("SKILL.md", "skill.md") and _is_file(entry):
+                found.append((Path(entry.path), key))
+                return  # a skill's own subdirectories are its scripts and data, not skills
+        if depth >= max_depth:
+            return
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                walk(entry.path, depth + 1)
+
+    walk(os.fspath(root), 0)
+    return found
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    seen: set[str] = set()
+    for p in paths:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot read it ({exc.strerror or exc})"
+    if isinstance(exc, UnicodeError):
+        return "it is not UTF-8 text"
+    return str(exc)
+
+
+__all__ = [
+    "SkillCatalog",
+    "default_skill_dirs",
+    "examples_dir",
+    "ENV_VAR",
+    "DEFAULT_SUBDIRS",
+]

@@ -1,0 +1,68 @@
+"""The one bridge from blocking work to a coroutine: ``await_in_thread``.
+
+A notebook cell on ipykernel >= 7.4 must *await* (so the kernel keeps dispatching widget
+messages and a Kernel > Interrupt arrives as a cancellation), while approval waits, file
+scans and the process loop block. Every async path (``ScriptExecutor.run_async``, the async
+tool call, ``build_skill_context_async``, the magics' await path) goes through this function.
+
+Example:
+    >>> cancel = threading.Event()
+    >>> result = await await_in_thread(lambda: executor.run(prepared, cancel=cancel), cancel)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+async def await_in_thread(
+    work: Callable[[], T], cancel: threading.Event, *, poll: float = 0.25
+) -> T:
+    """Run ``work()`` in a worker thread and await it in ``poll``-second slices.
+
+    The slices let a kernel interrupt (an asyncio cancellation on the await path) arrive.
+    On cancellation (or KeyboardInterrupt) ``cancel`` is set, so ``work`` must watch it and
+    stop its process group; the worker is joined before re-raising, so nothing it started
+    outlives the awaiting task. The worker runs in a copy of the caller's context (a
+    notebook's display() calls then still reach the calling cell).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    abandoned = threading.Event()  # the awaiting task is gone: nobody reads the outcome
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not done.done() and not abandoned.is_set():
+            setter(value)
+
+    def target() -> None:
+        try:
+            result = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            loop.call_soon_threadsafe(deliver, done.set_exception, exc)
+        else:
+            loop.call_soon_threadsafe(deliver, done.set_result, result)
+
+    context = contextvars.copy_context()
+    worker = threading.Thread(
+        target=context.run, args=(target,), name="skill-magics-run", daemon=True
+    )
+    worker.start()
+    try:
+        while not done.done():
+            await asyncio.wait({done}, timeout=poll)
+        return done.result()
+    except BaseException:
+        cancel.set()
+        worker.join()
+        abandoned.set()
+        raise
+
+
+__all__ = ["await_in_thread"]

@@ -1,0 +1,315 @@
+"""The approval gate: the one place that answers "may this run?".
+
+Every capability plans a run (plan.py), passes its request through this gate, then executes
+(executor.py). See docs/architecture.md for the pipeline. The gate owns:
+
+- asking: :meth:`ApprovalGate.decide` calls the approver (a person behind a panel, a
+  terminal prompt, configuration, an agent's policy) unless a "Yes in session" still covers
+  the request; :meth:`decide_each` does it for several skills at once with ONE question;
+- answers that come later (a click on a panel after the cell returned): :meth:`settle`;
+- staleness: an approval is for the files the request showed; when they changed before the
+  run starts, the run is refused (:meth:`check_current`);
+- session approvals bound to fingerprints (``store``), and whether one survives a run that
+  wrote files into the skill (:meth:`keep_session_approval`, the executor's ``on_run`` hook);
+- the audit of every decision: approved, declined, unavailable, interrupted, stale, lapsed;
+- the policy for runs a *model* asked for (:meth:`for_agent`): someone must approve.
+
+A decision comes back as a :class:`Verdict`; nothing here runs a process.
+
+Example:
+    >>> verdict = gate.decide(plan.request, lambda request: "yes_once")
+    >>> verdict.allowed
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from skill_magics.core import fingerprint
+from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
+from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.errors import (
+    ApprovalDeclined,
+    ApprovalPending,
+    ApprovalStale,
+    ApprovalUnavailable,
+    RunInterrupted,
+    SkillMagicsError,
+)
+from skill_magics.core.run.approval import (
+    Answer,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    code_approval_hash,
+    coerce_decision,
+    combine_requests,
+    decides_alone,
+)
+from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.status import AuditOutcome, RunStatus
+
+if TYPE_CHECKING:
+    from skill_magics.core.run.executor import PreparedRun
+
+SESSION = "session approval"  # who decided when a stored "Yes in session" covered the request
+BY_APPROVER = "approver"  # who decided when an approver returned a bare Decision
+
+NO_APPROVER_MESSAGE = (
+    "No approver is configured, so a script the model chose was not run: pass approver=... "
+    "to the tool call, tools or context (or set manager.approver), e.g. "
+    "approver=lambda request: 'yes_once' to let the agent run scripts unattended"
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's answer. ``status`` None: it may run; else why not (declined, unavailable,
+    pending, refused) with ``message`` saying what to do. ``pending`` is the open question
+    (``ApprovalPending.decision``) when ``status`` is PENDING."""
+
+    status: RunStatus | None = None
+    message: str = ""
+    decision: Decision | None = None
+    by: str = ""
+    pending: object | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.status is None
+
+    def raise_if_blocked(self) -> None:
+        """For callers that raise instead of returning a status (the Python API)."""
+        if self.status is None:
+            return
+        if self.status is RunStatus.DECLINED:
+            raise ApprovalDeclined(self.message)
+        if self.status is RunStatus.REFUSED:
+            raise ApprovalStale(self.message)
+        raise ApprovalUnavailable(self.message)
+
+
+ALLOWED = Verdict()
+
+
+class ApprovalGate:
+    """Decides whether runs may start; see the module docstring for what it owns.
+
+    ``audit`` returns the AuditLog (called on use: the manager creates it lazily).
+    """
+
+    def __init__(self, catalog: SkillCatalog, audit: Callable[[], AuditLog]) -> None:
+        self.catalog = catalog
+        self._audit = audit
+        self.store = ApprovalStore()
+
+    @property
+    def audit(self) -> AuditLog:
+        return self._audit()
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def decide(self, request: ApprovalRequest, approver: Approver | None) -> Verdict:
+        """Ask ``approver`` about ``request``; None means the Python caller decided (allowed,
+        nothing asked). A stored "Yes in session" at the request's fingerprints answers
+        without asking. Every outcome but a session approval is audited per script.
+
+        A RunInterrupted from the approver (interrupted while waiting) is audited and
+        re-raised: the cell ends there.
+        """
+        if approver is None:
+            return ALLOWED
+        if self.store.covers(request):
+            return Verdict(decision=Decision.YES_IN_SESSION, by=SESSION)
+        try:
+            answer = approver(request)
+        except ApprovalPending as exc:
+            # Not decided yet: the click that decides is settled (and audited) later.
+            return Verdict(RunStatus.PENDING, str(exc), pending=exc.decision)
+        except ApprovalUnavailable as exc:
+            self.audit_decision(
+                request, AuditOutcome.APPROVAL_UNAVAILABLE, f"ApprovalUnavailable: {exc}"
+            )
+            return Verdict(RunStatus.APPROVAL_UNAVAILABLE, str(exc))
+        except RunInterrupted as exc:
+            self.audit_decision(request, AuditOutcome.INTERRUPTED, str(exc))
+            raise
+        if isinstance(answer, Answer):
+            return self.settle(request, answer.decision, answer.by)
+        return self.settle(request, coerce_decision(answer), BY_APPROVER)
+
+    def decide_each(
+        self, requests: Sequence[ApprovalRequest], approver: Approver | None
+    ) -> list[Verdict]:
+        """One verdict per request, asking at most ONE question for all of them.
+
+        Skills already approved in session, or that the approver answers alone
+        (configuration, ``approver.decides_alone``), are decided one by one without anyone
+        being asked; the rest share one combined request. "Yes in session" then approves
+        each skill at its own fingerprint; a No declines them all.
+        """
+        verdicts: list[Verdict | None] = [None] * len(requests)
+        asked: list[int] = []
+        for i, request in enumerate(requests):
+            if self.store.covers(request) or decides_alone(approver, request):
+                verdicts[i] = self.decide(request, approver)
+            else:
+                asked.append(i)
+        if asked:
+            combined = self.decide(combine_requests([requests[i] for i in asked]), approver)
+            for i in asked:
+                # A Yes covers each skill only at the files its own request showed.
+                verdicts[i] = self.check_current(requests[i]) if combined.allowed else combined
+        return [v if v is not None else ALLOWED for v in verdicts]
+
+    def settle(self, request: ApprovalRequest, decision: Decision | str, by: str) -> Verdict:
+        """Apply a decision given now or later (a click after the cell returned): a Yes for
+        files that changed since the request is refused; "Yes in session" is remembered for
+        each skill at its fingerprint; everything is audited (a session approval excepted)."""
+        decision = coerce_decision(decision)
+        if decision is Decision.NO:
+            message = (
+                f"Running {describe(request)} was declined: nothing ran ({decision.label} by "
+                f"{by}). Run it again to be asked again"
+            )
+            self.audit_decision(request, AuditOutcome.DECLINED, f"ApprovalDeclined: {message}")
+            return Verdict(RunStatus.DECLINED, message, decision, by)
+        if not request.is_combined:  # decide_each checks the parts of a combined one
+            current = self.check_current(request)
+            if not current.allowed:
+                return current
+        if decision is Decision.YES_IN_SESSION:
+            for part in request.requests:  # each skill at its own fingerprint
+                self.store.approve(part.skill_name, part.content_hash)
+        if by != SESSION:
+            self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")
+        return Verdict(decision=decision, by=by)
+
+    # -- staleness ---------------------------------------------------------------------------
+
+    def is_current(self, request: ApprovalRequest) -> bool:
+        """Are the skills' files still the ones ``request`` showed?"""
+        for part in request.requests:
+            try:
+                now = self.catalog.get_skill(part.skill_name).content_hash()
+                if part.code is not None:
+                    now = code_approval_hash(now, part.code)
+                if now != part.content_hash:
+                    return False
+            except (SkillMagicsError, OSError):
+                return False
+        return True
+
+    def check_current(self, request: ApprovalRequest) -> Verdict:
+        """ALLOWED, or REFUSED (audited per script) when the files changed since ``request``
+        was made: the person decided on other code, so none of it runs on that decision."""
+        if self.is_current(request):
+            return ALLOWED
+        names = ", ".join(request.skill_names)
+        message = (
+            f"{names}: the skill's files changed after the approval was asked; nothing ran. "
+            "Run it again to review the new code"
+        )
+        self.audit_decision(request, AuditOutcome.REFUSED, f"ApprovalStale: {message}")
+        return Verdict(RunStatus.REFUSED, message)
+
+    # -- auditing ----------------------------------------------------------------------------
+
+    def audit_decision(self, request: ApprovalRequest, outcome: AuditOutcome, reason: str) -> None:
+        """One audit record per script (or the code) of every skill ``request`` covers."""
+        for part in request.requests:
+            if part.code is not None:
+                scripts, preview = [CODE_LABEL], code_preview(part.code)
+            else:
+                scripts = [s.path for s in part.scripts]
+                preview = arguments_preview(part.arguments, part.argv)
+            for script in scripts:
+                self.audit.event(part.skill_name, script, preview, outcome, reason=reason)
+
+    # -- policies ----------------------------------------------------------------------------
+
+    def for_agent(self, approver: Approver | None, default: Approver | None) -> Approver:
+        """The approver for a run a *model* asked for: ``approver``, else ``default`` (the
+        manager's), else one that refuses (audited as approval_unavailable).
+
+        Unlike ``execute_skill_script(approver=None)`` (the Python caller picked the script,
+        so nothing is asked), here the model picked it, so someone or something the caller
+        chose has to approve. A "Yes in session" already given still counts.
+        """
+        if approver is not None:
+            return approver
+        return default if default is not None else _refuse_unattended
+
+    # -- session approvals across a run ------------------------------------------------------
+
+    def keep_session_approval(self, prepared: PreparedRun) -> Callable[[], None] | None:
+        """The executor's ``on_run`` hook for a skill approved "in session".
+
+        Before the run: note the skill's files. After it: when the run changed only data
+        files (an output in its cwd), move the approval to the new fingerprint so they do not
+        lapse it; when it changed code (a script, a module it may import:
+        ``fingerprint.is_code``) revoke it and audit ``approval_lapsed``: the next run asks
+        again. A change made by another process during the run is attributed to the run.
+        """
+        name = prepared.skill_name
+        if not self.store.approvals().get(name):
+            return None  # nothing to keep: no fingerprint computed
+        try:
+            skill = self.catalog.get_skill(name)
+            before = fingerprint.skill_entries(skill.base_dir)
+        except (SkillMagicsError, OSError):
+            return None
+        before_hash = fingerprint.fingerprint_of(before)
+        if not self.store.is_approved(name, before_hash):
+            return None
+        skipped_before = fingerprint.skipped_entries(skill.base_dir)
+
+        def finish() -> None:
+            after = fingerprint.skill_entries(skill.base_dir)
+            changed = fingerprint.changed_entries(before, after)
+            changed += fingerprint.changed_entries(
+                skipped_before, fingerprint.skipped_entries(skill.base_dir)
+            )
+            code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
+            if not code:
+                self.store.rebase(name, before_hash, fingerprint.fingerprint_of(after))
+                return
+            shown = ", ".join(code[:5]) + (f" (+{len(code) - 5} more)" if len(code) > 5 else "")
+            # Revoke, not just leave it at the old hash: changes in venv/ or __pycache__/ do
+            # not move the fingerprint, so the old approval would still match.
+            self.store.revoke(name, before_hash)
+            reason = (
+                f"the run changed code in the skill ({shown}): the session approval lapsed; "
+                "the next run asks again"
+            )
+            self.audit.event(
+                name, prepared.script_rel, None, AuditOutcome.APPROVAL_LAPSED, reason=reason
+            )
+
+        return finish
+
+
+def describe(request: ApprovalRequest) -> str:
+    """``skill (scripts/a.py, scripts/b.py)`` for messages."""
+    paths = ", ".join(s.path for s in request.scripts) or "Python code"
+    return f"{request.skill_name} ({paths})"
+
+
+def _refuse_unattended(request: ApprovalRequest) -> Decision:
+    raise ApprovalUnavailable(
+        f"{NO_APPROVER_MESSAGE} (skill {request.skill_name!r}, "
+        f"{', '.join(s.path for s in request.scripts) or 'code'})"
+    )
+
+
+__all__ = [
+    "ALLOWED",
+    "ApprovalGate",
+    "NO_APPROVER_MESSAGE",
+    "SESSION",
+    "Verdict",
+    "describe",
+]

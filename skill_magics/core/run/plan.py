@@ -1,0 +1,337 @@
+"""Planning: resolve what would run and run every check, before anyone is asked.
+
+A plan is the first step of the pipeline (docs/architecture.md): the planner finds the
+skill and script, checks paths, interpreter, allowed-tools, arguments and the time limit
+(``ScriptExecutor.prepare``, which audits its own refusals), and builds the
+:class:`~skill_magics.core.run.approval.ApprovalRequest` that shows exactly the commands that
+will run. Nothing is asked here and nothing runs: the gate decides (gate.py), the executor
+runs (executor.py).
+
+Example:
+    >>> plan = planner.plan_script("csv-profiler", "profile", {"path": "data/sample.csv"})
+    >>> plan.request.scripts[0].command[-1]
+    '/.../csv-profiler/scripts/profile.py'
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
+from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.catalog.references import ScriptReference
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import (
+    AmbiguousScriptError,
+    InterpreterNotAllowedError,
+    PathSecurityError,
+    ScriptNotFoundError,
+    SkillMagicsError,
+)
+from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.run.approval import (
+    PREVIEW_MAX_BYTES,
+    ApprovalRequest,
+    ScriptToApprove,
+    code_approval_hash,
+)
+from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.status import RunStatus
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """Runs that passed every check, and the request the gate decides on.
+
+    ``runs`` line up with ``request.scripts`` (one script; a context's referenced scripts;
+    or one ``python -c`` command for code).
+    """
+
+    request: ApprovalRequest
+    runs: tuple[PreparedRun, ...]
+    arguments: Any = None
+    argv: tuple[str, ...] | None = None
+
+    @property
+    def prepared(self) -> PreparedRun:
+        """The run of a one-script plan."""
+        return self.runs[0]
+
+    @property
+    def skill_name(self) -> str:
+        return self.request.skill_name
+
+    @property
+    def script(self) -> str:
+        """The (first) script's path relative to the skill, posix."""
+        return self.runs[0].script_rel.as_posix()
+
+
+@dataclass
+class ReferencePlan:
+    """The scripts a skill's SKILL.md references, checked: ``plan`` for those that may run
+    (None when none can), ``problems`` (path -> (status, message)) for the rest, ``refs``
+    in reference order."""
+
+    skill: Skill
+    refs: list[ScriptReference]
+    problems: dict[str, tuple[RunStatus, str]] = field(default_factory=dict)
+    plan: PlannedRun | None = None
+    paths: list[str] = field(default_factory=list)  # ref paths of plan.runs, in order
+
+
+class Planner:
+    """Builds plans; ``executor`` and ``audit`` are called on use (both are lazy)."""
+
+    def __init__(
+        self,
+        catalog: SkillCatalog,
+        executor: Callable[[], ScriptExecutor],
+        audit: Callable[[], AuditLog],
+    ) -> None:
+        self.catalog = catalog
+        self._executor = executor
+        self._audit = audit
+
+    # -- one script --------------------------------------------------------------------------
+
+    def plan_script(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        arguments: Any = None,
+        *,
+        argv: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> PlannedRun:
+        """Check one run of ``script`` and build its request; raises (audited) on a refusal."""
+        meta, prepared = self.check_script(skill_name, script, arguments, argv, timeout)
+        request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
+        argv_t = None if argv is None else prepared.argv
+        return PlannedRun(request, (prepared,), arguments, argv_t)
+
+    def check_script(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        arguments: Any,
+        argv: Sequence[str] | None,
+        timeout: float | None,
+    ) -> tuple[ScriptMetadata, PreparedRun]:
+        """Resolve and check a run (refusals audited): (script, its checked run)."""
+        started = time.monotonic()
+        try:
+            skill, meta = self.catalog.resolve_script(skill_name, script)
+            # SKILL.md may have been edited since listing (e.g. Bash dropped from
+            # allowed-tools): check against what it says now, not what it said then.
+            metadata = skill.current_metadata()
+        except SkillMagicsError as exc:
+            error = self._explain_missing(skill_name, script, exc)
+            # Never reached the executor, so audit the refusal here.
+            self._audit().refused(
+                skill_name,
+                os.fspath(script),
+                arguments_preview(arguments, argv),
+                error,
+                duration_ms=(time.monotonic() - started) * 1000,
+            )
+            if error is exc:
+                raise
+            raise error from None
+        prepared = self._executor().prepare(  # audits its own refusals
+            meta.path,  # relative: resolved against the skill dir, and audited as given
+            arguments,  # None: the executor sends {} (or nothing in argv mode)
+            skill.base_dir,
+            metadata,
+            argv=argv,  # unchanged: the executor validates it (and audits a bad one)
+            timeout=timeout,
+        )
+        return meta, prepared
+
+    def _explain_missing(
+        self, skill_name: str, script: str | os.PathLike[str], exc: SkillMagicsError
+    ) -> SkillMagicsError:
+        # A .ts file is not listed while tsx is not allowed: say that, not "no script".
+        if not isinstance(exc, ScriptNotFoundError) or self.catalog.detector.allow_typescript:
+            return exc
+        skill = self.catalog.get_skill(skill_name)
+        with_ts = Skill(skill.metadata, detector=ScriptDetector(allow_typescript=True))
+        try:
+            found = with_ts.find_script(script)
+        except SkillMagicsError:
+            return exc
+        if found.script_type != "typescript":
+            return exc
+        return InterpreterNotAllowedError(
+            f"Interpreter 'tsx' is not allowed for {found.path.as_posix()} in skill "
+            f"{skill_name!r}: add 'tsx' to allowed_interpreters to run it"
+        )
+
+    # -- code in a skill's venv (%%skillpy) --------------------------------------------------
+
+    def plan_code(
+        self, skill: Skill, python: Path, code: str, *, timeout: float | None = None
+    ) -> PlannedRun:
+        """``python -c code`` with the skill folder as cwd; raises (audited) on a refusal.
+
+        "Yes in session" for code approves this exact code again, never other code or the
+        skill's scripts: the request's fingerprint covers the code as well.
+        """
+        prepared = self._executor().prepare_command(
+            [str(python), "-c", code],
+            skill_base_dir=skill.base_dir,
+            skill_metadata=skill.metadata,
+            label=CODE_LABEL,
+            timeout=timeout,
+            arguments_preview=code_preview(code),
+        )
+        request = self.request(skill.name, [], None, code=code)
+        digest = code_approval_hash(request.content_hash, code)
+        return PlannedRun(replace(request, content_hash=digest), (prepared,))
+
+    # -- a skill's referenced scripts (%skill_context) ---------------------------------------
+
+    def plan_references(
+        self,
+        skill: Skill,
+        refs: Sequence[ScriptReference],
+        arguments: Any,
+        argv_for: Callable[[str], Any],
+        *,
+        same_argv: bool = True,
+    ) -> ReferencePlan:
+        """Check every reference (refusals audited) and build ONE request for those that may
+        run, each with its own command (``argv_for(path)`` gives a script's argv).
+        ``same_argv``: every script gets the same argv, shown once in the request."""
+        name = skill.name
+        out = ReferencePlan(skill, list(refs))
+        metas: list[ScriptMetadata] = []
+        runs: list[PreparedRun] = []
+        for ref in refs:
+            if ref.error is not None:
+                out.problems[ref.path] = (RunStatus.ERROR, ref.error)
+                if not ref.inside:
+                    # SKILL.md points a run outside the skill: worth a record, like any refusal.
+                    self._audit().refused(
+                        name,
+                        ref.path,
+                        arguments_preview(arguments, argv_for(ref.path)),
+                        PathSecurityError(ref.error),
+                    )
+                continue
+            try:
+                skill.find_script(ref.path)  # a missing reference is an error, not a refusal
+                meta, run = self.check_script(name, ref.path, arguments, argv_for(ref.path), None)
+            except (ScriptNotFoundError, AmbiguousScriptError) as exc:
+                out.problems[ref.path] = (RunStatus.ERROR, str(exc))
+                continue
+            except SkillMagicsError as exc:  # safety checks (already audited)
+                out.problems[ref.path] = (RunStatus.REFUSED, str(exc))
+                continue
+            metas.append(meta)
+            runs.append(run)
+            out.paths.append(ref.path)
+        if runs:
+            shown = runs[0].argv if same_argv else ()
+            request = self.request(name, metas, arguments, shown, prepared=runs)
+            out.plan = PlannedRun(request, tuple(runs), arguments)
+        return out
+
+    # -- the request -------------------------------------------------------------------------
+
+    def request(
+        self,
+        skill_name: str,
+        scripts: Sequence[ScriptMetadata],
+        arguments: Any = None,
+        argv: Sequence[str] = (),
+        code: str | None = None,
+        *,
+        prepared: Sequence[PreparedRun | None] | None = None,
+    ) -> ApprovalRequest:
+        """What a person is asked to approve: scripts with their text and the exact command
+        (program path, flags, script, argv), arguments, and the skill's fingerprint.
+
+        ``prepared`` (aligned with ``scripts``) gives each script's checked run, so the
+        command shown is the one that will run, with that script's own argv. Without it the
+        command is worked out here with ``argv`` (nothing is audited; checks happen later).
+        """
+        skill = self.catalog.get_skill(skill_name)
+        # The executor's rules (a lone string is refused, not split into characters), so the
+        # request shows exactly the argv that will run.
+        argv_t = normalize_argv(() if argv is None else argv)
+        items = []
+        for i, s in enumerate(scripts):
+            run = prepared[i] if prepared is not None and i < len(prepared) else None
+            command = run.command if run is not None else self._command_for(skill, s, argv_t)
+            preview, lines, size = _preview(skill.base_dir / s.path)
+            items.append(
+                ScriptToApprove(
+                    path=s.path.as_posix(),
+                    interpreter=s.interpreter,
+                    preview=preview,
+                    command=tuple(command),
+                    program_realpath=_realpath_if_different(command[0]) if command else "",
+                    lines=lines,
+                    size=size,
+                )
+            )
+        return ApprovalRequest(
+            skill_name=skill_name,
+            scripts=tuple(items),
+            arguments=arguments,
+            argv=argv_t,
+            content_hash=skill.content_hash(),
+            code=code,
+            request_id=uuid.uuid4().hex,
+        )
+
+    def _command_for(
+        self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        try:
+            return self._executor().command_for(skill.base_dir / script.path, skill.base_dir) + argv
+        except (SkillMagicsError, OSError, ValueError):
+            return ()  # it would be refused anyway; the refusal is audited when it is tried
+
+
+def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]:
+    """(text of the file up to ``limit`` bytes, its total line count, its size in bytes).
+
+    The person approving sees the real size of what is hidden beyond the preview.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(limit)
+            lines = head.count(b"\n")
+            size = len(head)
+            last = head
+            while chunk := fh.read(1 << 20):  # count the rest without keeping it
+                lines += chunk.count(b"\n")
+                size += len(chunk)
+                last = chunk
+    except OSError as exc:
+        return f"<cannot read: {exc.strerror or exc}>", 0, 0
+    if last and not last.endswith(b"\n"):
+        lines += 1  # a last line without a newline is still a line
+    if size > len(head):
+        # Do not end inside a multibyte character or a CRLF pair.
+        head = head[: head.rfind(b"\n") + 1] or head
+    text = head.decode("utf-8", "replace").replace("\r\n", "\n")
+    return text, lines, size
+
+
+def _realpath_if_different(program: str) -> str:
+    real = os.path.realpath(program)
+    return real if real != program else ""
+
+
+__all__ = ["Planner", "PlannedRun", "ReferencePlan"]

@@ -1,0 +1,70 @@
+"""Session approvals: skill name -> the fingerprint approved with "Yes in session".
+
+Only the gate (gate.py) writes here; ``%skills approvals`` and ``%skills revoke`` read and
+forget entries.
+
+Example:
+    >>> store = ApprovalStore()
+    >>> store.approve("csv-profiler", "ab12...")
+    >>> store.is_approved("csv-profiler", "ab12...")
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+
+from skill_magics.core.run.approval import ApprovalRequest
+
+
+class ApprovalStore:
+    """Session approvals: skill name -> content hash approved with Yes in session. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._approved: dict[str, str] = {}
+
+    def is_approved(self, skill_name: str, content_hash: str) -> bool:
+        with self._lock:
+            return self._approved.get(skill_name) == content_hash
+
+    def covers(self, request: ApprovalRequest) -> bool:
+        """Is every skill of ``request`` approved in session at the fingerprint it carries?"""
+        with self._lock:
+            return all(
+                self._approved.get(part.skill_name) == part.content_hash
+                for part in request.requests
+            )
+
+    def approve(self, skill_name: str, content_hash: str) -> None:
+        with self._lock:
+            self._approved[skill_name] = content_hash
+
+    def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
+        """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
+        ``old_hash`` (atomically); True when it moved. For files the approved run wrote."""
+        with self._lock:
+            if self._approved.get(skill_name) != old_hash:
+                return False
+            self._approved[skill_name] = new_hash
+            return True
+
+    def revoke(self, skill_name: str, content_hash: str | None = None) -> bool:
+        """Forget a session approval; True when there was one. With ``content_hash``, only
+        while the approval is still for that hash (atomically: a newer one stays)."""
+        with self._lock:
+            if content_hash is not None and self._approved.get(skill_name) != content_hash:
+                return False
+            return self._approved.pop(skill_name, None) is not None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._approved.clear()
+
+    def approvals(self) -> dict[str, str]:
+        """A copy of skill name -> approved content hash."""
+        with self._lock:
+            return dict(self._approved)
+
+
+__all__ = ["ApprovalStore"]

@@ -1,0 +1,82 @@
+"""How a run ended, and what an audit record says happened: two closed sets of names.
+
+Both are ``str`` enums, so ``RunStatus.DECLINED == "declined"`` and JSON, logs and saved
+notebooks carry the plain value. ``str(member)`` and f-strings give the value too.
+
+Example:
+    >>> RunStatus("approval_unavailable") is RunStatus.APPROVAL_UNAVAILABLE
+    True
+    >>> f"{AuditOutcome.APPROVED}"
+    'approved'
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class _Name(str, enum.Enum):
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __repr__(self) -> str:
+        # Shown inside tuples, lists and records exactly as the plain string always was.
+        return repr(str(self.value))
+
+
+class RunStatus(_Name):
+    """The state of one run, as results, the context's ``status`` attribute and views show it."""
+
+    COMPLETED = "completed"  # exit code 0
+    FAILED = "failed"  # non-zero exit code
+    TIMEOUT = "timeout"  # killed at the time limit
+    SIGNALED = "signaled"  # killed by a signal
+    INTERRUPTED = "interrupted"  # Stop, Kernel > Interrupt or cancel: the group was killed
+    DECLINED = "declined"  # the person said No
+    APPROVAL_UNAVAILABLE = "approval_unavailable"  # nobody could be asked
+    REFUSED = "refused"  # a safety check said no (or the files changed after approval)
+    PENDING = "pending"  # waiting for a click that may come after the cell returned
+    RUNNING = "running"
+    ERROR = "error"  # the script a context references is missing or escapes the skill
+    SKIPPED = "skipped"  # a context built with run_scripts=False
+
+    @property
+    def final(self) -> bool:
+        """True once nothing about the run will change."""
+        return self not in (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+class AuditOutcome(_Name):
+    """What one audit record says happened."""
+
+    APPROVED = "approved"  # a person or an explicit setting said yes; the run follows
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    SIGNALED = "signaled"
+    REFUSED = "refused"
+    DECLINED = "declined"
+    APPROVAL_UNAVAILABLE = "approval_unavailable"
+    INTERRUPTED = "interrupted"
+    APPROVAL_LAPSED = "approval_lapsed"  # a run changed the skill's code: ask again next time
+
+    @property
+    def notable(self) -> bool:
+        """Outcomes someone should notice in a log (logged as warnings)."""
+        return self in _NOTABLE
+
+
+_NOTABLE = frozenset(
+    {
+        AuditOutcome.REFUSED,
+        AuditOutcome.DECLINED,
+        AuditOutcome.APPROVAL_UNAVAILABLE,
+        AuditOutcome.TIMEOUT,
+        AuditOutcome.INTERRUPTED,
+    }
+)
+
+__all__ = ["RunStatus", "AuditOutcome"]

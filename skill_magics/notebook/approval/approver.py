@@ -1,0 +1,206 @@
+"""The one notebook approver: asks a person the way this kernel can deliver the answer.
+
+Every magic (``%%skillrun``, ``%skill_context``, ``%%skillpy``) passes a
+:class:`NotebookApprover` to core's gate (``core/run/gate.py``); the gate decides, audits and
+remembers "Yes in session". This module only *asks*:
+
+- configuration first: ``require_approval = False`` or ``auto_approve`` answer alone;
+- then by the wait strategy (``waiting.choose``, the one place it is chosen): headless and
+  no-frontend runs are unavailable, a terminal gets an ``input()`` prompt, a notebook gets the
+  panel (panel.py) and waits for a click by awaiting, on a thread, or by pumping;
+- a cell that cannot wait (or stopped waiting) leaves the question open when the caller takes
+  a pending answer (``pending_ok``: %%skillrun returns a pending result a later click fills),
+  else the approval is unavailable.
+
+Example:
+    >>> approver = NotebookApprover(skill_magics, pending_ok=True)
+    >>> verdict = manager.gate.decide(plan.request, approver)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from IPython.display import display
+
+from skill_magics.core.errors import ApprovalPending, ApprovalUnavailable, RunInterrupted
+from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
+from skill_magics.notebook.approval import waiting
+from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
+from skill_magics.notebook.approval.waiting import Strategy
+
+WAIT_INTERRUPTED = "the cell was interrupted while waiting for approval; nothing ran"
+PROMPT_INTERRUPTED = "interrupted at the approval prompt; nothing ran"
+MAX_PANELS = 50  # panels kept for inspection (tests, %skills history); older ones dropped
+
+
+class ApprovalSettings(Protocol):
+    """What the approver reads from the magics' configuration (SkillMagics has it all)."""
+
+    shell: Any
+    require_approval: bool
+    auto_approve: str | Sequence[str]
+    approval_ui: str
+    approval_timeout: float
+    panels: list[Any]  # every panel shown, oldest first
+
+
+class NotebookApprover:
+    """An approver (``request -> Answer``) for notebook and terminal IPython.
+
+    ``in_worker``: the gate runs in a worker thread while the cell awaits (the await path),
+    so a click arrives on the kernel's loop. ``cancel`` set (the awaiting cell was
+    interrupted) stops the wait. ``pending_ok``: when the cell cannot wait, or stopped
+    waiting, raise :class:`ApprovalPending` with the live panel instead of giving up.
+    """
+
+    def __init__(
+        self,
+        settings: ApprovalSettings,
+        *,
+        in_worker: bool = False,
+        cancel: threading.Event | None = None,
+        pending_ok: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.in_worker = in_worker
+        self.cancel = cancel
+        self.pending_ok = pending_ok
+        self.strategy = waiting.choose(
+            settings.shell, in_coroutine=in_worker, mode=settings.approval_ui
+        )
+
+    # -- configuration -----------------------------------------------------------------------
+
+    def decides_alone(self, request: ApprovalRequest) -> bool:
+        """True when configuration answers ``request`` (nobody would be asked)."""
+        return self._preapproved(request) is not None
+
+    def _preapproved(self, request: ApprovalRequest) -> str | None:
+        """Who pre-approved every skill of ``request`` (for the audit), or None."""
+        if not self.settings.require_approval:
+            return "config SkillMagics.require_approval=False"
+        found: list[str] = []
+        for part in request.requests:
+            by = preapproved_by(part.skill_name, self.settings.auto_approve)
+            if by is None:
+                return None
+            found.append(by)
+        return "auto_approve by " + " and ".join(dict.fromkeys(found))
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def __call__(self, request: ApprovalRequest) -> Answer:
+        by = self._preapproved(request)
+        if by is not None:
+            return Answer(Decision.YES_ONCE, by)
+        names, strategy = request.skill_names, self.strategy
+        if strategy is Strategy.HEADLESS:
+            why = "nobody can click in this headless run (allow_stdin is false)"
+            raise ApprovalUnavailable(unavailable_message(names, why))
+        if strategy is Strategy.UNAVAILABLE:
+            why = "there is no frontend for buttons and stdin is not a terminal"
+            raise ApprovalUnavailable(unavailable_message(names, why))
+        if strategy is Strategy.TERMINAL:
+            return self._ask_terminal(request)
+        if strategy is Strategy.NONBLOCKING and not self.pending_ok:
+            if self.settings.approval_ui == "nonblocking":
+                why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
+            else:
+                why = "this kernel cannot deliver a click to a waiting cell"
+            raise ApprovalUnavailable(unavailable_message(names, why))
+        panel = self.show_panel(request)
+        if strategy is Strategy.NONBLOCKING:
+            raise ApprovalPending("Waiting for a click on the approval panel", panel)
+        try:
+            self._wait(panel)
+        except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
+            raise self._interrupted(panel) from None
+        if panel.decision is None:
+            if self.cancel is not None and self.cancel.is_set():
+                raise self._interrupted(panel)
+            return self._no_click(request, panel)
+        return Answer(panel.decision, panel.decided_by or "button")
+
+    def show_panel(self, request: ApprovalRequest) -> Any:
+        """Display Yes once / Yes in session / No for ``request`` (kept in ``panels``)."""
+        from skill_magics.notebook.approval.panel import ApprovalPanel
+
+        panel = ApprovalPanel(request)
+        panels = self.settings.panels
+        panels.append(panel)
+        del panels[:-MAX_PANELS]
+        handle = display(panel, display_id=True)
+        if handle is not None:
+            # Re-render once decided, so the saved notebook's fallback says what was decided.
+            panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
+        return panel
+
+    def _wait(self, panel: Any) -> None:
+        shell, timeout = self.settings.shell, self.settings.approval_timeout
+        if self.strategy is Strategy.PUMP:
+            waiting.wait_pumping(shell, panel.event, timeout)
+        elif self.strategy is Strategy.THREAD:
+            waiting.wait_for_click(shell, panel.event, timeout, stop=self.cancel)
+        else:  # AWAIT: the gate runs in a worker thread, the kernel's loop delivers the click
+            waiting.wait_event(panel.event, timeout, stop=self.cancel)
+
+    def _no_click(self, request: ApprovalRequest, panel: Any) -> Answer:
+        """The wait ended without a decision: leave it open, or give up (unavailable)."""
+        if self.pending_ok:
+            raise ApprovalPending("Waiting for a click on the approval panel", panel)
+        panel.close()
+        names = request.skill_names
+        if waiting.no_click_can_arrive(self.settings.shell):
+            why = (
+                "no click can reach this waiting cell: ipykernel 7.0-7.3 delivers it only "
+                "through a frontend subshell, and none was opened (upgrade to ipykernel >= 7.4, "
+                "or pre-approve with auto_approve)"
+            )
+            raise ApprovalUnavailable(unavailable_message(names, why))
+        raise ApprovalUnavailable(
+            f"No decision within {self.settings.approval_timeout:g} s for "
+            f"{request.skill_name}: nothing ran. Run the cell again, or raise "
+            "SkillMagics.approval_timeout"
+        )
+
+    @staticmethod
+    def _interrupted(panel: Any) -> RunInterrupted:
+        """Disable the buttons (a later click must not look like it ran something)."""
+        panel.withdraw(WAIT_INTERRUPTED)
+        return RunInterrupted(WAIT_INTERRUPTED)
+
+    @staticmethod
+    def _ask_terminal(request: ApprovalRequest) -> Answer:
+        from skill_magics.notebook.approval.panel import summary_text
+
+        try:
+            answer = waiting.ask_terminal(
+                summary_text(request), full=summary_text(request, full=True)
+            )
+        except KeyboardInterrupt:  # Ctrl-C at the prompt: nothing runs
+            raise RunInterrupted(PROMPT_INTERRUPTED) from None
+        except EOFError:  # Ctrl-D: the person ended the question
+            return Answer(Decision.NO, "terminal input() (end of input)")
+        except OSError:
+            raise ApprovalUnavailable(
+                unavailable_message(request.skill_names, "stdin is closed")
+            ) from None
+        return Answer(coerce_decision(answer), "terminal input()")
+
+
+def _update_quietly(handle: Any, obj: Any) -> None:
+    try:
+        handle.update(obj)
+    except Exception:  # noqa: BLE001 - a display refresh must never block a decision
+        pass
+
+
+__all__ = [
+    "ApprovalSettings",
+    "NotebookApprover",
+    "WAIT_INTERRUPTED",
+    "PROMPT_INTERRUPTED",
+]

@@ -1,0 +1,242 @@
+"""``%skill_context`` and ``%skills catalog``: prompt context in a notebook.
+
+Thin on purpose: core builds the XML and runs the referenced scripts through its pipeline
+(core/context.py: plan -> gate -> execute); this module parses the line, hands core the
+notebook approver (approval/approver.py) and displays the result.
+
+    ctx = %skill_context csv-profiler --args '{"csv": "a,b\\n1,2\\n"}'
+    client.messages.create(..., system=ctx)          # ctx is a str
+
+On ipykernel >= 7.4 a click reaches the kernel only while the cell awaits: rewrite.py turns
+top-level ``[x =] %skill_context ...`` lines into ``await ...``; core then runs in a worker
+thread that waits for the panel's decision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import shlex
+import threading
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.run.approval import Approver
+from skill_magics.notebook.magics.skills import SkillMagics
+
+if TYPE_CHECKING:
+    from skill_magics.core.manager import SkillManager
+
+MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
+MAX_COPY_CHARS = 2_000_000  # beyond this the copy button is left out (use the variable)
+
+
+# -- the value ---------------------------------------------------------------------------
+
+
+class SkillContextText(str):
+    """The envelope (or catalog) as a plain ``str`` that displays as highlighted XML.
+
+    Use it anywhere a str goes (f-strings, ``system=``, ``messages``). ``.chars`` and
+    ``.approx_tokens`` (characters / 4: an estimate, not a tokenizer count) describe its size.
+    """
+
+    @property
+    def chars(self) -> int:
+        return len(self)
+
+    @property
+    def approx_tokens(self) -> int:
+        return (len(self) + 3) // 4
+
+    def size_line(self) -> str:
+        return (
+            f"{self.chars:,} characters, ~{self.approx_tokens:,} tokens (estimate: characters / 4)"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"{str(self)}\n-- {self.size_line()}")
+
+    def _repr_html_(self) -> str:
+        return context_html(str(self), self.size_line())
+
+
+def context_html(text: str, size_line: str) -> str:
+    """Highlighted XML, size, and a copy-to-clipboard button (works in trusted outputs)."""
+    shown = text[:MAX_VIEW_CHARS]
+    more = len(text) - len(shown)
+    view = highlight_xml(shown)
+    if more:
+        view += html.escape(f"\n… {more:,} more characters (the value holds everything)")
+    button = textarea = ""
+    if len(text) <= MAX_COPY_CHARS:
+        # The full text sits in a hidden textarea; the button copies it (fallback: select it).
+        button = (
+            "<button type='button' class='skill-magics-copy' style='margin-left:1em' "
+            "onclick=\"const t=this.closest('.skill-magics-context').querySelector('textarea');"
+            "navigator.clipboard.writeText(t.value).then(()=>{this.textContent='Copied'},"
+            "()=>{t.style.display='block';t.select();this.textContent='Press Ctrl+C'})\">"
+            "Copy</button>"
+        )
+        textarea = (
+            "<textarea readonly style='display:none;width:100%;height:8em'>"
+            f"{html.escape(text)}</textarea>"
+        )
+    return (
+        "<div class='skill-magics-context'>"
+        "<div style='font-size:90%;color:#555;margin-bottom:4px'>"
+        f"{html.escape(size_line)}{button}</div>{textarea}"
+        "<pre style='max-height:32em;overflow:auto;white-space:pre-wrap;margin:0'>"
+        f"{view}</pre></div>"
+    )
+
+
+_TAG_RE = re.compile(r"(&lt;/?)([\w:-]+)((?:\s+[\w:-]+=&quot;.*?&quot;)*)(\s*/?&gt;)")
+_ATTR_RE = re.compile(r"([\w:-]+)=(&quot;.*?&quot;)")
+
+
+def highlight_xml(text: str) -> str:
+    """Escaped XML with tag names, attributes and values in colour (no dependencies)."""
+    escaped = html.escape(text, quote=True)
+
+    def attrs(value: str) -> str:
+        return _ATTR_RE.sub(
+            r"<span style='color:#7d4e00'>\1</span>=<span style='color:#a31515'>\2</span>", value
+        )
+
+    def tag(m: re.Match[str]) -> str:
+        return (
+            f"<span style='color:#0000c0'>{m.group(1)}<b>{m.group(2)}</b></span>"
+            f"{attrs(m.group(3))}<span style='color:#0000c0'>{m.group(4)}</span>"
+        )
+
+    return _TAG_RE.sub(tag, escaped)
+
+
+# -- the magics --------------------------------------------------------------------------
+
+
+@magics_class
+class ContextMagics(Magics):
+    """%skill_context, sharing SkillMagics' manager, approvals and config (``settings``)."""
+
+    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+        super().__init__(shell=shell)
+        self.settings = settings
+
+    @property
+    def manager(self) -> SkillManager:
+        return self.settings.manager
+
+    # %skill_context ------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("names", nargs="+", help="one or more skill names")
+    @argument("--no-run", action="store_true", help="do not run the referenced scripts")
+    @argument(
+        "--args",
+        default=None,
+        help="JSON sent to every referenced script on stdin, or a variable name holding it",
+    )
+    @argument(
+        "--refs",
+        choices=("list", "content", "none"),
+        default="list",
+        help="reference files: list them (default), include their content, or leave them out",
+    )
+    @argument("-o", "--out", default=None, help="also store the text in this variable")
+    @no_var_expand
+    @line_magic
+    def skill_context(self, line: str = "") -> SkillContextText | None:
+        """Build the <skill_context> prompt envelope: %skill_context NAME [NAME...] [options]
+
+        Runs the scripts SKILL.md references (after one approval), and returns a str you can
+        pass to a model. --no-run lists them without running; --args JSON feeds them stdin.
+        """
+        from skill_magics.core.context import build_skill_context
+
+        opts = self._context_opts(line)
+        names, options = self._build_args(opts, self.settings.approver())
+        text = build_skill_context(self.manager, names, **options)
+        return self._store(opts.out, SkillContextText(text))
+
+    async def skill_context_async(self, line: str) -> SkillContextText | None:
+        """The await path: core in a worker thread, the cell awaiting (clicks get through).
+
+        A kernel interrupt cancels the await: the approval wait ends, a running script's
+        process group is killed and no further script starts, then the interrupt propagates.
+        """
+        from skill_magics.core.context import build_skill_context_async
+
+        opts = self._context_opts(line)
+        cancel = threading.Event()
+        approver = self.settings.approver(in_worker=True, cancel=cancel)
+        names, options = self._build_args(opts, approver)
+        text = await build_skill_context_async(self.manager, names, cancel=cancel, **options)
+        return self._store(opts.out, SkillContextText(text))
+
+    def _context_opts(self, line: str) -> argparse.Namespace:
+        try:
+            opts = self.skill_context.parser.parse_args(shlex.split(line))
+        except ValueError as exc:  # unbalanced quotes
+            raise UsageError(
+                f"Cannot parse the %skill_context line: {exc}; check the quotes"
+            ) from None
+        opts.arguments = self._arguments(opts.args)
+        return opts
+
+    def _arguments(self, raw: str | None) -> Any:
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if raw.isidentifier() and raw in self.shell.user_ns:
+                return self.shell.user_ns[raw]
+            raise UsageError(
+                f"--args is not valid JSON ({exc.msg} at column {exc.colno}) nor a variable: "
+                'quote it, e.g. --args \'{"csv": "a,b"}\''
+            ) from None
+
+    @staticmethod
+    def _build_args(
+        opts: argparse.Namespace, approver: Approver
+    ) -> tuple[str | list[str], dict[str, Any]]:
+        """(names, keyword arguments) for core's build_skill_context."""
+        names = opts.names[0] if len(opts.names) == 1 else opts.names
+        options = dict(
+            run_scripts=not opts.no_run,
+            arguments=opts.arguments,
+            include_references=opts.refs,
+            approver=approver,
+        )
+        return names, options
+
+    def _store(self, out: str | None, value: Any) -> Any:
+        if out:
+            self.shell.user_ns[out] = value
+        return value
+
+
+def catalog_command(magics: SkillMagics, args: list[str]) -> SkillContextText:
+    """``%skills catalog [NAME...]``: the <available_skills> block (skills-ref format)."""
+    from skill_magics.core.context import skills_catalog
+
+    try:
+        return SkillContextText(skills_catalog(magics.manager, args or None))
+    except SkillMagicsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+__all__ = [
+    "SkillContextText",
+    "ContextMagics",
+    "catalog_command",
+    "context_html",
+    "highlight_xml",
+]

@@ -1,0 +1,116 @@
+"""``%%skillpy SKILL``: run the cell as Python inside the skill's own venv.
+
+Core plans the ``python -c`` run, the gate decides (the request carries the code), the
+executor runs it (core/skillpy.py). This module parses the line and shows the result.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from skill_magics.notebook.magics.skills import SkillMagics
+
+if TYPE_CHECKING:
+    from skill_magics.core.manager import SkillManager
+
+
+class SkillPyResult(dict):
+    """The seed-004 dict (``skill_name``, ``stdout``, ``stderr``, ``returncode``,
+    ``timed_out``, ``error``) with a readable display."""
+
+    def summary(self) -> str:
+        if "returncode" not in self:
+            name = self.get("skill_name", "")
+            head = f"%%skillpy {name}" if name else "%%skillpy"
+            return f"{head}: {self.get('error', '')}".strip()
+        state = "timed out" if self.get("timed_out") else f"exit code {self['returncode']}"
+        return f"%%skillpy {self['skill_name']}: {state}"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        parts = [self.summary()]
+        if self.get("stdout"):
+            parts.append(self["stdout"].rstrip("\n"))
+        if self.get("stderr"):
+            parts.append("-- stderr --\n" + self["stderr"].rstrip("\n"))
+        if "error" in self and "returncode" in self:
+            parts.append(f"error: {self['error']}")
+        printer.text("\n".join(parts))
+
+    def _repr_html_(self) -> str:
+        pre = "<pre style='margin:0;white-space:pre-wrap;max-height:24em;overflow:auto'>"
+        out = [f"<div><b>{html.escape(self.summary())}</b></div>"]
+        if self.get("stdout"):
+            out.append(f"{pre}{html.escape(self['stdout'])}</pre>")
+        if self.get("stderr"):
+            out.append(
+                f"<div style='color:#a31515'>stderr</div>{pre}{html.escape(self['stderr'])}</pre>"
+            )
+        if "error" in self and "returncode" in self:
+            out.append(f"<div style='color:#a31515'>{html.escape(self['error'])}</div>")
+        return "<div class='skill-magics-skillpy'>" + "".join(out) + "</div>"
+
+
+@magics_class
+class SkillPyMagics(Magics):
+    """%%skillpy, sharing SkillMagics' manager, approvals and config (``settings``)."""
+
+    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+        super().__init__(shell=shell)
+        self.settings = settings
+
+    @property
+    def manager(self) -> SkillManager:
+        return self.settings.manager
+
+    # %%skillpy ---------------------------------------------------------------------------
+    @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
+    @argument("skill", help="the skill whose venv runs the code")
+    @argument("--timeout", type=float, default=None, help="seconds before the code is killed")
+    @argument("-o", "--out", default=None, help="also store the result dict in this variable")
+    @cell_magic
+    def skillpy(self, line: str, cell: str = "") -> SkillPyResult | None:
+        """Run the cell as Python inside a skill's own venv: %%skillpy SKILL [--timeout N]
+
+        cwd is the skill folder; the approval panel shows the code. Returns the seed-004
+        dict: skill_name, stdout, stderr, returncode, timed_out (and error).
+        """
+        from skill_magics.core.skillpy import run_python_in_skill
+
+        opts = parse_argstring(self.skillpy, line)
+        result = run_python_in_skill(
+            self.manager,
+            opts.skill,
+            cell,
+            timeout=opts.timeout,
+            approver=self.settings.approver(),
+        )
+        return self._store(opts.out, SkillPyResult(result))
+
+    async def skillpy_async(self, line: str, cell: str) -> SkillPyResult | None:
+        """The await path: approval in a worker thread, the run awaited (interrupt kills it)."""
+        from skill_magics.core.skillpy import run_python_in_skill_async
+
+        opts = parse_argstring(self.skillpy, line)
+        cancel = threading.Event()  # interrupt: stop waiting for the click, kill the run
+        result = await run_python_in_skill_async(
+            self.manager,
+            opts.skill,
+            cell,
+            timeout=opts.timeout,
+            approver=self.settings.approver(in_worker=True, cancel=cancel),
+            cancel=cancel,
+        )
+        return self._store(opts.out, SkillPyResult(result))
+
+    def _store(self, out: str | None, value: Any) -> Any:
+        if out:
+            self.shell.user_ns[out] = value
+        return value
+
+
+__all__ = ["SkillPyMagics", "SkillPyResult"]

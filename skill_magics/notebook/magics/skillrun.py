@@ -1,0 +1,460 @@
+"""``%%skillrun``: run one skill script, through core's pipeline (plan -> gate -> execute).
+
+The magic parses the line and the body, asks core to plan the run (every check, a one-line
+UsageError when nothing can run), passes the request to the gate with the notebook approver
+(approval/approver.py), and executes what the gate allows, showing a SkillRunResult.
+
+How a result is shown (so a saved notebook ends with the final output):
+
+- A result that is final when the cell ends (a quick run, a decline, unavailable approval) is
+  simply returned: IPython shows it as the cell's Out, and it is ``_`` / ``Out[n]``.
+- A result that changes after it was first shown (a run over LIVE_DELAY_S with its live view,
+  or a pending result whose click comes after the cell returned) is displayed once with a
+  display id (``SkillRunResult.show()``), and every later change replaces that same output,
+  saved text/HTML included: one output area goes running -> final. It is still *returned*, so
+  ``_``, ``Out[n]``, ``run_cell_magic(...)`` and ``-o NAME`` all give the live object, but the
+  frozen duplicate IPython would print as Out is left out (:func:`_quiet_out`).
+- Where displays cannot be updated in place (terminal IPython prints every update as new
+  text) there is no live view and results are always returned plainly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import shlex
+import threading
+from dataclasses import dataclass
+from keyword import iskeyword
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from skill_magics.core.errors import RunInterrupted, SkillMagicsError
+from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.status import RunStatus
+from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+from skill_magics.notebook.approval.waiting import Strategy
+from skill_magics.notebook.magics.skills import SkillMagics, usage_error
+
+if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
+    from skill_magics.core.run.gate import Verdict
+    from skill_magics.core.run.plan import PlannedRun
+    from skill_magics.notebook.result import SkillRunResult
+
+logger = logging.getLogger(__name__)
+
+LIVE_DELAY_S = 1.0  # show the live view (elapsed time, streaming output) after this long
+INTERRUPTED = "interrupted: the script's process group was killed"
+
+
+@dataclass
+class _Run:
+    """One %%skillrun after parsing and planning, before the gate."""
+
+    plan: PlannedRun
+    arguments: Any
+    argv: list[str] | None
+    out: str | None
+
+    @property
+    def skill(self) -> str:
+        return self.plan.skill_name
+
+    @property
+    def script(self) -> str:
+        return self.plan.script
+
+    @property
+    def prepared(self) -> Any:
+        return self.plan.prepared
+
+
+@magics_class
+class SkillRunMagics(Magics):
+    """``%%skillrun``; configuration, manager and panels come from ``settings`` (SkillMagics)."""
+
+    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+        super().__init__(shell=shell)
+        self.settings = settings
+
+    @property
+    def manager(self) -> Any:
+        return self.settings.manager
+
+    @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
+    @argument(
+        "target",
+        help="SKILL.SCRIPT: skill name, a dot, then the script's stem, file name or relative "
+        "path (pdf.extract, pdf.extract.py, pdf.scripts/utils/parser.py)",
+    )
+    @argument("--timeout", type=float, default=None, help="seconds before the script is killed")
+    @argument("-o", "--out", default=None, help="also store the result in this variable")
+    @argument(
+        "--eval",
+        action="store_true",
+        help="the body is a Python expression evaluated in the notebook, e.g. "
+        "df.head().to_dict(); pandas/NumPy values become JSON (int keys -> strings, "
+        "NaN -> null, timestamps -> ISO text)",
+    )
+    @argument(
+        "--no-approval",
+        action="store_true",
+        help="run without asking (only when SkillMagics.require_approval is False)",
+    )
+    @cell_magic
+    def skillrun(self, line: str, cell: str = "") -> Any:
+        """Run a skill script: %%skillrun SKILL.SCRIPT [options] [-- ARGV...]
+
+        The cell body is JSON sent on stdin (empty body: {}); with --eval it is a Python
+        expression. Words after -- are passed as command-line arguments. Asks Yes once /
+        Yes in session / No before running. Returns a SkillRunResult (.stdout, .stderr,
+        .exit_code, .json(), .status).
+        """
+        run = self._plan(line, cell)
+        approver = self.settings.approver(pending_ok=True)
+        try:
+            verdict = self.manager.gate.decide(run.plan.request, approver)
+        except RunInterrupted as exc:
+            raise RunInterrupted(f"{run.skill}.{run.script}: {exc}") from None
+        blocked = self._blocked(run, verdict)
+        if blocked is not None:
+            return blocked
+        stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
+        return self._execute(run, stoppable=stoppable)
+
+    async def skillrun_async(self, line: str, cell: str = "") -> Any:
+        """The await path (ipykernel >= 7.4): the gate waits in a worker thread while the cell
+        awaits, so the click (and Kernel > Interrupt) reach the kernel."""
+        run = self._plan(line, cell)
+        cancel = threading.Event()
+        approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)
+        try:
+            verdict = await await_in_thread(
+                lambda: self.manager.gate.decide(run.plan.request, approver), cancel
+            )
+        except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
+            raise RunInterrupted(f"{run.skill}.{run.script}: {WAIT_INTERRUPTED}") from None
+        blocked = self._blocked(run, verdict)
+        if blocked is not None:
+            return blocked
+        return await self._execute_async(run)
+
+    # -- steps --------------------------------------------------------------------------------
+    def _plan(self, line: str, cell: str) -> _Run:
+        """Parse and plan; a one-line UsageError when nothing can run."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse the %%skillrun line: {exc}; check the quotes") from None
+        argv: list[str] | None = None
+        if "--" in words:
+            cut = words.index("--")
+            words, argv = words[:cut], words[cut + 1 :]
+        opts = self.skillrun.parser.parse_args(words)  # already split: quotes stay removed
+        skill, dot, script = opts.target.partition(".")
+        if not dot or not skill or not script:
+            raise UsageError(
+                f"Name a skill and a script as SKILL.SCRIPT (e.g. pdf.extract), not "
+                f"{opts.target!r}: %skills show SKILL lists its scripts"
+            )
+        if opts.out is not None and not (opts.out.isidentifier() and not iskeyword(opts.out)):
+            raise UsageError(f"-o needs a Python variable name, not {opts.out!r}: e.g. -o result")
+        if opts.no_approval and self.settings.require_approval:
+            raise UsageError(
+                "--no-approval is refused while SkillMagics.require_approval is True: "
+                "set %config SkillMagics.require_approval = False to allow it"
+            )
+        manager = self.manager
+        try:
+            arguments = self._arguments(cell, opts.eval)
+        except SkillMagicsError as exc:  # --eval's value cannot become JSON: refused, audited
+            manager.audit.refused(skill, script, None, exc)
+            raise usage_error(exc) from None
+        try:
+            plan = manager.plan(skill, script, arguments, argv=argv, timeout=opts.timeout)
+        except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
+            # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.
+            raise usage_error(exc) from None
+        return _Run(plan, arguments, argv, opts.out)
+
+    def _arguments(self, cell: str, evaluate: bool) -> Any:
+        body = cell.strip()
+        if evaluate:
+            if not body:
+                raise UsageError("--eval needs a Python expression in the cell body")
+            try:
+                value = self.shell.ev(body)
+            except Exception as exc:
+                raise UsageError(
+                    f"--eval could not evaluate the cell body ({type(exc).__name__}: {exc}): "
+                    "fix the expression"
+                ) from None
+            return to_jsonable(value)  # pandas/NumPy values as plain JSON (core/jsonable.py)
+        if not body:
+            return {}
+        try:
+            return json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"The cell body is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg}); nothing ran. Fix it, or use --eval for a Python expression"
+            ) from None
+
+    def _result(self, run: _Run, status: RunStatus | str, message: str = "") -> SkillRunResult:
+        from skill_magics.notebook.result import SkillRunResult
+
+        return SkillRunResult(
+            run.skill,
+            run.script,
+            status,
+            message=message,
+            arguments=run.arguments,
+            argv=run.argv or (),
+            max_display_chars=self.settings.max_display_chars,
+        )
+
+    def _blocked(self, run: _Run, verdict: Verdict) -> SkillRunResult | None:
+        """The cell's value when the gate did not allow the run now, else None."""
+        if verdict.allowed:
+            return None
+        if verdict.status is RunStatus.PENDING:
+            return self._pending(run, verdict.pending)
+        assert verdict.status is not None
+        return self._store(run, self._result(run, verdict.status, verdict.message))
+
+    def _new_running(self, run: _Run) -> SkillRunResult:
+        return self._result(run, RunStatus.RUNNING)
+
+    def _execute(self, run: _Run, *, stoppable: bool) -> SkillRunResult:
+        """Run synchronously (KeyboardInterrupt kills the group in the executor, re-raised)."""
+        res = self._new_running(run)
+        cancel = threading.Event()
+        if stoppable:
+            res.on_stop = cancel.set
+        live = _LiveDisplay(res, enabled=_displays_update(self.shell))
+        try:
+            outcome = self.manager.executor.run(
+                run.prepared, on_output=res.append_output, cancel=cancel
+            )
+        except KeyboardInterrupt:
+            # The executor killed the group; only the streamed output (res.live_text) is left.
+            raise self._interrupted(run, res) from None
+        finally:
+            live.finish()
+        res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
+        return self._finished(run, res, live.shown)
+
+    async def _execute_async(self, run: _Run) -> SkillRunResult:
+        """Await the run in slices: Stop and Kernel > Interrupt both kill the process group."""
+        res = self._new_running(run)
+        cancel = threading.Event()
+        res.on_stop = cancel.set
+        # Stop sets ``cancel`` (the result comes back); cancelling the task (Kernel >
+        # Interrupt) kills the process group and re-raises.
+        task = asyncio.ensure_future(
+            self.manager.executor.run_async(
+                run.prepared, on_output=res.append_output, cancel=cancel
+            )
+        )
+        live = _LiveDisplay(res, enabled=_displays_update(self.shell), start_thread=False)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=LIVE_DELAY_S)
+            if not done:
+                live.show()
+            outcome = await asyncio.shield(task)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Kernel > Interrupt: stop the run as the Stop button does (the group is killed and
+            # the output so far comes back as a result), then end the cell with one line.
+            cancel.set()
+            if not task.done():
+                await asyncio.wait({task}, timeout=5)
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled() and task.exception() is None:
+                res.set_result(task.result(), status=RunStatus.INTERRUPTED, message=INTERRUPTED)
+            raise self._interrupted(run, res) from None
+        finally:
+            live.finish()
+        res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
+        return self._finished(run, res, live.shown)
+
+    def _interrupted(self, run: _Run, res: SkillRunResult) -> RunInterrupted:
+        """Mark ``res`` interrupted, keep it (``-o``), and give the cell's one-line error."""
+        if res.status != RunStatus.INTERRUPTED:
+            res.set_status(RunStatus.INTERRUPTED, INTERRUPTED)
+        self._store(run, res)
+        where = f"; the partial result is in {run.out}" if run.out else ""
+        return RunInterrupted(f"{run.skill}.{run.script}: {INTERRUPTED}{where}")
+
+    def _finished(self, run: _Run, res: SkillRunResult, shown: bool) -> SkillRunResult:
+        """The cell value of a finished run: the live view already became it, or plain Out."""
+        if shown:  # set_result replaced the live view in place: no second, duplicate Out
+            _quiet_out(self.shell, res)
+        return self._store(run, res)
+
+    def _pending(self, run: _Run, panel: Any) -> SkillRunResult:
+        """Non-blocking: return a pending handle; the click runs the script and fills it.
+
+        The click is settled by the gate (stale files refused, decisions audited). Where
+        displays update in place the handle is shown with a display id (before the click can
+        change it), so the saved notebook ends with the final result, not "Waiting for
+        approval"; the returned value then adds no frozen Out of its own.
+        """
+        from skill_magics.notebook.result import SkillRunResult
+
+        res = SkillRunResult.pending(
+            run.skill,
+            run.script,
+            arguments=run.arguments,
+            argv=run.argv or (),
+            max_display_chars=self.settings.max_display_chars,
+        )
+        pending = self.settings.pending
+        pending.append(res)
+        updates = _displays_update(self.shell)
+        if updates:
+            res.show()
+        context = contextvars.copy_context()  # outputs of the later run go to this cell
+
+        def decided(decision: Decision, by: str) -> None:
+            try:
+                pending.remove(res)
+            except ValueError:
+                pass
+            verdict = self.manager.gate.settle(run.plan.request, decision, by)
+            if not verdict.allowed:
+                assert verdict.status is not None
+                res.set_status(verdict.status, verdict.message)
+                return
+            cancel = threading.Event()
+            res.set_status(RunStatus.RUNNING)
+            res.on_stop = cancel.set
+
+            def work() -> None:
+                try:
+                    outcome = self.manager.executor.run(
+                        run.prepared, on_output=res.append_output, cancel=cancel
+                    )
+                except BaseException as exc:  # never leave the handle pending forever
+                    res.set_status(RunStatus.REFUSED, f"{type(exc).__name__}: {exc}")
+                    return
+                res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
+
+            threading.Thread(
+                target=context.run, args=(work,), name="skill-magics-run", daemon=True
+            ).start()
+
+        panel.on_decision(decided)
+        if updates:
+            _quiet_out(self.shell, res)
+        return self._store(run, res)
+
+    def _store(self, run: _Run, res: Any) -> Any:
+        if run.out and res is not None:
+            self.shell.user_ns[run.out] = res
+        return res
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _stopped_status(res: SkillRunResult) -> RunStatus | None:
+    return RunStatus.INTERRUPTED if res.stop_requested else None
+
+
+def _stop_message(res: SkillRunResult) -> str:
+    return "Stopped with the Stop button" if res.stop_requested else ""
+
+
+class _LiveDisplay:
+    """Shows a running result after LIVE_DELAY_S, with a display id (``res.show()``).
+
+    That display *is* the result's output: ``set_result`` later replaces it in place with the
+    final view, so no empty or duplicate output is left behind. ``enabled=False`` (terminal
+    IPython, where a display cannot be updated) shows nothing.
+    """
+
+    def __init__(
+        self, res: SkillRunResult, *, enabled: bool = True, start_thread: bool = True
+    ) -> None:
+        self.res = res
+        self.shown = False
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        if not enabled:
+            self._done.set()
+        elif start_thread:
+            context = contextvars.copy_context()  # display goes to the running cell
+            threading.Thread(
+                target=context.run, args=(self._later,), name="skill-magics-live", daemon=True
+            ).start()
+
+    def _later(self) -> None:
+        if not self._done.wait(LIVE_DELAY_S):
+            self.show()
+
+    def show(self) -> None:
+        with self._lock:  # never after finish(): then the cell's value shows the result
+            if self._done.is_set() or self.shown:
+                return
+            self.res.show()
+            self.shown = True
+
+    def finish(self) -> None:
+        """No live view from now on; ``shown`` tells whether one was displayed."""
+        with self._lock:
+            self._done.set()
+
+
+def _displays_update(shell: Any) -> bool:
+    """Whether an output can be replaced later via its display id (Jupyter, VS Code, capture).
+
+    IPython's base DisplayPublisher (terminal IPython, a bare shell) prints every update as new
+    text, so there a live view or a later update would only add stale copies.
+    """
+    from IPython.core.displaypub import DisplayPublisher
+
+    publisher = getattr(shell, "display_pub", None)
+    return publisher is not None and type(publisher) is not DisplayPublisher
+
+
+def _quiet_out(shell: Any, res: SkillRunResult) -> None:
+    """Let ``res`` be this cell's value without IPython also showing it as a frozen Out.
+
+    ``res`` is already displayed with a display id. The displayhook asks the display
+    formatter first (``ipython_display_formatter``); a one-object printer that shows nothing
+    makes the format empty, so no execute_result is sent, while ``_``, ``Out[n]`` and
+    ``run_cell(...).result`` are still set. The printer is removed when the cell ends.
+    """
+    formatter = getattr(
+        getattr(shell, "display_formatter", None), "ipython_display_formatter", None
+    )
+    if formatter is None:
+        return
+    key = id(res)
+    status_then = res.status
+
+    def already_displayed(obj: Any) -> None:
+        """Shown by the display with an id; nothing more to print."""
+
+    def cleanup(*_args: Any) -> None:
+        shell.events.unregister("post_execute", cleanup)
+        if formatter.singleton_printers.get(key) is already_displayed:
+            del formatter.singleton_printers[key]
+        if res.done and res.status != status_then:
+            # Finished while the printer was active (a click right as the cell ended): an
+            # update sent then was swallowed, so send the final state once more.
+            res.refresh()
+
+    formatter.singleton_printers[key] = already_displayed
+    shell.events.register("post_execute", cleanup)
+
+
+__all__ = ["SkillRunMagics", "LIVE_DELAY_S"]

@@ -1,0 +1,216 @@
+"""``SkillMagics``: the configuration, the shared SkillManager, and ``%skills``.
+
+Configuration (``%config SkillMagics.timeout = 60`` or ``c.SkillMagics.timeout`` in
+ipython_config.py): see the traits below. Bad values are refused when set, in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import threading
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Unicode,
+    Union,
+    observe,
+    validate,
+)
+
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT
+from skill_magics.notebook.approval.approver import NotebookApprover
+
+if TYPE_CHECKING:  # imported on first use: %load_ext stays light
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.approval.panel import ApprovalPanel
+    from skill_magics.notebook.result import SkillRunResult
+
+
+@magics_class
+class SkillMagics(Magics):
+    """Agent Skills in IPython: the configuration every magic reads, the SkillManager they
+    share, and ``%skills`` to browse. The other magics (skillrun.py, context.py, skillpy.py)
+    get this instance from extension.py."""
+
+    skill_dirs = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        help="Skill directories, first wins a name clash. None: $SKILL_MAGICS_PATH, then "
+        "./skills, ./.agents/skills, ./.claude/skills and the same under ~.",
+    ).tag(config=True)
+    timeout = Float(30.0, help="Default script timeout in seconds (1-600).").tag(config=True)
+    max_output_size = Int(
+        10 * 2**20, help="Bytes of stdout and of stderr kept per run (the rest is counted)."
+    ).tag(config=True)
+    allowed_interpreters = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        help="Interpreters scripts may use; None: python3, bash, sh, node.",
+    ).tag(config=True)
+    require_approval = Bool(
+        True,
+        help="Ask before every run (Yes once / Yes in session / No). False: nothing asks "
+        "(audited), and %%skillrun --no-approval is accepted.",
+    ).tag(config=True)
+    auto_approve = Union(
+        [Unicode(), List(Unicode())],
+        default_value=[],
+        help='Skills pre-approved without asking: a list of names or "*" (audited). '
+        "Env var SKILL_MAGICS_AUTO_APPROVE does the same (comma-separated or *).",
+    ).tag(config=True)
+    inherit_env = Bool(
+        False, help="Give scripts the kernel's whole environment (default: a minimal one)."
+    ).tag(config=True)
+    env_passthrough = List(
+        Unicode(), help="Environment variables passed to scripts in addition to the minimal set."
+    ).tag(config=True)
+    approval_timeout = Float(
+        300.0,
+        help="Seconds a cell waits for an approval click; after that it returns a pending "
+        "result and a later click still runs the script.",
+    ).tag(config=True)
+    max_display_chars = Int(
+        100_000, help="Characters of stdout/stderr shown in the view (the object keeps all)."
+    ).tag(config=True)
+    approval_ui = CaselessStrEnum(
+        ["auto", "widgets", "nonblocking", "terminal"],
+        default_value="auto",
+        help="How approval is asked: auto (by kernel, see docs), widgets (buttons, cell waits), "
+        "nonblocking (buttons, cell returns a pending result), terminal (input()).",
+    ).tag(config=True)
+    audit_log = Unicode(
+        None, allow_none=True, help="Also append audit records to this JSONL file."
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        # Set before traitlets loads the config: config observers run inside super().__init__.
+        self._manager: SkillManager | None = None
+        self._lock = threading.RLock()
+        self.panels: list[ApprovalPanel] = []  # every approval panel shown, oldest first
+        self.pending: list[SkillRunResult] = []  # non-blocking runs not decided yet
+        super().__init__(shell=shell, **kwargs)
+
+    # -- the manager ------------------------------------------------------------------------
+    @property
+    def manager(self) -> SkillManager:
+        """The SkillManager behind the magics (created on first use from the config)."""
+        with self._lock:
+            if self._manager is None:
+                from skill_magics.core.manager import SkillManager
+
+                self._manager = SkillManager(
+                    self.skill_dirs,
+                    timeout=self.timeout,
+                    max_output_size=self.max_output_size,
+                    allowed_interpreters=self.allowed_interpreters,
+                    inherit_env=self.inherit_env,
+                    env_passthrough=tuple(self.env_passthrough),
+                    audit_log=self.audit_log,
+                )
+            return self._manager
+
+    # Bad values are refused when set (one line from %config), not at the next run.
+    @validate("timeout")
+    def _valid_timeout(self, proposal: Any) -> float:
+        value = proposal["value"]
+        if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+            raise TraitError(
+                f"SkillMagics.timeout = {value:g} is out of range: use {MIN_TIMEOUT} to "
+                f"{MAX_TIMEOUT} seconds"
+            )
+        return value
+
+    @validate("max_output_size", "max_display_chars", "approval_timeout")
+    def _valid_non_negative(self, proposal: Any) -> Any:
+        value, name = proposal["value"], proposal["trait"].name
+        if value < 0:
+            raise TraitError(f"SkillMagics.{name} = {value} is negative: use 0 or more")
+        return value
+
+    @observe("skill_dirs")
+    def _dirs_changed(self, change: Any) -> None:
+        manager = self._manager
+        if manager is not None:
+            manager.skill_dirs = change["new"]  # None: the defaults; rescans on next use
+
+    @observe("timeout", "max_output_size", "allowed_interpreters", "inherit_env", "env_passthrough")
+    def _executor_changed(self, change: Any) -> None:
+        # Keep approvals and audit history: update the manager's settings in place; assigning
+        # any of them makes the manager rebuild its executor on next use (core/manager.py).
+        manager = self._manager
+        if manager is None:
+            return
+        value = change["new"]
+        if change["name"] == "env_passthrough":
+            value = tuple(value)
+        if change["name"] == "allowed_interpreters" and value is not None:
+            value = tuple(value)
+        setattr(manager, change["name"], value)
+
+    # -- %skills ----------------------------------------------------------------------------
+    @magic_arguments()
+    @argument(
+        "subcommand",
+        nargs="?",
+        default="list",
+        help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
+        "approvals, revoke NAME|--all, history, catalog",
+    )
+    @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
+    @line_magic
+    def skills(self, line: str = "") -> Any:
+        """Browse and manage Agent Skills.
+
+        %skills                      table of skills (HTML in Jupyter, text in a terminal)
+        %skills show NAME            metadata, SKILL.md, scripts and their approval state
+        %skills add DIR              search another directory (--examples: bundled examples)
+        %skills remove DIR | reload | dirs
+        %skills approvals            session approvals; %skills revoke NAME forgets one
+        %skills history              this session's audit records
+        %skills catalog              the <available_skills> block for a system prompt
+        """
+        from skill_magics.notebook import cmd
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
+        name, args = (words[0], words[1:]) if words else ("list", [])
+        run = cmd.lookup(name)
+        try:
+            return run(self, args)
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
+    # -- asking --------------------------------------------------------------------------------
+    def approver(
+        self,
+        *,
+        in_worker: bool = False,
+        cancel: threading.Event | None = None,
+        pending_ok: bool = False,
+    ) -> NotebookApprover:
+        """The approver every magic passes to the gate, configured from these settings."""
+        return NotebookApprover(self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok)
+
+
+def usage_error(exc: BaseException) -> UsageError:
+    """The one-line error IPython shows without a traceback ("UsageError: ...")."""
+    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, SkillMagicsError) else str(exc)
+    return UsageError(text.replace("\n", " "))
+
+
+__all__ = ["SkillMagics", "usage_error"]
