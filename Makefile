@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-# 7.4.x is what the main venv resolves to; these are the other strategies (DESIGN.md section 4).
+# 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click).
 # Where the main venv gets < 7.4 (Python 3.10), kernel-matrix.sh adds the newest 7.x itself.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
 

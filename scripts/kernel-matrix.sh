@@ -10,7 +10,7 @@
 #
 # The main venv's own ipykernel is tested by `make test`'s pytest run. When it is older than
 # 7.4 (on Python 3.10 pip resolves 7.3: 7.4 needs 3.11) and no version >= 7.4 is asked for,
-# the newest 7.x is added, so the await path (DESIGN.md section 4) is never left untested: with
+# the newest 7.x is added, so the await path (docs/architecture.md, Waiting for a click) is never left untested: with
 # the matrix Python when it can install it, else with a python3.11+ found on PATH; when
 # neither can, a loud warning says the await path went untested.
 #
@@ -30,7 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-# 7.4+: await path; 7.0-7.3: subshell thread; 6.x: pumping (DESIGN.md section 4).
+# 7.4+: await path; 7.0-7.3: subshell thread; 6.x: pumping (docs/architecture.md, Waiting for a click).
 VERSIONS="${KERNEL_MATRIX_VERSIONS:-7.4.0 7.3.0 6.29.5}"
 mode=run
 case "${1:-}" in

@@ -1,6 +1,6 @@
 """Prompt context for a model: the ``<skill_context>`` envelope and the skills catalog.
 
-The envelope (seed 003, DESIGN section 5)::
+The envelope (docs/architecture.md, *The prompt envelope*)::
 
     <skill_context id="csv-profiler">
       <instructions>{SKILL.md body}</instructions>

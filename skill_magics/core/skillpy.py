@@ -1,14 +1,14 @@
-"""Run Python code inside a skill's own virtual environment (seed 004, ``%%skillpy``).
+"""Run Python code inside a skill's own virtual environment (``%%skillpy``).
 
 ``<skill>/venv`` or ``<skill>/.venv`` (POSIX or Windows layout) provides the interpreter; the
 code runs as ``<venv python> -c CODE`` with the skill folder as cwd, through the same
 executor as scripts (process group, timeout kill, capped capture, minimal env, audit) and
 after approval (the request carries the code so the person sees exactly what runs).
 
-Result: the seed-004 dict ``{skill_name, stdout, stderr, returncode, timed_out}`` plus
+Result: the skillpy dict ``{skill_name, stdout, stderr, returncode, timed_out}`` plus
 ``error`` when something went wrong; errors before running are ``{"error": ...}`` (with
 ``skill_name`` when the name was valid) and, for approval, ``outcome``.
-On timeout ``returncode`` is -1 as in the seed (the executor itself reports 124).
+On timeout ``returncode`` is -1 (the executor itself reports 124).
 
 Example:
     >>> run_python_in_skill(manager, "calculator", "print(2 + 2)")["stdout"]
@@ -34,7 +34,7 @@ LABEL = CODE_LABEL  # what the audit log and approval show instead of a script p
 
 
 def invalid_name_error(skill_name: str) -> str | None:
-    """The seed's error text for names that could walk out of the skills folder, else None."""
+    """The error for names that could walk out of the skills folder, else None."""
     if "/" in skill_name or "\\" in skill_name or ".." in skill_name:
         return (
             f"Invalid skill name: '{skill_name}'. Skill names must not contain '/', '\\', or '..'"
@@ -99,7 +99,7 @@ def run_python_in_skill(
     timeout: float | None = None,
     approver: Approver | None = None,
 ) -> dict[str, Any]:
-    """Run ``code`` with the skill's venv Python; the seed-004 result dict (never raises for
+    """Run ``code`` with the skill's venv Python; the skillpy result dict (never raises for
     skill-level problems; KeyboardInterrupt still kills the process and propagates)."""
     prepared, error = prepare_python(manager, skill_name, code, timeout=timeout, approver=approver)
     if error is not None:
@@ -140,7 +140,7 @@ def result_dict(
     timeout: float | None,
     manager: SkillManager | None = None,
 ) -> dict[str, Any]:
-    """Seed-004 shape from an executor result."""
+    """The skillpy result dict from an executor result."""
     out: dict[str, Any] = {
         "skill_name": skill_name,
         "stdout": result.stdout,

@@ -1,4 +1,4 @@
-"""Which scripts a skill's instructions name (seed 003: only referenced scripts may run).
+"""Which scripts a skill's instructions name (only referenced scripts may run: docs/architecture.md, *The prompt envelope*).
 
 Reads SKILL.md's body and the markdown files it links to (one level, inside the skill) and
 finds script references in the forms real skills use:

@@ -1,8 +1,8 @@
-"""How a cell can wait for an approval click: DESIGN.md section 4 as code.
+"""How a cell can wait for an approval click (docs/architecture.md, *Waiting for a click*).
 
 Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidgets 8.1.9):
 
-- ipykernel >= 7.4: only a top-level ``await`` (see transformer.py) lets widget messages in;
+- ipykernel >= 7.4: only a top-level ``await`` (see magics/rewrite.py) lets widget messages in;
 - ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works,
   but only through a subshell, which JupyterLab opens when the panel's widget comm opens:
   when none appears within SUBSHELL_GRACE_S the click would queue behind the waiting cell,

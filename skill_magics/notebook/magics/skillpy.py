@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class SkillPyResult(dict):
-    """The seed-004 dict (``skill_name``, ``stdout``, ``stderr``, ``returncode``,
+    """The skillpy result dict (``skill_name``, ``stdout``, ``stderr``, ``returncode``,
     ``timed_out``, ``error``) with a readable display."""
 
     def summary(self) -> str:
@@ -76,7 +76,7 @@ class SkillPyMagics(Magics):
     def skillpy(self, line: str, cell: str = "") -> SkillPyResult | None:
         """Run the cell as Python inside a skill's own venv: %%skillpy SKILL [--timeout N]
 
-        cwd is the skill folder; the approval panel shows the code. Returns the seed-004
+        cwd is the skill folder; the approval panel shows the code. Returns the skillpy
         dict: skill_name, stdout, stderr, returncode, timed_out (and error).
         """
         from skill_magics.core.skillpy import run_python_in_skill
