@@ -59,8 +59,13 @@ browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium) || \
 	  echo "WARNING: could not install chromium: the e2e browser test will be SKIPPED" )
 
+# ruff (lint + format) on everything, mypy on the package (its settings: pyproject.toml).
+LINT = $(VENV)/bin/ruff check skill_magics tests bench scripts notebooks && \
+	$(VENV)/bin/ruff format --check skill_magics tests bench scripts && \
+	$(VENV)/bin/mypy
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check skill_magics tests bench scripts notebooks
+	$(LINT)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -m "not e2e and not notebooks"
@@ -82,7 +87,7 @@ e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
 test: $(STAMP) browser
-	$(VENV)/bin/ruff check skill_magics tests bench scripts notebooks
+	$(LINT)
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.tools import (
     MAX_RESULT_CHARS,
@@ -37,7 +38,7 @@ def _langchain() -> tuple[Any, Any]:
 
 
 def create_tools(
-    manager: Any,
+    manager: SkillManager,
     *,
     approver: Approver | None = None,
     skills: list[str] | None = None,
@@ -60,7 +61,7 @@ def create_tools(
 def _make_tool(
     structured_tool: Any,
     tool_exception: Any,
-    manager: Any,
+    manager: SkillManager,
     spec: ToolSpec,
     approver: Any,
     max_chars: int | None,

@@ -147,7 +147,14 @@ class AuditRecord:
     ) -> AuditRecord:
         """A record stamped with the current UTC time."""
         return cls(
-            utc_now(), skill, str(script), arguments, outcome, exit_code, reason, duration_ms
+            utc_now(),
+            skill,
+            str(script),
+            arguments,
+            AuditOutcome(outcome),
+            exit_code,
+            reason,
+            duration_ms,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,12 +201,15 @@ class AuditLog:
         return rec
 
     def _append(self, rec: AuditRecord) -> None:
+        path = self.jsonl_path
+        if path is None:
+            return
         line = (rec.to_json() + "\n").encode("utf-8", "surrogateescape")
         try:
-            self.jsonl_path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             # O_APPEND + one write per line: concurrent writers (threads or other kernels
             # sharing the file) never interleave inside a line.
-            fd = os.open(self.jsonl_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line)
             finally:

@@ -51,7 +51,7 @@ def _below(path: str, base: str) -> str:
     return path[len(base) :].lstrip(os.sep) or "."
 
 
-def real_base_dir(skill_base_dir: Path | str) -> Path:
+def real_base_dir(skill_base_dir: str | os.PathLike[str]) -> Path:
     """Realpath of the skill directory; ScriptNotFoundError when it is not a directory."""
     return Path(_real_base(os.path.abspath(skill_base_dir), skill_base_dir))
 
@@ -119,7 +119,9 @@ def _real_base(base_abs: str, shown: object, *, cached: bool = True) -> str:
     return real
 
 
-def resolve_script(script_path: Path | str, skill_base_dir: Path | str) -> ResolvedScript:
+def resolve_script(
+    script_path: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str]
+) -> ResolvedScript:
     """Validate ``script_path`` (absolute, or relative to the skill) and return where it really is.
 
     Raises PathSecurityError for anything that resolves outside the skill directory,
@@ -134,7 +136,7 @@ def resolve_script(script_path: Path | str, skill_base_dir: Path | str) -> Resol
 
 
 def _resolve(
-    script_path: Path | str, skill_base_dir: Path | str, *, cached: bool
+    script_path: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str], *, cached: bool
 ) -> ResolvedScript:
     shown = os.fspath(script_path)
     if not shown or "\0" in shown:

@@ -102,8 +102,8 @@ def run_python_in_skill(
     """Run ``code`` with the skill's venv Python; the skillpy result dict (never raises for
     skill-level problems; KeyboardInterrupt still kills the process and propagates)."""
     prepared, error = prepare_python(manager, skill_name, code, timeout=timeout, approver=approver)
-    if error is not None:
-        return error
+    if prepared is None:
+        return error or {}
     return result_dict(skill_name, manager.executor.run(prepared), timeout, manager)
 
 
@@ -128,8 +128,8 @@ async def run_python_in_skill_async(
         lambda: prepare_python(manager, skill_name, code, timeout=timeout, approver=approver),
         cancel,
     )
-    if error is not None:
-        return error
+    if prepared is None:
+        return error or {}
     result = await manager.executor.run_async(prepared, cancel=cancel)
     return result_dict(skill_name, result, timeout, manager)
 

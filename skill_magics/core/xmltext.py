@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # Characters XML 1.0 forbids even as character references.
 FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -79,7 +80,7 @@ def escape_attr(value: str) -> str:
     return _ATTR_SPECIAL.sub(lambda m: _ATTR_MAP[m.group(0)], value)
 
 
-def attrs(attributes: dict[str, object | None]) -> tuple[str, list[str]]:
+def attrs(attributes: Mapping[str, object | None]) -> tuple[str, list[str]]:
     """Render ``name="value"`` pairs (None values skipped) and the names that were sanitized."""
     parts: list[str] = []
     sanitized: list[str] = []
@@ -94,7 +95,7 @@ def attrs(attributes: dict[str, object | None]) -> tuple[str, list[str]]:
 
 
 def start_tag(
-    tag: str, attributes: dict[str, object | None] | None = None, *, text: str = ""
+    tag: str, attributes: Mapping[str, object | None] | None = None, *, text: str = ""
 ) -> str:
     """``<tag a="..">`` with ``sanitized=".."`` added when ``text`` or an attribute needed it."""
     rendered, sanitized = attrs(attributes or {})
@@ -106,7 +107,7 @@ def start_tag(
 
 
 def element(
-    tag: str, text: str | None = None, attributes: dict[str, object | None] | None = None
+    tag: str, text: str | None = None, attributes: Mapping[str, object | None] | None = None
 ) -> str:
     """One element with escaped text (self-closing when ``text`` is None)."""
     body = text or ""

@@ -7,14 +7,17 @@ the magic's own line and suppresses the other matchers there (file names are noi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.completer import SimpleCompletion, context_matcher
+
+if TYPE_CHECKING:
+    from skill_magics.core.manager import SkillManager
 
 SKILL_NAME_SUBCOMMANDS = ("show", "revoke")
 
 
-def candidates(manager: Any) -> list[str]:
+def candidates(manager: SkillManager) -> list[str]:
     """Every ``skill.script`` a user can type (script stems), sorted."""
     names: list[str] = []
     for meta in manager.list_skills():
@@ -26,7 +29,7 @@ def candidates(manager: Any) -> list[str]:
     return sorted(set(names))
 
 
-def make_matcher(get_manager: Callable[[], Any]) -> Callable[..., Any]:
+def make_matcher(get_manager: Callable[[], SkillManager]) -> Callable[..., Any]:
     """A matcher bound to the extension's manager (looked up at completion time)."""
 
     @context_matcher(identifier="skill_magics.completion")

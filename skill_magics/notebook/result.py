@@ -1,6 +1,6 @@
 """SkillRunResult: the value ``%%skillrun`` returns, and how it shows itself.
 
-Usage (H-nb, the magics)::
+Usage (the magics)::
 
     res = SkillRunResult.from_execution("pdf", "scripts/extract.py", execution_result,
                                         arguments={"file": "a.pdf"}, argv=["--fast"])

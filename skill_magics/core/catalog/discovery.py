@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,11 +40,11 @@ def examples_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "examples" / "skills"
 
 
-def default_skill_dirs(env: dict[str, str] | None = None) -> list[Path]:
+def default_skill_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     """``$SKILL_MAGICS_PATH`` entries, then ./skills, ./.agents/skills, ./.claude/skills, then ~."""
-    env = os.environ if env is None else env
+    values = os.environ if env is None else env
     dirs: list[Path] = []
-    for entry in (env.get(ENV_VAR) or "").split(os.pathsep):
+    for entry in (values.get(ENV_VAR) or "").split(os.pathsep):
         if entry.strip():
             dirs.append(Path(entry.strip()))
     cwd = Path.cwd()

@@ -396,9 +396,11 @@ def _check_depth(yaml_text: str) -> None:
             if isinstance(event, _OPEN_EVENTS):
                 depth += 1
                 if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    where = f" (at line {mark.line + 2} of SKILL.md)" if mark is not None else ""
                     raise SkillParseError(
-                        f"frontmatter nests lists/mappings more than {MAX_DEPTH} levels deep "
-                        f"(at line {event.start_mark.line + 2} of SKILL.md): flatten it"
+                        f"frontmatter nests lists/mappings more than {MAX_DEPTH} levels deep"
+                        f"{where}: flatten it"
                     )
             elif isinstance(event, _CLOSE_EVENTS):
                 depth -= 1

@@ -1,4 +1,5 @@
-"""Which scripts a skill's instructions name (only referenced scripts may run: docs/architecture.md, *The prompt envelope*).
+"""Which scripts a skill's instructions name: only referenced scripts may run
+(docs/architecture.md, *The prompt envelope*).
 
 Reads SKILL.md's body and the markdown files it links to (one level, inside the skill) and
 finds script references in the forms real skills use:
@@ -79,7 +80,8 @@ _STOP_FLAGS = {"-m", "-c", "-e", "--version", "-V", "--help", "-h"}
 
 
 class _SkillLike(Protocol):
-    base_dir: Path
+    @property
+    def base_dir(self) -> Path: ...
 
     @property
     def content(self) -> str: ...

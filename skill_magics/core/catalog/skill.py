@@ -178,7 +178,7 @@ class Skill:
 
     # -- lookup ----------------------------------------------------------------------------
 
-    def find_script(self, name: str | Path) -> ScriptMetadata:
+    def find_script(self, name: str | os.PathLike[str]) -> ScriptMetadata:
         """Find a script by stem (``extract``), file name (``extract.py``) or relative path.
 
         An exact relative path (``run.py`` for a root script) wins over a file name or stem.

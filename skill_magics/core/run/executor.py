@@ -203,7 +203,7 @@ class ScriptExecutor:
         self.timeout = check_timeout(timeout)
         self.max_output_size = check_max_output_size(max_output_size)
         self.use_cache = use_cache
-        self.allowed_interpreters = allowed_interpreters  # type: ignore[assignment]
+        self.allowed_interpreters = allowed_interpreters
         self.inherit_env = inherit_env
         if isinstance(env_passthrough, str):
             env_passthrough = env_passthrough.replace(",", " ").split()

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 logger = logging.getLogger("skill_magics.executor")
 
@@ -192,7 +192,7 @@ class _Descendants:
                 continue
             try:
                 alive = proc.is_running()  # type: ignore[attr-defined]  # same creation time
-            except psutil.Error:  # type: ignore[union-attr]
+            except psutil.Error:
                 alive = False
             if alive:
                 self._walk(psutil, children, pid, seen)  # an escapee re-parented away
@@ -231,7 +231,7 @@ class _Descendants:
                 except ProcessLookupError:
                     continue
                 proc.send_signal(sig)  # type: ignore[attr-defined]
-            except (psutil.Error, OSError):  # type: ignore[union-attr]
+            except (psutil.Error, OSError):
                 continue
 
     def _load(self):  # noqa: ANN202 - the psutil module, imported on first use
@@ -294,12 +294,15 @@ class _Loop:
         on_output: OnOutput | None,
     ) -> None:
         self.proc = proc
-        self.sel = selectors.PollSelector() if hasattr(selectors, "PollSelector") else None
-        if self.sel is None:  # pragma: no cover - no poll(): fall back to select()
-            self.sel = selectors.DefaultSelector()
+        # poll() when there is one (select() is limited to fds < 1024), else the default.
+        self.sel: selectors.BaseSelector = (
+            selectors.PollSelector()
+            if hasattr(selectors, "PollSelector")
+            else selectors.DefaultSelector()  # pragma: no cover
+        )
         self.stdout = StreamCapture("stdout", max_output_size)
         self.stderr = StreamCapture("stderr", max_output_size)
-        self.readers: dict[int, tuple[StreamCapture, object]] = {}
+        self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
         self.on_output = on_output
         self.exited = False
         self.pidfd: int | None = None
@@ -308,6 +311,7 @@ class _Loop:
         self.offset = 0
 
         for capture, pipe in ((self.stdout, proc.stdout), (self.stderr, proc.stderr)):
+            assert pipe is not None  # run_process opens both pipes
             fd = pipe.fileno()
             self.readers[fd] = (capture, pipe)
             self.sel.register(fd, selectors.EVENT_READ)
@@ -328,12 +332,10 @@ class _Loop:
     # -- stdin -------------------------------------------------------------------------------
     def _write_stdin(self) -> bool:
         """Write what the pipe takes; True while more is left to write."""
-        payload = self.payload
+        payload, fd = self.payload, self.stdin_fd
         try:
-            while payload is not None and self.offset < len(payload):
-                self.offset += os.write(
-                    self.stdin_fd, payload[self.offset : self.offset + WRITE_CHUNK]
-                )
+            while payload is not None and fd is not None and self.offset < len(payload):
+                self.offset += os.write(fd, payload[self.offset : self.offset + WRITE_CHUNK])
         except BlockingIOError:
             return True
         except OSError as exc:
@@ -381,9 +383,10 @@ class _Loop:
             if _HAS_WAITID:
                 try:
                     info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                except ChildProcessError:
-                    info = True
-                self.exited = info is not None
+                except ChildProcessError:  # already reaped: it has exited
+                    self.exited = True
+                else:
+                    self.exited = info is not None
             else:  # pragma: no cover - no waitid(): reaping here is the only option
                 self.exited = self.proc.poll() is not None
         return self.exited

@@ -11,9 +11,20 @@ import difflib
 import importlib
 import pkgutil
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from skill_magics.core.manager import SkillManager
+
+
+class SkillsHost(Protocol):
+    """What a subcommand gets: the magics' shared SkillManager (SkillMagics has it)."""
+
+    @property
+    def manager(self) -> SkillManager: ...
+
 
 ALIASES = {"ls": "list", "rm": "remove", "approved": "approvals", "log": "history"}
 
@@ -25,7 +36,7 @@ def names() -> list[str]:
     )
 
 
-def lookup(name: str) -> Callable[[Any, list[str]], Any]:
+def lookup(name: str) -> Callable[[SkillsHost, list[str]], Any]:
     """The ``run`` function of subcommand ``name``; UsageError with close matches otherwise."""
     name = ALIASES.get(name, name)
     available = names()

@@ -7,10 +7,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from skill_magics.notebook.cmd import SkillsHost
+
 HELP = "DIR | --examples [--first]: search another skills directory"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     first = "--first" in args
     rest = [a for a in args if a != "--first"]
     if rest == ["--examples"]:

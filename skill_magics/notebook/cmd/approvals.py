@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import no_args
+from skill_magics.notebook.cmd import SkillsHost, no_args
 
 HELP = "session approvals (and whether the scripts changed since)"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     no_args(args, "%skills approvals")
     from skill_magics.notebook.render import approvals_table
 

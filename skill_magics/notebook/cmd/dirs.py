@@ -5,12 +5,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from skill_magics.notebook.cmd import no_args
+from skill_magics.notebook.cmd import SkillsHost, no_args
 
 HELP = "the directories searched, first wins a name clash"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     no_args(args, "%skills dirs")
     from skill_magics.notebook.render import Display, display_path
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import no_args
+from skill_magics.notebook.cmd import SkillsHost, no_args
 
 HELP = "this session's audit records as a table"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     no_args(args, "%skills history")
     from skill_magics.notebook.render import history_table
 

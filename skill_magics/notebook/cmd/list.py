@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from skill_magics.notebook.cmd import SkillsHost
+
 HELP = "table of skills (name, description, scripts, location) and warnings"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.render import skills_table
 
     manager = magics.manager
-    skills = []
+    skills: list[Any] = []  # Skill, or the SkillMetadata of one that cannot load
     for meta in manager.list_skills():
         try:
             skills.append(manager.get_skill(meta.name))

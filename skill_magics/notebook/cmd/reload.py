@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import no_args
+from skill_magics.notebook.cmd import SkillsHost, no_args
 
 HELP = "rescan the skills directories"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     no_args(args, "%skills reload")
     magics.manager.reload()
     print(f"Reloaded: {len(magics.manager.list_skills())} skills")

@@ -7,12 +7,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.notebook.cmd import one_arg
+from skill_magics.notebook.cmd import SkillsHost, one_arg
 
 HELP = "DIR: stop searching a skills directory"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     path = Path(one_arg(args, "%skills remove DIR")).expanduser()
     if not magics.manager.remove_dir(path):
         dirs = ", ".join(str(d) for d in magics.manager.skill_dirs) or "none"

@@ -6,12 +6,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.notebook.cmd import one_arg
+from skill_magics.notebook.cmd import SkillsHost, one_arg
 
 HELP = "NAME | --all: forget session approvals, so the next run asks again"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     store = magics.manager.approvals
     if args == ["--all"]:
         count = len(store.approvals())

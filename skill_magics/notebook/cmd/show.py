@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import one_arg
+from skill_magics.notebook.cmd import SkillsHost, one_arg
 
 HELP = "NAME: metadata, SKILL.md and scripts of one skill"
 
 
-def run(magics: Any, args: list[str]) -> Any:
+def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager

@@ -23,11 +23,13 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.run.approval import Approver
+from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics.skills import SkillMagics
 
 if TYPE_CHECKING:
@@ -134,6 +136,12 @@ class ContextMagics(Magics):
     def manager(self) -> SkillManager:
         return self.settings.manager
 
+    @property
+    def _shell(self) -> InteractiveShell:
+        shell = self.shell
+        assert shell is not None  # registered magics always have a shell
+        return shell
+
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
     @argument("names", nargs="+", help="one or more skill names")
@@ -196,8 +204,8 @@ class ContextMagics(Magics):
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
-            if raw.isidentifier() and raw in self.shell.user_ns:
-                return self.shell.user_ns[raw]
+            if raw.isidentifier() and raw in self._shell.user_ns:
+                return self._shell.user_ns[raw]
             raise UsageError(
                 f"--args is not valid JSON ({exc.msg} at column {exc.colno}) nor a variable: "
                 'quote it, e.g. --args \'{"csv": "a,b"}\''
@@ -219,11 +227,11 @@ class ContextMagics(Magics):
 
     def _store(self, out: str | None, value: Any) -> Any:
         if out:
-            self.shell.user_ns[out] = value
+            self._shell.user_ns[out] = value
         return value
 
 
-def catalog_command(magics: SkillMagics, args: list[str]) -> SkillContextText:
+def catalog_command(magics: SkillsHost, args: list[str]) -> SkillContextText:
     """``%skills catalog [NAME...]``: the <available_skills> block (skills-ref format)."""
     from skill_magics.core.context import skills_catalog
 

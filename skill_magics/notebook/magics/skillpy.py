@@ -10,6 +10,7 @@ import html
 import threading
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
@@ -67,6 +68,12 @@ class SkillPyMagics(Magics):
     def manager(self) -> SkillManager:
         return self.settings.manager
 
+    @property
+    def _shell(self) -> InteractiveShell:
+        shell = self.shell
+        assert shell is not None  # registered magics always have a shell
+        return shell
+
     # %%skillpy ---------------------------------------------------------------------------
     @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
     @argument("skill", help="the skill whose venv runs the code")
@@ -109,7 +116,7 @@ class SkillPyMagics(Magics):
 
     def _store(self, out: str | None, value: Any) -> Any:
         if out:
-            self.shell.user_ns[out] = value
+            self._shell.user_ns[out] = value
         return value
 
 

@@ -31,6 +31,7 @@ from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
@@ -44,6 +45,7 @@ from skill_magics.notebook.approval.waiting import Strategy
 from skill_magics.notebook.magics.skills import SkillMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
+    from skill_magics.core.manager import SkillManager
     from skill_magics.core.run.gate import Verdict
     from skill_magics.core.run.plan import PlannedRun
     from skill_magics.notebook.result import SkillRunResult
@@ -85,8 +87,14 @@ class SkillRunMagics(Magics):
         self.settings = settings
 
     @property
-    def manager(self) -> Any:
+    def manager(self) -> SkillManager:
         return self.settings.manager
+
+    @property
+    def _shell(self) -> InteractiveShell:
+        shell = self.shell
+        assert shell is not None  # registered magics always have a shell
+        return shell
 
     @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
     @argument(
@@ -190,7 +198,7 @@ class SkillRunMagics(Magics):
             if not body:
                 raise UsageError("--eval needs a Python expression in the cell body")
             try:
-                value = self.shell.ev(body)
+                value = self._shell.ev(body)
             except Exception as exc:
                 raise UsageError(
                     f"--eval could not evaluate the cell body ({type(exc).__name__}: {exc}): "
@@ -358,7 +366,7 @@ class SkillRunMagics(Magics):
 
     def _store(self, run: _Run, res: Any) -> Any:
         if run.out and res is not None:
-            self.shell.user_ns[run.out] = res
+            self._shell.user_ns[run.out] = res
         return res
 
 

@@ -162,7 +162,7 @@ def _apply_sgr(style: _Style, params: str) -> _Style:
         elif code in (38, 48):
             colour, i = _extended_colour(codes, i)
             if colour is not None:
-                style = replace(style, **{"fg" if code == 38 else "bg": colour})
+                style = replace(style, fg=colour) if code == 38 else replace(style, bg=colour)
     return style
 
 

@@ -19,7 +19,8 @@ def _renderer() -> Callable[[str], str] | None:
         return None
     try:
         # escape=True turns raw HTML into text; mistune also neutralises javascript: links.
-        return mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+        render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+        return lambda text: str(render(text))
     except Exception:  # an unexpected mistune API: fall back rather than fail %skills show
         return None
 

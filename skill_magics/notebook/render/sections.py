@@ -104,11 +104,11 @@ def _stream(run: Any, stream: str) -> Section:
     res = run.result
     if res is None:  # running: the live tail the result object keeps
         text, note = run.live_text(stream)
-        notes = (note,) if note else ()
-        return Section(stream, text, notes, is_output=True, placeholder="(no output yet)")
+        live_notes = (note,) if note else ()
+        return Section(stream, text, live_notes, is_output=True, placeholder="(no output yet)")
     full = getattr(res, stream)
     text, cut = display_slice(full, run.max_display_chars)
-    notes = []
+    notes: list[str] = []
     if cut:
         notes.append(truncation_note(stream, len(text), len(full)))
     if getattr(res, f"{stream}_truncated", False):
