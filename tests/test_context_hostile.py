@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_context_support import make_skill, manager_for
+from test_context_support import manager_for
 
 from skill_magics.core.context import build_skill_context, directive_text, parse_skill_context
 from skill_magics.core.xmltext import escape_backslashes, has_forbidden
@@ -50,9 +50,9 @@ COPY_PY = (
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=file_text)
-def test_instructions_roundtrip(body):
+def test_instructions_roundtrip(body, make_skill):
     with tempfile.TemporaryDirectory() as tmp:
-        make_skill(Path(tmp), "hostile", "# Title\n" + body)
+        make_skill(Path(tmp), "hostile", body="# Title\n" + body)
         manager = manager_for(Path(tmp))
         xml = build_skill_context(manager, "hostile", run_scripts=False)
         root = ET.fromstring(xml)
@@ -71,18 +71,14 @@ def test_instructions_roundtrip(body):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(out=script_bytes, err=script_bytes, code=st.sampled_from([0, 1, 7]))
-def test_script_output_roundtrip(out, err, code):
+def test_script_output_roundtrip(out, err, code, make_skill):
     with tempfile.TemporaryDirectory() as tmp:
         skill_dir = make_skill(
             Path(tmp),
             "printer",
-            "python scripts/copy.py\n",
-            {
-                "scripts/copy.py": COPY_PY,
-                "data/out.bin": out,
-                "data/err.bin": err,
-                "data/code.txt": str(code),
-            },
+            scripts={"scripts/copy.py": COPY_PY},
+            files={"data/out.bin": out, "data/err.bin": err, "data/code.txt": str(code)},
+            body="python scripts/copy.py\n",
         )
         assert skill_dir.is_dir()
         manager = manager_for(Path(tmp), approver=lambda request: "yes_once")
@@ -111,12 +107,14 @@ ref_name = st.text(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=script_bytes, name=ref_name, ref_bytes=script_bytes)
-def test_raw_bytes_and_hostile_reference_names_roundtrip(body, name, ref_bytes):
+def test_raw_bytes_and_hostile_reference_names_roundtrip(body, name, ref_bytes, make_skill):
     """SKILL.md as raw bytes (invalid UTF-8, NULs), a reference file whose name holds & < > "
     and whose content is arbitrary bytes: the envelope parses and gives back exactly what the
     skill holds (SKILL.md as read, the reference's path and its text)."""
     with tempfile.TemporaryDirectory() as tmp:
-        skill_dir = make_skill(Path(tmp), "raw", "# Raw\n", {f"references/{name}.md": ref_bytes})
+        skill_dir = make_skill(
+            Path(tmp), "raw", files={f"references/{name}.md": ref_bytes}, body="# Raw\n"
+        )
         front = b"---\nname: raw\ndescription: Raw bytes.\n---\n"
         (skill_dir / "SKILL.md").write_bytes(front + body)
         manager = manager_for(Path(tmp))

@@ -12,7 +12,6 @@ import os
 import stat
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ from skill_magics.core.errors import (
     ScriptPermissionError,
     ToolRestrictionError,
 )
-from skill_magics.core.models import SkillMetadata
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
@@ -38,32 +36,6 @@ ECHO_STDIN_ARGV = (
     "print(json.dumps({'stdin': sys.stdin.read(), 'argv': sys.argv[1:], 'cwd': os.getcwd(),"
     " 'exe': sys.executable}))\n"
 )
-
-
-def make_skill(
-    root: Path,
-    scripts: dict[str, str],
-    *,
-    name: str = "demo",
-    version: str | None = "1.2.0",
-    allowed_tools: list[str] | None = None,
-) -> tuple[Path, SkillMetadata]:
-    base = root / name
-    base.mkdir(parents=True, exist_ok=True)
-    (base / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test\n---\n")
-    for rel, text in scripts.items():
-        path = base / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-        path.chmod(0o755)
-    meta = SkillMetadata(
-        name=name,
-        description="test",
-        path=base / "SKILL.md",
-        version=version,
-        allowed_tools=allowed_tools,
-    )
-    return base, meta
 
 
 @pytest.fixture
@@ -78,8 +50,12 @@ def last(executor: ScriptExecutor):
 # -- stdin JSON, argv, cwd ------------------------------------------------------------------
 
 
-def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_json_arguments_arrive_on_stdin_utf8(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     args = {"text": "héllo 😀", "n": [1, 2.5, None, True], "nested": {"k": "v"}}
     result = executor.execute("scripts/echo.py", args, base, meta)
     assert result.success, result.stderr
@@ -99,16 +75,20 @@ def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: ScriptExe
     assert rec.arguments.startswith('{"text": "héllo 😀"') and rec.duration_ms > 0
 
 
-def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     result = executor.execute(base / "scripts/echo.py", {}, base, meta)  # absolute path too
     assert result.json()["cwd"] == os.path.realpath(base)
 
 
 def test_argv_is_passed_verbatim_and_never_through_a_shell(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     argv = ["--name", "a b", "$(touch pwned)", "*", "; rm -rf /", "é", 3, Path("x/y")]
     result = executor.execute("scripts/echo.py", None, base, meta, argv=argv)
     seen = result.json()
@@ -118,21 +98,29 @@ def test_argv_is_passed_verbatim_and_never_through_a_shell(
     assert "argv: --name a b" in last(executor).arguments
 
 
-def test_argv_with_arguments_sends_both(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_argv_with_arguments_sends_both(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     seen = executor.execute("scripts/echo.py", {"a": 1}, base, meta, argv=["-v"]).json()
     assert seen["stdin"] == '{"a": 1}' and seen["argv"] == ["-v"]
 
 
 def test_no_arguments_and_no_argv_sends_an_empty_object(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     assert executor.execute("scripts/echo.py", None, base, meta).json()["stdin"] == "{}"
 
 
-def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     for bad in ("--one-string", ["ok", None], ["a\0b"], [b"bytes"], 5):
         with pytest.raises(ArgumentSerializationError, match="argv"):
             executor.prepare("scripts/echo.py", None, base, meta, argv=bad)
@@ -143,12 +131,18 @@ def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
 
 
 def test_skill_variables_and_minimal_env(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("HOME", str(tmp_path))
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        {"name": "demo", "description": "test", "version": "1.2.0"},
+        {"scripts/env.py": PRINT_ENV},
+        with_metadata=True,
+    )
     env = executor.execute("scripts/env.py", {}, base, meta).json()
     assert env["SKILL_NAME"] == "demo"
     assert env["SKILL_BASE_DIR"] == str(base)
@@ -161,7 +155,7 @@ def test_skill_variables_and_minimal_env(
 
 
 def test_minimal_env_is_exactly_the_base_names_and_locale(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     """What the child gets is os.environ filtered by name: BASE_ENV and LC_*, values byte-exact
     (an undecodable value survives the round trip), nothing else, whatever else is set."""
@@ -172,7 +166,9 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     monkeypatch.setenv("XLC_NOT_LOCALE", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setitem(os.environb, b"LC_ODD", b"caf\xe9")  # not UTF-8
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/env.py", {}, base, meta)
     ours = ("SKILL", "PYTHONDONTWRITEBYTECODE")
     inherited = {k: v for k, v in prepared.env.items() if not k.startswith(ours)}
@@ -191,16 +187,20 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 
-def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV}, version=None)
+def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
     assert executor.execute("scripts/env.py", {}, base, meta).json()["SKILL_VERSION"] == ""
 
 
-def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch) -> None:
+def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch, make_skill) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("OPENAI_ORG", "org-1")
     monkeypatch.setenv("OTHER_TOKEN", "t")
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
 
     env = (
         ScriptExecutor(env_passthrough=["OPENAI_API_KEY"])
@@ -221,7 +221,7 @@ def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_python_runs_with_the_kernels_python_not_path_python3(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
@@ -230,12 +230,18 @@ def test_python_runs_with_the_kernels_python_not_path_python3(
         fake.write_text("#!/bin/sh\necho WRONG PYTHON\n")
         fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     assert executor.execute("scripts/echo.py", {}, base, meta).json()["exe"] == sys.executable
 
 
-def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_python_prefers_the_skills_own_venv(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     venv_bin = base / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(os.path.realpath(sys.executable))
@@ -244,14 +250,16 @@ def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: ScriptExec
     assert executor.run(prepared).json()["exe"] == str(venv_bin / "python")
 
 
-def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor) -> None:
+def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
-        {
+        "demo",
+        scripts={
             "scripts/hello.sh": 'echo "bash $BASH_VERSION" | cut -c1-4\n',
             "scripts/tool": "#!/usr/bin/env python3\nimport sys; print(sys.executable)\n",
             "scripts/posix": "#!/bin/sh\necho sh-ok\n",
         },
+        with_metadata=True,
     )
     assert executor.execute("scripts/hello.sh", {}, base, meta).stdout == "bash\n"
     assert executor.execute("scripts/tool", {}, base, meta).stdout.strip() == sys.executable
@@ -259,9 +267,11 @@ def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor) -> N
 
 
 def test_prepared_run_carries_what_the_approval_ui_needs(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hello.sh": "echo hi\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/hello.sh": "echo hi\n"}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/hello.sh", {"a": 1}, base, meta, argv=["-x"], timeout=5)
     assert isinstance(prepared, PreparedRun)
     assert prepared.script_rel == Path("scripts/hello.sh")
@@ -277,8 +287,13 @@ def test_prepared_run_carries_what_the_approval_ui_needs(
         prepared.timeout = 9
 
 
-def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n", "scripts/x.js": "1\n"})
+def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/x.rb": "puts 1\n", "scripts/x.js": "1\n"},
+        with_metadata=True,
+    )
     with pytest.raises(InterpreterNotAllowedError, match="'ruby' is not allowed.*allowed_interp"):
         executor.prepare("scripts/x.rb", {}, base, meta)
     rec = last(executor)
@@ -288,10 +303,17 @@ def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor) -> No
         only_python.prepare("scripts/x.js", {}, base, meta)
 
 
-def test_interpreter_not_found(tmp_path: Path, executor: ScriptExecutor, monkeypatch) -> None:
+def test_interpreter_not_found(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+) -> None:
     base, meta = make_skill(
         tmp_path,
-        {"scripts/build.js": "console.log(1)\n", "scripts/odd": "#!/usr/bin/env nosuchlang\n"},
+        "demo",
+        scripts={
+            "scripts/build.js": "console.log(1)\n",
+            "scripts/odd": "#!/usr/bin/env nosuchlang\n",
+        },
+        with_metadata=True,
     )
     empty = tmp_path / "empty-bin"
     empty.mkdir()
@@ -309,8 +331,12 @@ def test_interpreter_not_found(tmp_path: Path, executor: ScriptExecutor, monkeyp
         custom.prepare("scripts/odd", {}, base, meta)
 
 
-def test_interpreter_lookup_cache_follows_path_changes(tmp_path: Path, monkeypatch) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n"})
+def test_interpreter_lookup_cache_follows_path_changes(
+    tmp_path: Path, monkeypatch, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/x.rb": "puts 1\n"}, with_metadata=True
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", str(bin_dir))
@@ -326,16 +352,20 @@ def test_interpreter_lookup_cache_follows_path_changes(tmp_path: Path, monkeypat
         executor.prepare("scripts/x.rb", {}, base, meta)
 
 
-def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"data.txt": "just text\n"})
+def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"data.txt": "just text\n"}, with_metadata=True
+    )
     with pytest.raises(InterpreterNotFoundError, match="No interpreter known for data.txt"):
         executor.prepare("data.txt", {}, base, meta)
 
 
 def test_interpreter_that_cannot_start_is_a_failed_result(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.py": "print(1)\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/x.py": "print(1)\n"}, with_metadata=True
+    )
     broken = base / "venv" / "bin" / "python"
     broken.parent.mkdir(parents=True)
     broken.write_text("not a program")  # exists, not executable
@@ -349,9 +379,11 @@ def test_interpreter_that_cannot_start_is_a_failed_result(
 
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "scripts/../../x"])
 def test_path_escapes_are_refused_and_audited(
-    tmp_path: Path, executor: ScriptExecutor, path: str
+    tmp_path: Path, executor: ScriptExecutor, path: str, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(PathSecurityError):
         executor.execute(path, {"a": 1}, base, meta)
     rec = last(executor)
@@ -359,8 +391,12 @@ def test_path_escapes_are_refused_and_audited(
     assert rec.reason.startswith("PathSecurityError") and rec.arguments == '{"a": 1}'
 
 
-def test_symlinks_pointing_outside_are_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_symlinks_pointing_outside_are_refused(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "evil.sh").write_text("echo evil\n")
@@ -372,8 +408,10 @@ def test_symlinks_pointing_outside_are_refused(tmp_path: Path, executor: ScriptE
         assert last(executor).outcome == "refused"
 
 
-def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ScriptNotFoundError):
         executor.execute("scripts/nope.sh", {}, base, meta)
     assert last(executor).reason.startswith("ScriptNotFoundError")
@@ -399,9 +437,15 @@ def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor) -> 
     ],
 )
 def test_allowed_tools(
-    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool
+    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"}, allowed_tools=tools)
+    frontmatter = {"name": "demo", "description": "test"}
+    if tools is not None:
+        frontmatter["allowed-tools"] = tools
+    base, meta = make_skill(
+        tmp_path, "demo", frontmatter, {"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
+    assert meta.allowed_tools == tools
     if allowed:
         assert executor.execute("scripts/ok.sh", {}, base, meta).stdout == "ok\n"
         return
@@ -427,17 +471,21 @@ def test_allowed_tools(
     ],
 )
 def test_unserializable_arguments(
-    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str
+    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ArgumentSerializationError) as info:
         executor.prepare("scripts/ok.sh", arguments, base, meta)
     assert fragment in str(info.value)
     assert last(executor).outcome == "refused"
 
 
-def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     loop: dict = {"a": []}
     loop["a"].append(loop)
     with pytest.raises(ArgumentSerializationError, match=r"arguments\['a'\]\[0\].*circular"):
@@ -448,9 +496,11 @@ def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor) -> None:
 
 
 def test_argument_size_counts_bytes_not_characters(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     text = "é" * (6 * 2**20)  # 6 Mi characters, 12 MiB of UTF-8: over the limit
     with pytest.raises(ArgumentSizeError, match=r"12,582,9\d\d bytes.*10 MiB"):
         executor.prepare("scripts/ok.sh", {"s": text}, base, meta)
@@ -461,8 +511,10 @@ def test_argument_size_counts_bytes_not_characters(
 
 
 @pytest.mark.parametrize("bad", [0, 0.5, 601, -1, "10", True])
-def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ValueError, match="timeout"):
         executor.prepare("scripts/ok.sh", {}, base, meta, timeout=bad)
     with pytest.raises(ValueError, match="timeout"):
@@ -481,9 +533,11 @@ def test_constructor_validation() -> None:
 
 
 def test_file_changed_after_prepare_is_refused_at_run(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/ok.sh", {}, base, meta)
     (base / "scripts/ok.sh").write_text("echo something else entirely\n")
     with pytest.raises(PathSecurityError, match="changed after it was checked"):
@@ -491,8 +545,15 @@ def test_file_changed_after_prepare_is_refused_at_run(
     assert last(executor).outcome == "refused"
 
 
-def test_failed_script_result_and_audit(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/fail.sh": "echo bad input >&2\nexit 3\n"})
+def test_failed_script_result_and_audit(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/fail.sh": "echo bad input >&2\nexit 3\n"},
+        with_metadata=True,
+    )
     result = executor.execute("scripts/fail.sh", {}, base, meta)
     assert (result.exit_code, result.stderr, result.success) == (3, "bad input\n", False)
     assert result.signal is None and not result.timeout
@@ -501,9 +562,11 @@ def test_failed_script_result_and_audit(tmp_path: Path, executor: ScriptExecutor
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
-def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool) -> None:
+def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool, make_skill) -> None:
     """prepare() reuses earlier path/interpreter decisions only while nothing changed."""
-    base, meta = make_skill(tmp_path, {"scripts/tool": "#!/bin/sh\necho sh\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/tool": "#!/bin/sh\necho sh\n"}, with_metadata=True
+    )
     executor = ScriptExecutor(use_cache=use_cache)
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
@@ -545,10 +608,10 @@ def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool) -> 
 
 
 def test_prepare_command_runs_code_with_the_same_safety(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    base, meta = make_skill(tmp_path, {})
+    base, meta = make_skill(tmp_path, "demo", with_metadata=True)
     code = "import json, os; print(json.dumps([os.getcwd(), os.environ.get('SKILL_NAME'), "
     code += "'OPENAI_API_KEY' in os.environ]))"
     prepared = executor.prepare_command(
@@ -581,13 +644,17 @@ def test_prepare_command_runs_code_with_the_same_safety(
         )
 
 
-def test_runs_write_no_bytecode_into_the_skill(tmp_path: Path, executor: ScriptExecutor) -> None:
+def test_runs_write_no_bytecode_into_the_skill(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
     """PYTHONDONTWRITEBYTECODE: importing a helper leaves no __pycache__/ in the skill, so
     bytecode that appears there after an approved run is the run's own doing (it revokes a
     session approval: test_security_fixes)."""
     base, meta = make_skill(
         tmp_path,
-        {"scripts/main.py": "import helper\nprint(helper.WHO)\n", "scripts/helper.py": ""},
+        "demo",
+        scripts={"scripts/main.py": "import helper\nprint(helper.WHO)\n", "scripts/helper.py": ""},
+        with_metadata=True,
     )
     (base / "scripts" / "helper.py").write_text("WHO = 'source'\n")
     result = executor.execute("scripts/main.py", {}, base, meta)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_context_support import RecordingApprover, make_skill, manager_for
+from test_context_support import RecordingApprover, manager_for
 
 from skill_magics.core.errors import ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
@@ -19,20 +19,18 @@ from skill_magics.core.skillpy import run_python_in_skill, run_python_in_skill_a
 
 
 @pytest.fixture(scope="module")
-def venv_skills(tmp_path_factory):
+def venv_skills(tmp_path_factory, make_skill):
     """A skills dir with 'calculator' (own venv, created for real) and 'no-venv'."""
     root = tmp_path_factory.mktemp("skills")
     calc = make_skill(
         root,
         "calculator",
-        "python scripts/where.py\n",
-        {
-            "scripts/where.py": "import sys\nprint(sys.prefix)\n",
-        },
+        scripts={"scripts/where.py": "import sys\nprint(sys.prefix)\n"},
+        body="python scripts/where.py\n",
     )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(calc / "venv")], check=True)
-    make_skill(root, "no-venv", "# none\n")
-    broken = make_skill(root, "broken-venv", "# broken\n")
+    make_skill(root, "no-venv", body="# none\n")
+    broken = make_skill(root, "broken-venv", body="# broken\n")
     (broken / ".venv" / "bin").mkdir(parents=True)
     return root
 
