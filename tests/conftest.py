@@ -118,3 +118,22 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
     monkeypatch.chdir(work)
     return tmp_path
+
+
+@pytest.fixture
+def executor():
+    """A ScriptExecutor with its own AuditLog (manager_support.last reads its newest record)."""
+    from skill_magics.core.audit import AuditLog
+    from skill_magics.core.run.executor import ScriptExecutor
+
+    return ScriptExecutor(audit=AuditLog())
+
+
+@pytest.fixture
+def skill_dir(tmp_path: Path) -> Path:
+    """A folder holding scripts/a.py and scripts/b.sh (no SKILL.md): what the ApprovalStore
+    tests hash (manager_support.request_for builds the request for it)."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts/a.py").write_text("print('a')\n")
+    (tmp_path / "scripts/b.sh").write_text("echo b\n")
+    return tmp_path

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_context_support import manager_for
+from manager_support import manager_for
 
 from skill_magics.core.context import skills_catalog
 

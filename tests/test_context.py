@@ -1,17 +1,22 @@
-"""build_skill_context: the seed-003 envelope, referenced scripts only, one approval, no crash."""
+"""build_skill_context: the seed-003 envelope, referenced scripts only, one approval, no crash.
+
+Hostile skills too: references that escape the skill, symlinked or FIFO reference files, argv
+per script shown in the approval.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from manager_support import RecordingApprover, manager_for, posix_only, refusals
 from process_support import assert_group_gone
-from test_context_support import RecordingApprover, manager_for
 
 from skill_magics.core.context import (
     build_skill_context,
@@ -740,3 +745,65 @@ def test_bad_argv_is_a_refused_element_not_a_crash(tmp_path, make_skill, argv):
     assert out.get("status") == "refused", xml
     assert "ran" not in (out.text or "")
     assert manager.audit.records()[-1].outcome == "refused"
+
+
+# -- hostile skills: escaping references, links, FIFOs, per-script argv -----------------------
+
+
+@posix_only
+def test_context_reference_escaping_the_skill_is_audited(make_skill, tmp_path):
+    (tmp_path / "outside.sh").write_text("echo out\n")
+    make_skill(
+        tmp_path / "s",
+        "ctx",
+        scripts={"scripts/a.sh": "echo a\n"},
+        body="Run `bash ../../outside.sh` then `scripts/a.sh`.\n",
+    )
+    manager = manager_for(
+        tmp_path / "s", approver=RecordingApprover()
+    )  # decision 2: approver needed
+    xml = build_skill_context(manager, "ctx")
+    statuses = [s["status"] for s in parse_skill_context(xml)[0]["scripts"]]
+    assert statuses == ["error", "completed"]
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_context_approval_shows_per_script_argv(make_skill, tmp_path):
+    make_skill(
+        tmp_path,
+        "ctx",
+        scripts={"scripts/a.sh": 'echo "a:$*"\n', "scripts/b.sh": 'echo "b:$*"\n'},
+        body="Run `scripts/a.sh` then `scripts/b.sh`.\n",
+    )
+    recorder = RecordingApprover()
+    manager = manager_for(tmp_path, approver=recorder)
+    xml = build_skill_context(manager, "ctx", argv={"scripts/b.sh": ["--delete-everything"]})
+    texts = [s["text"] for s in parse_skill_context(xml)[0]["scripts"]]
+    assert texts == ["a:\n", "b:--delete-everything\n"]
+    assert "--delete-everything" in repr(recorder.requests[-1])
+
+
+@posix_only
+def test_reference_content_does_not_follow_symlinks_outside(make_skill, tmp_path):
+    secret = tmp_path / "credentials"
+    secret.write_text("TOP-SECRET-CREDENTIAL\n")
+    skill = make_skill(tmp_path / "s", "refs", files={"references/guide.md": "guide\n"})
+    os.symlink(secret, skill / "references" / "notes.md")
+    manager = manager_for(tmp_path / "s")
+    xml = build_skill_context(manager, "refs", run_scripts=False, include_references="content")
+    assert "TOP-SECRET" not in xml
+
+
+@posix_only
+def test_fifo_in_references_does_not_hang_the_context(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "ff", files={"references/a.md": "a\n"})
+    os.mkfifo(skill / "references" / "pipe.md")
+    start = time.monotonic()
+    xml = build_skill_context(
+        SkillManager([tmp_path]), "ff", run_scripts=False, include_references="content"
+    )
+    assert time.monotonic() - start < 5
+    refs = {r["path"]: r for r in parse_skill_context(xml)[0]["references"]}
+    assert refs["references/a.md"]["content"] == "a\n"
+    assert refs["references/pipe.md"]["error"] == "true"

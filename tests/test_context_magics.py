@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from magics_support import click_when_shown
 
 from skill_magics.notebook.context_magics import (
     SkillContextText,
@@ -45,25 +46,6 @@ def shell(tmp_path, monkeypatch, make_skill):
     ip.config.pop("SkillMagics", None)
     for name in ("ctx", "res", "cat", "out"):
         ip.user_ns.pop(name, None)
-
-
-def click_when_shown(ip, label: str, timeout: float = 20) -> threading.Thread:
-    m = get_magics(ip)
-    seen = len(m.panels)
-
-    def clicker() -> None:
-        deadline = time.monotonic() + timeout
-        while len(m.panels) <= seen and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if len(m.panels) > seen:
-            panel = m.panels[seen]
-            _ = panel.widget
-            value = {"Yes once": "yes_once", "Yes in session": "yes_in_session", "No": "no"}
-            panel.buttons[value[label]].click()
-
-    thread = threading.Thread(target=clicker, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_skill_context_with_a_click(shell):

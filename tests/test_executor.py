@@ -1,7 +1,13 @@
 """ScriptExecutor.prepare/execute: checks, refusals (audited), stdin JSON, argv, env, cwd.
 
+Also, through a SkillManager, what a run cannot be talked into: script names that look like
+options, a swap or an edit between prepare() and run(), shebangs naming a program that is not
+allowed, .ts run by anything but tsx from PATH, secrets and loader variables in the
+environment, oversized arguments or argv, a script that allowed-tools does not permit.
+
 Real scripts in tmp_path, real processes. Process-level behaviour (timeouts, signals, output
-capture, stdin pipes, concurrency, cancellation) is in test_executor_process.py.
+capture, stdin pipes, concurrency, cancellation, processes that leave the group) is in
+test_executor_process.py.
 """
 
 from __future__ import annotations
@@ -9,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from manager_support import BadRepr, last, manager_for, posix_only, refusals
 
 import skill_magics
 from skill_magics.core.audit import AuditLog
@@ -26,9 +34,12 @@ from skill_magics.core.errors import (
     PathSecurityError,
     ScriptNotFoundError,
     ScriptPermissionError,
+    SkillMagicsError,
     ToolRestrictionError,
 )
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.run.payload import normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 ECHO_STDIN_ARGV = (
@@ -36,15 +47,6 @@ ECHO_STDIN_ARGV = (
     "print(json.dumps({'stdin': sys.stdin.read(), 'argv': sys.argv[1:], 'cwd': os.getcwd(),"
     " 'exe': sys.executable}))\n"
 )
-
-
-@pytest.fixture
-def executor() -> ScriptExecutor:
-    return ScriptExecutor(audit=AuditLog())
-
-
-def last(executor: ScriptExecutor):
-    return executor.audit.records()[-1]
 
 
 # -- stdin JSON, argv, cwd ------------------------------------------------------------------
@@ -649,7 +651,7 @@ def test_runs_write_no_bytecode_into_the_skill(
 ) -> None:
     """PYTHONDONTWRITEBYTECODE: importing a helper leaves no __pycache__/ in the skill, so
     bytecode that appears there after an approved run is the run's own doing (it revokes a
-    session approval: test_security_fixes)."""
+    session approval: test_gate.py)."""
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -665,3 +667,358 @@ def test_runs_write_no_bytecode_into_the_skill(
         [sys.executable, "scripts/main.py"], cwd=base, env=env, capture_output=True, text=True
     )
     assert plain.stdout == "source\n" and list(base.rglob("__pycache__"))
+
+
+# -- script names and argv: exactly the named file runs, never an option ----------------------
+
+
+@posix_only
+def test_nul_in_argv_refused_and_audited(make_skill, tmp_path):
+    make_skill(tmp_path, "nul", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(ArgumentSerializationError):
+        manager.execute_skill_script("nul", "a", argv=["ok", "bad\0arg"])
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["-c", "--help.py", "-", "--version"])
+def test_leading_dash_script_names_are_never_interpreter_options(make_skill, tmp_path, name):
+    # A file literally named "-c" must be run as a file, not read by the interpreter as a flag.
+    body = "print('ran the file')\n" if name.endswith(".py") else "#!/bin/sh\necho ran the file\n"
+    make_skill(tmp_path, "dash", scripts={f"scripts/{name}": body})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("dash", f"scripts/{name}")
+    script_arg = prepared.command[-1]
+    assert os.path.isabs(script_arg) and not script_arg.startswith("-")
+    result = manager.executor.run(prepared)
+    assert result.stdout == "ran the file\n", result.stderr
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["sp ace.sh", "new\nline.sh", "üñí😀.sh", "quote'\"$(x).sh"])
+def test_odd_script_names_run_exactly_the_named_file(make_skill, tmp_path, name):
+    make_skill(tmp_path, "odd", scripts={f"scripts/{name}": "echo ran\n"})
+    manager = manager_for(tmp_path)
+    result = manager.execute_skill_script("odd", f"scripts/{name}")
+    assert result.stdout == "ran\n"
+    assert result.script_path.as_posix() == f"scripts/{name}"
+
+
+# -- between prepare() and run(): a swap or an edit is refused --------------------------------
+
+
+@posix_only
+def test_run_refuses_script_replaced_by_symlink_after_prepare(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"touch {marker}\n")
+    skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
+    manager = manager_for(tmp_path / "skills")
+    prepared = manager.prepare_skill_script("swap", "a")
+    target = skill / "scripts" / "a.sh"
+    target.unlink()
+    os.symlink(evil, target)
+    with pytest.raises(SkillMagicsError):
+        manager.executor.run(prepared)
+    assert not marker.exists()
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_run_refuses_parent_dir_swapped_for_symlink_after_prepare(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    evil_dir = tmp_path / "evil"
+    evil_dir.mkdir()
+    (evil_dir / "a.sh").write_text(f"touch {marker}\n")
+    skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
+    manager = manager_for(tmp_path / "skills")
+    prepared = manager.prepare_skill_script("swap", "a")
+    (skill / "scripts").rename(skill / "old")
+    os.symlink(evil_dir, skill / "scripts")
+    with pytest.raises(PathSecurityError):
+        manager.executor.run(prepared)
+    assert not marker.exists()
+
+
+@posix_only
+def test_run_refuses_script_edited_after_prepare(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo approved\n"})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("edit", "a")
+    (skill / "scripts" / "a.sh").write_text("echo something else entirely\n")
+    with pytest.raises(SkillMagicsError):
+        manager.executor.run(prepared)
+
+
+@posix_only
+def test_run_refuses_same_size_edit_with_restored_mtime(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo AAAA\n"})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("edit", "a")
+    path = skill / "scripts" / "a.sh"
+    st = path.stat()
+    path.write_text("echo BBBB\n")  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    try:
+        result = manager.executor.run(prepared)
+    except SkillMagicsError:
+        return
+    assert "BBBB" not in result.stdout
+
+
+# -- shebangs name an allow-listed program, found on PATH -------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("shebang", ["#!/bin/rm -rf", "#!/usr/bin/env rm -rf", "#!/bin/dd"])
+def test_shebang_to_a_program_not_allowed_is_refused(make_skill, tmp_path, shebang):
+    make_skill(tmp_path, "sheb", scripts={"scripts/run": f"{shebang}\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(InterpreterNotAllowedError):
+        manager.execute_skill_script("sheb", "run")
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_shebang_absolute_path_cannot_smuggle_a_fake_allowed_interpreter(make_skill, tmp_path):
+    fake = tmp_path / "bin" / "bash"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho PWNED-fake-bash\n")
+    fake.chmod(0o755)
+    make_skill(tmp_path / "skills", "sheb", scripts={"scripts/run": f"#!{fake}\necho body\n"})
+    manager = manager_for(tmp_path / "skills", allowed_interpreters=["bash"])
+    try:
+        result = manager.execute_skill_script("sheb", "run")
+    except SkillMagicsError:
+        return
+    assert "PWNED" not in result.stdout
+
+
+@posix_only
+def test_absolute_shebang_runs_the_allow_listed_program_on_path_with_its_flags(
+    make_skill, tmp_path
+):
+    fake = tmp_path / "bin" / "bash"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho FAKE\n")
+    fake.chmod(0o755)
+    make_skill(tmp_path / "s", "sh", scripts={"scripts/run": f"#!{fake} -e\necho real $0\n"})
+    manager = SkillManager([tmp_path / "s"])
+    prepared = manager.prepare_skill_script("sh", "run")
+    assert prepared.command[0] == shutil.which("bash")
+    assert prepared.command[1] == "-e"  # the shebang's flags are kept
+    assert manager.executor.run(prepared).stdout.startswith("real ")
+
+
+# -- .ts runs with tsx from PATH, never npx, never the skill's own ----------------------------
+
+
+def _fake_tsx(directory: Path, says: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    tsx = directory / "tsx"
+    tsx.write_text(f'#!/bin/sh\necho "{says}: $*"\n')
+    tsx.chmod(0o755)
+    return tsx
+
+
+@pytest.fixture
+def ts_skill(make_skill, tmp_path) -> Path:
+    skill = make_skill(
+        tmp_path / "skills", "ts", scripts={"scripts/hello.ts": "console.log('hi')\n"}
+    )
+    _fake_tsx(skill / "node_modules" / ".bin", "SKILL-SHIPPED tsx")
+    return skill
+
+
+@posix_only
+def test_ts_runs_tsx_found_on_path_not_the_skills_node_modules(ts_skill, tmp_path, monkeypatch):
+    tsx = _fake_tsx(tmp_path / "bin", "PATH tsx")
+    monkeypatch.setenv("PATH", f"{tsx.parent}{os.pathsep}{os.environ['PATH']}")
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["python3", "tsx"])
+    seen = []
+
+    def approver(request):
+        seen.append(request)
+        return "yes_once"
+
+    result = manager.execute_skill_script("ts", "hello", approver=approver)
+    script = os.path.realpath(ts_skill / "scripts" / "hello.ts")
+    assert result.stdout == f"PATH tsx: {script}\n"
+    assert seen[0].scripts[0].command == (str(tsx), script)  # the exact command, no npx
+
+
+@posix_only
+def test_missing_tsx_names_the_fix(ts_skill, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["tsx"])
+    with pytest.raises(InterpreterNotFoundError) as caught:
+        manager.execute_skill_script("ts", "hello")
+    message = str(caught.value)
+    assert "npm install -g tsx" in message and "remove 'tsx' from allowed_interpreters" in message
+    assert refusals(manager)[0].reason.startswith("InterpreterNotFoundError: ")
+
+
+@posix_only
+def test_an_interpreter_found_on_path_inside_the_skill_is_refused(ts_skill, monkeypatch):
+    shipped = ts_skill / "node_modules" / ".bin"
+    monkeypatch.setenv("PATH", f"{shipped}{os.pathsep}{os.environ['PATH']}")
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["tsx"])
+    with pytest.raises(InterpreterNotFoundError, match="inside the skill"):
+        manager.execute_skill_script("ts", "hello")
+
+
+@posix_only
+@pytest.mark.parametrize("query", ["hello", "hello.ts", "scripts/hello.ts"])
+def test_a_ts_script_while_tsx_is_not_allowed_says_to_allow_tsx(ts_skill, query):
+    manager = SkillManager([ts_skill.parent])  # default allow-list: no tsx
+    with pytest.raises(InterpreterNotAllowedError, match="add 'tsx' to allowed_interpreters"):
+        manager.execute_skill_script("ts", query)
+    (record,) = refusals(manager)
+    assert record.reason.startswith("InterpreterNotAllowedError: ")
+
+
+@posix_only
+def test_other_missing_scripts_still_say_not_found(ts_skill):
+    with pytest.raises(ScriptNotFoundError):
+        SkillManager([ts_skill.parent]).execute_skill_script("ts", "goodbye")
+
+
+# -- the environment: no secrets, no loader variables -----------------------------------------
+
+
+@posix_only
+def test_minimal_env_drops_secrets_and_loader_variables(make_skill, tmp_path, monkeypatch):
+    sourced = tmp_path / "bash_env.sh"
+    sourced.write_text("echo BASH_ENV_WAS_SOURCED\n")
+    hostile = {
+        "OPENAI_API_KEY": "sk-leak",
+        "ANTHROPIC_API_KEY": "sk-ant-leak",
+        "AWS_SECRET_ACCESS_KEY": "leak",
+        "BASH_ENV": str(sourced),
+        "ENV": str(sourced),
+        "PYTHONPATH": str(tmp_path),
+        "PYTHONSTARTUP": str(sourced),
+        "PYTHONINSPECT": "1",
+        "LD_PRELOAD": "/nonexistent.so",
+        "LD_LIBRARY_PATH": str(tmp_path),
+        "NODE_OPTIONS": "--require /nonexistent.js",
+        "PERL5OPT": "-Mstrict",
+        "RUBYOPT": "-rnonexistent",
+    }
+    for key, value in hostile.items():
+        monkeypatch.setenv(key, value)
+    make_skill(tmp_path / "s", "envt", scripts={"scripts/a.sh": "env\n"})
+    out = manager_for(tmp_path / "s").execute_skill_script("envt", "a").stdout
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert not names & set(hostile), names & set(hostile)
+    assert "BASH_ENV_WAS_SOURCED" not in out
+
+
+# -- argument and argv limits -----------------------------------------------------------------
+
+
+@posix_only
+def test_deeply_nested_arguments_refused_cleanly(make_skill, tmp_path):
+    make_skill(tmp_path, "deep", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    deep: dict = {}
+    cur = deep
+    for _ in range(50_000):
+        cur["a"] = {}
+        cur = cur["a"]
+    with pytest.raises(ArgumentSerializationError):
+        manager.prepare_skill_script("deep", "a", deep)
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_ten_mib_limit_counts_utf8_bytes_exactly(make_skill, tmp_path):
+    make_skill(tmp_path, "big", scripts={"scripts/a.sh": "cat > /dev/null\n"})
+    manager = manager_for(tmp_path)
+    limit = 10 * 2**20
+    overhead = len(b'{"k": ""}')
+    # 2-byte characters: one more pushes the payload over the limit by bytes, not chars.
+    fits = "é" * ((limit - overhead) // 2) + "a" * ((limit - overhead) % 2)
+    assert len(json.dumps({"k": fits}, ensure_ascii=False).encode()) == limit
+    prepared = manager.prepare_skill_script("big", "a", {"k": fits})
+    assert len(prepared.payload) == limit
+    with pytest.raises(ArgumentSizeError):
+        manager.prepare_skill_script("big", "a", {"k": fits + "é"})
+
+
+@posix_only
+def test_huge_argv_is_refused_before_spawn(make_skill, tmp_path):
+    make_skill(tmp_path, "argv", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(ArgumentSizeError):
+        manager.prepare_skill_script("argv", "a", argv=["x" * 300_000])
+
+
+@posix_only
+def test_argv_over_the_total_limit_is_refused_before_spawn_and_audited(make_skill, tmp_path):
+    make_skill(tmp_path, "argv", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = SkillManager([tmp_path])
+    many = ["y" * 100_000] * (os.sysconf("SC_ARG_MAX") // 100_000 + 2)
+    with pytest.raises(ArgumentSizeError, match="stdin"):
+        manager.prepare_skill_script("argv", "a", argv=many)
+    (record,) = manager.audit.records()
+    assert (record.outcome, record.script) == ("refused", "scripts/a.sh")
+    # Well under the limits: runs.
+    assert manager.execute_skill_script("argv", "a", argv=["z" * 100_000]).stdout == "hi\n"
+
+
+@posix_only
+def test_normalize_argv_message_survives_an_unprintable_item():
+    with pytest.raises(ArgumentSerializationError, match="unprintable"):
+        normalize_argv([BadRepr()])
+
+
+# -- allowed-tools as SKILL.md writes it ------------------------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("tools", ["Read Grep", "bash", "BASH", "[Read, Write]", "Bashful"])
+def test_allowed_tools_without_bash_refuses(make_skill, tmp_path, tools):
+    marker = tmp_path / "ran"
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": f"touch {marker}\n"},
+    )
+    manager = manager_for(tmp_path / "s")
+    with pytest.raises(ToolRestrictionError):
+        manager.execute_skill_script("t", "a")
+    assert not marker.exists()
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+@pytest.mark.parametrize("tools", ["Bash", "Read Bash", "[Read, Bash]", "Bash(git:*)", "Read,Bash"])
+def test_allowed_tools_with_bash_runs(make_skill, tmp_path, tools):
+    # NOTE: a scoped Bash(git:*) lets *every* script run; the scope is not enforced.
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": "echo ran\n"},
+    )
+    assert manager_for(tmp_path / "s").execute_skill_script("t", "a").stdout == "ran\n"
+
+
+# Decision (seed 000, user story 4, scenario 3: "no allowed-tools specified (null/empty) ->
+# execution proceeds"): an explicit empty allowed-tools declares no restriction, like an
+# absent key. Refusing it instead was weighed and not adopted.
+@posix_only
+@pytest.mark.parametrize("tools", ["[]", "''"])
+def test_explicit_empty_allowed_tools_proceeds_per_seed_000(make_skill, tmp_path, tools):
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": "echo ran\n"},
+    )
+    manager = manager_for(tmp_path / "s")
+    assert manager.execute_skill_script("t", "a").stdout == "ran\n"
+    assert refusals(manager) == []

@@ -1,6 +1,8 @@
 """ScriptExecutor.run: process groups, timeouts, signals, output capture, stdin, concurrency,
-cancellation. Real processes throughout; timings asserted only where the issue demands, with
-margin for a busy 2-core machine.
+cancellation, processes that leave the group (background children, setsid escapees).
+
+Real processes throughout; timings asserted only where the issue demands, with margin for a
+busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -19,22 +21,14 @@ import warnings
 from pathlib import Path
 
 import pytest
-from process_support import assert_group_gone
+from manager_support import last, manager_for, posix_only
+from process_support import assert_group_gone, pid_alive
 
-from skill_magics.core.audit import AuditLog
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.executor import ScriptExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 2**20
-
-
-@pytest.fixture
-def executor() -> ScriptExecutor:
-    return ScriptExecutor(audit=AuditLog())
-
-
-def last(executor: ScriptExecutor):
-    return executor.audit.records()[-1]
 
 
 def pids_from(text: str) -> list[int]:
@@ -539,3 +533,107 @@ def test_run_async_stop_event_returns_the_stopped_result(
     assert result.exit_code == -signal.SIGTERM and "stopped on request" in result.stderr
     assert_group_gone(pids_from(result.stdout)[0])
     assert last(executor).outcome == "interrupted"
+
+
+# -- processes that leave the group -----------------------------------------------------------
+
+
+@posix_only
+def test_background_children_in_the_group_are_killed(make_skill, tmp_path):
+    pids = tmp_path / "pids"
+    make_skill(
+        tmp_path / "s",
+        "bomb",
+        scripts={
+            "scripts/many.sh": f"for i in $(seq 1 30); do sleep 30 & echo $! >> {pids}; done\n"
+            "echo spawned\n"
+        },
+    )
+    start = time.monotonic()
+    result = manager_for(tmp_path / "s").execute_skill_script("bomb", "many")
+    assert result.stdout == "spawned\n"
+    assert time.monotonic() - start < 5
+    children = [int(p) for p in pids.read_text().split()]
+    assert len(children) == 30
+    deadline = time.monotonic() + 2
+    while any(pid_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [p for p in children if pid_alive(p)]
+
+
+_ESCAPE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()  # leave the process group the executor kills
+    open({marker!r}, "w").write(str(os.getpid()))
+    time.sleep(20)
+    os._exit(0)
+time.sleep(0.3)
+print("parent done", flush=True)
+"""
+
+
+def _run_escapee(make_skill, tmp_path) -> tuple[float, int]:
+    marker = tmp_path / "escapee.pid"
+    make_skill(
+        tmp_path / "s", "esc", scripts={"scripts/escape.py": _ESCAPE.format(marker=str(marker))}
+    )
+    start = time.monotonic()
+    result = manager_for(tmp_path / "s").execute_skill_script("esc", "escape")
+    took = time.monotonic() - start
+    assert result.stdout == "parent done\n"
+    deadline = time.monotonic() + 2
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return took, int(marker.read_text())
+
+
+@posix_only
+def test_setsid_escapee_holding_the_pipes_does_not_hang_the_run(make_skill, tmp_path):
+    took, pid = _run_escapee(make_skill, tmp_path)
+    try:
+        assert took < 3, f"run took {took:.2f} s"
+    finally:
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@posix_only
+def test_setsid_escapee_is_killed_with_the_run(make_skill, tmp_path):
+    _took, pid = _run_escapee(make_skill, tmp_path)
+    time.sleep(0.2)
+    survived = pid_alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGKILL)
+    assert not survived
+
+
+_ESCAPE_THEN_HANG = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    open({marker!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+@posix_only
+def test_timeout_also_kills_a_child_that_left_the_group(make_skill, tmp_path):
+    marker = tmp_path / "pid"
+    make_skill(
+        tmp_path / "s",
+        "esc",
+        scripts={"scripts/e.py": _ESCAPE_THEN_HANG.format(marker=str(marker))},
+    )
+    result = SkillManager([tmp_path / "s"], timeout=1).execute_skill_script("esc", "e")
+    assert result.timeout
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 2
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    survived = pid_alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGKILL)
+    assert not survived

@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
+from manager_support import RecordingApprover, manager_for
 from process_support import assert_group_gone
-from test_context_support import RecordingApprover, manager_for
 
 from skill_magics.core.run.approval import Decision
 from skill_magics.core.tools import NAME_RE

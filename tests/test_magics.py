@@ -18,6 +18,8 @@ import pytest
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from magics_support import click_when_shown
+from manager_support import posix_only
 
 from skill_magics.notebook import magics as magics_module
 from skill_magics.notebook.extension import get_magics
@@ -153,27 +155,6 @@ def wait_for_last(records_of, predicate, timeout: float = 15) -> dict:
         if time.monotonic() > deadline:
             raise AssertionError(f"last record never matched: {records[-1:]}")
         time.sleep(0.05)
-
-
-def click_when_shown(ip, label: str, *, timeout: float = 20) -> threading.Thread:
-    """Click ``label`` on the next approval panel, from another thread (as a subshell would)."""
-    m = magics(ip)
-    seen = len(m.panels)
-
-    def clicker() -> None:
-        deadline = time.monotonic() + timeout
-        while len(m.panels) <= seen and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if len(m.panels) > seen:
-            panel = m.panels[seen]
-            _ = panel.widget  # built on display; make sure the buttons exist
-            panel.buttons[
-                {"Yes once": "yes_once", "Yes in session": "yes_in_session", "No": "no"}[label]
-            ].click()
-
-    thread = threading.Thread(target=clicker, daemon=True)
-    thread.start()
-    return thread
 
 
 def run(ip, cell: str):
@@ -724,3 +705,20 @@ def test_script_edited_while_the_panel_waits_does_not_run(shell):
     assert "changed after the approval was asked" in res.message
     assert not marker(shell).exists()
     assert m.manager.audit.records()[-1].outcome == "refused"
+
+
+# -- --no-approval ----------------------------------------------------------------------------
+
+
+@posix_only
+def test_skillrun_no_approval_flag_refused_while_approval_required():
+    # The magic's bypass switch only works after an explicit config change.
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from skill_magics.notebook.magics import SkillMagics
+
+    magics = SkillMagics(shell=InteractiveShell.instance())
+    assert magics.require_approval is True
+    with pytest.raises(UsageError):
+        magics._plan("anything.a --no-approval", "")

@@ -7,7 +7,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_context_support import manager_for
+from manager_support import manager_for
 
 from skill_magics.core.catalog.references import (
     find_references,

@@ -10,7 +10,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import pytest
-from test_context_support import RecordingApprover, manager_for
+from manager_support import RecordingApprover, manager_for, posix_only
 
 from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
@@ -381,3 +381,75 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
     assert seen and all(name != loop_thread for name, _ in seen)
     assert all(advanced >= 3 for _, advanced in seen), "the loop was blocked while hashing"
     assert approver_threads and loop_thread not in approver_threads
+
+
+# -- tool calls need an approver; hostile names -----------------------------------------------
+
+
+@posix_only
+def test_llm_tool_call_without_an_approver_does_not_run(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "tooly", scripts={"scripts/a.sh": f"touch {marker}\necho ran\n"})
+    manager = manager_for(tmp_path / "s")  # approver=None: the library default
+    block = handle_tool_call(manager, "tooly__a", {}, "toolu_1")
+    assert not marker.exists()
+    assert block["is_error"] is True
+
+
+@posix_only
+def test_llm_tool_call_goes_through_the_managers_approver(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "tooly", scripts={"scripts/a.sh": f"touch {marker}\n"})
+    recorder = RecordingApprover("no")
+    manager = manager_for(tmp_path / "s", approver=recorder)
+    block = handle_tool_call(manager, "tooly__a", {"argv": ["--x"]}, "toolu_1")
+    assert block["is_error"] is True and not marker.exists()
+    assert recorder.requests[-1].argv == ("--x",)
+    block = handle_tool_call(manager, "tooly__a", {"argv": "rm -rf /"}, "toolu_2")
+    assert block["is_error"] is True and not marker.exists()
+
+
+@posix_only
+def test_tool_names_valid_and_unique_for_hostile_names(make_skill, tmp_path):
+    names = ["PDF", "pdf", "a.b", "a_b", "a__b", "a" * 100, "ü", "x y"]
+    for i, skill_name in enumerate(names):
+        make_skill(
+            tmp_path,
+            skill_name,
+            frontmatter={"name": skill_name, "description": "d"},
+            scripts={
+                "scripts/c.sh": "echo\n",
+                "scripts/C.sh": "echo\n",
+                "scripts/ü.sh": "echo\n",
+                "scripts/" + "s" * 80 + ".sh": "echo\n",
+                "scripts/sub/c.sh": "echo\n",
+            },
+            dirname=f"d{i}",
+        )
+    specs = tool_specs(manager_for(tmp_path))
+    tool_names = [s.name for s in specs]
+    assert len(tool_names) == len(set(tool_names)) == len(names) * 6
+    assert all(NAME_RE.match(n) for n in tool_names)
+    assert len({(s.skill, s.script) for s in specs}) == len(specs)
+
+
+@posix_only
+def test_tool_name_keeps_meaning_when_a_colliding_skill_is_added(make_skill, tmp_path):
+    make_skill(
+        tmp_path,
+        "a_b",
+        frontmatter={"name": "a_b", "description": "d"},
+        scripts={"scripts/c.sh": ""},
+    )
+    manager = manager_for(tmp_path)
+    before = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    make_skill(
+        tmp_path,
+        "a.b",
+        frontmatter={"name": "a.b", "description": "d"},
+        scripts={"scripts/c.sh": ""},
+    )
+    manager.reload()
+    after = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    for name, target in before.items():
+        assert after.get(name) == target
