@@ -36,16 +36,19 @@ def write_skill(
     files: Mapping[str, str | bytes] | None = None,
     dirname: str | None = None,
     executable: bool = True,
-) -> Path:
+    with_metadata: bool = False,
+) -> Any:
     """Create ``root/<dirname or name>/`` holding SKILL.md plus ``scripts`` and ``files``.
 
     - ``frontmatter``: None -> ``{name, description}``; a dict -> dumped as YAML; a str ->
       written verbatim between the ``---`` lines (for malformed-YAML cases).
     - ``scripts`` / ``files``: relative path -> text or bytes. Text is dedented, so triple-quoted
       blocks can be indented in the test. Scripts get the executable bit (``executable``).
-    - ``body``: markdown after the frontmatter (default: a one-line heading).
+    - ``body``: markdown after the frontmatter, dedented (default: a one-line heading).
+    - ``with_metadata``: also return the SkillMetadata parsed from the SKILL.md written, for
+      tests that drive the ScriptExecutor directly (it takes the metadata, not a manager).
 
-    Returns the skill directory.
+    Returns the skill directory, or ``(skill_dir, metadata)`` with ``with_metadata``.
     """
     skill_dir = Path(root) / (dirname or name)
     skill_dir.mkdir(parents=True, exist_ok=True)
@@ -55,7 +58,7 @@ def write_skill(
         fm_text = frontmatter if frontmatter.endswith("\n") else frontmatter + "\n"
     else:
         fm_text = yaml.safe_dump(dict(frontmatter), sort_keys=False, allow_unicode=True)
-    text = f"---\n{fm_text}---\n" + (body if body else f"# {name}\n")
+    text = f"---\n{fm_text}---\n" + (textwrap.dedent(body) if body else f"# {name}\n")
     (skill_dir / "SKILL.md").write_text(text, encoding="utf-8")
     for rel, content in (scripts or {}).items():
         path = _write(skill_dir, rel, content)
@@ -63,6 +66,10 @@ def write_skill(
             path.chmod(0o755)
     for rel, content in (files or {}).items():
         _write(skill_dir, rel, content)
+    if with_metadata:
+        from skill_magics.core.catalog.frontmatter import load_skill_metadata
+
+        return skill_dir, load_skill_metadata(skill_dir / "SKILL.md")
     return skill_dir
 
 
@@ -76,9 +83,10 @@ def _write(base: Path, rel: str, content: str | bytes) -> Path:
     return path
 
 
-@pytest.fixture
-def make_skill() -> Callable[..., Path]:
-    """The :func:`write_skill` factory.
+@pytest.fixture(scope="session")
+def make_skill() -> Callable[..., Any]:
+    """The :func:`write_skill` factory (session-scoped: it holds no state, so module-scoped
+    fixtures and hypothesis tests can use it too).
 
     ``make_skill(tmp_path, "name", frontmatter=..., scripts={...}, body=..., files={...})``
     """
@@ -109,4 +117,23 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", os.fspath(home))
     monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
     monkeypatch.chdir(work)
+    return tmp_path
+
+
+@pytest.fixture
+def executor():
+    """A ScriptExecutor with its own AuditLog (manager_support.last reads its newest record)."""
+    from skill_magics.core.audit import AuditLog
+    from skill_magics.core.run.executor import ScriptExecutor
+
+    return ScriptExecutor(audit=AuditLog())
+
+
+@pytest.fixture
+def skill_dir(tmp_path: Path) -> Path:
+    """A folder holding scripts/a.py and scripts/b.sh (no SKILL.md): what the ApprovalStore
+    tests hash (manager_support.request_for builds the request for it)."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts/a.py").write_text("print('a')\n")
+    (tmp_path / "scripts/b.sh").write_text("echo b\n")
     return tmp_path

@@ -61,3 +61,11 @@ def wait_for_text(path: Path, timeout: float = 60) -> str:
             return path.read_text().strip()
         time.sleep(0.05)
     raise AssertionError(f"{path} never appeared: the script did not start")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process: a zombie has already died, so it does not count."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

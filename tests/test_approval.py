@@ -1,10 +1,12 @@
-"""What a person is asked and can answer: requests, decisions, combined requests, hashes.
+"""ApprovalRequest and Decision values: answers, labels, the content hash, combined requests.
 
-Whether a run may go ahead (the gate) is tested in test_gate.py."""
+What a decision does (the session store, who is asked, what lapses) is in test_gate.py.
+"""
 
 from __future__ import annotations
 
 import pytest
+from manager_support import request_for
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
@@ -16,30 +18,10 @@ from skill_magics.core.errors import (
 from skill_magics.core.run.approval import (
     ApprovalRequest,
     Decision,
-    ScriptToApprove,
     coerce_decision,
     combine_requests,
-    decides_alone,
     scripts_content_hash,
 )
-
-
-def _request(skill_dir, name="demo") -> ApprovalRequest:
-    scripts = ["scripts/a.py", "scripts/b.sh"]
-    return ApprovalRequest(
-        skill_name=name,
-        scripts=tuple(ScriptToApprove(p, "python3") for p in scripts),
-        arguments={"x": 1},
-        content_hash=scripts_content_hash(skill_dir, scripts),
-    )
-
-
-@pytest.fixture
-def skill_dir(tmp_path):
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts/a.py").write_text("print('a')\n")
-    (tmp_path / "scripts/b.sh").write_text("echo b\n")
-    return tmp_path
 
 
 def test_bad_decision_value_is_a_clear_error():
@@ -69,7 +51,7 @@ def test_all_errors_share_one_root():
 
 
 def test_combine_one_request_returns_it_unchanged(skill_dir):
-    request = _request(skill_dir)
+    request = request_for(skill_dir)
     assert combine_requests([request]) is request
     assert request.parts == () and not request.is_combined
     assert request.requests == (request,) and request.skill_names == ("demo",)
@@ -78,7 +60,7 @@ def test_combine_one_request_returns_it_unchanged(skill_dir):
 
 
 def test_combined_request_lists_every_part_in_order(skill_dir):
-    one, two = _request(skill_dir, "one"), _request(skill_dir, "two")
+    one, two = request_for(skill_dir, "one"), request_for(skill_dir, "two")
     combined = combine_requests([one, two])
     assert combined.parts == (one, two) and combined.is_combined
     assert combined.skill_name == "one, two"
@@ -99,24 +81,3 @@ def test_combined_request_lists_every_part_in_order(skill_dir):
     assert again.arguments is None and again.argv == ()
     with pytest.raises(ValueError, match="skillpy"):
         combine_requests([one, ApprovalRequest("py", (), code="print(1)")])
-
-
-def test_decides_alone_is_an_optional_hint(skill_dir):
-    request = _request(skill_dir)
-
-    class Configured:
-        def __call__(self, request):
-            return "yes_once"
-
-        def decides_alone(self, request):
-            return request.skill_name == "demo"
-
-    class Broken(Configured):
-        def decides_alone(self, request):
-            raise RuntimeError("boom")
-
-    assert decides_alone(Configured(), request) is True
-    assert decides_alone(Configured(), _request(skill_dir, "other")) is False
-    assert decides_alone(lambda r: "yes_once", request) is False
-    assert decides_alone(Broken(), request) is False
-    assert decides_alone(None, request) is False

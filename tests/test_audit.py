@@ -1,7 +1,13 @@
-"""core/audit.py: records, logging, bounded history, JSONL file."""
+"""core/audit.py: records, logging, bounded history, JSONL file.
+
+And the records the manager and the executor write: one line each that newlines cannot forge,
+arguments capped, previews that never raise, scripts named relative to the skill, a duration
+on every refusal.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -9,8 +15,24 @@ import stat
 import threading
 from pathlib import Path
 
-from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
-from skill_magics.core.errors import PathSecurityError
+import pytest
+from manager_support import BadRepr, manager_for, posix_only, refusals
+
+from skill_magics.core.audit import (
+    ARGUMENTS_PREVIEW_CHARS,
+    AuditLog,
+    AuditRecord,
+    arguments_preview,
+)
+from skill_magics.core.errors import (
+    InterpreterNotAllowedError,
+    InterpreterNotFoundError,
+    PathSecurityError,
+    ScriptNotFoundError,
+    ToolRestrictionError,
+)
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.executor import ScriptExecutor
 
 
 def test_record_fields_and_truncation() -> None:
@@ -92,3 +114,113 @@ def test_unwritable_file_does_not_break_recording(tmp_path: Path, caplog) -> Non
         log.event("s", "a.sh", {}, "completed")
     assert len(log.records()) == 2
     assert sum("Cannot append to audit file" in r.getMessage() for r in caplog.records) == 1
+
+
+# -- what the manager and the executor record -------------------------------------------------
+
+
+@posix_only
+def test_jsonl_audit_is_one_line_per_record_and_arguments_are_capped(make_skill, tmp_path):
+    make_skill(tmp_path / "s", "aud", scripts={"scripts/a.sh": "echo hi\n"})
+    jsonl = tmp_path / "audit.jsonl"
+    manager = manager_for(tmp_path / "s", audit_log=jsonl)
+    forged = '\n{"timestamp":"x","skill":"aud","outcome":"completed"}\n'
+    manager.execute_skill_script("aud", "a", {"k": forged * 50}, argv=[forged])
+    with pytest.raises(PathSecurityError):
+        manager.execute_skill_script("aud", "../" + forged)
+    lines = jsonl.read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        rec = json.loads(line)
+        assert len(rec["arguments"]) <= ARGUMENTS_PREVIEW_CHARS
+    assert oct(jsonl.stat().st_mode & 0o777) == oct(0o600)
+
+
+@posix_only
+def test_text_audit_log_cannot_be_forged_with_newlines(make_skill, tmp_path):
+    make_skill(tmp_path / "s", "aud", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path / "s")
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("skill_magics.audit")
+    old = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        fake = "x\nskill=aud script=scripts/a.sh outcome=completed exit_code=0 FORGED"
+        manager.execute_skill_script("aud", "a", argv=[fake])
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 1, lines
+
+
+@posix_only
+@pytest.mark.parametrize(
+    ("arguments", "argv"),
+    [({"a": BadRepr()}, None), (None, [BadRepr()]), (None, 5), (BadRepr(), None), (None, "")],
+)
+def test_arguments_preview_never_raises(arguments, argv):
+    assert isinstance(arguments_preview(arguments, argv), str)
+
+
+@posix_only
+def test_refusal_audit_record_names_the_script_relative(make_skill, tmp_path):
+    make_skill(tmp_path, "rel", scripts={"scripts/run": "#!/bin/rm -rf\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(InterpreterNotAllowedError):
+        manager.execute_skill_script("rel", "run")
+    assert refusals(manager)[-1].script == "scripts/run"
+
+
+@posix_only
+def test_refusal_records_name_scripts_relative_to_the_skill(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "rel", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = SkillManager([tmp_path], allowed_interpreters=["python3"])
+    with pytest.raises(Exception, match="not allowed"):
+        manager.execute_skill_script("rel", "a")
+    with pytest.raises(Exception, match="not allowed"):
+        manager.executor.prepare(
+            skill / "scripts" / "a.sh", {}, skill, manager.get_skill("rel").metadata
+        )
+    assert [r.script for r in manager.audit.records()] == ["scripts/a.sh", "scripts/a.sh"]
+    assert not Path(manager.audit.records()[0].script).is_absolute()
+
+
+@posix_only
+def test_every_refusal_records_a_duration(make_skill, tmp_path):
+    make_skill(tmp_path / "skills", "s", scripts={"scripts/ok.py": "print(1)\n"})
+    make_skill(
+        tmp_path / "skills",
+        "locked",
+        {"name": "locked", "description": "d", "allowed-tools": "Read"},
+        scripts={"scripts/ok.py": "print(1)\n"},
+    )
+    manager = SkillManager([tmp_path / "skills"])
+    with pytest.raises(ScriptNotFoundError):  # refused by the manager, before the executor
+        manager.execute_skill_script("s", "nope")
+    with pytest.raises(ToolRestrictionError):  # refused by the executor
+        manager.execute_skill_script("locked", "ok")
+    with pytest.raises(PathSecurityError):
+        manager.execute_skill_script("s", "../../etc/passwd")
+    prepared = manager.prepare_skill_script("s", "ok")
+    (tmp_path / "skills" / "s" / "scripts" / "ok.py").write_text("print(2)  # edited\n")
+    with pytest.raises(Exception, match="changed"):  # re-checked at run time
+        manager.executor.run(prepared)
+    refused = refusals(manager)
+    assert len(refused) == 4
+    assert all(r.duration_ms is not None and r.duration_ms > 0 for r in refused), refused
+
+
+@posix_only
+def test_prepare_command_refusal_records_a_duration(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "s")
+    executor = ScriptExecutor()
+    meta = SkillManager([tmp_path]).get_skill("s").metadata
+    with pytest.raises(InterpreterNotFoundError):
+        executor.prepare_command(
+            ["python3", "-c", "1"], skill_base_dir=skill, skill_metadata=meta, label="<python -c>"
+        )
+    assert executor.audit.records()[-1].duration_ms > 0

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_context_support import make_skill, manager_for
+from manager_support import manager_for
 
 from skill_magics.core.context import skills_catalog
 
@@ -33,10 +33,11 @@ def test_bundled_examples_match_skills_ref_byte_for_byte():
     assert skills_catalog(manager) == reference(manager)
 
 
-def test_escaping_matches_skills_ref(tmp_path):
-    make_skill(tmp_path, "alpha", description='"Tom & Jerry\'s <b>bold</b> tool"')
-    make_skill(tmp_path, "beta", description="Plain description, with a comma")
-    make_skill(tmp_path, "gamma", description="'Unicode ✓ — ünïcode > ascii'")
+def test_escaping_matches_skills_ref(tmp_path, make_skill):
+    # Frontmatter as raw YAML text: the quoting is part of what the reference must match.
+    make_skill(tmp_path, "alpha", 'name: alpha\ndescription: "Tom & Jerry\'s <b>bold</b> tool"')
+    make_skill(tmp_path, "beta", "name: beta\ndescription: Plain description, with a comma")
+    make_skill(tmp_path, "gamma", "name: gamma\ndescription: 'Unicode ✓ — ünïcode > ascii'")
     manager = manager_for(tmp_path)
     catalog = skills_catalog(manager)
     assert catalog == reference(manager)
@@ -45,7 +46,7 @@ def test_escaping_matches_skills_ref(tmp_path):
     assert [s.find("name").text.strip() for s in root] == ["alpha", "beta", "gamma"]
 
 
-def test_location_is_the_absolute_resolved_skill_md(tmp_path):
+def test_location_is_the_absolute_resolved_skill_md(tmp_path, make_skill):
     real = tmp_path / "real"
     make_skill(real, "linked")
     (tmp_path / "via").symlink_to(real, target_is_directory=True)
@@ -55,7 +56,7 @@ def test_location_is_the_absolute_resolved_skill_md(tmp_path):
     assert catalog == reference(manager)
 
 
-def test_names_select_and_order(tmp_path):
+def test_names_select_and_order(tmp_path, make_skill):
     for name in ("one", "two", "three"):
         make_skill(tmp_path, name)
     manager = manager_for(tmp_path)

@@ -18,14 +18,15 @@ ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)))\n"
 
 
 @pytest.fixture
-def skills_dir(tmp_path: Path) -> Path:
-    base = tmp_path / "skills" / "ctx-skill"
-    (base / "scripts").mkdir(parents=True)
-    (base / "SKILL.md").write_text(
-        "---\nname: ctx-skill\ndescription: Context kernel tests.\n---\n"
-        "Run `python scripts/echo.py` first.\n"
+def skills_dir(tmp_path: Path, make_skill) -> Path:
+    make_skill(
+        tmp_path / "skills",
+        "ctx-skill",
+        {"name": "ctx-skill", "description": "Context kernel tests."},
+        {"scripts/echo.py": ECHO},
+        body="Run `python scripts/echo.py` first.\n",
+        executable=False,
     )
-    (base / "scripts" / "echo.py").write_text(ECHO)
     return tmp_path / "skills"
 
 
@@ -100,17 +101,18 @@ SLEEPER = (
 )
 
 
-def test_interrupt_kills_a_running_context_script(tmp_path):
+def test_interrupt_kills_a_running_context_script(tmp_path, make_skill):
     """Kernel > Interrupt while %skill_context runs a referenced script: its process group is
     killed (on ipykernel >= 7.4 the script runs in a worker thread of the awaited cell), the
     cell ends with an error and the kernel keeps working."""
-    base = tmp_path / "skills" / "slow-ctx"
-    (base / "scripts").mkdir(parents=True)
-    (base / "SKILL.md").write_text(
-        "---\nname: slow-ctx\ndescription: A slow referenced script.\n---\n"
-        "Run `python scripts/sleep.py`.\n"
+    make_skill(
+        tmp_path / "skills",
+        "slow-ctx",
+        {"name": "slow-ctx", "description": "A slow referenced script."},
+        {"scripts/sleep.py": SLEEPER},
+        body="Run `python scripts/sleep.py`.\n",
+        executable=False,
     )
-    (base / "scripts" / "sleep.py").write_text(SLEEPER)
     pgid_file = tmp_path / "pgid"
     env = {"SKILL_MAGICS_PATH": str(tmp_path / "skills"), "SKILL_MAGICS_AUTO_APPROVE": "*"}
     with start_kernel(env=env, cwd=tmp_path) as k:

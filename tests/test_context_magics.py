@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from test_context_support import make_skill
+from magics_support import click_when_shown
 
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics.context import ContextMagics, SkillContextText, highlight_xml
@@ -23,13 +23,13 @@ ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)))\n"
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch):
+def shell(tmp_path, monkeypatch, make_skill):
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
     monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
     ip = InteractiveShell.instance()
     ip.config.pop("SkillMagics", None)
     skills = tmp_path / "skills"
-    make_skill(skills, "echo", BODY, {"scripts/echo.py": ECHO})
+    make_skill(skills, "echo", scripts={"scripts/echo.py": ECHO}, body=BODY)
     ip.run_line_magic("load_ext", "skill_magics")
     ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
     ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
@@ -39,25 +39,6 @@ def shell(tmp_path, monkeypatch):
     ip.config.pop("SkillMagics", None)
     for name in ("ctx", "res", "cat", "out"):
         ip.user_ns.pop(name, None)
-
-
-def click_when_shown(ip, label: str, timeout: float = 20) -> threading.Thread:
-    m = get_magics(ip)
-    seen = len(m.panels)
-
-    def clicker() -> None:
-        deadline = time.monotonic() + timeout
-        while len(m.panels) <= seen and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if len(m.panels) > seen:
-            panel = m.panels[seen]
-            _ = panel.widget
-            value = {"Yes once": "yes_once", "Yes in session": "yes_in_session", "No": "no"}
-            panel.buttons[value[label]].click()
-
-    thread = threading.Thread(target=clicker, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_skill_context_with_a_click(shell):
@@ -81,8 +62,10 @@ def test_declined_click_gives_declined_elements(shell):
     assert out.get("status") == "declined"
 
 
-def test_no_run_and_refs_and_several_names(shell):
-    make_skill(shell.skills_root, "other", "# Other\n", {"references/r.md": "ref text\n"})
+def test_no_run_and_refs_and_several_names(shell, make_skill):
+    make_skill(
+        shell.skills_root, "other", files={"references/r.md": "ref text\n"}, body="# Other\n"
+    )
     shell.run_cell("%reload_ext skill_magics")
     get_magics(shell).manager.reload()
     result = shell.run_cell("%skill_context echo other --no-run --refs content")
@@ -258,13 +241,13 @@ def test_other_cell_magics_keep_their_text_where_await_is_on(shell, tmp_path, mo
 MARK = "import pathlib\npathlib.Path('ran-{name}').write_text('yes')\nprint('{name} ran')\n"
 
 
-def _two_skills(ip) -> tuple:
+def _two_skills(make_skill, ip) -> tuple:
     """Skills alpha (two scripts) and beta (one); each script writes ran-<name> when it runs."""
     dirs = []
     for name, scripts in (("alpha", ("a1", "a2")), ("beta", ("b",))):
         body = "".join(f"Run `python scripts/{s}.py`.\n" for s in scripts)
         files = {f"scripts/{s}.py": MARK.format(name=s) for s in scripts}
-        dirs.append(make_skill(ip.skills_root, name, body, files))
+        dirs.append(make_skill(ip.skills_root, name, scripts=files, body=body))
     get_magics(ip).manager.reload()
     return tuple(dirs)
 
@@ -276,8 +259,8 @@ def _statuses(xml: str) -> dict[str, list[str]]:
     }
 
 
-def test_several_skills_one_panel_click_yes_once(shell):
-    alpha, beta = _two_skills(shell)
+def test_several_skills_one_panel_click_yes_once(shell, make_skill):
+    alpha, beta = _two_skills(make_skill, shell)
     m = get_magics(shell)
     seen = len(m.panels)
     clicker = click_when_shown(shell, "Yes once")
@@ -307,8 +290,8 @@ def test_several_skills_one_panel_click_yes_once(shell):
     assert "<b>alpha</b>" in panel_html and "<b>beta</b>" in panel_html
 
 
-def test_several_skills_yes_in_session_asks_nothing_next_time(shell):
-    _two_skills(shell)
+def test_several_skills_yes_in_session_asks_nothing_next_time(shell, make_skill):
+    _two_skills(make_skill, shell)
     m = get_magics(shell)
     clicker = click_when_shown(shell, "Yes in session")
     shell.run_cell("%skill_context alpha beta -o ctx")
@@ -325,8 +308,8 @@ def test_several_skills_yes_in_session_asks_nothing_next_time(shell):
     assert _statuses(shell.user_ns["out"]) == {"beta": ["completed"]}
 
 
-def test_several_skills_no_declines_every_script(shell):
-    alpha, beta = _two_skills(shell)
+def test_several_skills_no_declines_every_script(shell, make_skill):
+    alpha, beta = _two_skills(make_skill, shell)
     clicker = click_when_shown(shell, "No")
     shell.run_cell("%skill_context alpha beta -o ctx")
     clicker.join(5)
@@ -347,8 +330,8 @@ def test_several_skills_no_declines_every_script(shell):
     ]
 
 
-def test_pre_approved_skill_is_not_in_the_panel(shell):
-    _two_skills(shell)
+def test_pre_approved_skill_is_not_in_the_panel(shell, make_skill):
+    _two_skills(make_skill, shell)
     m = get_magics(shell)
     shell.run_cell("%config SkillMagics.auto_approve = ['alpha']")
     seen = len(m.panels)
@@ -373,8 +356,8 @@ def test_pre_approved_skill_is_not_in_the_panel(shell):
         "%config SkillMagics.require_approval = False",
     ],
 )
-def test_everything_pre_approved_shows_no_panel(shell, config):
-    _two_skills(shell)
+def test_everything_pre_approved_shows_no_panel(shell, config, make_skill):
+    _two_skills(make_skill, shell)
     m = get_magics(shell)
     shell.run_cell(config)
     seen = len(m.panels)
@@ -386,10 +369,10 @@ def test_everything_pre_approved_shows_no_panel(shell, config):
     }
 
 
-def test_several_skills_unavailable_approval(shell):
+def test_several_skills_unavailable_approval(shell, make_skill):
     """Nobody can answer (no kernel, stdin not a terminal): every asked skill's scripts are
     approval_unavailable, and the fix names every skill."""
-    alpha, beta = _two_skills(shell)
+    alpha, beta = _two_skills(make_skill, shell)
     m = get_magics(shell)
     shell.run_cell("%config SkillMagics.approval_ui = 'terminal'")
     seen = len(m.panels)
@@ -410,11 +393,11 @@ def test_several_skills_unavailable_approval(shell):
     assert unavailable == ["alpha", "alpha", "beta"]
 
 
-def test_several_skills_await_path_click(shell):
+def test_several_skills_await_path_click(shell, make_skill):
     """The await path (ipykernel >= 7.4): core in a worker thread waits for the one panel."""
     import asyncio
 
-    alpha, beta = _two_skills(shell)
+    alpha, beta = _two_skills(make_skill, shell)
     m = get_magics(shell)
     cm = shell.magics_manager.registry[ContextMagics.__name__]
     clicker = click_when_shown(shell, "Yes once")
@@ -425,8 +408,8 @@ def test_several_skills_await_path_click(shell):
     assert _statuses(ctx) == {"alpha": ["completed", "completed"], "beta": ["completed"]}
 
 
-def test_skill_changed_while_the_panel_waits_does_not_run(shell):
-    alpha, beta = _two_skills(shell)
+def test_skill_changed_while_the_panel_waits_does_not_run(shell, make_skill):
+    alpha, beta = _two_skills(make_skill, shell)
     m = get_magics(shell)
     seen = len(m.panels)
 
@@ -449,14 +432,16 @@ def test_skill_changed_while_the_panel_waits_does_not_run(shell):
 
 
 @pytest.mark.kernel
-def test_several_skills_in_a_real_kernel_headless_and_clicked(tmp_path):
+def test_several_skills_in_a_real_kernel_headless_and_clicked(tmp_path, make_skill):
     """A real kernel: headless (allow_stdin False) gives approval_unavailable for both skills
     at once; with a frontend, one panel and one click run both."""
     from kernel_fixtures import kernel_ipykernel_version, start_kernel
 
     skills = tmp_path / "skills"
     for name in ("alpha", "beta"):
-        make_skill(skills, name, "Run `python scripts/echo.py`.\n", {"scripts/echo.py": ECHO})
+        make_skill(
+            skills, name, scripts={"scripts/echo.py": ECHO}, body="Run `python scripts/echo.py`.\n"
+        )
     status = (
         "import xml.etree.ElementTree as ET\n"
         "print(sorted({o.get('status') for o in ET.fromstring(ctx).iter('script_output')}),"

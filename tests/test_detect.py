@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from manager_support import posix_only
 
 from skill_magics.core.catalog.detect import ScriptDetector, extract_description
+from skill_magics.core.manager import SkillManager
 
 
 def paths(scripts) -> list[str]:
@@ -279,3 +282,22 @@ def test_detect_accepts_str_and_path(make_skill, tmp_path):
 )
 def test_description_styles_follow_the_language(source, script_type, expected):
     assert extract_description(source, script_type) == expected
+
+
+# -- versioned Python shebangs are Python -----------------------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/python3.11", "#!/usr/bin/env python3.99 -u"])
+def test_versioned_python_shebang_runs_the_kernels_python_with_its_docstring(
+    make_skill, tmp_path, shebang
+):
+    code = f'{shebang}\n"""Says which Python runs it."""\nimport sys\nprint(sys.executable)\n'
+    make_skill(tmp_path / "skills", "py", scripts={"scripts/which": code})
+    manager = SkillManager([tmp_path / "skills"])
+    (script,) = manager.get_skill("py").scripts
+    assert (script.script_type, script.interpreter) == ("python", "python3")
+    assert script.description == "Says which Python runs it."
+    result = manager.execute_skill_script("py", "which")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == sys.executable

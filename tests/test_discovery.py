@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from manager_support import posix_only
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.skill import Skill
@@ -19,6 +20,7 @@ from skill_magics.core.errors import (
     PathSecurityError,
     ScriptNotFoundError,
     SkillNotFoundError,
+    SkillParseError,
 )
 from skill_magics.core.manager import SkillManager, default_skill_dirs, examples_dir
 
@@ -208,6 +210,57 @@ def test_get_skill_unknown_suggests_close_matches(tmp_path, make_skill):
     assert "did you mean 'csv-profiler'?" in message
     assert "list_skills()" in message and "add_dir" in message and str(tmp_path) in message
     assert "\n" not in message
+
+
+@posix_only
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ("metadata:\n  updated: 2024-02-30\n", "day is out of range for month"),
+        ("x: " + "9" * 5000 + "\n", "integer string conversion"),
+    ],
+    ids=["impossible-date", "5000-digit-int"],
+)
+def test_a_value_python_cannot_build_skips_only_that_skill(tmp_path, extra, reason, make_skill):
+    make_skill(tmp_path, "good", "name: good\ndescription: d\n")
+    make_skill(tmp_path, "typo", f"name: typo\ndescription: d\n{extra}")
+    manager = SkillManager([tmp_path])
+    assert [m.name for m in manager.list_skills()] == ["good"]
+    (warning,) = [w for w in manager.warnings if "typo" in w]
+    assert warning.startswith(f"Skipped {tmp_path / 'typo' / 'SKILL.md'}: ")
+    assert reason in warning and "put it in quotes" in warning and "\n" not in warning
+    assert "set_int_max_str_digits" not in warning  # Python's hint is not the fix here
+
+
+@posix_only
+def test_yaml_alias_expansion_skips_only_that_skill(tmp_path, make_skill):
+    """'Billion laughs': aliases loaded cheaply but expanding exponentially when shown."""
+    lines = ["name: laughs", "description: ok", "metadata:", "  a0: &a0 [x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 8)}]" for i in range(1, 12)]
+    make_skill(tmp_path, "laughs", "\n".join(lines))
+    make_skill(tmp_path, "fine")
+    # shared (not repeated) values stay fine: an alias used a few times is ordinary YAML
+    make_skill(tmp_path, "anchors", "name: anchors\ndescription: &d ok\nmetadata: {x: *d, y: *d}")
+    manager = SkillManager([tmp_path])
+    assert [m.name for m in manager.list_skills()] == ["anchors", "fine"]
+    warnings = "\n".join(manager.warnings)
+    assert "laughs" in warnings and "expands to more than 10,000 values" in warnings
+
+
+@posix_only
+def test_an_edit_that_breaks_the_yaml_shows_the_last_good_metadata_but_runs_nothing(
+    tmp_path, make_skill
+):
+    make_skill(tmp_path, "s", "name: s\ndescription: d\nversion: '1'\n")
+    skill = SkillManager([tmp_path]).get_skill("s")
+    assert skill.content == "# s\n"
+    (tmp_path / "s" / "SKILL.md").write_text(
+        "---\nname: s\ndescription: d\nversion: '2'\nx: " + "[" * 30_000 + "\n---\nnew body\n"
+    )
+    assert skill.content == "new body\n"
+    assert skill.metadata.version == "1"  # what %skills show still has to show
+    with pytest.raises(SkillParseError, match="no longer parses"):
+        skill.current_metadata()  # what a run checks allowed-tools against: fail closed
 
 
 # -- progressive disclosure ---------------------------------------------------------------

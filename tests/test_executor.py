@@ -1,7 +1,13 @@
 """ScriptExecutor.prepare/execute: checks, refusals (audited), stdin JSON, argv, env, cwd.
 
+Also, through a SkillManager, what a run cannot be talked into: script names that look like
+options, a swap or an edit between prepare() and run(), shebangs naming a program that is not
+allowed, .ts run by anything but tsx from PATH, secrets and loader variables in the
+environment, oversized arguments or argv, a script that allowed-tools does not permit.
+
 Real scripts in tmp_path, real processes. Process-level behaviour (timeouts, signals, output
-capture, stdin pipes, concurrency, cancellation) is in test_executor_process.py.
+capture, stdin pipes, concurrency, cancellation, processes that leave the group) is in
+test_executor_process.py.
 """
 
 from __future__ import annotations
@@ -9,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from manager_support import BadRepr, last, manager_for, posix_only, refusals
 
 import skill_magics
 from skill_magics.core.audit import AuditLog
@@ -27,10 +34,12 @@ from skill_magics.core.errors import (
     PathSecurityError,
     ScriptNotFoundError,
     ScriptPermissionError,
+    SkillMagicsError,
     ToolRestrictionError,
 )
-from skill_magics.core.models import SkillMetadata
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.run.payload import normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 ECHO_STDIN_ARGV = (
@@ -40,46 +49,15 @@ ECHO_STDIN_ARGV = (
 )
 
 
-def make_skill(
-    root: Path,
-    scripts: dict[str, str],
-    *,
-    name: str = "demo",
-    version: str | None = "1.2.0",
-    allowed_tools: list[str] | None = None,
-) -> tuple[Path, SkillMetadata]:
-    base = root / name
-    base.mkdir(parents=True, exist_ok=True)
-    (base / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test\n---\n")
-    for rel, text in scripts.items():
-        path = base / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-        path.chmod(0o755)
-    meta = SkillMetadata(
-        name=name,
-        description="test",
-        path=base / "SKILL.md",
-        version=version,
-        allowed_tools=allowed_tools,
-    )
-    return base, meta
-
-
-@pytest.fixture
-def executor() -> ScriptExecutor:
-    return ScriptExecutor(audit=AuditLog())
-
-
-def last(executor: ScriptExecutor):
-    return executor.audit.records()[-1]
-
-
 # -- stdin JSON, argv, cwd ------------------------------------------------------------------
 
 
-def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_json_arguments_arrive_on_stdin_utf8(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     args = {"text": "héllo 😀", "n": [1, 2.5, None, True], "nested": {"k": "v"}}
     result = executor.execute("scripts/echo.py", args, base, meta)
     assert result.success, result.stderr
@@ -99,16 +77,20 @@ def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: ScriptExe
     assert rec.arguments.startswith('{"text": "héllo 😀"') and rec.duration_ms > 0
 
 
-def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     result = executor.execute(base / "scripts/echo.py", {}, base, meta)  # absolute path too
     assert result.json()["cwd"] == os.path.realpath(base)
 
 
 def test_argv_is_passed_verbatim_and_never_through_a_shell(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     argv = ["--name", "a b", "$(touch pwned)", "*", "; rm -rf /", "é", 3, Path("x/y")]
     result = executor.execute("scripts/echo.py", None, base, meta, argv=argv)
     seen = result.json()
@@ -118,21 +100,29 @@ def test_argv_is_passed_verbatim_and_never_through_a_shell(
     assert "argv: --name a b" in last(executor).arguments
 
 
-def test_argv_with_arguments_sends_both(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_argv_with_arguments_sends_both(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     seen = executor.execute("scripts/echo.py", {"a": 1}, base, meta, argv=["-v"]).json()
     assert seen["stdin"] == '{"a": 1}' and seen["argv"] == ["-v"]
 
 
 def test_no_arguments_and_no_argv_sends_an_empty_object(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     assert executor.execute("scripts/echo.py", None, base, meta).json()["stdin"] == "{}"
 
 
-def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     for bad in ("--one-string", ["ok", None], ["a\0b"], [b"bytes"], 5):
         with pytest.raises(ArgumentSerializationError, match="argv"):
             executor.prepare("scripts/echo.py", None, base, meta, argv=bad)
@@ -143,12 +133,18 @@ def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
 
 
 def test_skill_variables_and_minimal_env(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("HOME", str(tmp_path))
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        {"name": "demo", "description": "test", "version": "1.2.0"},
+        {"scripts/env.py": PRINT_ENV},
+        with_metadata=True,
+    )
     env = executor.execute("scripts/env.py", {}, base, meta).json()
     assert env["SKILL_NAME"] == "demo"
     assert env["SKILL_BASE_DIR"] == str(base)
@@ -161,7 +157,7 @@ def test_skill_variables_and_minimal_env(
 
 
 def test_minimal_env_is_exactly_the_base_names_and_locale(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     """What the child gets is os.environ filtered by name: BASE_ENV and LC_*, values byte-exact
     (an undecodable value survives the round trip), nothing else, whatever else is set."""
@@ -172,7 +168,9 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     monkeypatch.setenv("XLC_NOT_LOCALE", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
     monkeypatch.setitem(os.environb, b"LC_ODD", b"caf\xe9")  # not UTF-8
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/env.py", {}, base, meta)
     ours = ("SKILL", "PYTHONDONTWRITEBYTECODE")
     inherited = {k: v for k, v in prepared.env.items() if not k.startswith(ours)}
@@ -191,16 +189,20 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 
-def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV}, version=None)
+def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
     assert executor.execute("scripts/env.py", {}, base, meta).json()["SKILL_VERSION"] == ""
 
 
-def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch) -> None:
+def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch, make_skill) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("OPENAI_ORG", "org-1")
     monkeypatch.setenv("OTHER_TOKEN", "t")
-    base, meta = make_skill(tmp_path, {"scripts/env.py": PRINT_ENV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
 
     env = (
         ScriptExecutor(env_passthrough=["OPENAI_API_KEY"])
@@ -221,7 +223,7 @@ def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_python_runs_with_the_kernels_python_not_path_python3(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
@@ -230,12 +232,18 @@ def test_python_runs_with_the_kernels_python_not_path_python3(
         fake.write_text("#!/bin/sh\necho WRONG PYTHON\n")
         fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     assert executor.execute("scripts/echo.py", {}, base, meta).json()["exe"] == sys.executable
 
 
-def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/echo.py": ECHO_STDIN_ARGV})
+def test_python_prefers_the_skills_own_venv(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
+    )
     venv_bin = base / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(os.path.realpath(sys.executable))
@@ -244,14 +252,16 @@ def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: ScriptExec
     assert executor.run(prepared).json()["exe"] == str(venv_bin / "python")
 
 
-def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor) -> None:
+def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
-        {
+        "demo",
+        scripts={
             "scripts/hello.sh": 'echo "bash $BASH_VERSION" | cut -c1-4\n',
             "scripts/tool": "#!/usr/bin/env python3\nimport sys; print(sys.executable)\n",
             "scripts/posix": "#!/bin/sh\necho sh-ok\n",
         },
+        with_metadata=True,
     )
     assert executor.execute("scripts/hello.sh", {}, base, meta).stdout == "bash\n"
     assert executor.execute("scripts/tool", {}, base, meta).stdout.strip() == sys.executable
@@ -259,9 +269,11 @@ def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor) -> N
 
 
 def test_prepared_run_carries_what_the_approval_ui_needs(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hello.sh": "echo hi\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/hello.sh": "echo hi\n"}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/hello.sh", {"a": 1}, base, meta, argv=["-x"], timeout=5)
     assert isinstance(prepared, PreparedRun)
     assert prepared.script_rel == Path("scripts/hello.sh")
@@ -277,8 +289,13 @@ def test_prepared_run_carries_what_the_approval_ui_needs(
         prepared.timeout = 9
 
 
-def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n", "scripts/x.js": "1\n"})
+def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/x.rb": "puts 1\n", "scripts/x.js": "1\n"},
+        with_metadata=True,
+    )
     with pytest.raises(InterpreterNotAllowedError, match="'ruby' is not allowed.*allowed_interp"):
         executor.prepare("scripts/x.rb", {}, base, meta)
     rec = last(executor)
@@ -288,10 +305,17 @@ def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor) -> No
         only_python.prepare("scripts/x.js", {}, base, meta)
 
 
-def test_interpreter_not_found(tmp_path: Path, executor: ScriptExecutor, monkeypatch) -> None:
+def test_interpreter_not_found(
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+) -> None:
     base, meta = make_skill(
         tmp_path,
-        {"scripts/build.js": "console.log(1)\n", "scripts/odd": "#!/usr/bin/env nosuchlang\n"},
+        "demo",
+        scripts={
+            "scripts/build.js": "console.log(1)\n",
+            "scripts/odd": "#!/usr/bin/env nosuchlang\n",
+        },
+        with_metadata=True,
     )
     empty = tmp_path / "empty-bin"
     empty.mkdir()
@@ -309,8 +333,12 @@ def test_interpreter_not_found(tmp_path: Path, executor: ScriptExecutor, monkeyp
         custom.prepare("scripts/odd", {}, base, meta)
 
 
-def test_interpreter_lookup_cache_follows_path_changes(tmp_path: Path, monkeypatch) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.rb": "puts 1\n"})
+def test_interpreter_lookup_cache_follows_path_changes(
+    tmp_path: Path, monkeypatch, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/x.rb": "puts 1\n"}, with_metadata=True
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", str(bin_dir))
@@ -326,16 +354,20 @@ def test_interpreter_lookup_cache_follows_path_changes(tmp_path: Path, monkeypat
         executor.prepare("scripts/x.rb", {}, base, meta)
 
 
-def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"data.txt": "just text\n"})
+def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"data.txt": "just text\n"}, with_metadata=True
+    )
     with pytest.raises(InterpreterNotFoundError, match="No interpreter known for data.txt"):
         executor.prepare("data.txt", {}, base, meta)
 
 
 def test_interpreter_that_cannot_start_is_a_failed_result(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/x.py": "print(1)\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/x.py": "print(1)\n"}, with_metadata=True
+    )
     broken = base / "venv" / "bin" / "python"
     broken.parent.mkdir(parents=True)
     broken.write_text("not a program")  # exists, not executable
@@ -349,9 +381,11 @@ def test_interpreter_that_cannot_start_is_a_failed_result(
 
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "scripts/../../x"])
 def test_path_escapes_are_refused_and_audited(
-    tmp_path: Path, executor: ScriptExecutor, path: str
+    tmp_path: Path, executor: ScriptExecutor, path: str, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(PathSecurityError):
         executor.execute(path, {"a": 1}, base, meta)
     rec = last(executor)
@@ -359,8 +393,12 @@ def test_path_escapes_are_refused_and_audited(
     assert rec.reason.startswith("PathSecurityError") and rec.arguments == '{"a": 1}'
 
 
-def test_symlinks_pointing_outside_are_refused(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_symlinks_pointing_outside_are_refused(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "evil.sh").write_text("echo evil\n")
@@ -372,8 +410,10 @@ def test_symlinks_pointing_outside_are_refused(tmp_path: Path, executor: ScriptE
         assert last(executor).outcome == "refused"
 
 
-def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ScriptNotFoundError):
         executor.execute("scripts/nope.sh", {}, base, meta)
     assert last(executor).reason.startswith("ScriptNotFoundError")
@@ -399,9 +439,15 @@ def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor) -> 
     ],
 )
 def test_allowed_tools(
-    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool
+    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"}, allowed_tools=tools)
+    frontmatter = {"name": "demo", "description": "test"}
+    if tools is not None:
+        frontmatter["allowed-tools"] = tools
+    base, meta = make_skill(
+        tmp_path, "demo", frontmatter, {"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
+    assert meta.allowed_tools == tools
     if allowed:
         assert executor.execute("scripts/ok.sh", {}, base, meta).stdout == "ok\n"
         return
@@ -427,17 +473,21 @@ def test_allowed_tools(
     ],
 )
 def test_unserializable_arguments(
-    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str
+    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ArgumentSerializationError) as info:
         executor.prepare("scripts/ok.sh", arguments, base, meta)
     assert fragment in str(info.value)
     assert last(executor).outcome == "refused"
 
 
-def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     loop: dict = {"a": []}
     loop["a"].append(loop)
     with pytest.raises(ArgumentSerializationError, match=r"arguments\['a'\]\[0\].*circular"):
@@ -448,9 +498,11 @@ def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor) -> None:
 
 
 def test_argument_size_counts_bytes_not_characters(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     text = "é" * (6 * 2**20)  # 6 Mi characters, 12 MiB of UTF-8: over the limit
     with pytest.raises(ArgumentSizeError, match=r"12,582,9\d\d bytes.*10 MiB"):
         executor.prepare("scripts/ok.sh", {"s": text}, base, meta)
@@ -461,8 +513,10 @@ def test_argument_size_counts_bytes_not_characters(
 
 
 @pytest.mark.parametrize("bad", [0, 0.5, 601, -1, "10", True])
-def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     with pytest.raises(ValueError, match="timeout"):
         executor.prepare("scripts/ok.sh", {}, base, meta, timeout=bad)
     with pytest.raises(ValueError, match="timeout"):
@@ -481,9 +535,11 @@ def test_constructor_validation() -> None:
 
 
 def test_file_changed_after_prepare_is_refused_at_run(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ok.sh": "echo ok\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/ok.sh", {}, base, meta)
     (base / "scripts/ok.sh").write_text("echo something else entirely\n")
     with pytest.raises(PathSecurityError, match="changed after it was checked"):
@@ -491,8 +547,15 @@ def test_file_changed_after_prepare_is_refused_at_run(
     assert last(executor).outcome == "refused"
 
 
-def test_failed_script_result_and_audit(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/fail.sh": "echo bad input >&2\nexit 3\n"})
+def test_failed_script_result_and_audit(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/fail.sh": "echo bad input >&2\nexit 3\n"},
+        with_metadata=True,
+    )
     result = executor.execute("scripts/fail.sh", {}, base, meta)
     assert (result.exit_code, result.stderr, result.success) == (3, "bad input\n", False)
     assert result.signal is None and not result.timeout
@@ -501,9 +564,11 @@ def test_failed_script_result_and_audit(tmp_path: Path, executor: ScriptExecutor
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
-def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool) -> None:
+def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool, make_skill) -> None:
     """prepare() reuses earlier path/interpreter decisions only while nothing changed."""
-    base, meta = make_skill(tmp_path, {"scripts/tool": "#!/bin/sh\necho sh\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/tool": "#!/bin/sh\necho sh\n"}, with_metadata=True
+    )
     executor = ScriptExecutor(use_cache=use_cache)
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
@@ -545,10 +610,10 @@ def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool) -> 
 
 
 def test_prepare_command_runs_code_with_the_same_safety(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch
+    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    base, meta = make_skill(tmp_path, {})
+    base, meta = make_skill(tmp_path, "demo", with_metadata=True)
     code = "import json, os; print(json.dumps([os.getcwd(), os.environ.get('SKILL_NAME'), "
     code += "'OPENAI_API_KEY' in os.environ]))"
     prepared = executor.prepare_command(
@@ -581,13 +646,17 @@ def test_prepare_command_runs_code_with_the_same_safety(
         )
 
 
-def test_runs_write_no_bytecode_into_the_skill(tmp_path: Path, executor: ScriptExecutor) -> None:
+def test_runs_write_no_bytecode_into_the_skill(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
     """PYTHONDONTWRITEBYTECODE: importing a helper leaves no __pycache__/ in the skill, so
     bytecode that appears there after an approved run is the run's own doing (it revokes a
-    session approval: test_security_fixes)."""
+    session approval: test_gate.py)."""
     base, meta = make_skill(
         tmp_path,
-        {"scripts/main.py": "import helper\nprint(helper.WHO)\n", "scripts/helper.py": ""},
+        "demo",
+        scripts={"scripts/main.py": "import helper\nprint(helper.WHO)\n", "scripts/helper.py": ""},
+        with_metadata=True,
     )
     (base / "scripts" / "helper.py").write_text("WHO = 'source'\n")
     result = executor.execute("scripts/main.py", {}, base, meta)
@@ -598,3 +667,358 @@ def test_runs_write_no_bytecode_into_the_skill(tmp_path: Path, executor: ScriptE
         [sys.executable, "scripts/main.py"], cwd=base, env=env, capture_output=True, text=True
     )
     assert plain.stdout == "source\n" and list(base.rglob("__pycache__"))
+
+
+# -- script names and argv: exactly the named file runs, never an option ----------------------
+
+
+@posix_only
+def test_nul_in_argv_refused_and_audited(make_skill, tmp_path):
+    make_skill(tmp_path, "nul", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(ArgumentSerializationError):
+        manager.execute_skill_script("nul", "a", argv=["ok", "bad\0arg"])
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["-c", "--help.py", "-", "--version"])
+def test_leading_dash_script_names_are_never_interpreter_options(make_skill, tmp_path, name):
+    # A file literally named "-c" must be run as a file, not read by the interpreter as a flag.
+    body = "print('ran the file')\n" if name.endswith(".py") else "#!/bin/sh\necho ran the file\n"
+    make_skill(tmp_path, "dash", scripts={f"scripts/{name}": body})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("dash", f"scripts/{name}")
+    script_arg = prepared.command[-1]
+    assert os.path.isabs(script_arg) and not script_arg.startswith("-")
+    result = manager.executor.run(prepared)
+    assert result.stdout == "ran the file\n", result.stderr
+
+
+@posix_only
+@pytest.mark.parametrize("name", ["sp ace.sh", "new\nline.sh", "üñí😀.sh", "quote'\"$(x).sh"])
+def test_odd_script_names_run_exactly_the_named_file(make_skill, tmp_path, name):
+    make_skill(tmp_path, "odd", scripts={f"scripts/{name}": "echo ran\n"})
+    manager = manager_for(tmp_path)
+    result = manager.execute_skill_script("odd", f"scripts/{name}")
+    assert result.stdout == "ran\n"
+    assert result.script_path.as_posix() == f"scripts/{name}"
+
+
+# -- between prepare() and run(): a swap or an edit is refused --------------------------------
+
+
+@posix_only
+def test_run_refuses_script_replaced_by_symlink_after_prepare(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"touch {marker}\n")
+    skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
+    manager = manager_for(tmp_path / "skills")
+    prepared = manager.prepare_skill_script("swap", "a")
+    target = skill / "scripts" / "a.sh"
+    target.unlink()
+    os.symlink(evil, target)
+    with pytest.raises(SkillMagicsError):
+        manager.executor.run(prepared)
+    assert not marker.exists()
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_run_refuses_parent_dir_swapped_for_symlink_after_prepare(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    evil_dir = tmp_path / "evil"
+    evil_dir.mkdir()
+    (evil_dir / "a.sh").write_text(f"touch {marker}\n")
+    skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
+    manager = manager_for(tmp_path / "skills")
+    prepared = manager.prepare_skill_script("swap", "a")
+    (skill / "scripts").rename(skill / "old")
+    os.symlink(evil_dir, skill / "scripts")
+    with pytest.raises(PathSecurityError):
+        manager.executor.run(prepared)
+    assert not marker.exists()
+
+
+@posix_only
+def test_run_refuses_script_edited_after_prepare(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo approved\n"})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("edit", "a")
+    (skill / "scripts" / "a.sh").write_text("echo something else entirely\n")
+    with pytest.raises(SkillMagicsError):
+        manager.executor.run(prepared)
+
+
+@posix_only
+def test_run_refuses_same_size_edit_with_restored_mtime(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo AAAA\n"})
+    manager = manager_for(tmp_path)
+    prepared = manager.prepare_skill_script("edit", "a")
+    path = skill / "scripts" / "a.sh"
+    st = path.stat()
+    path.write_text("echo BBBB\n")  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    try:
+        result = manager.executor.run(prepared)
+    except SkillMagicsError:
+        return
+    assert "BBBB" not in result.stdout
+
+
+# -- shebangs name an allow-listed program, found on PATH -------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("shebang", ["#!/bin/rm -rf", "#!/usr/bin/env rm -rf", "#!/bin/dd"])
+def test_shebang_to_a_program_not_allowed_is_refused(make_skill, tmp_path, shebang):
+    make_skill(tmp_path, "sheb", scripts={"scripts/run": f"{shebang}\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(InterpreterNotAllowedError):
+        manager.execute_skill_script("sheb", "run")
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_shebang_absolute_path_cannot_smuggle_a_fake_allowed_interpreter(make_skill, tmp_path):
+    fake = tmp_path / "bin" / "bash"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho PWNED-fake-bash\n")
+    fake.chmod(0o755)
+    make_skill(tmp_path / "skills", "sheb", scripts={"scripts/run": f"#!{fake}\necho body\n"})
+    manager = manager_for(tmp_path / "skills", allowed_interpreters=["bash"])
+    try:
+        result = manager.execute_skill_script("sheb", "run")
+    except SkillMagicsError:
+        return
+    assert "PWNED" not in result.stdout
+
+
+@posix_only
+def test_absolute_shebang_runs_the_allow_listed_program_on_path_with_its_flags(
+    make_skill, tmp_path
+):
+    fake = tmp_path / "bin" / "bash"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho FAKE\n")
+    fake.chmod(0o755)
+    make_skill(tmp_path / "s", "sh", scripts={"scripts/run": f"#!{fake} -e\necho real $0\n"})
+    manager = SkillManager([tmp_path / "s"])
+    prepared = manager.prepare_skill_script("sh", "run")
+    assert prepared.command[0] == shutil.which("bash")
+    assert prepared.command[1] == "-e"  # the shebang's flags are kept
+    assert manager.executor.run(prepared).stdout.startswith("real ")
+
+
+# -- .ts runs with tsx from PATH, never npx, never the skill's own ----------------------------
+
+
+def _fake_tsx(directory: Path, says: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    tsx = directory / "tsx"
+    tsx.write_text(f'#!/bin/sh\necho "{says}: $*"\n')
+    tsx.chmod(0o755)
+    return tsx
+
+
+@pytest.fixture
+def ts_skill(make_skill, tmp_path) -> Path:
+    skill = make_skill(
+        tmp_path / "skills", "ts", scripts={"scripts/hello.ts": "console.log('hi')\n"}
+    )
+    _fake_tsx(skill / "node_modules" / ".bin", "SKILL-SHIPPED tsx")
+    return skill
+
+
+@posix_only
+def test_ts_runs_tsx_found_on_path_not_the_skills_node_modules(ts_skill, tmp_path, monkeypatch):
+    tsx = _fake_tsx(tmp_path / "bin", "PATH tsx")
+    monkeypatch.setenv("PATH", f"{tsx.parent}{os.pathsep}{os.environ['PATH']}")
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["python3", "tsx"])
+    seen = []
+
+    def approver(request):
+        seen.append(request)
+        return "yes_once"
+
+    result = manager.execute_skill_script("ts", "hello", approver=approver)
+    script = os.path.realpath(ts_skill / "scripts" / "hello.ts")
+    assert result.stdout == f"PATH tsx: {script}\n"
+    assert seen[0].scripts[0].command == (str(tsx), script)  # the exact command, no npx
+
+
+@posix_only
+def test_missing_tsx_names_the_fix(ts_skill, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["tsx"])
+    with pytest.raises(InterpreterNotFoundError) as caught:
+        manager.execute_skill_script("ts", "hello")
+    message = str(caught.value)
+    assert "npm install -g tsx" in message and "remove 'tsx' from allowed_interpreters" in message
+    assert refusals(manager)[0].reason.startswith("InterpreterNotFoundError: ")
+
+
+@posix_only
+def test_an_interpreter_found_on_path_inside_the_skill_is_refused(ts_skill, monkeypatch):
+    shipped = ts_skill / "node_modules" / ".bin"
+    monkeypatch.setenv("PATH", f"{shipped}{os.pathsep}{os.environ['PATH']}")
+    manager = SkillManager([ts_skill.parent], allowed_interpreters=["tsx"])
+    with pytest.raises(InterpreterNotFoundError, match="inside the skill"):
+        manager.execute_skill_script("ts", "hello")
+
+
+@posix_only
+@pytest.mark.parametrize("query", ["hello", "hello.ts", "scripts/hello.ts"])
+def test_a_ts_script_while_tsx_is_not_allowed_says_to_allow_tsx(ts_skill, query):
+    manager = SkillManager([ts_skill.parent])  # default allow-list: no tsx
+    with pytest.raises(InterpreterNotAllowedError, match="add 'tsx' to allowed_interpreters"):
+        manager.execute_skill_script("ts", query)
+    (record,) = refusals(manager)
+    assert record.reason.startswith("InterpreterNotAllowedError: ")
+
+
+@posix_only
+def test_other_missing_scripts_still_say_not_found(ts_skill):
+    with pytest.raises(ScriptNotFoundError):
+        SkillManager([ts_skill.parent]).execute_skill_script("ts", "goodbye")
+
+
+# -- the environment: no secrets, no loader variables -----------------------------------------
+
+
+@posix_only
+def test_minimal_env_drops_secrets_and_loader_variables(make_skill, tmp_path, monkeypatch):
+    sourced = tmp_path / "bash_env.sh"
+    sourced.write_text("echo BASH_ENV_WAS_SOURCED\n")
+    hostile = {
+        "OPENAI_API_KEY": "sk-leak",
+        "ANTHROPIC_API_KEY": "sk-ant-leak",
+        "AWS_SECRET_ACCESS_KEY": "leak",
+        "BASH_ENV": str(sourced),
+        "ENV": str(sourced),
+        "PYTHONPATH": str(tmp_path),
+        "PYTHONSTARTUP": str(sourced),
+        "PYTHONINSPECT": "1",
+        "LD_PRELOAD": "/nonexistent.so",
+        "LD_LIBRARY_PATH": str(tmp_path),
+        "NODE_OPTIONS": "--require /nonexistent.js",
+        "PERL5OPT": "-Mstrict",
+        "RUBYOPT": "-rnonexistent",
+    }
+    for key, value in hostile.items():
+        monkeypatch.setenv(key, value)
+    make_skill(tmp_path / "s", "envt", scripts={"scripts/a.sh": "env\n"})
+    out = manager_for(tmp_path / "s").execute_skill_script("envt", "a").stdout
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert not names & set(hostile), names & set(hostile)
+    assert "BASH_ENV_WAS_SOURCED" not in out
+
+
+# -- argument and argv limits -----------------------------------------------------------------
+
+
+@posix_only
+def test_deeply_nested_arguments_refused_cleanly(make_skill, tmp_path):
+    make_skill(tmp_path, "deep", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    deep: dict = {}
+    cur = deep
+    for _ in range(50_000):
+        cur["a"] = {}
+        cur = cur["a"]
+    with pytest.raises(ArgumentSerializationError):
+        manager.prepare_skill_script("deep", "a", deep)
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_ten_mib_limit_counts_utf8_bytes_exactly(make_skill, tmp_path):
+    make_skill(tmp_path, "big", scripts={"scripts/a.sh": "cat > /dev/null\n"})
+    manager = manager_for(tmp_path)
+    limit = 10 * 2**20
+    overhead = len(b'{"k": ""}')
+    # 2-byte characters: one more pushes the payload over the limit by bytes, not chars.
+    fits = "é" * ((limit - overhead) // 2) + "a" * ((limit - overhead) % 2)
+    assert len(json.dumps({"k": fits}, ensure_ascii=False).encode()) == limit
+    prepared = manager.prepare_skill_script("big", "a", {"k": fits})
+    assert len(prepared.payload) == limit
+    with pytest.raises(ArgumentSizeError):
+        manager.prepare_skill_script("big", "a", {"k": fits + "é"})
+
+
+@posix_only
+def test_huge_argv_is_refused_before_spawn(make_skill, tmp_path):
+    make_skill(tmp_path, "argv", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(ArgumentSizeError):
+        manager.prepare_skill_script("argv", "a", argv=["x" * 300_000])
+
+
+@posix_only
+def test_argv_over_the_total_limit_is_refused_before_spawn_and_audited(make_skill, tmp_path):
+    make_skill(tmp_path, "argv", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = SkillManager([tmp_path])
+    many = ["y" * 100_000] * (os.sysconf("SC_ARG_MAX") // 100_000 + 2)
+    with pytest.raises(ArgumentSizeError, match="stdin"):
+        manager.prepare_skill_script("argv", "a", argv=many)
+    (record,) = manager.audit.records()
+    assert (record.outcome, record.script) == ("refused", "scripts/a.sh")
+    # Well under the limits: runs.
+    assert manager.execute_skill_script("argv", "a", argv=["z" * 100_000]).stdout == "hi\n"
+
+
+@posix_only
+def test_normalize_argv_message_survives_an_unprintable_item():
+    with pytest.raises(ArgumentSerializationError, match="unprintable"):
+        normalize_argv([BadRepr()])
+
+
+# -- allowed-tools as SKILL.md writes it ------------------------------------------------------
+
+
+@posix_only
+@pytest.mark.parametrize("tools", ["Read Grep", "bash", "BASH", "[Read, Write]", "Bashful"])
+def test_allowed_tools_without_bash_refuses(make_skill, tmp_path, tools):
+    marker = tmp_path / "ran"
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": f"touch {marker}\n"},
+    )
+    manager = manager_for(tmp_path / "s")
+    with pytest.raises(ToolRestrictionError):
+        manager.execute_skill_script("t", "a")
+    assert not marker.exists()
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+@pytest.mark.parametrize("tools", ["Bash", "Read Bash", "[Read, Bash]", "Bash(git:*)", "Read,Bash"])
+def test_allowed_tools_with_bash_runs(make_skill, tmp_path, tools):
+    # NOTE: a scoped Bash(git:*) lets *every* script run; the scope is not enforced.
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": "echo ran\n"},
+    )
+    assert manager_for(tmp_path / "s").execute_skill_script("t", "a").stdout == "ran\n"
+
+
+# Decision (seed 000, user story 4, scenario 3: "no allowed-tools specified (null/empty) ->
+# execution proceeds"): an explicit empty allowed-tools declares no restriction, like an
+# absent key. Refusing it instead was weighed and not adopted.
+@posix_only
+@pytest.mark.parametrize("tools", ["[]", "''"])
+def test_explicit_empty_allowed_tools_proceeds_per_seed_000(make_skill, tmp_path, tools):
+    make_skill(
+        tmp_path / "s",
+        "t",
+        frontmatter=f"name: t\ndescription: d\nallowed-tools: {tools}\n",
+        scripts={"scripts/a.sh": "echo ran\n"},
+    )
+    manager = manager_for(tmp_path / "s")
+    assert manager.execute_skill_script("t", "a").stdout == "ran\n"
+    assert refusals(manager) == []

@@ -1,6 +1,8 @@
 """ScriptExecutor.run: process groups, timeouts, signals, output capture, stdin, concurrency,
-cancellation. Real processes throughout; timings asserted only where the issue demands, with
-margin for a busy 2-core machine.
+cancellation, processes that leave the group (background children, setsid escapees).
+
+Real processes throughout; timings asserted only where the issue demands, with margin for a
+busy 2-core machine.
 """
 
 from __future__ import annotations
@@ -13,40 +15,20 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
 from pathlib import Path
 
 import pytest
-from process_support import assert_group_gone
+from manager_support import last, manager_for, posix_only
+from process_support import assert_group_gone, pid_alive
 
-from skill_magics.core.audit import AuditLog
-from skill_magics.core.models import SkillMetadata
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.executor import ScriptExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 2**20
-
-
-def make_skill(root: Path, scripts: dict[str, str]) -> tuple[Path, SkillMetadata]:
-    base = root / "demo"
-    base.mkdir(parents=True, exist_ok=True)
-    for rel, text in scripts.items():
-        path = base / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return base, SkillMetadata(name="demo", description="d", path=base / "SKILL.md")
-
-
-@pytest.fixture
-def executor() -> ScriptExecutor:
-    return ScriptExecutor(audit=AuditLog())
-
-
-def last(executor: ScriptExecutor):
-    return executor.audit.records()[-1]
 
 
 def pids_from(text: str) -> list[int]:
@@ -56,10 +38,15 @@ def pids_from(text: str) -> list[int]:
 # -- timeouts and process groups ----------------------------------------------------------------
 
 
-def test_timeout_kills_the_whole_group_promptly(tmp_path: Path, executor: ScriptExecutor) -> None:
+def test_timeout_kills_the_whole_group_promptly(
+    tmp_path: Path, executor: ScriptExecutor, make_skill
+) -> None:
     # The background sleep and the foreground sleep both hold stdout/stderr open.
     base, meta = make_skill(
-        tmp_path, {"scripts/hang.sh": "echo $$\nsleep 30 &\necho $!\nsleep 30\n"}
+        tmp_path,
+        "demo",
+        scripts={"scripts/hang.sh": "echo $$\nsleep 30 &\necho $!\nsleep 30\n"},
+        with_metadata=True,
     )
     start = time.monotonic()
     result = executor.execute("scripts/hang.sh", {}, base, meta, timeout=1)
@@ -78,8 +65,15 @@ def test_timeout_kills_the_whole_group_promptly(tmp_path: Path, executor: Script
     assert (rec.outcome, rec.exit_code) == ("timeout", 124) and rec.reason.startswith("Timeout")
 
 
-def test_timeout_logs_a_warning(tmp_path: Path, executor: ScriptExecutor, caplog) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/wait.py": "import time\ntime.sleep(30)\n"})
+def test_timeout_logs_a_warning(
+    tmp_path: Path, executor: ScriptExecutor, caplog, make_skill
+) -> None:
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/wait.py": "import time\ntime.sleep(30)\n"},
+        with_metadata=True,
+    )
     with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
         result = executor.execute("scripts/wait.py", {}, base, meta, timeout=1)
     assert result.timeout
@@ -89,20 +83,24 @@ def test_timeout_logs_a_warning(tmp_path: Path, executor: ScriptExecutor, caplog
 
 
 def test_timeout_sends_sigterm_first_so_scripts_can_clean_up(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
     script = "trap 'echo cleaned up; exit 1' TERM\nwhile true; do sleep 0.02; done\n"
-    base, meta = make_skill(tmp_path, {"scripts/tidy.sh": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/tidy.sh": script}, with_metadata=True
+    )
     result = executor.execute("scripts/tidy.sh", {}, base, meta, timeout=1)
     assert result.timeout and result.exit_code == 124
     assert result.stdout == "cleaned up\n"
 
 
 def test_sigterm_ignoring_script_is_killed_after_the_grace(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
     script = "trap '' TERM\necho $$\nwhile true; do sleep 0.05; done\n"
-    base, meta = make_skill(tmp_path, {"scripts/stubborn.sh": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/stubborn.sh": script}, with_metadata=True
+    )
     start = time.monotonic()
     result = executor.execute("scripts/stubborn.sh", {}, base, meta, timeout=1)
     assert result.timeout and time.monotonic() - start < 1.5
@@ -112,10 +110,10 @@ def test_sigterm_ignoring_script_is_killed_after_the_grace(
 
 
 def test_exit_while_background_child_holds_the_pipes(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
     script = "echo $$\nsleep 30 &\necho $!\necho started\nexit 0\n"
-    base, meta = make_skill(tmp_path, {"scripts/bg.sh": script})
+    base, meta = make_skill(tmp_path, "demo", scripts={"scripts/bg.sh": script}, with_metadata=True)
     start = time.monotonic()
     result = executor.execute("scripts/bg.sh", {}, base, meta, timeout=20)
     elapsed = time.monotonic() - start
@@ -127,18 +125,25 @@ def test_exit_while_background_child_holds_the_pipes(
 
 
 def test_real_exit_code_kept_when_background_child_lingers(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/bg.sh": "sleep 30 &\nexit 7\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/bg.sh": "sleep 30 &\nexit 7\n"}, with_metadata=True
+    )
     result = executor.execute("scripts/bg.sh", {}, base, meta)
     assert result.exit_code == 7 and not result.timeout
     assert last(executor).outcome == "failed"
 
 
 def test_script_that_closes_its_pipes_but_keeps_running_times_out(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/quiet.sh": "echo bye\nexec >&- 2>&-\nsleep 30\n"})
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/quiet.sh": "echo bye\nexec >&- 2>&-\nsleep 30\n"},
+        with_metadata=True,
+    )
     result = executor.execute("scripts/quiet.sh", {}, base, meta, timeout=1)
     assert result.timeout and result.stdout == "bye\n"
 
@@ -147,9 +152,13 @@ def test_script_that_closes_its_pipes_but_keeps_running_times_out(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL, signal.SIGTERM])
-def test_signals(tmp_path: Path, executor: ScriptExecutor, caplog, sig: signal.Signals) -> None:
+def test_signals(
+    tmp_path: Path, executor: ScriptExecutor, caplog, sig: signal.Signals, make_skill
+) -> None:
     script = f"import os, sys\nprint('before', flush=True)\nos.kill(os.getpid(), {int(sig)})\n"
-    base, meta = make_skill(tmp_path, {"scripts/crash.py": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/crash.py": script}, with_metadata=True
+    )
     with caplog.at_level(logging.ERROR, logger="skill_magics.executor"):
         result = executor.execute("scripts/crash.py", {}, base, meta)
     assert result.exit_code == -int(sig)
@@ -222,8 +231,15 @@ def _big_expected_prefix(limit: int) -> bytes:
     return bytes(out[:limit])
 
 
-def test_200mb_of_stdout_keeps_an_exact_prefix_in_bounded_memory(tmp_path: Path) -> None:
-    base, _meta = make_skill(tmp_path, {"scripts/big.py": BIG_WRITER, "scripts/small.sh": "echo\n"})
+def test_200mb_of_stdout_keeps_an_exact_prefix_in_bounded_memory(
+    tmp_path: Path, make_skill
+) -> None:
+    base, _meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/big.py": BIG_WRITER, "scripts/small.sh": "echo\n"},
+        with_metadata=True,
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     probe = subprocess.run(
         [sys.executable, "-c", RSS_PROBE, str(base)],
@@ -244,9 +260,12 @@ def test_200mb_of_stdout_keeps_an_exact_prefix_in_bounded_memory(tmp_path: Path)
     assert report["audit"] == "completed"
 
 
-def test_truncation_warning_names_skill_script_and_size(tmp_path: Path, caplog) -> None:
+def test_truncation_warning_names_skill_script_and_size(tmp_path: Path, caplog, make_skill) -> None:
     base, meta = make_skill(
-        tmp_path, {"scripts/chatty.sh": "head -c 5000 /dev/zero | tr '\\0' a\n"}
+        tmp_path,
+        "demo",
+        scripts={"scripts/chatty.sh": "head -c 5000 /dev/zero | tr '\\0' a\n"},
+        with_metadata=True,
     )
     executor = ScriptExecutor(max_output_size=1000)
     with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
@@ -257,23 +276,29 @@ def test_truncation_warning_names_skill_script_and_size(tmp_path: Path, caplog) 
     assert "demo" in message and "scripts/chatty.sh" in message and "5,000 bytes" in message
 
 
-def test_output_exactly_at_the_cap_is_not_truncated(tmp_path: Path) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/ten.sh": "printf 0123456789\n"})
+def test_output_exactly_at_the_cap_is_not_truncated(tmp_path: Path, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ten.sh": "printf 0123456789\n"}, with_metadata=True
+    )
     result = ScriptExecutor(max_output_size=10).execute("scripts/ten.sh", {}, base, meta)
     assert result.stdout == "0123456789" and not result.stdout_truncated
 
 
-def test_cut_inside_a_multibyte_character_keeps_an_exact_prefix(tmp_path: Path) -> None:
+def test_cut_inside_a_multibyte_character_keeps_an_exact_prefix(tmp_path: Path, make_skill) -> None:
     script = "import sys\nsys.stdout.buffer.write('abcd😀e'.encode())\n"
-    base, meta = make_skill(tmp_path, {"scripts/emoji.py": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/emoji.py": script}, with_metadata=True
+    )
     result = ScriptExecutor(max_output_size=6).execute("scripts/emoji.py", {}, base, meta)
     assert result.stdout == "abcd"  # no U+FFFD for the half character that was cut off
     assert result.stdout_bytes == 9 and result.stdout_truncated
 
 
-def test_stderr_is_capped_independently(tmp_path: Path) -> None:
+def test_stderr_is_capped_independently(tmp_path: Path, make_skill) -> None:
     script = "import sys\nsys.stderr.write('e' * 5000)\nprint('ok')\n"
-    base, meta = make_skill(tmp_path, {"scripts/err.py": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/err.py": script}, with_metadata=True
+    )
     result = ScriptExecutor(max_output_size=100).execute("scripts/err.py", {}, base, meta)
     assert result.stderr == "e" * 100 and result.stderr_truncated and result.stderr_bytes == 5000
     assert result.stdout == "ok\n" and not result.stdout_truncated
@@ -295,9 +320,11 @@ sys.stderr.buffer.write("é".encode()[:1])  # ends inside a character
 
 
 def test_multibyte_split_across_reads_invalid_bytes_and_crlf(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/slow.py": SLOW_BYTES})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/slow.py": SLOW_BYTES}, with_metadata=True
+    )
     chunks: list[tuple[str, str]] = []
     result = executor.execute(
         "scripts/slow.py", {}, base, meta, on_output=lambda s, t: chunks.append((s, t))
@@ -313,9 +340,11 @@ def test_multibyte_split_across_reads_invalid_bytes_and_crlf(
 
 
 def test_a_failing_output_callback_does_not_break_the_run(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hi.sh": "echo hi\necho there\n"})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/hi.sh": "echo hi\necho there\n"}, with_metadata=True
+    )
 
     def broken(stream: str, text: str) -> None:
         raise RuntimeError("view is gone")
@@ -339,9 +368,9 @@ NINE_MB = {"blob": "x" * (9 * 10**6)}
     ],
 )
 def test_9mb_payload_whatever_the_script_does_with_stdin(
-    tmp_path: Path, executor: ScriptExecutor, script: str, expected: str
+    tmp_path: Path, executor: ScriptExecutor, script: str, expected: str, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/s.sh": script})
+    base, meta = make_skill(tmp_path, "demo", scripts={"scripts/s.sh": script}, with_metadata=True)
     result = executor.execute("scripts/s.sh", NINE_MB, base, meta)
     assert (result.exit_code, result.stdout, result.stderr) == (0, expected, "")
     assert last(executor).outcome == "completed"
@@ -352,10 +381,12 @@ def test_9mb_payload_whatever_the_script_does_with_stdin(
 
 
 def test_20_concurrent_runs_are_independent_and_parallel(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
     script = 'read -r line\nsleep 0.5\necho "$line $SKILL_NAME"\n'
-    base, meta = make_skill(tmp_path, {"scripts/slow.sh": script})
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/slow.sh": script}, with_metadata=True
+    )
     results: dict[int, object] = {}
 
     def one(i: int) -> None:
@@ -380,8 +411,8 @@ def test_20_concurrent_runs_are_independent_and_parallel(
 HANG = "echo $$\nsleep 30 &\nsleep 30\n"
 
 
-def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hang.sh": HANG})
+def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(tmp_path, "demo", scripts={"scripts/hang.sh": HANG}, with_metadata=True)
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     start = time.monotonic()
@@ -394,9 +425,14 @@ def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor) 
 
 
 def test_keyboard_interrupt_kills_the_group_and_reraises(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG})
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG},
+        with_metadata=True,
+    )
     prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
     main = threading.main_thread().ident
 
@@ -428,8 +464,10 @@ def test_keyboard_interrupt_kills_the_group_and_reraises(
     assert rec.outcome == "interrupted" and "KeyboardInterrupt" in rec.reason
 
 
-def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hi.sh": "sleep 0.3\necho hi\n"})
+def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/hi.sh": "sleep 0.3\necho hi\n"}, with_metadata=True
+    )
     prepared = executor.prepare("scripts/hi.sh", {}, base, meta)
     seen: list[str] = []
 
@@ -455,9 +493,14 @@ def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor) 
 
 
 def test_run_async_cancellation_kills_the_group_and_reraises(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG})
+    base, meta = make_skill(
+        tmp_path,
+        "demo",
+        scripts={"scripts/hang.sh": "echo $$ > pid.txt\n" + HANG},
+        with_metadata=True,
+    )
     prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
 
     async def main():
@@ -476,9 +519,9 @@ def test_run_async_cancellation_kills_the_group_and_reraises(
 
 
 def test_run_async_stop_event_returns_the_stopped_result(
-    tmp_path: Path, executor: ScriptExecutor
+    tmp_path: Path, executor: ScriptExecutor, make_skill
 ) -> None:
-    base, meta = make_skill(tmp_path, {"scripts/hang.sh": HANG})
+    base, meta = make_skill(tmp_path, "demo", scripts={"scripts/hang.sh": HANG}, with_metadata=True)
     prepared = executor.prepare("scripts/hang.sh", {}, base, meta)
     stop = threading.Event()
 
@@ -490,3 +533,107 @@ def test_run_async_stop_event_returns_the_stopped_result(
     assert result.exit_code == -signal.SIGTERM and "stopped on request" in result.stderr
     assert_group_gone(pids_from(result.stdout)[0])
     assert last(executor).outcome == "interrupted"
+
+
+# -- processes that leave the group -----------------------------------------------------------
+
+
+@posix_only
+def test_background_children_in_the_group_are_killed(make_skill, tmp_path):
+    pids = tmp_path / "pids"
+    make_skill(
+        tmp_path / "s",
+        "bomb",
+        scripts={
+            "scripts/many.sh": f"for i in $(seq 1 30); do sleep 30 & echo $! >> {pids}; done\n"
+            "echo spawned\n"
+        },
+    )
+    start = time.monotonic()
+    result = manager_for(tmp_path / "s").execute_skill_script("bomb", "many")
+    assert result.stdout == "spawned\n"
+    assert time.monotonic() - start < 5
+    children = [int(p) for p in pids.read_text().split()]
+    assert len(children) == 30
+    deadline = time.monotonic() + 2
+    while any(pid_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [p for p in children if pid_alive(p)]
+
+
+_ESCAPE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()  # leave the process group the executor kills
+    open({marker!r}, "w").write(str(os.getpid()))
+    time.sleep(20)
+    os._exit(0)
+time.sleep(0.3)
+print("parent done", flush=True)
+"""
+
+
+def _run_escapee(make_skill, tmp_path) -> tuple[float, int]:
+    marker = tmp_path / "escapee.pid"
+    make_skill(
+        tmp_path / "s", "esc", scripts={"scripts/escape.py": _ESCAPE.format(marker=str(marker))}
+    )
+    start = time.monotonic()
+    result = manager_for(tmp_path / "s").execute_skill_script("esc", "escape")
+    took = time.monotonic() - start
+    assert result.stdout == "parent done\n"
+    deadline = time.monotonic() + 2
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return took, int(marker.read_text())
+
+
+@posix_only
+def test_setsid_escapee_holding_the_pipes_does_not_hang_the_run(make_skill, tmp_path):
+    took, pid = _run_escapee(make_skill, tmp_path)
+    try:
+        assert took < 3, f"run took {took:.2f} s"
+    finally:
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@posix_only
+def test_setsid_escapee_is_killed_with_the_run(make_skill, tmp_path):
+    _took, pid = _run_escapee(make_skill, tmp_path)
+    time.sleep(0.2)
+    survived = pid_alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGKILL)
+    assert not survived
+
+
+_ESCAPE_THEN_HANG = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    open({marker!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+    os._exit(0)
+time.sleep(60)
+"""
+
+
+@posix_only
+def test_timeout_also_kills_a_child_that_left_the_group(make_skill, tmp_path):
+    marker = tmp_path / "pid"
+    make_skill(
+        tmp_path / "s",
+        "esc",
+        scripts={"scripts/e.py": _ESCAPE_THEN_HANG.format(marker=str(marker))},
+    )
+    result = SkillManager([tmp_path / "s"], timeout=1).execute_skill_script("esc", "e")
+    assert result.timeout
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 2
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    survived = pid_alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGKILL)
+    assert not survived

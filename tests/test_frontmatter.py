@@ -1,20 +1,30 @@
-"""SKILL.md frontmatter: lenient parsing, spec warnings, safe loading, version as text."""
+"""SKILL.md frontmatter: lenient parsing, spec warnings, safe loading, version as text.
+
+Hostile YAML (values Python cannot build, absurd nesting) is a SkillParseError that names the
+line or the fix, never a crash.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manager_support import posix_only
 
 from skill_magics.core.catalog import frontmatter as fm
 from skill_magics.core.catalog.frontmatter import (
+    MAX_DEPTH,
     build_metadata,
     load_skill_metadata,
     name_problems,
     parse_allowed_tools,
+    parse_frontmatter_yaml,
     parse_skill_md,
     read_frontmatter_text,
     split_frontmatter,
@@ -371,3 +381,81 @@ _TOOL = st.one_of(
 def test_allowed_tools_round_trip_any_separator(tools, sep):
     assert parse_allowed_tools(sep.join(tools)) == (tools, None)
     assert parse_allowed_tools(tools) == (tools, None)
+
+
+# -- hostile YAML: a SkillParseError that names the fix, never a crash ------------------------
+
+
+@posix_only
+def test_the_bad_value_is_named_by_its_line_of_skill_md():
+    with pytest.raises(SkillParseError, match=r"at line 5 of SKILL\.md"):
+        parse_frontmatter_yaml("name: a\ndescription: d\nmetadata:\n  updated: 2024-02-30\n")
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "nesting",
+    [
+        pytest.param("x: " + "[" * 25_000 + "]" * 25_000 + "\n", id="flow"),
+        pytest.param("x:\n" + "- " * 25_000 + "a\n", id="block"),
+    ],
+)
+def test_absurd_nesting_is_refused_before_libyaml_can_crash(tmp_path, nesting, make_skill):
+    # ~50 KB, under the 256 KB frontmatter cap; the C composer segfaulted on it. A separate
+    # process, so a regression fails this test instead of killing the test run.
+    make_skill(tmp_path / "skills", "good", "name: good\ndescription: d\n")
+    make_skill(tmp_path / "skills", "evil", f"name: evil\ndescription: d\n{nesting}")
+    code = textwrap.dedent(
+        """
+        import sys
+        from skill_magics import SkillManager
+        manager = SkillManager([sys.argv[1]])
+        print([m.name for m in manager.list_skills()])
+        print([w for w in manager.warnings if "evil" in w][0])
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "skills")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    listed, warning = proc.stdout.splitlines()
+    assert listed == "['good']"
+    assert f"more than {MAX_DEPTH} levels deep" in warning and "flatten it" in warning
+
+
+@posix_only
+def test_nesting_limit_boundary():
+    # The top-level mapping counts as one level.
+    ok = "x: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "\n"
+    data, _ = parse_frontmatter_yaml(ok)
+    assert "x" in data
+    with pytest.raises(SkillParseError, match="levels deep"):
+        parse_frontmatter_yaml("x: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n")
+
+
+@posix_only
+def test_long_flat_frontmatter_is_not_mistaken_for_deep_nesting():
+    # Far more ':' and '-' than MAX_DEPTH: the cheap bound is exceeded, the exact scan passes.
+    lines = "".join(f"  key-{i}: 'value - {i}: with colons'\n" for i in range(200))
+    data, _ = parse_frontmatter_yaml("metadata:\n" + lines)
+    assert len(data["metadata"]) == 200
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 2024-13-01\n",
+        "a: 2024-02-30T10:00:00Z\n",
+        "- 1\n- 2\n",
+        "a: [\n",
+        "x: " + "{a: " * 100 + "1" + "}" * 100 + "\n",
+        "\tbad: tab\n",
+    ],
+)
+def test_hostile_yaml_raises_only_skill_parse_error(text):
+    with pytest.raises(SkillParseError):
+        parse_frontmatter_yaml(text)

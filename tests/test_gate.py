@@ -1,25 +1,45 @@
-"""The approval gate (core/run/gate.py): the one place that decides whether a run may start.
+"""May this run? The approval gate: who is asked, what each answer means, what is audited.
 
-Real skills on disk, real fingerprints, a real audit log; approvers are plain callables.
+- ApprovalGate.decide / decide_each / settle: "Yes once" asks every time, "Yes in session" is
+  remembered per skill at the skill's current fingerprint, "No", an unavailable or a pending
+  approval run nothing; a Yes for files that changed is refused; every decision is audited.
+- Pre-approval: an approver that decides a request alone.
+- Through the SkillManager: checks come before anyone is asked; declines and unavailable
+  approvals are audited for every script; only Decision values count as answers.
+- "Yes in session" lapses when anything a run may load changes (scripts, files they source, the
+  venv's python, code the approved run wrote itself) and survives the data a run writes.
+- The skill fingerprint, the key a session approval is stored under.
+
+Real files and real processes; approvers are plain callables that record.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
+from pathlib import Path
 
 import pytest
+from manager_support import RecordingApprover, manager_for, outcomes, posix_only, request_for
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
     ApprovalPending,
     ApprovalStale,
     ApprovalUnavailable,
+    PathSecurityError,
     RunInterrupted,
+    SkillMagicsError,
+    ToolRestrictionError,
 )
+from skill_magics.core.fingerprint import MAX_HASHED_BYTES, skill_fingerprint
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import Answer, Decision, combine_requests
+from skill_magics.core.run.approval import Answer, Decision, combine_requests, decides_alone
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.status import AuditOutcome, RunStatus
+
+# -- the gate: what each decision means ------------------------------------------------------
 
 
 class CountingApprover:
@@ -204,3 +224,348 @@ def test_store_is_thread_safe():
     for t in threads:
         t.join()
     assert errors == [] and store.approvals() == {}
+
+
+def test_decides_alone_is_an_optional_hint(skill_dir):
+    request = request_for(skill_dir)
+
+    class Configured:
+        def __call__(self, request):
+            return "yes_once"
+
+        def decides_alone(self, request):
+            return request.skill_name == "demo"
+
+    class Broken(Configured):
+        def decides_alone(self, request):
+            raise RuntimeError("boom")
+
+    assert decides_alone(Configured(), request) is True
+    assert decides_alone(Configured(), request_for(skill_dir, "other")) is False
+    assert decides_alone(lambda r: "yes_once", request) is False
+    assert decides_alone(Broken(), request) is False
+    assert decides_alone(None, request) is False
+
+
+# -- through the manager: who is asked, what runs, what is audited ----------------------------
+
+
+def test_no_means_nothing_ran(example_manager, tmp_path):
+    marker = tmp_path / "marker"
+    approver = RecordingApprover("no")
+    with pytest.raises(ApprovalDeclined):
+        example_manager.execute_skill_script(
+            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
+        )
+    assert not marker.exists()
+    assert len(approver.requests) == 1
+    record = example_manager.audit.records()[-1]
+    assert (record.outcome, record.script, record.exit_code) == (
+        "declined",
+        "scripts/touch_marker.py",
+        None,
+    )
+    assert str(marker) in record.arguments
+
+
+@posix_only
+def test_decline_never_runs_and_is_audited_once(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "no", scripts={"scripts/a.sh": f"touch {marker}\n"})
+    manager = manager_for(tmp_path / "s", approver=RecordingApprover("no"))
+    with pytest.raises(SkillMagicsError):
+        manager.execute_skill_script("no", "a")
+    assert not marker.exists()
+    assert [r.outcome for r in manager.audit.records()] == ["declined"]
+
+
+def test_unavailable_approval_runs_nothing(example_manager, tmp_path):
+    marker = tmp_path / "marker"
+    approver = RecordingApprover(error=ApprovalUnavailable("nobody can click in a headless run"))
+    with pytest.raises(ApprovalUnavailable):
+        example_manager.execute_skill_script(
+            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
+        )
+    assert not marker.exists()
+    assert outcomes(example_manager)[-1] == "approval_unavailable"
+    assert "headless" in example_manager.audit.records()[-1].reason
+
+
+def test_yes_once_asks_every_time_through_the_manager(example_manager, tmp_path):
+    approver = RecordingApprover(Decision.YES_ONCE)
+    for i in range(2):
+        marker = tmp_path / f"m{i}"
+        result = example_manager.execute_skill_script(
+            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
+        )
+        assert result.success and marker.exists()
+    assert len(approver.requests) == 2
+
+
+def test_explicit_none_approver_overrides_default(examples_dir, tmp_path):
+    approver = RecordingApprover("no")
+    manager = SkillManager([examples_dir], approver=approver)
+    marker = tmp_path / "marker"
+    manager.execute_skill_script(
+        "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=None
+    )
+    assert marker.exists() and approver.requests == []
+
+
+def test_checks_come_before_approval(tmp_path, make_skill):
+    make_skill(
+        tmp_path,
+        "locked",
+        {"name": "locked", "description": "x", "allowed-tools": "Read Write"},
+        scripts={"scripts/run.py": "print('ran')\n"},
+    )
+    approver = RecordingApprover("yes_once")
+    manager = SkillManager([tmp_path])
+    with pytest.raises(ToolRestrictionError):
+        manager.execute_skill_script("locked", "run", approver=approver)
+    assert approver.requests == []  # nobody is asked about a run that cannot happen
+    assert outcomes(manager) == ["refused"]
+
+
+@posix_only
+def test_decision_values_are_the_only_accepted_answers(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "ans", scripts={"scripts/a.sh": f"touch {marker}\n"})
+    for answer in ("yes", "YES_ONCE", "", "y", True):
+        manager = manager_for(tmp_path / "s", approver=lambda _r, a=answer: a)
+        with pytest.raises((ValueError, SkillMagicsError)):
+            manager.execute_skill_script("ans", "a")
+    assert not marker.exists()
+    assert Decision("yes_once") is Decision.YES_ONCE
+
+
+def test_ask_approval_audits_declines_for_every_script_then_raises(tmp_path, make_skill):
+    make_skill(
+        tmp_path, "two", scripts={"scripts/a.py": "print(1)\n", "scripts/b.py": "print(2)\n"}
+    )
+    manager = SkillManager([tmp_path])
+    skill = manager.get_skill("two")
+    request = manager.approval_request("two", skill.scripts, {"k": 1}, argv=["--v"])
+    assert manager.ask_approval(request, None) is None, "None: the caller decided"
+    assert manager.audit.records() == []
+    with pytest.raises(ApprovalDeclined):
+        manager.ask_approval(request, RecordingApprover("no"))
+    with pytest.raises(ApprovalUnavailable):
+        manager.ask_approval(request, RecordingApprover(error=ApprovalUnavailable("nobody there")))
+    records = manager.audit.records()
+    assert [(r.script, r.outcome) for r in records] == [
+        ("scripts/a.py", "declined"),
+        ("scripts/b.py", "declined"),
+        ("scripts/a.py", "approval_unavailable"),
+        ("scripts/b.py", "approval_unavailable"),
+    ]
+    assert records[0].arguments == '{"k": 1} argv: --v'
+    assert records[-1].reason == "ApprovalUnavailable: nobody there"
+    manager.approver = RecordingApprover("yes_in_session")
+    assert manager.ask_approval(request) is Decision.YES_IN_SESSION
+    assert manager.ask_approval(request, RecordingApprover("no")) is Decision.YES_IN_SESSION, (
+        "a stored Yes in session for the same scripts counts"
+    )
+
+
+# -- "Yes in session": what lapses it and what does not ---------------------------------------
+
+
+@pytest.fixture
+def examples_copy(tmp_path, examples_dir) -> Path:
+    """A private copy of the examples, for tests that edit scripts."""
+    dest = tmp_path / "examples"
+    shutil.copytree(examples_dir, dest)
+    return dest
+
+
+def test_yes_in_session_until_a_script_changes(examples_copy, tmp_path):
+    approver = RecordingApprover("yes_in_session")
+    manager = SkillManager([examples_copy], approver=approver)  # the manager's default approver
+    for i in range(3):
+        assert manager.execute_skill_script(
+            "demo-behaviours", "touch_marker", {"path": str(tmp_path / f"m{i}")}
+        ).success
+    assert len(approver.requests) == 1
+    # Editing any script of the skill changes the hash: the session approval lapses.
+    script = examples_copy / "demo-behaviours" / "scripts" / "sleepy.py"
+    script.write_text(script.read_text() + "# edited\n")
+    manager.execute_skill_script("demo-behaviours", "touch_marker", {"path": str(tmp_path / "m")})
+    assert len(approver.requests) == 2
+    assert approver.requests[0].content_hash != approver.requests[1].content_hash
+
+
+@posix_only
+def test_session_approval_lapses_when_scripts_change(make_skill, tmp_path):
+    outside = tmp_path / "outside.sh"
+    outside.write_text("echo outside\n")
+    skill = make_skill(tmp_path / "s", "sess", scripts={"scripts/a.sh": "echo v1\n"})
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path / "s", approver=recorder)
+    manager.execute_skill_script("sess", "a")
+    manager.execute_skill_script("sess", "a")
+    assert len(recorder.requests) == 1
+    (skill / "scripts" / "a.sh").write_text("echo v2\n")  # edit
+    manager.execute_skill_script("sess", "a")
+    assert len(recorder.requests) == 2
+    (skill / "scripts" / "b.sh").write_text("echo new\n")  # new script
+    manager.execute_skill_script("sess", "a")
+    assert len(recorder.requests) == 3
+    (skill / "scripts" / "data.sh").write_text("echo v3\n")
+    (skill / "scripts" / "a.sh").unlink()
+    os.symlink(skill / "scripts" / "data.sh", skill / "scripts" / "a.sh")  # symlink swap
+    assert manager.execute_skill_script("sess", "a").stdout == "v3\n"
+    assert len(recorder.requests) == 4
+    (skill / "scripts" / "a.sh").unlink()
+    os.symlink(outside, skill / "scripts" / "a.sh")  # swap to a link outside: refused
+    with pytest.raises(PathSecurityError):
+        manager.execute_skill_script("sess", "a")
+
+
+@posix_only
+def test_session_approval_lapses_when_code_a_script_loads_changes(make_skill, tmp_path):
+    skill = make_skill(
+        tmp_path,
+        "sess",
+        scripts={"scripts/run.sh": 'source "$SKILL_BASE_DIR/scripts/lib.inc"\n'},
+        files={"scripts/lib.inc": "echo lib v1\n"},
+    )
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path, approver=recorder)
+    assert manager.execute_skill_script("sess", "run").stdout == "lib v1\n"
+    (skill / "scripts" / "lib.inc").write_text("echo lib v2 EVIL\n")
+    manager.execute_skill_script("sess", "run")
+    assert len(recorder.requests) == 2
+
+
+@posix_only
+def test_session_approval_lapses_when_venv_python_changes(make_skill, tmp_path):
+    skill = make_skill(
+        tmp_path,
+        "sess",
+        scripts={"scripts/p.py": "print(1)\n", "venv/bin/python": "#!/bin/sh\necho v1\n"},
+    )
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path, approver=recorder)
+    assert manager.execute_skill_script("sess", "p").stdout == "v1\n"
+    (skill / "venv" / "bin" / "python").write_text("#!/bin/sh\necho v2 EVIL\n")
+    manager.execute_skill_script("sess", "p")
+    assert len(recorder.requests) == 2
+
+
+@posix_only
+def test_session_approval_survives_files_the_approved_run_writes_but_not_edits_between(
+    make_skill, tmp_path
+):
+    skill = make_skill(
+        tmp_path,
+        "out",
+        scripts={"scripts/w.sh": 'date +%s%N > "$SKILL_BASE_DIR/output.txt"\necho ok\n'},
+    )
+    asked = []
+    manager = SkillManager([tmp_path], approver=lambda r: asked.append(r) or "yes_in_session")
+    for _ in range(3):  # each run rewrites output.txt inside the skill
+        assert manager.execute_skill_script("out", "w").stdout == "ok\n"
+    assert len(asked) == 1
+    (skill / "output.txt").write_text("source me\n")  # changed by someone else
+    manager.execute_skill_script("out", "w")
+    assert len(asked) == 2
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "writes",
+    [
+        'printf "echo rewritten\\n" > "$SKILL_BASE_DIR/scripts/w.sh"',  # the script itself
+        'printf "x = 1\\n" > "$SKILL_BASE_DIR/helpers.py"',  # a module it may import
+        'printf "#!/bin/sh\\n" > "$SKILL_BASE_DIR/tool"',  # a new program (shebang)
+        'rm -f "$SKILL_BASE_DIR/SKILL.md.bak"; printf "x" >> "$SKILL_BASE_DIR/SKILL.md"',
+        # outside the fingerprint, but code all the same: a .pth runs at the next start
+        'mkdir -p "$SKILL_BASE_DIR/venv/lib/site-packages"; '
+        'printf "import os\n" > "$SKILL_BASE_DIR/venv/lib/site-packages/zz.pth"',
+        'mkdir -p "$SKILL_BASE_DIR/scripts/__pycache__"; '
+        'printf "x" > "$SKILL_BASE_DIR/scripts/__pycache__/helper.cpython-311.pyc"',
+        'mkdir -p "$SKILL_BASE_DIR/node_modules/pkg"; '
+        'printf "x" > "$SKILL_BASE_DIR/node_modules/pkg/index.js"',
+    ],
+)
+def test_session_approval_lapses_when_the_approved_run_changes_code(make_skill, tmp_path, writes):
+    make_skill(tmp_path, "selfmod", scripts={"scripts/w.sh": f"{writes}\necho ok\n"})
+    asked = []
+    manager = SkillManager([tmp_path], approver=lambda r: asked.append(r) or "yes_in_session")
+    manager.execute_skill_script("selfmod", "w")
+    assert len(asked) == 1
+    manager.execute_skill_script("selfmod", "w")  # the code changed: ask again
+    assert len(asked) == 2
+    lapsed = [r for r in manager.audit.records() if r.outcome == "approval_lapsed"]
+    assert lapsed and "the run changed code in the skill" in lapsed[0].reason
+
+
+@posix_only
+def test_session_approval_survives_a_bundler_cache_in_node_modules(make_skill, tmp_path):
+    writes = (
+        'mkdir -p "$SKILL_BASE_DIR/node_modules/.cache/x"; '
+        'date +%s%N > "$SKILL_BASE_DIR/node_modules/.cache/x/stamp"'
+    )
+    make_skill(tmp_path, "cache", scripts={"scripts/w.sh": f"{writes}\necho ok\n"})
+    asked = []
+    manager = SkillManager([tmp_path], approver=lambda r: asked.append(r) or "yes_in_session")
+    for _ in range(3):
+        assert manager.execute_skill_script("cache", "w").stdout == "ok\n"
+    assert len(asked) == 1
+
+
+@posix_only
+def test_session_approval_counts_as_approval_for_agent_calls_only_when_given(make_skill, tmp_path):
+    # A "Yes in session" a person gave for the skill's current files also covers a tool call
+    # (that is what it means); without one and without an approver nothing runs.
+    from skill_magics.core.tools import handle_tool_call
+
+    make_skill(tmp_path, "sess", scripts={"scripts/a.sh": "echo ran\n"})
+    manager = SkillManager([tmp_path])
+    assert handle_tool_call(manager, "sess__a", {}, "t")["is_error"] is True
+    manager.execute_skill_script("sess", "a", approver=lambda r: "yes_in_session")
+    assert handle_tool_call(manager, "sess__a", {}, "t") == {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": "ran\n",
+        "is_error": False,
+    }
+
+
+# -- the skill fingerprint: the key a session approval is stored under ------------------------
+
+
+@posix_only
+def test_fingerprint_covers_every_file_but_not_venv_contents(make_skill, tmp_path):
+    skill = make_skill(
+        tmp_path,
+        "fp",
+        scripts={"scripts/a.sh": "echo a\n"},
+        files={".hidden.rc": "x=1\n", "lib/helper.py": "X = 1\n", "venv/lib/site.py": "a\n"},
+    )
+    first = skill_fingerprint(skill)
+    assert skill_fingerprint(skill) == first  # stable
+    (skill / "venv" / "lib" / "site.py").write_text("pip rewrote me\n")
+    (skill / "__pycache__").mkdir()
+    (skill / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert skill_fingerprint(skill) == first  # installed packages and caches do not count
+    for rel in (".hidden.rc", "lib/helper.py"):
+        (skill / rel).write_text("changed\n")
+        changed = skill_fingerprint(skill)
+        assert changed != first
+        first = changed
+    (skill / "lib" / "link.py").symlink_to(skill / "lib" / "helper.py")
+    assert skill_fingerprint(skill) != first
+
+
+@posix_only
+def test_fingerprint_counts_big_files_by_identity_without_reading_them(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "big", files={"data/big.bin": b"\0" * (MAX_HASHED_BYTES + 1)})
+    first = skill_fingerprint(skill)
+    path = skill / "data" / "big.bin"
+    st = path.stat()
+    with open(path, "r+b") as fh:  # same size, mtime put back: ctime still moves
+        fh.write(b"\1")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert skill_fingerprint(skill) != first

@@ -50,15 +50,15 @@ TICKER = textwrap.dedent(
 
 
 @pytest.fixture
-def skills_dir(tmp_path: Path) -> Path:
-    base = tmp_path / "skills" / "kernel-skill"
-    (base / "scripts").mkdir(parents=True)
-    (base / "SKILL.md").write_text(
-        "---\nname: kernel-skill\ndescription: Scripts for the real-kernel tests.\n---\nBody\n"
+def skills_dir(tmp_path: Path, make_skill) -> Path:
+    make_skill(
+        tmp_path / "skills",
+        "kernel-skill",
+        {"name": "kernel-skill", "description": "Scripts for the real-kernel tests."},
+        {"scripts/sleeper.py": SLEEPER, "scripts/echo.py": ECHO, "scripts/ticker.py": TICKER},
+        body="Body\n",
+        executable=False,
     )
-    (base / "scripts" / "sleeper.py").write_text(SLEEPER)
-    (base / "scripts" / "echo.py").write_text(ECHO)
-    (base / "scripts" / "ticker.py").write_text(TICKER)
     return tmp_path / "skills"
 
 

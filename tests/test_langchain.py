@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
+from manager_support import RecordingApprover, manager_for
 from process_support import assert_group_gone
-from test_context_support import RecordingApprover, make_skill, manager_for
 
 from skill_magics.core.run.approval import Decision
 from skill_magics.core.tools import NAME_RE
@@ -38,17 +38,17 @@ HOLD = (
 
 
 @pytest.fixture
-def manager(tmp_path):
+def manager(tmp_path, make_skill):
     make_skill(
         tmp_path,
         "helper",
-        "# Helper\nRun `scripts/echo.py`.\n",
-        {
+        scripts={
             "scripts/echo.py": ECHO,
             "scripts/sleep.py": SLEEP,
             "scripts/fail.py": "import sys\nsys.stderr.write('nope')\nsys.exit(1)\n",
             "scripts/hold.py": HOLD,
         },
+        body="# Helper\nRun `scripts/echo.py`.\n",
     )
     # The tools run model-chosen scripts: they need an approver (here: yes to everything).
     return manager_for(tmp_path, approver=RecordingApprover())
@@ -172,8 +172,8 @@ def test_missing_langchain_gives_one_line_install_hint():
     )
 
 
-def test_results_are_capped_on_both_paths(tmp_path):
-    make_skill(tmp_path, "loud", "x", {"scripts/talk.py": "print('x' * 5000)\n"})
+def test_results_are_capped_on_both_paths(tmp_path, make_skill):
+    make_skill(tmp_path, "loud", scripts={"scripts/talk.py": "print('x' * 5000)\n"}, body="x")
     manager = manager_for(tmp_path, approver=RecordingApprover())
     tool = by_name(create_tools(manager, max_result_chars=1000))["loud__talk"]
     for out in (tool.invoke({}), asyncio.run(tool.ainvoke({}))):

@@ -18,6 +18,8 @@ import pytest
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from magics_support import click_when_shown
+from manager_support import posix_only
 
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics import skillrun as magics_module
@@ -42,21 +44,25 @@ SLOW = textwrap.dedent(
 )
 
 
-def write_skill(root: Path, name: str = "echo-skill") -> Path:
-    base = root / name
-    (base / "scripts" / "utils").mkdir(parents=True)
-    (base / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: Echo the arguments back as JSON.\n---\n"
-        "Run `scripts/echo.py` with JSON on stdin.\n"
+def write_echo_skill(make_skill, root: Path, name: str = "echo-skill") -> Path:
+    """The skill these tests run: echo.py (JSON in, JSON out, leaves ran.marker), slow.py and
+    a helper under scripts/utils/."""
+    return make_skill(
+        root,
+        name,
+        {"name": name, "description": "Echo the arguments back as JSON."},
+        {
+            "scripts/echo.py": ECHO,
+            "scripts/slow.py": SLOW,
+            "scripts/utils/parser.py": "print('parser')\n",
+        },
+        body="Run `scripts/echo.py` with JSON on stdin.\n",
+        executable=False,
     )
-    (base / "scripts" / "echo.py").write_text(ECHO)
-    (base / "scripts" / "slow.py").write_text(SLOW)
-    (base / "scripts" / "utils" / "parser.py").write_text("print('parser')\n")
-    return base
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch):
+def shell(tmp_path, monkeypatch, make_skill):
     """The IPython shell with the extension loaded via %load_ext and a private skills dir."""
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
     monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
@@ -64,7 +70,7 @@ def shell(tmp_path, monkeypatch):
     ip.config.pop("SkillMagics", None)  # %config of earlier tests lives on the shell's config
     skills = tmp_path / "skills"
     skills.mkdir()
-    write_skill(skills)
+    write_echo_skill(make_skill, skills)
     ip.run_line_magic("load_ext", "skill_magics")
     ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
     ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
@@ -149,27 +155,6 @@ def wait_for_last(records_of, predicate, timeout: float = 15) -> dict:
         if time.monotonic() > deadline:
             raise AssertionError(f"last record never matched: {records[-1:]}")
         time.sleep(0.05)
-
-
-def click_when_shown(ip, label: str, *, timeout: float = 20) -> threading.Thread:
-    """Click ``label`` on the next approval panel, from another thread (as a subshell would)."""
-    m = magics(ip)
-    seen = len(m.panels)
-
-    def clicker() -> None:
-        deadline = time.monotonic() + timeout
-        while len(m.panels) <= seen and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if len(m.panels) > seen:
-            panel = m.panels[seen]
-            _ = panel.widget  # built on display; make sure the buttons exist
-            panel.buttons[
-                {"Yes once": "yes_once", "Yes in session": "yes_in_session", "No": "no"}[label]
-            ].click()
-
-    thread = threading.Thread(target=clicker, daemon=True)
-    thread.start()
-    return thread
 
 
 def run(ip, cell: str):
@@ -505,13 +490,13 @@ def test_timeout(shell):
 # -- %skills ---------------------------------------------------------------------------
 
 
-def test_skills_subcommands(shell, tmp_path, capsys):
+def test_skills_subcommands(shell, tmp_path, capsys, make_skill):
     table = run(shell, "%skills")
     assert "echo-skill" in repr(table) and "echo-skill" in table._repr_html_()
     detail = run(shell, "%skills show echo-skill")
     assert "scripts/echo.py" in repr(detail) and "asks before running" in repr(detail)
     other = tmp_path / "more"
-    write_skill(other, "second-skill")
+    write_echo_skill(make_skill, other, "second-skill")
     shell.run_cell(f"%skills add {other}")
     assert "second-skill" in repr(run(shell, "%skills"))
     assert str(other) in repr(run(shell, "%skills dirs"))
@@ -572,7 +557,7 @@ def test_bad_config_values_are_refused_when_set(shell, caplog, setting, message)
     assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"  # still usable
 
 
-def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path):
+def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path, make_skill):
     """Every setting reaches the live manager (executor rebuilt); approvals and history stay."""
     m = magics(shell)
     m.manager.approvals.approve("echo-skill", "abc")
@@ -586,7 +571,7 @@ def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path):
     shell.run_cell("%config SkillMagics.max_output_size = 1234")
     assert m.manager.executor.max_output_size == 1234
     other = tmp_path / "more"
-    write_skill(other, "second-skill")
+    write_echo_skill(make_skill, other, "second-skill")
     shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(other)!r}]")
     assert [d.name for d in m.manager.skill_dirs] == ["more"]
     listing = repr(run(shell, "%skills"))
@@ -661,12 +646,13 @@ def test_eval_takes_a_real_dataframe_to_dict(shell):
     assert res.json()["got"] == {"total": 3}
 
 
-def test_text_views_show_a_skills_terminal_escapes_visibly(shell, tmp_path):
+def test_text_views_show_a_skills_terminal_escapes_visibly(shell, tmp_path, make_skill):
     hostile = tmp_path / "hostile"
-    (hostile / "ansi-skill").mkdir(parents=True)
-    (hostile / "ansi-skill" / "SKILL.md").write_text(
-        '---\nname: ansi-skill\ndescription: "ok\\e[2K\\e[1A\\a erased"\n'
-        'x: "\\e]0;t\\a"\n---\n# Title\n\x1b[2Jcleared\n'
+    make_skill(
+        hostile,
+        "ansi-skill",
+        'name: ansi-skill\ndescription: "ok\\e[2K\\e[1A\\a erased"\nx: "\\e]0;t\\a"\n',
+        body="# Title\n\x1b[2Jcleared\n",
     )
     shell.run_cell(f"%skills add {hostile}")
     for cell in ("%skills", "%skills show ansi-skill"):
@@ -719,3 +705,22 @@ def test_script_edited_while_the_panel_waits_does_not_run(shell):
     assert "changed after the approval was asked" in res.message
     assert not marker(shell).exists()
     assert m.manager.audit.records()[-1].outcome == "refused"
+
+
+# -- --no-approval ----------------------------------------------------------------------------
+
+
+@posix_only
+def test_skillrun_no_approval_flag_refused_while_approval_required():
+    # The magic's bypass switch only works after an explicit config change.
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from skill_magics.notebook.magics.skillrun import SkillRunMagics
+    from skill_magics.notebook.magics.skills import SkillMagics
+
+    shell = InteractiveShell.instance()
+    magics = SkillRunMagics(shell, SkillMagics(shell=shell))
+    assert magics.settings.require_approval is True
+    with pytest.raises(UsageError):
+        magics._plan("anything.a --no-approval", "")

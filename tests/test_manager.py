@@ -1,54 +1,33 @@
-"""SkillManager end to end: the bundled examples really run; approval order; audit records."""
+"""SkillManager end to end: the bundled examples really run; lookups, argv and arguments are
+refused and audited like the executor does; the approval request it builds; settings; SKILL.md
+edits reach the next run.
+
+Who is asked and what a decision does (approvals, declines, "Yes in session") is in
+test_gate.py.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 from pathlib import Path
 
 import pytest
+from manager_support import BadRepr, RecordingApprover, manager_for, outcomes, posix_only, refusals
 
 from skill_magics.core.errors import (
     AmbiguousScriptError,
-    ApprovalDeclined,
-    ApprovalUnavailable,
+    ArgumentSerializationError,
     ScriptNotFoundError,
     SkillNotFoundError,
+    SkillParseError,
     ToolRestrictionError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import ApprovalRequest, Decision
 
 pytest.importorskip("skill_magics.core.run.executor")
-
-
-class Recorder:
-    """An approver that answers ``answer`` and remembers what it was asked."""
-
-    def __init__(self, answer: str | Decision | Exception) -> None:
-        self.answer = answer
-        self.requests: list[ApprovalRequest] = []
-
-    def __call__(self, request: ApprovalRequest):
-        self.requests.append(request)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
-@pytest.fixture
-def examples_copy(tmp_path, examples_dir) -> Path:
-    """A private copy of the examples, for tests that edit scripts."""
-    dest = tmp_path / "examples"
-    shutil.copytree(examples_dir, dest)
-    return dest
-
-
-def outcomes(manager: SkillManager) -> list[str]:
-    return [r.outcome for r in manager.audit.records()]
 
 
 # -- the examples run ---------------------------------------------------------------------
@@ -153,89 +132,7 @@ def test_flood_is_capped(examples_dir):
     assert result.stdout_bytes == 3 * 2**20
 
 
-# -- approval order and outcomes ----------------------------------------------------------
-
-
-def test_no_means_nothing_ran(example_manager, tmp_path):
-    marker = tmp_path / "marker"
-    approver = Recorder("no")
-    with pytest.raises(ApprovalDeclined):
-        example_manager.execute_skill_script(
-            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
-        )
-    assert not marker.exists()
-    assert len(approver.requests) == 1
-    record = example_manager.audit.records()[-1]
-    assert (record.outcome, record.script, record.exit_code) == (
-        "declined",
-        "scripts/touch_marker.py",
-        None,
-    )
-    assert str(marker) in record.arguments
-
-
-def test_unavailable_approval_runs_nothing(example_manager, tmp_path):
-    marker = tmp_path / "marker"
-    approver = Recorder(ApprovalUnavailable("nobody can click in a headless run"))
-    with pytest.raises(ApprovalUnavailable):
-        example_manager.execute_skill_script(
-            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
-        )
-    assert not marker.exists()
-    assert outcomes(example_manager)[-1] == "approval_unavailable"
-    assert "headless" in example_manager.audit.records()[-1].reason
-
-
-def test_yes_once_asks_every_time(example_manager, tmp_path):
-    approver = Recorder(Decision.YES_ONCE)
-    for i in range(2):
-        marker = tmp_path / f"m{i}"
-        result = example_manager.execute_skill_script(
-            "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=approver
-        )
-        assert result.success and marker.exists()
-    assert len(approver.requests) == 2
-
-
-def test_yes_in_session_until_a_script_changes(examples_copy, tmp_path):
-    approver = Recorder("yes_in_session")
-    manager = SkillManager([examples_copy], approver=approver)  # the manager's default approver
-    for i in range(3):
-        assert manager.execute_skill_script(
-            "demo-behaviours", "touch_marker", {"path": str(tmp_path / f"m{i}")}
-        ).success
-    assert len(approver.requests) == 1
-    # Editing any script of the skill changes the hash: the session approval lapses.
-    script = examples_copy / "demo-behaviours" / "scripts" / "sleepy.py"
-    script.write_text(script.read_text() + "# edited\n")
-    manager.execute_skill_script("demo-behaviours", "touch_marker", {"path": str(tmp_path / "m")})
-    assert len(approver.requests) == 2
-    assert approver.requests[0].content_hash != approver.requests[1].content_hash
-
-
-def test_explicit_none_approver_overrides_default(examples_dir, tmp_path):
-    approver = Recorder("no")
-    manager = SkillManager([examples_dir], approver=approver)
-    marker = tmp_path / "marker"
-    manager.execute_skill_script(
-        "demo-behaviours", "touch_marker", {"path": str(marker)}, approver=None
-    )
-    assert marker.exists() and approver.requests == []
-
-
-def test_checks_come_before_approval(tmp_path, make_skill):
-    make_skill(
-        tmp_path,
-        "locked",
-        {"name": "locked", "description": "x", "allowed-tools": "Read Write"},
-        scripts={"scripts/run.py": "print('ran')\n"},
-    )
-    approver = Recorder("yes_once")
-    manager = SkillManager([tmp_path])
-    with pytest.raises(ToolRestrictionError):
-        manager.execute_skill_script("locked", "run", approver=approver)
-    assert approver.requests == []  # nobody is asked about a run that cannot happen
-    assert outcomes(manager) == ["refused"]
+# -- lookups, the approval request, prepare, settings ---------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -253,7 +150,7 @@ def test_lookup_failures_are_audited_as_refused(tmp_path, make_skill, skill, scr
         scripts={"scripts/convert.py": "pass\n", "scripts/convert.sh": "true\n"},
     )
     manager = SkillManager([tmp_path])
-    approver = Recorder("yes_once")
+    approver = RecordingApprover("yes_once")
     with pytest.raises(error):
         manager.execute_skill_script(skill, script, {"a": 1}, approver=approver)
     assert approver.requests == []
@@ -290,7 +187,7 @@ def test_approval_request_contents(example_manager):
 
 
 def test_approval_request_sees_the_arguments_passed(example_manager):
-    approver = Recorder("yes_once")
+    approver = RecordingApprover("yes_once")
     example_manager.execute_skill_script(
         "unit-converter",
         "convert",
@@ -404,7 +301,7 @@ def test_bad_settings_fail_at_construction(tmp_path, setting, value):
         setattr(manager, setting, value)
 
 
-# -- stdin convention and ask_approval ----------------------------------------------------
+# -- stdin convention ------------------------------------------------------------------------
 
 STDIN_REPORTER = "import sys\nprint(repr(sys.stdin.read()), sys.argv[1:])\n"
 
@@ -423,30 +320,164 @@ def test_manager_passes_arguments_through_to_the_executor(tmp_path, make_skill):
     assert prepared.payload is None, "argv=[] is still argv mode: empty stdin"
 
 
-def test_ask_approval_audits_declines_for_every_script_then_raises(tmp_path, make_skill):
-    make_skill(
-        tmp_path, "two", scripts={"scripts/a.py": "print(1)\n", "scripts/b.py": "print(2)\n"}
-    )
-    manager = SkillManager([tmp_path])
-    skill = manager.get_skill("two")
-    request = manager.approval_request("two", skill.scripts, {"k": 1}, argv=["--v"])
-    assert manager.ask_approval(request, None) is None, "None: the caller decided"
-    assert manager.audit.records() == []
-    with pytest.raises(ApprovalDeclined):
-        manager.ask_approval(request, Recorder("no"))
-    with pytest.raises(ApprovalUnavailable):
-        manager.ask_approval(request, Recorder(ApprovalUnavailable("nobody there")))
-    records = manager.audit.records()
-    assert [(r.script, r.outcome) for r in records] == [
-        ("scripts/a.py", "declined"),
-        ("scripts/b.py", "declined"),
-        ("scripts/a.py", "approval_unavailable"),
-        ("scripts/b.py", "approval_unavailable"),
+# -- lookups, argv and arguments: refused and audited like the executor does ------------------
+
+
+@posix_only
+def test_unknown_script_refused_and_audited(make_skill, tmp_path):
+    make_skill(tmp_path, "nf", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(ScriptNotFoundError):
+        manager.execute_skill_script("nf", "nope")
+    assert len(refusals(manager)) == 1
+
+
+ARGV_JSON = "import json, sys\nprint(json.dumps(sys.argv[1:]))\n"
+
+
+@pytest.fixture
+def argv_manager(make_skill, tmp_path) -> SkillManager:
+    make_skill(tmp_path / "skills", "s", scripts={"scripts/argv.py": ARGV_JSON})
+    return SkillManager([tmp_path / "skills"])
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "argv",
+    ["--input data.csv", b"--input", 5, [b"raw"], [None], [True], [{"a": 1}]],
+    ids=["str", "bytes", "int", "bytes-item", "none-item", "bool-item", "dict-item"],
+)
+def test_manager_refuses_bad_argv_like_the_executor_and_audits_it(argv_manager, argv):
+    with pytest.raises(ArgumentSerializationError, match="argv"):
+        argv_manager.execute_skill_script("s", "argv", argv=argv)
+    (record,) = refusals(argv_manager)
+    assert record.reason.startswith("ArgumentSerializationError: ")
+    assert record.script == "scripts/argv.py"
+
+
+@posix_only
+def test_a_string_argv_is_previewed_whole_not_letter_by_letter(argv_manager):
+    with pytest.raises(ArgumentSerializationError, match=r"shlex\.split"):
+        argv_manager.execute_skill_script("s", "argv", argv="--input data.csv")
+    assert refusals(argv_manager)[0].arguments == "argv: --input data.csv"
+
+
+@posix_only
+def test_good_argv_items_reach_the_script_verbatim(argv_manager, tmp_path):
+    argv = ["--input", "data file.csv", 3, 2.5, tmp_path / "x y", "; rm -rf ~"]
+    result = argv_manager.execute_skill_script("s", "argv", argv=argv)
+    assert result.json() == [
+        "--input",
+        "data file.csv",
+        "3",
+        "2.5",
+        str(tmp_path / "x y"),
+        "; rm -rf ~",
     ]
-    assert records[0].arguments == '{"k": 1} argv: --v'
-    assert records[-1].reason == "ApprovalUnavailable: nobody there"
-    manager.approver = Recorder("yes_in_session")
-    assert manager.ask_approval(request) is Decision.YES_IN_SESSION
-    assert manager.ask_approval(request, Recorder("no")) is Decision.YES_IN_SESSION, (
-        "a stored Yes in session for the same scripts counts"
+
+
+@posix_only
+def test_approval_request_normalises_argv_like_the_executor(argv_manager, tmp_path):
+    _, meta = argv_manager.resolve_script("s", "argv")
+    request = argv_manager.approval_request("s", [meta], None, [1, tmp_path / "p"])
+    assert request.argv == ("1", str(tmp_path / "p"))
+    assert request.scripts[0].command[-2:] == ("1", str(tmp_path / "p"))
+    with pytest.raises(ArgumentSerializationError):
+        argv_manager.approval_request("s", [meta], None, "--input data.csv")
+
+
+@posix_only
+def test_an_approver_sees_the_argv_that_runs(argv_manager):
+    seen = []
+
+    def approver(request):
+        seen.append(request)
+        return "yes_once"
+
+    result = argv_manager.execute_skill_script("s", "argv", argv=["-n", 7], approver=approver)
+    assert seen[0].argv == ("-n", "7") and seen[0].scripts[0].command[-2:] == ("-n", "7")
+    assert result.json() == ["-n", "7"]
+
+
+@posix_only
+def test_an_argument_whose_repr_raises_is_refused_and_audited(argv_manager):
+    with pytest.raises(ArgumentSerializationError, match="BadRepr"):
+        argv_manager.execute_skill_script("s", "argv", {"a": BadRepr()})
+    (record,) = refusals(argv_manager)
+    assert "<unprintable BadRepr>" in record.arguments
+
+
+@posix_only
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"arguments": {BadRepr(): 1}}, "Argument key <unprintable BadRepr>"),
+        ({"argv": [BadRepr()]}, r"argv\[0\] is BadRepr <unprintable BadRepr>"),
+    ],
+    ids=["dict-key", "argv-item"],
+)
+def test_unprintable_keys_and_argv_items_are_refused_not_crashed_on(argv_manager, kwargs, match):
+    with pytest.raises(ArgumentSerializationError, match=match):
+        argv_manager.execute_skill_script("s", "argv", **kwargs)
+    assert len(refusals(argv_manager)) == 1
+
+
+# -- the approval request: the program that really runs, the whole script ---------------------
+
+
+@posix_only
+def test_approval_request_names_the_program_that_really_runs(make_skill, tmp_path):
+    make_skill(
+        tmp_path,
+        "venvy",
+        scripts={
+            "scripts/ok.py": "print('benign')\n",
+            "venv/bin/python": "#!/bin/sh\necho PWNED-by-venv\n",
+        },
     )
+    recorder = RecordingApprover()
+    manager = manager_for(tmp_path, allowed_interpreters=["python3"], approver=recorder)
+    prepared = manager.prepare_skill_script("venvy", "ok")
+    result = manager.execute_skill_script("venvy", "ok")
+    assert result.stdout == "PWNED-by-venv\n"  # what really ran
+    assert prepared.program in repr(recorder.requests[-1])
+
+
+@posix_only
+def test_preview_of_a_huge_script_is_capped_but_counts_everything(make_skill, tmp_path):
+    line = "# " + "x" * 97 + "\n"  # 100 bytes
+    make_skill(tmp_path, "huge", scripts={"scripts/h.py": line * 5000})  # 500 KB
+    manager = SkillManager([tmp_path])
+    (item,) = manager.approval_request("huge", [manager.get_skill("huge").find_script("h")]).scripts
+    assert (item.lines, item.size) == (5000, 500_000)
+    assert len(item.preview) <= 200_000 and item.preview.endswith("\n")
+
+
+# -- SKILL.md edits reach the next run --------------------------------------------------------
+
+
+@posix_only
+def test_allowed_tools_edit_takes_effect_without_reload(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "t", scripts={"scripts/a.sh": "echo ran\n"})
+    manager = manager_for(tmp_path)
+    assert manager.execute_skill_script("t", "a").stdout == "ran\n"
+    (skill / "SKILL.md").write_text("---\nname: t\ndescription: d\nallowed-tools: Read\n---\nx\n")
+    with pytest.raises(ToolRestrictionError):
+        manager.execute_skill_script("t", "a")
+
+
+@posix_only
+def test_an_edit_that_breaks_skill_md_stops_runs_until_fixed(tmp_path, make_skill):
+    """Fail closed: a broken edit may have narrowed allowed-tools; never run on the old one."""
+    skill = make_skill(tmp_path, "edited", scripts={"scripts/a.sh": "echo ran\n"})
+    manager = SkillManager([tmp_path])
+    assert manager.execute_skill_script("edited", "a").stdout == "ran\n"
+    skill_md = skill / "SKILL.md"
+    good = skill_md.read_text()
+    skill_md.write_text("---\nname: edited\ndescription: [broken\nallowed-tools: Read\n---\n# x\n")
+    with pytest.raises(SkillParseError, match="no longer parses .*scripts do not run until"):
+        manager.execute_skill_script("edited", "a")
+    assert manager.audit.records()[-1].outcome == "refused"
+    assert "# x" in manager.get_skill("edited").content  # still readable
+    skill_md.write_text(good)
+    assert manager.execute_skill_script("edited", "a").stdout == "ran\n"

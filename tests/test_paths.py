@@ -1,4 +1,9 @@
-"""core/paths.py: the only place that decides "inside the skill". Real files, real symlinks."""
+"""core/paths.py: the only place that decides "inside the skill". Real files, real symlinks.
+
+The checks on their own, then through the manager and the executor: escapes, symlinks, NUL
+bytes and setuid files are refused before anything is spawned and audited once; a hard link is
+the file inside the skill.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,18 @@ import stat
 from pathlib import Path
 
 import pytest
+from manager_support import manager_for, posix_only, refusals
 
-from skill_magics.core.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from skill_magics.core.audit import AuditLog
+from skill_magics.core.errors import (
+    PathSecurityError,
+    ScriptNotFoundError,
+    ScriptPermissionError,
+    SkillMagicsError,
+)
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.paths import recheck, resolve_script
+from skill_magics.core.run.executor import ScriptExecutor
 
 
 @pytest.fixture
@@ -175,3 +189,97 @@ def test_error_text_is_one_line_whatever_the_path_holds(tmp_path: Path) -> None:
         text = str(caught.value)
         assert "\n" not in text and "\x1b" not in text and "\u202e" not in text
         assert "\\n" in text or "\\x1b" in text
+
+
+# -- through the manager and the executor: refused before any spawn, audited once -------------
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "script",
+    [
+        "../../outside.sh",
+        "scripts/../../outside.sh",
+        "scripts/../../../outside.sh",
+        "scripts\\..\\..\\outside.sh",
+        "./scripts/./../../outside.sh",
+    ],
+)
+def test_lexical_escape_refused_before_spawn_and_audited_once(make_skill, tmp_path, script):
+    marker = tmp_path / "ran"
+    (tmp_path / "outside.sh").write_text(f"touch {marker}\n")
+    make_skill(tmp_path / "skills", "esc", scripts={"scripts/ok.sh": "echo ok\n"})
+    manager = manager_for(tmp_path / "skills")
+    with pytest.raises(PathSecurityError):
+        manager.execute_skill_script("esc", script)
+    assert not marker.exists()
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_absolute_and_symlink_escapes_refused_by_the_executor(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.sh").write_text(f"touch {marker}\n")
+    skill = make_skill(tmp_path / "skills", "esc", scripts={"scripts/ok.sh": "echo ok\n"})
+    os.symlink(outside / "evil.sh", skill / "scripts" / "link.sh")
+    os.symlink(outside, skill / "scripts" / "linkdir")
+    meta = manager_for(tmp_path / "skills").get_skill("esc").metadata
+    audit = AuditLog()
+    ex = ScriptExecutor(audit=audit)
+    for path in (
+        str(outside / "evil.sh"),
+        "/etc/passwd",
+        "scripts/link.sh",
+        "scripts/linkdir/evil.sh",
+        str(skill / "scripts" / "link.sh"),
+    ):
+        with pytest.raises(PathSecurityError):
+            ex.prepare(path, {}, skill, meta)
+    assert not marker.exists()
+    assert len(refusals(audit)) == 5
+
+
+@posix_only
+def test_hard_link_to_a_file_outside_is_accepted_as_inside(make_skill, tmp_path):
+    # NOTE (accepted): a hard link *is* the file inside the skill (same inode); realpath cannot
+    # tell. Its content is what the approval preview shows, and setuid files are still refused.
+    outside = tmp_path / "outside.sh"
+    outside.write_text("echo via hardlink\n")
+    skill = make_skill(tmp_path / "skills", "hl", scripts={"scripts/ok.sh": "echo ok\n"})
+    os.link(outside, skill / "scripts" / "hard.sh")
+    result = manager_for(tmp_path / "skills").execute_skill_script("hl", "hard")
+    assert result.stdout == "via hardlink\n"
+
+
+@posix_only
+def test_nul_in_script_name_is_a_refusal_audited_once(make_skill, tmp_path):
+    make_skill(tmp_path, "nul", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = manager_for(tmp_path)
+    with pytest.raises(SkillMagicsError):
+        manager.execute_skill_script("nul", "scripts/a.sh\0../../x")
+    assert len(refusals(manager)) == 1
+
+
+@posix_only
+def test_nul_in_a_script_name_is_a_path_security_refusal(make_skill, tmp_path):
+    make_skill(tmp_path, "nul", scripts={"scripts/a.sh": "echo hi\n"})
+    manager = SkillManager([tmp_path])
+    for name in ("a\0", "scripts/a.sh\0x"):
+        with pytest.raises(PathSecurityError, match="NUL"):
+            manager.execute_skill_script("nul", name)
+    assert [r.outcome for r in manager.audit.records()] == ["refused", "refused"]
+
+
+@posix_only
+def test_setuid_script_refused(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "suid", scripts={"scripts/a.sh": "echo hi\n"})
+    path = skill / "scripts" / "a.sh"
+    path.chmod(0o4755)
+    if not path.stat().st_mode & 0o4000:
+        pytest.skip("file system drops the setuid bit")
+    manager = manager_for(tmp_path)
+    with pytest.raises(SkillMagicsError):
+        manager.execute_skill_script("suid", "a")
+    assert len(refusals(manager)) == 1

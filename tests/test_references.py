@@ -7,7 +7,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_context_support import make_skill, manager_for
+from manager_support import manager_for
 
 from skill_magics.core.catalog.references import (
     find_references,
@@ -27,8 +27,8 @@ SCRIPTS = {
 }
 
 
-def refs_for(tmp_path, body, files=None, name="demo"):
-    make_skill(tmp_path, name, body, {**SCRIPTS, **(files or {})})
+def refs_for(make_skill, tmp_path, body, files=None, name="demo"):
+    make_skill(tmp_path, name, scripts=SCRIPTS, files=files, body=body)
     skill = manager_for(tmp_path).get_skill(name)
     return referenced_scripts(skill)
 
@@ -37,7 +37,7 @@ def paths(refs):
     return [r.path for r in refs]
 
 
-def test_fenced_commands_in_order(tmp_path):
+def test_fenced_commands_in_order(tmp_path, make_skill):
     body = """\
     # Demo
 
@@ -50,7 +50,7 @@ def test_fenced_commands_in_order(tmp_path):
     perl scripts/tally.pl
     ```
     """
-    refs = refs_for(tmp_path, body)
+    refs = refs_for(make_skill, tmp_path, body)
     assert paths(refs) == [
         "scripts/extract.py",
         "scripts/utils/parser.py",
@@ -64,14 +64,14 @@ def test_fenced_commands_in_order(tmp_path):
     assert refs[0].raw == "scripts/extract.py"
 
 
-def test_uv_run_inline_links_basedir_and_prose(tmp_path):
+def test_uv_run_inline_links_basedir_and_prose(tmp_path, make_skill):
     body = """\
     Step one: `uv run scripts/convert.sh`.
     Then read [the parser](scripts/utils/parser.py "title").
     Run {baseDir}/scripts/extract.py and ${SKILL_BASE_DIR}/scripts/build.js,
     also $SKILL_DIR/scripts/report.rb. Finally the plain path scripts/tally.pl does totals.
     """
-    assert paths(refs_for(tmp_path, body)) == [
+    assert paths(refs_for(make_skill, tmp_path, body)) == [
         "scripts/convert.sh",
         "scripts/utils/parser.py",
         "scripts/extract.py",
@@ -81,24 +81,24 @@ def test_uv_run_inline_links_basedir_and_prose(tmp_path):
     ]
 
 
-def test_dedup_keeps_first_seen_and_unreferenced_scripts_are_absent(tmp_path):
+def test_dedup_keeps_first_seen_and_unreferenced_scripts_are_absent(tmp_path, make_skill):
     body = """\
     Run `scripts/convert.sh`, then python scripts/extract.py, then scripts/convert.sh again,
     and ./scripts/extract.py once more.
     """
-    refs = refs_for(tmp_path, body)
+    refs = refs_for(make_skill, tmp_path, body)
     assert paths(refs) == ["scripts/convert.sh", "scripts/extract.py"]
     assert "scripts/unused.py" not in paths(refs)
 
 
-def test_bare_script_names_match_a_unique_file_under_scripts(tmp_path):
+def test_bare_script_names_match_a_unique_file_under_scripts(tmp_path, make_skill):
     body = "1. **Lint**: Run `lint.sh` to check code style. Node.js and setup.py are not scripts.\n"
-    refs = refs_for(tmp_path, body)
+    refs = refs_for(make_skill, tmp_path, body)
     assert paths(refs) == ["scripts/lint.sh"]
     assert refs[0].raw == "lint.sh"
 
 
-def test_missing_and_escaping_references_are_error_entries(tmp_path):
+def test_missing_and_escaping_references_are_error_entries(tmp_path, make_skill):
     outside = tmp_path / "outside.py"
     outside.write_text("print('outside')\n")
     body = """\
@@ -108,7 +108,7 @@ def test_missing_and_escaping_references_are_error_entries(tmp_path):
     python /etc/passwd.py
     ```
     """
-    refs = refs_for(tmp_path / "skills", body)
+    refs = refs_for(make_skill, tmp_path / "skills", body)
     assert paths(refs) == ["scripts/missing.py", "../outside.py", "/etc/passwd.py"]
     missing, up, absolute = refs
     assert missing.inside and not missing.exists
@@ -117,19 +117,21 @@ def test_missing_and_escaping_references_are_error_entries(tmp_path):
     assert not absolute.inside and absolute.error
 
 
-def test_escaping_paths_in_inline_code_and_prose_are_reported_not_dropped(tmp_path):
+def test_escaping_paths_in_inline_code_and_prose_are_reported_not_dropped(tmp_path, make_skill):
     """Outside the skill is always worth an error entry, however the path is written; a
     missing path that is not under scripts/ stays prose (it may be a file of the user's)."""
     body = "Use `../outside.py`, see /etc/evil.sh and `tools/nothere.py` or src/app.py.\n"
-    refs = refs_for(tmp_path / "skills", body)
+    refs = refs_for(make_skill, tmp_path / "skills", body)
     assert paths(refs) == ["../outside.py", "/etc/evil.sh"]
     assert all(not r.inside and "points outside skill 'demo'" in r.error for r in refs)
 
 
-def test_symlink_escaping_the_skill_is_an_error(tmp_path):
+def test_symlink_escaping_the_skill_is_an_error(tmp_path, make_skill):
     target = tmp_path / "elsewhere.py"
     target.write_text("print('x')\n")
-    skill_dir = make_skill(tmp_path / "skills", "demo", "python scripts/link.py\n", SCRIPTS)
+    skill_dir = make_skill(
+        tmp_path / "skills", "demo", scripts=SCRIPTS, body="python scripts/link.py\n"
+    )
     os.symlink(target, skill_dir / "scripts" / "link.py")
     refs = referenced_scripts(manager_for(tmp_path / "skills").get_skill("demo"))
     assert paths(refs) == ["scripts/link.py"]
@@ -137,12 +139,12 @@ def test_symlink_escaping_the_skill_is_an_error(tmp_path):
     assert "symlink" in refs[0].error
 
 
-def test_weak_prose_paths_count_only_when_they_exist(tmp_path):
+def test_weak_prose_paths_count_only_when_they_exist(tmp_path, make_skill):
     body = "Edit src/app.py yourself, python is great, use `python -m pip install x`.\n"
-    assert refs_for(tmp_path, body) == []
+    assert refs_for(make_skill, tmp_path, body) == []
 
 
-def test_linked_markdown_one_level(tmp_path):
+def test_linked_markdown_one_level(tmp_path, make_skill):
     files = {
         "references/guide.md": (
             "# Guide\nUse `node scripts/build.js` and [other](../scripts/lint.sh).\n"
@@ -151,22 +153,22 @@ def test_linked_markdown_one_level(tmp_path):
         "references/deeper.md": "python scripts/report.rb\n",
     }
     body = "python scripts/extract.py\n\nSee [the guide](references/guide.md#usage).\n"
-    refs = refs_for(tmp_path, body, files)
+    refs = refs_for(make_skill, tmp_path, body, files)
     assert paths(refs) == ["scripts/extract.py", "scripts/build.js", "scripts/lint.sh"]
     assert [r.source for r in refs] == ["SKILL.md", "references/guide.md", "references/guide.md"]
     assert refs[1].line == 2
 
 
-def test_line_numbers_count_the_frontmatter(tmp_path):
-    refs = refs_for(tmp_path, "# Demo\n\npython scripts/extract.py\n")
+def test_line_numbers_count_the_frontmatter(tmp_path, make_skill):
+    refs = refs_for(make_skill, tmp_path, "# Demo\n\npython scripts/extract.py\n")
     # frontmatter is 4 lines (---, name, description, ---)
     assert refs[0].line == 7
 
 
-def test_links_outside_the_skill_are_not_followed(tmp_path):
+def test_links_outside_the_skill_are_not_followed(tmp_path, make_skill):
     (tmp_path / "secret.md").write_text("python scripts/extract.py\n")
     body = "See [x](../secret.md) and [web](https://example.com/scripts/x.py).\n"
-    assert refs_for(tmp_path / "skills", body) == []
+    assert refs_for(make_skill, tmp_path / "skills", body) == []
 
 
 @pytest.mark.parametrize(
@@ -180,8 +182,8 @@ def test_links_outside_the_skill_are_not_followed(tmp_path):
         ("python -c 'print(1)'", []),
     ],
 )
-def test_find_references_forms(tmp_path, text, expected):
-    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+def test_find_references_forms(tmp_path, text, expected, make_skill):
+    skill_dir = make_skill(tmp_path, "demo", scripts=SCRIPTS, body="x")
     assert paths(find_references(text, skill_dir)) == expected
 
 
@@ -202,14 +204,14 @@ NOT_REFERENCES = [
 
 
 @pytest.mark.parametrize("text", NOT_REFERENCES)
-def test_urls_and_longer_names_never_reference_a_script(tmp_path, text):
-    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+def test_urls_and_longer_names_never_reference_a_script(tmp_path, text, make_skill):
+    skill_dir = make_skill(tmp_path, "demo", scripts=SCRIPTS, body="x")
     refs = find_references(text, skill_dir)
     assert [r for r in refs if r.ok] == [], paths(refs)
 
 
-def test_a_command_on_a_longer_name_is_a_missing_script_not_the_shorter_one(tmp_path):
-    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+def test_a_command_on_a_longer_name_is_a_missing_script_not_the_shorter_one(tmp_path, make_skill):
+    skill_dir = make_skill(tmp_path, "demo", scripts=SCRIPTS, body="x")
     (ref,) = find_references("`python scripts/extract.py.bak`", skill_dir)
     assert ref.path == "scripts/extract.py.bak" and not ref.exists and "does not exist" in ref.error
 
@@ -231,8 +233,8 @@ TRUE_FORMS = [
 
 
 @pytest.mark.parametrize("text, expected", TRUE_FORMS)
-def test_true_reference_forms_stay_detected(tmp_path, text, expected):
-    skill_dir = make_skill(tmp_path, "demo", "x", SCRIPTS)
+def test_true_reference_forms_stay_detected(tmp_path, text, expected, make_skill):
+    skill_dir = make_skill(tmp_path, "demo", scripts=SCRIPTS, body="x")
     refs = find_references(text, skill_dir)
     assert paths(refs) == expected and all(r.ok for r in refs)
 
@@ -241,9 +243,9 @@ _SCRIPT_PATHS = sorted(p for p in SCRIPTS if p != "scripts/unused.py")
 
 
 @pytest.fixture(scope="module")
-def script_skill(tmp_path_factory):
+def script_skill(tmp_path_factory, make_skill):
     """One skill for the property tests (examples only read it)."""
-    return make_skill(tmp_path_factory.mktemp("props"), "demo", "x", SCRIPTS)
+    return make_skill(tmp_path_factory.mktemp("props"), "demo", scripts=SCRIPTS, body="x")
 
 
 @settings(max_examples=150, deadline=None)
@@ -268,9 +270,9 @@ def test_property_paths_inside_urls_are_not_references(script_skill, rel, scheme
     assert find_references(text, script_skill) == []
 
 
-def test_home_paths_are_reported_as_written(tmp_path):
+def test_home_paths_are_reported_as_written(tmp_path, make_skill):
     body = "Use ~/.claude/skills/pdf/scripts/a.py or `python ~/tools/b.sh`.\n"
-    refs = refs_for(tmp_path, body, name="pdf")
+    refs = refs_for(make_skill, tmp_path, body, name="pdf")
     assert paths(refs) == ["~/.claude/skills/pdf/scripts/a.py", "~/tools/b.sh"]
     first, second = refs
     assert first.error.split(": ", 1)[1].startswith("~/.claude/skills/pdf/scripts/a.py points")
@@ -278,13 +280,13 @@ def test_home_paths_are_reported_as_written(tmp_path):
     assert " /.claude" not in first.error and not first.inside
 
 
-def test_linked_markdown_lists_linked_files_inside_the_skill(tmp_path):
+def test_linked_markdown_lists_linked_files_inside_the_skill(tmp_path, make_skill):
     (tmp_path / "outside.md").write_text("# outside\n")
     files = {"FORMS.md": "# Forms\n", "REFERENCE.md": "# Ref\n", "references/guide.md": "#\n"}
     body = (
         "See [forms](FORMS.md), [ref](./REFERENCE.md#api), [guide](references/guide.md),\n"
         "[again](FORMS.md), [gone](MISSING.md) and [out](../outside.md).\n"
     )
-    make_skill(tmp_path / "skills", "demo", body, {**SCRIPTS, **files})
+    make_skill(tmp_path / "skills", "demo", scripts=SCRIPTS, files=files, body=body)
     skill = manager_for(tmp_path / "skills").get_skill("demo")
     assert linked_markdown(skill) == ["FORMS.md", "REFERENCE.md", "references/guide.md"]

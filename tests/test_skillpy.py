@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_context_support import RecordingApprover, make_skill, manager_for
+from manager_support import RecordingApprover, manager_for, posix_only
 
 from skill_magics.core.errors import ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
@@ -19,20 +19,18 @@ from skill_magics.core.skillpy import run_python_in_skill, run_python_in_skill_a
 
 
 @pytest.fixture(scope="module")
-def venv_skills(tmp_path_factory):
+def venv_skills(tmp_path_factory, make_skill):
     """A skills dir with 'calculator' (own venv, created for real) and 'no-venv'."""
     root = tmp_path_factory.mktemp("skills")
     calc = make_skill(
         root,
         "calculator",
-        "python scripts/where.py\n",
-        {
-            "scripts/where.py": "import sys\nprint(sys.prefix)\n",
-        },
+        scripts={"scripts/where.py": "import sys\nprint(sys.prefix)\n"},
+        body="python scripts/where.py\n",
     )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(calc / "venv")], check=True)
-    make_skill(root, "no-venv", "# none\n")
-    broken = make_skill(root, "broken-venv", "# broken\n")
+    make_skill(root, "no-venv", body="# none\n")
+    broken = make_skill(root, "broken-venv", body="# broken\n")
     (broken / ".venv" / "bin").mkdir(parents=True)
     return root
 
@@ -178,3 +176,19 @@ def test_async_cancel_event_stops_the_run_and_returns_it(venv_skills):
     assert result["returncode"] == -15 and result["error"] == "Python was killed by SIGTERM"
     assert result["stdout"] == "up\n"
     assert manager.audit.records()[-1].outcome == "interrupted"
+
+
+# -- the skill's venv -------------------------------------------------------------------------
+
+
+@posix_only
+def test_skillpy_venv_python_is_whatever_the_skill_ships(make_skill, tmp_path):
+    # NOTE (accepted by seed 004, but say so in docs): %%skillpy trusts the skill's venv: its
+    # bin/python (here a shell script), site-packages, .pth files and sitecustomize all run
+    # with the approved code. The approval shows the code only.
+    from skill_magics.core.skillpy import run_python_in_skill
+
+    make_skill(tmp_path, "vv", scripts={"venv/bin/python": '#!/bin/sh\necho "sh got: $*"\n'})
+    manager = manager_for(tmp_path, approver=RecordingApprover(), allowed_interpreters=["python3"])
+    out = run_python_in_skill(manager, "vv", "print(1)")
+    assert out["stdout"] == "sh got: -c print(1)\n"

@@ -10,7 +10,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import pytest
-from test_context_support import RecordingApprover, make_skill, manager_for
+from manager_support import RecordingApprover, manager_for, posix_only
 
 from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
@@ -37,11 +37,11 @@ FAIL = "import sys\nsys.stderr.write('it broke\\n')\nsys.exit(2)\n"
 
 
 @pytest.fixture
-def tools_dir(tmp_path):
+def tools_dir(tmp_path, make_skill):
     make_skill(
         tmp_path,
         "pdf-extractor",
-        "# PDF\nUse `scripts/extract.py`.\n",
+        {"name": "pdf-extractor", "description": "Extract text from PDFs."},
         {
             "scripts/extract.py": ECHO,
             "scripts/fail.py": FAIL,
@@ -50,9 +50,9 @@ def tools_dir(tmp_path):
             "scripts/utils/extract.py": "print('nested')\n",
             "scripts/脚本.py": "print('unicode name')\n",
         },
-        description="Extract text from PDFs.",
+        body="# PDF\nUse `scripts/extract.py`.\n",
     )
-    make_skill(tmp_path, "plain", "# Plain\nNo scripts.\n")
+    make_skill(tmp_path, "plain", body="# Plain\nNo scripts.\n")
     return tmp_path
 
 
@@ -79,11 +79,11 @@ def test_names_valid_unique_and_stable(tools_dir):
     assert "plain" in names
 
 
-def test_long_and_clashing_names_fit_64(tmp_path):
+def test_long_and_clashing_names_fit_64(tmp_path, make_skill):
     long = "a" * 60
-    make_skill(tmp_path, long, "x", {"scripts/" + "b" * 50 + ".py": "print(1)\n"})
-    make_skill(tmp_path, "x-y", "x", {"scripts/z.py": "print(1)\n"})
-    make_skill(tmp_path, "x", "x", {"scripts/y__z.py": "print(1)\n"})
+    make_skill(tmp_path, long, scripts={"scripts/" + "b" * 50 + ".py": "print(1)\n"}, body="x")
+    make_skill(tmp_path, "x-y", scripts={"scripts/z.py": "print(1)\n"}, body="x")
+    make_skill(tmp_path, "x", scripts={"scripts/y__z.py": "print(1)\n"}, body="x")
     names = [t["name"] for t in tool_definitions(manager_for(tmp_path))]
     assert all(NAME_RE.match(n) for n in names), names
     assert len(names) == len(set(names))
@@ -157,9 +157,9 @@ def test_failure_is_error_with_stderr(tools_dir):
     }
 
 
-def test_decline_and_unavailable_are_errors_and_nothing_runs(tmp_path):
+def test_decline_and_unavailable_are_errors_and_nothing_runs(tmp_path, make_skill):
     skill_dir = make_skill(
-        tmp_path, "marker", "x", {"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+        tmp_path, "marker", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}, body="x"
     )
     manager = manager_for(tmp_path)
     block = handle_tool_call(
@@ -224,11 +224,11 @@ def test_async_call(tools_dir):
     ]
 
 
-def test_without_any_approver_a_model_chosen_script_does_not_run(tmp_path):
+def test_without_any_approver_a_model_chosen_script_does_not_run(tmp_path, make_skill):
     # The model picked the script, not the Python caller: with no approver anywhere the call
     # is refused (is_error), audited, and the message names the fix.
     skill_dir = make_skill(
-        tmp_path, "marker", "x", {"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+        tmp_path, "marker", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}, body="x"
     )
     manager = manager_for(tmp_path)
     assert manager.approver is None
@@ -251,15 +251,19 @@ def test_prompt_content_makes_no_false_promise_about_asking_a_person(tools_dir):
     assert "must be approved" in block["content"]
 
 
-def test_tool_names_never_change_meaning_when_skills_or_scripts_are_added(tmp_path):
-    make_skill(tmp_path, "a_b", "x", {"scripts/c.sh": "echo 1\n", "scripts/d.sh": "echo d\n"})
-    make_skill(tmp_path, "plain", "x", {"scripts/run.sh": "echo 1\n"})
+def test_tool_names_never_change_meaning_when_skills_or_scripts_are_added(tmp_path, make_skill):
+    make_skill(
+        tmp_path, "a_b", scripts={"scripts/c.sh": "echo 1\n", "scripts/d.sh": "echo d\n"}, body="x"
+    )
+    make_skill(tmp_path, "plain", scripts={"scripts/run.sh": "echo 1\n"}, body="x")
     manager = manager_for(tmp_path)
     before = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
     assert before["plain__run"] == ("plain", "scripts/run.sh")  # exact names stay readable
     assert "a_b" not in before  # "a_b" needs a hash: "a.b" would sanitise to the same text
-    make_skill(tmp_path, "a.b", "x", {"scripts/c.sh": "echo 2\n"})
-    make_skill(tmp_path, "plain", "x", {"scripts/run.py": "print(2)\n"})  # shares the stem
+    make_skill(tmp_path, "a.b", scripts={"scripts/c.sh": "echo 2\n"}, body="x")
+    make_skill(
+        tmp_path, "plain", scripts={"scripts/run.py": "print(2)\n"}, body="x"
+    )  # shares the stem
     manager.reload()
     after = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
     for name, target in before.items():
@@ -267,17 +271,17 @@ def test_tool_names_never_change_meaning_when_skills_or_scripts_are_added(tmp_pa
     assert "plain__run" not in after  # two scripts share the stem now: both hashed
 
 
-def test_root_script_tool_runs_when_scripts_has_the_same_file_name(tmp_path):
+def test_root_script_tool_runs_when_scripts_has_the_same_file_name(tmp_path, make_skill):
     make_skill(
         tmp_path,
         "sk",
-        "x",
-        {
+        scripts={
             "run.py": "print('root run')\n",
             "scripts/run.py": "print('scripts run')\n",
             "setup.sh": "echo root setup\n",
             "scripts/setup.py": "print('py setup')\n",
         },
+        body="x",
     )
     manager = manager_for(tmp_path)
     out = {
@@ -299,9 +303,12 @@ def test_root_script_tool_runs_when_scripts_has_the_same_file_name(tmp_path):
 LOUD = "import sys\nsys.stdout.write('a' * 250_000)\nsys.stderr.write('e' * 300)\nsys.exit({})\n"
 
 
-def test_long_results_are_capped_with_a_truthful_note(tmp_path):
+def test_long_results_are_capped_with_a_truthful_note(tmp_path, make_skill):
     make_skill(
-        tmp_path, "loud", "x", {"scripts/ok.py": LOUD.format(0), "scripts/bad.py": LOUD.format(1)}
+        tmp_path,
+        "loud",
+        scripts={"scripts/ok.py": LOUD.format(0), "scripts/bad.py": LOUD.format(1)},
+        body="x",
     )
     manager = manager_for(tmp_path, approver=RecordingApprover())
     block = handle_tool_call(manager, "loud__ok", {}, "t")
@@ -320,13 +327,15 @@ def test_long_results_are_capped_with_a_truthful_note(tmp_path):
     assert small["content"].startswith("a" * 10 + "\n[... truncated: 249,990 more characters")
 
 
-def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(tmp_path, monkeypatch):
+def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
+    tmp_path, monkeypatch, make_skill
+):
     """The approval request hashes every file of the skill (its fingerprint) and reads previews:
     on the loop thread that stalls every other task. A real ticker on the loop must keep
     ticking while the fingerprint is computed, which happens on a worker thread."""
     from skill_magics.core.catalog import skill as skill_module
 
-    make_skill(tmp_path, "sk", "x", {"scripts/a.py": "print('ok')\n"})
+    make_skill(tmp_path, "sk", scripts={"scripts/a.py": "print('ok')\n"}, body="x")
     manager = manager_for(tmp_path)
     ticks: list[float] = []
     seen: list[tuple[str, int]] = []
@@ -372,3 +381,75 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(tmp_path,
     assert seen and all(name != loop_thread for name, _ in seen)
     assert all(advanced >= 3 for _, advanced in seen), "the loop was blocked while hashing"
     assert approver_threads and loop_thread not in approver_threads
+
+
+# -- tool calls need an approver; hostile names -----------------------------------------------
+
+
+@posix_only
+def test_llm_tool_call_without_an_approver_does_not_run(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "tooly", scripts={"scripts/a.sh": f"touch {marker}\necho ran\n"})
+    manager = manager_for(tmp_path / "s")  # approver=None: the library default
+    block = handle_tool_call(manager, "tooly__a", {}, "toolu_1")
+    assert not marker.exists()
+    assert block["is_error"] is True
+
+
+@posix_only
+def test_llm_tool_call_goes_through_the_managers_approver(make_skill, tmp_path):
+    marker = tmp_path / "ran"
+    make_skill(tmp_path / "s", "tooly", scripts={"scripts/a.sh": f"touch {marker}\n"})
+    recorder = RecordingApprover("no")
+    manager = manager_for(tmp_path / "s", approver=recorder)
+    block = handle_tool_call(manager, "tooly__a", {"argv": ["--x"]}, "toolu_1")
+    assert block["is_error"] is True and not marker.exists()
+    assert recorder.requests[-1].argv == ("--x",)
+    block = handle_tool_call(manager, "tooly__a", {"argv": "rm -rf /"}, "toolu_2")
+    assert block["is_error"] is True and not marker.exists()
+
+
+@posix_only
+def test_tool_names_valid_and_unique_for_hostile_names(make_skill, tmp_path):
+    names = ["PDF", "pdf", "a.b", "a_b", "a__b", "a" * 100, "ü", "x y"]
+    for i, skill_name in enumerate(names):
+        make_skill(
+            tmp_path,
+            skill_name,
+            frontmatter={"name": skill_name, "description": "d"},
+            scripts={
+                "scripts/c.sh": "echo\n",
+                "scripts/C.sh": "echo\n",
+                "scripts/ü.sh": "echo\n",
+                "scripts/" + "s" * 80 + ".sh": "echo\n",
+                "scripts/sub/c.sh": "echo\n",
+            },
+            dirname=f"d{i}",
+        )
+    specs = tool_specs(manager_for(tmp_path))
+    tool_names = [s.name for s in specs]
+    assert len(tool_names) == len(set(tool_names)) == len(names) * 6
+    assert all(NAME_RE.match(n) for n in tool_names)
+    assert len({(s.skill, s.script) for s in specs}) == len(specs)
+
+
+@posix_only
+def test_tool_name_keeps_meaning_when_a_colliding_skill_is_added(make_skill, tmp_path):
+    make_skill(
+        tmp_path,
+        "a_b",
+        frontmatter={"name": "a_b", "description": "d"},
+        scripts={"scripts/c.sh": ""},
+    )
+    manager = manager_for(tmp_path)
+    before = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    make_skill(
+        tmp_path,
+        "a.b",
+        frontmatter={"name": "a.b", "description": "d"},
+        scripts={"scripts/c.sh": ""},
+    )
+    manager.reload()
+    after = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
+    for name, target in before.items():
+        assert after.get(name) == target
