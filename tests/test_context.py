@@ -1,4 +1,4 @@
-"""build_skill_context: the seed-003 envelope, referenced scripts only, one approval, no crash.
+"""build_skill_context: the envelope, referenced scripts only, one approval, no crash.
 
 Hostile skills too: references that escape the skill, symlinked or FIFO reference files, argv
 per script shown in the approval.

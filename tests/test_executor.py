@@ -1007,12 +1007,12 @@ def test_allowed_tools_with_bash_runs(make_skill, tmp_path, tools):
     assert manager_for(tmp_path / "s").execute_skill_script("t", "a").stdout == "ran\n"
 
 
-# Decision (seed 000, user story 4, scenario 3: "no allowed-tools specified (null/empty) ->
-# execution proceeds"): an explicit empty allowed-tools declares no restriction, like an
+# Decision ("no allowed-tools specified (null/empty) -> execution proceeds", the original
+# requirement): an explicit empty allowed-tools declares no restriction, like an
 # absent key. Refusing it instead was weighed and not adopted.
 @posix_only
 @pytest.mark.parametrize("tools", ["[]", "''"])
-def test_explicit_empty_allowed_tools_proceeds_per_seed_000(make_skill, tmp_path, tools):
+def test_explicit_empty_allowed_tools_proceeds(make_skill, tmp_path, tools):
     make_skill(
         tmp_path / "s",
         "t",

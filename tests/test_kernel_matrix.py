@@ -1,4 +1,5 @@
-"""The kernel facts DESIGN.md section 4 builds on, checked against the kernel under test.
+"""Kernel facts the wait strategies build on (docs/architecture.md, *Waiting for a click*),
+checked against the kernel under test.
 
 scripts/kernel-matrix.sh runs ``pytest -m kernel`` once per supported ipykernel version with
 SKILL_MAGICS_TEST_KERNEL_PYTHON pointing at that version's venv (and

@@ -1,4 +1,4 @@
-"""DESIGN.md section 2: every public name is importable from ``skill_magics`` with the
+"""The public API: every public name is importable from ``skill_magics`` with the
 documented signature, attributes and behaviour (checked on the bundled example skills)."""
 
 from __future__ import annotations

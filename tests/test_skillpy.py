@@ -1,4 +1,4 @@
-"""run_python_in_skill (seed 004): code runs with the skill's own venv, cwd = skill folder."""
+"""run_python_in_skill (%%skillpy): code runs with the skill's own venv, cwd = skill folder."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_py_scripts_of_a_venv_skill_use_the_venv(venv_skills):
     )
 
 
-def test_seed_examples(venv_skills):
+def test_documented_examples(venv_skills):
     manager = manager_for(venv_skills)
     ok = run_python_in_skill(manager, "calculator", "result = 2 + 2\nprint(f'Result: {result}')")
     assert ok == {
@@ -161,7 +161,7 @@ def test_audited(venv_skills):
 
 def test_async_cancel_event_stops_the_run_and_returns_it(venv_skills):
     """A Stop (the cancel Event set from another thread) kills the code's process group and
-    the seed-004 dict comes back; it is not an error raised at the caller."""
+    the skillpy result dict comes back; it is not an error raised at the caller."""
     manager = manager_for(venv_skills)
     cancel = threading.Event()
     code = "import time\nprint('up', flush=True)\ntime.sleep(60)"
@@ -183,7 +183,7 @@ def test_async_cancel_event_stops_the_run_and_returns_it(venv_skills):
 
 @posix_only
 def test_skillpy_venv_python_is_whatever_the_skill_ships(make_skill, tmp_path):
-    # NOTE (accepted by seed 004, but say so in docs): %%skillpy trusts the skill's venv: its
+    # NOTE (by design, and documented): %%skillpy trusts the skill's venv: its
     # bin/python (here a shell script), site-packages, .pth files and sitecustomize all run
     # with the approved code. The approval shows the code only.
     from skill_magics.core.skillpy import run_python_in_skill
