@@ -385,3 +385,44 @@ def test_approval_preview_neutralises_bidi_overrides(make_skill, tmp_path):
     request = manager.approval_request("bidi", [manager.get_skill("bidi").find_script("a")])
     assert "\u202e" not in summary_html(request)
     assert "\u202e" not in summary_text(request)
+
+
+def test_one_panel_shows_a_batch_an_install_and_a_sandbox():
+    """The request carries what else the answer covers; text and HTML both show it."""
+    from skill_magics.core.run.approval import BatchInfo, InstallInfo, SandboxInfo
+
+    request = ApprovalRequest(
+        "csv-profiler",
+        REQUEST.scripts,
+        arguments={"path": "a.csv"},
+        content_hash="h",
+        batch=BatchInfo(1000, ({"path": "a.csv"}, {"path": "b.csv"}, {"path": "c.csv"})),
+        install=InstallInfo(
+            ("pypdf==5.1.0", "lxml"),
+            target="/home/me/.cache/skill-envs/pdf",
+            command=("/usr/bin/uv", "pip", "install", "pypdf==5.1.0", "lxml"),
+        ),
+        sandbox=SandboxInfo("workspace-write", network=False, writable=("/home/me/work",)),
+    )
+    text = summary_text(request)
+    for expected in (
+        "Batch: 1,000 items, each one run",
+        'item 2: {"path": "b.csv"}',
+        "... and 997 more",
+        "Install first: pypdf==5.1.0, lxml",
+        "into: /home/me/.cache/skill-envs/pdf",
+        "install command: /usr/bin/uv pip install pypdf==5.1.0 lxml",
+        "Sandbox: workspace-write",
+        "network: off",
+        "writable: /home/me/work",
+    ):
+        assert expected in text, expected
+    html_text = summary_html(request)
+    for expected in ("1,000 items", "pypdf==5.1.0, lxml", "workspace-write", "/home/me/work"):
+        assert expected in html_text, expected
+    # A combined request shows each skill's own extras under that skill.
+    other = ApprovalRequest("pdf", PDF.scripts, content_hash="h2", sandbox=SandboxInfo("read-only"))
+    combined = summary_text(combine_requests([request, other]))
+    assert "Sandbox: read-only" in combined and "Sandbox: workspace-write" in combined
+    panel = ApprovalPanel(request)
+    assert list(panel.buttons) == ["yes_once", "yes_in_session", "no"]  # the same three answers

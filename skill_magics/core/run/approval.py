@@ -62,6 +62,33 @@ class ScriptToApprove:
 
 
 PREVIEW_MAX_BYTES = 200_000  # how much of a script an approval request carries
+BATCH_SAMPLE = 3  # items of a batch a request shows
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """A run repeated over many inputs: how many, and the first few (JSON values or argv)."""
+
+    count: int
+    sample: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class InstallInfo:
+    """An environment install that must run first: the packages, where, and the command."""
+
+    packages: tuple[str, ...]
+    target: str = ""  # the environment's path
+    command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """How isolated the run is: the mode, whether it has network, what it may write."""
+
+    mode: str
+    network: bool = False
+    writable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +108,10 @@ class ApprovalRequest:
     code: str | None = None  # for %%skillpy: the Python code that would run
     request_id: str = field(default="", compare=False)
     parts: tuple[ApprovalRequest, ...] = ()  # one request per skill of a combined request
+    # What else the decision covers (shown in the same panel, decided by the same answer):
+    batch: BatchInfo | None = None  # the scripts run once per item
+    install: InstallInfo | None = None  # packages installed before the run
+    sandbox: SandboxInfo | None = None  # the isolation the run gets
 
     @property
     def is_combined(self) -> bool:
@@ -221,6 +252,10 @@ def coerce_decision(value: Decision | str | Answer) -> Decision:
 __all__ = [
     "Decision",
     "Answer",
+    "BatchInfo",
+    "InstallInfo",
+    "SandboxInfo",
+    "BATCH_SAMPLE",
     "ScriptToApprove",
     "ApprovalRequest",
     "Approver",

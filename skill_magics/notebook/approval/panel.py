@@ -104,6 +104,7 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
         lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
         lines += _script_lines(request, "  ")
         lines += _input_lines(request, "  ", full)
+        lines += _extra_lines(request, "  ")
         lines += _preview_lines(request, "  ", full)
         return "\n".join(lines)
     parts = request.parts
@@ -116,11 +117,13 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     shared = request.shares_inputs
     if shared:
         lines += _input_lines(request, "  ", full, every=True)
+    lines += _extra_lines(request, "  ")
     for part in parts:
         lines.append(f"  skill '{_safe(part.skill_name)}':")
         lines += _script_lines(part, "    ")
         if not shared:
             lines += _input_lines(part, "    ", full)
+        lines += _extra_lines(part, "    ")
         lines += _preview_lines(part, "    ", full)
     return "\n".join(lines)
 
@@ -153,6 +156,52 @@ def _input_lines(
             f"{indent}argv{' (every script)' if every else ''}: " + _safe(shlex.join(request.argv))
         )
     return lines
+
+
+def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """(label, plain text) for what else the decision covers: a batch, an install, a sandbox."""
+    rows = []
+    batch = request.batch
+    if batch is not None:
+        shown = [_one_line(item) for item in batch.sample]
+        rows.append(("Batch", f"{batch.count:,} items, each one run"))
+        for i, item in enumerate(shown, 1):
+            rows.append((f"item {i}", item))
+        if batch.count > len(shown):
+            rows.append(("", f"... and {batch.count - len(shown):,} more"))
+    install = request.install
+    if install is not None:
+        rows.append(("Install first", ", ".join(install.packages) or "(nothing)"))
+        if install.target:
+            rows.append(("into", install.target))
+        if install.command:
+            rows.append(("install command", shlex.join(install.command)))
+    sandbox = request.sandbox
+    if sandbox is not None:
+        rows.append(("Sandbox", sandbox.mode))
+        rows.append(("network", "on" if sandbox.network else "off"))
+        rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
+    return rows
+
+
+def _one_line(value: Any, limit: int = 200) -> str:
+    """A batch item as compact JSON (argv lists too), cut at ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _extra_lines(request: ApprovalRequest, indent: str) -> list[str]:
+    return [
+        f"{indent}{label}: {_safe(text)}" if label else f"{indent}  {_safe(text)}"
+        for label, text in _extras(request)
+    ]
+
+
+def _extra_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    return [(html.escape(label), f"<code>{_esc(text)}</code>") for label, text in _extras(request)]
 
 
 def _preview_lines(request: ApprovalRequest, indent: str, full: bool) -> list[str]:
@@ -189,6 +238,7 @@ def summary_html(request: ApprovalRequest) -> str:
         rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
         rows += _script_rows(request)
         rows += _input_rows(request)
+        rows += _extra_rows(request)
         rows += _preview_rows(request)
         title = "Approve running this skill script?"
     else:
@@ -197,11 +247,13 @@ def summary_html(request: ApprovalRequest) -> str:
         rows = []
         if shared:
             rows += _input_rows(request, " (every script)")
+        rows += _extra_rows(request)
         for part in request.parts:
             rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
             rows += _script_rows(part)
             if not shared:
                 rows += _input_rows(part)
+            rows += _extra_rows(part)
             rows += _preview_rows(part)
         title = (
             f"Approve running {count} script{'s' if count != 1 else ''} of "
