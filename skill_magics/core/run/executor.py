@@ -54,8 +54,6 @@ from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_proces
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
-    MAX_TIMEOUT,
-    MIN_TIMEOUT,
     check_max_output_size,
     check_timeout,
 )
@@ -822,6 +820,4 @@ __all__ = [
     "ScriptExecutor",
     "PreparedRun",
     "BASE_ENV",
-    "MIN_TIMEOUT",
-    "MAX_TIMEOUT",
 ]

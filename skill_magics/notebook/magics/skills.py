@@ -28,7 +28,7 @@ from traitlets import (
 )
 
 from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT
+from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT, check_timeout
 from skill_magics.notebook.approval.approver import NotebookApprover
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
@@ -126,12 +126,13 @@ class SkillMagics(Magics):
     @validate("timeout")
     def _valid_timeout(self, proposal: Any) -> float:
         value = proposal["value"]
-        if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        try:
+            return check_timeout(value)  # the one range check (core/run/settings.py)
+        except ValueError:
             raise TraitError(
                 f"SkillMagics.timeout = {value:g} is out of range: use {MIN_TIMEOUT} to "
                 f"{MAX_TIMEOUT} seconds"
-            )
-        return value
+            ) from None
 
     @validate("max_output_size", "max_display_chars", "approval_timeout")
     def _valid_non_negative(self, proposal: Any) -> Any:
