@@ -23,17 +23,16 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.run.approval import Approver
 from skill_magics.notebook.cmd import SkillsHost
-from skill_magics.notebook.magics.skills import SkillMagics
+from skill_magics.notebook.magics.skills import SharedMagics
 
 if TYPE_CHECKING:
-    from skill_magics.core.manager import SkillManager
+    pass
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
 MAX_COPY_CHARS = 2_000_000  # beyond this the copy button is left out (use the variable)
@@ -125,22 +124,8 @@ def highlight_xml(text: str) -> str:
 
 
 @magics_class
-class ContextMagics(Magics):
+class ContextMagics(SharedMagics):
     """%skill_context, sharing SkillMagics' manager, approvals and config (``settings``)."""
-
-    def __init__(self, shell: Any, settings: SkillMagics) -> None:
-        super().__init__(shell=shell)
-        self.settings = settings
-
-    @property
-    def manager(self) -> SkillManager:
-        return self.settings.manager
-
-    @property
-    def _shell(self) -> InteractiveShell:
-        shell = self.shell
-        assert shell is not None  # registered magics always have a shell
-        return shell
 
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
@@ -224,11 +209,6 @@ class ContextMagics(Magics):
             approver=approver,
         )
         return names, options
-
-    def _store(self, out: str | None, value: Any) -> Any:
-        if out:
-            self._shell.user_ns[out] = value
-        return value
 
 
 def catalog_command(magics: SkillsHost, args: list[str]) -> SkillContextText:

@@ -10,14 +10,13 @@ import html
 import threading
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from skill_magics.notebook.magics.skills import SkillMagics
+from skill_magics.notebook.magics.skills import SharedMagics
 
 if TYPE_CHECKING:
-    from skill_magics.core.manager import SkillManager
+    pass
 
 
 class SkillPyResult(dict):
@@ -57,22 +56,8 @@ class SkillPyResult(dict):
 
 
 @magics_class
-class SkillPyMagics(Magics):
+class SkillPyMagics(SharedMagics):
     """%%skillpy, sharing SkillMagics' manager, approvals and config (``settings``)."""
-
-    def __init__(self, shell: Any, settings: SkillMagics) -> None:
-        super().__init__(shell=shell)
-        self.settings = settings
-
-    @property
-    def manager(self) -> SkillManager:
-        return self.settings.manager
-
-    @property
-    def _shell(self) -> InteractiveShell:
-        shell = self.shell
-        assert shell is not None  # registered magics always have a shell
-        return shell
 
     # %%skillpy ---------------------------------------------------------------------------
     @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
@@ -113,11 +98,6 @@ class SkillPyMagics(Magics):
             cancel=cancel,
         )
         return self._store(opts.out, SkillPyResult(result))
-
-    def _store(self, out: str | None, value: Any) -> Any:
-        if out:
-            self._shell.user_ns[out] = value
-        return value
 
 
 __all__ = ["SkillPyMagics", "SkillPyResult"]

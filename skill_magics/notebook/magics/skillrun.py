@@ -31,8 +31,7 @@ from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
@@ -42,10 +41,9 @@ from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.status import RunStatus
 from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
 from skill_magics.notebook.approval.waiting import Strategy
-from skill_magics.notebook.magics.skills import SkillMagics, usage_error
+from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
-    from skill_magics.core.manager import SkillManager
     from skill_magics.core.run.gate import Verdict
     from skill_magics.core.run.plan import PlannedRun
     from skill_magics.notebook.result import SkillRunResult
@@ -79,22 +77,8 @@ class _Run:
 
 
 @magics_class
-class SkillRunMagics(Magics):
+class SkillRunMagics(SharedMagics):
     """``%%skillrun``; configuration, manager and panels come from ``settings`` (SkillMagics)."""
-
-    def __init__(self, shell: Any, settings: SkillMagics) -> None:
-        super().__init__(shell=shell)
-        self.settings = settings
-
-    @property
-    def manager(self) -> SkillManager:
-        return self.settings.manager
-
-    @property
-    def _shell(self) -> InteractiveShell:
-        shell = self.shell
-        assert shell is not None  # registered magics always have a shell
-        return shell
 
     @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
     @argument(
@@ -235,7 +219,7 @@ class SkillRunMagics(Magics):
         if verdict.status is RunStatus.PENDING:
             return self._pending(run, verdict.pending)
         assert verdict.status is not None
-        return self._store(run, self._result(run, verdict.status, verdict.message))
+        return self._store(run.out, self._result(run, verdict.status, verdict.message))
 
     def _new_running(self, run: _Run) -> SkillRunResult:
         return self._result(run, RunStatus.RUNNING)
@@ -297,7 +281,7 @@ class SkillRunMagics(Magics):
         """Mark ``res`` interrupted, keep it (``-o``), and give the cell's one-line error."""
         if res.status != RunStatus.INTERRUPTED:
             res.set_status(RunStatus.INTERRUPTED, INTERRUPTED)
-        self._store(run, res)
+        self._store(run.out, res)
         where = f"; the partial result is in {run.out}" if run.out else ""
         return RunInterrupted(f"{run.skill}.{run.script}: {INTERRUPTED}{where}")
 
@@ -305,7 +289,7 @@ class SkillRunMagics(Magics):
         """The cell value of a finished run: the live view already became it, or plain Out."""
         if shown:  # set_result replaced the live view in place: no second, duplicate Out
             _quiet_out(self.shell, res)
-        return self._store(run, res)
+        return self._store(run.out, res)
 
     def _pending(self, run: _Run, panel: Any) -> SkillRunResult:
         """Non-blocking: return a pending handle; the click runs the script and fills it.
@@ -362,12 +346,7 @@ class SkillRunMagics(Magics):
         panel.on_decision(decided)
         if updates:
             _quiet_out(self.shell, res)
-        return self._store(run, res)
-
-    def _store(self, run: _Run, res: Any) -> Any:
-        if run.out and res is not None:
-            self._shell.user_ns[run.out] = res
-        return res
+        return self._store(run.out, res)
 
 
 # -- helpers ---------------------------------------------------------------------------------

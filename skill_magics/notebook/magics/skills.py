@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import (
@@ -208,10 +209,35 @@ class SkillMagics(Magics):
         return NotebookApprover(self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok)
 
 
+class SharedMagics(Magics):
+    """Base of the magics that share one SkillMagics (``settings``): its configuration, its
+    manager, its panels. Not registered itself; subclasses add their magics."""
+
+    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+        super().__init__(shell=shell)
+        self.settings = settings
+
+    @property
+    def manager(self) -> SkillManager:
+        return self.settings.manager
+
+    @property
+    def _shell(self) -> InteractiveShell:
+        shell = self.shell
+        assert shell is not None  # registered magics always have a shell
+        return shell
+
+    def _store(self, out: str | None, value: Any) -> Any:
+        """``value``, also stored in the notebook variable ``out`` (``-o NAME``)."""
+        if out and value is not None:
+            self._shell.user_ns[out] = value
+        return value
+
+
 def usage_error(exc: BaseException) -> UsageError:
     """The one-line error IPython shows without a traceback ("UsageError: ...")."""
     text = f"{type(exc).__name__}: {exc}" if isinstance(exc, SkillMagicsError) else str(exc)
     return UsageError(text.replace("\n", " "))
 
 
-__all__ = ["SkillMagics", "usage_error"]
+__all__ = ["SkillMagics", "SharedMagics", "usage_error"]
