@@ -12,7 +12,6 @@ from __future__ import annotations
 from skill_magics.core.errors import *  # noqa: F403
 from skill_magics.core.errors import __all__ as _error_names
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
-from skill_magics.core.version import VERSION as __version__
 
 _LAZY = {
     "SkillManager": ("skill_magics.core.manager", "SkillManager"),
@@ -31,6 +30,11 @@ _LAZY = {
 
 def __getattr__(name: str):
     # Public names resolve on first use so `import skill_magics` and %load_ext stay fast.
+    if name == "__version__":  # read from package metadata on first use
+        from skill_magics.core.version import VERSION
+
+        globals()[name] = VERSION
+        return VERSION
     if name in _LAZY:
         import importlib
 
@@ -55,7 +59,7 @@ def unload_ipython_extension(ipython) -> None:
 
 
 __all__ = [
-    "__version__",
+    "__version__",  # noqa: F405 - module __getattr__ reads it from the package metadata
     "SkillMetadata",
     "ScriptMetadata",
     "ScriptExecutionResult",

@@ -27,11 +27,12 @@ from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.run.approval import Approver
-from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics.skills import SharedMagics
 
 if TYPE_CHECKING:
+    from skill_magics.core.run.approval import Approver
+    from skill_magics.notebook.cmd import SkillsHost
+
     pass
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut

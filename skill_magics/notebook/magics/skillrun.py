@@ -36,14 +36,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
-from skill_magics.core.run.approval import Decision
-from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.status import RunStatus
-from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
-from skill_magics.notebook.approval.waiting import Strategy
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
+    from skill_magics.core.run.approval import Decision
     from skill_magics.core.run.gate import Verdict
     from skill_magics.core.run.plan import PlannedRun
     from skill_magics.notebook.result import SkillRunResult
@@ -118,12 +115,17 @@ class SkillRunMagics(SharedMagics):
         blocked = self._blocked(run, verdict)
         if blocked is not None:
             return blocked
+        from skill_magics.notebook.approval.waiting import Strategy
+
         stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
         return self._execute(run, stoppable=stoppable)
 
     async def skillrun_async(self, line: str, cell: str = "") -> Any:
         """The await path (ipykernel >= 7.4): the gate waits in a worker thread while the cell
         awaits, so the click (and Kernel > Interrupt) reach the kernel."""
+        from skill_magics.core.run.bridge import await_in_thread
+        from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+
         run = self._plan(line, cell)
         cancel = threading.Event()
         approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)

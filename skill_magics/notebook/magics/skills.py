@@ -29,11 +29,10 @@ from traitlets import (
 )
 
 from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT, check_timeout
-from skill_magics.notebook.approval.approver import NotebookApprover
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.approval.approver import NotebookApprover
     from skill_magics.notebook.approval.panel import ApprovalPanel
     from skill_magics.notebook.result import SkillRunResult
 
@@ -126,6 +125,8 @@ class SkillMagics(Magics):
     # Bad values are refused when set (one line from %config), not at the next run.
     @validate("timeout")
     def _valid_timeout(self, proposal: Any) -> float:
+        from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT, check_timeout
+
         value = proposal["value"]
         try:
             return check_timeout(value)  # the one range check (core/run/settings.py)
@@ -206,6 +207,8 @@ class SkillMagics(Magics):
         pending_ok: bool = False,
     ) -> NotebookApprover:
         """The approver every magic passes to the gate, configured from these settings."""
+        from skill_magics.notebook.approval.approver import NotebookApprover
+
         return NotebookApprover(self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok)
 
 
