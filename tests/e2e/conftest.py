@@ -201,7 +201,8 @@ def start_lab(base: Path, root: Path) -> LabServer:
             "--LabApp.news_url=None",
             "--LabApp.extension_manager=readonly",  # no PyPI look-ups from the server
             "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
-            # Lets tests fall back to app commands when a menu moved between Lab versions.
+            # window.jupyterapp: kernel_status() reads the session, and tests can fall back
+            # to app commands when a menu moved between Lab versions.
             "--LabApp.expose_app_in_browser=True",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
@@ -421,12 +422,27 @@ class LabPage:
         return False
 
     def kernel_status(self) -> str:
-        """'idle' | 'busy' | 'starting' | ... from the notebook toolbar's execution indicator."""
+        """'idle' | 'busy' | 'initializing' | ... of the visible notebook's kernel, as its
+        session context reports it (what the status bar shows); '' before the app is up.
+
+        Not read from the toolbar's execution indicator: that item shows a placeholder 'idle'
+        before the notebook has a kernel, and once the kernel name appears beside it (the
+        kernelspec's display name holds the whole interpreter path) JupyterLab's responsive
+        toolbar may move both into its "..." popup, outside the panel. With a long enough
+        checkout path the 6.29.5 matrix test then saw '' until it timed out, unless two polls
+        had happened to catch the placeholder first.
+        """
         return self.page.evaluate(
             """() => {
-                const el = document.querySelector(
-                    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
-                return el ? (el.getAttribute('data-status') || '') : '';
+                const app = window.jupyterapp;  // --LabApp.expose_app_in_browser
+                const node = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+                if (!app || !node) return '';
+                for (const widget of app.shell.widgets('main')) {
+                    if (widget.node === node && widget.sessionContext) {
+                        return widget.sessionContext.kernelDisplayStatus || '';
+                    }
+                }
+                return '';
             }"""
         )
 
