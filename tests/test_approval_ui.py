@@ -11,7 +11,9 @@ import asyncio
 import os
 import sys
 import threading
+import time
 
+import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from manager_support import manager_for, posix_only
 
@@ -426,3 +428,58 @@ def test_one_panel_shows_a_batch_an_install_and_a_sandbox():
     assert "Sandbox: read-only" in combined and "Sandbox: workspace-write" in combined
     panel = ApprovalPanel(request)
     assert list(panel.buttons) == ["yes_once", "yes_in_session", "no"]  # the same three answers
+
+
+class _Settings:
+    """What NotebookApprover reads, for a plain InteractiveShell (no kernel)."""
+
+    def __init__(self):
+        self.shell = InteractiveShell.instance()
+        self.require_approval = True
+        self.auto_approve: list[str] = []
+        self.approval_ui = "widgets"
+        self.approval_timeout = 20.0
+        self.panels: list = []
+
+
+def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_path, monkeypatch):
+    from skill_magics.core.errors import RunInterrupted
+    from skill_magics.notebook.approval.approver import NotebookApprover
+
+    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+    make_skill(tmp_path, "race", scripts={"scripts/a.py": "print(1)\n"})
+    manager = manager_for(tmp_path)
+    settings, cancel = _Settings(), threading.Event()
+    approver = NotebookApprover(settings, in_worker=True, cancel=cancel)
+
+    def click_and_interrupt():
+        while not settings.panels:
+            time.sleep(0.01)
+        settings.panels[0].buttons["yes_in_session"].click()
+        cancel.set()  # the cell was interrupted as the click arrived
+
+    threading.Thread(target=click_and_interrupt, daemon=True).start()
+    with pytest.raises(RunInterrupted):
+        manager.gate.decide(manager.plan("race", "a").request, approver)
+    assert manager.approvals.approvals() == {}  # no "Yes in session" left behind
+    assert [r.outcome for r in manager.audit.records()] == ["interrupted"]
+
+
+def test_a_failed_wait_withdraws_the_panel(make_skill, tmp_path, monkeypatch):
+    from skill_magics.notebook.approval.approver import NotebookApprover
+
+    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+    make_skill(tmp_path, "broken", scripts={"scripts/a.py": "print(1)\n"})
+    manager = manager_for(tmp_path)
+    settings = _Settings()
+
+    def broken_wait(*args, **kwargs):
+        raise RuntimeError("the kernel's message loop failed")
+
+    monkeypatch.setattr(waiting, "wait_for_click", broken_wait)
+    with pytest.raises(RuntimeError):
+        manager.gate.decide(manager.plan("broken", "a").request, NotebookApprover(settings))
+    panel = settings.panels[-1]
+    assert panel.withdrawn and panel.decision is None
+    panel.buttons["yes_once"].click()  # a late click decides nothing
+    assert panel.decision is None

@@ -569,3 +569,35 @@ def test_fingerprint_counts_big_files_by_identity_without_reading_them(make_skil
         fh.write(b"\1")
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert skill_fingerprint(skill) != first
+
+
+def test_data_written_meanwhile_keeps_the_request_current_code_does_not(manager, tmp_path):
+    """Concurrent tool calls: another run's output file in the skill folder does not make
+    an approval stale; a changed script, a new module or an edited SKILL.md does."""
+    request = _request(manager)
+    (tmp_path / "one/out.json").write_text('{"rows": 3}\n')
+    assert manager.gate.is_current(request)
+    assert manager.gate.settle(request, Decision.YES_ONCE, "button").allowed
+    (tmp_path / "one/helper.py").write_text("import os\n")
+    assert not manager.gate.is_current(request)
+    request = _request(manager)
+    (tmp_path / "one/SKILL.md").write_text((tmp_path / "one/SKILL.md").read_text() + "\nmore\n")
+    assert not manager.gate.is_current(request)
+
+
+def test_a_code_request_built_through_the_manager_is_current(manager):
+    request = manager.approval_request("one", [], None, code="print(1)")
+    assert manager.request_is_current(request)
+    assert manager.ask_approval(request, lambda r: "yes_in_session") is Decision.YES_IN_SESSION
+    again = manager.approval_request("one", [], None, code="print(1)")
+    assert manager.ask_approval(again, lambda r: "no") is Decision.YES_IN_SESSION  # covered
+    other = manager.approval_request("one", [], None, code="print(2)")
+    with pytest.raises(ApprovalDeclined):
+        manager.ask_approval(other, lambda r: "no")  # other code is asked about
+
+
+def test_a_stale_approval_is_a_permission_error(manager, tmp_path):
+    request = _request(manager)
+    (tmp_path / "one/scripts/a.py").write_text("print('other')\n")
+    with pytest.raises(PermissionError):
+        manager.ask_approval(request, lambda r: "yes_once")

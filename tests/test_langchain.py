@@ -185,16 +185,16 @@ def test_results_are_capped_on_both_paths(tmp_path, make_skill):
 
 def test_ainvoke_hashes_the_skill_off_the_event_loop(manager, monkeypatch):
     """The approval request's fingerprint reads every file of the skill: a worker's job."""
-    from skill_magics.core.catalog import skill as skill_module
+    from skill_magics.core import fingerprint
 
     threads: list[str] = []
-    real_fingerprint = skill_module.skill_fingerprint
+    real_fingerprint = fingerprint.skill_entries
 
     def watched_fingerprint(base_dir):
         threads.append(threading.current_thread().name)
         return real_fingerprint(base_dir)
 
-    monkeypatch.setattr(skill_module, "skill_fingerprint", watched_fingerprint)
+    monkeypatch.setattr(fingerprint, "skill_entries", watched_fingerprint)
     tool = by_name(create_tools(manager))["helper__echo"]
 
     async def main():

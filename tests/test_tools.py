@@ -333,13 +333,13 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
     """The approval request hashes every file of the skill (its fingerprint) and reads previews:
     on the loop thread that stalls every other task. A real ticker on the loop must keep
     ticking while the fingerprint is computed, which happens on a worker thread."""
-    from skill_magics.core.catalog import skill as skill_module
+    from skill_magics.core import fingerprint
 
     make_skill(tmp_path, "sk", scripts={"scripts/a.py": "print('ok')\n"}, body="x")
     manager = manager_for(tmp_path)
     ticks: list[float] = []
     seen: list[tuple[str, int]] = []
-    real_fingerprint = skill_module.skill_fingerprint
+    real_fingerprint = fingerprint.skill_entries
 
     def watched_fingerprint(base_dir):
         # Wait (bounded) for the loop's ticker: it only ticks if this is not the loop thread.
@@ -350,7 +350,7 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
         seen.append((threading.current_thread().name, len(ticks) - before))
         return real_fingerprint(base_dir)
 
-    monkeypatch.setattr(skill_module, "skill_fingerprint", watched_fingerprint)
+    monkeypatch.setattr(fingerprint, "skill_entries", watched_fingerprint)
     approver_threads: list[str] = []
 
     def approver(request):
@@ -453,3 +453,34 @@ def test_tool_name_keeps_meaning_when_a_colliding_skill_is_added(make_skill, tmp
     after = {s.name: (s.skill, s.script) for s in tool_specs(manager)}
     for name, target in before.items():
         assert after.get(name) == target
+
+
+def test_cancelling_an_async_call_while_the_approver_decides_does_not_block_the_loop(
+    tmp_path, make_skill
+):
+    """A person (or an approver asking through this loop) may take long: cancelling the call
+    returns at once, the loop keeps running, and the abandoned answer never runs anything."""
+    skill_dir = make_skill(
+        tmp_path, "slowask", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+    )
+    manager = manager_for(tmp_path)
+    answered = threading.Event()
+
+    def person(request):
+        time.sleep(3)
+        answered.set()
+        return "yes_once"
+
+    async def main():
+        started = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                handle_tool_call_async(manager, "slowask__mark", {}, "t", approver=person), 0.5
+            )
+        return time.monotonic() - started
+
+    took = asyncio.run(main())
+    assert took < 2.5, f"the event loop was blocked for {took:.1f} s by the approver"
+    assert answered.wait(10)
+    time.sleep(0.5)
+    assert not (skill_dir / "ran").exists()

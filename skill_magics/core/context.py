@@ -441,6 +441,8 @@ def _run_planned(
         for path, (status, message) in plan.problems.items()
     }
     planned = plan.plan
+    if planned is not None and verdict is None:  # fail closed: nothing decided, nothing runs
+        verdict = Verdict(RunStatus.REFUSED, "No approval decision was made; nothing ran")
     if planned is not None and verdict is not None and verdict.allowed:
         # Other skills' scripts may have run since the decision: still the approved files?
         verdict = manager.gate.check_current(planned.request)

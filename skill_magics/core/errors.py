@@ -75,7 +75,7 @@ class ApprovalUnavailable(SkillMagicsError):
     """Nobody can be asked (headless run, no TTY, wait timed out)."""
 
 
-class ApprovalStale(SkillMagicsError):
+class ApprovalStale(SkillMagicsError, PermissionError):
     """The skill's files changed between the approval request and the run: the approval
     was for other code, so nothing ran."""
 

@@ -292,8 +292,15 @@ class SkillManager:
         ApprovalUnavailable, ApprovalStale). Blocking (file scans, hashing, an approver that
         waits for a person): async callers run it through ``run.bridge.await_in_thread``.
         """
+        chosen = self._approver(approver)
+        if chosen is None:
+            # The caller decided (the gate allows what nobody is asked about): skip building
+            # a request (script previews, the skill's fingerprint) that nobody would see.
+            return self.prepare_skill_script(
+                skill_name, script, arguments, argv=argv, timeout=timeout
+            )
         plan = self.plan(skill_name, script, arguments, argv=argv, timeout=timeout)
-        self.gate.decide(plan.request, self._approver(approver)).raise_if_blocked()
+        self.gate.decide(plan.request, chosen).raise_if_blocked()
         return plan.prepared
 
     def prepare_skill_script(

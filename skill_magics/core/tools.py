@@ -249,8 +249,11 @@ async def handle_tool_call_async(
     """
     try:
         cancel = threading.Event()
+        # join=False: a caller's approver may not watch ``cancel`` (a person deciding, or one
+        # that asks through this very loop); nothing has started yet, so do not block the loop
+        # waiting for it. The abandoned answer is never run.
         content, prepared = await await_in_thread(
-            lambda: _approved_call(manager, name, input, approver), cancel
+            lambda: _approved_call(manager, name, input, approver), cancel, join=False
         )
         if prepared is None:
             return tool_result(tool_use_id, content)

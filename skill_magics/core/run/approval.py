@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,9 @@ class ApprovalRequest:
     batch: BatchInfo | None = None  # the scripts run once per item
     install: InstallInfo | None = None  # packages installed before the run
     sandbox: SandboxInfo | None = None  # the isolation the run gets
+    # What the fingerprint was made of (path -> digest), so the gate can tell a change of
+    # code (the approval is for other code: refused) from data a run wrote meanwhile.
+    entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_combined(self) -> bool:

@@ -22,15 +22,17 @@ T = TypeVar("T")
 
 
 async def await_in_thread(
-    work: Callable[[], T], cancel: threading.Event, *, poll: float = 0.25
+    work: Callable[[], T], cancel: threading.Event, *, poll: float = 0.25, join: bool = True
 ) -> T:
     """Run ``work()`` in a worker thread and await it in ``poll``-second slices.
 
-    The slices let a kernel interrupt (an asyncio cancellation on the await path) arrive.
-    On cancellation (or KeyboardInterrupt) ``cancel`` is set, so ``work`` must watch it and
+    The slices let a kernel interrupt (an asyncio cancellation on the await path) arrive. On
+    cancellation (or KeyboardInterrupt) ``cancel`` is set, so ``work`` must watch it and
     stop its process group; the worker is joined before re-raising, so nothing it started
-    outlives the awaiting task. The worker runs in a copy of the caller's context (a
-    notebook's display() calls then still reach the calling cell).
+    outlives the awaiting task. ``join=False`` is for work that starts nothing (an approval
+    that may not watch ``cancel``): the task ends at once and the worker's result is
+    dropped. The worker runs in a copy of the caller's context (a notebook's display() calls
+    then still reach the calling cell).
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
@@ -41,13 +43,19 @@ async def await_in_thread(
         if not done.done() and not abandoned.is_set():
             setter(value)
 
+    def hand_over(setter: Callable[[Any], None], value: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(deliver, setter, value)
+        except RuntimeError:  # the loop closed: the task was abandoned (join=False)
+            pass
+
     def target() -> None:
         try:
             result = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            loop.call_soon_threadsafe(deliver, done.set_exception, exc)
+            hand_over(done.set_exception, exc)
         else:
-            loop.call_soon_threadsafe(deliver, done.set_result, result)
+            hand_over(done.set_result, result)
 
     context = contextvars.copy_context()
     worker = threading.Thread(
@@ -60,8 +68,9 @@ async def await_in_thread(
         return done.result()
     except BaseException:
         cancel.set()
-        worker.join()
         abandoned.set()
+        if join:  # work that started processes: they are dead before the task ends
+            worker.join()
         raise
 
 

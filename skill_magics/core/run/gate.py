@@ -163,7 +163,10 @@ class ApprovalGate:
             for i in asked:
                 # A Yes covers each skill only at the files its own request showed.
                 verdicts[i] = self.check_current(requests[i]) if combined.allowed else combined
-        return [v if v is not None else ALLOWED for v in verdicts]
+        missing = [i for i, v in enumerate(verdicts) if v is None]
+        if missing:  # never happens; if a change made it happen, fail closed
+            raise RuntimeError(f"no verdict for requests {missing}")
+        return [v for v in verdicts if v is not None]
 
     def settle(self, request: ApprovalRequest, decision: Decision | str, by: str) -> Verdict:
         """Apply a decision given now or later (a click after the cell returned): a Yes for
@@ -191,15 +194,28 @@ class ApprovalGate:
     # -- staleness ---------------------------------------------------------------------------
 
     def is_current(self, request: ApprovalRequest) -> bool:
-        """Are the skills' files still the ones ``request`` showed?"""
+        """Is the code ``request`` showed still the code of its skills?
+
+        A change of code (a script, a module it may import, SKILL.md: ``fingerprint.is_code``)
+        makes it stale. Data files written meanwhile (a run's output in its cwd, e.g. by a
+        concurrent tool call) do not, when the request knows what its fingerprint was made
+        of (``request.entries``); without that, any change makes it stale.
+        """
         for part in request.requests:
             try:
-                now = self.catalog.get_skill(part.skill_name).content_hash()
-                if part.code is not None:
-                    now = code_approval_hash(now, part.code)
-                if now != part.content_hash:
-                    return False
+                base = self.catalog.get_skill(part.skill_name).base_dir
+                entries = fingerprint.skill_entries(base)
             except (SkillMagicsError, OSError):
+                return False
+            now = fingerprint.fingerprint_of(entries)
+            if part.code is not None:
+                now = code_approval_hash(now, part.code)
+            if now == part.content_hash:
+                continue
+            if part.entries is None:
+                return False
+            changed = fingerprint.changed_entries(dict(part.entries), entries)
+            if any(fingerprint.is_code(base, rel) for rel in changed):
                 return False
         return True
 

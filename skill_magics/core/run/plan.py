@@ -19,10 +19,11 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core import fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
@@ -180,11 +181,7 @@ class Planner:
     def plan_code(
         self, skill: Skill, python: Path, code: str, *, timeout: float | None = None
     ) -> PlannedRun:
-        """``python -c code`` with the skill folder as cwd; raises (audited) on a refusal.
-
-        "Yes in session" for code approves this exact code again, never other code or the
-        skill's scripts: the request's fingerprint covers the code as well.
-        """
+        """``python -c code`` with the skill folder as cwd; raises (audited) on a refusal."""
         prepared = self._executor().prepare_command(
             [str(python), "-c", code],
             skill_base_dir=skill.base_dir,
@@ -193,9 +190,7 @@ class Planner:
             timeout=timeout,
             arguments_preview=code_preview(code),
         )
-        request = self.request(skill.name, [], None, code=code)
-        digest = code_approval_hash(request.content_hash, code)
-        return PlannedRun(replace(request, content_hash=digest), (prepared,))
+        return PlannedRun(self.request(skill.name, [], None, code=code), (prepared,))
 
     # -- a skill's referenced scripts (%skill_context) ---------------------------------------
 
@@ -284,14 +279,21 @@ class Planner:
                     size=size,
                 )
             )
+        entries = fingerprint.skill_entries(skill.base_dir)
+        content_hash = fingerprint.fingerprint_of(entries)  # == skill.content_hash()
+        if code is not None:
+            # "Yes in session" for code approves this exact code again, never other code or
+            # the skill's scripts: the approval key covers the code as well.
+            content_hash = code_approval_hash(content_hash, code)
         return ApprovalRequest(
             skill_name=skill_name,
             scripts=tuple(items),
             arguments=arguments,
             argv=argv_t,
-            content_hash=skill.content_hash(),
+            content_hash=content_hash,
             code=code,
             request_id=uuid.uuid4().hex,
+            entries=entries,
         )
 
     def _command_for(

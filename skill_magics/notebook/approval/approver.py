@@ -118,9 +118,14 @@ class NotebookApprover:
             self._wait(panel)
         except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
             raise self._interrupted(panel) from None
+        except BaseException:
+            panel.withdraw("the wait for a click failed; nothing ran")  # no live buttons left
+            raise
+        if self.cancel is not None and self.cancel.is_set():
+            # Interrupted, even if a click arrived at the same moment: the cell is ending and
+            # must not leave a "Yes in session" behind.
+            raise self._interrupted(panel)
         if panel.decision is None:
-            if self.cancel is not None and self.cancel.is_set():
-                raise self._interrupted(panel)
             return self._no_click(request, panel)
         return Answer(panel.decision, panel.decided_by or "button")
 
