@@ -450,12 +450,17 @@ def test_keyboard_interrupt_kills_the_group_and_reraises(
             signal.pthread_kill(main, signal.SIGINT)
             done.wait(3)
 
+    # What a kernel does: Python's own SIGINT handler raises KeyboardInterrupt. A process
+    # started in the background of a non-interactive shell inherits SIGINT *ignored*, and
+    # then Python installs no handler at all: install it for this test, as ipykernel does.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt).start()
     try:
         with pytest.raises(KeyboardInterrupt):
             executor.run(prepared)
     finally:
         done.set()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - sent[-1] < 2, "the group must die at once after the interrupt"
     if len(sent) > 1:
         warnings.warn(f"the first SIGINT was lost; {len(sent)} were sent", stacklevel=1)
