@@ -7,7 +7,6 @@ real path, how much of a long script is hidden (all of it on request), hostile c
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -74,29 +73,6 @@ def test_concurrent_clicks_one_decision():
         t.join()
     assert wins.count(True) == 1
     assert panel.event.is_set()
-
-
-def test_future_resolved_from_another_thread():
-    panel = ApprovalPanel(REQUEST)
-
-    async def main():
-        future = panel.future()
-        threading.Timer(0.1, lambda: panel.decide("yes_once", "timer")).start()
-        assert await waiting.wait_future(future, 10)
-        return future.result()
-
-    assert asyncio.run(main()) is Decision.YES_ONCE
-
-
-def test_wait_future_times_out_without_cancelling():
-    panel = ApprovalPanel(REQUEST)
-
-    async def main():
-        future = panel.future()
-        ok = await waiting.wait_future(future, 0.3)
-        return ok, future.cancelled()
-
-    assert asyncio.run(main()) == (False, False)
 
 
 def test_static_fallbacks_are_readable():

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import shlex
@@ -343,7 +342,6 @@ class ApprovalPanel:
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._callbacks: list[Callable[[Decision, str], None]] = []
-        self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
         self._widget: Any = None
         self._status: Any = None
         self._buttons: dict[str, Any] = {}
@@ -415,12 +413,9 @@ class ApprovalPanel:
             if self.decision is not None or self.withdrawn is not None:
                 return False
             self.decision, self.decided_by, self.decided_at = decision, by, time.time()
-            futures, self._futures = self._futures, []
             callbacks = list(self._callbacks)
         self._show_decision()
         self.event.set()
-        for loop, future in futures:
-            loop.call_soon_threadsafe(_resolve, future, decision)
         for callback in callbacks:
             callback(decision, by)
         return True
@@ -432,11 +427,8 @@ class ApprovalPanel:
             if self.decision is not None or self.withdrawn is not None:
                 return False
             self.withdrawn = reason
-            futures, self._futures = self._futures, []
             self._callbacks.clear()
         self._show_decision()
-        for loop, future in futures:
-            loop.call_soon_threadsafe(future.cancel)
         return True
 
     def on_decision(self, callback: Callable[[Decision, str], None]) -> None:
@@ -446,17 +438,6 @@ class ApprovalPanel:
                 self._callbacks.append(callback)
                 return
         callback(self.decision, self.decided_by or "")
-
-    def future(self) -> asyncio.Future:
-        """An asyncio future on the running loop, resolved (thread-safely) by the decision."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        with self._lock:
-            if self.decision is None:
-                self._futures.append((loop, future))
-                return future
-        future.set_result(self.decision)
-        return future
 
     def close(self) -> None:
         """Remove the widget from the page (the decision stays recorded)."""
@@ -506,11 +487,6 @@ def _bold_label(outcome: str) -> str:
         return html.escape(outcome)
     label, paren, tail = rest.partition(" (")
     return f"{html.escape(head)}: <b>{html.escape(label)}</b>{html.escape(paren + tail)}"
-
-
-def _resolve(future: asyncio.Future, decision: Decision) -> None:
-    if not future.done():
-        future.set_result(decision)
 
 
 __all__ = ["ApprovalPanel", "DECISIONS", "summary_text", "summary_html", "arguments_text"]

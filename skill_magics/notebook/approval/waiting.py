@@ -38,11 +38,6 @@ class Strategy(str, enum.Enum):
     TERMINAL = "terminal"
     UNAVAILABLE = "unavailable"
 
-    @property
-    def blocks(self) -> bool:
-        """True when the cell waits for the decision before returning."""
-        return self in (Strategy.AWAIT, Strategy.THREAD, Strategy.PUMP)
-
 
 def ipykernel_version() -> tuple[int, ...] | None:
     """Version of the ipykernel running this process, or None outside a kernel."""
@@ -203,18 +198,6 @@ def wait_for_click(
 def no_click_can_arrive(shell: Any) -> bool:
     """After :func:`wait_for_click` gave up: True when that was for want of a subshell."""
     return needs_subshell(shell) and subshell_count(get_kernel(shell)) == 0
-
-
-async def wait_future(future: asyncio.Future, timeout: float) -> bool:
-    """Await ``future`` in slices (never cancelling it); True when done within ``timeout``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not future.done():
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            return False
-        await asyncio.wait({future}, timeout=min(SLICE_S, remaining))
-    return True
 
 
 def wait_pumping(shell: Any, event: threading.Event, timeout: float) -> bool:
@@ -400,7 +383,6 @@ __all__ = [
     "needs_subshell",
     "no_click_can_arrive",
     "SUBSHELL_GRACE_S",
-    "wait_future",
     "wait_pumping",
     "ask_terminal",
 ]
