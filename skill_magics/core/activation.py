@@ -123,9 +123,7 @@ def _one(manager: SkillManager, name: str, max_resources: int) -> str:
     except (SkillMagicsError, OSError) as exc:
         return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
     directory = str(Path(skill.base_dir).resolve())
-    text = (
-        f"{instructions.rstrip(chr(10))}\n\n{DIRECTORY_PREFIX}{directory}\n{RELATIVE_NOTE}\n\n"
-    )
+    text = f"{instructions.rstrip(chr(10))}\n\n{DIRECTORY_PREFIX}{directory}\n{RELATIVE_NOTE}\n\n"
     head = start_tag("skill_content", {"name": skill.metadata.name}, text=text)
     return f"{head}\n{body(text)}{_resources(directory, max_resources)}\n</skill_content>"
 

@@ -73,10 +73,10 @@ from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.prompt_catalog import skills_catalog
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.gate import Verdict
-from skill_magics.core.prompt_catalog import skills_catalog
 from skill_magics.core.run.plan import ReferencePlan
 from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag

@@ -329,11 +329,13 @@ def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"Tool input is not valid JSON ({exc.msg}): send a JSON object") from None
+            raise ValueError(
+                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
+            ) from None
     skill = value.get("name") if isinstance(value, dict) else None
     if not isinstance(skill, str) or skill not in spec.enum:
         raise ValueError(
-            f"{ACTIVATION_TOOL} needs {{\"name\": ...}} with one of: {', '.join(spec.enum)}; "
+            f'{ACTIVATION_TOOL} needs {{"name": ...}} with one of: {", ".join(spec.enum)}; '
             f"got {skill!r}"
         )
     return build_skill_context(manager, skill, format="skill_content")
