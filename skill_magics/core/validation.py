@@ -58,6 +58,7 @@ from skill_magics.core.interpreters import (
     parse_shebang,
     read_first_line,
 )
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt_catalog import entry_text
 from skill_magics.core.tokens import TokenCounter, as_counter
 
@@ -201,6 +202,43 @@ def check_skill(
     return problems
 
 
+def validate_skills(
+    manager: SkillManager,
+    targets: Iterable[str] | None = None,
+    *,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | Any | None = None,
+) -> dict[str, list[str]]:
+    """Problems per skill: ``targets`` are skill names or folder paths (a name wins when
+    both exist); None: every skill folder in the manager's directories, including those
+    discovery skipped (no description, bad YAML). Keys: the name, or the folder for a path.
+    An unknown name that is not a path raises SkillNotFoundError (with close matches)."""
+    folders: dict[str, Path] = {}
+    if targets is None:
+        for meta in manager.list_skills():
+            folders[meta.name] = Path(meta.path).parent
+        known = {p.resolve() for p in folders.values()}
+        for root in manager.skill_dirs:
+            for skill_md in sorted(Path(root).glob("*/SKILL.md")) + sorted(
+                Path(root).glob("*/skill.md")
+            ):
+                if skill_md.parent.resolve() not in known:
+                    known.add(skill_md.parent.resolve())
+                    folders[str(skill_md.parent)] = skill_md.parent
+    else:
+        listed = {m.name for m in manager.list_skills()}
+        for target in targets:
+            if target in listed or not Path(target).exists():
+                folders[target] = Path(manager.get_skill(target).base_dir)
+            else:
+                folders[target] = Path(target)
+    return {
+        key: validate_skill(folder, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
+        for key, folder in folders.items()
+    }
+
+
 # -- frontmatter ----------------------------------------------------------------------------
 
 
@@ -219,6 +257,26 @@ def _frontmatter(file: str, text: str) -> tuple[dict[str, Any] | None, str | Non
         fix = str(exc).split(": ", 1)[-1]
         return None, None, [Problem(file, str(exc).split(":", 1)[0], fix, "frontmatter")]
     problems = _strict_yaml_problems(file, yaml_text)
+    if text.startswith("\ufeff"):
+        problems.append(
+            Problem(
+                file,
+                "starts with a byte-order mark: strict parsers (skills-ref) find no frontmatter",
+                "save it as UTF-8 without BOM",
+                "frontmatter",
+                line=1,
+            )
+        )
+    if "---" in yaml_text:
+        problems.append(
+            Problem(
+                file,
+                "'---' inside the frontmatter: parsers that split on '---' (skills-ref) cut "
+                "the frontmatter there",
+                "rephrase the value without '---'",
+                "frontmatter",
+            )
+        )
     try:
         data, warnings = parse_frontmatter_yaml(yaml_text)
     except SkillParseError as exc:
@@ -654,4 +712,4 @@ def _secret_problems(skill_dir: Path) -> list[Problem]:
     return problems
 
 
-__all__ = ["Problem", "SECRET_PATTERNS", "check_skill", "validate_skill"]
+__all__ = ["Problem", "SECRET_PATTERNS", "check_skill", "validate_skill", "validate_skills"]

@@ -94,6 +94,12 @@ class SkillMagics(Magics):
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
     ).tag(config=True)
+    catalog_budget = Int(
+        None,
+        allow_none=True,
+        help="Token budget of %skills catalog (and what %skills validate checks descriptions "
+        "against) when no --budget is given; None: no budget.",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
@@ -170,7 +176,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog",
+        "approvals, revoke NAME|--all, history, catalog, validate",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -184,6 +190,8 @@ class SkillMagics(Magics):
         %skills approvals            session approvals; %skills revoke NAME forgets one
         %skills history              this session's audit records
         %skills catalog              the <available_skills> block for a system prompt
+                                     [--budget N] [--include PAT ...] [--exclude PAT ...]
+        %skills validate [NAME|PATH] problems of skills, one line each, with the fix
         """
         from skill_magics.notebook import cmd
 
