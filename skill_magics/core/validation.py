@@ -282,9 +282,13 @@ def _frontmatter(file: str, text: str) -> tuple[dict[str, Any] | None, str | Non
     except SkillParseError as exc:
         fix = "fix the YAML between the '---' lines (quote values that hold ': ')"
         return None, body, [*problems, Problem(file, str(exc), fix, "yaml")]
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not yaml_text.strip():
         fix = "write name: and description: lines between the '---' lines"
-        return None, body, [Problem(file, "frontmatter is not a YAML mapping", fix, "yaml")]
+        return (
+            None,
+            body,
+            [Problem(file, "frontmatter is empty or not a YAML mapping", fix, "yaml")],
+        )
     for warning in warnings:
         if "unquoted ': '" in warning:
             problems.append(
@@ -626,7 +630,7 @@ def _script_problems(skill_dir: Path, body: str) -> list[Problem]:
                     )
                 )
             continue
-        if first.startswith("#!") and first.endswith("\r"):
+        if first.startswith("#!") and _raw_first_line(path).endswith(b"\r"):
             problems.append(
                 Problem(
                     rel,
@@ -669,6 +673,14 @@ def _script_problems(skill_dir: Path, body: str) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _raw_first_line(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(256).split(b"\n", 1)[0]
+    except OSError:
+        return b""
 
 
 # -- secrets --------------------------------------------------------------------------------
