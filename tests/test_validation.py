@@ -173,8 +173,8 @@ def test_missing_referenced_files(tmp_path, make_skill):
     )
     lines = validate_skill(d)
     assert (
-        "SKILL.md:7: scripts/gone.py is referenced but does not exist. Fix: fix the path or add the file"
-        in lines
+        "SKILL.md:7: scripts/gone.py is referenced but does not exist. "
+        "Fix: fix the path or add the file" in lines
     )
     assert any(
         line.startswith("SKILL.md:8: references/guide.md is referenced but does not exist")
@@ -207,8 +207,8 @@ def test_scripts_an_agent_cannot_run(tmp_path, make_skill):
     assert ("scripts/direct.sh", "not-executable") in codes
     assert not any(f == "scripts/data.json" for f, _ in codes)
     assert (
-        "scripts/direct.sh: SKILL.md runs it as ./scripts/direct.sh but it is not executable. Fix: chmod +x scripts/direct.sh"
-        in validate_skill(d)
+        "scripts/direct.sh: SKILL.md runs it as ./scripts/direct.sh but it is not executable. "
+        "Fix: chmod +x scripts/direct.sh" in validate_skill(d)
     )
 
 
