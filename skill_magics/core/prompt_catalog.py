@@ -83,7 +83,7 @@ class Catalog(str):
     counter: str  # which tokenizer counted: "tiktoken o200k_base" or the estimate's label
     max_chars: int | None
     max_tokens: int | None
-    format: str
+    layout: str  # the format it was written in: "skills-ref" or "guide"
 
     def __new__(cls, text: str, **info: Any) -> Catalog:
         self = super().__new__(cls, text)
@@ -93,7 +93,7 @@ class Catalog(str):
         self.counter = str(info.get("counter", ""))
         self.max_chars = info.get("max_chars")
         self.max_tokens = info.get("max_tokens")
-        self.format = str(info.get("format", "skills-ref"))
+        self.layout = str(info.get("layout", "skills-ref"))
         return self
 
     @property
@@ -165,7 +165,7 @@ def skills_catalog(
         counter=tokenizer.label,
         max_chars=max_chars,
         max_tokens=max_tokens,
-        format=format,
+        layout=format,
     )
 
 

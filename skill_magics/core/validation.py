@@ -321,7 +321,7 @@ def _strict_yaml_problems(file: str, yaml_text: str) -> list[Problem]:
                         f"frontmatter key {key.value!r} appears twice (only the last is read)",
                         "keep one",
                         "yaml",
-                        line=key.start_mark.line + 2,
+                        line=(key.start_mark.line if key.start_mark else 0) + 2,
                     )
                 )
             elif isinstance(key, yaml.ScalarNode):
@@ -338,7 +338,7 @@ def _strict_yaml_problems(file: str, yaml_text: str) -> list[Problem]:
                     "as skills-ref reject it",
                     "write the mapping or list in block style, one item per line",
                     "yaml",
-                    line=event.start_mark.line + 2,
+                    line=(event.start_mark.line if event.start_mark else 0) + 2,
                 )
             )
             break
