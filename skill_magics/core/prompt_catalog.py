@@ -211,12 +211,16 @@ def _select(
     include: list[str] | None,
     exclude: list[str] | None,
 ) -> tuple[list[SkillMetadata], list[Omission]]:
-    listed = list(manager.list_skills())
-    omitted: list[Omission] = []
+    everything = list(manager.list_skills())
+    # The opt-out is the skill's own say: reported as the reason even when a filter also hides it.
+    omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in everything if opted_out(m)]
+    listed = [m for m in everything if not opted_out(m)]
     if names is not None:
-        by_name = {m.name: m for m in listed}
+        by_name = {m.name: m for m in everything}
         wanted = list(dict.fromkeys(names))
-        metas = [by_name[n] if n in by_name else manager.get_skill(n).metadata for n in wanted]
+        chosen = [by_name[n] if n in by_name else manager.get_skill(n).metadata for n in wanted]
+        omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in chosen if opted_out(m)]
+        metas = [m for m in chosen if not opted_out(m)]
     elif include:
         metas = []
         for pattern in include:
@@ -233,8 +237,6 @@ def _select(
         hit = next((p for p in exclude or () if fnmatch.fnmatchcase(meta.name, p)), None)
         if hit is not None:
             omitted.append(Omission(meta.name, f"excluded by {hit!r}"))
-        elif opted_out(meta):
-            omitted.append(Omission(meta.name, f"{OPT_OUT_KEY}: true"))
         else:
             kept.append(meta)
     return kept, omitted
