@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import fnmatch
 import html
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core.manager import SkillManager
@@ -153,10 +153,11 @@ def skills_catalog(
             raise ValueError(f"{label}={limit!r}: use a number of 0 or more, or None")
     tokenizer = as_counter(counter)
     metas, omitted = _select(manager, names, _patterns(include), _patterns(exclude))
-    fitted = _fit(metas, format, max_chars, max_tokens, max(1, min_description), tokenizer)
+    where: dict[str, str] = {}  # SKILL.md -> resolved location, computed once per call
+    fitted = _fit(metas, format, max_chars, max_tokens, max(1, min_description), tokenizer, where)
     text, kept, cap, dropped = fitted
     omitted += [Omission(m.name, "budget") for m in dropped]
-    entries = tuple(_entry(m, cap, format, tokenizer) for m in kept)
+    entries = tuple(_entry(m, cap, format, tokenizer, where) for m in kept)
     return Catalog(
         text,
         entries=entries,
@@ -252,6 +253,7 @@ def _fit(
     max_tokens: int | None,
     floor: int,
     counter: TokenCounter,
+    where: dict[str, str],
 ) -> tuple[str, list[SkillMetadata], int | None, list[SkillMetadata]]:
     """(text, skills kept, description cap or None, skills dropped) per the module's rule."""
 
@@ -260,25 +262,36 @@ def _fit(
             return False
         return max_tokens is None or counter.count(text) <= max_tokens
 
-    full = _render(metas, None, format, [])
+    full = _render(metas, None, format, [], where)
     if not metas or fits(full):
         return full, list(metas), None, []
-    for keep in range(len(metas), 0, -1):
-        kept, dropped = list(metas[:keep]), list(metas[keep:])
-        longest = max(len(m.description) for m in kept)
-        if keep < len(metas) and fits(_render(kept, None, format, dropped)):
-            return _render(kept, None, format, dropped), kept, None, dropped
-        if longest <= floor or not fits(_render(kept, floor, format, dropped)):
-            continue
-        low, high = floor, longest - 1  # the largest cap that fits, by bisection
-        while low < high:
-            mid = (low + high + 1) // 2
-            if fits(_render(kept, mid, format, dropped)):
-                low = mid
-            else:
-                high = mid - 1
-        return _render(kept, low, format, dropped), kept, low, dropped
-    return "", [], None, list(metas)
+
+    def render(keep: int, cap: int | None) -> str:
+        return _render(metas[:keep], cap, format, metas[keep:], where)
+
+    # The most skills that fit with every description at the floor (bisection: more skills,
+    # more text), then the largest description cap that fits for them.
+    low, high = 0, len(metas)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(render(mid, floor)):
+            low = mid
+        else:
+            high = mid - 1
+    keep = low
+    if keep == 0:
+        return "", [], None, list(metas)
+    kept, dropped = list(metas[:keep]), list(metas[keep:])
+    if fits(render(keep, None)):
+        return render(keep, None), kept, None, dropped
+    low, high = floor, max(len(m.description) for m in kept) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(render(keep, mid)):
+            low = mid
+        else:
+            high = mid - 1
+    return render(keep, low), kept, low, dropped
 
 
 def _render(
@@ -286,6 +299,7 @@ def _render(
     cap: int | None,
     format: CatalogFormat,
     dropped: Sequence[SkillMetadata],
+    where: dict[str, str] | None = None,
 ) -> str:
     if not metas:
         return ""
@@ -295,7 +309,7 @@ def _render(
         description = meta.description if cap is None else shorten(meta.description, cap)
         if description != meta.description:
             shortened.append(meta.name)
-        entries.append(_entry_lines(meta.name, description, _location(meta), format))
+        entries.append(_entry_lines(meta.name, description, _location(meta, where), format))
     indent = "  " if format == "guide" else ""
     lines = ["<available_skills>", *entries]
     note = _note([m.name for m in dropped], shortened)
@@ -318,9 +332,17 @@ def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
     return " ".join(parts).replace("--", "- -")
 
 
-def _location(meta: SkillMetadata) -> str:
+def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
+    # ``where`` memoises per call: resolving paths dominated a 1,000-skill bisection.
+    key = str(meta.path)
+    if where is not None and key in where:
+        return where[key]
     # What skills-ref writes: the resolved skill directory joined with the SKILL.md name.
-    return str(Path(meta.path).parent.resolve() / Path(meta.path).name)
+    path = os.fspath(meta.path)
+    location = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    if where is not None:
+        where[key] = location
+    return location
 
 
 def _entry_lines(name: str, description: str, location: str, format: CatalogFormat) -> str:
@@ -352,14 +374,18 @@ def _entry_lines(name: str, description: str, location: str, format: CatalogForm
 
 
 def _entry(
-    meta: SkillMetadata, cap: int | None, format: CatalogFormat, counter: TokenCounter
+    meta: SkillMetadata,
+    cap: int | None,
+    format: CatalogFormat,
+    counter: TokenCounter,
+    where: dict[str, str],
 ) -> CatalogEntry:
     description = meta.description if cap is None else shorten(meta.description, cap)
-    text = _entry_lines(meta.name, description, _location(meta), format)
+    text = _entry_lines(meta.name, description, _location(meta, where), format)
     return CatalogEntry(
         name=meta.name,
         description=description,
-        location=_location(meta),
+        location=_location(meta, where),
         chars=len(text),
         tokens=counter.count(text),
         original_chars=len(meta.description),
