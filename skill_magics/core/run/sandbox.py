@@ -193,8 +193,15 @@ _PROBE_LOCK = threading.Lock()
 _NOTED: set[str] = set()
 
 
+BWRAP_ENV_VAR = "SKILL_MAGICS_BWRAP"  # another bubblewrap binary (a path; "" means none)
+
+
 def find_bwrap() -> str | None:
-    """The bubblewrap binary: /usr/bin/bwrap (the distribution's), else ``bwrap`` on PATH."""
+    """The bubblewrap binary: ``$SKILL_MAGICS_BWRAP`` when set, else /usr/bin/bwrap (the
+    distribution's), else ``bwrap`` on PATH."""
+    if BWRAP_ENV_VAR in os.environ:
+        chosen = os.environ[BWRAP_ENV_VAR]
+        return chosen if chosen and os.access(chosen, os.X_OK) else None
     if os.access("/usr/bin/bwrap", os.X_OK):
         return "/usr/bin/bwrap"
     return shutil.which("bwrap")
@@ -212,6 +219,8 @@ def unavailable_reason() -> str:
         )
     bwrap = find_bwrap()
     if bwrap is None:
+        if os.environ.get(BWRAP_ENV_VAR):
+            return f"{BWRAP_ENV_VAR}={os.environ[BWRAP_ENV_VAR]} is not an executable file"
         return "bubblewrap is not installed (apt-get install bubblewrap, or dnf install bubblewrap)"
     with _PROBE_LOCK:
         if bwrap in _PROBES:
@@ -420,6 +429,7 @@ def wrap(
 
 __all__ = [
     "AUTO",
+    "BWRAP_ENV_VAR",
     "DEFAULT_DENY_READ",
     "DEFAULT_MODE",
     "ENV_VAR",
