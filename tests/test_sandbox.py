@@ -365,7 +365,7 @@ def test_per_run_mode_overrides_the_manager_setting(box) -> None:
 
 FAKE_BWRAP = """\
 #!/bin/sh
-echo "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2
+echo "bwrap: No permissions to create new namespace, likely because the kernel does not" >&2
 exit 1
 """
 
