@@ -1,8 +1,7 @@
 """Sandboxed runs with real bubblewrap and real processes (core/run/sandbox.py + executor).
 
-These tests need a working ``bwrap``. Without one they skip loudly, unless
-``SKILL_MAGICS_SANDBOX_REQUIRED=1`` (``make test`` and CI set it): then they fail, so CI can
-never pass without having run them.
+These tests need a working ``bwrap`` (tests/sandbox_support.py: without one they fail when
+``SKILL_MAGICS_SANDBOX_REQUIRED=1``, as in ``make test`` and CI, else skip loudly).
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import textwrap
 import threading
 import time
@@ -18,28 +16,17 @@ from pathlib import Path
 
 import psutil
 import pytest
+from sandbox_support import require_bwrap
 
 from skill_magics.core.errors import SandboxUnavailableError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.status import AuditOutcome
 
-REQUIRED_ENV = "SKILL_MAGICS_SANDBOX_REQUIRED"
-
 
 @pytest.fixture(scope="module")
 def bwrap() -> str:
-    """The bwrap binary, proven to sandbox a run here; else skip (or fail when required)."""
-    why = sandboxing.unavailable_reason()
-    if why:
-        loud = f"SANDBOX TESTS NOT RUN: {why}"
-        print(f"\n{'!' * 78}\n{loud}\n{'!' * 78}", file=sys.stderr)
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{loud} ({REQUIRED_ENV}=1, so this is a failure)")
-        pytest.skip(loud)
-    found = sandboxing.find_bwrap()
-    assert found is not None
-    return found
+    return require_bwrap()
 
 
 @pytest.fixture
