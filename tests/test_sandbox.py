@@ -82,7 +82,7 @@ def test_workspace_write_can_write_the_workspace_and_its_tmp(box) -> None:
     assert res.sandbox["network"] is False
     assert res.sandbox["writable"][0] == str(box.ws.resolve())
     tmp = res.sandbox["writable"][1]
-    assert not os.path.exists(tmp)  # the private TMPDIR went with the run
+    assert os.listdir(tmp) == []  # the private TMPDIR (a tmpfs) went with the run
 
 
 def test_workspace_write_cannot_write_anywhere_else(box) -> None:
@@ -90,6 +90,7 @@ def test_workspace_write_cannot_write_anywhere_else(box) -> None:
         #!/bin/bash
         for d in "$@"; do echo x > "$d/escaped.txt" 2>/dev/null && echo "WROTE $d"; done
         echo x > "$TMPDIR/t" && echo "tmp ok"
+        test "$(ls -A "$TMPDIR")" = "$(printf '.cache\n.config\nt')" && echo "tmp private"
         mkdir -p "$XDG_CACHE_HOME/tool" && echo "cache ok"
         echo x > out-in-skill.txt 2>/dev/null && echo "WROTE skill"
         exit 0
@@ -99,7 +100,7 @@ def test_workspace_write_cannot_write_anywhere_else(box) -> None:
     res = box.manager().execute_skill_script("w", "w", argv=[str(t) for t in targets])
     assert res.exit_code == 0, res.stderr
     assert "WROTE" not in res.stdout
-    assert "tmp ok" in res.stdout and "cache ok" in res.stdout
+    assert "tmp ok" in res.stdout and "cache ok" in res.stdout and "tmp private" in res.stdout
     for target in targets:
         assert not (target / "escaped.txt").exists()
     assert not (skill / "out-in-skill.txt").exists()

@@ -668,8 +668,6 @@ class ScriptExecutor:
             )
             raise
         finally:
-            if boxed is not None and boxed.command is not None:
-                boxed.command.cleanup()
             if streams is not None:
                 streams.flush()
         return self._finish(prepared, outcome, boxed=boxed, redact=redacting)

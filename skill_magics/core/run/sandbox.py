@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -268,8 +269,15 @@ def deny_paths(extra: Iterable[str] = (), home: str | None = None) -> tuple[str,
                 continue
             path = home + raw[1:]
         path = os.path.abspath(path)
-        for candidate in (path, os.path.realpath(path)):
-            if candidate != "/" and os.path.lexists(candidate) and candidate not in found:
+        try:
+            mode = os.lstat(path).st_mode
+        except (OSError, ValueError):
+            continue  # nothing there to read (one lstat: this runs for every run)
+        candidates = [path]
+        if stat.S_ISLNK(mode):  # hide where it points too (realpath costs a stat per part)
+            candidates.append(os.path.realpath(path))
+        for candidate in candidates:
+            if candidate != "/" and candidate not in found:
                 found.append(candidate)
     return tuple(found)
 
@@ -359,31 +367,31 @@ def _base_args(*, network: bool) -> list[str]:
     return args
 
 
-_TMP_PARENT: list[str] = []
+_TMP_MOUNT: list[str] = []
 
 
-def _tmp_parent() -> str:
-    """One 0700 folder per process holding each run's private TMPDIR (removed at exit)."""
+def _tmp_mountpoint() -> str:
+    """An empty 0700 folder (one per process, removed at exit) where every sandboxed run
+    mounts its own private tmpfs as TMPDIR: each run sees only its own files, and they vanish
+    with its mount namespace. Nothing is written to or removed from the disk per run (an
+    on-disk TMPDIR measured ~7 ms per run just for its removal on this machine's disk)."""
     with _PROBE_LOCK:
-        if not _TMP_PARENT or not os.path.isdir(_TMP_PARENT[0]):
+        if not _TMP_MOUNT or not os.path.isdir(_TMP_MOUNT[0]):
             path = tempfile.mkdtemp(prefix="skill-magics-sandbox-")
-            _TMP_PARENT[:] = [path]
+            _TMP_MOUNT[:] = [path]
             atexit.register(shutil.rmtree, path, True)
-        return _TMP_PARENT[0]
+        return _TMP_MOUNT[0]
 
 
 @dataclass
 class SandboxedCommand:
-    """A command wrapped in bwrap: ``argv`` and ``env`` to spawn; ``cleanup()`` afterwards."""
+    """A command wrapped in bwrap: ``argv`` and ``env`` to spawn (nothing to clean up after:
+    the run's tmpfs goes with its mount namespace)."""
 
     argv: tuple[str, ...]
     env: dict[str, str]
-    tmpdir: str
+    tmpdir: str  # inside the sandbox: a tmpfs of the run's own
     network: bool
-
-    def cleanup(self) -> None:
-        """Remove the private TMPDIR (every process that could write to it is gone)."""
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 def wrap(
@@ -395,7 +403,7 @@ def wrap(
     network: bool | None = None,
 ) -> SandboxedCommand:
     """``command`` inside bubblewrap per ``profile`` (``network`` overrides the profile's:
-    a grant given after the plan). Creates the run's private TMPDIR."""
+    a grant given after the plan)."""
     bwrap = find_bwrap()
     if bwrap is None:  # uninstalled since the plan: refuse rather than run unsandboxed
         raise SandboxUnavailableError(
@@ -403,21 +411,21 @@ def wrap(
             "(apt-get install bubblewrap)"
         )
     net = profile.network if network is None else network
-    parent = _tmp_parent()
-    tmpdir = tempfile.mkdtemp(prefix="run-", dir=parent)
+    tmpdir = _tmp_mountpoint()
     cache, mpl = os.path.join(tmpdir, ".cache"), os.path.join(tmpdir, ".config", "matplotlib")
-    os.makedirs(cache)
-    os.makedirs(mpl)
     args = [bwrap, *_base_args(network=net)]
-    # Other runs' TMPDIRs live next to this one: hide the parent, then show this run's only.
-    args += ["--tmpfs", parent, "--bind", tmpdir, tmpdir]
+    # The private TMPDIR: a fresh tmpfs (at most half the RAM, the kernel's default), with
+    # the cache folders tools expect.
+    args += ["--tmpfs", tmpdir, "--dir", cache, "--dir", mpl]
     if profile.mode == WORKSPACE_WRITE and profile.workspace:
         args += ["--bind", profile.workspace, profile.workspace]
     # After the workspace: a skill inside the workspace still cannot rewrite its own code.
     if profile.skill_dir:
         args += ["--ro-bind", profile.skill_dir, profile.skill_dir]
     for path in profile.deny_read:
-        if os.path.isdir(path) and not os.path.islink(path):
+        if os.path.islink(path):
+            continue  # its target is in the list as well; bwrap mounts on the target
+        if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             args += ["--ro-bind", "/dev/null", path]
