@@ -113,3 +113,54 @@ def test_sandbox_option_and_config_are_checked(shell) -> None:
     assert m.sandbox is None and m.manager.sandbox == "off"
     shell.run_cell("%config SkillMagics.sandbox_network = ['keyed']")
     assert get_magics(shell).manager.sandbox_network == ("keyed",)
+
+
+def test_terminal_asks_missing_secrets_with_getpass(shell, monkeypatch) -> None:
+    import getpass
+
+    prompts: list[str] = []
+
+    def fake_getpass(prompt: str = "") -> str:  # the terminal's masked input
+        prompts.append(prompt)
+        return VALUE
+
+    monkeypatch.setattr(getpass, "getpass", fake_getpass)
+    m = get_magics(shell)
+    request = m.manager.plan("keyed", "run").request
+    m.approver()._ask_secrets_terminal(request)
+    assert prompts == [
+        "Secret API_KEY for skill 'keyed' (input hidden, kept in memory for this session): "
+    ]
+    assert m.manager.secret_status("keyed") == {"API_KEY": True}
+    res = m.manager.execute_skill_script("keyed", "run")
+    assert hashlib.sha256(VALUE.encode()).hexdigest() in res.stdout and VALUE not in res.stdout
+
+
+def test_panel_lists_secrets_and_no_clears_the_field() -> None:
+    from skill_magics.core.run.approval import (
+        ApprovalRequest,
+        SandboxInfo,
+        ScriptToApprove,
+        SecretsInfo,
+    )
+    from skill_magics.notebook.approval.panel import ApprovalPanel, summary_html, summary_text
+
+    request = ApprovalRequest(
+        skill_name="keyed",
+        scripts=(ScriptToApprove("scripts/run.sh", "bash", "echo hi\n"),),
+        sandbox=SandboxInfo("workspace-write", False, ("/ws", "<private TMPDIR>")),
+        secrets=SecretsInfo(("API_KEY", "OTHER"), ("API_KEY",)),
+    )
+    text = summary_text(request)
+    assert "Secrets: API_KEY (missing: enter it below), OTHER (set)" in text
+    assert "Sandbox: workspace-write" in text and "writable: /ws, <private TMPDIR>" in text
+    assert "API_KEY (missing: enter it below)" in summary_html(request)
+    given: list = []
+    panel = ApprovalPanel(request, on_inputs=lambda *args: given.append(args) or [])
+    _ = panel.widget  # built when displayed
+    assert list(panel.network_boxes) == ["keyed"]
+    field = panel.secret_fields[("keyed", "API_KEY")]
+    field.value = VALUE
+    panel.buttons["no"].click()
+    assert field.value == "" and given == []  # declined: nothing kept, nothing left behind
+    assert ApprovalPanel(request).widget is not None  # without on_inputs: no fields at all
