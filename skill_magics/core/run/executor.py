@@ -403,19 +403,25 @@ class ScriptExecutor:
                     "recreate the skill's venv or pass another interpreter"
                 )
             real_base = paths.real_base_dir(skill_base_dir)
-            prepared = PreparedRun(
-                skill_name=skill_metadata.name,
-                script_rel=Path(label),
-                script=None,
-                interpreter=InterpreterSpec("command", os.path.basename(command[0]), command[:1]),
-                command=command,
-                payload=stdin,
-                env=self._env(skill_metadata, os.path.abspath(skill_base_dir)),
-                cwd=real_base,
-                timeout=limit,
-                arguments_preview=arguments_preview,
-                argv=command[1:],
+        except (SkillMagicsError, ValueError) as exc:
+            self.audit.refused(
+                skill_metadata.name, label, arguments_preview, exc, duration_ms=_ms_since(started)
             )
+            raise
+        prepared = PreparedRun(
+            skill_name=skill_metadata.name,
+            script_rel=Path(label),
+            script=None,
+            interpreter=InterpreterSpec("command", os.path.basename(command[0]), command[:1]),
+            command=command,
+            payload=stdin,
+            env=self._env(skill_metadata, os.path.abspath(skill_base_dir)),
+            cwd=real_base,
+            timeout=limit,
+            arguments_preview=arguments_preview,
+            argv=command[1:],
+        )
+        try:
             return self._isolate(prepared, sandbox, skill_metadata)
         except (SkillMagicsError, ValueError) as exc:
             self.audit.refused(
