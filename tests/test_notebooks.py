@@ -18,7 +18,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-EXPECTED = ["01_quickstart.ipynb", "02_prompt_context.ipynb", "03_teaching_demo.ipynb"]
+EXPECTED = [
+    "01_quickstart.ipynb",
+    "02_prompt_context.ipynb",
+    "03_teaching_demo.ipynb",
+    "05_sandbox_secrets.ipynb",
+]
 
 
 def _runner():
@@ -80,6 +85,22 @@ MUST_SHOW = {
         "showing first 2,000 of 1,000,000 characters",  # the view's cut, not only the capture's
         "secret-like variables the script saw: []",
     ],
+    "05_sandbox_secrets.ipynb": [
+        "read ~/.ssh/id_rsa: yes",
+        "read ~/.ssh/id_rsa: no",
+        "write into its own skill folder: no (Read-only file system)",
+        "write ~/.bashrc: no (Read-only file system)",
+        "write a report into the workspace: yes",
+        "connect to 127.0.0.1: no",
+        "sandbox: workspace-write · network off · writable: <tmp>/work, <tmp>",
+        "sandbox: workspace-write · network on",
+        "'network_granted'",
+        "WEATHER_API_KEY (not set)",
+        "WEATHER_API_KEY (missing: enter it below)",
+        "calling the API with key=****",
+        "WEATHER_API_KEY (set)",
+        "secret-like variables nosy sees: []",
+    ],
 }
 
 
@@ -99,6 +120,22 @@ def test_saved_copy_is_readable(name: str) -> None:
     ), f"{name} has no HTML outputs: the results' fallbacks are missing"
     for line in MUST_SHOW[name]:
         assert line in _all_text(nb), f"saved {name} lacks {line!r}: re-run --save"
+
+
+@pytest.mark.notebooks
+def test_the_secret_never_reaches_the_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """05 with a known key: the run got it (32 characters), yet neither the executed notebook
+    (widget state included) nor its saved form holds it anywhere."""
+    import json
+    import secrets
+
+    key = "nb-" + secrets.token_hex(16)
+    monkeypatch.setenv("DEMO_WEATHER_API_KEY", key)
+    runner = _runner()
+    executed = runner.execute(NOTEBOOK_DIR / "05_sandbox_secrets.ipynb")
+    saved = runner.readable(executed)
+    assert f"key length: {len(key)}" in _all_text(saved)  # the value did reach the run
+    assert key not in json.dumps(executed) and key not in json.dumps(saved)
 
 
 @pytest.mark.notebooks

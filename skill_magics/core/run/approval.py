@@ -92,6 +92,15 @@ class SandboxInfo:
 
 
 @dataclass(frozen=True)
+class SecretsInfo:
+    """The secrets a skill declares (names only, never values) and which are not set yet:
+    those are asked for with a masked field before the run."""
+
+    declared: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ApprovalRequest:
     """Everything a person needs to decide.
 
@@ -112,6 +121,7 @@ class ApprovalRequest:
     batch: BatchInfo | None = None  # the scripts run once per item
     install: InstallInfo | None = None  # packages installed before the run
     sandbox: SandboxInfo | None = None  # the isolation the run gets
+    secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
@@ -258,6 +268,7 @@ __all__ = [
     "BatchInfo",
     "InstallInfo",
     "SandboxInfo",
+    "SecretsInfo",
     "BATCH_SAMPLE",
     "ScriptToApprove",
     "ApprovalRequest",

@@ -100,6 +100,22 @@ class SkillMagics(Magics):
         help="Token budget of %skills catalog (and what %skills validate checks descriptions "
         "against) when no --budget is given; None: no budget.",
     ).tag(config=True)
+    sandbox = CaselessStrEnum(
+        ["off", "read-only", "workspace-write", "auto"],
+        default_value=None,
+        allow_none=True,
+        help="Isolate runs with bubblewrap: off, read-only, workspace-write (only the working "
+        "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
+        "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
+    ).tag(config=True)
+    sandbox_network = List(
+        Unicode(), help='Skills that may use the network in sandboxed runs ("*": all; audited).'
+    ).tag(config=True)
+    sandbox_deny_read = List(
+        Unicode(),
+        help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
+        "other credential defaults (~ is $HOME).",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
@@ -125,6 +141,9 @@ class SkillMagics(Magics):
                     inherit_env=self.inherit_env,
                     env_passthrough=tuple(self.env_passthrough),
                     audit_log=self.audit_log,
+                    sandbox=self.sandbox,
+                    sandbox_network=tuple(self.sandbox_network),
+                    sandbox_deny_read=tuple(self.sandbox_deny_read),
                 )
             return self._manager
 
@@ -166,6 +185,20 @@ class SkillMagics(Magics):
         if change["name"] == "env_passthrough":
             value = tuple(value)
         if change["name"] == "allowed_interpreters" and value is not None:
+            value = tuple(value)
+        setattr(manager, change["name"], value)
+
+    @observe("sandbox", "sandbox_network", "sandbox_deny_read")
+    def _sandbox_changed(self, change: Any) -> None:
+        manager = self._manager  # shared with the executor: no rebuild (core/manager.py)
+        if manager is None:
+            return
+        value = change["new"]
+        if change["name"] == "sandbox":
+            from skill_magics.core.run.sandbox import default_mode
+
+            value = default_mode() if value is None else value
+        else:
             value = tuple(value)
         setattr(manager, change["name"], value)
 
