@@ -344,6 +344,32 @@ def test_approval_request_shows_the_profile(box) -> None:
     assert box.manager(sandbox="off").plan("w", "w").request.sandbox is None
 
 
+def test_session_approval_covers_only_runs_confined_no_less(box) -> None:
+    """A "Yes in session" given for a sandboxed run does not carry over to the same skill
+    run with the sandbox off, or with network it did not have; stricter runs need no ask."""
+    from manager_support import RecordingApprover
+
+    from skill_magics.core.errors import ApprovalDeclined
+    from skill_magics.core.run.approval import Decision
+
+    box.skill("w", {"scripts/w.sh": "echo hi\n"})
+    manager = box.manager(sandbox="workspace-write")
+    approver = RecordingApprover(Decision.YES_IN_SESSION)
+    assert manager.execute_skill_script("w", "w", approver=approver).exit_code == 0
+    assert len(approver.requests) == 1
+    for mode in ("workspace-write", "read-only"):  # as strict or stricter: not asked again
+        assert manager.execute_skill_script("w", "w", approver=approver, sandbox=mode).success
+    assert len(approver.requests) == 1
+    approver.decision = Decision.NO
+    with pytest.raises(ApprovalDeclined):
+        manager.execute_skill_script("w", "w", approver=approver, sandbox="off")
+    assert len(approver.requests) == 2
+    manager.grant_network("w")
+    with pytest.raises(ApprovalDeclined):
+        manager.execute_skill_script("w", "w", approver=approver)
+    assert len(approver.requests) == 3  # network it was not approved with: asked again
+
+
 def test_per_run_mode_overrides_the_manager_setting(box) -> None:
     box.skill("w", {"scripts/w.sh": WRITER})
     manager = box.manager(sandbox="off")
