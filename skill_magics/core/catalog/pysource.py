@@ -1,0 +1,328 @@
+"""What a Python script says about itself, read with ``ast`` (never imported, never run).
+
+One parse per file gives everything the catalog needs (docs/architecture.md, *Real skills*):
+
+- ``imports``: each ``import``/``from ... import`` anywhere in the file, with its level
+  (relative imports), the names a ``from`` import takes (they may be submodules), and
+  whether it sits inside ``try: ... except ImportError`` (an optional dependency);
+- ``main_guard``: a top-level ``if __name__ == "__main__":``;
+- ``programs``: literal program names the script runs: ``shutil.which("gh")``, and the
+  first element of a command list given to ``subprocess``/``os`` calls, written directly
+  (``run(["gh", ...])``), concatenated (``["soffice"] + args``) or assigned to a variable
+  first (``cmd = ["soffice", ...]; run(cmd)``); ``os.system("git ...")`` by its first word;
+- ``dependencies``: a PEP 723 ``# /// script`` block's ``dependencies`` (None: no block).
+
+Results are cached per file by (path, mtime, size), so a skill's 50 scripts are parsed once.
+
+Example:
+    >>> info = analyze("skills/x/scripts/run.py")
+    >>> [i.module for i in info.imports], info.main_guard, info.programs
+    (['scripts.utils', 'lxml'], True, ('soffice',))
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import threading
+from dataclasses import dataclass
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    _toml = None  # type: ignore[assignment]
+
+MAX_SOURCE_BYTES = 2 << 20  # a "script" larger than this is generated data: not parsed
+
+
+@dataclass(frozen=True)
+class ImportRef:
+    """One import: ``from .a import b`` is ImportRef("a", level=1, names=("b",))."""
+
+    module: str  # dotted name as written ("" for ``from . import x``)
+    level: int = 0  # 0: absolute; 1: ``from .``; 2: ``from ..``
+    names: tuple[str, ...] = ()  # what a ``from`` import takes (may be submodules)
+    optional: bool = False  # inside try/except ImportError
+    line: int = 0
+
+    @property
+    def top(self) -> str:
+        """The top-level name an absolute import needs on sys.path (``lxml`` of lxml.etree)."""
+        return self.module.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What one parse of a Python file found (``error``: why it could not be parsed)."""
+
+    imports: tuple[ImportRef, ...] = ()
+    main_guard: bool = False
+    programs: tuple[str, ...] = ()
+    dependencies: tuple[str, ...] | None = None  # PEP 723 ``dependencies``; None: no block
+    shebang: bool = False  # the first line is ``#!...``
+    error: str = ""
+
+
+_CACHE: dict[str, tuple[tuple[int, int], SourceInfo]] = {}
+_LOCK = threading.Lock()
+_MAX_CACHE = 8192
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_SUBPROCESS_CALLS = frozenset(
+    {"run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput"}
+)
+# os functions whose first argument (or second, for the exec*/spawn* "file" forms) is a program
+_OS_LIST_CALLS = frozenset({"execv", "execve", "execvp", "execvpe", "posix_spawn", "posix_spawnp"})
+_OS_STRING_CALLS = frozenset({"system", "popen"})
+_PEP723_RE = re.compile(
+    r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$"
+)
+_PROGRAM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def analyze(path: str | os.PathLike[str]) -> SourceInfo:
+    """Parse ``path`` once (cached while its mtime and size stay the same)."""
+    key = os.fspath(path)
+    try:
+        st = os.stat(key)
+    except OSError as exc:
+        return SourceInfo(error=f"cannot read: {exc.strerror or exc}")
+    ident = (st.st_mtime_ns, st.st_size)
+    with _LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None and hit[0] == ident:
+        return hit[1]
+    info = _analyze(key, st.st_size)
+    with _LOCK:
+        if len(_CACHE) > _MAX_CACHE:
+            _CACHE.clear()
+        _CACHE[key] = (ident, info)
+    return info
+
+
+def _analyze(path: str, size: int) -> SourceInfo:
+    if size > MAX_SOURCE_BYTES:
+        return SourceInfo(error="too large to parse")
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+    except OSError as exc:
+        return SourceInfo(error=f"cannot read: {exc.strerror or exc}")
+    dependencies = pep723_dependencies(source.decode("utf-8", "replace"))
+    shebang = source.startswith(b"#!")
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        return SourceInfo(
+            dependencies=dependencies, shebang=shebang, error=f"does not parse: {exc}"
+        )
+    visitor = _Visitor()
+    visitor.visit(tree)
+    return SourceInfo(
+        imports=tuple(visitor.imports),
+        main_guard=any(_is_main_guard(node) for node in tree.body),
+        programs=tuple(dict.fromkeys(visitor.programs)),
+        dependencies=dependencies,
+        shebang=shebang,
+    )
+
+
+def pep723_dependencies(text: str) -> tuple[str, ...] | None:
+    """The ``dependencies`` of a PEP 723 ``# /// script`` block; None when there is none.
+
+    >>> pep723_dependencies('# /// script\\n# dependencies = ["rich>=13"]\\n# ///\\n')
+    ('rich>=13',)
+    """
+    if "# /// script" not in text:
+        return None
+    for match in _PEP723_RE.finditer(text):
+        if match.group("type") != "script":
+            continue
+        content = "".join(
+            line[2:] if line.startswith("# ") else line[1:]
+            for line in match.group("content").splitlines(keepends=True)
+        )
+        deps = _toml_dependencies(content)
+        return tuple(str(d) for d in deps)
+    return None
+
+
+def _toml_dependencies(content: str) -> list:
+    if _toml is not None:
+        try:
+            data = _toml.loads(content)
+        except ValueError:
+            return []
+        deps = data.get("dependencies", [])
+        return deps if isinstance(deps, list) else []
+    # Python 3.10 without tomllib: the one key PEP 723 scripts write, as a string array.
+    match = re.search(r"(?ms)^dependencies\s*=\s*\[(.*?)\]", content)
+    return re.findall(r"[\"']([^\"']+)[\"']", match.group(1)) if match else []
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    parts = [test.left, *test.comparators]
+    names = {p.id for p in parts if isinstance(p, ast.Name)}
+    consts = {p.value for p in parts if isinstance(p, ast.Constant)}
+    return "__name__" in names and "__main__" in consts
+
+
+class _Visitor(ast.NodeVisitor):
+    """Collects imports (with try/except ImportError depth) and program literals."""
+
+    def __init__(self) -> None:
+        self.imports: list[ImportRef] = []
+        self.programs: list[str] = []
+        self._optional = 0
+        # Variables holding a command list, per scope: name -> program (last assignment wins).
+        self._scopes: list[dict[str, str]] = [{}]
+        self._subprocess_names: set[str] = set()  # ``from subprocess import run`` aliases
+        self._which_names: set[str] = set()  # ``from shutil import which``
+
+    # -- imports ---------------------------------------------------------------------------
+
+    def visit_Try(self, node: ast.Try) -> None:
+        optional = any(_catches_import_error(h) for h in node.handlers)
+        self._optional += optional
+        for stmt in node.body:
+            self.visit(stmt)
+        self._optional -= optional
+        for part in (node.handlers, node.orelse, node.finalbody):
+            for stmt in part:
+                self.visit(stmt)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imports.append(
+                ImportRef(alias.name, 0, (), self._optional > 0, node.lineno)
+            )
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        names = tuple(a.name for a in node.names if a.name != "*")
+        self.imports.append(
+            ImportRef(module, node.level or 0, names, self._optional > 0, node.lineno)
+        )
+        if node.level == 0 and module == "subprocess":
+            self._subprocess_names.update(
+                a.asname or a.name for a in node.names if a.name in _SUBPROCESS_CALLS
+            )
+        if node.level == 0 and module == "shutil":
+            self._which_names.update(a.asname or a.name for a in node.names if a.name == "which")
+
+    # -- scopes and command variables -------------------------------------------------------
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scopes.append({})
+        self.generic_visit(node)
+        self._scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        program = self._program_of(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name) and program:
+                self._scopes[-1][target.id] = program
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None and isinstance(node.target, ast.Name):
+            program = self._program_of(node.value)
+            if program:
+                self._scopes[-1][node.target.id] = program
+        self.generic_visit(node)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def visit_Call(self, node: ast.Call) -> None:
+        owner, name = _call_name(node.func)
+        first = node.args[0] if node.args else _keyword(node, "args")
+        if name == "which" and (owner == "shutil" or (owner is None and name in self._which_names)):
+            if first is not None:
+                self._add(_string(first))
+        elif name in _SUBPROCESS_CALLS and (
+            owner == "subprocess" or (owner is None and name in self._subprocess_names)
+        ):
+            if first is not None:
+                self._add(self._program_of(first, strings=True))
+        elif owner == "os" and name in _OS_STRING_CALLS and first is not None:
+            self._add(_first_word(_string(first)))
+        elif owner == "os" and first is not None and (
+            name in _OS_LIST_CALLS or name.startswith(("execl", "spawnl", "spawnv"))
+        ):
+            # os.execvp(file, args) / os.spawnlp(mode, file, ...): the program is the file.
+            arg = node.args[1] if name.startswith("spawn") and len(node.args) > 1 else first
+            self._add(_string(arg))
+        self.generic_visit(node)
+
+    def _program_of(self, node: ast.expr, *, strings: bool = False) -> str:
+        """The literal program a command expression starts with ("" when not literal)."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return _string(node.elts[0]) if node.elts else ""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self._program_of(node.left)  # ["soffice"] + args
+        if isinstance(node, ast.Name):
+            for scope in reversed(self._scopes):
+                if node.id in scope:
+                    return scope[node.id]
+            return ""
+        if strings and isinstance(node, (ast.Constant, ast.JoinedStr)):
+            return _first_word(_string(node))  # run("git status", shell=True)
+        return ""
+
+    def _add(self, program: str) -> None:
+        name = os.path.basename(program) if program.startswith("/") else program
+        if name and _PROGRAM_RE.match(name):
+            self.programs.append(name)
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True  # a bare except catches ImportError too
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for t in types:
+        name = t.attr if isinstance(t, ast.Attribute) else getattr(t, "id", "")
+        if name in _IMPORT_ERRORS:
+            return True
+    return False
+
+
+def _call_name(func: ast.expr) -> tuple[str | None, str]:
+    if isinstance(func, ast.Attribute):
+        owner = func.value.id if isinstance(func.value, ast.Name) else ""
+        return owner, func.attr
+    if isinstance(func, ast.Name):
+        return None, func.id
+    return "", ""
+
+
+def _keyword(node: ast.Call, name: str) -> ast.expr | None:
+    for kw in node.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _string(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        head = node.values[0]  # f"git {x}": the literal start
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return head.value
+    return ""
+
+
+def _first_word(text: str) -> str:
+    words = text.split()
+    return words[0] if words else ""
+
+
+__all__ = ["ImportRef", "SourceInfo", "analyze", "pep723_dependencies"]
