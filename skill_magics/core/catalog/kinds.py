@@ -72,7 +72,9 @@ def classify(
     base = os.fspath(base_dir)
     refs = set(referenced)
     by_module = {module_name(s.path.as_posix()): s for s in scripts if s.script_type == "python"}
-    run_as_module = {by_module[m].path.as_posix() for m in module_runs(instructions) if m in by_module}
+    run_as_module = {
+        by_module[m].path.as_posix() for m in module_runs(instructions) if m in by_module
+    }
     refs |= run_as_module
     imported: set[str] = set()
     modules: dict[str, str] = {}

@@ -75,9 +75,7 @@ _SUBPROCESS_CALLS = frozenset(
 # os functions whose first argument (or second, for the exec*/spawn* "file" forms) is a program
 _OS_LIST_CALLS = frozenset({"execv", "execve", "execvp", "execvpe", "posix_spawn", "posix_spawnp"})
 _OS_STRING_CALLS = frozenset({"system", "popen"})
-_PEP723_RE = re.compile(
-    r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$"
-)
+_PEP723_RE = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
 _PROGRAM_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
 
@@ -199,9 +197,7 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self.imports.append(
-                ImportRef(alias.name, 0, (), self._optional > 0, node.lineno)
-            )
+            self.imports.append(ImportRef(alias.name, 0, (), self._optional > 0, node.lineno))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -254,8 +250,10 @@ class _Visitor(ast.NodeVisitor):
                 self._add(self._program_of(first, strings=True))
         elif owner == "os" and name in _OS_STRING_CALLS and first is not None:
             self._add(_first_word(_string(first)))
-        elif owner == "os" and first is not None and (
-            name in _OS_LIST_CALLS or name.startswith(("execl", "spawnl", "spawnv"))
+        elif (
+            owner == "os"
+            and first is not None
+            and (name in _OS_LIST_CALLS or name.startswith(("execl", "spawnl", "spawnv")))
         ):
             # os.execvp(file, args) / os.spawnlp(mode, file, ...): the program is the file.
             arg = node.args[1] if name.startswith("spawn") and len(node.args) > 1 else first
