@@ -43,6 +43,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.xmltext": 0,
     "skill_magics.core.jsonable": 0,
     "skill_magics.core.version": 0,
+    "skill_magics.core.envdirs": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,

@@ -99,6 +99,18 @@ class RunInterrupted(SkillMagicsError):
         return [f"{type(self).__name__}: {self}"]
 
 
+class HelperScriptError(SkillMagicsError, LookupError):
+    """The script is a helper module other scripts import, not an entry point to run."""
+
+
+class WorkingDirectoryError(SkillMagicsError, ValueError):
+    """The working directory asked for a run is not "skill", "workspace" or a folder."""
+
+
+class EnvironmentBuildError(SkillMagicsError, RuntimeError):
+    """Building a skill's managed environment failed; nothing half-built is used."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -117,4 +129,7 @@ __all__ = [
     "ApprovalPending",
     "ApprovalStale",
     "RunInterrupted",
+    "HelperScriptError",
+    "WorkingDirectoryError",
+    "EnvironmentBuildError",
 ]

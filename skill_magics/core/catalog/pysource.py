@@ -25,13 +25,14 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    _toml = None  # type: ignore[assignment]
+else:  # pragma: no cover - Python 3.10 reads the plain array form itself
+    _toml = None
 
 MAX_SOURCE_BYTES = 2 << 20  # a "script" larger than this is generated data: not parsed
 
@@ -189,11 +190,12 @@ class _Visitor(ast.NodeVisitor):
         for stmt in node.body:
             self.visit(stmt)
         self._optional -= optional
-        for part in (node.handlers, node.orelse, node.finalbody):
-            for stmt in part:
-                self.visit(stmt)
+        for handler in node.handlers:
+            self.visit(handler)
+        for stmt in [*node.orelse, *node.finalbody]:
+            self.visit(stmt)
 
-    visit_TryStar = visit_Try  # type: ignore[assignment]
+    visit_TryStar = visit_Try
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:

@@ -38,10 +38,10 @@ from skill_magics.core.catalog import distnames, kinds
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.models import ScriptMetadata
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    _toml = None  # type: ignore[assignment]
+else:  # pragma: no cover - Python 3.10 reads the plain array form itself
+    _toml = None
 
 try:  # pip and nearly every environment ship it; without it versions are not compared
     from packaging.requirements import InvalidRequirement, Requirement
@@ -274,7 +274,8 @@ def _found_in(top: str, search: Sequence[str]) -> str | None:
     if spec is None:
         return None
     origin = spec.origin if spec.origin not in (None, "namespace") else None
-    location = origin or (list(spec.submodule_search_locations or [None])[0])
+    locations = list(spec.submodule_search_locations or [])
+    location = origin or (locations[0] if locations else None)
     if location is None:
         return search[0] if search else None
     location = os.path.realpath(location)

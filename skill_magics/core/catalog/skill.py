@@ -126,7 +126,7 @@ class Skill:
         redone when a script or SKILL.md changes."""
         try:
             content = self.content  # re-read when SKILL.md changed; refs depend on it
-            refs = None
+            refs: list[str] | None = None
         except SkillMagicsError:
             content, refs = "", []  # SKILL.md vanished: nothing is referenced
         key = (scan.signature, self._content_key)

@@ -31,6 +31,7 @@ from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import (
     AmbiguousScriptError,
+    HelperScriptError,
     InterpreterNotAllowedError,
     PathSecurityError,
     ScriptNotFoundError,
@@ -45,6 +46,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.status import RunStatus
 
 
@@ -112,9 +114,14 @@ class Planner:
         *,
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
+        cwd: CwdArg | None = None,
     ) -> PlannedRun:
-        """Check one run of ``script`` and build its request; raises (audited) on a refusal."""
-        meta, prepared = self.check_script(skill_name, script, arguments, argv, timeout)
+        """Check one run of ``script`` and build its request; raises (audited) on a refusal.
+
+        A helper module (``ScriptMetadata.kind``) is refused, naming the entry points."""
+        meta, prepared = self.check_script(
+            skill_name, script, arguments, argv, timeout, cwd=cwd, entry_only=True
+        )
         request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
         argv_t = None if argv is None else prepared.argv
         return PlannedRun(request, (prepared,), arguments, argv_t)
@@ -126,11 +133,19 @@ class Planner:
         arguments: Any,
         argv: Sequence[str] | None,
         timeout: float | None,
+        *,
+        cwd: CwdArg | None = None,
+        entry_only: bool = False,
     ) -> tuple[ScriptMetadata, PreparedRun]:
-        """Resolve and check a run (refusals audited): (script, its checked run)."""
+        """Resolve and check a run (refusals audited): (script, its checked run).
+
+        ``entry_only``: refuse a helper module (one other scripts import) in one line that
+        names the skill's entry points."""
         started = time.monotonic()
         try:
             skill, meta = self.catalog.resolve_script(skill_name, script)
+            if entry_only and meta.kind != "entry":
+                raise helper_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.
             metadata = skill.current_metadata()
@@ -154,6 +169,8 @@ class Planner:
             metadata,
             argv=argv,  # unchanged: the executor validates it (and audits a bad one)
             timeout=timeout,
+            cwd=cwd,
+            module=meta.module,  # python -m from the skill root (catalog/kinds.py)
         )
         return meta, prepared
 
@@ -303,6 +320,16 @@ class Planner:
             return self._executor().command_for(skill.base_dir / script.path, skill.base_dir) + argv
         except (SkillMagicsError, OSError, ValueError):
             return ()  # it would be refused anyway; the refusal is audited when it is tried
+
+
+def helper_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
+    """The one-line refusal for running a helper module, naming the entry points."""
+    entries = [s.path.as_posix() for s in skill.scripts if s.kind == "entry"]
+    listed = ", ".join(entries) if entries else "none: SKILL.md names no script to run"
+    return HelperScriptError(
+        f"{meta.path.as_posix()} in skill {skill.name!r} is a helper module other scripts "
+        f"import, not an entry point: run one of {listed}"
+    )
 
 
 def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]:
