@@ -224,7 +224,10 @@ def test_async_call(tools_dir):
     ]
 
 
-MARK = "import os\nopen(os.path.join(os.environ['SKILL_BASE_DIR'], 'ran'), 'w').write('1')\n"
+MARK = (  # an entry point: a main guard (a module without one is a helper, never a tool)
+    "import os\nif __name__ == '__main__':\n"
+    "    open(os.path.join(os.environ['SKILL_BASE_DIR'], 'ran'), 'w').write('1')\n"
+)
 
 
 def test_without_any_approver_a_model_chosen_script_does_not_run(tmp_path, make_skill):

@@ -128,6 +128,7 @@ class SkillManager:
         self.catalog = SkillCatalog(skill_dirs)
         self.planner = Planner(self.catalog, lambda: self.executor, lambda: self.audit)
         self.gate = ApprovalGate(self.catalog, lambda: self.audit)
+        self.planner.requirements = self.requirements  # requests show what a script lacks
         # Executor settings: assigning any of them later rebuilds the executor on next use.
         self.timeout = timeout
         self.max_output_size = max_output_size

@@ -28,6 +28,7 @@ from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, cod
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.catalog.references import ScriptReference
+from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import (
     AmbiguousScriptError,
@@ -103,6 +104,9 @@ class Planner:
         self.catalog = catalog
         self._executor = executor
         self._audit = audit
+        # skill name -> its Requirements (SkillManager.requirements): requests list what a
+        # script lacks before anyone approves it. None: not shown.
+        self.requirements: Callable[[str], Requirements] | None = None
 
     # -- one script --------------------------------------------------------------------------
 
@@ -281,6 +285,7 @@ class Planner:
         # request shows exactly the argv that will run.
         argv_t = normalize_argv(() if argv is None else argv)
         items = []
+        missing_for = self._missing_for(skill_name, scripts)
         for i, s in enumerate(scripts):
             run = prepared[i] if prepared is not None and i < len(prepared) else None
             command = run.command if run is not None else self._command_for(skill, s, argv_t)
@@ -294,6 +299,8 @@ class Planner:
                     program_realpath=_realpath_if_different(command[0]) if command else "",
                     lines=lines,
                     size=size,
+                    cwd=str(run.cwd) if run is not None else "",
+                    missing=tuple(missing_for(s.path.as_posix())),
                 )
             )
         entries = fingerprint.skill_entries(skill.base_dir)
@@ -312,6 +319,18 @@ class Planner:
             request_id=uuid.uuid4().hex,
             entries=entries,
         )
+
+    def _missing_for(
+        self, skill_name: str, scripts: Sequence[ScriptMetadata]
+    ) -> Callable[[str], list[str]]:
+        """script path -> what it lacks (nothing when requirements are unknown)."""
+        if self.requirements is None or not scripts:
+            return lambda rel: []
+        try:
+            reqs = self.requirements(skill_name)
+        except (SkillMagicsError, OSError, ValueError):
+            return lambda rel: []
+        return reqs.missing_for
 
     def _command_for(
         self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]

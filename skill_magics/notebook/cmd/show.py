@@ -15,4 +15,5 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     manager = magics.manager
     skill = manager.get_skill(one_arg(args, "%skills show NAME"))
     approved = manager.approvals.is_approved(skill.name, skill.content_hash())
-    return skill_detail(skill, approved=approved)
+    # What the scripts need, named before anything runs (core/catalog/requirements.py).
+    return skill_detail(skill, approved=approved, requirements=manager.requirements(skill.name))

@@ -93,6 +93,12 @@ class SkillRunMagics(SharedMagics):
         "NaN -> null, timestamps -> ISO text)",
     )
     @argument(
+        "--cwd",
+        default=None,
+        help="working directory: workspace (the notebook's folder), skill (the skill folder) "
+        "or a path; default SkillMagics.run_cwd",
+    )
+    @argument(
         "--no-approval",
         action="store_true",
         help="run without asking (only when SkillMagics.require_approval is False)",
@@ -172,7 +178,9 @@ class SkillRunMagics(SharedMagics):
             manager.audit.refused(skill, script, None, exc)
             raise usage_error(exc) from None
         try:
-            plan = manager.plan(skill, script, arguments, argv=argv, timeout=opts.timeout)
+            plan = manager.plan(
+                skill, script, arguments, argv=argv, timeout=opts.timeout, cwd=opts.cwd
+            )
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.
             raise usage_error(exc) from None

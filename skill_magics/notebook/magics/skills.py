@@ -94,6 +94,11 @@ class SkillMagics(Magics):
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
     ).tag(config=True)
+    run_cwd = Unicode(
+        "workspace",
+        help="Where scripts start: workspace (the notebook's folder, so relative file paths "
+        "work), skill (the skill folder) or a folder path. %%skillrun --cwd overrides it.",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
@@ -119,6 +124,7 @@ class SkillMagics(Magics):
                     inherit_env=self.inherit_env,
                     env_passthrough=tuple(self.env_passthrough),
                     audit_log=self.audit_log,
+                    run_cwd=self.run_cwd,
                 )
             return self._manager
 
@@ -136,6 +142,16 @@ class SkillMagics(Magics):
                 f"{MAX_TIMEOUT} seconds"
             ) from None
 
+    @validate("run_cwd")
+    def _valid_run_cwd(self, proposal: Any) -> str:
+        from skill_magics.core.run.workdir import check_cwd
+
+        try:
+            check_cwd(proposal["value"])
+        except SkillMagicsError as exc:
+            raise TraitError(f"SkillMagics.run_cwd: {exc}") from None
+        return str(proposal["value"])
+
     @validate("max_output_size", "max_display_chars", "approval_timeout")
     def _valid_non_negative(self, proposal: Any) -> Any:
         value, name = proposal["value"], proposal["trait"].name
@@ -149,7 +165,14 @@ class SkillMagics(Magics):
         if manager is not None:
             manager.skill_dirs = change["new"]  # None: the defaults; rescans on next use
 
-    @observe("timeout", "max_output_size", "allowed_interpreters", "inherit_env", "env_passthrough")
+    @observe(
+        "timeout",
+        "max_output_size",
+        "allowed_interpreters",
+        "inherit_env",
+        "env_passthrough",
+        "run_cwd",
+    )
     def _executor_changed(self, change: Any) -> None:
         # Keep approvals and audit history: update the manager's settings in place; assigning
         # any of them makes the manager rebuild its executor on next use (core/manager.py).

@@ -1,0 +1,51 @@
+"""``%skills env NAME [--rebuild] [--installer uv|pip]``: build the skill's managed environment.
+
+The packages the kernel lacks are installed, after approval (the panel lists them), into a
+venv outside the skill that sees the kernel's packages; the installer's output streams into
+the cell. Later runs of the skill's Python scripts use it (core/run/envsetup.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.notebook.cmd import SkillsHost
+
+HELP = "NAME [--rebuild] [--installer uv|pip]: install what a skill's scripts lack"
+USAGE = "%skills env NAME [--rebuild] [--installer uv|pip]"
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    rebuild = "--rebuild" in args
+    rest = [a for a in args if a != "--rebuild"]
+    installer = None
+    if "--installer" in rest:
+        i = rest.index("--installer")
+        if i + 1 >= len(rest):
+            raise UsageError(f"--installer needs uv or pip: usage: {USAGE}")
+        installer = rest[i + 1]
+        del rest[i : i + 2]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        raise UsageError(f"Usage: {USAGE}")
+    approver_of = getattr(magics, "approver", None)
+    approver = approver_of() if callable(approver_of) else None
+    try:
+        report = magics.manager.prepare_env(
+            rest[0], approver=approver, rebuild=rebuild, installer=installer, on_output=_echo
+        )
+    except EnvironmentBuildError as exc:
+        # One message, newlines kept: it ends with the installer's last lines.
+        raise UsageError(f"EnvironmentBuildError: {exc}") from None
+    print(report.message)
+    return None
+
+
+def _echo(stream: str, text: str) -> None:
+    """The installer's output, live in the cell (stderr stays stderr)."""
+    out = sys.stderr if stream == "stderr" else sys.stdout
+    out.write(text)
+    out.flush()
