@@ -87,7 +87,7 @@ def classify(
         targets, root_import = _imported_files(rel, info.imports, exists)
         targets.discard(rel)
         imported |= targets
-        if root_import or rel in run_as_module:
+        if (root_import or rel in run_as_module) and script.path.name != "__init__.py":
             name = module_name(rel)
             if name and "/" in rel:  # a root script already has the root on sys.path
                 modules[rel] = name

@@ -242,11 +242,11 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         owner, name = _call_name(node.func)
         first = node.args[0] if node.args else _keyword(node, "args")
-        if name == "which" and (owner == "shutil" or (owner is None and name in self._which_names)):
+        if (owner == "shutil" and name == "which") or (owner is None and name in self._which_names):
             if first is not None:
                 self._add(_string(first))
-        elif name in _SUBPROCESS_CALLS and (
-            owner == "subprocess" or (owner is None and name in self._subprocess_names)
+        elif (owner == "subprocess" and name in _SUBPROCESS_CALLS) or (
+            owner is None and name in self._subprocess_names
         ):
             if first is not None:
                 self._add(self._program_of(first, strings=True))
