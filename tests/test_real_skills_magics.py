@@ -85,3 +85,20 @@ def test_add_a_folder_without_skills_says_so(shell, tmp_path: Path, make_skill, 
 def test_env_with_nothing_to_install_says_so(shell, capsys) -> None:
     shell.run_line_magic("skills", "env creator")
     assert "nothing to install" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(240)
+def test_env_builds_streams_and_then_the_script_runs(
+    shell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    # Pre-approved (SKILL_MAGICS_AUTO_APPROVE=*, audited) as a headless notebook would be.
+    monkeypatch.setenv("SKILL_MAGICS_ENV_DIR", str(tmp_path / "envs"))
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    shell.run_line_magic("skills", "env pep")
+    out = capfd.readouterr()
+    assert "Built the environment of 'pep'" in out.out and "tabulate" in out.out
+    assert out.err or out.out.count("\n") > 1  # the installer's own output came through
+    shell.run_cell("%%skillrun pep.table -o res -- data.csv\n")
+    res = shell.user_ns["res"]
+    assert res.status == "completed", res.stderr
+    assert res.stdout.split() == ["a", "b", "---", "---", "1", "2"]

@@ -10,7 +10,7 @@ The installer is ``uv`` when it is on PATH or installed as the ``uv`` Python pac
 
 Each step runs like a script run (its own process group, timeout, capped output streamed to
 ``on_output``); a failure or an interrupt removes the half-built folder and raises ONE
-:class:`EnvironmentBuildError` that ends with the installer's last lines. Only a finished
+:class:`EnvironmentBuildError` (one line) that ends with the installer's last lines. Only a finished
 build is published, by swapping the ``current`` symlink atomically (``os.replace``), so a
 run never sees a half-built environment.
 
@@ -42,7 +42,7 @@ INFO_FILE = "skill-magics-env.json"
 PTH_FILE = "_skill_magics_kernel.pth"
 STEP_TIMEOUT = 600.0  # one installer step; a large wheel on a slow link fits
 MAX_OUTPUT = 4 << 20
-TAIL_LINES = 12
+TAIL_LINES = 6  # errors are one line (core/errors.py): the installer's last lines
 KEEP_ENVS = 2  # the current one and the previous one (a run may still be using it)
 
 UV = "uv"
@@ -249,8 +249,8 @@ def _run_step(
     step = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(command[:4]))
     raise EnvironmentBuildError(
         f"Building the environment{_for(skill)} failed: '{step} ...' {why}; nothing was "
-        "kept (fix the package names or the network and run it again). Installer output:\n"
-        + "\n".join(last)
+        "kept (fix the package names or the network and run it again). Installer's last "
+        "lines: " + " | ".join(line.strip() for line in last if line.strip())
     )
 
 

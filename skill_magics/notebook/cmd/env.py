@@ -38,7 +38,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
             rest[0], approver=approver, rebuild=rebuild, installer=installer, on_output=_echo
         )
     except EnvironmentBuildError as exc:
-        # One message, newlines kept: it ends with the installer's last lines.
+        # One line that ends with the installer's last lines (its full output streamed above).
         raise UsageError(f"EnvironmentBuildError: {exc}") from None
     print(report.message)
     return None
