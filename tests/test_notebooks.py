@@ -18,7 +18,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-EXPECTED = ["01_quickstart.ipynb", "02_prompt_context.ipynb", "03_teaching_demo.ipynb"]
+EXPECTED = [
+    "01_quickstart.ipynb",
+    "02_prompt_context.ipynb",
+    "03_teaching_demo.ipynb",
+    "06_real_skills.ipynb",
+]
 
 
 def _runner():
@@ -66,6 +71,15 @@ MUST_SHOW = {
         "truncated: True",
         "showing first 2,000 of 1,000,000 characters",  # the view's cut, not only the capture's
         "secret-like variables the script saw: []",
+    ],
+    "06_real_skills.ipynb": [
+        "Missing: tabulate, soffice. %skills env table-kit installs the missing packages.",
+        "Built the environment of 'table-kit'",
+        "Python: managed env | missing now: ['soffice']",
+        "completed | -P -m scripts.show_table sales.csv",
+        "north         120",
+        "HelperScriptError: scripts/utils.py in skill 'table-kit' is a helper module",
+        "2 SKILL.md files under collection/skills lie in hidden folders",
     ],
 }
 
