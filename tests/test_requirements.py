@@ -133,7 +133,9 @@ def test_requirement_file_parsers() -> None:
 
 
 def test_a_script_that_does_not_parse_is_a_warning(tmp_path: Path, make_skill) -> None:
-    make_skill(tmp_path, "broken", scripts={"scripts/x.py": "def (:\n"}, body="x")
+    broken = "import yaml\nfrom os import (path,\n"  # an import that never closes
+    make_skill(tmp_path, "broken", scripts={"scripts/x.py": broken}, body="x")
     reqs = SkillManager([tmp_path]).requirements("broken")
-    assert reqs.packages == () and "does not parse" in reqs.warnings[0]
+    assert [p.name for p in reqs.packages] == ["pyyaml"]  # the other imports still count
+    assert "does not parse" in reqs.warnings[0] and "from os import" in reqs.warnings[0]
     assert os.path.basename(reqs.python)

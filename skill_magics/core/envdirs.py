@@ -81,18 +81,40 @@ def env_python(env_dir: str | os.PathLike[str]) -> Path:
     return Path(env_dir, *PYTHON_REL)
 
 
+_ROOTS: dict[tuple[str | None, ...], str] = {}
+_VENV_DIRS = ("venv", ".venv")
+
+
+def _root_str() -> str:
+    # Called on every run: cached per the variables it depends on (~1 us instead of ~10 us).
+    get = os.environ.get
+    key = (get(ENV_DIR_VAR), get("XDG_CACHE_HOME"), get("HOME"), get("LOCALAPPDATA"))
+    hit = _ROOTS.get(key)
+    if hit is None:
+        hit = _ROOTS[key] = os.fspath(envs_root())
+    return hit
+
+
 def managed_python(skill_base_dir: str | os.PathLike[str]) -> str | None:
     """The skill's managed environment's Python, or None when it has none (one stat)."""
-    candidate = os.path.join(envs_root(), skill_key(skill_base_dir), CURRENT, *PYTHON_REL)
+    candidate = os.path.join(_root_str(), skill_key(skill_base_dir), CURRENT, *PYTHON_REL)
     return candidate if os.path.isfile(candidate) else None
 
 
 def choose_python(skill_base_dir: str | os.PathLike[str]) -> tuple[str, str]:
-    """(interpreter path, where it comes from): skill venv, managed env, else the kernel's."""
-    venv = skill_venv_python(Path(skill_base_dir))
-    if venv is not None:
-        return str(venv), SKILL_VENV
-    managed = managed_python(skill_base_dir)
+    """(interpreter path, where it comes from): skill venv, managed env, else the kernel's.
+
+    Runs on every script run, so it costs a few stats: one per venv folder name, one for the
+    managed env (docs/architecture.md, *Real skills*; bench/bench_requirements.py).
+    """
+    base = os.fspath(skill_base_dir)
+    for name in _VENV_DIRS:
+        if os.path.isdir(os.path.join(base, name)):
+            venv = skill_venv_python(Path(base))
+            if venv is not None:
+                return str(venv), SKILL_VENV
+            break
+    managed = managed_python(base)
     if managed is not None:
         return managed, MANAGED_ENV
     return sys.executable, KERNEL

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +46,7 @@ _MODULE_RUN_RE = re.compile(
     re.MULTILINE,
 )
 _IDENT_RE = re.compile(r"^[A-Za-z_]\w*$")
+_STDLIB = frozenset(sys.stdlib_module_names)
 
 
 def module_runs(text: str) -> set[str]:
@@ -166,8 +168,8 @@ def _imported_files(
             root_import = True  # relative imports only work inside a package: run with -m
             _add_module(package, ref.module, ref.names, exists, found)
             continue
-        if not ref.module:
-            continue
+        if not ref.module or ref.top in _STDLIB:
+            continue  # a skill module shadowing the stdlib would break itself anyway
         if exists.module(folder, ref.module):
             _add_module(folder, ref.module, ref.names, exists, found)  # a sibling import
         elif folder and exists.module("", ref.module):

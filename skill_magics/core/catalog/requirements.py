@@ -168,7 +168,7 @@ def skill_requirements(
         rel = script.path.as_posix()
         info = analyze(os.path.join(base, rel))
         if info.error and not info.dependencies:
-            warnings.append(f"{rel}: {info.error}; its imports are not known")
+            warnings.append(f"{rel}: {info.error}; its imports may be incomplete")
         for program in info.programs:
             programs.setdefault(program, []).append(rel)
         tops = _third_party(rel, info.imports, exists)
@@ -265,8 +265,35 @@ def _dist_for(top: str, search: Sequence[str]) -> str:
     return distnames.distribution_for(top, search, folder)
 
 
+_FOUND: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], str | None]] = {}
+
+
 def _found_in(top: str, search: Sequence[str]) -> str | None:
-    """The search folder where import ``top`` is found (None: not importable there)."""
+    """The search folder where import ``top`` is found (None: not importable there).
+
+    Cached per (name, folders) until one of the folders changes (its mtime): an install
+    adds entries to a site-packages folder, so it is seen at once.
+    """
+    key = (top, tuple(search))
+    stamp = tuple(_mtime(folder) for folder in search)
+    hit = _FOUND.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    found = _find(top, search)
+    if len(_FOUND) > 4096:
+        _FOUND.clear()
+    _FOUND[key] = (stamp, found)
+    return found
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _find(top: str, search: Sequence[str]) -> str | None:
     try:
         spec = importlib.machinery.PathFinder.find_spec(top, list(search))
     except (ImportError, ValueError):
