@@ -155,6 +155,7 @@ def skill_requirements(
     if python is None:
         python, python_source = envdirs.choose_python(base)
     search = envdirs.import_path(python)
+    stamp = folder_stamp(search)  # once per call: _found_in is asked per import
     warnings: list[str] = []
     declared = _declared_files(base, warnings)
     packages: dict[str, _Pkg] = {}
@@ -181,7 +182,7 @@ def skill_requirements(
             covered_by_files.append(rel)
         else:
             for top, optional in tops.items():
-                dist = _dist_for(top, search)
+                dist = _dist_for(top, search, stamp)
                 pkg = packages.setdefault(
                     distnames.normalize(dist), _Pkg(dist, SOURCE_IMPORTS, dist)
                 )
@@ -201,14 +202,16 @@ def skill_requirements(
             if rel not in own:
                 continue
             for top in tops:
-                if distnames.normalize(_dist_for(top, search)) == key:
+                if distnames.normalize(_dist_for(top, search, stamp)) == key:
                     pkg.imports.setdefault(top, None)
                     pkg.scripts.setdefault(rel, None)
         if not pkg.scripts:  # a skill-wide file: every script it covers
             for rel in covered_by_files:
                 pkg.scripts.setdefault(rel, None)
     # An entry needs what the helpers it imports need: scripts_for closes over imports.
-    out = tuple(_finish(pkg, search, _importers(pkg.scripts, graph)) for pkg in packages.values())
+    out = tuple(
+        _finish(pkg, search, _importers(pkg.scripts, graph), stamp) for pkg in packages.values()
+    )
     progs = tuple(_program(name, _importers(rels, graph)) for name, rels in programs.items())
     return Requirements(
         skill=skill_name,
@@ -260,22 +263,23 @@ def _third_party(rel: str, imports: Sequence, exists: kinds._Exists) -> dict[str
     return tops
 
 
-def _dist_for(top: str, search: Sequence[str]) -> str:
-    folder = _found_in(top, search)
+def _dist_for(top: str, search: Sequence[str], stamp: tuple[int, ...] | None = None) -> str:
+    folder = _found_in(top, search, stamp)
     return distnames.distribution_for(top, search, folder)
 
 
 _FOUND: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], str | None]] = {}
 
 
-def _found_in(top: str, search: Sequence[str]) -> str | None:
+def _found_in(top: str, search: Sequence[str], stamp: tuple[int, ...] | None = None) -> str | None:
     """The search folder where import ``top`` is found (None: not importable there).
 
     Cached per (name, folders) until one of the folders changes (its mtime): an install
     adds entries to a site-packages folder, so it is seen at once.
     """
     key = (top, tuple(search))
-    stamp = tuple(_mtime(folder) for folder in search)
+    if stamp is None:
+        stamp = folder_stamp(search)
     hit = _FOUND.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
@@ -284,6 +288,11 @@ def _found_in(top: str, search: Sequence[str]) -> str | None:
         _FOUND.clear()
     _FOUND[key] = (stamp, found)
     return found
+
+
+def folder_stamp(search: Sequence[str]) -> tuple[int, ...]:
+    """The folders' mtimes: any install or removal in one of them changes it."""
+    return tuple(_mtime(folder) for folder in search)
 
 
 def _mtime(path: str) -> int:
@@ -325,12 +334,14 @@ def _importers(rels: Iterable[str], graph: dict[str, set[str]]) -> list[str]:
     return list(out)
 
 
-def _finish(pkg: _Pkg, search: Sequence[str], scripts: list[str]) -> PackageRequirement:
+def _finish(
+    pkg: _Pkg, search: Sequence[str], scripts: list[str], stamp: tuple[int, ...]
+) -> PackageRequirement:
     version = distnames.installed_version(pkg.name, search)
     installed = version is not None
     if not installed and pkg.imports:
         # No metadata (a vendored module, a source checkout on sys.path): importable counts.
-        installed = all(_found_in(top, search) is not None for top in pkg.imports)
+        installed = all(_found_in(top, search, stamp) is not None for top in pkg.imports)
     if installed and version and pkg.spec and not _version_ok(pkg.spec, version):
         installed = False  # pypdf 3 installed where pypdf>=4 is asked for
     return PackageRequirement(
