@@ -221,6 +221,20 @@ class SkillMagics(Magics):
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 
+    async def skills_env_async(self, line: str = "") -> Any:
+        """``%skills env ...`` on the await path (ipykernel >= 7.4): the install's approval
+        waits in a worker thread while the cell awaits, so the click reaches the kernel."""
+        from skill_magics.notebook.cmd import env
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
+        try:
+            return await env.run_async(self, words)
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
     # -- asking --------------------------------------------------------------------------------
     def approver(
         self,
