@@ -39,6 +39,12 @@ def test_show_lists_helpers_apart_and_what_is_missing(shell) -> None:
     assert "MISSING" in requirements and "%skills env office" in requirements
 
 
+def test_the_skills_table_counts_helpers_apart(shell) -> None:
+    text = shell.run_line_magic("skills", "").text
+    office = next(line for line in text.splitlines() if line.startswith("office"))
+    assert "2 (+5 helpers)" in office
+
+
 def test_completion_offers_entry_points_only(shell) -> None:
     from skill_magics.notebook.extension import get_magics
 

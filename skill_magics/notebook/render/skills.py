@@ -45,7 +45,11 @@ def _script_count(skill: Any, counts: Mapping[str, int] | None) -> str:
         scripts = getattr(skill, "scripts", None)  # a Skill detects its scripts lazily
     except Exception:  # detection failed: the table still lists the skill
         return "?"
-    return "–" if scripts is None else str(len(scripts))
+    if scripts is None:
+        return "–"
+    helpers = sum(1 for s in scripts if getattr(s, "kind", "entry") == "helper")
+    # Entry points are what can run; helper modules they import are counted apart.
+    return f"{len(scripts) - helpers} (+{helpers} helpers)" if helpers else str(len(scripts))
 
 
 def skills_table(
