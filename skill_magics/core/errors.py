@@ -109,6 +109,18 @@ class RunInterrupted(SkillMagicsError):
         return [f"{type(self).__name__}: {self}"]
 
 
+class HelperScriptError(SkillMagicsError, LookupError):
+    """The script is a helper module other scripts import, not an entry point to run."""
+
+
+class WorkingDirectoryError(SkillMagicsError, ValueError):
+    """The working directory asked for a run is not "skill", "workspace" or a folder."""
+
+
+class EnvironmentBuildError(SkillMagicsError, RuntimeError):
+    """Building a skill's managed environment failed; nothing half-built is used."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -129,4 +141,7 @@ __all__ = [
     "RunInterrupted",
     "SandboxUnavailableError",
     "SecretMissingError",
+    "HelperScriptError",
+    "WorkingDirectoryError",
+    "EnvironmentBuildError",
 ]
