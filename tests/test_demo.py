@@ -123,11 +123,22 @@ def test_make_demo_serves_the_quickstart_and_stops_cleanly(demo: Demo) -> None:
         assert resp.status == 200
 
     # Kernels the server starts inherit SKILL_MAGICS_PATH: the examples are configured.
-    servers = psutil.Process(demo.proc.pid).children(recursive=True)
-    configured = {p.environ().get("SKILL_MAGICS_PATH", "") for p in servers}
+    configured = {
+        _quietly(p.environ, {}).get("SKILL_MAGICS_PATH", "")
+        for p in psutil.Process(demo.proc.pid).children(recursive=True)
+    }
     examples = str(REPO / "skill_magics" / "examples" / "skills")
     assert any(path.split(os.pathsep)[0] == examples for path in configured), configured
     # (the fixture's teardown stops the script with TERM and checks nothing survives)
+
+
+def _quietly(read, default):
+    """``read()`` of a child process, or ``default`` when that child has just exited (a
+    short-lived helper the server started: gone, or a zombie, between listing and reading)."""
+    try:
+        return read()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return default
 
 
 def test_served_notebook_is_a_copy_not_the_tracked_file(demo: Demo) -> None:
@@ -139,7 +150,7 @@ def test_served_notebook_is_a_copy_not_the_tracked_file(demo: Demo) -> None:
     server_root = [
         arg.split("=", 1)[1]
         for p in psutil.Process(demo.proc.pid).children(recursive=True)
-        for arg in p.cmdline()
+        for arg in _quietly(p.cmdline, [])
         if arg.startswith("--ServerApp.root_dir=")
     ]
     assert server_root and all(Path(r).resolve() == demo.demo_dir.resolve() for r in server_root)
