@@ -137,3 +137,18 @@ def skill_dir(tmp_path: Path) -> Path:
     (tmp_path / "scripts/a.py").write_text("print('a')\n")
     (tmp_path / "scripts/b.sh").write_text("echo b\n")
     return tmp_path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def repo_root_stays_clean() -> Any:
+    """Runs start in the caller's folder by default (core/run/workdir.py), which for pytest is
+    the repository: a test script that writes a relative path would litter it and make a
+    "did it run?" check look in the wrong folder. Fail the session if any test left a file."""
+    root = Path(__file__).resolve().parent.parent
+    before = set(os.listdir(root))
+    yield
+    new = sorted(n for n in set(os.listdir(root)) - before if not n.startswith("."))
+    new = [n for n in new if n not in ("build", "dist") and not n.endswith(".egg-info")]
+    assert not new, (
+        f"tests left {new} in {root}: write into $SKILL_BASE_DIR or tmp_path, or pass cwd='skill'"
+    )

@@ -531,14 +531,14 @@ def test_without_an_approver_context_scripts_do_not_run(tmp_path, make_skill):
     skill_dir = make_skill(
         tmp_path,
         "marked",
-        scripts={"scripts/mark.py": "open('ran','w')\n"},
+        scripts={"scripts/mark.py": MARKER.format(name="mark")},
         body="Run `scripts/mark.py`.\n",
     )
     manager = manager_for(tmp_path)  # no approver anywhere
     (out,) = parse_skill_context(build_skill_context(manager, "marked"))[0]["scripts"]
     assert out["status"] == "approval_unavailable"
     assert "approver=lambda request: 'yes_once'" in out["text"]
-    assert not (skill_dir / "ran").exists()
+    assert not (skill_dir / "ran-mark").exists()
     assert [r.outcome for r in manager.audit.records()] == ["approval_unavailable"]
 
 
@@ -724,8 +724,11 @@ def test_urls_and_backup_names_in_prose_run_nothing(tmp_path, make_skill):
         "The old scripts/cleanup.sh.orig and scripts/reset.sh-legacy are kept for history; "
         "never run `scripts/cleanup.sh.orig`, x.py.j2 or scripts/fetch.py.bak.\n"
     )
-    # Each script leaves a ran-* file in the skill folder (its cwd) if it ever runs.
-    files = {f"scripts/{n}.sh": "touch ran-$(basename $0)\n" for n in ("setup", "cleanup", "reset")}
+    # Each script leaves a ran-* file in the skill folder if it ever runs.
+    files = {
+        f"scripts/{n}.sh": 'touch "$SKILL_BASE_DIR/ran-$(basename $0)"\n'
+        for n in ("setup", "cleanup", "reset")
+    }
     files["scripts/fetch.py"] = MARKER.format(name="fetch")
     skill_dir = make_skill(tmp_path, "fp", scripts=files, body=body)
     approver = RecordingApprover()

@@ -463,7 +463,12 @@ def test_cancelling_an_async_call_while_the_approver_decides_does_not_block_the_
     """A person (or an approver asking through this loop) may take long: cancelling the call
     returns at once, the loop keeps running, and the abandoned answer never runs anything."""
     skill_dir = make_skill(
-        tmp_path, "slowask", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}
+        tmp_path,
+        "slowask",
+        scripts={
+            "scripts/mark.py": "import os\n"
+            "open(os.path.join(os.environ['SKILL_BASE_DIR'], 'ran'), 'w').write('1')\n"
+        },
     )
     manager = manager_for(tmp_path)
     answered = threading.Event()
