@@ -296,15 +296,17 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
         # They ran a copy of the skill, unpacked in the worker's temp directory.
         copy = Path(res[0].json()["cwd"])
         assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
-        # A copy that differs from the approved files is refused, and audited here.
+        # A copy that differs from the approved files is refused, and audited here...
         (copy / "scripts" / "square.py").write_text("print('tampered')\n")
         before = len(manager.audit.records())
-        res2 = manager.map("mathx", "square", [{"n": 1}, {"n": 2}], executor=pool,
-                           approver=Asker())
-    assert res2.counts() == {"refused": 2}
-    assert "approved fingerprint" in res2[0].message
-    new = manager.audit.records()[before:]
-    assert sum(1 for r in new if r.outcome == "refused" and "fingerprint" in (r.reason or "")) == 2
+        res2 = manager.map("mathx", "square", [{"n": 1}], executor=pool, approver=Asker())
+        assert res2.counts() == {"refused": 1}
+        assert "approved fingerprint" in res2[0].message
+        new = manager.audit.records()[before:]
+        assert [r.outcome for r in new if "fingerprint" in (r.reason or "")] == ["refused"]
+        # ...and removed: the next batch unpacks a fresh, verified copy.
+        res3 = manager.map("mathx", "square", [{"n": 3}], executor=pool, approver=Asker())
+    assert res3.counts() == {"completed": 1} and res3[0].json()["square"] == 9
 
 
 def test_skills_that_cannot_travel_are_refused_before_running(

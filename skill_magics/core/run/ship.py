@@ -163,7 +163,13 @@ class SkillBundle:
         with _UNPACK_LOCK:
             if not target.exists():
                 self._extract(target)
-        self.verify(target)
+        try:
+            self.verify(target)
+        except ShippedSkillMismatch:
+            # Refused (the caller audits it); the bad copy goes, so a later item or batch
+            # unpacks a fresh one and checks that instead.
+            _discard(target)
+            raise
         return target
 
     def verify(self, copy: Path) -> None:
@@ -176,7 +182,7 @@ class SkillBundle:
             raise ShippedSkillMismatch(
                 f"The copy of skill {self.name!r} at {copy} on {socket.gethostname()} does not "
                 f"have the approved fingerprint ({got[:12]} instead of {self.portable[:12]}): "
-                "refused; delete that folder so the next batch ships a fresh copy"
+                "refused, and that copy was removed (the next item unpacks a fresh one)"
             )
 
     def _extract(self, target: Path) -> None:
@@ -201,6 +207,15 @@ class SkillBundle:
 
 
 _UNPACK_LOCK = threading.Lock()
+
+
+def _discard(copy: Path) -> None:
+    aside = copy.with_name(f".rejected-{uuid.uuid4().hex}")
+    try:
+        os.replace(copy, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _is_digest(value: str) -> bool:
