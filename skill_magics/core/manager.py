@@ -315,9 +315,12 @@ class SkillManager:
         *,
         argv: Any = None,
         timeout: float | None = None,
+        rows: Sequence[Any] | None = None,
     ) -> BatchPlan:
         """Step 1 of a batch: check the script and build the ONE request for every item
-        (``request.batch``: the item count and the first items). See :meth:`map`."""
+        (``request.batch``: the item count and the first items). See :meth:`map`.
+        ``rows``: with ``argv``, the rows each argv was filled from (shown as the items'
+        ``input`` and as columns of ``to_pandas``; nothing of them is sent)."""
         from dataclasses import replace
 
         from skill_magics.core.run.batch import batch_inputs, with_batch
@@ -326,7 +329,11 @@ class SkillManager:
         plan = self.plan(skill_name, script, None, argv=None, timeout=timeout)
         request = with_batch(plan.request, items)
         plan = replace(plan, request=request)
-        return BatchPlan(plan, request, items, mode, timeout, columns)
+        if rows is not None:
+            rows = list(rows)
+            if mode != "argv" or len(rows) != len(items):
+                raise ValueError("rows= goes with argv=, one row per argv list")
+        return BatchPlan(plan, request, items, mode, timeout, columns, rows)
 
     def map(
         self,

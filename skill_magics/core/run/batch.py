@@ -95,6 +95,7 @@ class BatchPlan:
     mode: str
     timeout: float | None = None
     columns: tuple[str, ...] = ()
+    rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
 
     @property
     def skill_name(self) -> str:
@@ -335,6 +336,8 @@ class BatchRunner:
 
     def new_item(self, index: int) -> BatchItem:
         args, argv = self.item_input(index)
+        if self.plan.rows is not None:
+            args = self.plan.rows[index]
         return BatchItem(index, args, argv)
 
     # -- running -----------------------------------------------------------------------------

@@ -43,8 +43,9 @@ TEXT_ROWS = 5  # rows of items and of failures a text summary shows
 class BatchItem:
     """One input of a batch and how its run ended.
 
-    ``input`` is the JSON payload sent on stdin (arguments mode) or None; ``argv`` the
-    command-line words (argv mode) or None. ``result`` is None when nothing ran (refused,
+    ``input`` is the JSON payload sent on stdin (arguments mode), or in argv mode the row
+    the argv was filled from (None without one); ``argv`` the command-line words (argv
+    mode) or None. ``result`` is None when nothing ran (refused,
     cancelled, error); ``message`` then says why. ``worker`` names where it ran ("" for this
     process; a Dask worker's address).
     """
@@ -84,7 +85,7 @@ class BatchItem:
         return json.loads(self.result.stdout)
 
     def describe_input(self) -> str:
-        """The input as one short line: its JSON, or its argv words."""
+        """The input as one short line: its argv words, or its JSON."""
         if self.argv is not None:
             return " ".join(self.argv)
         try:
@@ -208,12 +209,12 @@ class BatchResult(Sequence[BatchItem]):
         rows = []
         for item in self.items:
             row: dict[str, Any] = {}
+            if isinstance(item.input, dict):
+                row.update(item.input)
+            elif item.input is not None or item.argv is None:
+                row["input"] = item.input
             if item.argv is not None:
                 row["argv"] = list(item.argv)
-            elif isinstance(item.input, dict):
-                row.update(item.input)
-            else:
-                row["input"] = item.input
             row.update(
                 status=str(item.status),
                 exit_code=item.exit_code,
