@@ -94,6 +94,11 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
         )
     value = _variable(magics, opts.map, "--map")
     executor = _variable(magics, opts.executor, "--executor") if opts.executor else None
+    if executor is not None and not _is_executor(executor):
+        raise UsageError(
+            f"--executor {opts.executor}: executor= must be a concurrent.futures.Executor, a "
+            f"dask.distributed.Client or a scheduler address, not a {type(executor).__name__}"
+        )
     items = _items(value, opts.map)
     try:
         if template is not None and placeholders(template):
@@ -111,6 +116,14 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     except (SkillMagicsError, ValueError) as exc:
         raise usage_error(exc) from None
     return MapRun(plan, opts.out, opts.workers, executor)
+
+
+def _is_executor(value: Any) -> bool:
+    from concurrent.futures import Executor
+
+    from skill_magics.core.run.dask_backend import is_dask_client
+
+    return isinstance(value, (str, Executor)) or is_dask_client(value)
 
 
 def _variable(magics: Any, name: str, option: str) -> Any:
@@ -188,7 +201,7 @@ def run_map(magics: Any, line: str, cell: str) -> BatchResult:
     progress = _progress(magics, run, approver, cancel.set if stoppable else None)
     try:
         result = _run(magics, run, cancel, progress)
-    except (BatchInterrupted, SkillMagicsError) as exc:
+    except (BatchInterrupted, SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
     progress.finish(result)
     return magics._store(run.out, result)
@@ -226,7 +239,7 @@ async def run_map_async(magics: Any, line: str, cell: str) -> BatchResult:
         # Kernel > Interrupt: the batch saw ``cancel`` and stopped; keep what it did.
         partial = holder[0] if holder else None
         raise _failed(magics, run, progress, BatchInterrupted(INTERRUPTED, partial)) from None
-    except SkillMagicsError as exc:
+    except (SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
     progress.finish(result)
     return magics._store(run.out, result)
