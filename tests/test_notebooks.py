@@ -18,7 +18,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-EXPECTED = ["01_quickstart.ipynb", "02_prompt_context.ipynb", "03_teaching_demo.ipynb"]
+EXPECTED = [
+    "01_quickstart.ipynb",
+    "02_prompt_context.ipynb",
+    "03_teaching_demo.ipynb",
+    "04_batch.ipynb",
+]
 
 
 def _runner():
@@ -44,6 +49,13 @@ def _all_text(nb: nbformat.NotebookNode) -> str:
 
 # Lines each notebook must produce: proof that the feature it teaches really happened.
 MUST_SHOW = {
+    "04_batch.ipynb": [
+        "unit-converter.convert: 5 items, 5 completed",
+        "(1, 'failed', 'cannot convert length (km) to mass (kg)')",
+        "('completed', 'batch of 5 items')",
+        "on dask (2 workers)",
+        "ran on 2 workers; same results as locally: True",
+    ],
     "01_quickstart.ipynb": [
         "A marathon is 26.22 miles (completed, exit code 0)",
         "('population', 'integer')",
