@@ -55,6 +55,13 @@ class DaskCancel:
             self._event = Event(self.name)
         return self._event
 
+    def bind(self) -> None:
+        """Create the Event now (in a task's thread, where the worker's client is known),
+        so a watcher thread can poll it afterwards."""
+        from distributed import Event, get_client
+
+        self._event = Event(self.name, client=get_client())
+
     def is_set(self) -> bool:
         try:
             return bool(self._get().is_set())

@@ -268,10 +268,14 @@ class ShippedOutcome:
     pid: int
 
 
-# Per worker process: the executor and audit log of the batch being run (rebuilt when the
-# settings change), so each item does not rebuild them.
+# Per worker process: one executor and catalog for the batch being run (rebuilt when the
+# settings or the copy change), so items keep its caches; audit records go to the item's
+# thread (_ThreadAudit) and travel back with its outcome.
 _WORKER_STATE: dict[str, Any] = {}
 _STATE_LOCK = threading.Lock()
+# batch id -> this process's cancel event for it, set by one watcher thread per batch.
+_CANCELS: dict[str, tuple[threading.Event, list[float]]] = {}
+WATCH_IDLE_S = 60.0  # a watcher whose batch ran nothing here for this long ends
 
 
 def _worker_name() -> str:
@@ -283,6 +287,90 @@ def _worker_name() -> str:
         return f"{socket.gethostname()}:{os.getpid()}"
 
 
+class _ThreadAudit(AuditLog):
+    """The worker's audit log: logs there as usual, and hands each record to the item that
+    the recording thread is running (``start`` / ``collected``)."""
+
+    def __init__(self) -> None:
+        super().__init__(keep=64)
+        self._local = threading.local()
+
+    def start(self) -> list[AuditRecord]:
+        self._local.collected = []
+        return self._local.collected
+
+    def record(self, rec: AuditRecord) -> AuditRecord:
+        collected = getattr(self._local, "collected", None)
+        if collected is not None:
+            collected.append(rec)
+        return super().record(rec)
+
+
+def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
+    from skill_magics.core.run.executor import ScriptExecutor
+    from skill_magics.core.run.plan import Planner
+
+    key = (batch.settings, str(copy))
+    with _STATE_LOCK:
+        if _WORKER_STATE.get("key") != key:
+            s = batch.settings
+            audit = _ThreadAudit()
+            executor = ScriptExecutor(
+                timeout=s.timeout,
+                max_output_size=s.max_output_size,
+                allowed_interpreters=s.allowed_interpreters,
+                inherit_env=s.inherit_env,
+                env_passthrough=s.env_passthrough,
+                audit=audit,
+            )
+            catalog = SkillCatalog([copy.parent])
+            planner = Planner(catalog, lambda: executor, lambda: audit)
+            _WORKER_STATE.clear()
+            _WORKER_STATE.update(key=key, state=(executor, planner, audit))
+        state: tuple[Any, Any, _ThreadAudit] = _WORKER_STATE["state"]
+        return state
+
+
+def _cancel_event(batch: ShippedBatch) -> threading.Event:
+    """This process's cancel event for ``batch``: ONE watcher thread per batch polls the
+    caller's signal (a Dask Event: a scheduler round trip), not one per item."""
+    with _STATE_LOCK:
+        entry = _CANCELS.get(batch.batch_id)
+        if entry is None:
+            bind = getattr(batch.cancel, "bind", None)
+            if bind is not None:
+                bind()  # a Dask Event binds to the worker's client here, in the task's thread
+            entry = (threading.Event(), [time.monotonic()])
+            _CANCELS[batch.batch_id] = entry
+            threading.Thread(
+                target=_watch,
+                args=(batch.batch_id, batch.cancel, entry),
+                name="skill-magics-cancel",
+                daemon=True,
+            ).start()
+        entry[1][0] = time.monotonic()
+        return entry[0]
+
+
+def _watch(
+    batch_id: str, signal: CancelSignal, entry: tuple[threading.Event, list[float]]
+) -> None:
+    event, last_used = entry
+    wait: Callable[[float], object] = getattr(signal, "wait", None) or event.wait
+    try:
+        while not event.is_set():
+            if signal.is_set():
+                event.set()
+                return
+            if time.monotonic() - last_used[0] > WATCH_IDLE_S:
+                return
+            wait(0.2)
+    finally:
+        with _STATE_LOCK:
+            if _CANCELS.get(batch_id) is entry and not event.is_set():
+                del _CANCELS[batch_id]
+
+
 def run_shipped_item(
     batch: ShippedBatch, index: int, arguments: Any, argv: tuple[str, ...] | None
 ) -> ShippedOutcome:
@@ -291,87 +379,40 @@ def run_shipped_item(
     Never raises for a refusal: the outcome carries the status, the message and every
     audit record made here, for the caller's audit log.
     """
-    from skill_magics.core.run.executor import ScriptExecutor
-    from skill_magics.core.run.plan import Planner
-
-    audit = _CollectingAudit()
     worker = _worker_name()
     name = batch.bundle.name
-    preview = arguments_preview(arguments, argv)
+    cancel = _cancel_event(batch)
+    collected: list[AuditRecord] = []
 
     def outcome(status: RunStatus, result: Any = None, message: str = "") -> ShippedOutcome:
-        return ShippedOutcome(
-            index, status, result, message, audit.collected, worker, os.getpid()
-        )
+        return ShippedOutcome(index, status, result, message, collected, worker, os.getpid())
 
-    if batch.cancel.is_set():
+    if cancel.is_set():
         return outcome(RunStatus.CANCELLED, message="the batch was stopped before it started")
     started = time.monotonic()
     try:
         copy = batch.bundle.unpack()
     except SkillMagicsError as exc:
-        audit.refused(
-            name, batch.script, preview, exc, duration_ms=(time.monotonic() - started) * 1000
+        audit = AuditLog(keep=1)
+        collected.append(
+            audit.refused(
+                name,
+                batch.script,
+                arguments_preview(arguments, argv),
+                exc,
+                duration_ms=(time.monotonic() - started) * 1000,
+            )
         )
         return outcome(RunStatus.REFUSED, message=str(exc))
-    with _STATE_LOCK:
-        key = (batch.settings, str(copy))
-        state = _WORKER_STATE.get("key")
-        if state != key:
-            _WORKER_STATE.clear()
-            _WORKER_STATE["key"] = key
-            _WORKER_STATE["catalog"] = SkillCatalog([copy.parent])
-        catalog = _WORKER_STATE["catalog"]
-    s = batch.settings
-    executor = ScriptExecutor(
-        timeout=s.timeout,
-        max_output_size=s.max_output_size,
-        allowed_interpreters=s.allowed_interpreters,
-        inherit_env=s.inherit_env,
-        env_passthrough=s.env_passthrough,
-        audit=audit,
-    )
-    planner = Planner(catalog, lambda: executor, lambda: audit)
+    executor, planner, thread_audit = _state(batch, copy)
+    collected = thread_audit.start()
     try:
         _, prepared = planner.check_script(name, batch.script, arguments, argv, batch.timeout)
-    except SkillMagicsError as exc:  # audited by the planner / executor
-        return outcome(RunStatus.REFUSED, message=str(exc))
-    cancel = threading.Event()
-    done = threading.Event()
-    watcher = threading.Thread(
-        target=_watch, args=(batch.cancel, cancel, done), name="skill-magics-cancel", daemon=True
-    )
-    watcher.start()
-    try:
         result = executor.run(prepared, cancel=cancel)
-    except SkillMagicsError as exc:  # the re-check before spawning refused (audited)
+    except SkillMagicsError as exc:  # refused before spawning (audited)
         return outcome(RunStatus.REFUSED, message=str(exc))
-    finally:
-        done.set()
     status = RunStatus.INTERRUPTED if cancel.is_set() and not result.success else result.status
     return outcome(status, result)
-
-
-def _watch(signal: CancelSignal, cancel: threading.Event, done: threading.Event) -> None:
-    wait: Callable[[float], object] = getattr(signal, "wait", None) or done.wait
-    while not done.is_set():
-        if signal.is_set():
-            cancel.set()
-            return
-        wait(0.2)
-
-
-class _CollectingAudit(AuditLog):
-    """The worker's audit log for one item: logs there as usual, and keeps what it recorded
-    so the records travel back to the caller."""
-
-    def __init__(self) -> None:
-        super().__init__(keep=64)
-        self.collected: list[AuditRecord] = []
-
-    def record(self, rec: AuditRecord) -> AuditRecord:
-        self.collected.append(rec)
-        return super().record(rec)
 
 
 def new_file_flag() -> FileFlag:
