@@ -9,7 +9,8 @@ Measures, for a trivial Python script and a trivial bash script:
    ``manager.execute_skill_script`` in a loop (target: >= 1.8x on 2 cores);
 2. per-item overhead of the pool against a plain ``ThreadPoolExecutor`` (same worker count)
    running ``subprocess.run([interp, script], input=b"{}", capture_output=True)``: wall time
-   ratio (target <= 1.10), pool and plain interleaved A B B A so load hits both alike;
+   ratio (target <= 1.10), pool and plain interleaved A B B A so load hits both alike; and,
+   to tell the batch layer from the executor, the same pool running ``executor.execute``;
 3. Dask ``LocalCluster`` (one worker process per CPU, one thread each) against the local pool
    for the same items (target <= 1.5x the wall time; cluster start-up not counted);
 4. peak RSS of a fresh process that maps a bash script printing 1 KB over 10,000 items.
@@ -78,16 +79,42 @@ def plain(command: list[str], cwd: Path, n: int, workers: int) -> float:
     return wall
 
 
+def executor_pool(manager: SkillManager, script: str, n: int, workers: int) -> float:
+    """A plain ThreadPoolExecutor running the single-run path (executor.execute): what the
+    batch layer adds on top of the executor, without it."""
+    skill = manager.get_skill("bench-batch")
+    rel = f"scripts/{script}"
+    ex = manager.executor
+
+    def one(i: int) -> int:
+        return ex.execute(rel, {"i": i}, skill.base_dir, skill.metadata).exit_code
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as tp:
+        codes = list(tp.map(one, range(n)))
+    wall = time.perf_counter() - start
+    assert not any(codes)
+    return wall
+
+
+# VmHWM (peak resident set) of the child itself: ru_maxrss would carry over the parent's
+# peak across fork + exec.
 RSS_CHILD = """
-import resource, sys, time
+import sys, time
 sys.path.insert(0, {repo!r})
 from skill_magics.core.manager import SkillManager
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+
 manager = SkillManager([{root!r}])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = hwm()
 start = time.perf_counter()
 res = manager.map("bench-batch", "kilobyte", argv=[[str(i)] for i in range({n})], approver=None)
 wall = time.perf_counter() - start
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = hwm()
 kept = sum(len(item.stdout) for item in res)
 print(before, after, wall, res.counts().get("completed", 0), kept)
 """
@@ -127,6 +154,7 @@ def main() -> None:
             q1 = plain(commands[kind], base, n, cpus)
             q2 = plain(commands[kind], base, n, cpus)
             p2 = pool(manager, script, n)
+            e1 = executor_pool(manager, script, n, cpus)
             p, q = (p1 + p2) / 2, (q1 + q2) / 2
             local[kind] = p
             print(
@@ -139,13 +167,20 @@ def main() -> None:
                 f"pool / plain: {p / q:.3f} (target <= 1.10) | per item: pool "
                 f"{p / n * cpus * 1000:.2f} ms, plain {q / n * cpus * 1000:.2f} ms of a worker"
             )
+            print(
+                f"       TPE + executor.execute (single-run path, no batch layer): {e1:.2f} s | "
+                f"pool / that: {p / e1:.3f} | that / plain: {e1 / q:.3f}"
+            )
         if not args.no_dask:
             from distributed import Client, LocalCluster
 
             t = time.perf_counter()
-            with LocalCluster(
-                n_workers=cpus, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster, Client(cluster) as client:
+            with (
+                LocalCluster(
+                    n_workers=cpus, threads_per_worker=1, processes=True, dashboard_address=None
+                ) as cluster,
+                Client(cluster) as client,
+            ):
                 started = time.perf_counter() - t
                 for kind, script in SCRIPTS.items():
                     pool(manager, script, min(n, 50), executor=client)  # ship + warm workers
@@ -163,8 +198,10 @@ def main() -> None:
             f"(at start {before:.1f} MiB, +{after - before:.1f} MiB); {done:,} completed in "
             f"{wall:.1f} s; {kept / 2**20:.1f} MiB of stdout kept on the result"
         )
-    print(f"load after: {os.getloadavg()}; ru_maxrss of this process "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(
+        f"load after: {os.getloadavg()}; ru_maxrss of this process "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -187,8 +187,9 @@ def test_yes_in_session_covers_the_next_batch_and_no_runs_nothing(
     with pytest.raises(ApprovalDeclined):
         manager.map("mathx", "echo", argv=[["x"]], approver=Asker("no"))
     assert "declined" in outcomes(manager)
-    assert not any(r.script == "scripts/echo.sh" and r.outcome == "completed"
-                   for r in manager.audit.records())
+    assert not any(
+        r.script == "scripts/echo.sh" and r.outcome == "completed" for r in manager.audit.records()
+    )
 
 
 def test_a_bad_item_is_refused_and_the_others_run(manager: SkillManager) -> None:
@@ -241,7 +242,11 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
     threading.Thread(target=stop_when_running, daemon=True).start()
     started = time.monotonic()
     res = manager.map(
-        "mathx", "hang", argv=[[str(i)] for i in range(20)], max_workers=2, cancel=cancel,
+        "mathx",
+        "hang",
+        argv=[[str(i)] for i in range(20)],
+        max_workers=2,
+        cancel=cancel,
         approver=None,
     )
     assert time.monotonic() - started < 15
@@ -273,8 +278,9 @@ def test_keyboard_interrupt_stops_the_batch_and_keeps_the_result(
     threading.Thread(target=interrupt, daemon=True).start()
     try:
         with pytest.raises(BatchInterrupted) as info:
-            manager.map("mathx", "hang", argv=[[str(i)] for i in range(10)], max_workers=2,
-                        approver=None)
+            manager.map(
+                "mathx", "hang", argv=[[str(i)] for i in range(10)], max_workers=2, approver=None
+            )
     finally:
         signal.signal(signal.SIGINT, previous)
     res = info.value.result
@@ -286,8 +292,9 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
     manager: SkillManager, skills: Path
 ) -> None:
     with ProcessPoolExecutor(2) as pool:
-        res = manager.map("mathx", "square", [{"n": i} for i in range(6)], executor=pool,
-                          approver=Asker())
+        res = manager.map(
+            "mathx", "square", [{"n": i} for i in range(6)], executor=pool, approver=Asker()
+        )
         assert res.counts() == {"completed": 6}, res.text()
         # The scripts' parents are the pool's worker processes (children of this one).
         ppids = {item.json()["ppid"] for item in res}

@@ -38,9 +38,12 @@ wait
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield cluster, client
 
 
@@ -57,7 +60,11 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
     asked = []
     inputs = [{"n": i, "fail": i == 5} for i in range(24)]
     res = manager.map(
-        "doubler", "double", inputs, executor=client, approver=lambda r: asked.append(r) or "yes_once"
+        "doubler",
+        "double",
+        inputs,
+        executor=client,
+        approver=lambda r: asked.append(r) or "yes_once",
     )
     assert len(asked) == 1 and asked[0].batch.count == 24
     assert res.counts() == {"completed": 23, "failed": 1}, res.text()
@@ -100,7 +107,10 @@ def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
     local, _ = cluster
     manager = SkillManager([skills])
     res = manager.map(
-        "doubler", "double", [{"n": 20}, {"n": 21}], executor=local.scheduler_address,
+        "doubler",
+        "double",
+        [{"n": 20}, {"n": 21}],
+        executor=local.scheduler_address,
         approver=None,
     )
     assert [item.json()["double"] for item in res] == [40, 42]
@@ -121,7 +131,11 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
 
     threading.Thread(target=stop_when_running, daemon=True).start()
     res = manager.map(
-        "doubler", "hang", argv=[[str(p)] for p in pid_files], executor=client, cancel=cancel,
+        "doubler",
+        "hang",
+        argv=[[str(p)] for p in pid_files],
+        executor=client,
+        cancel=cancel,
         approver=None,
     )
     counts = res.counts()

@@ -58,9 +58,13 @@ def test_placeholders_fill_one_argv_element_each_never_a_shell() -> None:
 
 def test_map_over_a_dataframe_with_placeholders_gives_a_dataframe_back(shell) -> None:
     pd = pytest.importorskip("pandas")
-    shell.user_ns["df"] = pd.DataFrame({"km": [5.0, 42.195, -1.0], "label": ["5k", "mara thon", "x"]})
+    shell.user_ns["df"] = pd.DataFrame(
+        {"km": [5.0, 42.195, -1.0], "label": ["5k", "mara thon", "x"]}
+    )
     result = shell.run_cell_magic(
-        "skillrun", "units.convert --map df --workers 2 -o res -- --value {km} --label {label}", "\n"
+        "skillrun",
+        "units.convert --map df --workers 2 -o res -- --value {km} --label {label}",
+        "\n",
     )
     assert isinstance(result, BatchResult) and shell.user_ns["res"] is result
     assert result.counts() == {"completed": 2, "failed": 1}
@@ -147,3 +151,50 @@ def test_text_progress_headless_writes_a_short_log() -> None:
     res = BatchResult("units", "scripts/twice.py", [], wall_s=0.1)
     progress.finish(res)
     assert stream.getvalue().count("\n") == 1  # one final line, no redraw spam
+
+
+def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skill) -> None:
+    """The widget bar's real Button: a click kills the running groups, the rest is cancelled."""
+    import threading
+    import time
+
+    import psutil
+
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.render.batch import WidgetProgress
+
+    hang = 'sleep 300 &\necho "$$ $!" > "$1"\nwait\n'
+    make_skill(tmp_path, "hang", scripts={"scripts/hang.sh": hang})
+    manager = SkillManager([tmp_path])
+    cancel = threading.Event()
+    progress = WidgetProgress(10, "hang.hang", on_stop=cancel.set)
+    pid_files = [tmp_path / f"{i}.pids" for i in range(10)]
+
+    def click_when_running() -> None:
+        deadline = time.monotonic() + 20
+        while sum(p.exists() for p in pid_files) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        progress.stop_button.click()
+
+    threading.Thread(target=click_when_running, daemon=True).start()
+    res = manager.map(
+        "hang",
+        "hang",
+        argv=[[str(p)] for p in pid_files],
+        max_workers=2,
+        cancel=cancel,
+        on_progress=progress.update,
+        approver=None,
+    )
+    progress.finish(res)
+    assert res.counts() == {"interrupted": 2, "cancelled": 8}, res.text()
+    assert progress.stop_button.disabled and progress.stop_button.description == "Stopping…"
+    pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    assert len(pids) == 4 and not alive

@@ -24,6 +24,7 @@ arrival (core/run/ship.py), so workers need not share the caller's filesystem.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import threading
 import time
@@ -44,8 +45,11 @@ from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner
 from skill_magics.core.status import AuditOutcome, RunStatus
 
+logger = logging.getLogger("skill_magics.batch")
+
 ITEM_RECORDS = 50  # item audit records kept individually (first ones, then non-completed ones)
 RECHECK_S = 0.25  # how often a local batch re-checks that the skill's code is the approved one
+DASK_WINDOW = 64  # tasks in flight on a Dask cluster at least (latency, not CPU, bounds it)
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,9 @@ def batch_inputs(inputs: Any, argv: Any) -> tuple[str, list[Any], tuple[str, ...
         )
     if argv is not None:
         if isinstance(argv, (str, bytes)):
-            raise ValueError("argv= must be a list of argv lists, e.g. [['--n', '1'], ['--n', '2']]")
+            raise ValueError(
+                "argv= must be a list of argv lists, e.g. [['--n', '1'], ['--n', '2']]"
+            )
         return "argv", [_argv_item(a) for a in argv], ()
     if isinstance(inputs, (str, bytes, dict)):
         raise ValueError(
@@ -197,6 +203,11 @@ class _Local:
         self.slots = slots
         self.name = name
 
+    @property
+    def window(self) -> int:
+        """Items in flight at most: enough to keep every slot busy, never all the inputs."""
+        return max(1, 2 * self.slots)
+
     def submit(self, index: int) -> Any:
         return self.pool.submit(self.runner._run_local, index)
 
@@ -239,11 +250,23 @@ class _Shipped:
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
         self.run_item = ship.run_shipped_item
 
+    @property
+    def window(self) -> int:
+        # A round trip through a Dask scheduler takes milliseconds: keep enough tasks queued
+        # that workers never wait for the next one (still bounded, whatever the input size).
+        if self.dask is not None:
+            return max(2 * self.slots, DASK_WINDOW)
+        return max(1, 2 * self.slots)
+
     def submit(self, index: int) -> Any:
         args, argv = self.runner.item_input(index)
         if self.dask is not None:
             return self.dask.submit(
-                self.run_item, self.shared, index, args, argv,
+                self.run_item,
+                self.shared,
+                index,
+                args,
+                argv,
                 key=f"skill-magics-{self.runner.batch_id}-{index}",
             )
         return self.executor.submit(self.run_item, self.shared, index, args, argv)
@@ -347,7 +370,7 @@ class BatchRunner:
         finish = None
         if self.approved:
             finish = self.gate.keep_session_approval(self.plan.plan.prepared)
-        window = max(1, 2 * backend.slots)
+        window = backend.window
         n = len(self.items)
         interrupted: BaseException | None = None
         next_index = 0
@@ -453,12 +476,16 @@ class BatchRunner:
             if not self.stopped:
                 self.stopped = f"item {index} {item.status} (stop_on_error)"
             self.stop_launch.set()
-        if self.on_result is not None:
-            self.on_result(item)
-        self._progress()
-        with self._lock:
-            self._outstanding -= 1
-            self._lock.notify_all()
+        try:
+            if self.on_result is not None:
+                self.on_result(item)
+            self._progress()
+        except Exception:  # noqa: BLE001 - a broken callback must not hang the batch
+            logger.warning("batch %s: on_result/on_progress failed", self.batch_id, exc_info=True)
+        finally:
+            with self._lock:
+                self._outstanding -= 1
+                self._lock.notify_all()
 
     def _run_local(self, index: int) -> BatchItem:
         item = self.new_item(index)
@@ -468,7 +495,10 @@ class BatchRunner:
         args, argv = self.item_input(index)
         with self._lock:
             self._running += 1
-        self._progress()
+        try:
+            self._progress()
+        except Exception:  # noqa: BLE001 - a broken callback must not stop the item
+            logger.warning("batch %s: on_progress failed", self.batch_id, exc_info=True)
         self.audit.local.index = index
         try:
             stale = self._check_current()
@@ -521,8 +551,10 @@ class BatchRunner:
 
     def progress(self) -> BatchProgress:
         with self._lock:
-            running = self._running if isinstance(self.pool, (ThreadPoolExecutor, type(None))) else (
-                self._outstanding
+            running = (
+                self._running
+                if isinstance(self.pool, (ThreadPoolExecutor, type(None)))
+                else (self._outstanding)
             )
             return BatchProgress(
                 total=len(self.items),
@@ -543,7 +575,7 @@ class BatchRunner:
             owned = ThreadPoolExecutor(workers, thread_name_prefix="skill-magics-batch")
             return _Local(self, owned, workers, "local pool"), owned
         if isinstance(pool, ThreadPoolExecutor):
-            slots = self.max_workers or getattr(pool, "_max_workers", cpus)
+            slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
             return _Local(self, pool, slots, "ThreadPoolExecutor"), None
         from skill_magics.core.run.dask_backend import is_dask_client
 
@@ -553,7 +585,7 @@ class BatchRunner:
             slots = self.max_workers or DaskSubmitter(pool).slots
             return _Shipped(self, pool, slots, DaskSubmitter(pool).describe()), None
         if isinstance(pool, Executor):
-            slots = self.max_workers or getattr(pool, "_max_workers", cpus)
+            slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
             return _Shipped(self, pool, slots, type(pool).__name__), None
         raise ValueError(
             f"executor= must be a concurrent.futures.Executor, a dask.distributed.Client or a "

@@ -79,7 +79,7 @@ class BatchItem:
         return self.result.execution_time_ms if self.result is not None else None
 
     def json(self) -> Any:
-        """Parse stdout as JSON (raises ``json.JSONDecodeError``, or ValueError when nothing ran)."""
+        """Parse stdout as JSON (``json.JSONDecodeError``; ValueError when nothing ran)."""
         if self.result is None:
             raise ValueError(f"item {self.index} did not run ({self.status}): {self.message}")
         return json.loads(self.result.stdout)
@@ -201,11 +201,9 @@ class BatchResult(Sequence[BatchItem]):
         empty). Needs pandas.
         """
         try:
-            import pandas as pd
+            import pandas as pd  # type: ignore[import-untyped,unused-ignore]
         except ImportError:
-            raise ImportError(
-                "BatchResult.to_pandas needs pandas: pip install pandas"
-            ) from None
+            raise ImportError("BatchResult.to_pandas needs pandas: pip install pandas") from None
         rows = []
         for item in self.items:
             row: dict[str, Any] = {}

@@ -352,9 +352,7 @@ def _cancel_event(batch: ShippedBatch) -> threading.Event:
         return entry[0]
 
 
-def _watch(
-    batch_id: str, signal: CancelSignal, entry: tuple[threading.Event, list[float]]
-) -> None:
+def _watch(batch_id: str, signal: CancelSignal, entry: tuple[threading.Event, list[float]]) -> None:
     event, last_used = entry
     wait: Callable[[float], object] = getattr(signal, "wait", None) or event.wait
     try:

@@ -151,17 +151,19 @@ def _items(value: Any, name: str) -> list[Any]:
 
 
 def _progress(magics: Any, run: MapRun, approver: Any, stop: Any) -> Any:
+    from IPython.core.displaypub import DisplayPublisher
+
     from skill_magics.notebook.approval.waiting import Strategy
-    from skill_magics.notebook.magics.skillrun import _displays_update
     from skill_magics.notebook.render.batch import progress_for
     from skill_magics.notebook.render.widgets import widgets_supported
 
-    updates = _displays_update(magics.shell)
+    # Can an output be replaced later (Jupyter, VS Code)? IPython's base publisher (terminal
+    # IPython) prints every update as new text: a text line is drawn there instead.
+    publisher = getattr(magics.shell, "display_pub", None)
+    updates = publisher is not None and type(publisher) is not DisplayPublisher
     headless = approver is not None and approver.strategy is Strategy.HEADLESS
     widget = updates and not headless and widgets_supported()
-    return progress_for(
-        len(run.plan), run.name, widget=widget, terminal=not updates, on_stop=stop
-    )
+    return progress_for(len(run.plan), run.name, widget=widget, terminal=not updates, on_stop=stop)
 
 
 def _blocked(verdict: Any) -> None:

@@ -1,8 +1,9 @@
 """How a batch shows itself: the BatchResult in the four places a single result renders
 (Lab widget, static HTML, terminal text, the value's repr), and its live progress.
 
-core's ``BatchResult`` knows nothing of IPython: the extension registers :func:`batch_bundle`
-as its display printer (by name, so nothing is imported until one is shown). Its bundle holds text/plain
+core's ``BatchResult`` knows nothing of IPython: the extension registers
+:func:`batch_bundle` as its display printer (by name, so nothing is imported until one is
+shown). Its bundle holds text/plain
 (``BatchResult.text()``), static text/html (no CSS or scripts needed: GitHub, nbviewer) and,
 inside a kernel that can draw widgets, an ipywidgets view with tabs for the first rows and
 the failures.
@@ -71,8 +72,7 @@ def rows_html(items: list[Any], *, error: bool = False, total: int | None = None
         return "<p><em>none</em></p>"
     last = "error" if error else "stdout"
     head = (
-        "<tr><th>#</th><th>status</th><th>exit</th><th>time</th><th>input</th>"
-        f"<th>{last}</th></tr>"
+        f"<tr><th>#</th><th>status</th><th>exit</th><th>time</th><th>input</th><th>{last}</th></tr>"
     )
     body = "".join(_row(item, error) for item in items[:ROWS])
     more = ""
@@ -117,8 +117,8 @@ def batch_widget(result: Any) -> Any:
 
 def batch_bundle(result: Any) -> dict[str, Any]:
     """The display bundle of a BatchResult (what IPython shows for it)."""
-    from skill_magics.notebook.result import SkillRunResult
     from skill_magics.notebook.render.widgets import widgets_supported
+    from skill_magics.notebook.result import SkillRunResult
 
     bundle: dict[str, Any] = {}
     wanted = SkillRunResult.use_widget
