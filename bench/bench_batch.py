@@ -79,6 +79,22 @@ def plain(command: list[str], cwd: Path, n: int, workers: int) -> float:
     return wall
 
 
+def _run_plain(command: list[str], cwd: str, i: int) -> int:
+    payload = json.dumps({"i": i}).encode()
+    return subprocess.run(command, input=payload, capture_output=True, cwd=cwd).returncode
+
+
+def dask_plain(client, command: list[str], cwd: Path, n: int) -> float:
+    """Dask itself, no skill_magics: one task per item running subprocess.run (the same
+    bounded window of in-flight tasks is not applied: all n are submitted at once)."""
+    start = time.perf_counter()
+    futures = [client.submit(_run_plain, command, str(cwd), i, pure=False) for i in range(n)]
+    codes = client.gather(futures)
+    wall = time.perf_counter() - start
+    assert not any(codes)
+    return wall
+
+
 def executor_pool(manager: SkillManager, script: str, n: int, workers: int) -> float:
     """A plain ThreadPoolExecutor running the single-run path (executor.execute): what the
     batch layer adds on top of the executor, without it."""
@@ -132,6 +148,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--items", type=int, default=None)
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--only-dask", action="store_true", help="skip serial/plain cases")
     args = parser.parse_args()
     n = args.items or (200 if args.quick else 1000)
     n_rss = 2000 if args.quick else 10_000
@@ -149,6 +166,10 @@ def main() -> None:
         local: dict[str, float] = {}
         for kind, script in SCRIPTS.items():
             pool(manager, script, min(n, 50))  # warm caches
+            if args.only_dask:
+                local[kind] = pool(manager, script, n)
+                print(f"{kind:6} {n} items: local pool {local[kind]:.2f} s")
+                continue
             s = serial(manager, script, n)
             p1 = pool(manager, script, n)
             q1 = plain(commands[kind], base, n, cpus)
@@ -186,11 +207,14 @@ def main() -> None:
                     pool(manager, script, min(n, 50), executor=client)  # ship + warm workers
                     d1 = pool(manager, script, n, executor=client)
                     d2 = pool(manager, script, n, executor=client)
+                    r1 = dask_plain(client, commands[kind], base, n)
                     d = (d1 + d2) / 2
                     print(
                         f"dask   {kind:6} {n} items on LocalCluster({cpus} workers): {d:.2f} s "
                         f"(runs {d1:.2f}, {d2:.2f}; cluster start {started:.1f} s not counted) "
-                        f"| dask / local pool: {d / local[kind]:.2f} (target <= 1.5)"
+                        f"| dask / local pool: {d / local.get(kind, float('nan')):.2f} "
+                        f"(target <= 1.5) | plain Dask + subprocess.run: {r1:.2f} s "
+                        f"(ours / that: {d / r1:.2f})"
                     )
         before, after, wall, done, kept = rss(root, n_rss)
         print(

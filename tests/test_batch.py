@@ -338,3 +338,36 @@ def test_bad_arguments_say_what_to_do(manager: SkillManager) -> None:
     with pytest.raises(ValueError, match="max_workers"):
         manager.map("mathx", "square", [{"n": 1}], max_workers=0, approver=None)
     assert len(manager.map("mathx", "square", [], approver=Asker())) == 0
+
+
+def test_a_failing_callback_does_not_hang_or_stop_the_batch(manager: SkillManager) -> None:
+    def broken(_item) -> None:
+        raise RuntimeError("callback bug")
+
+    res = manager.map(
+        "mathx",
+        "echo",
+        argv=[[str(i)] for i in range(6)],
+        on_result=broken,
+        on_progress=broken,
+        approver=None,
+    )
+    assert res.counts() == {"completed": 6}
+
+
+def test_dask_is_imported_only_when_a_batch_uses_it(skills: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from skill_magics.core.manager import SkillManager\n"
+        f"m = SkillManager([{str(skills)!r}])\n"
+        "res = m.map('mathx', 'echo', argv=[['a'], ['b']], approver=None)\n"
+        "assert res.ok, res.text()\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('dask', 'distributed'))\n"
+        "assert not bad, bad\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
