@@ -234,7 +234,7 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 20
-        while len(list(pid_dir.glob("*.txt"))) < 2 and time.monotonic() < deadline:
+        while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.1)
         cancel.set()  # what the Stop button does
@@ -269,7 +269,7 @@ def test_keyboard_interrupt_stops_the_batch_and_keeps_the_result(
 
     def interrupt() -> None:
         deadline = time.monotonic() + 20
-        while len(list(pid_dir.glob("*.txt"))) < 2 and time.monotonic() < deadline:
+        while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         signal.pthread_kill(main, signal.SIGINT)
 
@@ -371,3 +371,11 @@ def test_dask_is_imported_only_when_a_batch_uses_it(skills: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
+
+
+def _written(path) -> bool:
+    """The script wrote both pids (the file exists before echo has written into it)."""
+    try:
+        return len(path.read_text().split()) == 2
+    except OSError:
+        return False

@@ -124,7 +124,7 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 30
-        while sum(p.exists() for p in pid_files) < 2 and time.monotonic() < deadline:
+        while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.2)
         cancel.set()
@@ -153,4 +153,12 @@ def _alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
+        return False
+
+
+def _written(path) -> bool:
+    """The script wrote both pids (the file exists before echo has written into it)."""
+    try:
+        return len(path.read_text().split()) == 2
+    except OSError:
         return False

@@ -172,7 +172,7 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
 
     def click_when_running() -> None:
         deadline = time.monotonic() + 20
-        while sum(p.exists() for p in pid_files) < 2 and time.monotonic() < deadline:
+        while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         progress.stop_button.click()
 
@@ -198,3 +198,11 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
         except psutil.NoSuchProcess:
             pass
     assert len(pids) == 4 and not alive
+
+
+def _written(path) -> bool:
+    """The script wrote both pids (the file exists before echo has written into it)."""
+    try:
+        return len(path.read_text().split()) == 2
+    except OSError:
+        return False
