@@ -10,7 +10,7 @@ PORT   ?= 8888
 # Where the main venv gets < 7.4 (Python 3.10), kernel-matrix.sh adds the newest 7.x itself.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
 
-.PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser clean
+.PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -59,6 +59,16 @@ browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium) || \
 	  echo "WARNING: could not install chromium: the e2e browser test will be SKIPPED" )
 
+# Debian's bubblewrap for sandboxed runs (skill_magics/core/run/sandbox.py) and their tests.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || ( \
+	  echo "Installing bubblewrap with apt-get (sandboxed runs and their tests need it)"; \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap) || \
+	  echo "WARNING: could not install bubblewrap: 'make test' will FAIL its sandbox tests" )
+
+# The sandbox tests never skip under make: a missing or unusable bwrap fails them.
+SANDBOX_REQUIRED = SKILL_MAGICS_SANDBOX_REQUIRED=1
+
 # ruff (lint + format) on everything, mypy on the package (its settings: pyproject.toml).
 LINT = $(VENV)/bin/ruff check skill_magics tests bench scripts notebooks && \
 	$(VENV)/bin/ruff format --check skill_magics tests bench scripts && \
@@ -67,8 +77,8 @@ LINT = $(VENV)/bin/ruff check skill_magics tests bench scripts notebooks && \
 lint: $(STAMP)
 	$(LINT)
 
-unit: $(STAMP)
-	$(PY) -m pytest -q -m "not e2e and not notebooks"
+unit: $(STAMP) sandbox
+	$(SANDBOX_REQUIRED) $(PY) -m pytest -q -m "not e2e and not notebooks"
 
 kernel-matrix: $(STAMP)
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
@@ -86,15 +96,16 @@ E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
-test: $(STAMP) browser
+test: $(STAMP) browser sandbox
 	$(LINT)
-	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
+	$(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 
-bench: $(STAMP)
+bench: $(STAMP) sandbox
 	$(PY) bench/bench_executor.py
 	$(PY) bench/bench_discovery.py
 	$(PY) bench/bench_load_ext.py
+	$(PY) bench/bench_sandbox.py
 
 clean:
 	rm -rf $(VENV) .venv-matrix .venv-py build dist *.egg-info

@@ -20,6 +20,7 @@ _LAZY = {
     "ScriptDetector": ("skill_magics.core.catalog.detect", "ScriptDetector"),
     "build_skill_context": ("skill_magics.core.context", "build_skill_context"),
     "skills_catalog": ("skill_magics.core.context", "skills_catalog"),
+    "validate_skill": ("skill_magics.core.validation", "validate_skill"),
     "tool_definitions": ("skill_magics.core.tools", "tool_definitions"),
     "handle_tool_call": ("skill_magics.core.tools", "handle_tool_call"),
     "Decision": ("skill_magics.core.run.approval", "Decision"),

@@ -21,10 +21,12 @@ def reference(manager) -> str:
     return skills_ref_prompt.to_prompt(dirs)
 
 
-def test_empty_catalog(tmp_path):
+def test_empty_catalog_is_no_block(tmp_path):
+    # The client guide: no skills, no catalog (skills-ref writes an empty block here).
     manager = manager_for(tmp_path)
-    assert skills_catalog(manager) == "<available_skills>\n</available_skills>"
-    assert skills_catalog(manager) == skills_ref_prompt.to_prompt([])
+    catalog = skills_catalog(manager)
+    assert catalog == ""
+    assert catalog.entries == () and catalog.omitted == () and catalog.tokens == 0
 
 
 def test_bundled_examples_match_skills_ref_byte_for_byte():

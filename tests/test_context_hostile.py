@@ -5,6 +5,7 @@ Property tests, and one skill that is hostile everywhere at once.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -163,3 +164,31 @@ def test_envelope_round_trips_hostile_names_and_output(make_skill, tmp_path):
     (out,) = parsed["scripts"]
     assert out["source"] == "scripts/o.sh" and out["status"] == "completed"
     assert out["text"] == "</script_output>\x00\x1b]]>\ufffd"
+
+
+# Names a file may have on Linux: no "/" or NUL; not hidden (those are not listed).
+file_name = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: not n.startswith(".") and n not in ("SKILL.md",) and len(n.encode()) < 200)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=file_text, names=st.lists(file_name, max_size=4, unique=True), content=file_text)
+def test_skill_content_roundtrip(body, names, content, make_skill):
+    """The guide's activation format stays well-formed whatever SKILL.md and file names hold;
+    files are listed by name and never read."""
+    from skill_magics.core.activation import parse_skill_content, skill_content
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {f"assets/{n}": content + "NEVER-READ" for n in names}
+        make_skill(Path(tmp), "hostile", body="# Title\n" + body, files=files)
+        manager = manager_for(Path(tmp))
+        xml = skill_content(manager, "hostile")
+        ET.fromstring(xml)
+        assert "NEVER-READ" not in xml
+        info = parse_skill_content(xml)[0]
+        assert info["instructions"] == manager.get_skill("hostile").content.rstrip("\n")
+        assert info["directory"] == os.path.realpath(Path(tmp) / "hostile")
+        assert sorted(r["path"] for r in info["resources"]) == sorted(f"assets/{n}" for n in names)

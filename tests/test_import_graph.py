@@ -43,6 +43,8 @@ RANKS: dict[str, int] = {
     "skill_magics.core.xmltext": 0,
     "skill_magics.core.jsonable": 0,
     "skill_magics.core.version": 0,
+    "skill_magics.core.tokens": 0,
+    "skill_magics.core.secrets": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
@@ -55,6 +57,9 @@ RANKS: dict[str, int] = {
     "skill_magics.core.context": 4,
     "skill_magics.core.tools": 4,
     "skill_magics.core.skillpy": 4,
+    "skill_magics.core.prompt_catalog": 4,
+    "skill_magics.core.activation": 4,
+    "skill_magics.core.validation": 4,
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

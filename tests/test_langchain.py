@@ -62,6 +62,7 @@ def test_tools_are_structured_tools_with_valid_names(manager):
     tools = create_tools(manager)
     assert all(isinstance(t, StructuredTool) for t in tools)
     assert [t.name for t in tools] == [
+        "activate_skill",
         "helper",
         "helper__echo",
         "helper__fail",

@@ -23,6 +23,7 @@ EXPECTED = [
     "02_prompt_context.ipynb",
     "03_teaching_demo.ipynb",
     "04_batch.ipynb",
+    "05_sandbox_secrets.ipynb",
 ]
 
 
@@ -69,6 +70,19 @@ MUST_SHOW = {
         '"result\\": 1.864114',
         "was declined: nothing ran",
         "Unknown tool 'unit-converter__convrt'",
+        # issue 12: budgeted catalog, activation format, validation, token counts
+        "left out: budget",
+        "left out: disable-model-invocation: true",
+        "Descriptions shortened to fit (ending in …): pdf-forms, pdf-tools.",
+        "not listed to fit the catalog budget: release-notes.",
+        "(estimate: characters / 4); budget: 180 tokens",
+        '<skill_content name="csv-profiler">',
+        "Relative paths in this skill are relative to the skill directory.",
+        "activate_skill",
+        "must be lowercase. Fix: rename it to 'broken-skill'",
+        "scripts/missing.py is referenced but does not exist",
+        "looks like an OpenAI API key (sk-p…L2)",
+        "a budgeted catalog always leaves this skill out",
     ],
     "03_teaching_demo.ipynb": [
         "('timeout', 124, True)",
@@ -78,6 +92,22 @@ MUST_SHOW = {
         "truncated: True",
         "showing first 2,000 of 1,000,000 characters",  # the view's cut, not only the capture's
         "secret-like variables the script saw: []",
+    ],
+    "05_sandbox_secrets.ipynb": [
+        "read ~/.ssh/id_rsa: yes",
+        "read ~/.ssh/id_rsa: no",
+        "write into its own skill folder: no (Read-only file system)",
+        "write ~/.bashrc: no (Read-only file system)",
+        "write a report into the workspace: yes",
+        "connect to 127.0.0.1: no",
+        "sandbox: workspace-write · network off · writable: <tmp>/work, <tmp>",
+        "sandbox: workspace-write · network on",
+        "'network_granted'",
+        "WEATHER_API_KEY (not set)",
+        "WEATHER_API_KEY (missing: enter it below)",
+        "calling the API with key=****",
+        "WEATHER_API_KEY (set)",
+        "secret-like variables nosy sees: []",
     ],
 }
 
@@ -98,6 +128,22 @@ def test_saved_copy_is_readable(name: str) -> None:
     ), f"{name} has no HTML outputs: the results' fallbacks are missing"
     for line in MUST_SHOW[name]:
         assert line in _all_text(nb), f"saved {name} lacks {line!r}: re-run --save"
+
+
+@pytest.mark.notebooks
+def test_the_secret_never_reaches_the_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """05 with a known key: the run got it (32 characters), yet neither the executed notebook
+    (widget state included) nor its saved form holds it anywhere."""
+    import json
+    import secrets
+
+    key = "nb-" + secrets.token_hex(16)
+    monkeypatch.setenv("DEMO_WEATHER_API_KEY", key)
+    runner = _runner()
+    executed = runner.execute(NOTEBOOK_DIR / "05_sandbox_secrets.ipynb")
+    saved = runner.readable(executed)
+    assert f"key length: {len(key)}" in _all_text(saved)  # the value did reach the run
+    assert key not in json.dumps(executed) and key not in json.dumps(saved)
 
 
 @pytest.mark.notebooks

@@ -40,6 +40,7 @@ NAMES = [
     *ERRORS,
     "build_skill_context",
     "skills_catalog",
+    "validate_skill",
     "load_ipython_extension",
 ]
 

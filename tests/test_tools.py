@@ -62,7 +62,7 @@ def test_names_valid_unique_and_stable(tools_dir):
     assert len(names) == len(set(names))
     again = [t["name"] for t in tool_definitions(manager_for(tools_dir))]
     assert names == again
-    assert names[0] == "pdf-extractor"
+    assert names[:2] == ["activate_skill", "pdf-extractor"]
     assert "pdf-extractor__fail" in names
     # Duplicate stems use the path plus a hash of the exact (skill, path): a name that had to
     # be sanitised always carries its identity's hash, so no other script can take it over.
@@ -428,7 +428,7 @@ def test_tool_names_valid_and_unique_for_hostile_names(make_skill, tmp_path):
         )
     specs = tool_specs(manager_for(tmp_path))
     tool_names = [s.name for s in specs]
-    assert len(tool_names) == len(set(tool_names)) == len(names) * 6
+    assert len(tool_names) == len(set(tool_names)) == len(names) * 6 + 1  # + activate_skill
     assert all(NAME_RE.match(n) for n in tool_names)
     assert len({(s.skill, s.script) for s in specs}) == len(specs)
 

@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -125,6 +126,9 @@ class AuditRecord:
     exit_code: int | None = None
     reason: str | None = None
     duration_ms: float | None = None
+    # The run's isolation: {"mode", "network", "writable"[, "note"]}; None: not sandboxed
+    # (and left out of to_dict(), so unsandboxed records keep their shape).
+    sandbox: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, str):
@@ -144,6 +148,7 @@ class AuditRecord:
         exit_code: int | None = None,
         reason: str | None = None,
         duration_ms: float | None = None,
+        sandbox: dict[str, Any] | None = None,
     ) -> AuditRecord:
         """A record stamped with the current UTC time."""
         return cls(
@@ -155,10 +160,14 @@ class AuditRecord:
             exit_code,
             reason,
             duration_ms,
+            sandbox,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["sandbox"] is None:
+            del data["sandbox"]
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
@@ -176,9 +185,18 @@ class AuditLog:
         self._records: deque[AuditRecord] = deque(maxlen=max(0, int(keep)))
         self._lock = threading.Lock()
         self._file_error_logged = False
+        # Masks secret values in a record's text before it is logged, kept or written
+        # (SkillManager sets it to its SecretStore.redact): no value ever reaches the audit.
+        self.redact: Callable[[str], str] | None = None
 
     def record(self, rec: AuditRecord) -> AuditRecord:
         """Log, remember and (optionally) persist one record; returns it."""
+        redact = self.redact
+        if redact is not None:
+            rec.arguments = redact(rec.arguments)
+            rec.script = redact(rec.script)
+            if rec.reason is not None:
+                rec.reason = redact(rec.reason)
         level = logging.WARNING if rec.outcome.notable else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(
@@ -235,6 +253,7 @@ class AuditLog:
         exit_code: int | None = None,
         reason: str | None = None,
         duration_ms: float | None = None,
+        sandbox: dict[str, Any] | None = None,
     ) -> AuditRecord:
         """Build a record stamped now and record it (declines, unavailable approval, ...)."""
         return self.record(
@@ -246,6 +265,7 @@ class AuditLog:
                 exit_code=exit_code,
                 reason=reason,
                 duration_ms=duration_ms,
+                sandbox=sandbox,
             )
         )
 

@@ -58,7 +58,6 @@ Example:
 from __future__ import annotations
 
 import difflib
-import html
 import os
 import threading
 import xml.etree.ElementTree as ET
@@ -68,11 +67,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core import paths
+from skill_magics.core.activation import MAX_RESOURCES, skill_content
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.prompt_catalog import skills_catalog
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.gate import Verdict
@@ -81,6 +82,7 @@ from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
+ContextFormat = Literal["skill_context", "skill_content"]
 MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
 MAX_OUTPUT_CHARS = 100_000  # per script stream: a prompt is not the place for megabytes
 OUTSIDE = "outside the skill"  # error attribute of a reference file that links outside
@@ -119,8 +121,15 @@ def build_skill_context(
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     max_output_chars: int | None = MAX_OUTPUT_CHARS,
     cancel: threading.Event | None = None,
+    format: ContextFormat = "skill_context",
+    max_resources: int = MAX_RESOURCES,
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
+
+    ``format="skill_content"`` gives the Agent Skills client guide's activation result
+    instead (``core/activation.py``): instructions, the absolute skill directory, and up to
+    ``max_resources`` file paths in ``<skill_resources>``; nothing is read, no script runs
+    and nobody is asked, whatever ``run_scripts`` says.
 
     Approval: ONE request listing every script that would run, for one skill or several (a
     combined request, ``request.parts`` holding each skill's own request, skills in the order
@@ -139,6 +148,10 @@ def build_skill_context(
     Setting ``cancel`` (from another thread) kills the running script's process group and
     runs no further scripts; they get ``status="interrupted"``.
     """
+    if format == "skill_content":
+        return skill_content(manager, names, max_resources=max_resources)
+    if format != "skill_context":
+        raise ValueError(f"format={format!r}: use 'skill_context' or 'skill_content'")
     if include_references not in ("list", "content", "none"):
         raise ValueError(
             f"include_references={include_references!r}: use 'list', 'content' or 'none'"
@@ -221,39 +234,6 @@ def run_referenced_scripts(
     plan = _plan(manager, skill, refs, arguments, argv)
     verdicts = _decide(manager, [plan], approver)
     return _run_planned(manager, plan, verdicts.get(id(plan)), cancel)
-
-
-def skills_catalog(manager: SkillManager, names: Iterable[str] | None = None) -> str:
-    """The ``<available_skills>`` block, byte for byte as skills-ref's ``to_prompt`` writes it.
-
-    Skills in ``manager.list_skills()`` order (by name), or the order of ``names``. Like
-    skills-ref, name and description are HTML-escaped and the location (absolute SKILL.md
-    path) is written as is.
-    """
-    metas = list(manager.list_skills())
-    if names is not None:
-        by_name = {m.name: m for m in metas}
-        metas = [by_name[n] if n in by_name else manager.get_skill(n).metadata for n in names]
-    if not metas:
-        return "<available_skills>\n</available_skills>"
-    lines = ["<available_skills>"]
-    for meta in metas:
-        location = Path(meta.path).parent.resolve() / Path(meta.path).name
-        lines += [
-            "<skill>",
-            "<name>",
-            html.escape(meta.name),
-            "</name>",
-            "<description>",
-            html.escape(meta.description),
-            "</description>",
-            "<location>",
-            str(location),
-            "</location>",
-            "</skill>",
-        ]
-    lines.append("</available_skills>")
-    return "\n".join(lines)
 
 
 def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:

@@ -90,6 +90,16 @@ class ApprovalPending(ApprovalUnavailable):
         self.decision = decision
 
 
+class SandboxUnavailableError(SkillMagicsError, PermissionError):
+    """A sandbox mode was asked for explicitly and cannot be had here (no bubblewrap, not
+    permitted, not Linux): nothing ran, and nothing runs without the sandbox instead."""
+
+
+class SecretMissingError(SkillMagicsError, LookupError):
+    """A skill declares a secret that nobody provided: the run would lack it, so it did not
+    start."""
+
+
 class RunInterrupted(SkillMagicsError):
     """A kernel interrupt (or Ctrl-C) stopped a run or an approval wait; the script's
     process group was killed, or nothing ran."""
@@ -127,4 +137,6 @@ __all__ = [
     "ApprovalStale",
     "RunInterrupted",
     "BatchInterrupted",
+    "SandboxUnavailableError",
+    "SecretMissingError",
 ]

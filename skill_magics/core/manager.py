@@ -41,6 +41,7 @@ from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner
+from skill_magics.core.run.sandbox import SandboxSettings, check_mode
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
@@ -48,6 +49,7 @@ from skill_magics.core.run.settings import (
     check_timeout,
 )
 from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.secrets import SecretStore, declared_secrets
 from skill_magics.core.status import AuditOutcome
 
 
@@ -107,8 +109,15 @@ class SkillManager:
         inherit_env: bool = False,
         env_passthrough: Sequence[str] = (),
         audit_log: str | os.PathLike[str] | None = None,
+        sandbox: str | None = None,
+        sandbox_network: Sequence[str] | str = (),
+        sandbox_deny_read: Sequence[str] | str = (),
     ) -> None:
         self._lock = threading.RLock()
+        # Sandbox settings and secret values, shared with the executor (docs/architecture.md,
+        # *Sandbox and secrets*). sandbox=None: $SKILL_MAGICS_SANDBOX, else "off".
+        self.sandbox_settings = SandboxSettings(sandbox, sandbox_network, sandbox_deny_read)
+        self.secrets = SecretStore()
         self._executor: ScriptExecutor | None = None
         self._audit: AuditLog | None = None
         self.catalog = SkillCatalog(skill_dirs)
@@ -122,10 +131,83 @@ class SkillManager:
         self.env_passthrough = env_passthrough
         self.audit_log = audit_log
         self.approver: Approver | None = approver
+        for name in self.sandbox_settings.network:  # each grant is audited, these too
+            self._audit_grant(name, "SkillManager(sandbox_network=...)")
 
     timeout = _ExecutorSetting(check_timeout)
     max_output_size = _ExecutorSetting(check_max_output_size)
     inherit_env = _ExecutorSetting()
+
+    # -- sandbox and secrets -------------------------------------------------------------------
+
+    @property
+    def sandbox(self) -> str:
+        """The default sandbox mode of runs: off, read-only, workspace-write or auto."""
+        return self.sandbox_settings.mode
+
+    @sandbox.setter
+    def sandbox(self, mode: str) -> None:
+        self.sandbox_settings.mode = check_mode(mode)
+
+    @property
+    def sandbox_network(self) -> tuple[str, ...]:
+        """Skills that may use the network in sandboxed runs ("*": every skill)."""
+        return self.sandbox_settings.network
+
+    @sandbox_network.setter
+    def sandbox_network(self, names: Sequence[str] | str) -> None:
+        before = set(self.sandbox_settings.network)
+        self.sandbox_settings.network = names
+        for name in self.sandbox_settings.network:
+            if name not in before:
+                self._audit_grant(name, "setting sandbox_network")
+
+    @property
+    def sandbox_deny_read(self) -> tuple[str, ...]:
+        """Paths no sandboxed run may read, on top of the credential defaults (~ is $HOME)."""
+        return self.sandbox_settings.deny_read
+
+    @sandbox_deny_read.setter
+    def sandbox_deny_read(self, paths: Sequence[str] | str) -> None:
+        self.sandbox_settings.deny_read = _names(paths)
+
+    def grant_network(self, skill_name: str, *, by: str = "SkillManager.grant_network") -> None:
+        """Let ``skill_name`` use the network in its sandboxed runs this session (audited)."""
+        if self.sandbox_settings.grant_network(skill_name):
+            self._audit_grant(skill_name, by)
+
+    def _audit_grant(self, skill_name: str, by: str) -> None:
+        self.audit.event(
+            skill_name,
+            "<sandbox>",
+            "",
+            AuditOutcome.NETWORK_GRANTED,
+            reason=f"network granted for sandboxed runs of '{skill_name}' by {by}",
+        )
+
+    def provide_secret(self, skill_name: str, name: str, value: str) -> None:
+        """Give ``skill_name``'s runs the secret ``name`` (kept in memory for this session only).
+
+        The skill must declare ``name`` (``metadata: {secrets: "NAME ..."}``); the value goes
+        only to that skill's runs, and is shown as ``****`` wherever output or audit text
+        holds it.
+
+        Example:
+            >>> manager.provide_secret("weather", "WEATHER_API_KEY", getpass.getpass())
+        """
+        declared = declared_secrets(self.get_skill(skill_name).current_metadata())
+        if name not in declared:
+            shown = ", ".join(declared) or "none"
+            raise ValueError(
+                f"Skill '{skill_name}' does not declare secret {name!r} (declared: {shown}): add "
+                f'it to its SKILL.md as metadata: {{secrets: "{name}"}} or use env_passthrough'
+            )
+        self.secrets.provide(skill_name, name, value)
+
+    def secret_status(self, skill_name: str) -> dict[str, bool]:
+        """Each secret ``skill_name`` declares -> whether a value is set (never the value)."""
+        declared = declared_secrets(self.get_skill(skill_name).current_metadata())
+        return {name: self.secrets.is_set(skill_name, name) for name in declared}
 
     @property
     def approvals(self) -> ApprovalStore:
@@ -226,6 +308,7 @@ class SkillManager:
         with self._lock:
             if self._audit is None:
                 self._audit = AuditLog(jsonl_path=self.audit_log)
+                self._audit.redact = self.secrets.redact  # no secret value in any record
             return self._audit
 
     @property
@@ -240,6 +323,8 @@ class SkillManager:
                     inherit_env=self.inherit_env,
                     env_passthrough=self.env_passthrough,
                     audit=self.audit,
+                    sandbox=self.sandbox_settings,
+                    secrets=self.secrets,
                 )
                 self._executor.on_run = self.gate.keep_session_approval
             return self._executor
@@ -254,9 +339,12 @@ class SkillManager:
         *,
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
+        sandbox: str | None = None,
     ) -> PlannedRun:
         """Step 1: resolve and check one run, with the request the gate will decide on."""
-        return self.planner.plan_script(skill_name, script, arguments, argv=argv, timeout=timeout)
+        return self.planner.plan_script(
+            skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox
+        )
 
     def execute_skill_script(
         self,
@@ -267,14 +355,22 @@ class SkillManager:
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
         approver: Approver | None | _UseDefault = USE_DEFAULT,
+        sandbox: str | None = None,
     ) -> ScriptExecutionResult:
         """Run one script: plan -> gate -> execute. Raises before anything runs.
 
         ``script`` is a stem (``"profile"``), file name (``"profile.py"``) or relative path
         (``"scripts/profile.py"``). ``approver`` defaults to ``self.approver``; None asks nobody.
+        ``sandbox``: this run's mode (None: ``self.sandbox``).
         """
         prepared = self.approved_run(
-            skill_name, script, arguments, argv=argv, timeout=timeout, approver=approver
+            skill_name,
+            script,
+            arguments,
+            argv=argv,
+            timeout=timeout,
+            approver=approver,
+            sandbox=sandbox,
         )
         return self.executor.run(prepared)
 
@@ -287,6 +383,7 @@ class SkillManager:
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
         approver: Approver | None | _UseDefault = USE_DEFAULT,
+        sandbox: str | None = None,
     ) -> PreparedRun:
         """Plan and gate, no run: the checked run for ``executor.run`` / ``run_async``.
 
@@ -299,9 +396,9 @@ class SkillManager:
             # The caller decided (the gate allows what nobody is asked about): skip building
             # a request (script previews, the skill's fingerprint) that nobody would see.
             return self.prepare_skill_script(
-                skill_name, script, arguments, argv=argv, timeout=timeout
+                skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox
             )
-        plan = self.plan(skill_name, script, arguments, argv=argv, timeout=timeout)
+        plan = self.plan(skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox)
         self.gate.decide(plan.request, chosen).raise_if_blocked()
         return plan.prepared
 
@@ -432,9 +529,12 @@ class SkillManager:
         *,
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
+        sandbox: str | None = None,
     ) -> PreparedRun:
         """Resolve and check a run without asking anyone or running it (refusals audited)."""
-        return self.planner.check_script(skill_name, script, arguments, argv, timeout)[1]
+        return self.planner.check_script(
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox
+        )[1]
 
     def approval_request(
         self,

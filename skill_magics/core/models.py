@@ -59,6 +59,8 @@ class ScriptExecutionResult:
     stderr_truncated: bool = False
     stdout_bytes: int = 0  # total bytes the script wrote, kept or not
     stderr_bytes: int = 0
+    # How the run was isolated: {"mode", "network", "writable"[, "note"]}; None: no sandbox.
+    sandbox: dict[str, Any] | None = None
 
     @property
     def success(self) -> bool:

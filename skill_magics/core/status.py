@@ -63,6 +63,7 @@ class AuditOutcome(_Name):
     APPROVAL_UNAVAILABLE = "approval_unavailable"
     INTERRUPTED = "interrupted"
     APPROVAL_LAPSED = "approval_lapsed"  # a run changed the skill's code: ask again next time
+    NETWORK_GRANTED = "network_granted"  # a skill may use the network in sandboxed runs
 
     @property
     def notable(self) -> bool:

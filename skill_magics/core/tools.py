@@ -2,6 +2,10 @@
 
 One tool per script (``{skill}__{script}``) plus one prompt tool per skill (``{skill}``) that
 returns the skill's ``<skill_context>`` envelope (scripts not run) and its script tools.
+First comes the client guide's activation tool, ``activate_skill``: its ``name`` parameter is
+an enum of the real skill names (those without ``disable-model-invocation: true``), and it
+returns ``build_skill_context(manager, name, format="skill_content")`` (docs/architecture.md,
+*Activation*). With no such skill it is not defined at all.
 Names match ``^[a-zA-Z0-9_-]{1,64}$`` (valid for both APIs), are unique, and depend only on
 the skill and script paths, so they are stable across runs and machines. A name is either
 the raw ``{skill}__{stem}`` (or ``{skill}``) when that is exactly representable, or a
@@ -40,11 +44,19 @@ from skill_magics.core.context import build_skill_context
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.prompt_catalog import opted_out
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.executor import PreparedRun
 
 ToolFormat = Literal["anthropic", "openai"]
+ACTIVATION_TOOL = "activate_skill"
+ACTIVATION_DESCRIPTION = (
+    "Load a skill's full instructions when a task matches its description. Returns "
+    "<skill_content>: the instructions, the skill directory (relative paths in the skill "
+    "resolve against it) and the skill's bundled files, which are not loaded until you need "
+    "them. Available skills: "
+)
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024  # OpenAI's limit for function descriptions
@@ -62,12 +74,26 @@ class ToolSpec:
     """One tool: what it is called, what it runs, and what the model is told."""
 
     name: str
-    kind: Literal["prompt", "script"]
-    skill: str
+    kind: Literal["prompt", "script", "activation"]
+    skill: str  # "" for the activation tool
     script: str | None  # relative posix path for script tools
     description: str
+    enum: tuple[str, ...] = ()  # the activation tool's skill names
 
     def input_schema(self) -> dict[str, Any]:
+        if self.kind == "activation":
+            return {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "enum": list(self.enum),
+                        "description": "The name of the skill to activate",
+                    }
+                },
+                "required": ["name"],
+                "additionalProperties": False,
+            }
         if self.kind == "prompt":
             return {"type": "object", "properties": {}}
         return {
@@ -104,7 +130,8 @@ class ToolSpec:
 def tool_definitions(
     manager: SkillManager, format: ToolFormat = "anthropic", skills: list[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Tool definitions for every skill (or ``skills``): prompt tool first, then its scripts."""
+    """Tool definitions for every skill (or ``skills``): the activation tool, then per skill its
+    prompt tool and its script tools."""
     if format not in ("anthropic", "openai"):
         raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
     return [spec.definition(format) for spec in tool_specs(manager, skills)]
@@ -112,9 +139,23 @@ def tool_definitions(
 
 def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[ToolSpec]:
     """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path)."""
-    names = sorted(m.name for m in manager.list_skills()) if skills is None else list(skills)
-    used: set[str] = set()
+    metas = manager.list_skills()
+    names = sorted(m.name for m in metas) if skills is None else list(skills)
+    used: set[str] = {ACTIVATION_TOOL}
     specs: list[ToolSpec] = []
+    hidden = {m.name for m in metas if opted_out(m)}
+    activatable = tuple(n for n in names if n not in hidden)
+    if activatable:  # the guide: no activation tool when there is nothing to activate
+        specs.append(
+            ToolSpec(
+                ACTIVATION_TOOL,
+                "activation",
+                "",
+                None,
+                _clip(ACTIVATION_DESCRIPTION + ", ".join(activatable)),
+                activatable,
+            )
+        )
     for skill_name in names:
         skill = manager.get_skill(skill_name)
         description = skill.metadata.description
@@ -269,6 +310,8 @@ def _approved_call(
     """(prompt content, None) for a prompt tool, else ("", the approved, checked run).
     Blocking: the async path runs it in a worker thread, off the event loop."""
     spec = find_tool(manager, name)
+    if spec.kind == "activation":
+        return activate(manager, spec, input), None
     arguments, argv = _split_input(input)
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
@@ -276,6 +319,26 @@ def _approved_call(
     chosen = manager.gate.for_agent(approver, manager.approver)
     prepared = manager.approved_run(spec.skill, spec.script, arguments, argv=argv, approver=chosen)
     return "", prepared
+
+
+def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
+    """The activation tool's result: ``<skill_content>`` for a name in its enum, through
+    the same core path as ``build_skill_context(manager, name, format="skill_content")``."""
+    value = input
+    if isinstance(value, (str, bytes)) and value:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
+            ) from None
+    skill = value.get("name") if isinstance(value, dict) else None
+    if not isinstance(skill, str) or skill not in spec.enum:
+        raise ValueError(
+            f'{ACTIVATION_TOOL} needs {{"name": ...}} with one of: {", ".join(spec.enum)}; '
+            f"got {skill!r}"
+        )
+    return build_skill_context(manager, skill, format="skill_content")
 
 
 def prompt_content(manager: SkillManager, skill_name: str) -> str:
@@ -404,7 +467,9 @@ def _script_description(skill: Skill, script: ScriptMetadata) -> str:
 
 
 __all__ = [
+    "ACTIVATION_TOOL",
     "NAME_RE",
+    "activate",
     "ToolSpec",
     "tool_definitions",
     "tool_specs",

@@ -90,6 +90,41 @@ class SandboxInfo:
     network: bool = False
     writable: tuple[str, ...] = ()
 
+    @property
+    def isolated(self) -> bool:
+        """Does bubblewrap confine the run? (An ``auto`` that fell back reads "off (...)".)"""
+        return self.mode.startswith(("read-only", "workspace-write"))
+
+
+def no_weaker(run: SandboxInfo | None, approved: SandboxInfo | None) -> bool:
+    """Is ``run`` confined at least as much as the run that was ``approved``?
+
+    A "Yes in session" given for a sandboxed run must not cover the same skill run with the
+    sandbox off, with network it did not have, or with other writable paths
+    (docs/architecture.md, *Sandbox and secrets*). None means no sandbox.
+
+    Example:
+        >>> ro = SandboxInfo("read-only", False, ("<private TMPDIR>",))
+        >>> no_weaker(ro, None), no_weaker(None, ro)
+        (True, False)
+    """
+    if approved is None or not approved.isolated:
+        return True  # approved with the user's full rights: anything is no weaker
+    if run is None or not run.isolated:
+        return False
+    if run.network and not approved.network:
+        return False
+    return set(run.writable) <= set(approved.writable)
+
+
+@dataclass(frozen=True)
+class SecretsInfo:
+    """The secrets a skill declares (names only, never values) and which are not set yet:
+    those are asked for with a masked field before the run."""
+
+    declared: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
 class ApprovalRequest:
@@ -112,6 +147,7 @@ class ApprovalRequest:
     batch: BatchInfo | None = None  # the scripts run once per item
     install: InstallInfo | None = None  # packages installed before the run
     sandbox: SandboxInfo | None = None  # the isolation the run gets
+    secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
@@ -258,6 +294,8 @@ __all__ = [
     "BatchInfo",
     "InstallInfo",
     "SandboxInfo",
+    "SecretsInfo",
+    "no_weaker",
     "BATCH_SAMPLE",
     "ScriptToApprove",
     "ApprovalRequest",

@@ -397,6 +397,8 @@ class BatchRunner:
                 backend.close()
             if finish is not None:
                 finish()
+        if self.cancel.is_set() and not self.stopped:
+            self.stopped = "cancelled"  # Stop pressed; everything ended before _drain looked
         result = self._result(backend)
         self._audit_batch(result)
         if interrupted is not None:

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,15 +48,18 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.interpreters import InterpreterSpec
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
 from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
+from skill_magics.core.run.sandbox import SandboxedCommand, SandboxProfile, SandboxSettings
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     check_max_output_size,
     check_timeout,
 )
+from skill_magics.core.secrets import SecretStore, declared_secrets
 from skill_magics.core.status import AuditOutcome
 from skill_magics.core.version import VERSION as _VERSION
 
@@ -155,6 +158,9 @@ class PreparedRun:
     timeout: float
     arguments_preview: str
     argv: tuple[str, ...] = ()
+    # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
+    sandbox: SandboxProfile | None = None
+    secrets: tuple[str, ...] = ()  # secret names the skill declares (values added at spawn)
 
     @property
     def program(self) -> str:
@@ -170,6 +176,43 @@ class _Plan:
     spec: InterpreterSpec
     command: tuple[str, ...]  # interpreter, its flags, the script's real path
     base_mtime_ns: int
+
+
+@dataclass(frozen=True)
+class _Boxed:
+    """A run's sandbox as spawned: the profile and, when active, the bwrap command."""
+
+    profile: SandboxProfile
+    command: SandboxedCommand | None  # None: ``auto`` found no sandbox (the note says why)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """For the audit record and the result: mode, network, writable paths (real TMPDIR)."""
+        if self.command is None:
+            return self.profile.record()
+        data = self.profile.record(self.command.tmpdir)
+        data["network"] = self.command.network
+        return data
+
+
+class _RedactedOutput:
+    """An ``on_output`` that masks secret values in each stream before passing it on."""
+
+    def __init__(self, store: SecretStore, on_output: OnOutput) -> None:
+        self.on_output = on_output
+        self.streams = {"stdout": store.stream(), "stderr": store.stream()}
+
+    def __call__(self, stream: str, text: str) -> None:
+        redactor = self.streams.get(stream)
+        out = text if redactor is None else redactor.feed(text)
+        if out:
+            self.on_output(stream, out)
+
+    def flush(self) -> None:
+        for stream, redactor in self.streams.items():
+            rest = redactor.flush()
+            if rest:
+                self.on_output(stream, rest)
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -197,6 +240,8 @@ class ScriptExecutor:
         inherit_env: bool = False,
         env_passthrough: Iterable[str] = (),
         audit: AuditLog | None = None,
+        sandbox: SandboxSettings | None = None,
+        secrets: SecretStore | None = None,
     ) -> None:
         self.timeout = check_timeout(timeout)
         self.max_output_size = check_max_output_size(max_output_size)
@@ -207,6 +252,9 @@ class ScriptExecutor:
             env_passthrough = env_passthrough.replace(",", " ").split()
         self.env_passthrough: tuple[str, ...] = tuple(env_passthrough)
         self.audit = audit if audit is not None else AuditLog()
+        # Sandbox settings and secret values are shared with the SkillManager (mutable).
+        self.sandbox = sandbox if sandbox is not None else SandboxSettings(sandboxing.OFF)
+        self.secrets = secrets if secrets is not None else SecretStore()
         # Called with each PreparedRun just before it spawns; may return a callable run when
         # the run is over (whatever its outcome). SkillManager uses it to keep a "Yes in
         # session" valid across files the approved run itself writes into the skill.
@@ -239,17 +287,21 @@ class ScriptExecutor:
         *,
         argv: Sequence[Any] | None = None,
         timeout: float | None = None,
+        sandbox: str | None = None,
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
 
         ``arguments`` go to stdin as JSON. With ``argv`` and ``arguments=None`` stdin is
         empty; with neither, stdin gets ``{}`` so JSON-reading scripts still parse it.
+        ``sandbox``: this run's mode ("off", "read-only", "workspace-write", "auto"); None
+        uses ``self.sandbox.mode``. An explicit mode that cannot be had here is refused.
         """
         started = time.monotonic()
         try:
-            return self._prepare(
+            prepared = self._prepare(
                 script_path, arguments, skill_base_dir, skill_metadata, argv, timeout
             )
+            return self._isolate(prepared, sandbox, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
             self.audit.refused(
                 getattr(skill_metadata, "name", "?"),
@@ -295,6 +347,24 @@ class ScriptExecutor:
             argv=argv_t,
         )
 
+    def _isolate(
+        self, prepared: PreparedRun, mode: str | None, metadata: SkillMetadata
+    ) -> PreparedRun:
+        """Add the sandbox profile and the declared secrets' names (docs/architecture.md,
+        *Sandbox and secrets*); a profile that cannot be had raises (the caller audits)."""
+        profile = sandboxing.profile_for(
+            self.sandbox.mode if mode is None else mode,
+            self.sandbox,
+            prepared.skill_name,
+            skill_dir=os.fspath(prepared.cwd),
+        )
+        if profile is not None and profile.note and sandboxing.note_once(profile.note):
+            logger.warning("Sandbox auto: %s", profile.note)
+        names = declared_secrets(metadata)
+        if profile is None and not names:
+            return prepared
+        return replace(prepared, sandbox=profile, secrets=names)
+
     def prepare_command(
         self,
         argv: Sequence[Any],
@@ -305,6 +375,7 @@ class ScriptExecutor:
         timeout: float | None = None,
         stdin: bytes | None = None,
         arguments_preview: str = "",
+        sandbox: str | None = None,
     ) -> PreparedRun:
         """Prepare a command that is not a script file (e.g. the skill's venv ``python -c``).
 
@@ -337,7 +408,7 @@ class ScriptExecutor:
                 skill_metadata.name, label, arguments_preview, exc, duration_ms=_ms_since(started)
             )
             raise
-        return PreparedRun(
+        prepared = PreparedRun(
             skill_name=skill_metadata.name,
             script_rel=Path(label),
             script=None,
@@ -350,6 +421,13 @@ class ScriptExecutor:
             arguments_preview=arguments_preview,
             argv=command[1:],
         )
+        try:
+            return self._isolate(prepared, sandbox, skill_metadata)
+        except (SkillMagicsError, ValueError) as exc:
+            self.audit.refused(
+                skill_metadata.name, label, arguments_preview, exc, duration_ms=_ms_since(started)
+            )
+            raise
 
     def command_for(
         self, script_path: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str]
@@ -561,10 +639,21 @@ class ScriptExecutor:
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
+            command, env, boxed = self._isolated_command(prepared)
+        except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
+            self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
+            raise
+        shown = None if boxed is None else boxed.record
+        redacting = len(self.secrets) > 0
+        streams = None
+        if redacting and on_output is not None:
+            streams = _RedactedOutput(self.secrets, on_output)
+            on_output = streams
+        try:
             outcome = run_process(
-                prepared.command,
+                command,
                 cwd=prepared.cwd,
-                env=prepared.env,  # Popen only reads it
+                env=env,  # Popen only reads it
                 payload=prepared.payload,
                 timeout=prepared.timeout,
                 max_output_size=self.max_output_size,
@@ -581,9 +670,31 @@ class ScriptExecutor:
                 AuditOutcome.INTERRUPTED,
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
+                sandbox=shown,
             )
             raise
-        return self._finish(prepared, outcome)
+        finally:
+            if streams is not None:
+                streams.flush()
+        return self._finish(prepared, outcome, boxed=boxed, redact=redacting)
+
+    def _isolated_command(
+        self, prepared: PreparedRun
+    ) -> tuple[tuple[str, ...], Mapping[str, str], _Boxed | None]:
+        """What to spawn: the command (in bwrap when sandboxed) and its environment with the
+        skill's own secrets (only the declaring skill's runs get them)."""
+        env: Mapping[str, str] = prepared.env
+        if prepared.secrets:
+            env = {**env, **self.secrets.require(prepared.skill_name, prepared.secrets)}
+        profile = prepared.sandbox
+        if profile is None or not profile.active:
+            return prepared.command, env, (None if profile is None else _Boxed(profile, None))
+        # A network grant given after the plan (the approval panel) counts for this run.
+        network = profile.network or self.sandbox.has_network(prepared.skill_name)
+        wrapped = sandboxing.wrap(
+            profile, prepared.command, env, os.fspath(prepared.cwd), network=network
+        )
+        return wrapped.argv, wrapped.env, _Boxed(profile, wrapped)
 
     def _spawn_failed(
         self, prepared: PreparedRun, exc: OSError, seconds: float
@@ -609,10 +720,23 @@ class ScriptExecutor:
             script_path=prepared.script_rel,
         )
 
-    def _finish(self, prepared: PreparedRun, out: ProcessOutcome) -> ScriptExecutionResult:
+    def _finish(
+        self,
+        prepared: PreparedRun,
+        out: ProcessOutcome,
+        *,
+        boxed: _Boxed | None = None,
+        redact: bool = False,
+    ) -> ScriptExecutionResult:
         rel = prepared.script_rel.as_posix()
         stdout, stderr = out.stdout.text, out.stderr.text
+        if redact:  # no secret value leaves a run, wherever a script printed it
+            stdout = self.secrets.redact(stdout, cut=out.stdout.truncated)
+            stderr = self.secrets.redact(stderr, cut=out.stderr.truncated)
         exit_code = out.returncode
+        sandboxed = boxed is not None and boxed.command is not None
+        if sandboxed and not out.timed_out and not out.cancelled:
+            exit_code = _unwrap_bwrap_status(exit_code)
         sig_name: str | None = None
         sig_num: int | None = None
         reason: str | None = None
@@ -662,6 +786,7 @@ class ScriptExecutor:
                     f"{self.max_output_size:,}",
                 )
         duration_ms = max(out.duration_s * 1000, 1e-3)
+        shown = None if boxed is None else boxed.record
         self.audit.event(
             prepared.skill_name,
             rel,
@@ -670,6 +795,7 @@ class ScriptExecutor:
             exit_code=exit_code,
             reason=reason,
             duration_ms=duration_ms,
+            sandbox=shown,
         )
         return ScriptExecutionResult(
             stdout=stdout,
@@ -684,6 +810,7 @@ class ScriptExecutor:
             stderr_truncated=out.stderr.truncated,
             stdout_bytes=out.stdout.total_bytes,
             stderr_bytes=out.stderr.total_bytes,
+            sandbox=shown,
         )
 
     async def run_async(
@@ -719,10 +846,17 @@ class ScriptExecutor:
         argv: Sequence[Any] | None = None,
         on_output: OnOutput | None = None,
         cancel: threading.Event | None = None,
+        sandbox: str | None = None,
     ) -> ScriptExecutionResult:
         """``run(prepare(...))``: check, spawn, wait, audit."""
         prepared = self.prepare(
-            script_path, arguments, skill_base_dir, skill_metadata, argv=argv, timeout=timeout
+            script_path,
+            arguments,
+            skill_base_dir,
+            skill_metadata,
+            argv=argv,
+            timeout=timeout,
+            sandbox=sandbox,
         )
         # Checked microseconds ago: no approval wait in between, so no re-check needed.
         return self._run(prepared, on_output, cancel, recheck=False)
@@ -807,6 +941,19 @@ def _append_line(text: str, line: str) -> str:
     if text and not text.endswith("\n"):
         text += "\n"
     return text + line + "\n"
+
+
+def _unwrap_bwrap_status(code: int) -> int:
+    """bwrap reports a child killed by signal N as exit 128+N; give it back as -N, the way
+    unsandboxed runs report a signal (a script that itself exits 128+N reads the same: the
+    shell convention, docs/architecture.md, *Sandbox and secrets*)."""
+    if 128 < code < 128 + 65:
+        try:
+            signal.Signals(code - 128)
+        except ValueError:
+            return code
+        return -(code - 128)
+    return code
 
 
 def _signal_name(signum: int) -> str:

@@ -186,7 +186,7 @@ class ApprovalGate:
                 return current
         if decision is Decision.YES_IN_SESSION:
             for part in request.requests:  # each skill at its own fingerprint
-                self.store.approve(part.skill_name, part.content_hash)
+                self.store.approve(part.skill_name, part.content_hash, part.sandbox)
         if by != SESSION:
             self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")
         return Verdict(decision=decision, by=by)

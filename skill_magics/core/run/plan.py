@@ -40,7 +40,9 @@ from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
+    SandboxInfo,
     ScriptToApprove,
+    SecretsInfo,
     code_approval_hash,
 )
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
@@ -112,9 +114,14 @@ class Planner:
         *,
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
+        sandbox: str | None = None,
     ) -> PlannedRun:
-        """Check one run of ``script`` and build its request; raises (audited) on a refusal."""
-        meta, prepared = self.check_script(skill_name, script, arguments, argv, timeout)
+        """Check one run of ``script`` and build its request; raises (audited) on a refusal.
+
+        ``sandbox``: this run's mode (None: the executor's setting)."""
+        meta, prepared = self.check_script(
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox
+        )
         request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
         argv_t = None if argv is None else prepared.argv
         return PlannedRun(request, (prepared,), arguments, argv_t)
@@ -126,6 +133,8 @@ class Planner:
         arguments: Any,
         argv: Sequence[str] | None,
         timeout: float | None,
+        *,
+        sandbox: str | None = None,
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run)."""
         started = time.monotonic()
@@ -154,6 +163,7 @@ class Planner:
             metadata,
             argv=argv,  # unchanged: the executor validates it (and audits a bad one)
             timeout=timeout,
+            sandbox=sandbox,
         )
         return meta, prepared
 
@@ -190,7 +200,8 @@ class Planner:
             timeout=timeout,
             arguments_preview=code_preview(code),
         )
-        return PlannedRun(self.request(skill.name, [], None, code=code), (prepared,))
+        request = self.request(skill.name, [], None, code=code, prepared=[prepared])
+        return PlannedRun(request, (prepared,))
 
     # -- a skill's referenced scripts (%skill_context) ---------------------------------------
 
@@ -294,7 +305,17 @@ class Planner:
             code=code,
             request_id=uuid.uuid4().hex,
             entries=entries,
+            sandbox=_sandbox_info(prepared),
+            secrets=self._secrets_info(skill_name, prepared),
         )
+
+    def _secrets_info(
+        self, skill_name: str, prepared: Sequence[PreparedRun | None] | None
+    ) -> SecretsInfo | None:
+        names = next((run.secrets for run in prepared or () if run is not None), ())
+        if not names:
+            return None
+        return SecretsInfo(names, self._executor().secrets.missing(skill_name, names))
 
     def _command_for(
         self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
@@ -329,6 +350,14 @@ def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]
         head = head[: head.rfind(b"\n") + 1] or head
     text = head.decode("utf-8", "replace").replace("\r\n", "\n")
     return text, lines, size
+
+
+def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:
+    """The first run's sandbox as the panel shows it (the runs of one request share it)."""
+    for run in prepared or ():
+        if run is not None and run.sandbox is not None:
+            return run.sandbox.info()
+    return None
 
 
 def _realpath_if_different(program: str) -> str:

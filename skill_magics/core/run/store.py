@@ -1,5 +1,8 @@
 """Session approvals: skill name -> the fingerprint approved with "Yes in session".
 
+An approval also remembers the sandbox the approved run had: it covers later runs only when
+they are confined no less (``approval.no_weaker``), so turning the sandbox off asks again.
+
 Only the gate (gate.py) writes here; ``%skills approvals`` and ``%skills revoke`` read and
 forget entries.
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from skill_magics.core.run.approval import ApprovalRequest
+from skill_magics.core.run.approval import ApprovalRequest, SandboxInfo, no_weaker
 
 
 class ApprovalStore:
@@ -23,6 +26,7 @@ class ApprovalStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._approved: dict[str, str] = {}
+        self._sandbox: dict[str, SandboxInfo | None] = {}  # the isolation approved with it
 
     def is_approved(self, skill_name: str, content_hash: str) -> bool:
         with self._lock:
@@ -33,12 +37,18 @@ class ApprovalStore:
         with self._lock:
             return all(
                 self._approved.get(part.skill_name) == part.content_hash
+                and no_weaker(part.sandbox, self._sandbox.get(part.skill_name))
                 for part in request.requests
             )
 
-    def approve(self, skill_name: str, content_hash: str) -> None:
+    def approve(
+        self, skill_name: str, content_hash: str, sandbox: SandboxInfo | None = None
+    ) -> None:
+        """Remember "Yes in session" for ``skill_name`` at ``content_hash``, for runs confined
+        at least as much as ``sandbox`` (None: the run had no sandbox)."""
         with self._lock:
             self._approved[skill_name] = content_hash
+            self._sandbox[skill_name] = sandbox
 
     def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
         """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
@@ -55,11 +65,13 @@ class ApprovalStore:
         with self._lock:
             if content_hash is not None and self._approved.get(skill_name) != content_hash:
                 return False
+            self._sandbox.pop(skill_name, None)
             return self._approved.pop(skill_name, None) is not None
 
     def clear(self) -> None:
         with self._lock:
             self._approved.clear()
+            self._sandbox.clear()
 
     def approvals(self) -> dict[str, str]:
         """A copy of skill name -> approved content hash."""

@@ -25,7 +25,12 @@ from typing import Any, Protocol
 
 from IPython.display import display
 
-from skill_magics.core.errors import ApprovalPending, ApprovalUnavailable, RunInterrupted
+from skill_magics.core.errors import (
+    ApprovalPending,
+    ApprovalUnavailable,
+    RunInterrupted,
+    SkillMagicsError,
+)
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
 from skill_magics.notebook.approval import waiting
 from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
@@ -104,7 +109,10 @@ class NotebookApprover:
             why = "there is no frontend for buttons and stdin is not a terminal"
             raise ApprovalUnavailable(unavailable_message(names, why))
         if strategy is Strategy.TERMINAL:
-            return self._ask_terminal(request)
+            answer = self._ask_terminal(request)
+            if answer.decision is not Decision.NO:
+                self._ask_secrets_terminal(request)
+            return answer
         if strategy is Strategy.NONBLOCKING and not self.pending_ok:
             if self.settings.approval_ui == "nonblocking":
                 why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
@@ -133,7 +141,7 @@ class NotebookApprover:
         """Display Yes once / Yes in session / No for ``request`` (kept in ``panels``)."""
         from skill_magics.notebook.approval.panel import ApprovalPanel
 
-        panel = ApprovalPanel(request)
+        panel = ApprovalPanel(request, on_inputs=self.apply_inputs)
         panels = self.settings.panels
         panels.append(panel)
         del panels[:-MAX_PANELS]
@@ -176,6 +184,42 @@ class NotebookApprover:
         """Disable the buttons (a later click must not look like it ran something)."""
         panel.withdraw(WAIT_INTERRUPTED)
         return RunInterrupted(WAIT_INTERRUPTED)
+
+    def apply_inputs(
+        self, skill: str, secrets: dict[str, str], network: bool, by: str
+    ) -> list[str]:
+        """What the panel's fields gave: secret values (kept in memory by the manager) and a
+        network grant (audited). Returns one line per value that was not kept."""
+        manager = getattr(self.settings, "manager", None)
+        if manager is None:
+            return ["no manager to keep the values: nothing was kept"]
+        problems = []
+        for name, value in secrets.items():
+            try:
+                manager.provide_secret(skill, name, value)
+            except (ValueError, TypeError, SkillMagicsError) as exc:
+                problems.append(f"Secret {name} not kept: {exc}")
+        if network:
+            manager.grant_network(skill, by=f"approval panel ({by})")
+        return problems
+
+    def _ask_secrets_terminal(self, request: ApprovalRequest) -> None:
+        """Missing secrets, asked with getpass (nothing echoed, nothing in the history)."""
+        import getpass
+
+        for part in request.requests:
+            for name in part.secrets.missing if part.secrets is not None else ():
+                try:
+                    value = getpass.getpass(
+                        f"Secret {name} for skill '{part.skill_name}' (input hidden, kept in "
+                        "memory for this session): "
+                    )
+                except (EOFError, KeyboardInterrupt):
+                    return  # the run then refuses in one line: the secret is missing
+                if not value:
+                    continue
+                for problem in self.apply_inputs(part.skill_name, {name: value}, False, "getpass"):
+                    print(problem)
 
     @staticmethod
     def _ask_terminal(request: ApprovalRequest) -> Answer:

@@ -180,6 +180,13 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
+    secrets = request.secrets
+    if secrets is not None:
+        shown = [
+            f"{name} ({'missing: enter it below' if name in secrets.missing else 'set'})"
+            for name in secrets.declared
+        ]
+        rows.append(("Secrets", ", ".join(shown)))
     return rows
 
 
@@ -329,11 +336,24 @@ def _expandable(text: str, total: int, cut: bool = False) -> str:
     )
 
 
-class ApprovalPanel:
-    """Three buttons for one ApprovalRequest; thread-safe, first decision wins."""
+# on_inputs(skill, secrets, network, by) -> problems: what the panel's fields gave (docs/
+# architecture.md, *Sandbox and secrets*), applied when a Yes is clicked, before the run.
+OnInputs = Callable[[str, dict[str, str], bool, str], list[str]]
 
-    def __init__(self, request: ApprovalRequest) -> None:
+
+class ApprovalPanel:
+    """Three buttons for one ApprovalRequest; thread-safe, first decision wins.
+
+    ``on_inputs``: receives, on a Yes, the values typed into the masked fields of missing
+    secrets and the "allow network" choice, per skill; the fields are cleared right after,
+    so no value stays in the widget state a notebook saves.
+    """
+
+    def __init__(self, request: ApprovalRequest, on_inputs: OnInputs | None = None) -> None:
         self.request = request
+        self.on_inputs = on_inputs
+        self.secret_fields: dict[tuple[str, str], Any] = {}  # (skill, name) -> Password
+        self.network_boxes: dict[str, Any] = {}  # skill -> Checkbox
         self.decision: Decision | None = None
         self.decided_by: str | None = None
         self.decided_at: float | None = None  # time.time() of the decision
@@ -379,6 +399,7 @@ class ApprovalPanel:
         self._widget = w.VBox(
             [
                 w.HTML(summary_html(self.request)),
+                *self._input_widgets(w),
                 w.HBox(list(self._buttons.values())),
                 self._status,
             ]
@@ -386,6 +407,54 @@ class ApprovalPanel:
         self._widget.add_class("skill-magics-approval-panel")
         if self.decision is not None:
             self._show_decision()
+
+    def _input_widgets(self, w: Any) -> list[Any]:
+        """Masked fields for missing secrets, a checkbox to allow the network (per skill)."""
+        out: list[Any] = []
+        if self.on_inputs is None:
+            return out
+        for part in self.request.requests:
+            for name in part.secrets.missing if part.secrets is not None else ():
+                field = w.Password(
+                    description=name,
+                    placeholder=f"secret for '{visible(part.skill_name)}' (kept in memory only)",
+                    layout=w.Layout(width="32em"),
+                    style={"description_width": "initial"},
+                )
+                self.secret_fields[(part.skill_name, name)] = field
+                out.append(field)
+            box = part.sandbox
+            if box is not None and not box.network and box.writable:
+                check = w.Checkbox(
+                    value=False,
+                    description=f"Allow network for '{visible(part.skill_name)}' (this session)",
+                    indent=False,
+                )
+                self.network_boxes[part.skill_name] = check
+                out.append(check)
+        return out
+
+    def _apply_inputs(self, by: str) -> list[str]:
+        """Hand the fields' values to ``on_inputs`` and clear them (Yes only)."""
+        if self.on_inputs is None or not (self.secret_fields or self.network_boxes):
+            return []
+        problems: list[str] = []
+        for part in self.request.requests:
+            skill = part.skill_name
+            values = {}
+            for (owner, name), field in self.secret_fields.items():
+                if owner == skill:
+                    values[name] = field.value
+                    field.value = ""  # nothing left in the widget state a notebook saves
+                    field.disabled = True
+            box = self.network_boxes.get(skill)
+            network = bool(box is not None and box.value)
+            if box is not None:
+                box.disabled = True
+            if any(values.values()) or network:
+                values = {k: v for k, v in values.items() if v}
+                problems += self.on_inputs(skill, values, network, by)
+        return problems
 
     def outcome_text(self) -> str:
         """ "Decision: Yes once (button 'Yes once', 12:00:01)", the withdrawal, or ""."""
@@ -414,7 +483,13 @@ class ApprovalPanel:
                 return False
             self.decision, self.decided_by, self.decided_at = decision, by, time.time()
             callbacks = list(self._callbacks)
+        problems = self._apply_inputs(by) if decision is not Decision.NO else []
+        if decision is Decision.NO:
+            for field in self.secret_fields.values():
+                field.value = ""
         self._show_decision()
+        if problems and self._status is not None:
+            self._status.value += "".join(f"<div>{html.escape(p)}</div>" for p in problems)
         self.event.set()
         for callback in callbacks:
             callback(decision, by)

@@ -1,4 +1,5 @@
-"""``%skills catalog [NAME...]``: the <available_skills> block for a system prompt."""
+"""``%skills catalog [NAME...] [--budget N] [--include PAT ...] [--exclude PAT ...]``: the
+<available_skills> block for a system prompt, with its token counts and what was left out."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost
 
-HELP = "the <available_skills> block for a system prompt (skills-ref format)"
+HELP = (
+    "the <available_skills> block for a system prompt: [--budget TOKENS] [--include PAT ...] "
+    "[--exclude PAT ...] [--format skills-ref|guide]; token counts, what was left out"
+)
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:

@@ -143,6 +143,14 @@ class ContextMagics(SharedMagics):
         default="list",
         help="reference files: list them (default), include their content, or leave them out",
     )
+    @argument(
+        "--format",
+        choices=("skill_context", "skill_content"),
+        default="skill_context",
+        help="skill_context (default: the envelope, scripts run) or skill_content (the "
+        "Agent Skills client guide's activation result: instructions, directory, file list; "
+        "nothing runs)",
+    )
     @argument("-o", "--out", default=None, help="also store the text in this variable")
     @no_var_expand
     @line_magic
@@ -208,22 +216,99 @@ class ContextMagics(SharedMagics):
             arguments=opts.arguments,
             include_references=opts.refs,
             approver=approver,
+            format=opts.format,
         )
         return names, options
 
 
-def catalog_command(magics: SkillsHost, args: list[str]) -> SkillContextText:
-    """``%skills catalog [NAME...]``: the <available_skills> block (skills-ref format)."""
-    from skill_magics.core.context import skills_catalog
+class CatalogText(SkillContextText):
+    """The catalog (a ``str``) shown with its sizes: tokens per skill and in total, which
+    tokenizer counted, and every skill left out with the reason. ``.catalog`` is core's
+    :class:`~skill_magics.core.prompt_catalog.Catalog` (``.omitted``, ``.entries``, ...)."""
+
+    catalog: Any
+
+    def __new__(cls, catalog: Any) -> CatalogText:
+        self = super().__new__(cls, str(catalog))
+        self.catalog = catalog
+        return self
+
+    @property
+    def omitted(self) -> Any:
+        return self.catalog.omitted
+
+    @property
+    def tokens(self) -> int:
+        return int(self.catalog.tokens)
+
+    def size_line(self) -> str:
+        return f"{len(self):,} characters, {self.catalog.tokens:,} tokens ({self.catalog.counter})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        head = str(self) if self else "(no skills listed: the catalog is empty, no block)"
+        printer.text(f"{head}\n-- {self.catalog.report()}")
+
+    def _repr_html_(self) -> str:
+        from skill_magics.notebook.render.catalog import catalog_report_html
+
+        shown = str(self) if self else "(no skills listed: the catalog is empty, no block)"
+        return catalog_report_html(self.catalog) + context_html(shown, self.size_line())
+
+
+def catalog_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="%skills catalog", add_help=False, exit_on_error=False)
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--budget", type=int, default=None, help="max tokens")
+    parser.add_argument("--budget-chars", type=int, default=None, help="max characters")
+    parser.add_argument("--include", nargs="+", action="extend", default=None)
+    parser.add_argument("--exclude", nargs="+", action="extend", default=None)
+    parser.add_argument("--format", choices=("skills-ref", "guide"), default="skills-ref")
+    parser.add_argument("-o", "--out", default=None)
+    return parser
+
+
+CATALOG_USAGE = (
+    "%skills catalog [NAME ...] [--budget TOKENS] [--budget-chars N] [--include PAT ...] "
+    "[--exclude PAT ...] [--format skills-ref|guide] [-o VAR]"
+)
+
+
+def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
+    """``%skills catalog``: the <available_skills> block (skills-ref format by default),
+    filtered by name globs and fitted to a budget, with its token counts."""
+    from skill_magics.core.prompt_catalog import skills_catalog
 
     try:
-        return SkillContextText(skills_catalog(magics.manager, args or None))
-    except SkillMagicsError as exc:
+        opts, rest = catalog_parser().parse_known_args(args)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise UsageError(f"{exc}: usage: {CATALOG_USAGE}") from None
+    if rest:
+        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {CATALOG_USAGE}")
+    budget = opts.budget
+    if budget is None and opts.budget_chars is None:
+        budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget
+    try:
+        catalog = skills_catalog(
+            magics.manager,
+            opts.names or None,
+            max_tokens=budget,
+            max_chars=opts.budget_chars,
+            include=opts.include,
+            exclude=opts.exclude,
+            format=opts.format,
+        )
+    except (SkillMagicsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    text = CatalogText(catalog)
+    shell = getattr(magics, "shell", None)
+    if opts.out and shell is not None:
+        shell.user_ns[opts.out] = text
+    return text
 
 
 __all__ = [
     "SkillContextText",
+    "CatalogText",
     "ContextMagics",
     "catalog_command",
     "context_html",

@@ -86,6 +86,12 @@ class SkillRunMagics(SharedMagics):
     @argument("--timeout", type=float, default=None, help="seconds before the script is killed")
     @argument("-o", "--out", default=None, help="also store the result in this variable")
     @argument(
+        "--sandbox",
+        default=None,
+        choices=["off", "read-only", "workspace-write", "auto"],
+        help="this run's isolation (default: SkillMagics.sandbox)",
+    )
+    @argument(
         "--eval",
         action="store_true",
         help="the body is a Python expression evaluated in the notebook, e.g. "
@@ -194,7 +200,9 @@ class SkillRunMagics(SharedMagics):
             manager.audit.refused(skill, script, None, exc)
             raise usage_error(exc) from None
         try:
-            plan = manager.plan(skill, script, arguments, argv=argv, timeout=opts.timeout)
+            plan = manager.plan(
+                skill, script, arguments, argv=argv, timeout=opts.timeout, sandbox=opts.sandbox
+            )
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.
             raise usage_error(exc) from None

@@ -94,6 +94,28 @@ class SkillMagics(Magics):
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
     ).tag(config=True)
+    catalog_budget = Int(
+        None,
+        allow_none=True,
+        help="Token budget of %skills catalog (and what %skills validate checks descriptions "
+        "against) when no --budget is given; None: no budget.",
+    ).tag(config=True)
+    sandbox = CaselessStrEnum(
+        ["off", "read-only", "workspace-write", "auto"],
+        default_value=None,
+        allow_none=True,
+        help="Isolate runs with bubblewrap: off, read-only, workspace-write (only the working "
+        "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
+        "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
+    ).tag(config=True)
+    sandbox_network = List(
+        Unicode(), help='Skills that may use the network in sandboxed runs ("*": all; audited).'
+    ).tag(config=True)
+    sandbox_deny_read = List(
+        Unicode(),
+        help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
+        "other credential defaults (~ is $HOME).",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
@@ -119,6 +141,9 @@ class SkillMagics(Magics):
                     inherit_env=self.inherit_env,
                     env_passthrough=tuple(self.env_passthrough),
                     audit_log=self.audit_log,
+                    sandbox=self.sandbox,
+                    sandbox_network=tuple(self.sandbox_network),
+                    sandbox_deny_read=tuple(self.sandbox_deny_read),
                 )
             return self._manager
 
@@ -163,6 +188,20 @@ class SkillMagics(Magics):
             value = tuple(value)
         setattr(manager, change["name"], value)
 
+    @observe("sandbox", "sandbox_network", "sandbox_deny_read")
+    def _sandbox_changed(self, change: Any) -> None:
+        manager = self._manager  # shared with the executor: no rebuild (core/manager.py)
+        if manager is None:
+            return
+        value = change["new"]
+        if change["name"] == "sandbox":
+            from skill_magics.core.run.sandbox import default_mode
+
+            value = default_mode() if value is None else value
+        else:
+            value = tuple(value)
+        setattr(manager, change["name"], value)
+
     # -- %skills ----------------------------------------------------------------------------
     @magic_arguments()
     @argument(
@@ -170,7 +209,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog",
+        "approvals, revoke NAME|--all, history, catalog, validate",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -184,6 +223,8 @@ class SkillMagics(Magics):
         %skills approvals            session approvals; %skills revoke NAME forgets one
         %skills history              this session's audit records
         %skills catalog              the <available_skills> block for a system prompt
+                                     [--budget N] [--include PAT ...] [--exclude PAT ...]
+        %skills validate [NAME|PATH] problems of skills, one line each, with the fix
         """
         from skill_magics.notebook import cmd
 

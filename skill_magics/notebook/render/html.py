@@ -42,6 +42,8 @@ def header_html(run: Any) -> str:
     line = f"<div>{' · '.join(bits)}</div>"
     if h.arguments:
         line += f"<div><small>{_e(h.arguments)}</small></div>"
+    if h.sandbox:
+        line += f"<div><small>{_e(h.sandbox)}</small></div>"
     return line
 
 

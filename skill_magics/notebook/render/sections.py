@@ -58,6 +58,7 @@ class Header:
     exit_code: str  # "exit 0" or ""
     time: str  # "12 ms", "3.20 s" or ""
     arguments: str  # one-line preview of stdin/argv, or ""
+    sandbox: str = ""  # "sandbox: workspace-write · network off · writable: ...", or ""
 
 
 def header(run: Any) -> Header:
@@ -75,7 +76,19 @@ def header(run: Any) -> Header:
         exit_code=exit_text,
         time=format_duration(ms),
         arguments=arguments_preview(run.arguments, run.argv or ()),
+        sandbox=sandbox_text(getattr(res, "sandbox", None)),
     )
+
+
+def sandbox_text(box: Any) -> str:
+    """One line for a run's sandbox record (mode, network, writable paths), or ''."""
+    if not box:
+        return ""
+    if box.get("note"):
+        return f"sandbox: {box.get('mode', 'off')} ({box['note']})"
+    writable = ", ".join(str(p) for p in box.get("writable", ())) or "nothing"
+    network = "on" if box.get("network") else "off"
+    return f"sandbox: {box.get('mode')} · network {network} · writable: {writable}"
 
 
 def message(run: Any) -> str:

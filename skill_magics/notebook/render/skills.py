@@ -136,8 +136,11 @@ def skill_detail(
     approved: bool | None = None,
     scripts: Sequence[Any] | None = None,
     content: str | None = None,
+    secrets: Mapping[str, bool] | None = None,
 ) -> Display:
-    """``%skills show NAME``: metadata, rendered SKILL.md, scripts table, references."""
+    """``%skills show NAME``: metadata, rendered SKILL.md, scripts table, references.
+
+    ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
@@ -146,6 +149,9 @@ def skill_detail(
     references = [str(r) for r in (getattr(skill, "references", None) or [])]
     warnings = list(getattr(meta, "warnings", None) or [])
     fields = _fields(meta, skill)
+    if secrets:
+        shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
+        fields.append(("secrets", shown))
     script_view = scripts_table(scripts, approved=approved)
 
     width = max(len(k) for k, _ in fields)

@@ -21,6 +21,8 @@ def result_text(run: Any) -> str:
     lines = [header_text(run)]
     if h.arguments:
         lines.append(f"  {h.arguments}")
+    if h.sandbox:
+        lines.append(f"  {h.sandbox}")
     note = message(run)
     if note:
         lines.append(note)

@@ -1,0 +1,408 @@
+"""The ``<available_skills>`` catalog for a system prompt: filtered, budgeted, never silent.
+
+What is listed (docs/architecture.md, *The budgeted catalog*):
+
+1. Skills in priority order: the order of ``names``; else, with ``include`` patterns, the
+   skills matching the first pattern (by name), then the second, ...; else by name.
+2. Left out entirely, as the Agent Skills client guide asks (the model never sees them):
+   skills not matching any ``include`` glob, skills matching an ``exclude`` glob, and skills
+   whose frontmatter says ``disable-model-invocation: true`` (Claude Code's opt-out of
+   model-driven use; also read from ``metadata:``). ``Catalog.omitted`` names each, with why.
+3. With ``max_chars`` and/or ``max_tokens``, the whole block must fit (both, when both are
+   given). The rule, in order:
+
+   a. everything fits: nothing changes;
+   b. else descriptions longer than a common cap are **shortened** at a word boundary and end
+      in ``…``; the cap is the largest that fits, never below ``min_description`` (100);
+   c. if even that does not fit, skills are **dropped from the end of the priority order**
+      (last first) until the rest fits (step b is redone for the rest).
+
+   Every shortened or dropped skill is named in a comment inside the block (which the
+   model reads, and which is counted in the budget) and in ``Catalog.shortened`` /
+   ``Catalog.omitted``. A description is never cut without the ``…`` and the note.
+4. No skill left: the catalog is ``""`` (no empty block: the guide says to omit it).
+
+Formats: ``"skills-ref"`` (default; byte-identical to skills-ref's ``to_prompt`` when nothing
+is filtered, shortened or dropped) and ``"guide"`` (the client guide's indented layout,
+escaped with ``core/xmltext.py``).
+
+Example:
+    >>> cat = skills_catalog(manager, max_tokens=400, exclude=["demo-*"])
+    >>> cat.omitted       # (Omission(name='demo-behaviours', reason="excluded by 'demo-*'"),)
+    >>> cat.tokens, cat.counter
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.models import SkillMetadata
+from skill_magics.core.tokens import TokenCounter, as_counter
+from skill_magics.core.xmltext import element
+
+CatalogFormat = Literal["skills-ref", "guide"]
+FORMATS: tuple[str, ...] = ("skills-ref", "guide")
+MIN_DESCRIPTION = 100  # characters a shortened description keeps at least
+ELLIPSIS = "…"
+OPT_OUT_KEY = "disable-model-invocation"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One listed skill: what the model sees of it and what it costs."""
+
+    name: str
+    description: str  # as listed (shortened ones end in "…")
+    location: str  # absolute, resolved SKILL.md path
+    chars: int  # of this skill's entry in the block
+    tokens: int  # of this skill's entry, by the catalog's counter
+    original_chars: int  # of the full description
+    shortened: bool = False
+
+
+@dataclass(frozen=True)
+class Omission:
+    """A skill that is not in the catalog, and why (``budget``, a pattern, the opt-out)."""
+
+    name: str
+    reason: str
+
+
+class Catalog(str):
+    """The catalog text (a plain ``str``), with what was listed, left out and counted."""
+
+    entries: tuple[CatalogEntry, ...]
+    omitted: tuple[Omission, ...]
+    tokens: int
+    counter: str  # which tokenizer counted: "tiktoken o200k_base" or the estimate's label
+    max_chars: int | None
+    max_tokens: int | None
+    layout: str  # the format it was written in: "skills-ref" or "guide"
+
+    def __new__(cls, text: str, **info: Any) -> Catalog:
+        self = super().__new__(cls, text)
+        self.entries = tuple(info.get("entries", ()))
+        self.omitted = tuple(info.get("omitted", ()))
+        self.tokens = int(info.get("tokens", 0))
+        self.counter = str(info.get("counter", ""))
+        self.max_chars = info.get("max_chars")
+        self.max_tokens = info.get("max_tokens")
+        self.layout = str(info.get("layout", "skills-ref"))
+        return self
+
+    @property
+    def shortened(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self.entries if e.shortened)
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """Skills left out to fit the budget (not those filtered out on purpose)."""
+        return tuple(o.name for o in self.omitted if o.reason == "budget")
+
+    def budget_text(self) -> str:
+        parts = []
+        if self.max_chars is not None:
+            parts.append(f"{self.max_chars:,} characters")
+        if self.max_tokens is not None:
+            parts.append(f"{self.max_tokens:,} tokens")
+        return " and ".join(parts) or "none"
+
+    def report(self) -> str:
+        """Plain-text summary: per-skill sizes, total, the tokenizer, what was left out."""
+        lines = [f"{'skill':<32} {'tokens':>7} {'chars':>7}  note"]
+        for e in self.entries:
+            note = f"shortened from {e.original_chars:,} characters" if e.shortened else ""
+            lines.append(f"{e.name:<32} {e.tokens:>7,} {e.chars:>7,}  {note}".rstrip())
+        for o in self.omitted:
+            lines.append(f"{o.name:<32} {'-':>7} {'-':>7}  left out: {o.reason}")
+        lines.append(
+            f"total: {len(self.entries)} skills, {self.tokens:,} tokens, {len(self):,} "
+            f"characters ({self.counter}); budget: {self.budget_text()}"
+        )
+        return "\n".join(lines)
+
+
+def skills_catalog(
+    manager: SkillManager,
+    names: Iterable[str] | None = None,
+    *,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    include: str | Iterable[str] | None = None,
+    exclude: str | Iterable[str] | None = None,
+    format: CatalogFormat = "skills-ref",
+    min_description: int = MIN_DESCRIPTION,
+    counter: TokenCounter | Any | None = None,
+) -> Catalog:
+    """The ``<available_skills>`` block (a :class:`Catalog`, a ``str``); see the module doc.
+
+    ``include``/``exclude`` are name globs (``"pdf-*"``); ``names`` picks and orders skills
+    explicitly (an unknown name raises SkillNotFoundError). ``counter`` counts tokens
+    (default: :func:`core.tokens.default_counter`).
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r}: use one of {', '.join(FORMATS)}")
+    for label, limit in (("max_chars", max_chars), ("max_tokens", max_tokens)):
+        if limit is not None and (isinstance(limit, bool) or limit < 0):
+            raise ValueError(f"{label}={limit!r}: use a number of 0 or more, or None")
+    tokenizer = as_counter(counter)
+    metas, omitted = _select(manager, names, _patterns(include), _patterns(exclude))
+    where: dict[str, str] = {}  # SKILL.md -> resolved location, computed once per call
+    fitted = _fit(metas, format, max_chars, max_tokens, max(1, min_description), tokenizer, where)
+    text, kept, cap, dropped = fitted
+    omitted += [Omission(m.name, "budget") for m in dropped]
+    entries = tuple(_entry(m, cap, format, tokenizer, where) for m in kept)
+    return Catalog(
+        text,
+        entries=entries,
+        omitted=omitted,
+        tokens=tokenizer.count(text) if text else 0,
+        counter=tokenizer.label,
+        max_chars=max_chars,
+        max_tokens=max_tokens,
+        layout=format,
+    )
+
+
+def opted_out(meta: SkillMetadata) -> bool:
+    """True when the skill says ``disable-model-invocation: true`` (bool or text)."""
+    value = meta.metadata.get(OPT_OUT_KEY)
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def model_visible(manager: SkillManager) -> list[str]:
+    """Names of the skills a model may activate (not opted out), by name."""
+    return sorted(m.name for m in manager.list_skills() if not opted_out(m))
+
+
+def entry_text(meta: SkillMetadata, format: CatalogFormat = "skills-ref") -> str:
+    """One skill's ``<skill>`` element as the catalog writes it (full description)."""
+    return _entry_lines(meta.name, meta.description, _location(meta), format)
+
+
+def shorten(text: str, cap: int) -> str:
+    """``text`` cut at a word boundary to at most ``cap`` characters, ending in ``…``."""
+    if len(text) <= cap:
+        return text
+    cut = text[: max(cap - 1, 1)]
+    space = cut.rfind(" ")
+    if space > len(cut) // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + ELLIPSIS
+
+
+# -- selecting ------------------------------------------------------------------------------
+
+
+def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else [str(p) for p in value]
+
+
+def _select(
+    manager: SkillManager,
+    names: Iterable[str] | None,
+    include: list[str] | None,
+    exclude: list[str] | None,
+) -> tuple[list[SkillMetadata], list[Omission]]:
+    everything = list(manager.list_skills())
+    # The opt-out is the skill's own say: reported as the reason even when a filter also hides it.
+    omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in everything if opted_out(m)]
+    listed = [m for m in everything if not opted_out(m)]
+    if names is not None:
+        by_name = {m.name: m for m in everything}
+        wanted = list(dict.fromkeys(names))
+        chosen = [by_name[n] if n in by_name else manager.get_skill(n).metadata for n in wanted]
+        omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in chosen if opted_out(m)]
+        metas = [m for m in chosen if not opted_out(m)]
+    elif include:
+        metas = []
+        for pattern in include:
+            metas += [m for m in listed if fnmatch.fnmatchcase(m.name, pattern) and m not in metas]
+        omitted += [
+            Omission(m.name, f"not matched by --include {' '.join(include)}")
+            for m in listed
+            if m not in metas
+        ]
+    else:
+        metas = listed
+    kept = []
+    for meta in metas:
+        hit = next((p for p in exclude or () if fnmatch.fnmatchcase(meta.name, p)), None)
+        if hit is not None:
+            omitted.append(Omission(meta.name, f"excluded by {hit!r}"))
+        else:
+            kept.append(meta)
+    return kept, omitted
+
+
+# -- fitting --------------------------------------------------------------------------------
+
+
+def _fit(
+    metas: Sequence[SkillMetadata],
+    format: CatalogFormat,
+    max_chars: int | None,
+    max_tokens: int | None,
+    floor: int,
+    counter: TokenCounter,
+    where: dict[str, str],
+) -> tuple[str, list[SkillMetadata], int | None, list[SkillMetadata]]:
+    """(text, skills kept, description cap or None, skills dropped) per the module's rule."""
+
+    def fits(text: str) -> bool:
+        if max_chars is not None and len(text) > max_chars:
+            return False
+        return max_tokens is None or counter.count(text) <= max_tokens
+
+    full = _render(metas, None, format, [], where)
+    if not metas or fits(full):
+        return full, list(metas), None, []
+
+    def render(keep: int, cap: int | None) -> str:
+        return _render(metas[:keep], cap, format, metas[keep:], where)
+
+    # The most skills that fit with every description at the floor (bisection: more skills,
+    # more text), then the largest description cap that fits for them.
+    low, high = 0, len(metas)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(render(mid, floor)):
+            low = mid
+        else:
+            high = mid - 1
+    keep = low
+    if keep == 0:
+        return "", [], None, list(metas)
+    kept, dropped = list(metas[:keep]), list(metas[keep:])
+    if fits(render(keep, None)):
+        return render(keep, None), kept, None, dropped
+    low, high = floor, max(len(m.description) for m in kept) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(render(keep, mid)):
+            low = mid
+        else:
+            high = mid - 1
+    return render(keep, low), kept, low, dropped
+
+
+def _render(
+    metas: Sequence[SkillMetadata],
+    cap: int | None,
+    format: CatalogFormat,
+    dropped: Sequence[SkillMetadata],
+    where: dict[str, str] | None = None,
+) -> str:
+    if not metas:
+        return ""
+    entries = []
+    shortened = []
+    for meta in metas:
+        description = meta.description if cap is None else shorten(meta.description, cap)
+        if description != meta.description:
+            shortened.append(meta.name)
+        entries.append(_entry_lines(meta.name, description, _location(meta, where), format))
+    indent = "  " if format == "guide" else ""
+    lines = ["<available_skills>", *entries]
+    note = _note([m.name for m in dropped], shortened)
+    if note:
+        lines.append(f"{indent}<!-- {note} -->")
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
+    parts = []
+    if dropped:
+        parts.append(
+            f"{len(dropped)} more skill{'s' if len(dropped) != 1 else ''} not listed to fit "
+            f"the catalog budget: {', '.join(dropped)}."
+        )
+    if shortened:
+        parts.append(f"Descriptions shortened to fit (ending in …): {', '.join(shortened)}.")
+    # "--" may not appear inside an XML comment; names are the only free text here.
+    return " ".join(parts).replace("--", "- -")
+
+
+def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
+    # ``where`` memoises per call: resolving paths dominated a 1,000-skill bisection.
+    key = str(meta.path)
+    if where is not None and key in where:
+        return where[key]
+    # What skills-ref writes: the resolved skill directory joined with the SKILL.md name.
+    path = os.fspath(meta.path)
+    location = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    if where is not None:
+        where[key] = location
+    return location
+
+
+def _entry_lines(name: str, description: str, location: str, format: CatalogFormat) -> str:
+    if format == "guide":
+        return "\n".join(
+            [
+                "  <skill>",
+                "    " + element("name", name),
+                "    " + element("description", description),
+                "    " + element("location", location),
+                "  </skill>",
+            ]
+        )
+    return "\n".join(
+        [
+            "<skill>",
+            "<name>",
+            html.escape(name),
+            "</name>",
+            "<description>",
+            html.escape(description),
+            "</description>",
+            "<location>",
+            location,
+            "</location>",
+            "</skill>",
+        ]
+    )
+
+
+def _entry(
+    meta: SkillMetadata,
+    cap: int | None,
+    format: CatalogFormat,
+    counter: TokenCounter,
+    where: dict[str, str],
+) -> CatalogEntry:
+    description = meta.description if cap is None else shorten(meta.description, cap)
+    text = _entry_lines(meta.name, description, _location(meta, where), format)
+    return CatalogEntry(
+        name=meta.name,
+        description=description,
+        location=_location(meta, where),
+        chars=len(text),
+        tokens=counter.count(text),
+        original_chars=len(meta.description),
+        shortened=description != meta.description,
+    )
+
+
+__all__ = [
+    "Catalog",
+    "CatalogEntry",
+    "FORMATS",
+    "MIN_DESCRIPTION",
+    "OPT_OUT_KEY",
+    "Omission",
+    "entry_text",
+    "model_visible",
+    "opted_out",
+    "shorten",
+    "skills_catalog",
+]

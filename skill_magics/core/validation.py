@@ -1,0 +1,727 @@
+"""Checking a skill folder before an agent uses it: ``validate_skill(path) -> list[str]``.
+
+One line per problem, naming the file (and line where there is one) and the fix::
+
+    SKILL.md: name 'PDF' must be lowercase. Fix: rename it to 'pdf' (folder too)
+
+What is checked (docs/architecture.md, *Validation*):
+
+1. Everything the reference validator (skills-ref's ``validate``) reports: the folder and
+   SKILL.md exist; frontmatter present, closed, a YAML mapping; ``name`` present, non-empty,
+   at most 64 characters, lowercase, letters/digits/hyphens only, no leading, trailing or
+   double hyphen, equal to the folder name (both NFKC-normalised, as skills-ref does);
+   ``description`` present, non-empty, at most 1024 characters; ``compatibility`` a string of
+   at most 500; no frontmatter fields beyond name, description, license, allowed-tools,
+   metadata, compatibility (one line per field). What skills-ref's strict YAML parser
+   rejects and ours reads leniently is reported too: duplicate keys, flow style
+   (``{a: b}``, ``[a, b]``), unquoted ``: `` inside a value.
+2. Our own: files SKILL.md references that do not exist or lie outside the skill (scripts,
+   via ``catalog/references.py``, and ``references/``/``assets/`` paths and markdown links);
+   scripts an agent cannot run (no interpreter we know, an interpreter not installed or not
+   allowed by default, a shebang ending in CR, a script run as ``./x`` without the
+   executable bit); secret-like strings (API keys, private keys) in any text file of the
+   skill, shown masked; and, given a budget, a catalog entry that alone exceeds it.
+
+Never runs anything and reads only the skill's own files (text files up to 1 MiB each).
+
+Example:
+    >>> validate_skill("skills/pdf")
+    ["SKILL.md:12: scripts/extract.py is referenced but does not exist. Fix: ..."]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skill_magics.core.catalog.frontmatter import (
+    build_metadata,
+    parse_frontmatter_yaml,
+    split_frontmatter,
+)
+from skill_magics.core.catalog.references import find_references
+from skill_magics.core.errors import SkillParseError
+from skill_magics.core.interpreters import (
+    DEFAULT_ALLOWED,
+    EXTENSIONS,
+    canonical,
+    interpreter_for,
+    parse_shebang,
+    read_first_line,
+)
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.prompt_catalog import entry_text
+from skill_magics.core.tokens import TokenCounter, as_counter
+
+# The reference validator's limits and fields (the Agent Skills specification).
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+MAX_COMPATIBILITY = 500
+SPEC_FIELDS = frozenset(
+    {"name", "description", "license", "allowed-tools", "metadata", "compatibility"}
+)
+# Fields other clients read; still outside the spec (skills-ref reports them too).
+CLIENT_FIELDS = {
+    "disable-model-invocation": "Claude Code",
+    "user-invocable": "Claude Code",
+    "argument-hint": "Claude Code",
+    "model": "Claude Code",
+    "context": "Claude Code",
+    "agent": "Claude Code",
+    "hooks": "Claude Code",
+    "version": "several clients",
+}
+MAX_SCAN_BYTES = 1 << 20  # per file for the secrets scan
+MAX_FILES = 2_000  # files scanned per skill
+SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules", "venv", ".venv"})
+
+# (what it is, pattern). Specific token formats only, plus assignments of long literals to
+# key-like names, so ordinary prose does not trigger it.
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,})")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}")),
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----")),
+    (
+        "a hard-coded secret",
+        re.compile(
+            r"(?i)\b[\w-]*(?:api[_-]?key|secret|token|passw(?:or)?d)[\w-]*[\"']?\s*[:=]\s*"
+            r"[\"']([A-Za-z0-9_\-+/=.]{16,})[\"']"
+        ),
+    ),
+)
+_PLACEHOLDER = re.compile(r"(?i)x{6,}|your[_-]|example|placeholder|changeme|<|\$\{|\.\.\.")
+_DOC_PATH = re.compile(r"(?<![\w/.\-])((?:references|assets)/[\w.\-/]*\w\.\w+)")
+_LINK = re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: where (file relative to the skill, line), what, and the fix."""
+
+    file: str
+    message: str
+    fix: str
+    code: str  # a stable tag for tests and tools, e.g. "name-lowercase", "secret"
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        text = f"{where}: {self.message}. Fix: {self.fix}"
+        return " ".join(text.split())  # one line, whatever a value held
+
+
+def validate_skill(
+    path: str | os.PathLike[str],
+    *,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | Any | None = None,
+) -> list[str]:
+    """Problems of the skill at ``path`` (its folder or its SKILL.md), one line each.
+
+    An empty list means nothing was found. ``max_chars``/``max_tokens``: the catalog budget
+    the skill's own catalog entry must fit in (see ``core/prompt_catalog.py``).
+    """
+    found = check_skill(path, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
+    return [str(p) for p in found]
+
+
+def check_skill(
+    path: str | os.PathLike[str],
+    *,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | Any | None = None,
+) -> list[Problem]:
+    """:func:`validate_skill` as :class:`Problem` values."""
+    skill_dir = Path(path)
+    if skill_dir.name in ("SKILL.md", "skill.md") and skill_dir.is_file():
+        skill_dir = skill_dir.parent
+    if not skill_dir.exists():
+        return [Problem(str(skill_dir), "path does not exist", "check the path", "missing-path")]
+    if not skill_dir.is_dir():
+        return [
+            Problem(str(skill_dir), "not a directory", "pass the skill's folder", "not-a-directory")
+        ]
+    skill_md = _find_skill_md(skill_dir)
+    if skill_md is None:
+        return [
+            Problem(
+                "SKILL.md",
+                f"missing in {skill_dir}",
+                "add SKILL.md with name and description frontmatter",
+                "missing-skill-md",
+            )
+        ]
+    problems: list[Problem] = []
+    if skill_md.name != "SKILL.md":
+        problems.append(
+            Problem(
+                skill_md.name,
+                "named in lowercase; most clients look for SKILL.md only",
+                "rename it to SKILL.md",
+                "skill-md-case",
+            )
+        )
+    try:
+        text = skill_md.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return [
+            *problems,
+            Problem(skill_md.name, "is not UTF-8 text", "save it as UTF-8", "encoding"),
+        ]
+    except OSError as exc:
+        return [
+            *problems,
+            Problem(skill_md.name, f"cannot be read ({exc})", "fix its permissions", "unreadable"),
+        ]
+    data, body, more = _frontmatter(skill_md.name, text)
+    problems += more
+    if data is not None:
+        problems += _metadata_problems(skill_md.name, data, skill_dir)
+        problems += _budget_problems(skill_md, data, max_chars, max_tokens, as_counter(counter))
+    if body is not None:
+        problems += _reference_problems(skill_dir, skill_md.name, text, body)
+    problems += _script_problems(skill_dir, body or "")
+    problems += _secret_problems(skill_dir)
+    return problems
+
+
+def validate_skills(
+    manager: SkillManager,
+    targets: Iterable[str] | None = None,
+    *,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | Any | None = None,
+) -> dict[str, list[str]]:
+    """Problems per skill: ``targets`` are skill names or folder paths (a name wins when
+    both exist); None: every skill folder in the manager's directories, including those
+    discovery skipped (no description, bad YAML). Keys: the name, or the folder for a path.
+    An unknown name that is not a path raises SkillNotFoundError (with close matches)."""
+    folders: dict[str, Path] = {}
+    if targets is None:
+        for meta in manager.list_skills():
+            folders[meta.name] = Path(meta.path).parent
+        known = {p.resolve() for p in folders.values()}
+        for root in manager.skill_dirs:
+            for skill_md in sorted(Path(root).glob("*/SKILL.md")) + sorted(
+                Path(root).glob("*/skill.md")
+            ):
+                if skill_md.parent.resolve() not in known:
+                    known.add(skill_md.parent.resolve())
+                    folders[str(skill_md.parent)] = skill_md.parent
+    else:
+        listed = {m.name for m in manager.list_skills()}
+        for target in targets:
+            if target in listed or not Path(target).exists():
+                folders[target] = Path(manager.get_skill(target).base_dir)
+            else:
+                folders[target] = Path(target)
+    return {
+        key: validate_skill(folder, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
+        for key, folder in folders.items()
+    }
+
+
+# -- frontmatter ----------------------------------------------------------------------------
+
+
+def _find_skill_md(skill_dir: Path) -> Path | None:
+    for name in ("SKILL.md", "skill.md"):
+        if (skill_dir / name).is_file():
+            return skill_dir / name
+    return None
+
+
+def _frontmatter(file: str, text: str) -> tuple[dict[str, Any] | None, str | None, list[Problem]]:
+    """(mapping or None, body or None, problems) for SKILL.md's text."""
+    try:
+        yaml_text, body = split_frontmatter(text)
+    except SkillParseError as exc:
+        fix = str(exc).split(": ", 1)[-1]
+        return None, None, [Problem(file, str(exc).split(":", 1)[0], fix, "frontmatter")]
+    problems = _strict_yaml_problems(file, yaml_text)
+    if text.startswith("\ufeff"):
+        problems.append(
+            Problem(
+                file,
+                "starts with a byte-order mark: strict parsers (skills-ref) find no frontmatter",
+                "save it as UTF-8 without BOM",
+                "frontmatter",
+                line=1,
+            )
+        )
+    if "---" in yaml_text:
+        problems.append(
+            Problem(
+                file,
+                "'---' inside the frontmatter: parsers that split on '---' (skills-ref) cut "
+                "the frontmatter there",
+                "rephrase the value without '---'",
+                "frontmatter",
+            )
+        )
+    try:
+        data, warnings = parse_frontmatter_yaml(yaml_text)
+    except SkillParseError as exc:
+        fix = "fix the YAML between the '---' lines (quote values that hold ': ')"
+        return None, body, [*problems, Problem(file, str(exc), fix, "yaml")]
+    if not isinstance(data, dict) or not yaml_text.strip():
+        fix = "write name: and description: lines between the '---' lines"
+        return (
+            None,
+            body,
+            [Problem(file, "frontmatter is empty or not a YAML mapping", fix, "yaml")],
+        )
+    for warning in warnings:
+        if "unquoted ': '" in warning:
+            problems.append(
+                Problem(
+                    file,
+                    warning.split(";")[0] + " (strict YAML parsers such as skills-ref reject it)",
+                    "put the value in quotes",
+                    "yaml",
+                    line=2,
+                )
+            )
+    return data, body, problems
+
+
+def _strict_yaml_problems(file: str, yaml_text: str) -> list[Problem]:
+    """Duplicate top-level keys and flow style: lenient YAML reads them, strict YAML does not."""
+    problems: list[Problem] = []
+    try:
+        node = yaml.compose(yaml_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        events = list(yaml.parse(yaml_text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.YAMLError:
+        return problems  # reported by the parser itself
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value in seen:
+                problems.append(
+                    Problem(
+                        file,
+                        f"frontmatter key {key.value!r} appears twice (only the last is read)",
+                        "keep one",
+                        "yaml",
+                        line=(key.start_mark.line if key.start_mark else 0) + 2,
+                    )
+                )
+            elif isinstance(key, yaml.ScalarNode):
+                seen.add(key.value)
+    for event in events:
+        if (
+            isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent))
+            and event.flow_style
+        ):
+            problems.append(
+                Problem(
+                    file,
+                    "flow-style YAML ({...} or [...]) in the frontmatter: strict parsers such "
+                    "as skills-ref reject it",
+                    "write the mapping or list in block style, one item per line",
+                    "yaml",
+                    line=(event.start_mark.line if event.start_mark else 0) + 2,
+                )
+            )
+            break
+    return problems
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _metadata_problems(file: str, data: dict[str, Any], skill_dir: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    for key in sorted(set(map(str, data)) - SPEC_FIELDS):
+        client = CLIENT_FIELDS.get(key)
+        note = f"; {client} reads it, other clients ignore it" if client else ""
+        problems.append(
+            Problem(
+                file,
+                f"frontmatter field {key!r} is not in the Agent Skills spec{note}",
+                f"move it under metadata: ({', '.join(sorted(SPEC_FIELDS))} are allowed)",
+                "unknown-field",
+            )
+        )
+    if "name" not in data:
+        problems.append(
+            Problem(
+                file, "missing required field 'name'", f"add name: {skill_dir.name}", "name-missing"
+            )
+        )
+    else:
+        problems += _name_problems(file, data["name"], skill_dir)
+    if "description" not in data:
+        problems.append(
+            Problem(
+                file,
+                "missing required field 'description'",
+                "add description: what the skill does and when to use it",
+                "description-missing",
+            )
+        )
+    else:
+        description = _text(data["description"])
+        if description is None or not description.strip():
+            problems.append(
+                Problem(
+                    file,
+                    "'description' is empty",
+                    "say what the skill does and when to use it",
+                    "description-empty",
+                )
+            )
+        elif len(description) > MAX_DESCRIPTION:
+            problems.append(
+                Problem(
+                    file,
+                    f"description is {len(description):,} characters, over the spec's "
+                    f"{MAX_DESCRIPTION:,}",
+                    "shorten it; move details into the body",
+                    "description-length",
+                )
+            )
+    if "compatibility" in data:
+        compatibility = data["compatibility"]
+        if not isinstance(compatibility, str):
+            problems.append(
+                Problem(
+                    file,
+                    "'compatibility' must be a string",
+                    "write it as one line of text",
+                    "compatibility-type",
+                )
+            )
+        elif len(compatibility) > MAX_COMPATIBILITY:
+            problems.append(
+                Problem(
+                    file,
+                    f"compatibility is {len(compatibility):,} characters, over the spec's "
+                    f"{MAX_COMPATIBILITY}",
+                    "shorten it",
+                    "compatibility-length",
+                )
+            )
+    return problems
+
+
+def _name_problems(file: str, value: Any, skill_dir: Path) -> list[Problem]:
+    raw = _text(value)
+    if raw is None or not raw.strip():
+        return [Problem(file, "'name' is empty", f"set name: {skill_dir.name}", "name-empty")]
+    name = unicodedata.normalize("NFKC", raw.strip())
+    suggestion = re.sub(r"-{2,}", "-", re.sub(r"[^0-9a-z-]+", "-", name.lower())).strip("-")
+    suggestion = suggestion[:MAX_NAME].strip("-") or "my-skill"
+    out = []
+    if len(name) > MAX_NAME:
+        out.append(
+            (
+                "name-length",
+                f"name is {len(name)} characters, over {MAX_NAME}",
+                f"shorten it, e.g. {suggestion!r} (folder too)",
+            )
+        )
+    if name != name.lower():
+        out.append(
+            (
+                "name-lowercase",
+                f"name {name!r} must be lowercase",
+                f"rename it to {suggestion!r} (folder too)",
+            )
+        )
+    if name.startswith("-") or name.endswith("-"):
+        out.append(
+            (
+                "name-hyphen-edge",
+                f"name {name!r} starts or ends with a hyphen",
+                f"rename it to {suggestion!r} (folder too)",
+            )
+        )
+    if "--" in name:
+        out.append(
+            (
+                "name-double-hyphen",
+                f"name {name!r} has consecutive hyphens",
+                f"rename it to {suggestion!r} (folder too)",
+            )
+        )
+    if not all(c.isalnum() or c == "-" for c in name):
+        out.append(
+            (
+                "name-characters",
+                f"name {name!r} has characters other than letters, digits and hyphens",
+                f"rename it to {suggestion!r} (folder too)",
+            )
+        )
+    folder = unicodedata.normalize("NFKC", skill_dir.name)
+    if folder != name:
+        out.append(
+            (
+                "name-folder",
+                f"name {name!r} does not match its folder {skill_dir.name!r}",
+                f"rename the folder to {name!r} or set name: {skill_dir.name}",
+            )
+        )
+    return [Problem(file, message, fix, code) for code, message, fix in out]
+
+
+def _budget_problems(
+    skill_md: Path,
+    data: dict[str, Any],
+    max_chars: int | None,
+    max_tokens: int | None,
+    counter: TokenCounter,
+) -> list[Problem]:
+    if max_chars is None and max_tokens is None:
+        return []
+    try:
+        meta = build_metadata(data, skill_md.resolve())
+    except SkillParseError:
+        return []  # no description: reported above
+    entry = "<available_skills>\n" + entry_text(meta) + "\n</available_skills>"
+    over = []
+    if max_chars is not None and len(entry) > max_chars:
+        over.append(f"{len(entry):,} characters (budget {max_chars:,})")
+    if max_tokens is not None and counter.count(entry) > max_tokens:
+        over.append(f"{counter.count(entry):,} tokens (budget {max_tokens:,}, {counter.label})")
+    if not over:
+        return []
+    return [
+        Problem(
+            skill_md.name,
+            f"its catalog entry alone is {' and '.join(over)}: a budgeted catalog always "
+            "leaves this skill out",
+            f"shorten the description (now {len(meta.description):,} characters) or raise "
+            "the budget",
+            "description-budget",
+        )
+    ]
+
+
+# -- references -----------------------------------------------------------------------------
+
+
+def _reference_problems(skill_dir: Path, file: str, text: str, body: str) -> list[Problem]:
+    first_line = text.replace("\r\n", "\n").count("\n", 0, max(text.find(body[:200]), 0)) + 1
+    problems = []
+    for ref in find_references(body, skill_dir, source=file, first_line=first_line):
+        if ref.error is None:
+            continue
+        if not ref.inside:
+            message, fix = (
+                f"{ref.raw} points outside the skill",
+                "ship the file inside the skill folder and use a relative path",
+            )
+        elif not ref.exists:
+            message, fix = (
+                f"{ref.path} is referenced but does not exist",
+                "fix the path or add the file",
+            )
+        else:
+            continue  # exists but cannot run: reported by the script checks
+        problems.append(Problem(file, message, fix, "missing-reference", line=ref.line))
+    seen: set[str] = set()
+    lines = body.split("\n")
+    for number, line in enumerate(lines, start=first_line):
+        targets = [m.group(1) for m in _DOC_PATH.finditer(line)]
+        targets += [m.group(1) for m in _LINK.finditer(line)]
+        for target in targets:
+            clean = target.split("#", 1)[0].split("?", 1)[0]
+            if not clean or _SCHEME.match(target) or target.startswith("#") or clean in seen:
+                continue
+            if Path(clean).suffix.lstrip(".") in {e.lstrip(".") for e in EXTENSIONS}:
+                continue  # scripts: checked by find_references above
+            seen.add(clean)
+            if clean.startswith(("/", "~")) or ".." in Path(clean).parts:
+                problems.append(
+                    Problem(
+                        file,
+                        f"{clean} points outside the skill",
+                        "ship the file inside the skill folder and use a relative path",
+                        "missing-reference",
+                        line=number,
+                    )
+                )
+            elif not (skill_dir / clean).exists():
+                problems.append(
+                    Problem(
+                        file,
+                        f"{clean} is referenced but does not exist",
+                        "fix the path or add the file",
+                        "missing-reference",
+                        line=number,
+                    )
+                )
+    return problems
+
+
+# -- scripts --------------------------------------------------------------------------------
+
+
+def _walk(skill_dir: Path) -> Iterable[Path]:
+    count = 0
+    for root, dirs, files in os.walk(skill_dir, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        for name in sorted(files):
+            count += 1
+            if count > MAX_FILES:
+                return
+            yield Path(root) / name
+
+
+def _script_problems(skill_dir: Path, body: str) -> list[Problem]:
+    problems: list[Problem] = []
+    direct = set(re.findall(r"(?:^|[\s`(])\./([\w.\-/]+)", body))
+    candidates = (
+        sorted(p for p in (skill_dir / "scripts").rglob("*") if p.is_file())
+        if (skill_dir / "scripts").is_dir()
+        else []
+    )
+    candidates += [
+        skill_dir / rel
+        for rel in sorted(direct)
+        if (skill_dir / rel).is_file() and not rel.startswith("scripts/")
+    ]
+    for path in candidates:
+        rel = path.relative_to(skill_dir).as_posix()
+        if any(part in SKIP_DIRS for part in Path(rel).parts):
+            continue
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        executable = bool(mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+        first = read_first_line(path)
+        shebang = parse_shebang(first)
+        spec = interpreter_for(path, first)
+        known_ext = path.suffix.lower() in EXTENSIONS
+        if spec is None:
+            if executable or rel in direct:
+                problems.append(
+                    Problem(
+                        rel,
+                        "no interpreter we know (no known extension, no shebang)",
+                        "add a shebang line such as '#!/usr/bin/env python3' or use "
+                        ".py/.sh/.js/.rb/.pl",
+                        "no-interpreter",
+                    )
+                )
+            continue
+        if first.startswith("#!") and _raw_first_line(path).endswith(b"\r"):
+            problems.append(
+                Problem(
+                    rel,
+                    "the shebang line ends in a carriage return (CRLF): the kernel looks for "
+                    "an interpreter named with '\\r'",
+                    "convert the file to LF line endings",
+                    "shebang-crlf",
+                    line=1,
+                )
+            )
+        name = canonical(spec.interpreter)
+        program = spec.argv[0] if shebang and not known_ext else spec.interpreter
+        if name not in DEFAULT_ALLOWED:
+            problems.append(
+                Problem(
+                    rel,
+                    f"runs with {name!r}, which scripts may use only when allowed_interpreters "
+                    "includes it",
+                    f"rewrite it for {', '.join(DEFAULT_ALLOWED)} or allow {name!r} "
+                    "(%config SkillMagics.allowed_interpreters)",
+                    "interpreter-not-allowed",
+                )
+            )
+        if name != "python3" and shutil.which(program) is None and not os.path.isfile(program):
+            problems.append(
+                Problem(
+                    rel,
+                    f"its interpreter {program!r} is not installed here",
+                    f"install {program!r} or rewrite the script for {', '.join(DEFAULT_ALLOWED)}",
+                    "interpreter-missing",
+                )
+            )
+        if rel in direct and not executable:
+            problems.append(
+                Problem(
+                    rel,
+                    f"SKILL.md runs it as ./{rel} but it is not executable",
+                    f"chmod +x {rel}",
+                    "not-executable",
+                )
+            )
+    return problems
+
+
+def _raw_first_line(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(256).split(b"\n", 1)[0]
+    except OSError:
+        return b""
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def _mask(value: str) -> str:
+    return value[:4] + "…" + value[-2:] if len(value) > 10 else value[:2] + "…"
+
+
+def _secret_problems(skill_dir: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    for path in _walk(skill_dir):
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SCAN_BYTES:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            continue  # binary
+        text = data.decode("utf-8", "replace")
+        rel = path.relative_to(skill_dir).as_posix()
+        reported: set[int] = set()
+        for what, pattern in SECRET_PATTERNS:
+            for m in pattern.finditer(text):
+                value = m.group(m.lastindex or 0)
+                line = text.count("\n", 0, m.start()) + 1
+                if line in reported or _PLACEHOLDER.search(value):
+                    continue
+                reported.add(line)
+                problems.append(
+                    Problem(
+                        rel,
+                        f"looks like {what} ({_mask(value)})",
+                        "remove it, rotate the key, and have the script read it from an "
+                        "environment variable (SkillMagics.env_passthrough)",
+                        "secret",
+                        line=line,
+                    )
+                )
+    return problems
+
+
+__all__ = ["Problem", "SECRET_PATTERNS", "check_skill", "validate_skill", "validate_skills"]

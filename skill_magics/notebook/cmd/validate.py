@@ -1,0 +1,56 @@
+"""``%skills validate [NAME|PATH ...] [--budget TOKENS]``: problems of skills, one per line."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.notebook.cmd import SkillsHost
+
+HELP = (
+    "check skills as skills-ref does, plus missing referenced files, scripts that cannot "
+    "run, secret-like strings and the catalog budget: [NAME|PATH ...] [--budget TOKENS]"
+)
+USAGE = "%skills validate [NAME|PATH ...] [--budget TOKENS] [--budget-chars N]"
+
+
+class ValidationReport(dict):
+    """skill (name or path) -> its problems (one line each); shown as a list per skill."""
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.values())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from skill_magics.notebook.render.catalog import validation_text
+
+        printer.text(validation_text(self))
+
+    def _repr_html_(self) -> str:
+        from skill_magics.notebook.render.catalog import validation_html
+
+        return validation_html(self)
+
+
+def run(magics: SkillsHost, args: list[str]) -> ValidationReport:
+    from skill_magics.core.validation import validate_skills
+
+    parser = argparse.ArgumentParser(prog="%skills validate", add_help=False, exit_on_error=False)
+    parser.add_argument("targets", nargs="*")
+    parser.add_argument("--budget", type=int, default=None)
+    parser.add_argument("--budget-chars", type=int, default=None)
+    try:
+        opts, rest = parser.parse_known_args(args)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise UsageError(f"{exc}: usage: {USAGE}") from None
+    if rest:
+        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {USAGE}")
+    budget = opts.budget
+    if budget is None and opts.budget_chars is None:
+        budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget
+    results = validate_skills(
+        magics.manager, opts.targets or None, max_tokens=budget, max_chars=opts.budget_chars
+    )
+    return ValidationReport(results)

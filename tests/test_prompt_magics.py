@@ -1,0 +1,104 @@
+"""%skills catalog with budget and globs, %skills validate, %skill_context --format skill_content,
+in a real IPython shell."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from skill_magics.core.activation import parse_skill_content
+from skill_magics.core.prompt_catalog import skills_catalog
+from skill_magics.notebook.extension import get_magics
+from skill_magics.notebook.magics.context import CatalogText
+
+LONG = "Does many things with documents and files, described at length for the model. " * 3
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch, make_skill):
+    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
+    ip = InteractiveShell.instance()
+    ip.config.pop("SkillMagics", None)
+    skills = tmp_path / "skills"
+    for name in ("pdf-a", "pdf-b", "sheet", "zip"):
+        make_skill(skills, name, {"name": name, "description": f"{name}: {LONG}"})
+    make_skill(skills, "broken", "name: Broken\ndescription: d\nextra: 1")
+    ip.run_line_magic("load_ext", "skill_magics")
+    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
+    ip.skills_root = skills
+    yield ip
+    ip.run_line_magic("unload_ext", "skill_magics")
+    ip.config.pop("SkillMagics", None)
+    for name in ("cat", "ctx"):
+        ip.user_ns.pop(name, None)
+
+
+def run(ip, line):
+    result = ip.run_cell(line)
+    assert result.success, result.error_in_exec or result.error_before_exec
+    return result.result
+
+
+def test_catalog_default_is_unchanged(shell):
+    cat = run(shell, "%skills catalog")
+    assert isinstance(cat, CatalogText) and isinstance(cat, str)
+    assert cat == skills_catalog(get_magics(shell).manager)
+
+
+def test_catalog_budget_globs_and_report(shell):
+    cat = run(shell, "%skills catalog --budget 300 --include 'pdf-*' sheet --exclude pdf-b -o cat")
+    assert shell.user_ns["cat"] is cat
+    assert cat.tokens <= 300
+    reasons = {o.name: o.reason for o in cat.omitted}
+    assert reasons["pdf-b"] == "excluded by 'pdf-b'"
+    assert "zip" in reasons and "Broken" in reasons
+    pretty = shell.display_formatter.format(cat)[0]
+    text = pretty["text/plain"]
+    assert "left out: excluded by 'pdf-b'" in text and "estimate: characters / 4" in text
+    html = pretty["text/html"]
+    assert "<strong>left out</strong>" in html and "tokens" in html
+
+
+def test_catalog_drops_and_says_which(shell):
+    cat = run(shell, "%skills catalog --budget 120")
+    assert cat.catalog.dropped and "not listed to fit the catalog budget" in cat
+    assert "left out: budget" in cat.catalog.report()
+
+
+def test_catalog_budget_from_config_and_bad_input(shell):
+    run(shell, "%config SkillMagics.catalog_budget = 120")
+    assert run(shell, "%skills catalog").catalog.max_tokens == 120
+    for bad in ("--budget many", "--format json", "--budget -3", "--nope"):
+        result = shell.run_cell(f"%skills catalog {bad}")
+        assert not result.success, bad
+
+
+def test_catalog_with_no_skills_is_empty(shell):
+    cat = run(shell, "%skills catalog --exclude '*'")
+    assert cat == ""
+    assert "no block" in shell.display_formatter.format(cat)[0]["text/plain"]
+
+
+def test_validate_all_name_and_path(shell):
+    report = run(shell, "%skills validate")
+    assert report["pdf-a"] == []
+    lines = report["Broken"]  # listed under its (bad) name
+    assert any("must be lowercase" in line for line in lines)
+    assert any("'extra' is not in the Agent Skills spec" in line for line in lines)
+    text = shell.display_formatter.format(report)[0]["text/plain"]
+    assert "✓ pdf-a: no problems found" in text and "✗" in text
+    one = run(shell, f"%skills validate {shell.skills_root / 'broken'}")
+    assert list(one.values())[0] == lines
+    budget = run(shell, "%skills validate pdf-a --budget 40")
+    assert "always leaves this skill out" in budget["pdf-a"][0]
+    assert not shell.run_cell("%skills validate pdf-z").success  # one-line error
+
+
+def test_skill_context_skill_content(shell):
+    ctx = run(shell, "%skill_context sheet --format skill_content")
+    assert ET.fromstring(ctx).tag == "skill_content"
+    info = parse_skill_content(ctx)[0]
+    assert info["name"] == "sheet" and info["directory"].endswith("sheet")
