@@ -379,3 +379,34 @@ def _written(path) -> bool:
         return len(path.read_text().split()) == 2
     except OSError:
         return False
+
+
+WRITER = """
+import json, sys
+try:
+    with open("written-by-item.txt", "w") as fh:
+        fh.write("x")
+    print(json.dumps({"wrote": True}))
+except OSError as exc:
+    print(json.dumps({"wrote": False, "error": type(exc).__name__}))
+"""
+
+
+def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> None:
+    """docs/architecture.md, *Sandbox and secrets*: a shipped item is isolated like a local
+    one (read-only here: its copy of the skill cannot be written)."""
+    from sandbox_support import require_bwrap
+
+    require_bwrap()
+    make_skill(tmp_path, "writer", scripts={"scripts/write.py": WRITER})
+    manager = SkillManager([tmp_path], sandbox="read-only")
+    local = manager.map("writer", "write", [{}], approver=None)
+    assert local[0].json()["wrote"] is False, local.text()
+    with ProcessPoolExecutor(1) as pool:
+        shipped = manager.map("writer", "write", [{}], executor=pool, approver=None)
+    assert shipped.ok, shipped.text()
+    assert shipped[0].json()["wrote"] is False
+    manager.sandbox = "off"
+    with ProcessPoolExecutor(1) as pool:
+        free = manager.map("writer", "write", [{}], executor=pool, approver=None)
+    assert free[0].json()["wrote"] is True

@@ -231,16 +231,39 @@ class ExecutorSettings:
     allowed_interpreters: tuple[str, ...]
     inherit_env: bool
     env_passthrough: tuple[str, ...]
+    # The caller's sandbox (docs/architecture.md, *Sandbox and secrets*): workers isolate runs
+    # the same way, and refuse a run whose explicit mode they cannot provide. Secret values
+    # never travel: a skill that declares secrets is refused on a worker (nothing to give it).
+    sandbox_mode: str = "off"
+    sandbox_network: tuple[str, ...] = ()
+    sandbox_deny_read: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, executor: Any) -> ExecutorSettings:
+        sandbox = getattr(executor, "sandbox", None)
         return cls(
             timeout=executor.timeout,
             max_output_size=executor.max_output_size,
             allowed_interpreters=tuple(sorted(executor.allowed_interpreters)),
             inherit_env=executor.inherit_env,
             env_passthrough=tuple(executor.env_passthrough),
+            sandbox_mode=str(getattr(sandbox, "mode", "off")),
+            sandbox_network=tuple(getattr(sandbox, "network", ())),
+            sandbox_deny_read=tuple(getattr(sandbox, "deny_read", ())),
         )
+
+    def executor_kwargs(self) -> dict[str, Any]:
+        from skill_magics.core.run.sandbox import SandboxSettings
+
+        sandbox = SandboxSettings(self.sandbox_mode, self.sandbox_network, self.sandbox_deny_read)
+        return {
+            "timeout": self.timeout,
+            "max_output_size": self.max_output_size,
+            "allowed_interpreters": self.allowed_interpreters,
+            "inherit_env": self.inherit_env,
+            "env_passthrough": self.env_passthrough,
+            "sandbox": sandbox,
+        }
 
 
 @dataclass(frozen=True)
@@ -313,16 +336,8 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     key = (batch.settings, str(copy))
     with _STATE_LOCK:
         if _WORKER_STATE.get("key") != key:
-            s = batch.settings
             audit = _ThreadAudit()
-            executor = ScriptExecutor(
-                timeout=s.timeout,
-                max_output_size=s.max_output_size,
-                allowed_interpreters=s.allowed_interpreters,
-                inherit_env=s.inherit_env,
-                env_passthrough=s.env_passthrough,
-                audit=audit,
-            )
+            executor = ScriptExecutor(**batch.settings.executor_kwargs(), audit=audit)
             catalog = SkillCatalog([copy.parent])
             planner = Planner(catalog, lambda: executor, lambda: audit)
             _WORKER_STATE.clear()
