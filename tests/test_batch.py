@@ -410,3 +410,19 @@ def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> 
     with ProcessPoolExecutor(1) as pool:
         free = manager.map("writer", "write", [{}], executor=pool, approver=None)
     assert free[0].json()["wrote"] is True
+
+
+def test_secret_values_never_travel_to_workers(tmp_path: Path, make_skill) -> None:
+    fm = {"name": "keyed", "description": "Declares a key.", "metadata": {"secrets": "API_KEY"}}
+    script = "import os\nprint(len(os.environ['API_KEY']))\n"
+    make_skill(tmp_path, "keyed", fm, {"scripts/use.py": script})
+    manager = SkillManager([tmp_path])
+    manager.provide_secret("keyed", "API_KEY", "s3cret-value-long-enough")
+    local = manager.map("keyed", "use", [{}], approver=None)
+    assert local.ok and local[0].stdout.strip() == "24", local.text()
+    with ProcessPoolExecutor(1) as pool:
+        shipped = manager.map("keyed", "use", [{}], executor=pool, approver=None)
+    assert shipped.counts() == {"refused": 1}, shipped.text()
+    assert "API_KEY" in shipped[0].message
+    refused = [r for r in manager.audit.records() if r.outcome == "refused"]
+    assert refused and "API_KEY" in (refused[-1].reason or "")
