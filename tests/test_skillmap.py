@@ -206,3 +206,16 @@ def _written(path) -> bool:
         return len(path.read_text().split()) == 2
     except OSError:
         return False
+
+
+def test_the_approval_panel_shows_the_batch(tmp_path, make_skill) -> None:
+    """The ONE request of a batch shows the script, how many items and the first ones."""
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.approval.panel import summary_text
+
+    make_skill(tmp_path, "units", scripts={"scripts/twice.py": STDIN})
+    plan = SkillManager([tmp_path]).plan_map("units", "twice", [{"km": k} for k in range(40)])
+    text = summary_text(plan.request)
+    assert "scripts/twice.py" in text
+    assert "Batch: 40 items, each one run" in text
+    assert '{"km": 1}' in text and "... and 37 more" in text
