@@ -8,8 +8,9 @@ through the gate ONCE. Then :class:`BatchRunner` runs the items:
   ``ScriptExecutor.prepare``: every check, refusals audited) and run by the same executor
   (process group, timeout, capped output, minimal environment);
 - concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
-  ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); at most twice as many
-  items are in flight as can run, so 10,000 inputs never become 10,000 queued tasks;
+  ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
+  items is in flight (4 x slots, at least 16; 64 on Dask), so 10,000 inputs never become
+  10,000 queued tasks;
 - results come back in input order; a failure or timeout does not stop the others unless
   ``stop_on_error``;
 - cancelling (the ``cancel`` event: a Stop button; or KeyboardInterrupt) kills every running
@@ -206,7 +207,7 @@ class _Local:
     @property
     def window(self) -> int:
         """Items in flight at most: enough to keep every slot busy, never all the inputs."""
-        return max(1, 2 * self.slots)
+        return max(16, 4 * self.slots)
 
     def submit(self, index: int) -> Any:
         return self.pool.submit(self.runner._run_local, index)
@@ -249,6 +250,41 @@ class _Shipped:
         self.executor = executor
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
         self.run_item = ship.run_shipped_item
+        if self.dask is not None:
+            self.watch = self._watch_dask
+            self._start_collector()
+
+    def _start_collector(self) -> None:
+        """One thread takes finished Dask futures with their results as they complete
+        (``distributed.as_completed``: results fetched concurrently by the client's event
+        loop, not one blocking round trip per item from a callback thread)."""
+        from distributed import as_completed
+
+        self._completed = as_completed([], with_results=True, raise_errors=False)
+        self._index_of: dict[str, int] = {}
+        self._index_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._collector = threading.Thread(
+            target=self._collect, name="skill-magics-dask-results", daemon=True
+        )
+        self._collector.start()
+
+    def _watch_dask(self, future: Any, index: int) -> None:
+        with self._index_lock:
+            self._index_of[future.key] = index
+        self._completed.add(future)
+
+    def _collect(self) -> None:
+        while True:
+            try:
+                future, value = next(self._completed)
+            except StopIteration:  # nothing in flight right now
+                if self._closing.wait(0.02):
+                    return
+                continue
+            with self._index_lock:
+                index = self._index_of.pop(future.key)
+            self.runner.finished_value(self, index, value)
 
     @property
     def window(self) -> int:
@@ -286,6 +322,8 @@ class _Shipped:
 
     def close(self) -> None:
         if self.dask is not None:
+            self._closing.set()
+            self._collector.join(timeout=10)
             self.signal.clear()
             self.shared = None
         else:
@@ -341,6 +379,7 @@ class BatchRunner:
         self.items: list[BatchItem | None] = [None] * n
         self._lock = threading.Condition()
         self._outstanding = 0
+        self._low_water = 0
         self._running = 0
         self._done = 0
         self._failed = 0
@@ -371,6 +410,7 @@ class BatchRunner:
         if self.approved:
             finish = self.gate.keep_session_approval(self.plan.plan.prepared)
         window = backend.window
+        self._low_water = window // 2
         n = len(self.items)
         interrupted: BaseException | None = None
         next_index = 0
@@ -432,7 +472,11 @@ class BatchRunner:
             with self._lock:
                 self._outstanding -= 1
             raise
-        future.add_done_callback(lambda f: self._finished(backend, index, f))
+        watch = getattr(backend, "watch", None)
+        if watch is not None:
+            watch(future, index)  # a collector thread delivers it (Dask: batched results)
+        else:
+            future.add_done_callback(lambda f: self._finished(backend, index, f))
 
     def _drain(self, backend: Any, protect: bool = False) -> None:
         """Wait for every submitted item; a Stop (``cancel``) meanwhile stops them all."""
@@ -451,6 +495,7 @@ class BatchRunner:
                 self._stop(backend, "interrupted")
 
     def _finished(self, backend: Any, index: int, future: Any) -> None:
+        """A future's done callback: its item, recorded."""
         try:
             if future.cancelled():
                 item = self.new_item(index)
@@ -467,6 +512,29 @@ class BatchRunner:
             item = self.new_item(index)
             item.status = RunStatus.ERROR
             item.message = f"{type(exc).__name__}: {exc}"
+        self.record(item)
+
+    def finished_value(self, backend: Any, index: int, value: Any) -> None:
+        """An item's outcome as a collector got it (a value, or the exception it raised)."""
+        if isinstance(value, BaseException):
+            item = self.new_item(index)
+            if type(value).__name__ == "CancelledError":
+                item.message = "the batch was stopped before this item started"
+            else:
+                item.status = RunStatus.ERROR
+                item.message = f"{type(value).__name__}: {value}"
+        else:
+            try:
+                item = backend.outcome(index, value)
+            except Exception as exc:  # noqa: BLE001 - a result must be recorded whatever
+                item = self.new_item(index)
+                item.status = RunStatus.ERROR
+                item.message = f"{type(exc).__name__}: {exc}"
+        self.record(item)
+
+    def record(self, item: BatchItem) -> None:
+        """Keep a finished item, count it, call back, and free its slot in the window."""
+        index = item.index
         self.items[index] = item
         with self._lock:
             self._done += 1
@@ -487,7 +555,10 @@ class BatchRunner:
         finally:
             with self._lock:
                 self._outstanding -= 1
-                self._lock.notify_all()
+                # Wake the submitting thread only when half the window is free (or all of
+                # it): one wake-up per item costs two GIL hand-overs per short script.
+                if self._outstanding <= self._low_water:
+                    self._lock.notify_all()
 
     def _run_local(self, index: int) -> BatchItem:
         item = self.new_item(index)
