@@ -66,6 +66,7 @@ def kernel_env(tmp: Path) -> dict[str, str]:
     env["IPYTHONDIR"] = str(tmp / "ipython")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SKILL_MAGICS_PATH", None)  # the notebooks add the bundled examples themselves
+    env["SKILL_MAGICS_ENV_DIR"] = str(tmp / "envs")  # managed envs (%skills env) stay in tmp
     return env
 
 

@@ -78,7 +78,8 @@ def skills(tmp_path: Path, make_skill) -> Path:
 
 @pytest.fixture
 def manager(skills: Path) -> SkillManager:
-    return SkillManager([skills])
+    # The scripts here use folders of their skill (pids/, meet/): run them there.
+    return SkillManager([skills], run_cwd="skill")
 
 
 class Asker:
@@ -183,7 +184,7 @@ def test_yes_in_session_covers_the_next_batch_and_no_runs_nothing(
     manager.map("mathx", "square", [{"n": 1}], approver=asker)
     manager.map("mathx", "square", [{"n": 2}, {"n": 3}], approver=asker)
     assert len(asker.requests) == 1
-    manager = SkillManager([skills])  # a new session: nothing approved
+    manager = SkillManager([skills], run_cwd="skill")  # a new session: nothing approved
     with pytest.raises(ApprovalDeclined):
         manager.map("mathx", "echo", argv=[["x"]], approver=Asker("no"))
     assert "declined" in outcomes(manager)
@@ -399,7 +400,7 @@ def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> 
 
     require_bwrap()
     make_skill(tmp_path, "writer", scripts={"scripts/write.py": WRITER})
-    manager = SkillManager([tmp_path], sandbox="read-only")
+    manager = SkillManager([tmp_path], sandbox="read-only", run_cwd="skill")
     local = manager.map("writer", "write", [{}], approver=None)
     assert local[0].json()["wrote"] is False, local.text()
     with ProcessPoolExecutor(1) as pool:
@@ -426,3 +427,14 @@ def test_secret_values_never_travel_to_workers(tmp_path: Path, make_skill) -> No
     assert "API_KEY" in shipped[0].message
     refused = [r for r in manager.audit.records() if r.outcome == "refused"]
     assert refused and "API_KEY" in (refused[-1].reason or "")
+
+
+def test_items_get_the_working_directory_a_single_run_gets(skills: Path, tmp_path: Path) -> None:
+    """Default: the caller's folder ("workspace"); cwd= per batch, like execute_skill_script."""
+    manager = SkillManager([skills])
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None)
+    assert res[0].json()["cwd"] == os.getcwd()
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None, cwd=tmp_path)
+    assert res[0].json()["cwd"] == str(tmp_path)
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None, cwd="skill")
+    assert res[0].json()["cwd"] == str((skills / "mathx").resolve())

@@ -56,7 +56,7 @@ def skills(tmp_path_factory, make_skill) -> Path:
 
 def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Path) -> None:
     _, client = cluster
-    manager = SkillManager([skills])
+    manager = SkillManager([skills], run_cwd="skill")
     asked = []
     inputs = [{"n": i, "fail": i == 5} for i in range(24)]
     res = manager.map(
@@ -91,7 +91,7 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
 
 def test_a_copy_that_differs_on_a_worker_is_refused_and_audited(cluster, skills: Path) -> None:
     _, client = cluster
-    manager = SkillManager([skills])
+    manager = SkillManager([skills], run_cwd="skill")
     res = manager.map("doubler", "double", [{"n": 1}], executor=client, approver=None)
     copy = Path(res[0].json()["cwd"])
     (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
@@ -105,7 +105,7 @@ def test_a_copy_that_differs_on_a_worker_is_refused_and_audited(cluster, skills:
 
 def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
     local, _ = cluster
-    manager = SkillManager([skills])
+    manager = SkillManager([skills], run_cwd="skill")
     res = manager.map(
         "doubler",
         "double",
@@ -118,7 +118,7 @@ def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
 
 def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp_path) -> None:
     _, client = cluster
-    manager = SkillManager([skills])
+    manager = SkillManager([skills], run_cwd="skill")
     cancel = threading.Event()
     pid_files = [tmp_path / f"{i}.pids" for i in range(12)]
 

@@ -35,7 +35,11 @@ def yes_once(request):
 
 
 ECHO_JSON = "import json, sys\nprint(json.dumps(json.load(sys.stdin), sort_keys=True))\n"
-MARKER = "import pathlib\npathlib.Path('ran-{name}').write_text('yes')\nprint('{name} ran')\n"
+# Written into the skill folder (not the run's cwd, the caller's folder by default).
+MARKER = (
+    "import os, pathlib\npathlib.Path(os.environ['SKILL_BASE_DIR'], 'ran-{name}')"
+    ".write_text('yes')\nprint('{name} ran')\n"
+)
 
 BODY = """\
 # Demo

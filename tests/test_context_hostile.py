@@ -45,10 +45,11 @@ script_bytes = st.lists(
 ).map(b"".join)
 
 COPY_PY = (
-    "import sys, pathlib\n"
-    "sys.stdout.buffer.write(pathlib.Path('data/out.bin').read_bytes())\n"
-    "sys.stderr.buffer.write(pathlib.Path('data/err.bin').read_bytes())\n"
-    "sys.exit(int(pathlib.Path('data/code.txt').read_text()))\n"
+    "import os, sys, pathlib\n"
+    "data = pathlib.Path(os.environ['SKILL_BASE_DIR'], 'data')\n"  # not the run's cwd
+    "sys.stdout.buffer.write((data / 'out.bin').read_bytes())\n"
+    "sys.stderr.buffer.write((data / 'err.bin').read_bytes())\n"
+    "sys.exit(int((data / 'code.txt').read_text()))\n"
 )
 
 

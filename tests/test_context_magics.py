@@ -238,7 +238,11 @@ def test_other_cell_magics_keep_their_text_where_await_is_on(shell, tmp_path, mo
 
 # -- several skills: one approval for the whole context ------------------------------------
 
-MARK = "import pathlib\npathlib.Path('ran-{name}').write_text('yes')\nprint('{name} ran')\n"
+# Written into the skill folder (not the run's cwd, the caller's folder by default).
+MARK = (
+    "import os, pathlib\npathlib.Path(os.environ['SKILL_BASE_DIR'], 'ran-{name}')"
+    ".write_text('yes')\nprint('{name} ran')\n"
+)
 
 
 def _two_skills(make_skill, ip) -> tuple:
@@ -417,7 +421,9 @@ def test_skill_changed_while_the_panel_waits_does_not_run(shell, make_skill):
         deadline = time.monotonic() + 20
         while len(m.panels) <= seen and time.monotonic() < deadline:
             time.sleep(0.02)
-        (beta / "scripts/b.py").write_text("open('evil', 'w')\n")
+        (beta / "scripts/b.py").write_text(
+            "import os\nopen(os.path.join(os.environ['SKILL_BASE_DIR'], 'evil'), 'w')\n"
+        )
         m.panels[seen].buttons["yes_once"].click()
 
     thread = threading.Thread(target=edit_then_click, daemon=True)

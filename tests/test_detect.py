@@ -197,6 +197,10 @@ def test_spaces_and_brackets_in_names(make_skill, tmp_path):
         ("", ""),
         ('r"""Raw docstring."""\n', "Raw docstring."),
         ("#!/usr/bin/env perl\n# Perl tool.\nuse strict;\n", "Perl tool."),
+        (  # a PEP 723 block is metadata, not the description
+            '# /// script\n# dependencies = ["x"]\n# ///\n"""Print a table."""\n',
+            "Print a table.",
+        ),
     ],
 )
 def test_extract_description(source, expected):

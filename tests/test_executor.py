@@ -185,6 +185,7 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
         "SKILL_VERSION",
         "SKILLKIT_VERSION",
         "SKILL_MAGICS_VERSION",
+        "SKILL_WORKSPACE",
         "PYTHONDONTWRITEBYTECODE",
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 

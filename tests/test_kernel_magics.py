@@ -27,6 +27,8 @@ from process_support import assert_group_gone, group_alive, wait_for_text
 
 pytestmark = pytest.mark.kernel
 
+BANG = "#!/usr/bin/env python3\n"
+
 SLEEPER = textwrap.dedent(
     """\
     import json, os, sys, time
@@ -55,7 +57,12 @@ def skills_dir(tmp_path: Path, make_skill) -> Path:
         tmp_path / "skills",
         "kernel-skill",
         {"name": "kernel-skill", "description": "Scripts for the real-kernel tests."},
-        {"scripts/sleeper.py": SLEEPER, "scripts/echo.py": ECHO, "scripts/ticker.py": TICKER},
+        # A shebang makes each an entry point (catalog/kinds.py): %%skillrun runs entries only.
+        {
+            "scripts/sleeper.py": BANG + SLEEPER,
+            "scripts/echo.py": BANG + ECHO,
+            "scripts/ticker.py": BANG + TICKER,
+        },
         body="Body\n",
         executable=False,
     )

@@ -36,6 +36,7 @@ ECHO = textwrap.dedent(
 )
 SLOW = textwrap.dedent(
     """\
+    #!/usr/bin/env python3
     import sys, time
     for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 30):
         print("tick", i, flush=True)
@@ -54,7 +55,8 @@ def write_echo_skill(make_skill, root: Path, name: str = "echo-skill") -> Path:
         {
             "scripts/echo.py": ECHO,
             "scripts/slow.py": SLOW,
-            "scripts/utils/parser.py": "print('parser')\n",
+            # A shebang makes each an entry point (catalog/kinds.py), so %%skillrun runs it.
+            "scripts/utils/parser.py": "#!/usr/bin/env python3\nprint('parser')\n",
         },
         body="Run `scripts/echo.py` with JSON on stdin.\n",
         executable=False,

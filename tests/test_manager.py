@@ -74,7 +74,7 @@ def test_text_tools_bash_json_and_argv(example_manager):
     assert (out["lines"], out["words"]) == (2, 8)
     assert out["top_words"] == {"the": 3, "cat": 2}
     by_file = example_manager.execute_skill_script(
-        "text-tools", "wordcount.sh", argv=["--file", "SKILL.md", "--top", "1"]
+        "text-tools", "wordcount.sh", argv=["--file", "SKILL.md", "--top", "1"], cwd="skill"
     ).json()
     assert by_file["words"] > 50 and len(by_file["top_words"]) == 1
 

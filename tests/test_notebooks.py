@@ -24,6 +24,7 @@ EXPECTED = [
     "03_teaching_demo.ipynb",
     "04_batch.ipynb",
     "05_sandbox_secrets.ipynb",
+    "06_real_skills.ipynb",
 ]
 
 
@@ -108,6 +109,15 @@ MUST_SHOW = {
         "calling the API with key=****",
         "WEATHER_API_KEY (set)",
         "secret-like variables nosy sees: []",
+    ],
+    "06_real_skills.ipynb": [
+        "Missing: tabulate, soffice. %skills env table-kit installs the missing packages.",
+        "Built the environment of 'table-kit'",
+        "Python: managed env | missing now: ['soffice']",
+        "completed | -P -m scripts.show_table sales.csv",
+        "north         120",
+        "HelperScriptError: scripts/utils.py in skill 'table-kit' is a helper module",
+        "2 SKILL.md files under collection/skills lie in hidden folders",
     ],
 }
 

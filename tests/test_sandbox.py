@@ -92,7 +92,7 @@ def test_workspace_write_cannot_write_anywhere_else(box) -> None:
         echo x > "$TMPDIR/t" && echo "tmp ok"
         test "$(ls -A "$TMPDIR")" = "$(printf '.cache\n.config\nt')" && echo "tmp private"
         mkdir -p "$XDG_CACHE_HOME/tool" && echo "cache ok"
-        echo x > out-in-skill.txt 2>/dev/null && echo "WROTE skill"
+        echo x > "$SKILL_BASE_DIR/out-in-skill.txt" 2>/dev/null && echo "WROTE skill"
         exit 0
         """
     skill = box.skill("w", {"scripts/w.sh": script})
@@ -111,7 +111,9 @@ def test_workspace_write_cannot_write_anywhere_else(box) -> None:
 
 def test_skill_inside_the_workspace_stays_read_only(box, make_skill) -> None:
     inner = make_skill(
-        box.ws / "skills", "inner", scripts={"scripts/s.sh": "echo x > s.txt || echo RO\n"}
+        box.ws / "skills",
+        "inner",
+        scripts={"scripts/s.sh": 'echo x > "$SKILL_BASE_DIR/s.txt" || echo RO\n'},
     )
     res = SkillManager([box.ws / "skills"], sandbox="workspace-write").execute_skill_script(
         "inner", "s"

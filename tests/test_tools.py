@@ -158,9 +158,7 @@ def test_failure_is_error_with_stderr(tools_dir):
 
 
 def test_decline_and_unavailable_are_errors_and_nothing_runs(tmp_path, make_skill):
-    skill_dir = make_skill(
-        tmp_path, "marker", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}, body="x"
-    )
+    skill_dir = make_skill(tmp_path, "marker", scripts={"scripts/mark.py": MARK}, body="x")
     manager = manager_for(tmp_path)
     block = handle_tool_call(
         manager, "marker__mark", {}, "t", approver=RecordingApprover(Decision.NO)
@@ -224,12 +222,16 @@ def test_async_call(tools_dir):
     ]
 
 
+MARK = (  # an entry point: a main guard (a module without one is a helper, never a tool)
+    "import os\nif __name__ == '__main__':\n"
+    "    open(os.path.join(os.environ['SKILL_BASE_DIR'], 'ran'), 'w').write('1')\n"
+)
+
+
 def test_without_any_approver_a_model_chosen_script_does_not_run(tmp_path, make_skill):
     # The model picked the script, not the Python caller: with no approver anywhere the call
     # is refused (is_error), audited, and the message names the fix.
-    skill_dir = make_skill(
-        tmp_path, "marker", scripts={"scripts/mark.py": "open('ran', 'w').write('1')\n"}, body="x"
-    )
+    skill_dir = make_skill(tmp_path, "marker", scripts={"scripts/mark.py": MARK}, body="x")
     manager = manager_for(tmp_path)
     assert manager.approver is None
     block = handle_tool_call(manager, "marker__mark", {}, "t1")

@@ -118,6 +118,18 @@ class BatchInterrupted(RunInterrupted):
         self.result = result
 
 
+class HelperScriptError(SkillMagicsError, LookupError):
+    """The script is a helper module other scripts import, not an entry point to run."""
+
+
+class WorkingDirectoryError(SkillMagicsError, ValueError):
+    """The working directory asked for a run is not "skill", "workspace" or a folder."""
+
+
+class EnvironmentBuildError(SkillMagicsError, RuntimeError):
+    """Building a skill's managed environment failed; nothing half-built is used."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -139,4 +151,7 @@ __all__ = [
     "BatchInterrupted",
     "SandboxUnavailableError",
     "SecretMissingError",
+    "HelperScriptError",
+    "WorkingDirectoryError",
+    "EnvironmentBuildError",
 ]

@@ -17,11 +17,13 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core import envdirs
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import (
@@ -32,12 +34,15 @@ from skill_magics.core.catalog.discovery import (
     default_skill_dirs,
     examples_dir,
 )
+from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
+from skill_magics.core.catalog.requirements import Requirements, skill_requirements
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.interpreters import DEFAULT_ALLOWED, canonical
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
 from skill_magics.core.run.approval import ApprovalRequest, Approver, Decision
 from skill_magics.core.run.batch import BatchPlan, BatchProgress, BatchRunner
 from skill_magics.core.run.batch_result import BatchItem, BatchResult
+from skill_magics.core.run.envsetup import EnvReport, prepare_env
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner
@@ -49,6 +54,7 @@ from skill_magics.core.run.settings import (
     check_timeout,
 )
 from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.run.workdir import WORKSPACE, CwdArg, check_cwd
 from skill_magics.core.secrets import SecretStore, declared_secrets
 from skill_magics.core.status import AuditOutcome
 
@@ -83,6 +89,13 @@ class _ExecutorSetting:
             obj._executor = None
 
 
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
 def _names(names: Sequence[str] | str) -> tuple[str, ...]:
     # "python3 bash" or "python3,bash" is a list written as one string, not 12 letters.
     if isinstance(names, str):
@@ -112,17 +125,21 @@ class SkillManager:
         sandbox: str | None = None,
         sandbox_network: Sequence[str] | str = (),
         sandbox_deny_read: Sequence[str] | str = (),
+        run_cwd: CwdArg = WORKSPACE,
     ) -> None:
         self._lock = threading.RLock()
         # Sandbox settings and secret values, shared with the executor (docs/architecture.md,
         # *Sandbox and secrets*). sandbox=None: $SKILL_MAGICS_SANDBOX, else "off".
         self.sandbox_settings = SandboxSettings(sandbox, sandbox_network, sandbox_deny_read)
         self.secrets = SecretStore()
+        self._requirements: dict[str, tuple[tuple, Requirements]] = {}
+        self._hidden: tuple[tuple, list[str]] | None = None
         self._executor: ScriptExecutor | None = None
         self._audit: AuditLog | None = None
         self.catalog = SkillCatalog(skill_dirs)
         self.planner = Planner(self.catalog, lambda: self.executor, lambda: self.audit)
         self.gate = ApprovalGate(self.catalog, lambda: self.audit)
+        self.planner.requirements = self.requirements  # requests show what a script lacks
         # Executor settings: assigning any of them later rebuilds the executor on next use.
         self.timeout = timeout
         self.max_output_size = max_output_size
@@ -133,10 +150,13 @@ class SkillManager:
         self.approver: Approver | None = approver
         for name in self.sandbox_settings.network:  # each grant is audited, these too
             self._audit_grant(name, "SkillManager(sandbox_network=...)")
+        # Where scripts start: "workspace" (the caller's folder, default), "skill" or a path.
+        self.run_cwd = run_cwd
 
     timeout = _ExecutorSetting(check_timeout)
     max_output_size = _ExecutorSetting(check_max_output_size)
     inherit_env = _ExecutorSetting()
+    run_cwd = _ExecutorSetting(check_cwd)
 
     # -- sandbox and secrets -------------------------------------------------------------------
 
@@ -280,6 +300,9 @@ class SkillManager:
     def reload(self) -> None:
         """Forget everything loaded and scan the directories again on next use."""
         self.catalog.reload()
+        with self._lock:
+            self._hidden = None
+            self._requirements.clear()
 
     def list_skills(self) -> list[SkillMetadata]:
         """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
@@ -287,8 +310,24 @@ class SkillManager:
 
     @property
     def warnings(self) -> list[str]:
-        """Skipped skills, name clashes and spec warnings, each naming the path and reason."""
-        return self.catalog.warnings
+        """Skipped skills, name clashes and spec warnings, each naming the path and reason;
+        and SKILL.md files lying in hidden folders that are not searched (how to add them)."""
+        return self.catalog.warnings + self.hidden_warnings()
+
+    def hidden_warnings(self) -> list[str]:
+        """One line per search folder with SKILL.md in hidden subfolders (catalog/hidden.py)."""
+        dirs = tuple(self.skill_dirs)
+        with self._lock:
+            if self._hidden is not None and self._hidden[0] == dirs:
+                return list(self._hidden[1])
+        lines = []
+        for root in dirs:
+            counts = hidden_skills(root)
+            if counts:
+                lines.append(hidden_message(root, counts))
+        with self._lock:
+            self._hidden = (dirs, lines)
+        return list(lines)
 
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached)."""
@@ -299,6 +338,77 @@ class SkillManager:
     ) -> tuple[Skill, ScriptMetadata]:
         """(skill, script) for a skill name and a script stem, file name or relative path."""
         return self.catalog.resolve_script(skill_name, script)
+
+    # -- what skills need, and their managed environments -----------------------------------
+
+    def requirements(self, skill_name: str) -> Requirements:
+        """Packages and programs the skill's scripts need, checked for the Python that would
+        run them (catalog/requirements.py). Nothing is imported or run.
+
+        Cached by the skill's fingerprint, that Python, and the folders it (and PATH) look
+        in, so an install or an edit is seen at once.
+        """
+        skill = self.get_skill(skill_name)
+        python, source = envdirs.choose_python(skill.base_dir)
+        return self._cached_requirements(skill, python, source)
+
+    def _cached_requirements(self, skill: Skill, python: str, source: str) -> Requirements:
+        search = envdirs.import_path(python)
+        path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+        key = (
+            os.fspath(skill.base_dir),
+            skill.content_hash(),
+            python,
+            tuple(_mtime(p) for p in (*search, *path_dirs)),
+        )
+        cache_key = f"{skill.name}\0{python}"
+        with self._lock:
+            hit = self._requirements.get(cache_key)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        reqs = skill_requirements(
+            skill.name, skill.base_dir, skill.scripts, python=python, python_source=source
+        )
+        with self._lock:
+            if len(self._requirements) > 256:
+                self._requirements.clear()
+            self._requirements[cache_key] = (key, reqs)
+        return reqs
+
+    def prepare_env(
+        self,
+        skill_name: str,
+        *,
+        approver: Approver | None | _UseDefault = USE_DEFAULT,
+        rebuild: bool = False,
+        installer: str | None = None,
+        on_output: Callable[[str, str], object] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> EnvReport:
+        """Build the skill's managed environment with the packages the kernel lacks.
+
+        The install passes the gate (``approver``; None: the caller decided) showing the
+        exact packages; No installs nothing. Built with uv when available, else venv + pip,
+        in a user cache folder (``envdirs.envs_root``); it sees the kernel's packages. Later
+        runs of the skill's Python scripts use it (after the skill's own venv/.venv).
+        ``on_output(stream, text)`` gets the installer's output as it arrives.
+        Raises ApprovalDeclined/ApprovalUnavailable or EnvironmentBuildError.
+        """
+        skill = self.get_skill(skill_name)
+        # Checked against the kernel's Python: the env sees the kernel's packages.
+        reqs = self._cached_requirements(skill, sys.executable, envdirs.KERNEL)
+        report = prepare_env(
+            skill,
+            reqs,
+            self.gate,
+            self.audit,
+            self._approver(approver),
+            rebuild=rebuild,
+            installer=installer,
+            on_output=on_output,
+            cancel=cancel,
+        )
+        return report
 
     # -- audit and executor ------------------------------------------------------------------
 
@@ -325,6 +435,7 @@ class SkillManager:
                     audit=self.audit,
                     sandbox=self.sandbox_settings,
                     secrets=self.secrets,
+                    run_cwd=self.run_cwd,
                 )
                 self._executor.on_run = self.gate.keep_session_approval
             return self._executor
@@ -340,10 +451,11 @@ class SkillManager:
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> PlannedRun:
         """Step 1: resolve and check one run, with the request the gate will decide on."""
         return self.planner.plan_script(
-            skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox
+            skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox, cwd=cwd
         )
 
     def execute_skill_script(
@@ -356,12 +468,14 @@ class SkillManager:
         timeout: float | None = None,
         approver: Approver | None | _UseDefault = USE_DEFAULT,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> ScriptExecutionResult:
         """Run one script: plan -> gate -> execute. Raises before anything runs.
 
         ``script`` is a stem (``"profile"``), file name (``"profile.py"``) or relative path
         (``"scripts/profile.py"``). ``approver`` defaults to ``self.approver``; None asks nobody.
-        ``sandbox``: this run's mode (None: ``self.sandbox``).
+        ``sandbox``: this run's mode (None: ``self.sandbox``). ``cwd``: "workspace" (the
+        caller's folder), "skill" or a folder; None: ``run_cwd``.
         """
         prepared = self.approved_run(
             skill_name,
@@ -371,6 +485,7 @@ class SkillManager:
             timeout=timeout,
             approver=approver,
             sandbox=sandbox,
+            cwd=cwd,
         )
         return self.executor.run(prepared)
 
@@ -384,6 +499,7 @@ class SkillManager:
         timeout: float | None = None,
         approver: Approver | None | _UseDefault = USE_DEFAULT,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> PreparedRun:
         """Plan and gate, no run: the checked run for ``executor.run`` / ``run_async``.
 
@@ -396,9 +512,17 @@ class SkillManager:
             # The caller decided (the gate allows what nobody is asked about): skip building
             # a request (script previews, the skill's fingerprint) that nobody would see.
             return self.prepare_skill_script(
-                skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox
+                skill_name,
+                script,
+                arguments,
+                argv=argv,
+                timeout=timeout,
+                sandbox=sandbox,
+                cwd=cwd,
             )
-        plan = self.plan(skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox)
+        plan = self.plan(
+            skill_name, script, arguments, argv=argv, timeout=timeout, sandbox=sandbox, cwd=cwd
+        )
         self.gate.decide(plan.request, chosen).raise_if_blocked()
         return plan.prepared
 
@@ -413,6 +537,8 @@ class SkillManager:
         argv: Any = None,
         timeout: float | None = None,
         rows: Sequence[Any] | None = None,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> BatchPlan:
         """Step 1 of a batch: check the script and build the ONE request for every item
         (``request.batch``: the item count and the first items). See :meth:`map`.
@@ -423,14 +549,16 @@ class SkillManager:
         from skill_magics.core.run.batch import batch_inputs, with_batch
 
         mode, items, columns = batch_inputs(inputs, argv)
-        plan = self.plan(skill_name, script, None, argv=None, timeout=timeout)
+        plan = self.plan(
+            skill_name, script, None, argv=None, timeout=timeout, sandbox=sandbox, cwd=cwd
+        )
         request = with_batch(plan.request, items)
         plan = replace(plan, request=request)
         if rows is not None:
             rows = list(rows)
             if mode != "argv" or len(rows) != len(items):
                 raise ValueError("rows= goes with argv=, one row per argv list")
-        return BatchPlan(plan, request, items, mode, timeout, columns, rows)
+        return BatchPlan(plan, request, items, mode, timeout, columns, rows, sandbox, cwd)
 
     def map(
         self,
@@ -447,6 +575,8 @@ class SkillManager:
         on_result: Callable[[BatchItem], object] | None = None,
         on_progress: Callable[[BatchProgress], object] | None = None,
         cancel: threading.Event | None = None,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> BatchResult:
         """Run ``script`` once per input, concurrently, after ONE approval for them all.
 
@@ -458,13 +588,16 @@ class SkillManager:
         stop the others unless ``stop_on_error``. Setting ``cancel`` (or Ctrl-C:
         BatchInterrupted, with ``.result``) kills every running process group and marks the
         items not started ``cancelled``. ``on_result(item)`` / ``on_progress(snapshot)`` are
-        called from worker threads as items finish. ``approver`` as in execute_skill_script.
+        called from worker threads as items finish. ``approver``, ``sandbox`` and ``cwd`` as
+        in execute_skill_script (on remote workers "workspace" is the worker's folder).
 
         Example:
             >>> res = manager.map("unit-converter", "convert", df, approver=None)
             >>> res.counts(), res.to_pandas(json=True).head()
         """
-        plan = self.plan_map(skill_name, script, inputs, argv=argv, timeout=timeout)
+        plan = self.plan_map(
+            skill_name, script, inputs, argv=argv, timeout=timeout, sandbox=sandbox, cwd=cwd
+        )
         chosen = self._approver(approver)
         if len(plan) and chosen is not None:
             self.gate.decide(plan.request, chosen).raise_if_blocked()
@@ -530,10 +663,12 @@ class SkillManager:
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> PreparedRun:
-        """Resolve and check a run without asking anyone or running it (refusals audited)."""
+        """Resolve and check a run without asking anyone or running it (refusals audited).
+        A helper module is refused (``ScriptMetadata.kind``)."""
         return self.planner.check_script(
-            skill_name, script, arguments, argv, timeout, sandbox=sandbox
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, entry_only=True
         )[1]
 
     def approval_request(

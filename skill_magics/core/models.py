@@ -41,6 +41,16 @@ class ScriptMetadata:
     script_type: str  # python, bash, node, ruby, perl, typescript, sh
     interpreter: str  # command name, e.g. "python3", "bash", "node"
     description: str = ""
+    # "entry": meant to be run; "helper": a module other scripts import (never a tool, never
+    # run by %%skillrun). Decided by catalog/kinds.py (docs/architecture.md, *Real skills*).
+    kind: str = "entry"
+    # Dotted module name when it runs as ``python -m <module>`` from the skill root ("": as a
+    # file), e.g. "scripts.run_eval" for a script doing ``from scripts.utils import ...``.
+    module: str = ""
+
+    @property
+    def is_entry(self) -> bool:
+        return self.kind == "entry"
 
 
 @dataclass

@@ -169,7 +169,10 @@ def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[T
             )
         )
         try:
-            scripts = sorted(skill.scripts, key=lambda s: s.path.as_posix())
+            # Helper modules (catalog/kinds.py) are imported by entry points, never tools.
+            scripts = sorted(
+                (s for s in skill.scripts if s.kind == "entry"), key=lambda s: s.path.as_posix()
+            )
         except (OSError, SkillMagicsError):
             continue  # an unreadable scripts/ folder must not hide the prompt tool
         stems: dict[str, int] = {}

@@ -25,7 +25,8 @@ def candidates(manager: SkillManager) -> list[str]:
             scripts = manager.get_skill(meta.name).scripts
         except Exception:  # an unreadable skill must not break completion of the others
             continue
-        names += [f"{meta.name}.{script.name}" for script in scripts]
+        # Helper modules are not offered: %%skillrun refuses them (catalog/kinds.py).
+        names += [f"{meta.name}.{script.name}" for script in scripts if script.kind == "entry"]
     return sorted(set(names))
 
 

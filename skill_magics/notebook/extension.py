@@ -52,6 +52,7 @@ def load(shell: Any) -> SkillMagics:
             "skillrun": skillrun.skillrun_async,
             "skillpy": skillpy.skillpy_async,
             "skill_context": context.skill_context_async,
+            "skills env": magics.skills_env_async,
         },
     )
     return magics

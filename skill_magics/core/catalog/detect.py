@@ -204,6 +204,13 @@ def extract_description(text: str, script_type: str = "") -> str:
         not lines[i].strip() or _ENCODING_RE.match(lines[i]) or _MODELINE_RE.match(lines[i])
     ):
         i += 1
+    if i < len(lines) and lines[i].strip() == "# /// script":
+        # A PEP 723 metadata block is not a description: read the comment after it.
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "# ///"), None)
+        if end is not None:
+            i = end + 1
+            while i < len(lines) and not lines[i].strip():
+                i += 1
     if i >= len(lines):
         return ""
     line = lines[i].strip()

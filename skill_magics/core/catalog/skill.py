@@ -21,6 +21,7 @@ import posixpath
 import threading
 from pathlib import Path
 
+from skill_magics.core.catalog import kinds
 from skill_magics.core.catalog.detect import ScanResult, ScriptDetector
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
@@ -52,6 +53,7 @@ class Skill:
         self._content_key: tuple[int, ...] | None = None
         self._broken: SkillMagicsError | None = None  # why the current SKILL.md does not parse
         self._scan: ScanResult | None = None
+        self._kinds: tuple[object, list[ScriptMetadata]] | None = None  # (key, classified)
 
     def __repr__(self) -> str:
         return f"Skill({self.name!r}, base_dir={str(self.base_dir)!r})"
@@ -113,11 +115,33 @@ class Skill:
         """Detected scripts, sorted by relative path. Rescanned when any of them changes."""
         with self._lock:
             scan = self._scan
-            if scan is not None:
-                if self._detector.signature(self.base_dir, scan.signature) == scan.signature:
-                    return list(scan.scripts)
-            self._scan = scan = self._detector.scan(self.base_dir)
-            return list(scan.scripts)
+            if scan is None or (
+                self._detector.signature(self.base_dir, scan.signature) != scan.signature
+            ):
+                self._scan = scan = self._detector.scan(self.base_dir)
+            return list(self._classified(scan))
+
+    def _classified(self, scan: ScanResult) -> list[ScriptMetadata]:
+        """The scan's scripts with entry/helper kinds and ``python -m`` modules (kinds.py),
+        redone when a script or SKILL.md changes."""
+        try:
+            content = self.content  # re-read when SKILL.md changed; refs depend on it
+            refs: list[str] | None = None
+        except SkillMagicsError:
+            content, refs = "", []  # SKILL.md vanished: nothing is referenced
+        key = (scan.signature, self._content_key)
+        if self._kinds is not None and self._kinds[0] == key:
+            return self._kinds[1]
+        if refs is None:
+            refs = [r.path for r in self.referenced_scripts if r.ok]
+        classified = kinds.classify(self.base_dir, scan.scripts, refs, content)
+        self._kinds = (key, classified)
+        return classified
+
+    @property
+    def entry_scripts(self) -> list[ScriptMetadata]:
+        """Scripts meant to be run (``kind == "entry"``): the ones that become tools."""
+        return [s for s in self.scripts if s.kind == "entry"]
 
     def current_metadata(self) -> SkillMetadata:
         """The metadata as SKILL.md says now (re-read when the file changed since last look).

@@ -59,6 +59,8 @@ class ScriptToApprove:
     program_realpath: str = ""
     lines: int = 0  # total lines of the script (the preview may hold fewer)
     size: int = 0  # bytes of the script
+    cwd: str = ""  # the folder the run starts in ("": the skill folder)
+    missing: tuple[str, ...] = ()  # packages/programs it needs that are not installed
 
 
 PREVIEW_MAX_BYTES = 200_000  # how much of a script an approval request carries
@@ -260,6 +262,16 @@ def code_approval_hash(skill_fingerprint: str, code: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+INSTALL_LABEL = "<install>"  # the "script" an environment install is audited under
+
+
+def install_approval_hash(skill_fingerprint: str, packages: Sequence[str]) -> str:
+    """What "Yes in session" for an environment install is keyed to: the skill's files AND
+    these packages, so it never approves the skill's scripts or other packages."""
+    text = f"{skill_fingerprint}\0install\0" + "\0".join(packages)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> str:
     """SHA-256 over the relative paths and bytes of a skill's scripts (sorted, stable).
 
@@ -302,6 +314,8 @@ __all__ = [
     "Approver",
     "scripts_content_hash",
     "code_approval_hash",
+    "install_approval_hash",
+    "INSTALL_LABEL",
     "coerce_decision",
     "combine_requests",
     "decides_alone",

@@ -101,6 +101,8 @@ class BatchPlan:
     timeout: float | None = None
     columns: tuple[str, ...] = ()
     rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
+    sandbox: str | None = None  # each item's sandbox mode (None: the executor's setting)
+    cwd: Any = None  # each item's working directory (None: the executor's run_cwd)
 
     @property
     def skill_name(self) -> str:
@@ -245,7 +247,14 @@ class _Shipped:
         else:
             self.signal = ship.new_file_flag()
         shared = ship.ShippedBatch(
-            runner.batch_id, bundle, plan.script, settings, plan.timeout, self.signal
+            runner.batch_id,
+            bundle,
+            plan.script,
+            settings,
+            plan.timeout,
+            self.signal,
+            sandbox=plan.sandbox,
+            cwd=None if plan.cwd is None else os.fspath(plan.cwd),
         )
         self.executor = executor
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
@@ -580,7 +589,14 @@ class BatchRunner:
                 return item
             try:
                 _, prepared = self.planner.check_script(
-                    self.plan.skill_name, self.plan.script, args, argv, self.plan.timeout
+                    self.plan.skill_name,
+                    self.plan.script,
+                    args,
+                    argv,
+                    self.plan.timeout,
+                    sandbox=self.plan.sandbox,
+                    cwd=self.plan.cwd,
+                    entry_only=True,
                 )
                 result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)

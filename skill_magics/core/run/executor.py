@@ -37,7 +37,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
-from skill_magics.core import interpreters, paths
+from skill_magics.core import envdirs, interpreters, paths
 from skill_magics.core.audit import AuditLog, arguments_preview
 from skill_magics.core.errors import (
     ArgumentSizeError,
@@ -49,6 +49,7 @@ from skill_magics.core.errors import (
 from skill_magics.core.interpreters import InterpreterSpec
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run import sandbox as sandboxing
+from skill_magics.core.run import workdir
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
 from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
@@ -242,8 +243,11 @@ class ScriptExecutor:
         audit: AuditLog | None = None,
         sandbox: SandboxSettings | None = None,
         secrets: SecretStore | None = None,
+        run_cwd: workdir.CwdArg = workdir.SKILL,
     ) -> None:
         self.timeout = check_timeout(timeout)
+        # Where runs start unless prepare(cwd=...) says otherwise (core/run/workdir.py).
+        self.run_cwd = workdir.check_cwd(run_cwd)
         self.max_output_size = check_max_output_size(max_output_size)
         self.use_cache = use_cache
         self.allowed_interpreters = allowed_interpreters
@@ -288,6 +292,8 @@ class ScriptExecutor:
         argv: Sequence[Any] | None = None,
         timeout: float | None = None,
         sandbox: str | None = None,
+        cwd: workdir.CwdArg | None = None,
+        module: str = "",
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
 
@@ -295,11 +301,21 @@ class ScriptExecutor:
         empty; with neither, stdin gets ``{}`` so JSON-reading scripts still parse it.
         ``sandbox``: this run's mode ("off", "read-only", "workspace-write", "auto"); None
         uses ``self.sandbox.mode``. An explicit mode that cannot be had here is refused.
+        ``cwd``: "skill", "workspace" or a folder (None: ``self.run_cwd``). ``module``: run
+        the script as ``python -m module`` (``ScriptMetadata.module``; it must name the
+        script's own path, e.g. "scripts.run_eval" for scripts/run_eval.py).
         """
         started = time.monotonic()
         try:
             prepared = self._prepare(
-                script_path, arguments, skill_base_dir, skill_metadata, argv, timeout
+                script_path,
+                arguments,
+                skill_base_dir,
+                skill_metadata,
+                argv,
+                timeout,
+                self.run_cwd if cwd is None else cwd,
+                module,
             )
             return self._isolate(prepared, sandbox, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
@@ -320,11 +336,14 @@ class ScriptExecutor:
         metadata: SkillMetadata,
         argv: Sequence[Any] | None,
         timeout: float | None,
+        cwd: workdir.CwdArg | None = None,
+        module: str = "",
     ) -> PreparedRun:
         limit = self.timeout if timeout is None else check_timeout(timeout)
         self._check_tools(metadata)
         plan = self._plan(script_path, skill_base_dir)
         script, spec, command = plan.script, plan.spec, plan.command
+        run_dir = workdir.resolve_cwd(cwd, script.real_base)
         argv_t = normalize_argv(argv) if argv is not None else ()
         if arguments is None and argv is not None:
             payload = None  # argv mode: the script reads nothing on stdin
@@ -332,6 +351,8 @@ class ScriptExecutor:
             payload = encode_arguments({} if arguments is None else arguments)
         base_abs = os.path.abspath(skill_base_dir)
         env = self._env(metadata, base_abs)
+        if module:
+            command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
         return PreparedRun(
             skill_name=metadata.name,
@@ -341,7 +362,7 @@ class ScriptExecutor:
             command=command + argv_t,
             payload=payload,
             env=env,
-            cwd=script.real_base,
+            cwd=run_dir,
             timeout=limit,
             arguments_preview=arguments_preview(None, argv_t, encoded=payload),
             argv=argv_t,
@@ -352,11 +373,13 @@ class ScriptExecutor:
     ) -> PreparedRun:
         """Add the sandbox profile and the declared secrets' names (docs/architecture.md,
         *Sandbox and secrets*); a profile that cannot be had raises (the caller audits)."""
+        # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
+        skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         profile = sandboxing.profile_for(
             self.sandbox.mode if mode is None else mode,
             self.sandbox,
             prepared.skill_name,
-            skill_dir=os.fspath(prepared.cwd),
+            skill_dir=os.fspath(skill_dir),
         )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
@@ -460,6 +483,8 @@ class ScriptExecutor:
             plan is not None
             and paths.unchanged(plan.script, os.path.join(base_abs, shown), plan.base_mtime_ns)
             and os.access(plan.command[0], os.X_OK)  # the interpreter was not uninstalled
+            # A managed env built (or removed) since changes which Python runs .py scripts.
+            and (plan.spec.script_type != "python" or plan.command[0] == self._python(base_abs))
         ):
             return plan
         plan = self._make_plan(script_path, skill_base_dir)
@@ -508,8 +533,9 @@ class ScriptExecutor:
     def _program(self, spec: InterpreterSpec, base: Path, rel: Path, name: str) -> str:
         """Absolute path of the program that runs the script."""
         if spec.script_type == "python":
-            # The skill's own venv, else the kernel's Python; never whichever python3 is on PATH.
-            return interpreters.python_for_skill(base)
+            # The skill's own venv, its managed env, else the kernel's Python; never whichever
+            # python3 is on PATH (core/envdirs.py).
+            return self._python(base)
         # An absolute shebang (#!/bin/bash, #!/any/dir/bash) names the program only by its
         # basename: what runs is the allow-listed program of that name found on PATH, with
         # the shebang's flags. Running the path as written would let a skill ship its own
@@ -530,6 +556,10 @@ class ScriptExecutor:
                 f"install '{wanted}' outside the skill and take that directory off PATH"
             )
         return found
+
+    @staticmethod
+    def _python(base: str | os.PathLike[str]) -> str:
+        return envdirs.choose_python(base)[0]
 
     def _which(self, program: str) -> str | None:
         path_var = os.environ.get("PATH", os.defpath)
@@ -563,6 +593,7 @@ class ScriptExecutor:
         env.update(
             SKILL_NAME=metadata.name,
             SKILL_BASE_DIR=os.fspath(base_dir),
+            SKILL_WORKSPACE=workdir.workspace(),  # the caller's folder, whatever the cwd
             SKILL_VERSION=metadata.version or "",
             SKILLKIT_VERSION=_VERSION,
             SKILL_MAGICS_VERSION=_VERSION,
@@ -847,6 +878,8 @@ class ScriptExecutor:
         on_output: OnOutput | None = None,
         cancel: threading.Event | None = None,
         sandbox: str | None = None,
+        cwd: workdir.CwdArg | None = None,
+        module: str = "",
     ) -> ScriptExecutionResult:
         """``run(prepare(...))``: check, spawn, wait, audit."""
         prepared = self.prepare(
@@ -857,9 +890,49 @@ class ScriptExecutor:
             argv=argv,
             timeout=timeout,
             sandbox=sandbox,
+            cwd=cwd,
+            module=module,
         )
         # Checked microseconds ago: no approval wait in between, so no re-check needed.
         return self._run(prepared, on_output, cancel, recheck=False)
+
+
+def _module_command(
+    command: tuple[str, ...],
+    module: str,
+    script: paths.ResolvedScript,
+    run_dir: Path,
+    env: dict[str, str],
+) -> tuple[str, ...]:
+    """``python [flags] -m module`` for a script the planner marked as a module script.
+
+    The module must name the checked script's own path, so ``-m`` runs the approved file.
+    From another folder than the skill, ``-P`` keeps the cwd off sys.path and PYTHONPATH
+    puts the skill root there instead (core/run/workdir.py).
+    """
+    rel = script.relative.as_posix()
+    expected = rel[:-3].replace("/", ".") if rel.endswith(".py") else ""
+    if expected.endswith(".__main__"):
+        expected = expected[: -len(".__main__")]
+    if module != expected:
+        raise InterpreterNotFoundError(
+            f"Module {module!r} does not name {rel}: run it as a file (module='') or pass "
+            f"module={expected!r}"
+        )
+    program, flags = command[0], command[1:-1]  # drop the script path: -m names it
+    if run_dir == script.real_base:
+        return (program, *flags, "-m", module)
+    version = envdirs.python_version(program)
+    if version is None or version < (3, 11):
+        raise InterpreterNotFoundError(
+            f"{rel} runs as 'python -m {module}', which from another folder than the skill "
+            f"needs Python 3.11+ (-P), but {program} is "
+            f"{'of unknown version' if version is None else f'{version[0]}.{version[1]}'}: "
+            "run it with cwd='skill'"
+        )
+    root = os.fspath(script.real_base)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return (program, *flags, "-P", "-m", module)
 
 
 def _shown_path(script_path: Any, skill_base_dir: Any) -> str:

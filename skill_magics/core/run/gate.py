@@ -40,6 +40,7 @@ from skill_magics.core.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.run.approval import (
+    INSTALL_LABEL,
     Answer,
     ApprovalRequest,
     Approver,
@@ -48,6 +49,7 @@ from skill_magics.core.run.approval import (
     coerce_decision,
     combine_requests,
     decides_alone,
+    install_approval_hash,
 )
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.status import AuditOutcome, RunStatus
@@ -210,6 +212,8 @@ class ApprovalGate:
             now = fingerprint.fingerprint_of(entries)
             if part.code is not None:
                 now = code_approval_hash(now, part.code)
+            elif part.install is not None and not part.scripts:
+                now = install_approval_hash(now, part.install.packages)
             if now == part.content_hash:
                 continue
             if part.entries is None:
@@ -239,6 +243,8 @@ class ApprovalGate:
         for part in request.requests:
             if part.code is not None:
                 scripts, preview = [CODE_LABEL], code_preview(part.code)
+            elif part.install is not None and not part.scripts:
+                scripts, preview = [INSTALL_LABEL], " ".join(part.install.packages)
             else:
                 scripts = [s.path for s in part.scripts]
                 preview = arguments_preview(part.arguments, part.argv)
@@ -310,7 +316,11 @@ class ApprovalGate:
 
 def describe(request: ApprovalRequest) -> str:
     """``skill (scripts/a.py, scripts/b.py)`` for messages."""
-    paths = ", ".join(s.path for s in request.scripts) or "Python code"
+    paths = ", ".join(s.path for s in request.scripts) or (
+        "an install of " + ", ".join(request.install.packages)
+        if request.install is not None and request.code is None
+        else "Python code"
+    )
     return f"{request.skill_name} ({paths})"
 
 

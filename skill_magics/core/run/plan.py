@@ -28,9 +28,11 @@ from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, cod
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.catalog.references import ScriptReference
+from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import (
     AmbiguousScriptError,
+    HelperScriptError,
     InterpreterNotAllowedError,
     PathSecurityError,
     ScriptNotFoundError,
@@ -47,6 +49,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.status import RunStatus
 
 
@@ -103,6 +106,9 @@ class Planner:
         self.catalog = catalog
         self._executor = executor
         self._audit = audit
+        # skill name -> its Requirements (SkillManager.requirements): requests list what a
+        # script lacks before anyone approves it. None: not shown.
+        self.requirements: Callable[[str], Requirements] | None = None
 
     # -- one script --------------------------------------------------------------------------
 
@@ -115,12 +121,14 @@ class Planner:
         argv: Sequence[str] | None = None,
         timeout: float | None = None,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
     ) -> PlannedRun:
         """Check one run of ``script`` and build its request; raises (audited) on a refusal.
 
-        ``sandbox``: this run's mode (None: the executor's setting)."""
+        ``sandbox``: this run's mode (None: the executor's setting). A helper module
+        (``ScriptMetadata.kind``) is refused, naming the entry points."""
         meta, prepared = self.check_script(
-            skill_name, script, arguments, argv, timeout, sandbox=sandbox
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, entry_only=True
         )
         request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
         argv_t = None if argv is None else prepared.argv
@@ -135,11 +143,18 @@ class Planner:
         timeout: float | None,
         *,
         sandbox: str | None = None,
+        cwd: CwdArg | None = None,
+        entry_only: bool = False,
     ) -> tuple[ScriptMetadata, PreparedRun]:
-        """Resolve and check a run (refusals audited): (script, its checked run)."""
+        """Resolve and check a run (refusals audited): (script, its checked run).
+
+        ``entry_only``: refuse a helper module (one other scripts import) in one line that
+        names the skill's entry points."""
         started = time.monotonic()
         try:
             skill, meta = self.catalog.resolve_script(skill_name, script)
+            if entry_only and meta.kind != "entry":
+                raise helper_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.
             metadata = skill.current_metadata()
@@ -164,6 +179,8 @@ class Planner:
             argv=argv,  # unchanged: the executor validates it (and audits a bad one)
             timeout=timeout,
             sandbox=sandbox,
+            cwd=cwd,
+            module=meta.module,  # python -m from the skill root (catalog/kinds.py)
         )
         return meta, prepared
 
@@ -275,6 +292,7 @@ class Planner:
         # request shows exactly the argv that will run.
         argv_t = normalize_argv(() if argv is None else argv)
         items = []
+        missing_for = self._missing_for(skill_name, scripts)
         for i, s in enumerate(scripts):
             run = prepared[i] if prepared is not None and i < len(prepared) else None
             command = run.command if run is not None else self._command_for(skill, s, argv_t)
@@ -288,6 +306,8 @@ class Planner:
                     program_realpath=_realpath_if_different(command[0]) if command else "",
                     lines=lines,
                     size=size,
+                    cwd=str(run.cwd) if run is not None else "",
+                    missing=tuple(missing_for(s.path.as_posix())),
                 )
             )
         entries = fingerprint.skill_entries(skill.base_dir)
@@ -317,6 +337,18 @@ class Planner:
             return None
         return SecretsInfo(names, self._executor().secrets.missing(skill_name, names))
 
+    def _missing_for(
+        self, skill_name: str, scripts: Sequence[ScriptMetadata]
+    ) -> Callable[[str], list[str]]:
+        """script path -> what it lacks (nothing when requirements are unknown)."""
+        if self.requirements is None or not scripts:
+            return lambda rel: []
+        try:
+            reqs = self.requirements(skill_name)
+        except (SkillMagicsError, OSError, ValueError):
+            return lambda rel: []
+        return reqs.missing_for
+
     def _command_for(
         self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
     ) -> tuple[str, ...]:
@@ -324,6 +356,18 @@ class Planner:
             return self._executor().command_for(skill.base_dir / script.path, skill.base_dir) + argv
         except (SkillMagicsError, OSError, ValueError):
             return ()  # it would be refused anyway; the refusal is audited when it is tried
+
+
+def helper_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
+    """The one-line refusal for running a helper module, naming the entry points."""
+    entries = [s.path.as_posix() for s in skill.scripts if s.kind == "entry"]
+    what = f"{meta.path.as_posix()} in skill {skill.name!r} is a helper module, not an entry point"
+    if entries:
+        return HelperScriptError(f"{what}: run one of {', '.join(entries)}")
+    return HelperScriptError(
+        f"{what}, and the skill has none: name the script in SKILL.md (or give it an "
+        "`if __name__ == '__main__':` guard) to make it one"
+    )
 
 
 def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]:

@@ -237,6 +237,9 @@ class ExecutorSettings:
     sandbox_mode: str = "off"
     sandbox_network: tuple[str, ...] = ()
     sandbox_deny_read: tuple[str, ...] = ()
+    # The caller's default working directory: "skill" (the worker's copy), "workspace" (the
+    # worker's own folder) or a folder that must exist on the worker.
+    run_cwd: str = "skill"
 
     @classmethod
     def of(cls, executor: Any) -> ExecutorSettings:
@@ -250,6 +253,7 @@ class ExecutorSettings:
             sandbox_mode=str(getattr(sandbox, "mode", "off")),
             sandbox_network=tuple(getattr(sandbox, "network", ())),
             sandbox_deny_read=tuple(getattr(sandbox, "deny_read", ())),
+            run_cwd=os.fspath(getattr(executor, "run_cwd", "skill")),
         )
 
     def executor_kwargs(self) -> dict[str, Any]:
@@ -263,6 +267,7 @@ class ExecutorSettings:
             "inherit_env": self.inherit_env,
             "env_passthrough": self.env_passthrough,
             "sandbox": sandbox,
+            "run_cwd": self.run_cwd,
         }
 
 
@@ -276,6 +281,8 @@ class ShippedBatch:
     settings: ExecutorSettings
     timeout: float | None
     cancel: CancelSignal
+    sandbox: str | None = None  # this batch's sandbox mode (None: the settings' mode)
+    cwd: str | None = None  # this batch's working directory (None: settings.run_cwd)
 
 
 @dataclass
@@ -420,7 +427,16 @@ def run_shipped_item(
     executor, planner, thread_audit = _state(batch, copy)
     collected = thread_audit.start()
     try:
-        _, prepared = planner.check_script(name, batch.script, arguments, argv, batch.timeout)
+        _, prepared = planner.check_script(
+            name,
+            batch.script,
+            arguments,
+            argv,
+            batch.timeout,
+            sandbox=batch.sandbox,
+            cwd=batch.cwd,
+            entry_only=True,
+        )
         result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)
         return outcome(RunStatus.REFUSED, message=str(exc))

@@ -135,6 +135,10 @@ def _script_lines(request: ApprovalRequest, indent: str) -> list[str]:
             lines.append(f"{indent}  command: {_command_text(script)}")
         if script.program_realpath:
             lines.append(f"{indent}  program (real path): {_safe(script.program_realpath)}")
+        if script.cwd:
+            lines.append(f"{indent}  working directory: {_safe(script.cwd)}")
+        if script.missing:
+            lines.append(f"{indent}  missing (it may fail): {_safe(', '.join(script.missing))}")
     return lines
 
 
@@ -289,6 +293,11 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
             rows.append(("Command", f"<code>{_esc(shlex.join(script.command))}</code>"))
         if script.program_realpath:
             rows.append(("Program (real path)", f"<code>{_esc(script.program_realpath)}</code>"))
+        if script.cwd:
+            rows.append(("Working directory", f"<code>{_esc(script.cwd)}</code>"))
+        if script.missing:
+            # Named before anyone approves: %skills env NAME installs the packages.
+            rows.append(("Missing (it may fail)", _esc(", ".join(script.missing))))
     return rows
 
 

@@ -15,4 +15,10 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     manager = magics.manager
     skill = manager.get_skill(one_arg(args, "%skills show NAME"))
     approved = manager.approvals.is_approved(skill.name, skill.content_hash())
-    return skill_detail(skill, approved=approved, secrets=manager.secret_status(skill.name))
+    # What the scripts need, named before anything runs (core/catalog/requirements.py).
+    return skill_detail(
+        skill,
+        approved=approved,
+        secrets=manager.secret_status(skill.name),
+        requirements=manager.requirements(skill.name),
+    )

@@ -30,7 +30,12 @@ from skill_magics.notebook.approval import waiting
 HOOK_ATTR = "_skill_magics_await"  # attribute of the shell holding the dispatcher
 
 # name -> kind: "cell" magics are rewritten as a whole cell, "line" magics per statement.
-AWAITABLE: Mapping[str, str] = {"skillrun": "cell", "skillpy": "cell", "skill_context": "line"}
+AWAITABLE: Mapping[str, str] = {
+    "skillrun": "cell",
+    "skillpy": "cell",
+    "skill_context": "line",
+    "skills env": "line",  # an environment install asks first (notebook/cmd/env.py)
+}
 
 Runner = Callable[..., Awaitable[Any]]
 

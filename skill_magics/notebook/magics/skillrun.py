@@ -99,6 +99,12 @@ class SkillRunMagics(SharedMagics):
         "NaN -> null, timestamps -> ISO text)",
     )
     @argument(
+        "--cwd",
+        default=None,
+        help="working directory: workspace (the notebook's folder), skill (the skill folder) "
+        "or a path; default SkillMagics.run_cwd",
+    )
+    @argument(
         "--no-approval",
         action="store_true",
         help="run without asking (only when SkillMagics.require_approval is False)",
@@ -201,7 +207,13 @@ class SkillRunMagics(SharedMagics):
             raise usage_error(exc) from None
         try:
             plan = manager.plan(
-                skill, script, arguments, argv=argv, timeout=opts.timeout, sandbox=opts.sandbox
+                skill,
+                script,
+                arguments,
+                argv=argv,
+                timeout=opts.timeout,
+                sandbox=opts.sandbox,
+                cwd=opts.cwd,
             )
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.

@@ -116,6 +116,11 @@ class SkillMagics(Magics):
         help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
         "other credential defaults (~ is $HOME).",
     ).tag(config=True)
+    run_cwd = Unicode(
+        "workspace",
+        help="Where scripts start: workspace (the notebook's folder, so relative file paths "
+        "work), skill (the skill folder) or a folder path. %%skillrun --cwd overrides it.",
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
@@ -144,6 +149,7 @@ class SkillMagics(Magics):
                     sandbox=self.sandbox,
                     sandbox_network=tuple(self.sandbox_network),
                     sandbox_deny_read=tuple(self.sandbox_deny_read),
+                    run_cwd=self.run_cwd,
                 )
             return self._manager
 
@@ -161,6 +167,16 @@ class SkillMagics(Magics):
                 f"{MAX_TIMEOUT} seconds"
             ) from None
 
+    @validate("run_cwd")
+    def _valid_run_cwd(self, proposal: Any) -> str:
+        from skill_magics.core.run.workdir import check_cwd
+
+        try:
+            check_cwd(proposal["value"])
+        except SkillMagicsError as exc:
+            raise TraitError(f"SkillMagics.run_cwd: {exc}") from None
+        return str(proposal["value"])
+
     @validate("max_output_size", "max_display_chars", "approval_timeout")
     def _valid_non_negative(self, proposal: Any) -> Any:
         value, name = proposal["value"], proposal["trait"].name
@@ -174,7 +190,14 @@ class SkillMagics(Magics):
         if manager is not None:
             manager.skill_dirs = change["new"]  # None: the defaults; rescans on next use
 
-    @observe("timeout", "max_output_size", "allowed_interpreters", "inherit_env", "env_passthrough")
+    @observe(
+        "timeout",
+        "max_output_size",
+        "allowed_interpreters",
+        "inherit_env",
+        "env_passthrough",
+        "run_cwd",
+    )
     def _executor_changed(self, change: Any) -> None:
         # Keep approvals and audit history: update the manager's settings in place; assigning
         # any of them makes the manager rebuild its executor on next use (core/manager.py).
@@ -236,6 +259,20 @@ class SkillMagics(Magics):
         run = cmd.lookup(name)
         try:
             return run(self, args)
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
+    async def skills_env_async(self, line: str = "") -> Any:
+        """``%skills env ...`` on the await path (ipykernel >= 7.4): the install's approval
+        waits in a worker thread while the cell awaits, so the click reaches the kernel."""
+        from skill_magics.notebook.cmd import env
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
+        try:
+            return await env.run_async(self, words)
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 

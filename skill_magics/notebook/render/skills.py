@@ -45,7 +45,11 @@ def _script_count(skill: Any, counts: Mapping[str, int] | None) -> str:
         scripts = getattr(skill, "scripts", None)  # a Skill detects its scripts lazily
     except Exception:  # detection failed: the table still lists the skill
         return "?"
-    return "–" if scripts is None else str(len(scripts))
+    if scripts is None:
+        return "–"
+    helpers = sum(1 for s in scripts if getattr(s, "kind", "entry") == "helper")
+    # Entry points are what can run; helper modules they import are counted apart.
+    return f"{len(scripts) - helpers} (+{helpers} helpers)" if helpers else str(len(scripts))
 
 
 def skills_table(
@@ -130,6 +134,41 @@ def _fields(meta: Any, skill: Any) -> list[tuple[str, str]]:
     return [(k, str(v)) for k, v in fields if v not in ("", None)]
 
 
+def requirements_view(reqs: Any) -> Display:
+    """What a skill's scripts need (core Requirements): packages, programs, what is missing."""
+    headers = ["needs", "kind", "for", "state", "source"]
+    rows = []
+    for pkg in reqs.packages:
+        imports = ", ".join(pkg.imports)
+        what = pkg.name + (f" (import {imports})" if imports and imports != pkg.name else "")
+        if pkg.installed:
+            state = f"installed {pkg.version}".strip()
+        else:
+            state = "missing (optional)" if pkg.optional else "MISSING"
+        rows.append([what, "package", _scripts_text(pkg.scripts), state, pkg.source])
+    for prog in reqs.programs:
+        state = "found" if prog.found else "MISSING"
+        rows.append([prog.name, "program", _scripts_text(prog.scripts), state, "PATH"])
+    where = f"checked for {reqs.python_source} Python {reqs.python}"
+    if not rows:
+        text = f"No third-party packages or programs ({where})."
+        return Display(text, f"<p>{html.escape(text)}</p>")
+    missing = list(reqs.missing)
+    hint = ""
+    if any(not p.installed and not p.optional for p in reqs.packages):
+        hint = f" %skills env {reqs.skill} installs the missing packages."
+    note = f"Missing: {', '.join(missing)}.{hint}" if missing else "Nothing is missing."
+    note += f" ({where})"
+    text = text_table(headers, rows) + "\n" + note
+    body = html_table(headers, rows, "skill-magics-requirements") + f"<p>{html.escape(note)}</p>"
+    return Display(text, body)
+
+
+def _scripts_text(scripts: Sequence[str]) -> str:
+    shown = ", ".join(s.removeprefix("scripts/") for s in scripts[:3])
+    return shown + (f" +{len(scripts) - 3}" if len(scripts) > 3 else "")
+
+
 def skill_detail(
     skill: Any,
     *,
@@ -137,13 +176,17 @@ def skill_detail(
     scripts: Sequence[Any] | None = None,
     content: str | None = None,
     secrets: Mapping[str, bool] | None = None,
+    requirements: Any = None,
 ) -> Display:
-    """``%skills show NAME``: metadata, rendered SKILL.md, scripts table, references.
+    """``%skills show NAME``: metadata, rendered SKILL.md, entry scripts, helper modules
+    (apart: they are imported, never run on their own), requirements, references.
 
     ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
+    helpers = [s for s in scripts if getattr(s, "kind", "entry") == "helper"]
+    scripts = [s for s in scripts if getattr(s, "kind", "entry") != "helper"]
     if content is None:
         content = str(getattr(skill, "content", "") or "")
     references = [str(r) for r in (getattr(skill, "references", None) or [])]
@@ -153,6 +196,8 @@ def skill_detail(
         shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
         fields.append(("secrets", shown))
     script_view = scripts_table(scripts, approved=approved)
+    helper_view = scripts_table(helpers) if helpers else None
+    req_view = requirements_view(requirements) if requirements is not None else None
 
     width = max(len(k) for k, _ in fields)
     text_parts = ["\n".join(f"{k.ljust(width)}  {v}" for k, v in fields)]
@@ -160,6 +205,13 @@ def skill_detail(
         text_parts.append(warnings_text(warnings))
     text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
     text_parts.append("--- scripts ---\n" + script_view.text)
+    if helper_view is not None:
+        text_parts.append(
+            "--- helper modules (imported by the scripts; not run on their own) ---\n"
+            + helper_view.text
+        )
+    if req_view is not None:
+        text_parts.append("--- requirements ---\n" + req_view.text)
     if references:
         text_parts.append("--- references ---\n" + "\n".join(references))
 
@@ -176,6 +228,13 @@ def skill_detail(
         f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>",
         f"<p><strong>scripts</strong></p>{script_view.html}",
     ]
+    if helper_view is not None:
+        html_parts.append(
+            "<p><strong>helper modules</strong> (imported by the scripts; not run on their "
+            f"own)</p>{helper_view.html}"
+        )
+    if req_view is not None:
+        html_parts.append(f"<p><strong>requirements</strong></p>{req_view.html}")
     if references:
         items = "".join(f"<li><code>{html.escape(r)}</code></li>" for r in references)
         html_parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
@@ -185,4 +244,4 @@ def skill_detail(
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
-__all__ = ["skills_table", "scripts_table", "skill_detail"]
+__all__ = ["skills_table", "scripts_table", "skill_detail", "requirements_view"]

@@ -1,0 +1,199 @@
+"""Prepare a skill's managed environment: plan the install, pass it through the gate, build
+it, audit it (docs/architecture.md, *Real skills*).
+
+An install runs code from the package index, so it is one more plan through the gate: the
+request carries ``InstallInfo`` (the exact packages, the target folder, the install command)
+and no scripts; "No" installs nothing; the decision and the install are audited (under the
+script label ``<install>``); the installer's output streams to ``on_output``.
+
+Example:
+    >>> report = prepare_env(skill, reqs, gate, audit, approver=None)
+    >>> report.status, report.packages
+    ('built', ('tabulate>=0.9',))
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from skill_magics.core import envdirs, fingerprint
+from skill_magics.core.audit import AuditLog
+from skill_magics.core.catalog.requirements import Requirements
+from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.run import envbuild
+from skill_magics.core.run.approval import (
+    INSTALL_LABEL,
+    ApprovalRequest,
+    Approver,
+    InstallInfo,
+    install_approval_hash,
+)
+from skill_magics.core.run.gate import ApprovalGate
+from skill_magics.core.status import AuditOutcome
+
+BUILT = "built"
+UP_TO_DATE = "up to date"
+NOTHING = "nothing to install"
+SKILL_VENV = "skill venv"
+
+
+@dataclass(frozen=True)
+class EnvReport:
+    """What ``prepare_env`` did: ``status`` is built, up to date, nothing to install, or
+    skill venv (the skill's own venv runs its scripts, so nothing is built)."""
+
+    skill: str
+    status: str
+    python: str  # the interpreter the skill's Python scripts now run with
+    path: Path | None = None  # the managed environment's folder
+    packages: tuple[str, ...] = ()  # what it installed (or holds, when up to date)
+    installer: str = ""
+    duration_s: float = 0.0
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def install_request(
+    skill: Skill, packages: tuple[str, ...], env_dir: Path, command: tuple[str, ...]
+) -> ApprovalRequest:
+    """The request a person sees before an install: packages, target, command."""
+    entries = fingerprint.skill_entries(skill.base_dir)
+    return ApprovalRequest(
+        skill_name=skill.name,
+        scripts=(),
+        content_hash=install_approval_hash(fingerprint.fingerprint_of(entries), packages),
+        request_id=uuid.uuid4().hex,
+        install=InstallInfo(packages=packages, target=str(env_dir), command=command),
+        entries=entries,
+    )
+
+
+def prepare_env(
+    skill: Skill,
+    requirements: Requirements,
+    gate: ApprovalGate,
+    audit: AuditLog,
+    approver: Approver | None,
+    *,
+    rebuild: bool = False,
+    installer: str | None = None,
+    on_output: Callable[[str, str], object] | None = None,
+    cancel: threading.Event | None = None,
+) -> EnvReport:
+    """Build (after approval) the environment with what ``requirements`` lacks.
+
+    ``requirements`` must be checked against the kernel's Python (the env sees its packages,
+    so only what the kernel lacks is installed). Raises ApprovalDeclined / ApprovalUnavailable
+    (nothing installed) or EnvironmentBuildError (nothing half-built kept).
+    """
+    name = skill.name
+    own = skill_venv_python(skill.base_dir)
+    if own is not None:
+        return EnvReport(
+            name,
+            SKILL_VENV,
+            str(own),
+            message=f"Skill {name!r} has its own venv ({own.parent.parent}), which runs its "
+            "scripts before any managed environment: install what it lacks there",
+        )
+    packages = tuple(p.spec for p in requirements.missing_packages)
+    home = envdirs.skill_env_home(skill.base_dir)
+    current = envbuild.current_env(home)
+    if not packages:
+        python = envdirs.choose_python(skill.base_dir)[0]
+        return EnvReport(
+            name,
+            NOTHING,
+            python,
+            current[0] if current else None,
+            message=f"Skill {name!r} needs no package the kernel lacks: nothing to install"
+            + _programs_note(requirements),
+        )
+    if current is not None and not rebuild and tuple(current[1].get("packages", ())) == packages:
+        return EnvReport(
+            name,
+            UP_TO_DATE,
+            str(envdirs.env_python(current[0])),
+            current[0],
+            packages,
+            str(current[1].get("installer", "")),
+            message=f"The environment of {name!r} is up to date ({', '.join(packages)}) at "
+            f"{current[0]}; pass --rebuild (rebuild=True) to build it again",
+        )
+    tool, uv = envbuild.choose_installer(installer)
+    env_dir = envbuild.new_env_dir(home, packages)
+    commands = envbuild.planned_commands(env_dir, packages, tool, uv)
+    request = install_request(skill, packages, env_dir, commands[-1])
+    gate.decide(request, approver).raise_if_blocked()
+    started = time.monotonic()
+    preview = " ".join(packages)
+    try:
+        built = envbuild.build_env(
+            home,
+            packages,
+            skill=name,
+            installer=tool,
+            on_output=on_output,
+            cancel=cancel,
+            env_dir=env_dir,
+        )
+    except EnvironmentBuildError as exc:
+        audit.event(
+            name,
+            INSTALL_LABEL,
+            preview,
+            AuditOutcome.FAILED,
+            reason=str(exc).splitlines()[0],
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
+        raise
+    except BaseException as exc:
+        audit.event(
+            name,
+            INSTALL_LABEL,
+            preview,
+            AuditOutcome.INTERRUPTED,
+            reason=f"{type(exc).__name__}: the install was stopped; nothing was kept",
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
+        raise
+    audit.event(
+        name,
+        INSTALL_LABEL,
+        preview,
+        AuditOutcome.COMPLETED,
+        exit_code=0,
+        reason=f"installed with {built.installer} into {built.path}",
+        duration_ms=built.duration_s * 1000,
+    )
+    return EnvReport(
+        name,
+        BUILT,
+        str(built.python),
+        built.path,
+        packages,
+        built.installer,
+        built.duration_s,
+        message=f"Built the environment of {name!r} with {built.installer} in "
+        f"{built.duration_s:.1f} s: {', '.join(packages)} at {built.path}; its Python scripts "
+        "now run with it" + _programs_note(requirements),
+    )
+
+
+def _programs_note(requirements: Requirements) -> str:
+    missing = [p.name for p in requirements.programs if not p.found]
+    if not missing:
+        return ""
+    return f" (programs still missing, install them yourself: {', '.join(missing)})"
+
+
+__all__ = ["EnvReport", "prepare_env", "install_request", "BUILT", "UP_TO_DATE", "NOTHING"]

@@ -1,0 +1,88 @@
+"""``%skills env NAME [--rebuild] [--installer uv|pip]``: build the skill's managed environment.
+
+The packages the kernel lacks are installed, after approval (the panel lists them), into a
+venv outside the skill that sees the kernel's packages; the installer's output streams into
+the cell. Later runs of the skill's Python scripts use it (core/run/envsetup.py). On
+ipykernel >= 7.4 the line is awaited (magics/rewrite.py), so the approval click arrives.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.notebook.cmd import SkillsHost
+
+HELP = "NAME [--rebuild] [--installer uv|pip]: install what a skill's scripts lack"
+USAGE = "%skills env NAME [--rebuild] [--installer uv|pip]"
+
+
+def parse(args: list[str]) -> tuple[str, bool, str | None]:
+    """(skill name, rebuild, installer) from the words after ``env``."""
+    rebuild = "--rebuild" in args
+    rest = [a for a in args if a != "--rebuild"]
+    installer = None
+    if "--installer" in rest:
+        i = rest.index("--installer")
+        if i + 1 >= len(rest):
+            raise UsageError(f"--installer needs uv or pip: usage: {USAGE}")
+        installer = rest[i + 1]
+        del rest[i : i + 2]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        raise UsageError(f"Usage: {USAGE}")
+    return rest[0], rebuild, installer
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    name, rebuild, installer = parse(args)
+    approver_of = getattr(magics, "approver", None)
+    approver = approver_of() if callable(approver_of) else None
+    return _prepare(magics, name, rebuild, installer, approver, None)
+
+
+async def run_async(magics: Any, args: list[str]) -> Any:
+    """The await path: the approval and the install run in a worker thread while the cell
+    awaits; Kernel > Interrupt stops the installer's process group (nothing is kept)."""
+    from skill_magics.core.run.bridge import await_in_thread
+
+    name, rebuild, installer = parse(args)
+    cancel = threading.Event()
+    approver = magics.approver(in_worker=True, cancel=cancel)
+    return await await_in_thread(
+        lambda: _prepare(magics, name, rebuild, installer, approver, cancel), cancel
+    )
+
+
+def _prepare(
+    magics: Any,
+    name: str,
+    rebuild: bool,
+    installer: str | None,
+    approver: Any,
+    cancel: threading.Event | None,
+) -> None:
+    try:
+        report = magics.manager.prepare_env(
+            name,
+            approver=approver,
+            rebuild=rebuild,
+            installer=installer,
+            on_output=_echo,
+            cancel=cancel,
+        )
+    except EnvironmentBuildError as exc:
+        # One line that ends with the installer's last lines (its full output streamed above).
+        raise UsageError(f"EnvironmentBuildError: {exc}") from None
+    print(report.message)
+    return None
+
+
+def _echo(stream: str, text: str) -> None:
+    """The installer's output, live in the cell (stderr stays stderr)."""
+    out = sys.stderr if stream == "stderr" else sys.stdout
+    out.write(text)
+    out.flush()
