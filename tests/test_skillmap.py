@@ -219,3 +219,18 @@ def test_the_approval_panel_shows_the_batch(tmp_path, make_skill) -> None:
     assert "scripts/twice.py" in text
     assert "Batch: 40 items, each one run" in text
     assert '{"km": 1}' in text and "... and 37 more" in text
+
+
+def test_cwd_and_sandbox_options_apply_to_every_item(shell, tmp_path) -> None:
+    """%%skillrun's --cwd (and --sandbox) mean the same with --map as for one run."""
+    shell.user_ns["rows"] = [{"km": 1}, {"km": 2}]
+    code = (
+        "import os, json, sys\n"
+        "if __name__ == '__main__':\n"
+        "    json.load(sys.stdin)\n"
+        "    print(os.getcwd())\n"
+    )
+    skills = tmp_path / "skills" / "units" / "scripts"
+    (skills / "where.py").write_text(code)
+    result = shell.run_cell_magic("skillrun", f"units.where --map rows --cwd {tmp_path}", "\n")
+    assert [item.stdout.strip() for item in result] == [str(tmp_path)] * 2, result.text()

@@ -101,6 +101,7 @@ class SkillBundle:
     data: bytes
     portable: str
     approved: str
+    entries: tuple[tuple[str, str], ...] = ()  # the portable entries packed (path, digest)
 
     @classmethod
     def pack(cls, base: str | os.PathLike[str], name: str, approved: str | None) -> SkillBundle:
@@ -146,7 +147,13 @@ class SkillBundle:
                 f"{name}: the skill's files changed while they were packed for the workers; "
                 "nothing ran. Run it again to review the new code"
             )
-        return cls(name, buf.getvalue(), fingerprint.fingerprint_of(now), approved or "")
+        return cls(
+            name,
+            buf.getvalue(),
+            fingerprint.fingerprint_of(now),
+            approved or "",
+            tuple(now.items()),
+        )
 
     @property
     def digest(self) -> str:
@@ -173,11 +180,21 @@ class SkillBundle:
         return target
 
     def verify(self, copy: Path) -> None:
-        """Raise ShippedSkillMismatch unless ``copy`` has exactly the packed files."""
+        """Raise ShippedSkillMismatch unless ``copy`` has the packed code.
+
+        Data files a run wrote into the copy (an output in its cwd) do not count, as for a
+        local approval (gate.is_current): only a change to code (``fingerprint.is_code``: a
+        script, a module, SKILL.md, a deleted file) is a copy that differs.
+        """
         try:
-            got = portable_fingerprint(copy)
+            now = _portable_entries(copy)
+            got = fingerprint.fingerprint_of(now)
         except OSError as exc:
-            got = f"unreadable ({exc})"
+            now, got = {}, f"unreadable ({exc})"
+        if got != self.portable and now and self.entries:
+            changed = fingerprint.changed_entries(dict(self.entries), now)
+            if not any(fingerprint.is_code(copy, rel) for rel in changed):
+                return
         if got != self.portable:
             raise ShippedSkillMismatch(
                 f"The copy of skill {self.name!r} at {copy} on {socket.gethostname()} does not "

@@ -103,7 +103,13 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     try:
         if template is not None and placeholders(template):
             plan = magics.manager.plan_map(
-                skill, script, argv=fill_argv(template, items), timeout=opts.timeout, rows=items
+                skill,
+                script,
+                argv=fill_argv(template, items),
+                timeout=opts.timeout,
+                rows=items,
+                sandbox=opts.sandbox,
+                cwd=opts.cwd,
             )
         elif template:
             raise UsageError(
@@ -112,7 +118,9 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
                 "stdin)"
             )
         else:
-            plan = magics.manager.plan_map(skill, script, items, timeout=opts.timeout)
+            plan = magics.manager.plan_map(
+                skill, script, items, timeout=opts.timeout, sandbox=opts.sandbox, cwd=opts.cwd
+            )
     except (SkillMagicsError, ValueError) as exc:
         raise usage_error(exc) from None
     return MapRun(plan, opts.out, opts.workers, executor)
