@@ -293,6 +293,8 @@ class _Shipped:
                 continue
             with self._index_lock:
                 index = self._index_of.pop(future.key)
+            if getattr(future, "status", "") == "error" and isinstance(value, tuple):
+                value = value[1]  # (type, exception, traceback) of a task that raised
             self.runner.finished_value(self, index, value)
 
     @property
