@@ -26,6 +26,8 @@ _LAZY = {
     "Decision": ("skill_magics.core.run.approval", "Decision"),
     "ApprovalRequest": ("skill_magics.core.run.approval", "ApprovalRequest"),
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
+    "BatchResult": ("skill_magics.core.run.batch_result", "BatchResult"),
+    "BatchItem": ("skill_magics.core.run.batch_result", "BatchItem"),
 }
 
 

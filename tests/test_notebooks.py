@@ -22,6 +22,7 @@ EXPECTED = [
     "01_quickstart.ipynb",
     "02_prompt_context.ipynb",
     "03_teaching_demo.ipynb",
+    "04_batch.ipynb",
     "05_sandbox_secrets.ipynb",
     "06_real_skills.ipynb",
 ]
@@ -50,6 +51,13 @@ def _all_text(nb: nbformat.NotebookNode) -> str:
 
 # Lines each notebook must produce: proof that the feature it teaches really happened.
 MUST_SHOW = {
+    "04_batch.ipynb": [
+        "unit-converter.convert: 5 items, 5 completed",
+        "(1, 'failed', 'cannot convert length (km) to mass (kg)')",
+        "('completed', 'batch of 5 items')",
+        "on dask (2 workers)",
+        "ran on 2 workers; same results as locally: True",
+    ],
     "01_quickstart.ipynb": [
         "A marathon is 26.22 miles (completed, exit code 0)",
         "('population', 'integer')",

@@ -109,6 +109,15 @@ class RunInterrupted(SkillMagicsError):
         return [f"{type(self).__name__}: {self}"]
 
 
+class BatchInterrupted(RunInterrupted):
+    """A batch was interrupted (Ctrl-C, Kernel > Interrupt): every running process group was
+    killed and the items that had not started are ``cancelled``; ``result`` holds them all."""
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class HelperScriptError(SkillMagicsError, LookupError):
     """The script is a helper module other scripts import, not an entry point to run."""
 
@@ -139,6 +148,7 @@ __all__ = [
     "ApprovalPending",
     "ApprovalStale",
     "RunInterrupted",
+    "BatchInterrupted",
     "SandboxUnavailableError",
     "SecretMissingError",
     "HelperScriptError",

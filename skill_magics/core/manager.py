@@ -40,6 +40,8 @@ from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.interpreters import DEFAULT_ALLOWED, canonical
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
 from skill_magics.core.run.approval import ApprovalRequest, Approver, Decision
+from skill_magics.core.run.batch import BatchPlan, BatchProgress, BatchRunner
+from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.envsetup import EnvReport, prepare_env
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
@@ -523,6 +525,134 @@ class SkillManager:
         )
         self.gate.decide(plan.request, chosen).raise_if_blocked()
         return plan.prepared
+
+    # -- batches: one plan with N items, one approval (core/run/batch.py) --------------------
+
+    def plan_map(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        inputs: Any = None,
+        *,
+        argv: Any = None,
+        timeout: float | None = None,
+        rows: Sequence[Any] | None = None,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
+    ) -> BatchPlan:
+        """Step 1 of a batch: check the script and build the ONE request for every item
+        (``request.batch``: the item count and the first items). See :meth:`map`.
+        ``rows``: with ``argv``, the rows each argv was filled from (shown as the items'
+        ``input`` and as columns of ``to_pandas``; nothing of them is sent)."""
+        from dataclasses import replace
+
+        from skill_magics.core.run.batch import batch_inputs, with_batch
+
+        mode, items, columns = batch_inputs(inputs, argv)
+        plan = self.plan(
+            skill_name, script, None, argv=None, timeout=timeout, sandbox=sandbox, cwd=cwd
+        )
+        request = with_batch(plan.request, items)
+        plan = replace(plan, request=request)
+        if rows is not None:
+            rows = list(rows)
+            if mode != "argv" or len(rows) != len(items):
+                raise ValueError("rows= goes with argv=, one row per argv list")
+        return BatchPlan(plan, request, items, mode, timeout, columns, rows, sandbox, cwd)
+
+    def map(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        inputs: Any = None,
+        *,
+        argv: Any = None,
+        max_workers: int | None = None,
+        executor: Any = None,
+        timeout: float | None = None,
+        approver: Approver | None | _UseDefault = USE_DEFAULT,
+        stop_on_error: bool = False,
+        on_result: Callable[[BatchItem], object] | None = None,
+        on_progress: Callable[[BatchProgress], object] | None = None,
+        cancel: threading.Event | None = None,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
+    ) -> BatchResult:
+        """Run ``script`` once per input, concurrently, after ONE approval for them all.
+
+        Exactly one of ``inputs`` (one JSON payload per item, on stdin; a list, any iterable
+        or a pandas DataFrame: one object per row) or ``argv`` (one list of strings per
+        item). ``max_workers`` defaults to the CPU count; ``executor`` may be any
+        ``concurrent.futures.Executor``, a ``dask.distributed.Client`` or a scheduler address
+        (``"tcp://host:8786"``). Results come back in input order; a failing item does not
+        stop the others unless ``stop_on_error``. Setting ``cancel`` (or Ctrl-C:
+        BatchInterrupted, with ``.result``) kills every running process group and marks the
+        items not started ``cancelled``. ``on_result(item)`` / ``on_progress(snapshot)`` are
+        called from worker threads as items finish. ``approver``, ``sandbox`` and ``cwd`` as
+        in execute_skill_script (on remote workers "workspace" is the worker's folder).
+
+        Example:
+            >>> res = manager.map("unit-converter", "convert", df, approver=None)
+            >>> res.counts(), res.to_pandas(json=True).head()
+        """
+        plan = self.plan_map(
+            skill_name, script, inputs, argv=argv, timeout=timeout, sandbox=sandbox, cwd=cwd
+        )
+        chosen = self._approver(approver)
+        if len(plan) and chosen is not None:
+            self.gate.decide(plan.request, chosen).raise_if_blocked()
+        return self.run_batch(
+            plan,
+            approved=chosen is not None,
+            max_workers=max_workers,
+            executor=executor,
+            stop_on_error=stop_on_error,
+            on_result=on_result,
+            on_progress=on_progress,
+            cancel=cancel,
+        )
+
+    def run_batch(
+        self,
+        plan: BatchPlan,
+        *,
+        approved: bool = True,
+        max_workers: int | None = None,
+        executor: Any = None,
+        stop_on_error: bool = False,
+        on_result: Callable[[BatchItem], object] | None = None,
+        on_progress: Callable[[BatchProgress], object] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> BatchResult:
+        """Steps 3 of a batch the gate already allowed (``approved``: a person approved
+        ``plan.request``, so items check that the code is still the approved code)."""
+        from skill_magics.core.run.batch import empty_result
+
+        if not len(plan):
+            return empty_result(plan)
+        client = None
+        if isinstance(executor, str):
+            from skill_magics.core.run.dask_backend import connect
+
+            executor = client = connect(executor)
+        try:
+            return BatchRunner(
+                plan,
+                catalog=self.catalog,
+                gate=self.gate,
+                executor=self.executor,
+                audit=self.audit,
+                approved=approved,
+                max_workers=max_workers,
+                pool=executor,
+                stop_on_error=stop_on_error,
+                on_result=on_result,
+                on_progress=on_progress,
+                cancel=cancel,
+            ).run()
+        finally:
+            if client is not None:
+                client.close()
 
     def prepare_skill_script(
         self,

@@ -42,6 +42,7 @@ class RunStatus(_Name):
     RUNNING = "running"
     ERROR = "error"  # the script a context references is missing or escapes the skill
     SKIPPED = "skipped"  # a context built with run_scripts=False
+    CANCELLED = "cancelled"  # a batch item that never started: the batch was stopped first
 
     @property
     def final(self) -> bool:

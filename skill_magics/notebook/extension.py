@@ -45,6 +45,7 @@ def load(shell: Any) -> SkillMagics:
     for part in (magics, *parts):
         shell.register_magics(part)
     completion.install(shell, lambda: magics.manager)
+    _batch_display(shell, install=True)  # how core's BatchResult shows itself
     rewrite.install(  # used per cell, only where the kernel supports the await path
         shell,
         {
@@ -79,10 +80,35 @@ def _configured(shell: Any) -> SkillMagics:
     return magics
 
 
+_BATCH_RESULT = ("skill_magics.core.run.batch_result", "BatchResult")
+
+
+def _batch_bundle(result: Any) -> dict:
+    from skill_magics.notebook.render.batch import batch_bundle  # on first display only
+
+    return batch_bundle(result)
+
+
+def _batch_display(shell: Any, *, install: bool) -> None:
+    """Register (by name: nothing is imported now) or remove the printer that shows core's
+    BatchResult as widget + HTML + text (notebook/render/batch.py)."""
+    formatter = getattr(getattr(shell, "display_formatter", None), "mimebundle_formatter", None)
+    if formatter is None:
+        return
+    if install:
+        formatter.for_type_by_name(*_BATCH_RESULT, _batch_bundle)
+        return
+    formatter.deferred_printers.pop(_BATCH_RESULT, None)
+    for cls in list(formatter.type_printers):
+        if (cls.__module__, cls.__name__) == _BATCH_RESULT:
+            formatter.type_printers.pop(cls, None)
+
+
 def unload(shell: Any) -> None:
     """Undo load(): magics, completion and the rewrite go; the instances are dropped."""
     rewrite.uninstall(shell)
     completion.uninstall(shell)
+    _batch_display(shell, install=False)
     parts = getattr(shell, _PARTS, ())
     magics = getattr(shell, _ATTR, None)
     for part in (*parts, magics):

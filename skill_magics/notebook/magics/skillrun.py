@@ -109,6 +109,21 @@ class SkillRunMagics(SharedMagics):
         action="store_true",
         help="run without asking (only when SkillMagics.require_approval is False)",
     )
+    @argument(
+        "--map",
+        default=None,
+        metavar="VAR",
+        help="run once per item of VAR (a DataFrame: one JSON object per row; a list or "
+        "iterable), after ONE approval; words after -- may use {column} placeholders",
+    )
+    @argument("--workers", type=int, default=None, help="with --map: items run at once")
+    @argument(
+        "--executor",
+        default=None,
+        metavar="VAR",
+        help="with --map: a concurrent.futures.Executor, dask.distributed.Client or "
+        "scheduler address held in VAR",
+    )
     @cell_magic
     def skillrun(self, line: str, cell: str = "") -> Any:
         """Run a skill script: %%skillrun SKILL.SCRIPT [options] [-- ARGV...]
@@ -118,6 +133,10 @@ class SkillRunMagics(SharedMagics):
         Yes in session / No before running. Returns a SkillRunResult (.stdout, .stderr,
         .exit_code, .json(), .status).
         """
+        from skill_magics.notebook.magics.skillmap import run_map, wants_map
+
+        if wants_map(line):  # a batch: magics/skillmap.py
+            return run_map(self, line, cell)
         run = self._plan(line, cell)
         approver = self.settings.approver(pending_ok=True)
         try:
@@ -137,7 +156,10 @@ class SkillRunMagics(SharedMagics):
         awaits, so the click (and Kernel > Interrupt) reach the kernel."""
         from skill_magics.core.run.bridge import await_in_thread
         from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+        from skill_magics.notebook.magics.skillmap import run_map_async, wants_map
 
+        if wants_map(line):  # a batch: magics/skillmap.py
+            return await run_map_async(self, line, cell)
         run = self._plan(line, cell)
         cancel = threading.Event()
         approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)

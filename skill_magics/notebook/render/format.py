@@ -19,6 +19,8 @@ STATUS_STYLES: dict[str, tuple[str, str]] = {
     "refused": ("refused", "#cf222e"),
     "pending": ("pending approval", "#0969da"),
     "running": ("running", "#0969da"),
+    "cancelled": ("cancelled", "#6e7781"),
+    "error": ("error", "#cf222e"),
 }
 
 

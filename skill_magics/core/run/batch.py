@@ -1,0 +1,746 @@
+"""Batch runs: one script over many inputs, approved once, run concurrently.
+
+docs/architecture.md, *Batch runs*. A batch is one plan with N items (:class:`BatchPlan`):
+the script is checked and the request (with ``batch`` = item count and the first items) goes
+through the gate ONCE. Then :class:`BatchRunner` runs the items:
+
+- every item is prepared like a single run (``Planner.check_script`` over
+  ``ScriptExecutor.prepare``: every check, refusals audited) and run by the same executor
+  (process group, timeout, capped output, minimal environment);
+- concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
+  ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
+  items is in flight (4 x slots, at least 16; 64 on Dask), so 10,000 inputs never become
+  10,000 queued tasks;
+- results come back in input order; a failure or timeout does not stop the others unless
+  ``stop_on_error``;
+- cancelling (the ``cancel`` event: a Stop button; or KeyboardInterrupt) kills every running
+  process group and marks the items that never started ``cancelled``;
+- the audit gets the gate's decision, item records (the first ``ITEM_RECORDS`` plus up to
+  ``ITEM_RECORDS`` more that did not complete) and ONE batch record with the counts.
+
+Items outside this process (a process pool, Dask) run the packed skill folder, checked on
+arrival (core/run/ship.py), so workers need not share the caller's filesystem.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from skill_magics.core.audit import AuditLog, AuditRecord
+from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.errors import BatchInterrupted, SkillMagicsError
+from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
+from skill_magics.core.run.batch_result import BatchItem, BatchResult
+from skill_magics.core.run.executor import ScriptExecutor
+from skill_magics.core.run.gate import ApprovalGate
+from skill_magics.core.run.plan import PlannedRun, Planner
+from skill_magics.core.status import AuditOutcome, RunStatus
+
+logger = logging.getLogger("skill_magics.batch")
+
+ITEM_RECORDS = 50  # item audit records kept individually (first ones, then non-completed ones)
+RECHECK_S = 0.25  # how often a local batch re-checks that the skill's code is the approved one
+DASK_WINDOW = 64  # tasks in flight on a Dask cluster at least (latency, not CPU, bounds it)
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """A snapshot for progress bars: counts so far and the time since the start."""
+
+    total: int
+    done: int
+    failed: int
+    running: int
+    cancelled: int
+    elapsed_s: float
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace so far (None until something finished)."""
+        finished = self.done
+        if finished <= 0 or finished >= self.total:
+            return None if finished <= 0 else 0.0
+        return self.elapsed_s / finished * (self.total - finished)
+
+    def line(self) -> str:
+        """``120/200 done · 3 failed · 2 running · 4.1 s elapsed · ETA 2.7 s``"""
+        bits = [f"{self.done:,}/{self.total:,} done", f"{self.failed:,} failed"]
+        bits.append(f"{self.running:,} running")
+        if self.cancelled:
+            bits.append(f"{self.cancelled:,} cancelled")
+        bits.append(f"{self.elapsed_s:.1f} s elapsed")
+        eta = self.eta_s
+        if eta is not None and self.done < self.total:
+            bits.append(f"ETA {eta:.1f} s")
+        return " · ".join(bits)
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """A checked script, the inputs, and the ONE request the gate decides on for them all.
+
+    ``mode`` is "arguments" (each item is a JSON payload for stdin) or "argv" (each item is a
+    list of command-line words). ``plan`` checked the script itself (path, interpreter,
+    allowed-tools); each item is checked again, with its own input, when it runs.
+    """
+
+    plan: PlannedRun
+    request: ApprovalRequest
+    items: Sequence[Any]
+    mode: str
+    timeout: float | None = None
+    columns: tuple[str, ...] = ()
+    rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
+    sandbox: str | None = None  # each item's sandbox mode (None: the executor's setting)
+    cwd: Any = None  # each item's working directory (None: the executor's run_cwd)
+
+    @property
+    def skill_name(self) -> str:
+        return self.plan.skill_name
+
+    @property
+    def script(self) -> str:
+        return self.plan.script
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def batch_inputs(inputs: Any, argv: Any) -> tuple[str, list[Any], tuple[str, ...]]:
+    """(mode, items, columns) from ``map``'s inputs: exactly one of ``inputs`` (JSON
+    payloads: a list, any iterable, or a pandas DataFrame, one JSON object per row converted
+    like ``--eval``) or ``argv`` (one list of strings per item)."""
+    if (inputs is None) == (argv is None):
+        raise ValueError(
+            "Give exactly one of inputs= (one JSON payload per item, sent on stdin) or argv= "
+            "(one list of strings per item)"
+        )
+    if argv is not None:
+        if isinstance(argv, (str, bytes)):
+            raise ValueError(
+                "argv= must be a list of argv lists, e.g. [['--n', '1'], ['--n', '2']]"
+            )
+        return "argv", [_argv_item(a) for a in argv], ()
+    if isinstance(inputs, (str, bytes, dict)):
+        raise ValueError(
+            f"inputs= must be a list (or DataFrame) of payloads, one per item, not a "
+            f"{type(inputs).__name__}: wrap a single payload in a list"
+        )
+    if _is_dataframe(inputs):
+        columns = tuple(str(c) for c in inputs.columns)
+        return "arguments", to_jsonable(inputs.to_dict(orient="records")), columns
+    return "arguments", [to_jsonable(v) for v in inputs], ()
+
+
+def _argv_item(value: Any) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(
+            f"each argv item must be a list of strings, not {value!r}: e.g. ['--n', '1']"
+        )
+    return tuple(str(v) if not isinstance(v, str) else v for v in value)
+
+
+def _is_dataframe(value: Any) -> bool:
+    return hasattr(value, "to_dict") and hasattr(value, "columns") and hasattr(value, "iloc")
+
+
+def with_batch(request: ApprovalRequest, items: Sequence[Any]) -> ApprovalRequest:
+    """The request showing how many items run and the first few."""
+    sample = tuple(list(v) if isinstance(v, tuple) else v for v in items[:BATCH_SAMPLE])
+    return replace(request, batch=BatchInfo(count=len(items), sample=sample))
+
+
+class BatchAudit(AuditLog):
+    """The audit log a batch's executor writes to: item records go on to ``target`` within a
+    bound (the first ITEM_RECORDS, then up to ITEM_RECORDS that did not complete), each
+    tagged with the batch id and item; the rest are counted for the batch record."""
+
+    def __init__(self, target: AuditLog, batch_id: str, keep: int = ITEM_RECORDS) -> None:
+        super().__init__(keep=0)
+        self.target = target
+        self.batch_id = batch_id
+        self.keep = keep
+        self.kept = 0
+        self.kept_bad = 0
+        self.dropped = 0
+        self._count_lock = threading.Lock()
+        self.local = threading.local()
+
+    def record(self, rec: AuditRecord, index: int | None = None) -> AuditRecord:
+        if index is None:
+            index = getattr(self.local, "index", None)
+        tag = f"batch {self.batch_id} item {index}"
+        rec.reason = f"{tag}: {rec.reason}" if rec.reason else tag
+        bad = rec.outcome is not AuditOutcome.COMPLETED
+        with self._count_lock:
+            if self.kept < self.keep:
+                self.kept += 1
+            elif bad and self.kept_bad < self.keep:
+                self.kept_bad += 1
+            else:
+                self.dropped += 1
+                return rec
+        return self.target.record(rec)
+
+    @property
+    def written(self) -> int:
+        return self.kept + self.kept_bad
+
+
+class _Local:
+    """Items run in this process (our thread pool, or a caller's ThreadPoolExecutor)."""
+
+    def __init__(self, runner: BatchRunner, pool: Executor, slots: int, name: str) -> None:
+        self.runner = runner
+        self.pool = pool
+        self.slots = slots
+        self.name = name
+
+    @property
+    def window(self) -> int:
+        """Items in flight at most: enough to keep every slot busy, never all the inputs."""
+        return max(16, 4 * self.slots)
+
+    def submit(self, index: int) -> Any:
+        return self.pool.submit(self.runner._run_local, index)
+
+    def outcome(self, index: int, value: Any) -> BatchItem:
+        item: BatchItem = value
+        return item
+
+    def cancel(self) -> None:
+        pass  # the shared cancel event reaches every running item directly
+
+
+class _Shipped:
+    """Items run elsewhere (a process pool, Dask) on the packed skill (core/run/ship.py)."""
+
+    def __init__(self, runner: BatchRunner, executor: Any, slots: int, name: str) -> None:
+        from skill_magics.core.run import ship
+
+        self.runner = runner
+        self.slots = slots
+        self.name = name
+        self.dask: Any = None
+        plan = runner.plan
+        skill = runner.catalog.get_skill(plan.skill_name)
+        approved = plan.request.content_hash if runner.approved else None
+        bundle = ship.SkillBundle.pack(skill.base_dir, skill.name, approved)
+        settings = ship.ExecutorSettings.of(runner.executor)
+        self.signal: Any
+        from skill_magics.core.run.dask_backend import DaskCancel, DaskSubmitter, is_dask_client
+
+        if is_dask_client(executor):
+            self.dask = DaskSubmitter(executor)
+            self.signal = DaskCancel(f"skill-magics-cancel-{runner.batch_id}")
+            self.signal.clear()
+        else:
+            self.signal = ship.new_file_flag()
+        shared = ship.ShippedBatch(
+            runner.batch_id,
+            bundle,
+            plan.script,
+            settings,
+            plan.timeout,
+            self.signal,
+            sandbox=plan.sandbox,
+            cwd=None if plan.cwd is None else os.fspath(plan.cwd),
+        )
+        self.executor = executor
+        self.shared = self.dask.scatter(shared) if self.dask is not None else shared
+        self.run_item = ship.run_shipped_item
+        if self.dask is not None:
+            self.watch = self._watch_dask
+            self._start_collector()
+
+    def _start_collector(self) -> None:
+        """One thread takes finished Dask futures with their results as they complete
+        (``distributed.as_completed``: results fetched concurrently by the client's event
+        loop, not one blocking round trip per item from a callback thread)."""
+        from distributed import as_completed
+
+        self._completed = as_completed([], with_results=True, raise_errors=False)
+        self._index_of: dict[str, int] = {}
+        self._index_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._collector = threading.Thread(
+            target=self._collect, name="skill-magics-dask-results", daemon=True
+        )
+        self._collector.start()
+
+    def _watch_dask(self, future: Any, index: int) -> None:
+        with self._index_lock:
+            self._index_of[future.key] = index
+        self._completed.add(future)
+
+    def _collect(self) -> None:
+        while True:
+            try:
+                future, value = next(self._completed)
+            except StopIteration:  # nothing in flight right now
+                if self._closing.wait(0.02):
+                    return
+                continue
+            with self._index_lock:
+                index = self._index_of.pop(future.key)
+            if getattr(future, "status", "") == "error" and isinstance(value, tuple):
+                value = value[1]  # (type, exception, traceback) of a task that raised
+            self.runner.finished_value(self, index, value)
+
+    @property
+    def window(self) -> int:
+        # A round trip through a Dask scheduler takes milliseconds: keep enough tasks queued
+        # that workers never wait for the next one (still bounded, whatever the input size).
+        if self.dask is not None:
+            return max(2 * self.slots, DASK_WINDOW)
+        return max(1, 2 * self.slots)
+
+    def submit(self, index: int) -> Any:
+        args, argv = self.runner.item_input(index)
+        if self.dask is not None:
+            return self.dask.submit(
+                self.run_item,
+                self.shared,
+                index,
+                args,
+                argv,
+                key=f"skill-magics-{self.runner.batch_id}-{index}",
+            )
+        return self.executor.submit(self.run_item, self.shared, index, args, argv)
+
+    def outcome(self, index: int, value: Any) -> BatchItem:
+        for rec in value.records:  # the worker's audit records, into the caller's log
+            self.runner.audit.record(rec, index)
+        item = self.runner.new_item(index)
+        item.status = value.status
+        item.result = value.result
+        item.message = value.message
+        item.worker = value.worker
+        return item
+
+    def cancel(self) -> None:
+        self.signal.set()
+
+    def close(self) -> None:
+        if self.dask is not None:
+            self._closing.set()
+            self._collector.join(timeout=10)
+            self.signal.clear()
+            self.shared = None
+        else:
+            try:
+                os.unlink(self.signal.path)
+            except OSError:
+                pass
+
+
+class BatchRunner:
+    """Runs a gated :class:`BatchPlan` (see the module docstring); one use per instance."""
+
+    def __init__(
+        self,
+        plan: BatchPlan,
+        *,
+        catalog: SkillCatalog,
+        gate: ApprovalGate,
+        executor: ScriptExecutor,
+        audit: AuditLog,
+        approved: bool,
+        max_workers: int | None = None,
+        pool: Any = None,
+        stop_on_error: bool = False,
+        on_result: Callable[[BatchItem], object] | None = None,
+        on_progress: Callable[[BatchProgress], object] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
+            raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+        self.plan = plan
+        self.catalog = catalog
+        self.gate = gate
+        self.approved = approved
+        self.batch_id = uuid.uuid4().hex[:12]
+        self.audit = BatchAudit(audit, self.batch_id)
+        self.target_audit = audit
+        # The executor every item uses: the manager's (same settings, checks and caches),
+        # writing to the batch's bounded audit; session approvals are kept once per batch.
+        self.executor = copy.copy(executor)
+        self.executor.audit = self.audit
+        self.executor.on_run = None
+        self.planner = Planner(catalog, lambda: self.executor, lambda: self.audit)
+        self.max_workers = max_workers
+        self.pool = pool
+        self.stop_on_error = stop_on_error
+        self.on_result = on_result
+        self.on_progress = on_progress
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.stop_launch = threading.Event()
+        self.stopped = ""
+        n = len(plan.items)
+        self.items: list[BatchItem | None] = [None] * n
+        self._lock = threading.Condition()
+        self._outstanding = 0
+        self._low_water = 0
+        self._running = 0
+        self._done = 0
+        self._failed = 0
+        self._cancelled = 0
+        self._started = time.monotonic()
+        self._last_check = 0.0
+        self._stale = ""
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def item_input(self, index: int) -> tuple[Any, tuple[str, ...] | None]:
+        value = self.plan.items[index]
+        if self.plan.mode == "argv":
+            return None, tuple(value)
+        return value, None
+
+    def new_item(self, index: int) -> BatchItem:
+        args, argv = self.item_input(index)
+        if self.plan.rows is not None:
+            args = self.plan.rows[index]
+        return BatchItem(index, args, argv)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self) -> BatchResult:
+        backend, owned = self._backend()
+        finish = None
+        if self.approved:
+            finish = self.gate.keep_session_approval(self.plan.plan.prepared)
+        window = backend.window
+        self._low_water = window // 2
+        n = len(self.items)
+        interrupted: BaseException | None = None
+        next_index = 0
+        try:
+            try:
+                while next_index < n:
+                    with self._lock:
+                        while self._outstanding >= window and not self._halted():
+                            self._lock.wait(0.25)
+                    if self._halted():
+                        break
+                    self._submit(backend, next_index)
+                    next_index += 1
+                self._drain(backend)
+            except BaseException as exc:  # KeyboardInterrupt (and anything else): stop all
+                interrupted = exc
+                self.cancel.set()
+                self._stop(backend, "interrupted")
+                self._drain(backend, protect=True)
+        finally:
+            if owned is not None:
+                owned.shutdown(wait=True, cancel_futures=True)
+            if isinstance(backend, _Shipped):
+                backend.close()
+            if finish is not None:
+                finish()
+        if self.cancel.is_set() and not self.stopped:
+            self.stopped = "cancelled"  # Stop pressed; everything ended before _drain looked
+        result = self._result(backend)
+        self._audit_batch(result)
+        if interrupted is not None:
+            if isinstance(interrupted, KeyboardInterrupt):
+                raise BatchInterrupted(
+                    f"{result.name}: interrupted; every running process group was killed and "
+                    f"{result.counts().get('cancelled', 0):,} items were cancelled",
+                    result,
+                ) from None
+            raise interrupted
+        return result
+
+    def _halted(self) -> bool:
+        if self.cancel.is_set():
+            return True
+        return self.stop_launch.is_set()
+
+    def _stop(self, backend: Any, reason: str) -> None:
+        if not self.stopped:
+            self.stopped = reason
+        self.stop_launch.set()
+        if self.cancel.is_set():
+            backend.cancel()
+
+    def _submit(self, backend: Any, index: int) -> None:
+        with self._lock:
+            self._outstanding += 1
+        try:
+            future = backend.submit(index)
+        except BaseException:
+            with self._lock:
+                self._outstanding -= 1
+            raise
+        watch = getattr(backend, "watch", None)
+        if watch is not None:
+            watch(future, index)  # a collector thread delivers it (Dask: batched results)
+        else:
+            future.add_done_callback(lambda f: self._finished(backend, index, f))
+
+    def _drain(self, backend: Any, protect: bool = False) -> None:
+        """Wait for every submitted item; a Stop (``cancel``) meanwhile stops them all."""
+        while True:
+            try:
+                with self._lock:
+                    if self._outstanding == 0:
+                        return
+                    self._lock.wait(0.1)
+                if self.cancel.is_set() and not self.stopped:
+                    self._stop(backend, "cancelled")
+            except KeyboardInterrupt:
+                if not protect:
+                    raise
+                self.cancel.set()
+                self._stop(backend, "interrupted")
+
+    def _finished(self, backend: Any, index: int, future: Any) -> None:
+        """A future's done callback: its item, recorded."""
+        try:
+            if future.cancelled():
+                item = self.new_item(index)
+                item.message = "the batch was stopped before this item started"
+            else:
+                exc = future.exception()
+                if exc is not None:
+                    item = self.new_item(index)
+                    item.status = RunStatus.ERROR
+                    item.message = f"{type(exc).__name__}: {exc}"
+                else:
+                    item = backend.outcome(index, future.result())
+        except BaseException as exc:  # noqa: BLE001 - a result must be recorded whatever
+            item = self.new_item(index)
+            item.status = RunStatus.ERROR
+            item.message = f"{type(exc).__name__}: {exc}"
+        self.record(item)
+
+    def finished_value(self, backend: Any, index: int, value: Any) -> None:
+        """An item's outcome as a collector got it (a value, or the exception it raised)."""
+        if isinstance(value, BaseException):
+            item = self.new_item(index)
+            if type(value).__name__ == "CancelledError":
+                item.message = "the batch was stopped before this item started"
+            else:
+                item.status = RunStatus.ERROR
+                item.message = f"{type(value).__name__}: {value}"
+        else:
+            try:
+                item = backend.outcome(index, value)
+            except Exception as exc:  # noqa: BLE001 - a result must be recorded whatever
+                item = self.new_item(index)
+                item.status = RunStatus.ERROR
+                item.message = f"{type(exc).__name__}: {exc}"
+        self.record(item)
+
+    def record(self, item: BatchItem) -> None:
+        """Keep a finished item, count it, call back, and free its slot in the window."""
+        index = item.index
+        self.items[index] = item
+        with self._lock:
+            self._done += 1
+            if item.status is RunStatus.CANCELLED:
+                self._cancelled += 1
+            elif not item.ok:
+                self._failed += 1
+        if self.stop_on_error and not item.ok and item.status is not RunStatus.CANCELLED:
+            if not self.stopped:
+                self.stopped = f"item {index} {item.status} (stop_on_error)"
+            self.stop_launch.set()
+        try:
+            if self.on_result is not None:
+                self.on_result(item)
+            self._progress()
+        except Exception:  # noqa: BLE001 - a broken callback must not hang the batch
+            logger.warning("batch %s: on_result/on_progress failed", self.batch_id, exc_info=True)
+        finally:
+            with self._lock:
+                self._outstanding -= 1
+                # Wake the submitting thread only when half the window is free (or all of
+                # it): one wake-up per item costs two GIL hand-overs per short script.
+                if self._outstanding <= self._low_water:
+                    self._lock.notify_all()
+
+    def _run_local(self, index: int) -> BatchItem:
+        item = self.new_item(index)
+        if self._halted():
+            item.message = "the batch was stopped before this item started"
+            return item
+        args, argv = self.item_input(index)
+        with self._lock:
+            self._running += 1
+        try:
+            self._progress()
+        except Exception:  # noqa: BLE001 - a broken callback must not stop the item
+            logger.warning("batch %s: on_progress failed", self.batch_id, exc_info=True)
+        self.audit.local.index = index
+        try:
+            stale = self._check_current()
+            if stale:
+                item.status, item.message = RunStatus.REFUSED, stale
+                return item
+            try:
+                _, prepared = self.planner.check_script(
+                    self.plan.skill_name,
+                    self.plan.script,
+                    args,
+                    argv,
+                    self.plan.timeout,
+                    sandbox=self.plan.sandbox,
+                    cwd=self.plan.cwd,
+                    entry_only=True,
+                )
+                result = self.executor.run(prepared, cancel=self.cancel)
+            except SkillMagicsError as exc:  # refused before spawning (audited)
+                item.status, item.message = RunStatus.REFUSED, str(exc)
+                return item
+            item.result = result
+            stopped = self.cancel.is_set() and not result.success
+            item.status = RunStatus.INTERRUPTED if stopped else result.status
+            return item
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def _check_current(self) -> str:
+        """'' while the skill's code is the approved code (checked every RECHECK_S), else why
+        the item is refused: code that changed mid-batch was not approved."""
+        if not self.approved:
+            return ""
+        now = time.monotonic()
+        if self._stale or now - self._last_check < RECHECK_S:
+            return self._stale
+        self._last_check = now
+        if not self.gate.is_current(self.plan.request):
+            self._stale = (
+                f"{self.plan.skill_name}: the skill's code changed during the batch; the "
+                "remaining items were refused. Run the batch again to review the new code"
+            )
+            self.audit.event(
+                self.plan.skill_name,
+                self.plan.script,
+                None,
+                AuditOutcome.REFUSED,
+                reason=f"ApprovalStale: {self._stale}",
+            )
+        return self._stale
+
+    def _progress(self) -> None:
+        if self.on_progress is None:
+            return
+        self.on_progress(self.progress())
+
+    def progress(self) -> BatchProgress:
+        with self._lock:
+            running = (
+                self._running
+                if isinstance(self.pool, (ThreadPoolExecutor, type(None)))
+                else (self._outstanding)
+            )
+            return BatchProgress(
+                total=len(self.items),
+                done=self._done,
+                failed=self._failed,
+                running=running,
+                cancelled=self._cancelled,
+                elapsed_s=time.monotonic() - self._started,
+            )
+
+    # -- backends ----------------------------------------------------------------------------
+
+    def _backend(self) -> tuple[Any, ThreadPoolExecutor | None]:
+        pool = self.pool
+        cpus = os.cpu_count() or 1
+        if pool is None:
+            workers = self.max_workers or cpus
+            owned = ThreadPoolExecutor(workers, thread_name_prefix="skill-magics-batch")
+            return _Local(self, owned, workers, "local pool"), owned
+        if isinstance(pool, ThreadPoolExecutor):
+            slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
+            return _Local(self, pool, slots, "ThreadPoolExecutor"), None
+        from skill_magics.core.run.dask_backend import is_dask_client
+
+        if is_dask_client(pool):
+            from skill_magics.core.run.dask_backend import DaskSubmitter
+
+            slots = self.max_workers or DaskSubmitter(pool).slots
+            return _Shipped(self, pool, slots, DaskSubmitter(pool).describe()), None
+        if isinstance(pool, Executor):
+            slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
+            return _Shipped(self, pool, slots, type(pool).__name__), None
+        raise ValueError(
+            f"executor= must be a concurrent.futures.Executor, a dask.distributed.Client or a "
+            f"scheduler address, not {type(pool).__name__}"
+        )
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _result(self, backend: Any) -> BatchResult:
+        items = []
+        for i, item in enumerate(self.items):
+            if item is None:  # never submitted: the batch stopped first
+                item = self.new_item(i)
+                item.message = "the batch was stopped before this item started"
+            items.append(item)
+        return BatchResult(
+            skill=self.plan.skill_name,
+            script=self.plan.script,
+            items=items,
+            wall_s=time.monotonic() - self._started,
+            workers=backend.slots,
+            executor=backend.name,
+            stopped=self.stopped,
+            batch_id=self.batch_id,
+            records_kept=self.audit.written,
+            records_dropped=self.audit.dropped,
+            columns=self.plan.columns,
+        )
+
+    def _audit_batch(self, result: BatchResult) -> None:
+        counts = result.counts()
+        if result.stopped:
+            outcome = AuditOutcome.INTERRUPTED
+        elif result.ok:
+            outcome = AuditOutcome.COMPLETED
+        else:
+            outcome = AuditOutcome.FAILED
+        summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no items"
+        reason = (
+            f"batch {self.batch_id} of {len(result):,} items on {result.executor}: {summary}"
+            f"{'; stopped: ' + result.stopped if result.stopped else ''}; item records: "
+            f"{self.audit.written} written, {self.audit.dropped} summarised here"
+        )
+        self.target_audit.event(
+            self.plan.skill_name,
+            self.plan.script,
+            f"batch of {len(result):,} items",
+            outcome,
+            reason=reason,
+            duration_ms=result.wall_s * 1000,
+        )
+
+
+def empty_result(plan: BatchPlan) -> BatchResult:
+    return BatchResult(plan.skill_name, plan.script, [], columns=plan.columns)
+
+
+__all__ = [
+    "BatchAudit",
+    "BatchPlan",
+    "BatchProgress",
+    "BatchRunner",
+    "ITEM_RECORDS",
+    "batch_inputs",
+    "empty_result",
+    "with_batch",
+]

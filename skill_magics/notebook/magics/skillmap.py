@@ -1,0 +1,272 @@
+"""``%%skillrun skill.script --map VAR [--workers N] [--executor VAR]``: one script over every
+item of a notebook variable, approved once, with live progress and a Stop button.
+
+The magic parses the line, turns VAR into items (a pandas DataFrame: one JSON object per
+row, converted as ``--eval`` converts values; a list or any iterable: one item each), fills
+``{column}`` placeholders of the words after ``--`` (core/run/template.py: each placeholder
+stays one argv element, no shell), asks core to plan the batch, passes its ONE request
+through the gate with the notebook approver, and runs it with ``SkillManager.run_batch``.
+The cell's value is the BatchResult (``-o NAME`` stores it too).
+
+docs/architecture.md, *Batch runs*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import threading
+from dataclasses import dataclass
+from keyword import iskeyword
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.core.errors import BatchInterrupted, RunInterrupted, SkillMagicsError
+from skill_magics.core.jsonable import to_jsonable
+from skill_magics.notebook.magics.skills import usage_error
+
+if TYPE_CHECKING:
+    from skill_magics.core.run.batch import BatchPlan
+    from skill_magics.core.run.batch_result import BatchResult
+
+INTERRUPTED = "interrupted: every running process group was killed, the rest cancelled"
+
+
+def wants_map(line: str) -> bool:
+    """Does this %%skillrun line ask for a batch (``--map`` before any ``--``)?"""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return False
+    if "--" in words:
+        words = words[: words.index("--")]
+    return any(w == "--map" or w.startswith("--map=") for w in words)
+
+
+@dataclass
+class MapRun:
+    """One ``%%skillrun --map`` after parsing and planning, before the gate."""
+
+    plan: BatchPlan
+    out: str | None
+    workers: int | None
+    executor: Any
+
+    @property
+    def name(self) -> str:
+        stem = self.plan.script.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return f"{self.plan.skill_name}.{stem}"
+
+
+def plan_map(magics: Any, line: str, cell: str) -> MapRun:
+    """Parse and plan; a one-line UsageError when nothing can run."""
+    from skill_magics.core.run.template import fill_argv, placeholders
+
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"Cannot parse the %%skillrun line: {exc}; check the quotes") from None
+    template: list[str] | None = None
+    if "--" in words:
+        cut = words.index("--")
+        words, template = words[:cut], words[cut + 1 :]
+    opts = magics.skillrun.parser.parse_args(words)
+    skill, dot, script = opts.target.partition(".")
+    if not dot or not skill or not script:
+        raise UsageError(
+            f"Name a skill and a script as SKILL.SCRIPT (e.g. pdf.extract), not "
+            f"{opts.target!r}: %skills show SKILL lists its scripts"
+        )
+    if opts.out is not None and not (opts.out.isidentifier() and not iskeyword(opts.out)):
+        raise UsageError(f"-o needs a Python variable name, not {opts.out!r}: e.g. -o result")
+    if opts.eval or cell.strip():
+        raise UsageError(
+            "With --map the inputs come from the variable: leave the cell body empty and drop "
+            "--eval (each item is sent on stdin, or fills the {column} placeholders after --)"
+        )
+    if opts.workers is not None and opts.workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {opts.workers}")
+    if opts.no_approval and magics.settings.require_approval:
+        raise UsageError(
+            "--no-approval is refused while SkillMagics.require_approval is True: "
+            "set %config SkillMagics.require_approval = False to allow it"
+        )
+    value = _variable(magics, opts.map, "--map")
+    executor = _variable(magics, opts.executor, "--executor") if opts.executor else None
+    if executor is not None and not _is_executor(executor):
+        raise UsageError(
+            f"--executor {opts.executor}: executor= must be a concurrent.futures.Executor, a "
+            f"dask.distributed.Client or a scheduler address, not a {type(executor).__name__}"
+        )
+    items = _items(value, opts.map)
+    try:
+        if template is not None and placeholders(template):
+            plan = magics.manager.plan_map(
+                skill,
+                script,
+                argv=fill_argv(template, items),
+                timeout=opts.timeout,
+                rows=items,
+                sandbox=opts.sandbox,
+                cwd=opts.cwd,
+            )
+        elif template:
+            raise UsageError(
+                "The words after -- have no {column} placeholder, so every item would get the "
+                "same argv: write e.g. -- --value {km} (or leave -- out to send each row on "
+                "stdin)"
+            )
+        else:
+            plan = magics.manager.plan_map(
+                skill, script, items, timeout=opts.timeout, sandbox=opts.sandbox, cwd=opts.cwd
+            )
+    except (SkillMagicsError, ValueError) as exc:
+        raise usage_error(exc) from None
+    return MapRun(plan, opts.out, opts.workers, executor)
+
+
+def _is_executor(value: Any) -> bool:
+    from concurrent.futures import Executor
+
+    from skill_magics.core.run.dask_backend import is_dask_client
+
+    return isinstance(value, (str, Executor)) or is_dask_client(value)
+
+
+def _variable(magics: Any, name: str, option: str) -> Any:
+    namespace = magics._shell.user_ns
+    if name not in namespace:
+        raise UsageError(
+            f"{option} {name}: there is no variable {name!r} in the notebook; define it first"
+        )
+    return namespace[name]
+
+
+def _items(value: Any, name: str) -> list[Any]:
+    """A DataFrame's rows (as JSON objects), or the items of a list / iterable."""
+    if hasattr(value, "to_dict") and hasattr(value, "columns") and hasattr(value, "iloc"):
+        return list(to_jsonable(value.to_dict(orient="records")))
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise UsageError(
+            f"--map {name} needs a DataFrame, a list or another iterable of items, not a "
+            f"{type(value).__name__}"
+        )
+    return [to_jsonable(v) for v in value]
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _progress(magics: Any, run: MapRun, approver: Any, stop: Any) -> Any:
+    from IPython.core.displaypub import DisplayPublisher
+
+    from skill_magics.notebook.approval.waiting import Strategy
+    from skill_magics.notebook.render.batch import progress_for
+    from skill_magics.notebook.render.widgets import widgets_supported
+
+    # Can an output be replaced later (Jupyter, VS Code)? IPython's base publisher (terminal
+    # IPython) prints every update as new text: a text line is drawn there instead.
+    publisher = getattr(magics.shell, "display_pub", None)
+    updates = publisher is not None and type(publisher) is not DisplayPublisher
+    headless = approver is not None and approver.strategy is Strategy.HEADLESS
+    widget = updates and not headless and widgets_supported()
+    return progress_for(len(run.plan), run.name, widget=widget, terminal=not updates, on_stop=stop)
+
+
+def _blocked(verdict: Any) -> None:
+    if not verdict.allowed:
+        try:
+            verdict.raise_if_blocked()
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
+
+def _run(magics: Any, run: MapRun, cancel: threading.Event, progress: Any) -> BatchResult:
+    return magics.manager.run_batch(
+        run.plan,
+        approved=True,
+        max_workers=run.workers,
+        executor=run.executor,
+        on_progress=None if progress is None else progress.update,
+        cancel=cancel,
+    )
+
+
+def run_map(magics: Any, line: str, cell: str) -> BatchResult:
+    """The synchronous path: gate, then the batch in this thread (Ctrl-C stops it)."""
+    from skill_magics.notebook.approval.waiting import Strategy
+
+    run = plan_map(magics, line, cell)
+    if not len(run.plan):
+        return magics._store(run.out, _run(magics, run, threading.Event(), None))
+    approver = magics.settings.approver()
+    try:
+        verdict = magics.manager.gate.decide(run.plan.request, approver)
+    except RunInterrupted as exc:
+        raise RunInterrupted(f"{run.name}: {exc}") from None
+    _blocked(verdict)
+    cancel = threading.Event()
+    stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
+    progress = _progress(magics, run, approver, cancel.set if stoppable else None)
+    try:
+        result = _run(magics, run, cancel, progress)
+    except (BatchInterrupted, SkillMagicsError, ValueError) as exc:
+        raise _failed(magics, run, progress, exc) from None
+    progress.finish(result)
+    return magics._store(run.out, result)
+
+
+async def run_map_async(magics: Any, line: str, cell: str) -> BatchResult:
+    """The await path (ipykernel >= 7.4): the gate and the batch run in worker threads while
+    the cell awaits, so the approval click, the Stop click and Kernel > Interrupt arrive."""
+    from skill_magics.core.run.bridge import await_in_thread
+    from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+
+    run = plan_map(magics, line, cell)
+    cancel = threading.Event()
+    if not len(run.plan):
+        return magics._store(run.out, _run(magics, run, cancel, None))
+    approver = magics.settings.approver(in_worker=True, cancel=cancel)
+    try:
+        verdict = await await_in_thread(
+            lambda: magics.manager.gate.decide(run.plan.request, approver), cancel
+        )
+    except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
+        raise RunInterrupted(f"{run.name}: {WAIT_INTERRUPTED}") from None
+    _blocked(verdict)
+    progress = _progress(magics, run, approver, cancel.set)
+    holder: list[BatchResult] = []
+
+    def work() -> BatchResult:
+        result = _run(magics, run, cancel, progress)
+        holder.append(result)
+        return result
+
+    try:
+        result = await await_in_thread(work, cancel)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # Kernel > Interrupt: the batch saw ``cancel`` and stopped; keep what it did.
+        partial = holder[0] if holder else None
+        raise _failed(magics, run, progress, BatchInterrupted(INTERRUPTED, partial)) from None
+    except (SkillMagicsError, ValueError) as exc:
+        raise _failed(magics, run, progress, exc) from None
+    progress.finish(result)
+    return magics._store(run.out, result)
+
+
+def _failed(magics: Any, run: MapRun, progress: Any, exc: BaseException) -> BaseException:
+    """The cell's one-line error; an interrupted batch's partial result is kept (``-o``)."""
+    partial = getattr(exc, "result", None)
+    if partial is not None:
+        progress.finish(partial)
+        magics._store(run.out, partial)
+    else:
+        progress.finish_quietly()
+    if isinstance(exc, BatchInterrupted):
+        where = f"; the partial result is in {run.out}" if run.out and partial is not None else ""
+        return RunInterrupted(f"{run.name}: {INTERRUPTED}{where}")
+    return usage_error(exc)
+
+
+__all__ = ["MapRun", "plan_map", "run_map", "run_map_async", "wants_map"]

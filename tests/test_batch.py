@@ -1,0 +1,444 @@
+"""Batch runs (core/run/batch.py, manager.map): real processes, real files, a real DataFrame.
+
+docs/architecture.md, *Batch runs*: one approval for the batch, every item checked and run by
+the same executor as a single run, concurrent, input order, bounded audit, cancel kills every
+process group and marks the rest cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+import pytest
+
+from skill_magics.core.errors import (
+    ApprovalDeclined,
+    BatchInterrupted,
+    PathSecurityError,
+)
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run import ship
+from skill_magics.core.run.batch import ITEM_RECORDS
+from skill_magics.core.status import RunStatus
+
+SQUARE = """
+import json, os, sys, time
+d = json.load(sys.stdin)
+if d.get("fail"):
+    print("bad input", d["n"], file=sys.stderr)
+    sys.exit(3)
+if d.get("sleep"):
+    time.sleep(d["sleep"])
+print(json.dumps({"square": d["n"] ** 2, "ppid": os.getppid(), "cwd": os.getcwd()}))
+"""
+
+# Each item starts a grandchild in the background, records both pids, then hangs.
+HANG = """
+sleep 300 &
+echo "$$ $!" > "pids/$1.txt"
+wait
+"""
+
+# Waits until `need` items are running at once (a file per item): passes only if concurrent.
+TOGETHER = """
+import os, sys, time
+need = int(sys.argv[2])
+open(os.path.join("meet", sys.argv[1]), "w").close()
+deadline = time.time() + 20
+while len(os.listdir("meet")) < need:
+    if time.time() > deadline:
+        sys.exit(9)
+    time.sleep(0.02)
+print(sys.argv[1])
+"""
+
+
+@pytest.fixture
+def skills(tmp_path: Path, make_skill) -> Path:
+    root = tmp_path / "skills"
+    make_skill(
+        root,
+        "mathx",
+        scripts={
+            "scripts/square.py": SQUARE,
+            "scripts/hang.sh": HANG,
+            "scripts/together.py": TOGETHER,
+            "scripts/echo.sh": 'echo "$@"\n',
+        },
+        files={"pids/.keep": "", "meet/.keep": ""},
+    )
+    return root
+
+
+@pytest.fixture
+def manager(skills: Path) -> SkillManager:
+    # The scripts here use folders of their skill (pids/, meet/): run them there.
+    return SkillManager([skills], run_cwd="skill")
+
+
+class Asker:
+    """An approver that records what it was asked."""
+
+    def __init__(self, answer: str = "yes_once") -> None:
+        self.answer = answer
+        self.requests: list = []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        return self.answer
+
+
+def outcomes(manager: SkillManager) -> list[str]:
+    return [str(r.outcome) for r in manager.audit.records()]
+
+
+def test_200_items_with_failures_and_a_timeout_one_approval(manager: SkillManager) -> None:
+    inputs = [{"n": i, "fail": i % 25 == 7} for i in range(200)]
+    inputs[100]["sleep"] = 30  # killed at the 1 s limit
+    asker = Asker()
+    res = manager.map("mathx", "square", inputs, timeout=1, approver=asker)
+
+    assert len(asker.requests) == 1
+    request = asker.requests[0]
+    assert request.batch.count == 200
+    assert request.batch.sample == tuple(inputs[:3])
+    assert request.scripts[0].path == "scripts/square.py"
+
+    assert [item.index for item in res] == list(range(200))  # input order
+    assert [item.input for item in res] == inputs
+    counts = res.counts()
+    assert counts == {"completed": 191, "failed": 8, "timeout": 1}
+    assert res[100].status == RunStatus.TIMEOUT and res[100].exit_code == 124
+    assert res[7].status == RunStatus.FAILED and res[7].exit_code == 3
+    assert "bad input 7" in res[7].stderr
+    assert res[199].json()["square"] == 199**2
+    assert {item.index for item in res.failed()} == {100} | {i for i in range(200) if i % 25 == 7}
+    assert not res.stopped and not res.ok
+
+    # Audit: one approval, bounded item records tagged with the batch, one batch record.
+    records = manager.audit.records()
+    assert outcomes(manager).count("approved") == 1
+    items = [r for r in records if r.reason and f"batch {res.batch_id} item" in r.reason]
+    assert len(items) <= 2 * ITEM_RECORDS
+    assert {r.outcome for r in items} >= {"completed", "failed", "timeout"}
+    batch = [r for r in records if r.arguments == "batch of 200 items"]
+    assert len(batch) == 1 and batch[0].outcome == "failed"
+    assert "191 completed, 8 failed, 1 timeout" in batch[0].reason
+    assert res.records_kept + res.records_dropped == 200
+    assert "summarised" in batch[0].reason
+
+
+def test_a_dataframe_in_and_a_dataframe_out(manager: SkillManager) -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"n": [1, 2, 3], "label": ["a", None, "c"], "w": [0.5, float("nan"), 2]})
+    res = manager.map("mathx", "square", df, approver=None)
+    assert res.counts() == {"completed": 3}
+    # Rows became JSON objects the way --eval converts values: NaN/None -> null.
+    assert res[1].input == {"n": 2, "label": None, "w": None}
+    out = res.to_pandas(json=True)
+    assert list(out["n"]) == [1, 2, 3]
+    assert list(out["square"]) == [1, 4, 9]
+    assert list(out["status"]) == ["completed"] * 3
+    assert list(out["exit_code"]) == [0, 0, 0]
+    assert {"stdout", "stderr", "duration_ms"} <= set(out.columns)
+    plain = res.to_pandas()
+    assert "square" not in plain.columns
+
+
+def test_argv_items_run_concurrently_with_the_default_worker_count(
+    manager: SkillManager, skills: Path
+) -> None:
+    workers = os.cpu_count() or 1
+    n = max(workers, 2)
+    res = manager.map(
+        "mathx",
+        "together",
+        argv=[[f"m{i}", str(min(workers, n))] for i in range(n)],
+        approver=None,
+    )
+    assert res.workers == workers
+    assert res.counts() == {"completed": n}, res.text()
+    assert [item.stdout.strip() for item in res] == [f"m{i}" for i in range(n)]
+    assert res[0].argv == ("m0", str(min(workers, n)))
+
+
+def test_max_workers_and_a_callers_thread_pool(manager: SkillManager) -> None:
+    with ThreadPoolExecutor(3) as pool:
+        res = manager.map(
+            "mathx", "together", argv=[[f"p{i}", "3"] for i in range(3)], executor=pool
+        )
+    assert res.counts() == {"completed": 3}, res.text()
+    assert res.executor == "ThreadPoolExecutor"
+
+
+def test_yes_in_session_covers_the_next_batch_and_no_runs_nothing(
+    manager: SkillManager, skills: Path
+) -> None:
+    asker = Asker("yes_in_session")
+    manager.map("mathx", "square", [{"n": 1}], approver=asker)
+    manager.map("mathx", "square", [{"n": 2}, {"n": 3}], approver=asker)
+    assert len(asker.requests) == 1
+    manager = SkillManager([skills], run_cwd="skill")  # a new session: nothing approved
+    with pytest.raises(ApprovalDeclined):
+        manager.map("mathx", "echo", argv=[["x"]], approver=Asker("no"))
+    assert "declined" in outcomes(manager)
+    assert not any(
+        r.script == "scripts/echo.sh" and r.outcome == "completed" for r in manager.audit.records()
+    )
+
+
+def test_a_bad_item_is_refused_and_the_others_run(manager: SkillManager) -> None:
+    inputs = [{"n": 1}, {"n": 2, "blob": "x" * (11 * 1024 * 1024)}, {"n": 3}]
+    res = manager.map("mathx", "square", inputs, approver=None)
+    assert [str(i.status) for i in res] == ["completed", "refused", "completed"]
+    assert "10 MiB" in res[1].message or "too large" in res[1].message.lower()
+    assert any(r.outcome == "refused" for r in manager.audit.records())
+
+
+def test_stop_on_error_cancels_what_has_not_started(manager: SkillManager) -> None:
+    inputs = [{"n": i, "fail": i == 0} for i in range(30)]
+    res = manager.map("mathx", "square", inputs, max_workers=1, stop_on_error=True, approver=None)
+    assert res[0].status == RunStatus.FAILED
+    assert res.counts()["cancelled"] >= 25
+    assert "stop_on_error" in res.stopped
+    rest = {str(i.status) for i in res[1:]}
+    assert rest <= {"completed", "cancelled"}
+
+
+def _pids(skills: Path) -> list[int]:
+    pids = []
+    for f in (skills / "mathx" / "pids").glob("*.txt"):
+        text = f.read_text().split()
+        if len(text) == 2:
+            pids += [int(p) for p in text]
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
+    manager: SkillManager, skills: Path
+) -> None:
+    cancel = threading.Event()
+    pid_dir = skills / "mathx" / "pids"
+
+    def stop_when_running() -> None:
+        deadline = time.monotonic() + 20
+        while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)
+        cancel.set()  # what the Stop button does
+
+    threading.Thread(target=stop_when_running, daemon=True).start()
+    started = time.monotonic()
+    res = manager.map(
+        "mathx",
+        "hang",
+        argv=[[str(i)] for i in range(20)],
+        max_workers=2,
+        cancel=cancel,
+        approver=None,
+    )
+    assert time.monotonic() - started < 15
+    counts = res.counts()
+    assert counts.get("interrupted") == 2, res.text()
+    assert counts.get("cancelled") == 18
+    assert res.stopped == "cancelled"
+    pids = _pids(skills)
+    assert len(pids) == 4  # two items, each a script and its background grandchild
+    assert not [p for p in pids if _alive(p)], "orphans left running"
+    batch = manager.audit.records()[-1]
+    assert batch.arguments == "batch of 20 items" and batch.outcome == "interrupted"
+
+
+def test_keyboard_interrupt_stops_the_batch_and_keeps_the_result(
+    manager: SkillManager, skills: Path
+) -> None:
+    main = threading.main_thread().ident
+    pid_dir = skills / "mathx" / "pids"
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 20
+        while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    # A background job of a non-interactive shell inherits SIGINT ignored: install Python's.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        with pytest.raises(BatchInterrupted) as info:
+            manager.map(
+                "mathx", "hang", argv=[[str(i)] for i in range(10)], max_workers=2, approver=None
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    res = info.value.result
+    assert len(res) == 10 and res.counts().get("cancelled", 0) >= 8
+    assert not [p for p in _pids(skills) if _alive(p)]
+
+
+def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
+    manager: SkillManager, skills: Path
+) -> None:
+    with ProcessPoolExecutor(2) as pool:
+        res = manager.map(
+            "mathx", "square", [{"n": i} for i in range(6)], executor=pool, approver=Asker()
+        )
+        assert res.counts() == {"completed": 6}, res.text()
+        # The scripts' parents are the pool's worker processes (children of this one).
+        ppids = {item.json()["ppid"] for item in res}
+        assert os.getpid() not in ppids
+        assert {psutil.Process(p).ppid() for p in ppids} == {os.getpid()}
+        # They ran a copy of the skill, unpacked in the worker's temp directory.
+        copy = Path(res[0].json()["cwd"])
+        assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
+        # A copy that differs from the approved files is refused, and audited here...
+        (copy / "scripts" / "square.py").write_text("print('tampered')\n")
+        before = len(manager.audit.records())
+        res2 = manager.map("mathx", "square", [{"n": 1}], executor=pool, approver=Asker())
+        assert res2.counts() == {"refused": 1}
+        assert "approved fingerprint" in res2[0].message
+        new = manager.audit.records()[before:]
+        assert [r.outcome for r in new if "fingerprint" in (r.reason or "")] == ["refused"]
+        # ...and removed: the next batch unpacks a fresh, verified copy.
+        res3 = manager.map("mathx", "square", [{"n": 3}], executor=pool, approver=Asker())
+    assert res3.counts() == {"completed": 1} and res3[0].json()["square"] == 9
+
+
+def test_skills_that_cannot_travel_are_refused_before_running(
+    manager: SkillManager, skills: Path
+) -> None:
+    (skills / "mathx" / "link.txt").symlink_to(skills / "mathx" / "SKILL.md")
+    with ProcessPoolExecutor(1) as pool, pytest.raises(PathSecurityError, match="symlink"):
+        manager.map("mathx", "square", [{"n": 1}], executor=pool, approver=None)
+
+
+def test_bad_arguments_say_what_to_do(manager: SkillManager) -> None:
+    with pytest.raises(ValueError, match="exactly one of inputs"):
+        manager.map("mathx", "square", [{}], argv=[["a"]])
+    with pytest.raises(ValueError, match="exactly one of inputs"):
+        manager.map("mathx", "square")
+    with pytest.raises(ValueError, match="not a dict"):
+        manager.map("mathx", "square", {"n": 1})
+    with pytest.raises(ValueError, match="list of strings"):
+        manager.map("mathx", "echo", argv=["--flag"])
+    with pytest.raises(ValueError, match="executor= must be"):
+        manager.map("mathx", "square", [{"n": 1}], executor=object(), approver=None)
+    with pytest.raises(ValueError, match="max_workers"):
+        manager.map("mathx", "square", [{"n": 1}], max_workers=0, approver=None)
+    assert len(manager.map("mathx", "square", [], approver=Asker())) == 0
+
+
+def test_a_failing_callback_does_not_hang_or_stop_the_batch(manager: SkillManager) -> None:
+    def broken(_item) -> None:
+        raise RuntimeError("callback bug")
+
+    res = manager.map(
+        "mathx",
+        "echo",
+        argv=[[str(i)] for i in range(6)],
+        on_result=broken,
+        on_progress=broken,
+        approver=None,
+    )
+    assert res.counts() == {"completed": 6}
+
+
+def test_dask_is_imported_only_when_a_batch_uses_it(skills: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from skill_magics.core.manager import SkillManager\n"
+        f"m = SkillManager([{str(skills)!r}])\n"
+        "res = m.map('mathx', 'echo', argv=[['a'], ['b']], approver=None)\n"
+        "assert res.ok, res.text()\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('dask', 'distributed'))\n"
+        "assert not bad, bad\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+
+
+def _written(path) -> bool:
+    """The script wrote both pids (the file exists before echo has written into it)."""
+    try:
+        return len(path.read_text().split()) == 2
+    except OSError:
+        return False
+
+
+WRITER = """
+import json, sys
+try:
+    with open("written-by-item.txt", "w") as fh:
+        fh.write("x")
+    print(json.dumps({"wrote": True}))
+except OSError as exc:
+    print(json.dumps({"wrote": False, "error": type(exc).__name__}))
+"""
+
+
+def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> None:
+    """docs/architecture.md, *Sandbox and secrets*: a shipped item is isolated like a local
+    one (read-only here: its copy of the skill cannot be written)."""
+    from sandbox_support import require_bwrap
+
+    require_bwrap()
+    make_skill(tmp_path, "writer", scripts={"scripts/write.py": WRITER})
+    manager = SkillManager([tmp_path], sandbox="read-only", run_cwd="skill")
+    local = manager.map("writer", "write", [{}], approver=None)
+    assert local[0].json()["wrote"] is False, local.text()
+    with ProcessPoolExecutor(1) as pool:
+        shipped = manager.map("writer", "write", [{}], executor=pool, approver=None)
+    assert shipped.ok, shipped.text()
+    assert shipped[0].json()["wrote"] is False
+    manager.sandbox = "off"
+    with ProcessPoolExecutor(1) as pool:
+        free = manager.map("writer", "write", [{}], executor=pool, approver=None)
+    assert free[0].json()["wrote"] is True
+    # A data file a run wrote into its copy is output, not a change of code: still verified.
+    with ProcessPoolExecutor(1) as pool:
+        again = manager.map("writer", "write", [{}], executor=pool, approver=None)
+    assert again.ok, again.text()
+
+
+def test_secret_values_never_travel_to_workers(tmp_path: Path, make_skill) -> None:
+    fm = {"name": "keyed", "description": "Declares a key.", "metadata": {"secrets": "API_KEY"}}
+    script = "import os\nprint(len(os.environ['API_KEY']))\n"
+    make_skill(tmp_path, "keyed", fm, {"scripts/use.py": script})
+    manager = SkillManager([tmp_path])
+    manager.provide_secret("keyed", "API_KEY", "s3cret-value-long-enough")
+    local = manager.map("keyed", "use", [{}], approver=None)
+    assert local.ok and local[0].stdout.strip() == "24", local.text()
+    with ProcessPoolExecutor(1) as pool:
+        shipped = manager.map("keyed", "use", [{}], executor=pool, approver=None)
+    assert shipped.counts() == {"refused": 1}, shipped.text()
+    assert "API_KEY" in shipped[0].message
+    refused = [r for r in manager.audit.records() if r.outcome == "refused"]
+    assert refused and "API_KEY" in (refused[-1].reason or "")
+
+
+def test_items_get_the_working_directory_a_single_run_gets(skills: Path, tmp_path: Path) -> None:
+    """Default: the caller's folder ("workspace"); cwd= per batch, like execute_skill_script."""
+    manager = SkillManager([skills])
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None)
+    assert res[0].json()["cwd"] == os.getcwd()
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None, cwd=tmp_path)
+    assert res[0].json()["cwd"] == str(tmp_path)
+    res = manager.map("mathx", "square", [{"n": 1}], approver=None, cwd="skill")
+    assert res[0].json()["cwd"] == str((skills / "mathx").resolve())

@@ -1,0 +1,236 @@
+"""``%%skillrun skill.script --map VAR`` (notebook/magics/skillmap.py) and the BatchResult
+display (notebook/render/batch.py), in a real IPython shell with real processes."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from skill_magics.core.run.batch_result import BatchResult
+from skill_magics.core.run.template import fill_argv, placeholders
+from skill_magics.notebook.render.batch import TextProgress, batch_html
+
+CONVERT = """
+import argparse, json, sys
+p = argparse.ArgumentParser()
+p.add_argument("--value", type=float, required=True)
+p.add_argument("--label", default="")
+a = p.parse_args()
+if a.value < 0:
+    sys.exit("negative distance")
+print(json.dumps({"miles": round(a.value * 0.621371, 3), "label": a.label}))
+"""
+STDIN = "import json, sys\nd = json.load(sys.stdin)\nprint(json.dumps({'twice': d['km'] * 2}))\n"
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch, make_skill):
+    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "*")  # nobody can click in a test shell
+    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
+    ip = InteractiveShell.instance()
+    ip.config.pop("SkillMagics", None)
+    skills = tmp_path / "skills"
+    make_skill(skills, "units", scripts={"scripts/convert.py": CONVERT, "scripts/twice.py": STDIN})
+    ip.run_line_magic("load_ext", "skill_magics")
+    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
+    yield ip
+    ip.run_line_magic("unload_ext", "skill_magics")
+    ip.config.pop("SkillMagics", None)
+    for name in ("df", "res", "rows", "pool"):
+        ip.user_ns.pop(name, None)
+
+
+def test_placeholders_fill_one_argv_element_each_never_a_shell() -> None:
+    template = ("--value", "{km}", "--label", "{name}", "x={km}", "{{lit}}")
+    rows = [{"km": 5, "name": "a b; rm -rf /"}, {"km": 1.5, "name": "$(id)"}]
+    assert placeholders(template) == ["km", "name", "km"]
+    assert fill_argv(template, rows) == [
+        ("--value", "5", "--label", "a b; rm -rf /", "x=5", "{lit}"),
+        ("--value", "1.5", "--label", "$(id)", "x=1.5", "{lit}"),
+    ]
+    assert fill_argv(("{}",), ["a.csv", 3]) == [("a.csv",), ("3",)]
+    with pytest.raises(ValueError, match="no field 'miles'.*fields: km, name"):
+        fill_argv(("{miles}",), rows)
+
+
+def test_map_over_a_dataframe_with_placeholders_gives_a_dataframe_back(shell) -> None:
+    pd = pytest.importorskip("pandas")
+    shell.user_ns["df"] = pd.DataFrame(
+        {"km": [5.0, 42.195, -1.0], "label": ["5k", "mara thon", "x"]}
+    )
+    result = shell.run_cell_magic(
+        "skillrun",
+        "units.convert --map df --workers 2 -o res -- --value {km} --label {label}",
+        "\n",
+    )
+    assert isinstance(result, BatchResult) and shell.user_ns["res"] is result
+    assert result.counts() == {"completed": 2, "failed": 1}
+    assert result[1].argv == ("--value", "42.195", "--label", "mara thon")
+    out = result.to_pandas(json=True)
+    assert list(out["km"]) == [5.0, 42.195, -1.0]  # the row's fields come back as columns
+    assert out.loc[1, "miles"] == pytest.approx(26.219)
+    assert out.loc[1, "json.label"] == "mara thon"  # clashes with an input column: prefixed
+    assert "negative distance" in result[2].stderr
+    # One approval (pre-approved here) for the batch, one batch record.
+    records = result_records(shell)
+    assert [r.outcome for r in records if r.outcome == "approved"] == ["approved"]
+    assert records[-1].arguments == "batch of 3 items"
+
+
+def result_records(shell):
+    from skill_magics.notebook.extension import get_magics
+
+    return get_magics(shell).manager.audit.records()
+
+
+def test_map_over_a_list_sends_each_item_on_stdin_and_prints_progress(shell, capsys) -> None:
+    shell.user_ns["rows"] = ({"km": k} for k in range(5))  # any iterable
+    result = shell.run_cell_magic("skillrun", "units.twice --map rows", "\n")
+    assert [item.json()["twice"] for item in result] == [0, 2, 4, 6, 8]
+    out = capsys.readouterr().out
+    assert "units.twice: 5 items in" in out and "5 completed" in out
+
+
+def test_an_executor_variable_is_used(shell) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    shell.user_ns["rows"] = [{"km": 1}, {"km": 2}]
+    with ThreadPoolExecutor(2) as pool:
+        shell.user_ns["pool"] = pool
+        result = shell.run_cell_magic("skillrun", "units.twice --map rows --executor pool", "\n")
+    assert result.executor == "ThreadPoolExecutor" and result.ok
+
+
+@pytest.mark.parametrize(
+    ("line", "body", "message"),
+    [
+        ("units.twice --map nothing", "\n", "no variable 'nothing'"),
+        ("units.twice --map rows", '{"km": 1}', "leave the cell body empty"),
+        ("units.convert --map rows -- --value 3", "\n", "no {column} placeholder"),
+        ("units.convert --map rows -- --value {miles}", "\n", "no field 'miles'"),
+        ("units.twice --map rows --workers 0", "\n", "--workers must be at least 1"),
+        ("units.nope --map rows", "\n", "ScriptNotFoundError"),
+        ("units.twice --map rows --executor rows", "\n", "executor= must be"),
+    ],
+)
+def test_bad_lines_fail_in_one_line_before_anything_runs(shell, line, body, message) -> None:
+    shell.user_ns["rows"] = [{"km": 1}]
+    with pytest.raises(UsageError, match=message) as info:
+        shell.run_cell_magic("skillrun", line, body)
+    assert "\n" not in str(info.value)
+
+
+def test_a_string_variable_is_refused(shell) -> None:
+    shell.user_ns["rows"] = "abc"
+    with pytest.raises(UsageError, match="needs a DataFrame, a list"):
+        shell.run_cell_magic("skillrun", "units.twice --map rows", "\n")
+
+
+def test_the_result_renders_as_html_and_text(shell) -> None:
+    shell.user_ns["rows"] = [{"km": 1}, {"km": None}]
+    result = shell.run_cell_magic("skillrun", "units.twice --map rows", "\n")
+    data, _ = shell.display_formatter.format(result)
+    assert data["text/plain"] == result.text()
+    assert "units.twice: 2 items, 1 completed, 1 failed" in data["text/plain"]
+    html = data["text/html"]
+    assert html == batch_html(result)
+    assert "failures (1" in html and "first items" in html and "<table>" in html
+    assert "&quot;km&quot;: null" in html  # escaped
+
+
+def test_text_progress_headless_writes_a_short_log() -> None:
+    from skill_magics.core.run.batch import BatchProgress
+
+    stream = io.StringIO()
+    progress = TextProgress(3, "units.twice", live=False, stream=stream)
+    progress.update(BatchProgress(3, 1, 0, 2, 0, 0.5))
+    assert "1/3 done" in progress.line()
+    res = BatchResult("units", "scripts/twice.py", [], wall_s=0.1)
+    progress.finish(res)
+    assert stream.getvalue().count("\n") == 1  # one final line, no redraw spam
+
+
+def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skill) -> None:
+    """The widget bar's real Button: a click kills the running groups, the rest is cancelled."""
+    import threading
+    import time
+
+    import psutil
+
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.render.batch import WidgetProgress
+
+    hang = 'sleep 300 &\necho "$$ $!" > "$1"\nwait\n'
+    make_skill(tmp_path, "hang", scripts={"scripts/hang.sh": hang})
+    manager = SkillManager([tmp_path])
+    cancel = threading.Event()
+    progress = WidgetProgress(10, "hang.hang", on_stop=cancel.set)
+    pid_files = [tmp_path / f"{i}.pids" for i in range(10)]
+
+    def click_when_running() -> None:
+        deadline = time.monotonic() + 20
+        while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        progress.stop_button.click()
+
+    threading.Thread(target=click_when_running, daemon=True).start()
+    res = manager.map(
+        "hang",
+        "hang",
+        argv=[[str(p)] for p in pid_files],
+        max_workers=2,
+        cancel=cancel,
+        on_progress=progress.update,
+        approver=None,
+    )
+    progress.finish(res)
+    assert res.counts() == {"interrupted": 2, "cancelled": 8}, res.text()
+    assert progress.stop_button.disabled and progress.stop_button.description == "Stopping…"
+    pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    assert len(pids) == 4 and not alive
+
+
+def _written(path) -> bool:
+    """The script wrote both pids (the file exists before echo has written into it)."""
+    try:
+        return len(path.read_text().split()) == 2
+    except OSError:
+        return False
+
+
+def test_the_approval_panel_shows_the_batch(tmp_path, make_skill) -> None:
+    """The ONE request of a batch shows the script, how many items and the first ones."""
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.notebook.approval.panel import summary_text
+
+    make_skill(tmp_path, "units", scripts={"scripts/twice.py": STDIN})
+    plan = SkillManager([tmp_path]).plan_map("units", "twice", [{"km": k} for k in range(40)])
+    text = summary_text(plan.request)
+    assert "scripts/twice.py" in text
+    assert "Batch: 40 items, each one run" in text
+    assert '{"km": 1}' in text and "... and 37 more" in text
+
+
+def test_cwd_and_sandbox_options_apply_to_every_item(shell, tmp_path) -> None:
+    """%%skillrun's --cwd (and --sandbox) mean the same with --map as for one run."""
+    shell.user_ns["rows"] = [{"km": 1}, {"km": 2}]
+    code = (
+        "import os, json, sys\n"
+        "if __name__ == '__main__':\n"
+        "    json.load(sys.stdin)\n"
+        "    print(os.getcwd())\n"
+    )
+    skills = tmp_path / "skills" / "units" / "scripts"
+    (skills / "where.py").write_text(code)
+    result = shell.run_cell_magic("skillrun", f"units.where --map rows --cwd {tmp_path}", "\n")
+    assert [item.stdout.strip() for item in result] == [str(tmp_path)] * 2, result.text()
