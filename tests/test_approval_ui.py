@@ -431,8 +431,10 @@ def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_pat
     def click_and_interrupt():
         while not settings.panels:
             time.sleep(0.01)
+        # The cell is interrupted as the click arrives: both have happened by the time the
+        # wait looks (in the other order the wait may, rightly, return the click first).
+        cancel.set()
         settings.panels[0].buttons["yes_in_session"].click()
-        cancel.set()  # the cell was interrupted as the click arrived
 
     threading.Thread(target=click_and_interrupt, daemon=True).start()
     with pytest.raises(RunInterrupted):
