@@ -41,7 +41,10 @@ SCRIPTS = {"python": "trivial.py", "bash": "trivial.sh"}
 def make_skill(root: Path) -> Path:
     base = root / "bench-batch"
     (base / "scripts").mkdir(parents=True)
-    (base / "SKILL.md").write_text("---\nname: bench-batch\ndescription: bench\n---\n")
+    (base / "SKILL.md").write_text(  # naming the scripts makes them entry points
+        "---\nname: bench-batch\ndescription: bench\n---\n"
+        "Run `scripts/trivial.py`, `scripts/trivial.sh` or `scripts/kilobyte.sh`.\n"
+    )
     (base / "scripts" / "trivial.py").write_text("print('ok')\n")
     (base / "scripts" / "trivial.sh").write_text("echo ok\n")
     (base / "scripts" / "kilobyte.sh").write_text("printf '%1023s\\n' x\n")

@@ -2,13 +2,16 @@
 
     .venv/bin/python bench/bench_sandbox.py             # 200 interleaved runs per case
     .venv/bin/python bench/bench_sandbox.py --runs 60   # a smoke check
+    .venv/bin/python bench/bench_sandbox.py --batch 1000  # also a batch (manager.map)
 
 Measures the per-run cost of bubblewrap for a trivial bash script (``echo ok``) through
 ``ScriptExecutor.execute``: sandbox off vs ``workspace-write`` vs ``read-only``, interleaved in
 rotating order so machine load hits every case equally; median and p95 per case and the
 sandboxed median minus the unsandboxed one (target: at most +10 ms per run). For reference it
 also times bare ``bwrap`` around ``bash`` with ``subprocess.run`` (the floor of any bwrap
-wrapper here), with and without ``--new-session``.
+wrapper here), with and without ``--new-session``. With ``--batch N`` it then runs N items
+through ``SkillManager.map`` (the local pool, CPU-count workers) with the sandbox off and
+``workspace-write``, alternating, three rounds each: wall time and the per-item difference.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ def measure(cases: dict[str, Callable[[], object]], runs: int) -> dict[str, list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per case (default 200)")
+    parser.add_argument("--batch", type=int, default=0, help="items of a manager.map batch")
     args = parser.parse_args()
     why = sandboxing.unavailable_reason()
     if why:
@@ -114,6 +118,7 @@ def main() -> None:
             "raw bwrap --new-session": raw([*bare, "--new-session", "--", bash, script]),
         }
         times = measure(cases, args.runs)
+        batch = measure_batch(Path(tmp), base, args.batch) if args.batch else {}
     print(f"\nper-run time, {args.runs} rotated runs per case (ms); {load_text()} (after)")
     print(f"   {'case':<26}{'median':>8}{'p95':>8}{'min':>8}")
     for name, values in times.items():
@@ -132,6 +137,31 @@ def main() -> None:
         times["raw bwrap bash"]
     )
     print(f"   bare bwrap around bash: +{raw_delta:.2f} ms; --new-session adds {session:+.2f} ms")
+    if batch:
+        print(f"\nbatch of {args.batch} items (manager.map, local pool), 3 rounds; {load_text()}")
+        for name, walls in batch.items():
+            rounds = ", ".join(f"{w:.2f}" for w in walls)
+            print(f"   {name:<16} wall {statistics.median(walls):6.2f} s median ({rounds})")
+        extra = statistics.median(batch["workspace-write"]) - statistics.median(batch["off"])
+        per_item = extra / args.batch * 1000
+        print(f"   sandbox cost in a batch: {per_item:+.2f} ms per item (wall, all workers)")
+
+
+def measure_batch(tmp: Path, base: Path, items: int) -> dict[str, list[float]]:
+    """Wall seconds of ``manager.map`` over ``items`` trivial bash runs, per sandbox mode."""
+    from skill_magics.core.manager import SkillManager
+
+    manager = SkillManager([str(base.parent)], approver=None, audit_log=None)
+    argv = [["x"] for _ in range(items)]
+    walls: dict[str, list[float]] = {"off": [], "workspace-write": []}
+    manager.map("bench-skill", "trivial", argv=argv[:20], sandbox="workspace-write")  # warm
+    for _ in range(3):
+        for mode in walls:
+            started = time.perf_counter()
+            result = manager.map("bench-skill", "trivial", argv=argv, sandbox=mode)
+            walls[mode].append(time.perf_counter() - started)
+            assert result.counts().get("completed") == items, result.counts()
+    return walls
 
 
 if __name__ == "__main__":
