@@ -143,8 +143,14 @@ def test_activation_tool_enum_and_call(pdf, tmp_path, make_skill):
     assert activate["input_schema"]["required"] == ["name"]
     openai = tool_definitions(manager, format="openai")[0]["function"]
     assert openai["parameters"]["properties"]["name"]["enum"] == ["pdf"]
-    # the script tools are still there, next to it
-    assert "pdf__extract" in [t["name"] for t in tools]
+    # the script tools are still there, next to it; the opted-out skill offers no tool at all
+    names = [t["name"] for t in tools]
+    assert "pdf__extract" in names and not [n for n in names if n.startswith("manual")]
+    # ... not even when named, and a model that guesses its tool's name is refused
+    named = tool_definitions(manager, skills=["pdf", "manual"])
+    assert not [t["name"] for t in named if t["name"].startswith("manual")]
+    guessed = handle_tool_call(manager, "manual", {}, "t0")
+    assert guessed["is_error"] and "Unknown tool" in guessed["content"]
     block = handle_tool_call(manager, ACTIVATION_TOOL, {"name": "pdf"}, "t1")
     assert not block["is_error"]
     assert block["content"] == build_skill_context(manager, "pdf", format="skill_content")

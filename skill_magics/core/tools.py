@@ -138,12 +138,18 @@ def tool_definitions(
 
 
 def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[ToolSpec]:
-    """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path)."""
+    """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path).
+
+    A skill with ``disable-model-invocation: true`` is for people only: no tool of it is
+    offered to a model, even when ``skills`` names it, so :func:`handle_tool_call` (which
+    looks names up here) refuses a call to one as an unknown tool.
+    """
     metas = manager.list_skills()
-    names = sorted(m.name for m in metas) if skills is None else list(skills)
+    hidden = {m.name for m in metas if opted_out(m)}
+    wanted = sorted(m.name for m in metas) if skills is None else list(skills)
+    names = [n for n in wanted if n not in hidden]
     used: set[str] = {ACTIVATION_TOOL}
     specs: list[ToolSpec] = []
-    hidden = {m.name for m in metas if opted_out(m)}
     activatable = tuple(n for n in names if n not in hidden)
     if activatable:  # the guide: no activation tool when there is nothing to activate
         specs.append(
