@@ -150,15 +150,21 @@ def _resources(directory: str, limit: int) -> str:
 
 
 def _missing(manager: SkillManager, name: str, status: str, message: str) -> str:
+    return error_envelope(manager, "skill_content", "name", name, status, message)
+
+
+def error_envelope(
+    manager: SkillManager, tag: str, key: str, name: str, status: str, message: str
+) -> str:
+    """``<tag key=name status=… close_matches=…><error>message</error></tag>``: what a
+    context or activation for a skill that cannot be given says (shared with context.py)."""
     try:
         known = [m.name for m in manager.list_skills()]
     except Exception:  # a broken directory must not hide the real problem
         known = []
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    head = start_tag(
-        "skill_content", {"name": name, "status": status, "close_matches": " ".join(close) or None}
-    )
-    return f"{head}\n  {element('error', message)}\n</skill_content>"
+    head = start_tag(tag, {key: name, "status": status, "close_matches": " ".join(close) or None})
+    return f"{head}\n  {element('error', message)}\n</{tag}>"
 
 
 # -- reading back --------------------------------------------------------------------------

@@ -57,7 +57,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import os
 import threading
 import xml.etree.ElementTree as ET
@@ -67,7 +66,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core import paths
-from skill_magics.core.activation import MAX_RESOURCES, skill_content
+from skill_magics.core.activation import MAX_RESOURCES, error_envelope, skill_content
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
@@ -288,16 +287,7 @@ def _render(
 
 
 def _missing(manager: SkillManager, name: str, status: str, message: str) -> str:
-    try:
-        known = [m.name for m in manager.list_skills()]
-    except Exception:  # a broken directory must not hide the real problem
-        known = []
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    head = start_tag(
-        "skill_context",
-        {"id": name, "status": status, "close_matches": " ".join(close) or None},
-    )
-    return f"{head}\n  {element('error', message)}\n</skill_context>"
+    return error_envelope(manager, "skill_context", "id", name, status, message)
 
 
 def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:

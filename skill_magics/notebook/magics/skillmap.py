@@ -17,13 +17,13 @@ import asyncio
 import shlex
 import threading
 from dataclasses import dataclass
-from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from skill_magics.core.errors import BatchInterrupted, RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
+from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import usage_error
 
 if TYPE_CHECKING:
@@ -63,23 +63,10 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     """Parse and plan; a one-line UsageError when nothing can run."""
     from skill_magics.core.run.template import fill_argv, placeholders
 
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise UsageError(f"Cannot parse the %%skillrun line: {exc}; check the quotes") from None
-    template: list[str] | None = None
-    if "--" in words:
-        cut = words.index("--")
-        words, template = words[:cut], words[cut + 1 :]
-    opts = magics.skillrun.parser.parse_args(words)
-    skill, dot, script = opts.target.partition(".")
-    if not dot or not skill or not script:
-        raise UsageError(
-            f"Name a skill and a script as SKILL.SCRIPT (e.g. pdf.extract), not "
-            f"{opts.target!r}: %skills show SKILL lists its scripts"
-        )
-    if opts.out is not None and not (opts.out.isidentifier() and not iskeyword(opts.out)):
-        raise UsageError(f"-o needs a Python variable name, not {opts.out!r}: e.g. -o result")
+    parsed = parse_run_line(
+        magics.skillrun.parser, line, require_approval=magics.settings.require_approval
+    )
+    opts, skill, script, template = parsed.opts, parsed.skill, parsed.script, parsed.tail
     if opts.eval or cell.strip():
         raise UsageError(
             "With --map the inputs come from the variable: leave the cell body empty and drop "
@@ -87,11 +74,6 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
         )
     if opts.workers is not None and opts.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
-    if opts.no_approval and magics.settings.require_approval:
-        raise UsageError(
-            "--no-approval is refused while SkillMagics.require_approval is True: "
-            "set %config SkillMagics.require_approval = False to allow it"
-        )
     value = _variable(magics, opts.map, "--map")
     executor = _variable(magics, opts.executor, "--executor") if opts.executor else None
     if executor is not None and not _is_executor(executor):

@@ -24,10 +24,8 @@ import asyncio
 import contextvars
 import json
 import logging
-import shlex
 import threading
 from dataclasses import dataclass
-from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -37,6 +35,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
 from skill_magics.core.status import RunStatus
+from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
@@ -177,28 +176,10 @@ class SkillRunMagics(SharedMagics):
     # -- steps --------------------------------------------------------------------------------
     def _plan(self, line: str, cell: str) -> _Run:
         """Parse and plan; a one-line UsageError when nothing can run."""
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"Cannot parse the %%skillrun line: {exc}; check the quotes") from None
-        argv: list[str] | None = None
-        if "--" in words:
-            cut = words.index("--")
-            words, argv = words[:cut], words[cut + 1 :]
-        opts = self.skillrun.parser.parse_args(words)  # already split: quotes stay removed
-        skill, dot, script = opts.target.partition(".")
-        if not dot or not skill or not script:
-            raise UsageError(
-                f"Name a skill and a script as SKILL.SCRIPT (e.g. pdf.extract), not "
-                f"{opts.target!r}: %skills show SKILL lists its scripts"
-            )
-        if opts.out is not None and not (opts.out.isidentifier() and not iskeyword(opts.out)):
-            raise UsageError(f"-o needs a Python variable name, not {opts.out!r}: e.g. -o result")
-        if opts.no_approval and self.settings.require_approval:
-            raise UsageError(
-                "--no-approval is refused while SkillMagics.require_approval is True: "
-                "set %config SkillMagics.require_approval = False to allow it"
-            )
+        parsed = parse_run_line(
+            self.skillrun.parser, line, require_approval=self.settings.require_approval
+        )
+        opts, skill, script, argv = parsed.opts, parsed.skill, parsed.script, parsed.tail
         manager = self.manager
         try:
             arguments = self._arguments(cell, opts.eval)
