@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_support import pid_alive
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
@@ -220,13 +221,6 @@ def _pids(skills: Path) -> list[int]:
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
     manager: SkillManager, skills: Path
 ) -> None:
@@ -257,7 +251,7 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
     assert res.stopped == "cancelled"
     pids = _pids(skills)
     assert len(pids) == 4  # two items, each a script and its background grandchild
-    assert not [p for p in pids if _alive(p)], "orphans left running"
+    assert not [p for p in pids if pid_alive(p)], "orphans left running"
     batch = manager.audit.records()[-1]
     assert batch.arguments == "batch of 20 items" and batch.outcome == "interrupted"
 
@@ -286,7 +280,7 @@ def test_keyboard_interrupt_stops_the_batch_and_keeps_the_result(
         signal.signal(signal.SIGINT, previous)
     res = info.value.result
     assert len(res) == 10 and res.counts().get("cancelled", 0) >= 8
-    assert not [p for p in _pids(skills) if _alive(p)]
+    assert not [p for p in _pids(skills) if pid_alive(p)]
 
 
 def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(

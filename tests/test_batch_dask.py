@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
+from process_support import pid_alive
 
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import ship
@@ -144,16 +144,9 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
     assert pids
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         time.sleep(0.1)
-    assert not [p for p in pids if _alive(p)], "orphans left on the workers"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    assert not [p for p in pids if pid_alive(p)], "orphans left on the workers"
 
 
 def _written(path) -> bool:

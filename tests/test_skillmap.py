@@ -8,6 +8,7 @@ import io
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from process_support import pid_alive
 
 from skill_magics.core.run.batch_result import BatchResult
 from skill_magics.core.run.template import fill_argv, placeholders
@@ -158,8 +159,6 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
     import threading
     import time
 
-    import psutil
-
     from skill_magics.core.manager import SkillManager
     from skill_magics.notebook.render.batch import WidgetProgress
 
@@ -190,14 +189,7 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
     assert res.counts() == {"interrupted": 2, "cancelled": 8}, res.text()
     assert progress.stop_button.disabled and progress.stop_button.description == "Stopping…"
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    assert len(pids) == 4 and not alive
+    assert len(pids) == 4 and not [pid for pid in pids if pid_alive(pid)]
 
 
 def _written(path) -> bool:

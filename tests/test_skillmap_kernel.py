@@ -6,22 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 from kernel_fixtures import kernel_ipykernel_version, start_kernel
-from process_support import wait_for_text
+from process_support import pid_alive, wait_for_text
 
 pytestmark = pytest.mark.kernel
 
 HANG = 'sleep 300 &\necho "$$ $!" > "$1"\nwait\n'
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.skipif(
@@ -60,4 +52,4 @@ def test_one_click_approves_the_batch_and_stop_ends_it(tmp_path: Path, make_skil
         )
         assert r.stdout.strip() == "['approved']"
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
-    assert len(pids) == 4 and not [p for p in pids if _alive(p)]
+    assert len(pids) == 4 and not [p for p in pids if pid_alive(p)]

@@ -333,14 +333,7 @@ def _approved_call(
 def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
     """The activation tool's result: ``<skill_content>`` for a name in its enum, through
     the same core path as ``build_skill_context(manager, name, format="skill_content")``."""
-    value = input
-    if isinstance(value, (str, bytes)) and value:
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
-            ) from None
+    value = _decoded(input)
     skill = value.get("name") if isinstance(value, dict) else None
     if not isinstance(skill, str) or skill not in spec.enum:
         raise ValueError(
@@ -412,17 +405,21 @@ def openai_tool_message(block: dict[str, Any]) -> dict[str, Any]:
 # -- helpers -------------------------------------------------------------------------------
 
 
+def _decoded(value: Any) -> Any:
+    """The model's input, decoded when it came as JSON text (OpenAI sends a string)."""
+    if not isinstance(value, (str, bytes)) or not value:
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Tool input is not valid JSON ({exc.msg}): send a JSON object") from None
+
+
 def _split_input(value: Any) -> tuple[dict[str, Any], list[str] | None]:
     """(arguments for stdin, argv) from the model's input (a dict, or JSON text from OpenAI)."""
     if value is None or value == "":
         value = {}
-    if isinstance(value, (str, bytes)):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
-            ) from None
+    value = _decoded(value)
     if not isinstance(value, dict):
         raise ValueError(f"Tool input must be a JSON object, got {type(value).__name__}")
     arguments = dict(value)
