@@ -668,7 +668,7 @@ class SkillManager:
         """Resolve and check a run without asking anyone or running it (refusals audited).
         A helper module is refused (``ScriptMetadata.kind``)."""
         return self.planner.check_script(
-            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, entry_only=True
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )[1]
 
     def approval_request(

@@ -598,7 +598,6 @@ class BatchRunner:
                     self.plan.timeout,
                     sandbox=self.plan.sandbox,
                     cwd=self.plan.cwd,
-                    entry_only=True,
                 )
                 result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)

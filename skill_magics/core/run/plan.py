@@ -128,7 +128,7 @@ class Planner:
         ``sandbox``: this run's mode (None: the executor's setting). A helper module
         (``ScriptMetadata.kind``) is refused, naming the entry points."""
         meta, prepared = self.check_script(
-            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, entry_only=True
+            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )
         request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
         argv_t = None if argv is None else prepared.argv
@@ -144,16 +144,15 @@ class Planner:
         *,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
-        entry_only: bool = False,
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run).
 
-        ``entry_only``: refuse a helper module (one other scripts import) in one line that
-        names the skill's entry points."""
+        A helper module (one other scripts import, ``ScriptMetadata.kind``) is refused in one
+        line that names the skill's entry points: it never runs on its own."""
         started = time.monotonic()
         try:
             skill, meta = self.catalog.resolve_script(skill_name, script)
-            if entry_only and meta.kind != "entry":
+            if meta.kind != "entry":
                 raise helper_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.

@@ -452,7 +452,6 @@ def run_shipped_item(
             batch.timeout,
             sandbox=batch.sandbox,
             cwd=batch.cwd,
-            entry_only=True,
         )
         result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)
