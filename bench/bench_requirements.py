@@ -146,12 +146,13 @@ def main() -> None:
                 envdirs.choose_python(base)
             per = (time.perf_counter() - t0) / n
             print(f"choose_python per run, {label}: {per * 1e6:.1f} us")
-        # What the executor called before managed envs existed (skill venv, else kernel).
+        # What the executor did before managed envs existed (skill venv, else kernel).
         t0 = time.perf_counter()
         for _ in range(n):
-            interpreters.python_for_skill(base)
+            venv = interpreters.skill_venv_python(base)
+            str(venv) if venv is not None else sys.executable
         per = (time.perf_counter() - t0) / n
-        print(f"for comparison, the previous python_for_skill per run: {per * 1e6:.1f} us")
+        print(f"for comparison, the previous lookup (skill venv, else kernel): {per * 1e6:.1f} us")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.tools import (
     MAX_RESULT_CHARS,
     ToolSpec,
@@ -40,15 +40,16 @@ def _langchain() -> tuple[Any, Any]:
 def create_tools(
     manager: SkillManager,
     *,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     skills: list[str] | None = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[Any]:
     """One ``StructuredTool`` per script plus one prompt tool per skill (or per ``skills``).
 
-    ``approver=None`` uses ``manager.approver``. With neither, script tools do not run: the
-    model chose the script, so something must approve it (the tool returns the refusal and
-    the fix, e.g. ``approver=lambda request: "yes_once"`` for unattended agents).
+    ``approver`` defaults to ``manager.approver``. With none (or ``approver=None``), script
+    tools do not run: the model chose the script, so something must approve it (the tool
+    returns the refusal and the fix, e.g. ``approver=lambda request: "yes_once"`` for
+    unattended agents; docs/architecture.md, *Who approves*).
     A script's output beyond ``max_result_chars`` is cut with a note (None: no cap).
     """
     structured_tool, tool_exception = _langchain()

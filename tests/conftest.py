@@ -122,11 +122,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def executor():
-    """A ScriptExecutor with its own AuditLog (manager_support.last reads its newest record)."""
-    from skill_magics.core.audit import AuditLog
-    from skill_magics.core.run.executor import ScriptExecutor
+    """A manager_support.Runner: the checks and the one call site of a real SkillManager,
+    for tests that name script files directly (manager_support.last reads its newest audit
+    record)."""
+    from manager_support import Runner
 
-    return ScriptExecutor(audit=AuditLog())
+    return Runner()
 
 
 @pytest.fixture

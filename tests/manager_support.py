@@ -48,6 +48,18 @@ def manager_for(*dirs: Path, **kwargs):
     return SkillManager([os.fspath(d) for d in dirs], **kwargs)
 
 
+def request_of(manager, skill_name: str, scripts, arguments=None, argv=(), code=None):
+    """The request a person would see for ``scripts`` (the planner's, with the manager's
+    current settings): what a plan carries."""
+    return manager.planner.request(manager.settings, skill_name, scripts, arguments, argv, code)
+
+
+def run_plan(manager, plan, **kwargs):
+    """A plan made earlier, through the production path (the call site; nobody asked):
+    the ScriptExecutionResult, or the refusal at launch raised."""
+    return manager.run_planned(plan, None, **kwargs).script_result()
+
+
 def outcomes(manager) -> list[str]:
     """The outcome of every audit record of ``manager``, oldest first."""
     return [r.outcome for r in manager.audit.records()]
@@ -60,8 +72,78 @@ def refusals(manager_or_log) -> list:
 
 
 def last(executor):
-    """The newest audit record of a ScriptExecutor."""
+    """The newest audit record of a Runner (or anything with an ``audit`` log)."""
     return executor.audit.records()[-1]
+
+
+class Runner:
+    """The production path from the checks down, for the tests that name a script file and
+    its skill directly (what the planner does once the catalog found them): a real
+    SkillManager's checks (core/run/checks.py) with its run settings, then its one call site
+    (``run_planned``: the gate, nobody asked; the session-approval bookkeeping; the
+    executor's launch with the re-check of the file), everything audited in its log.
+
+    ``settings`` are RunSettings fields; by default runs start in the skill folder, unboxed.
+    ``execute`` = ``run(prepare(...))``, the shapes of the old ``ScriptExecutor`` calls.
+    """
+
+    def __init__(self, use_cache: bool = True, **settings):
+        from skill_magics.core.manager import SkillManager
+        from skill_magics.core.run.settings import RunSettings
+
+        values = {"run_cwd": "skill", "sandbox": "off", **settings}
+        self.manager = SkillManager([], settings=RunSettings(**values))
+        self.manager.planner.checks.use_cache = use_cache
+
+    @property
+    def audit(self) -> AuditLog:
+        return self.manager.audit
+
+    @property
+    def settings(self):
+        return self.manager.settings
+
+    def prepare(self, script_path, arguments, skill_base_dir, skill_metadata, **kwargs):
+        """The checks: a PreparedRun, or the refusal raised (audited)."""
+        checks = self.manager.planner.checks
+        return checks.script(
+            self.settings, script_path, arguments, skill_base_dir, skill_metadata, **kwargs
+        )
+
+    def prepare_command(self, argv, **kwargs):
+        return self.manager.planner.checks.command(self.settings, argv, **kwargs)
+
+    def run(self, prepared, **kwargs):
+        """Through the call site: the result, or the refusal at launch raised."""
+        from skill_magics.core.run.plan import PlannedRun
+
+        return self.manager.run_planned(
+            PlannedRun(None, (prepared,)), None, **kwargs
+        ).script_result()
+
+    async def run_async(self, prepared, *, poll: float | None = None, **kwargs):
+        from skill_magics.core.run.plan import PlannedRun
+
+        plan = PlannedRun(None, (prepared,))
+        outcome = await self.manager.run_planned_async(plan, None, **kwargs)
+        return outcome.script_result()
+
+    def execute(
+        self,
+        script_path,
+        arguments,
+        skill_base_dir,
+        skill_metadata,
+        timeout=None,
+        *,
+        on_output=None,
+        cancel=None,
+        **kwargs,
+    ):
+        prepared = self.prepare(
+            script_path, arguments, skill_base_dir, skill_metadata, timeout=timeout, **kwargs
+        )
+        return self.run(prepared, on_output=on_output, cancel=cancel)
 
 
 def request_for(skill_dir: Path, name: str = "demo") -> ApprovalRequest:

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from manager_support import BadRepr, manager_for, posix_only, refusals
+from manager_support import BadRepr, manager_for, posix_only, refusals, run_plan
 
 from skill_magics.core.audit import (
     ARGUMENTS_PREVIEW_CHARS,
@@ -25,14 +25,13 @@ from skill_magics.core.audit import (
     arguments_preview,
 )
 from skill_magics.core.errors import (
+    CommandError,
     InterpreterNotAllowedError,
-    InterpreterNotFoundError,
     PathSecurityError,
     ScriptNotFoundError,
     ToolRestrictionError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.executor import ScriptExecutor
 
 
 def test_record_fields_and_truncation() -> None:
@@ -182,8 +181,12 @@ def test_refusal_records_name_scripts_relative_to_the_skill(make_skill, tmp_path
     with pytest.raises(Exception, match="not allowed"):
         manager.execute_skill_script("rel", "a")
     with pytest.raises(Exception, match="not allowed"):
-        manager.executor.prepare(
-            skill / "scripts" / "a.sh", {}, skill, manager.get_skill("rel").metadata
+        manager.planner.checks.script(
+            manager.settings,
+            skill / "scripts" / "a.sh",
+            {},
+            skill,
+            manager.get_skill("rel").metadata,
         )
     assert [r.script for r in manager.audit.records()] == ["scripts/a.sh", "scripts/a.sh"]
     assert not Path(manager.audit.records()[0].script).is_absolute()
@@ -205,22 +208,26 @@ def test_every_refusal_records_a_duration(make_skill, tmp_path):
         manager.execute_skill_script("locked", "ok")
     with pytest.raises(PathSecurityError):
         manager.execute_skill_script("s", "../../etc/passwd")
-    prepared = manager.prepare_skill_script("s", "ok")
+    plan = manager.plan("s", "ok")
     (tmp_path / "skills" / "s" / "scripts" / "ok.py").write_text("print(2)  # edited\n")
     with pytest.raises(Exception, match="changed"):  # re-checked at run time
-        manager.executor.run(prepared)
+        run_plan(manager, plan)
     refused = refusals(manager)
     assert len(refused) == 4
     assert all(r.duration_ms is not None and r.duration_ms > 0 for r in refused), refused
 
 
 @posix_only
-def test_prepare_command_refusal_records_a_duration(make_skill, tmp_path):
+def test_command_refusal_records_a_duration(make_skill, tmp_path):
     skill = make_skill(tmp_path, "s")
-    executor = ScriptExecutor()
-    meta = SkillManager([tmp_path]).get_skill("s").metadata
-    with pytest.raises(InterpreterNotFoundError):
-        executor.prepare_command(
-            ["python3", "-c", "1"], skill_base_dir=skill, skill_metadata=meta, label="<python -c>"
+    manager = SkillManager([tmp_path])
+    meta = manager.get_skill("s").metadata
+    with pytest.raises(CommandError):
+        manager.planner.checks.command(
+            manager.settings,
+            ["python3", "-c", "1"],
+            skill_base_dir=skill,
+            skill_metadata=meta,
+            label="<python -c>",
         )
-    assert executor.audit.records()[-1].duration_ms > 0
+    assert manager.audit.records()[-1].duration_ms > 0

@@ -291,11 +291,21 @@ def test_several_skills_unavailable_approval(tmp_path, make_skill):
     ]
 
 
-def test_no_approver_for_several_skills_runs_nothing(tmp_path, make_skill):
-    _marked(make_skill, tmp_path, "alpha")
-    _marked(make_skill, tmp_path, "beta", ("b",))
-    xml = build_skill_context(manager_for(tmp_path), ["alpha", "beta"])
-    assert _statuses(xml) == {"alpha": ["approval_unavailable"], "beta": ["approval_unavailable"]}
+def test_no_approver_for_several_skills_runs_them_as_the_person_decided(tmp_path, make_skill):
+    """Building a context is a person's own call (docs/architecture.md, *Who approves*): with
+    no approver anywhere, or approver=None, the caller decided; nothing is asked."""
+    alpha = _marked(make_skill, tmp_path, "alpha")
+    beta = _marked(make_skill, tmp_path, "beta", ("b",))
+    manager = manager_for(tmp_path)
+    xml = build_skill_context(manager, ["alpha", "beta"])
+    assert _statuses(xml) == {"alpha": ["completed"], "beta": ["completed"]}
+    assert (alpha / "ran-a").exists() and (beta / "ran-b").exists()
+    assert {r.outcome for r in manager.audit.records()} == {"completed"}  # no decision asked
+    asked = RecordingApprover()
+    manager.approver = asked
+    xml = build_skill_context(manager, ["alpha", "beta"], approver=None)
+    assert _statuses(xml) == {"alpha": ["completed"], "beta": ["completed"]}
+    assert asked.requests == [], "None: nobody is asked, not even the manager's approver"
 
 
 @pytest.mark.parametrize("decision", [Decision.YES_ONCE, Decision.YES_IN_SESSION])
@@ -527,7 +537,11 @@ def test_reference_links_outside_the_skill_are_named_but_never_read(demo, tmp_pa
     assert refs["references/inner.md"]["content"] == "# Guide\nNothing to run here.\n"
 
 
-def test_without_an_approver_context_scripts_do_not_run(tmp_path, make_skill):
+def test_without_an_approver_context_scripts_run_and_a_models_tool_refuses(tmp_path, make_skill):
+    """No approver anywhere: the person who builds the context decided (its scripts run); a
+    model calling the same skill's script tool is refused (approval_unavailable, audited)."""
+    from skill_magics.core.tools import handle_tool_call
+
     skill_dir = make_skill(
         tmp_path,
         "marked",
@@ -535,11 +549,13 @@ def test_without_an_approver_context_scripts_do_not_run(tmp_path, make_skill):
         body="Run `scripts/mark.py`.\n",
     )
     manager = manager_for(tmp_path)  # no approver anywhere
-    (out,) = parse_skill_context(build_skill_context(manager, "marked"))[0]["scripts"]
-    assert out["status"] == "approval_unavailable"
-    assert "approver=lambda request: 'yes_once'" in out["text"]
+    block = handle_tool_call(manager, "marked__mark", {}, "t1")
+    assert block["is_error"] and "approver=lambda request: 'yes_once'" in block["content"]
     assert not (skill_dir / "ran-mark").exists()
     assert [r.outcome for r in manager.audit.records()] == ["approval_unavailable"]
+    (out,) = parse_skill_context(build_skill_context(manager, "marked"))[0]["scripts"]
+    assert out["status"] == "completed"
+    assert (skill_dir / "ran-mark").exists()
 
 
 def test_deterministic_output(tmp_path, make_skill):

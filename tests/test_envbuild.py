@@ -76,7 +76,7 @@ def test_install_from_pypi_then_the_script_runs(
     assert reqs.python_source == "managed env" and reqs.missing == []
     plan = manager.plan("pep", "table", argv=["data.csv"])
     assert plan.prepared.command[0] == reqs.python
-    result = manager.executor.run(plan.prepared)
+    result = manager.run_planned(plan).script_result()
     assert result.success, result.stderr
     assert "Lyon" in result.stdout and "392" in result.stdout
     # The env sees the kernel's packages (yaml) without installing them.

@@ -1,4 +1,6 @@
-"""ScriptExecutor.prepare/execute: checks, refusals (audited), stdin JSON, argv, env, cwd.
+"""The checks (core/run/checks.py) and the launch through the one call site: refusals
+(audited), stdin JSON, argv, env, cwd. ``executor`` is conftest's Runner: a real manager's
+checks, then its ``run_planned`` (the executor re-checks the file before it spawns).
 
 Also, through a SkillManager, what a run cannot be talked into: script names that look like
 options, a swap or an edit between prepare() and run(), shebangs naming a program that is not
@@ -22,13 +24,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from manager_support import BadRepr, last, manager_for, posix_only, refusals
+from manager_support import BadRepr, Runner, last, manager_for, posix_only, refusals, run_plan
 
 import skill_magics
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.errors import (
     ArgumentSerializationError,
     ArgumentSizeError,
+    CommandError,
     InterpreterNotAllowedError,
     InterpreterNotFoundError,
     PathSecurityError,
@@ -36,9 +39,10 @@ from skill_magics.core.errors import (
     ScriptPermissionError,
     SkillMagicsError,
     ToolRestrictionError,
+    UnknownScriptTypeError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.run.checks import PreparedRun
 from skill_magics.core.run.payload import normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
@@ -52,9 +56,7 @@ ECHO_STDIN_ARGV = (
 # -- stdin JSON, argv, cwd ------------------------------------------------------------------
 
 
-def test_json_arguments_arrive_on_stdin_utf8(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
-) -> None:
+def test_json_arguments_arrive_on_stdin_utf8(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
     )
@@ -77,7 +79,7 @@ def test_json_arguments_arrive_on_stdin_utf8(
     assert rec.arguments.startswith('{"text": "héllo 😀"') and rec.duration_ms > 0
 
 
-def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_cwd_is_the_skill_directory(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
     )
@@ -86,7 +88,7 @@ def test_cwd_is_the_skill_directory(tmp_path: Path, executor: ScriptExecutor, ma
 
 
 def test_argv_is_passed_verbatim_and_never_through_a_shell(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
@@ -100,9 +102,7 @@ def test_argv_is_passed_verbatim_and_never_through_a_shell(
     assert "argv: --name a b" in last(executor).arguments
 
 
-def test_argv_with_arguments_sends_both(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
-) -> None:
+def test_argv_with_arguments_sends_both(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
     )
@@ -111,7 +111,7 @@ def test_argv_with_arguments_sends_both(
 
 
 def test_no_arguments_and_no_argv_sends_an_empty_object(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
@@ -119,7 +119,7 @@ def test_no_arguments_and_no_argv_sends_an_empty_object(
     assert executor.execute("scripts/echo.py", None, base, meta).json()["stdin"] == "{}"
 
 
-def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_bad_argv_is_refused(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
     )
@@ -133,7 +133,7 @@ def test_bad_argv_is_refused(tmp_path: Path, executor: ScriptExecutor, make_skil
 
 
 def test_skill_variables_and_minimal_env(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+    tmp_path: Path, executor: Runner, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
@@ -157,7 +157,7 @@ def test_skill_variables_and_minimal_env(
 
 
 def test_minimal_env_is_exactly_the_base_names_and_locale(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+    tmp_path: Path, executor: Runner, monkeypatch, make_skill
 ) -> None:
     """What the child gets is os.environ filtered by name: BASE_ENV and LC_*, values byte-exact
     (an undecodable value survives the round trip), nothing else, whatever else is set."""
@@ -190,7 +190,7 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 
-def test_skill_version_none_is_empty(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_skill_version_none_is_empty(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
     )
@@ -206,16 +206,14 @@ def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch, make_skill
     )
 
     env = (
-        ScriptExecutor(env_passthrough=["OPENAI_API_KEY"])
-        .execute("scripts/env.py", {}, base, meta)
-        .json()
+        Runner(env_passthrough=["OPENAI_API_KEY"]).execute("scripts/env.py", {}, base, meta).json()
     )
     assert env["OPENAI_API_KEY"] == "sk-secret" and "OPENAI_ORG" not in env
 
-    env = ScriptExecutor(env_passthrough=["OPENAI_*"]).execute("scripts/env.py", {}, base, meta)
+    env = Runner(env_passthrough=["OPENAI_*"]).execute("scripts/env.py", {}, base, meta)
     assert {"OPENAI_API_KEY", "OPENAI_ORG"} <= env.json().keys()
 
-    env = ScriptExecutor(inherit_env=True).execute("scripts/env.py", {}, base, meta).json()
+    env = Runner(inherit_env=True).execute("scripts/env.py", {}, base, meta).json()
     assert env["OPENAI_API_KEY"] == "sk-secret" and env["OTHER_TOKEN"] == "t"
     assert env["SKILL_NAME"] == "demo"  # still set on top
 
@@ -224,7 +222,7 @@ def test_env_passthrough_and_inherit_env(tmp_path: Path, monkeypatch, make_skill
 
 
 def test_python_runs_with_the_kernels_python_not_path_python3(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+    tmp_path: Path, executor: Runner, monkeypatch, make_skill
 ) -> None:
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
@@ -239,9 +237,7 @@ def test_python_runs_with_the_kernels_python_not_path_python3(
     assert executor.execute("scripts/echo.py", {}, base, meta).json()["exe"] == sys.executable
 
 
-def test_python_prefers_the_skills_own_venv(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
-) -> None:
+def test_python_prefers_the_skills_own_venv(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/echo.py": ECHO_STDIN_ARGV}, with_metadata=True
     )
@@ -253,7 +249,7 @@ def test_python_prefers_the_skills_own_venv(
     assert executor.run(prepared).json()["exe"] == str(venv_bin / "python")
 
 
-def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_bash_and_shebang_scripts(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -270,7 +266,7 @@ def test_bash_and_shebang_scripts(tmp_path: Path, executor: ScriptExecutor, make
 
 
 def test_prepared_run_carries_what_the_approval_ui_needs(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/hello.sh": "echo hi\n"}, with_metadata=True
@@ -290,7 +286,7 @@ def test_prepared_run_carries_what_the_approval_ui_needs(
         prepared.timeout = 9
 
 
-def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_interpreter_not_allowed(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -301,14 +297,12 @@ def test_interpreter_not_allowed(tmp_path: Path, executor: ScriptExecutor, make_
         executor.prepare("scripts/x.rb", {}, base, meta)
     rec = last(executor)
     assert rec.outcome == "refused" and rec.reason.startswith("InterpreterNotAllowedError")
-    only_python = ScriptExecutor(allowed_interpreters=["python"])  # alias of python3
+    only_python = Runner(allowed_interpreters=["python"])  # alias of python3
     with pytest.raises(InterpreterNotAllowedError, match="'node'"):
         only_python.prepare("scripts/x.js", {}, base, meta)
 
 
-def test_interpreter_not_found(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
-) -> None:
+def test_interpreter_not_found(tmp_path: Path, executor: Runner, monkeypatch, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -329,7 +323,7 @@ def test_interpreter_not_found(
     )
     assert last(executor).outcome == "refused"
     monkeypatch.undo()
-    custom = ScriptExecutor(allowed_interpreters=["nosuchlang"])
+    custom = Runner(allowed_interpreters=["nosuchlang"])
     with pytest.raises(InterpreterNotFoundError, match="'nosuchlang' not found in PATH"):
         custom.prepare("scripts/odd", {}, base, meta)
 
@@ -343,7 +337,7 @@ def test_interpreter_lookup_cache_follows_path_changes(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", str(bin_dir))
-    executor = ScriptExecutor(allowed_interpreters=["ruby"])
+    executor = Runner(allowed_interpreters=["ruby"])
     with pytest.raises(InterpreterNotFoundError, match="install Ruby"):
         executor.prepare("scripts/x.rb", {}, base, meta)
     ruby = bin_dir / "ruby"  # "installed" after a miss: misses are not cached
@@ -355,16 +349,16 @@ def test_interpreter_lookup_cache_follows_path_changes(
         executor.prepare("scripts/x.rb", {}, base, meta)
 
 
-def test_unknown_file_type(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_unknown_file_type(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"data.txt": "just text\n"}, with_metadata=True
     )
-    with pytest.raises(InterpreterNotFoundError, match="No interpreter known for data.txt"):
+    with pytest.raises(UnknownScriptTypeError, match="No interpreter known for data.txt"):
         executor.prepare("data.txt", {}, base, meta)
 
 
 def test_interpreter_that_cannot_start_is_a_failed_result(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/x.py": "print(1)\n"}, with_metadata=True
@@ -382,7 +376,7 @@ def test_interpreter_that_cannot_start_is_a_failed_result(
 
 @pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", "scripts/../../x"])
 def test_path_escapes_are_refused_and_audited(
-    tmp_path: Path, executor: ScriptExecutor, path: str, make_skill
+    tmp_path: Path, executor: Runner, path: str, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
@@ -395,7 +389,7 @@ def test_path_escapes_are_refused_and_audited(
 
 
 def test_symlinks_pointing_outside_are_refused(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
@@ -411,7 +405,7 @@ def test_symlinks_pointing_outside_are_refused(
         assert last(executor).outcome == "refused"
 
 
-def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_missing_script_and_setuid(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
     )
@@ -440,7 +434,7 @@ def test_missing_script_and_setuid(tmp_path: Path, executor: ScriptExecutor, mak
     ],
 )
 def test_allowed_tools(
-    tmp_path: Path, executor: ScriptExecutor, tools: list[str] | None, allowed: bool, make_skill
+    tmp_path: Path, executor: Runner, tools: list[str] | None, allowed: bool, make_skill
 ) -> None:
     frontmatter = {"name": "demo", "description": "test"}
     if tools is not None:
@@ -474,7 +468,7 @@ def test_allowed_tools(
     ],
 )
 def test_unserializable_arguments(
-    tmp_path: Path, executor: ScriptExecutor, arguments, fragment: str, make_skill
+    tmp_path: Path, executor: Runner, arguments, fragment: str, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
@@ -485,7 +479,7 @@ def test_unserializable_arguments(
     assert last(executor).outcome == "refused"
 
 
-def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_circular_arguments(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
     )
@@ -499,7 +493,7 @@ def test_circular_arguments(tmp_path: Path, executor: ScriptExecutor, make_skill
 
 
 def test_argument_size_counts_bytes_not_characters(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
@@ -514,29 +508,31 @@ def test_argument_size_counts_bytes_not_characters(
 
 
 @pytest.mark.parametrize("bad", [0, 0.5, 601, -1, "10", True])
-def test_timeout_range(tmp_path: Path, executor: ScriptExecutor, bad, make_skill) -> None:
+def test_timeout_range(tmp_path: Path, executor: Runner, bad, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
     )
     with pytest.raises(ValueError, match="timeout"):
         executor.prepare("scripts/ok.sh", {}, base, meta, timeout=bad)
     with pytest.raises(ValueError, match="timeout"):
-        ScriptExecutor(timeout=bad)
+        Runner(timeout=bad)
     assert executor.prepare("scripts/ok.sh", {}, base, meta, timeout=600).timeout == 600
 
 
-def test_constructor_validation() -> None:
+def test_settings_are_checked_when_made() -> None:
+    from skill_magics.core.run.executor import ScriptExecutor
+    from skill_magics.core.run.settings import RunSettings
+
     with pytest.raises(ValueError, match="max_output_size"):
-        ScriptExecutor(max_output_size=-1)
-    assert ScriptExecutor(allowed_interpreters="python bash").allowed_interpreters == {
-        "python3",
-        "bash",
-    }
+        RunSettings(max_output_size=-1)
+    with pytest.raises(ValueError, match="max_output_size"):
+        ScriptExecutor(max_output_size=-1)  # the standalone executor's settings too
+    assert RunSettings(allowed_interpreters="python bash").allowed == {"python3", "bash"}
     assert isinstance(ScriptExecutor().audit, AuditLog)
 
 
 def test_file_changed_after_prepare_is_refused_at_run(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
@@ -548,9 +544,7 @@ def test_file_changed_after_prepare_is_refused_at_run(
     assert last(executor).outcome == "refused"
 
 
-def test_failed_script_result_and_audit(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
-) -> None:
+def test_failed_script_result_and_audit(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -570,7 +564,7 @@ def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool, mak
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/tool": "#!/bin/sh\necho sh\n"}, with_metadata=True
     )
-    executor = ScriptExecutor(use_cache=use_cache)
+    executor = Runner(use_cache=use_cache)
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
     assert executor.prepare("scripts/tool", {}, base, meta).interpreter.interpreter == "sh"
 
@@ -604,14 +598,14 @@ def test_repeated_prepare_sees_every_change(tmp_path: Path, use_cache: bool, mak
     (base / "scripts/tool").unlink()
     (base / "scripts/tool").write_text("#!/bin/sh\necho sh\n")
     executor.prepare("scripts/tool", {}, base, meta)
-    executor.allowed_interpreters = ["python"]  # normalised like the constructor argument
-    assert executor.allowed_interpreters == {"python3"}
+    executor.manager.configure(allowed_interpreters=["python"])  # normalised when set
+    assert executor.settings.allowed == {"python3"}
     with pytest.raises(InterpreterNotAllowedError):
         executor.prepare("scripts/tool", {}, base, meta)
 
 
 def test_prepare_command_runs_code_with_the_same_safety(
-    tmp_path: Path, executor: ScriptExecutor, monkeypatch, make_skill
+    tmp_path: Path, executor: Runner, monkeypatch, make_skill
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     base, meta = make_skill(tmp_path, "demo", with_metadata=True)
@@ -632,7 +626,7 @@ def test_prepare_command_runs_code_with_the_same_safety(
     rec = last(executor)
     assert (rec.script, rec.outcome, rec.arguments) == ("<python -c>", "completed", "print(...)")
 
-    with pytest.raises(InterpreterNotFoundError, match="absolute program path"):
+    with pytest.raises(CommandError, match="absolute program path"):
         executor.prepare_command(
             ["python3", "-c", "1"], skill_base_dir=base, skill_metadata=meta, label="<x>"
         )
@@ -648,7 +642,7 @@ def test_prepare_command_runs_code_with_the_same_safety(
 
 
 def test_runs_write_no_bytecode_into_the_skill(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     """PYTHONDONTWRITEBYTECODE: importing a helper leaves no __pycache__/ in the skill, so
     bytecode that appears there after an approved run is the run's own doing (it revokes a
@@ -689,10 +683,10 @@ def test_leading_dash_script_names_are_never_interpreter_options(make_skill, tmp
     body = "print('ran the file')\n" if name.endswith(".py") else "#!/bin/sh\necho ran the file\n"
     make_skill(tmp_path, "dash", scripts={f"scripts/{name}": body})
     manager = manager_for(tmp_path)
-    prepared = manager.prepare_skill_script("dash", f"scripts/{name}")
-    script_arg = prepared.command[-1]
+    plan = manager.plan("dash", f"scripts/{name}")
+    script_arg = plan.prepared.command[-1]
     assert os.path.isabs(script_arg) and not script_arg.startswith("-")
-    result = manager.executor.run(prepared)
+    result = run_plan(manager, plan)
     assert result.stdout == "ran the file\n", result.stderr
 
 
@@ -716,12 +710,12 @@ def test_run_refuses_script_replaced_by_symlink_after_prepare(make_skill, tmp_pa
     evil.write_text(f"touch {marker}\n")
     skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
     manager = manager_for(tmp_path / "skills")
-    prepared = manager.prepare_skill_script("swap", "a")
+    plan = manager.plan("swap", "a")
     target = skill / "scripts" / "a.sh"
     target.unlink()
     os.symlink(evil, target)
     with pytest.raises(SkillMagicsError):
-        manager.executor.run(prepared)
+        run_plan(manager, plan)
     assert not marker.exists()
     assert len(refusals(manager)) == 1
 
@@ -734,11 +728,11 @@ def test_run_refuses_parent_dir_swapped_for_symlink_after_prepare(make_skill, tm
     (evil_dir / "a.sh").write_text(f"touch {marker}\n")
     skill = make_skill(tmp_path / "skills", "swap", scripts={"scripts/a.sh": "echo a\n"})
     manager = manager_for(tmp_path / "skills")
-    prepared = manager.prepare_skill_script("swap", "a")
+    plan = manager.plan("swap", "a")
     (skill / "scripts").rename(skill / "old")
     os.symlink(evil_dir, skill / "scripts")
     with pytest.raises(PathSecurityError):
-        manager.executor.run(prepared)
+        run_plan(manager, plan)
     assert not marker.exists()
 
 
@@ -746,23 +740,23 @@ def test_run_refuses_parent_dir_swapped_for_symlink_after_prepare(make_skill, tm
 def test_run_refuses_script_edited_after_prepare(make_skill, tmp_path):
     skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo approved\n"})
     manager = manager_for(tmp_path)
-    prepared = manager.prepare_skill_script("edit", "a")
+    plan = manager.plan("edit", "a")
     (skill / "scripts" / "a.sh").write_text("echo something else entirely\n")
     with pytest.raises(SkillMagicsError):
-        manager.executor.run(prepared)
+        run_plan(manager, plan)
 
 
 @posix_only
 def test_run_refuses_same_size_edit_with_restored_mtime(make_skill, tmp_path):
     skill = make_skill(tmp_path, "edit", scripts={"scripts/a.sh": "echo AAAA\n"})
     manager = manager_for(tmp_path)
-    prepared = manager.prepare_skill_script("edit", "a")
+    plan = manager.plan("edit", "a")
     path = skill / "scripts" / "a.sh"
     st = path.stat()
     path.write_text("echo BBBB\n")  # same size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     try:
-        result = manager.executor.run(prepared)
+        result = run_plan(manager, plan)
     except SkillMagicsError:
         return
     assert "BBBB" not in result.stdout
@@ -806,10 +800,10 @@ def test_absolute_shebang_runs_the_allow_listed_program_on_path_with_its_flags(
     fake.chmod(0o755)
     make_skill(tmp_path / "s", "sh", scripts={"scripts/run": f"#!{fake} -e\necho real $0\n"})
     manager = SkillManager([tmp_path / "s"])
-    prepared = manager.prepare_skill_script("sh", "run")
-    assert prepared.command[0] == shutil.which("bash")
-    assert prepared.command[1] == "-e"  # the shebang's flags are kept
-    assert manager.executor.run(prepared).stdout.startswith("real ")
+    plan = manager.plan("sh", "run")
+    assert plan.prepared.command[0] == shutil.which("bash")
+    assert plan.prepared.command[1] == "-e"  # the shebang's flags are kept
+    assert run_plan(manager, plan).stdout.startswith("real ")
 
 
 # -- .ts runs with tsx from PATH, never npx, never the skill's own ----------------------------
@@ -865,7 +859,7 @@ def test_an_interpreter_found_on_path_inside_the_skill_is_refused(ts_skill, monk
     shipped = ts_skill / "node_modules" / ".bin"
     monkeypatch.setenv("PATH", f"{shipped}{os.pathsep}{os.environ['PATH']}")
     manager = SkillManager([ts_skill.parent], allowed_interpreters=["tsx"])
-    with pytest.raises(InterpreterNotFoundError, match="inside the skill"):
+    with pytest.raises(PathSecurityError, match="inside the skill"):
         manager.execute_skill_script("ts", "hello")
 
 
@@ -929,7 +923,7 @@ def test_deeply_nested_arguments_refused_cleanly(make_skill, tmp_path):
         cur["a"] = {}
         cur = cur["a"]
     with pytest.raises(ArgumentSerializationError):
-        manager.prepare_skill_script("deep", "a", deep)
+        manager.plan("deep", "a", deep)
     assert len(refusals(manager)) == 1
 
 
@@ -942,10 +936,10 @@ def test_ten_mib_limit_counts_utf8_bytes_exactly(make_skill, tmp_path):
     # 2-byte characters: one more pushes the payload over the limit by bytes, not chars.
     fits = "é" * ((limit - overhead) // 2) + "a" * ((limit - overhead) % 2)
     assert len(json.dumps({"k": fits}, ensure_ascii=False).encode()) == limit
-    prepared = manager.prepare_skill_script("big", "a", {"k": fits})
-    assert len(prepared.payload) == limit
+    plan = manager.plan("big", "a", {"k": fits})
+    assert len(plan.prepared.payload) == limit
     with pytest.raises(ArgumentSizeError):
-        manager.prepare_skill_script("big", "a", {"k": fits + "é"})
+        manager.plan("big", "a", {"k": fits + "é"})
 
 
 @posix_only
@@ -953,7 +947,7 @@ def test_huge_argv_is_refused_before_spawn(make_skill, tmp_path):
     make_skill(tmp_path, "argv", scripts={"scripts/a.sh": "echo hi\n"})
     manager = manager_for(tmp_path)
     with pytest.raises(ArgumentSizeError):
-        manager.prepare_skill_script("argv", "a", argv=["x" * 300_000])
+        manager.plan("argv", "a", argv=["x" * 300_000])
 
 
 @posix_only
@@ -962,7 +956,7 @@ def test_argv_over_the_total_limit_is_refused_before_spawn_and_audited(make_skil
     manager = SkillManager([tmp_path])
     many = ["y" * 100_000] * (os.sysconf("SC_ARG_MAX") // 100_000 + 2)
     with pytest.raises(ArgumentSizeError, match="stdin"):
-        manager.prepare_skill_script("argv", "a", argv=many)
+        manager.plan("argv", "a", argv=many)
     (record,) = manager.audit.records()
     assert (record.outcome, record.script) == ("refused", "scripts/a.sh")
     # Well under the limits: runs.

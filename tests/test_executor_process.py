@@ -1,5 +1,6 @@
-"""ScriptExecutor.run: process groups, timeouts, signals, output capture, stdin, concurrency,
-cancellation, processes that leave the group (background children, setsid escapees).
+"""The executor's launch, reached through the one call site (conftest's Runner): process
+groups, timeouts, signals, output capture, stdin, concurrency, cancellation, processes that
+leave the group (background children, setsid escapees).
 
 Real processes throughout; timings asserted only where the issue demands, with margin for a
 busy 2-core machine.
@@ -21,11 +22,10 @@ import warnings
 from pathlib import Path
 
 import pytest
-from manager_support import last, manager_for, posix_only
+from manager_support import Runner, last, manager_for, posix_only
 from process_support import assert_group_gone, pid_alive
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.executor import ScriptExecutor
 
 REPO = Path(__file__).resolve().parent.parent
 MiB = 2**20
@@ -39,7 +39,7 @@ def pids_from(text: str) -> list[int]:
 
 
 def test_timeout_kills_the_whole_group_promptly(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     # The background sleep and the foreground sleep both hold stdout/stderr open.
     base, meta = make_skill(
@@ -65,9 +65,7 @@ def test_timeout_kills_the_whole_group_promptly(
     assert (rec.outcome, rec.exit_code) == ("timeout", 124) and rec.reason.startswith("Timeout")
 
 
-def test_timeout_logs_a_warning(
-    tmp_path: Path, executor: ScriptExecutor, caplog, make_skill
-) -> None:
+def test_timeout_logs_a_warning(tmp_path: Path, executor: Runner, caplog, make_skill) -> None:
     base, meta = make_skill(
         tmp_path,
         "demo",
@@ -83,7 +81,7 @@ def test_timeout_logs_a_warning(
 
 
 def test_timeout_sends_sigterm_first_so_scripts_can_clean_up(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     script = "trap 'echo cleaned up; exit 1' TERM\nwhile true; do sleep 0.02; done\n"
     base, meta = make_skill(
@@ -95,7 +93,7 @@ def test_timeout_sends_sigterm_first_so_scripts_can_clean_up(
 
 
 def test_sigterm_ignoring_script_is_killed_after_the_grace(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     script = "trap '' TERM\necho $$\nwhile true; do sleep 0.05; done\n"
     base, meta = make_skill(
@@ -110,7 +108,7 @@ def test_sigterm_ignoring_script_is_killed_after_the_grace(
 
 
 def test_exit_while_background_child_holds_the_pipes(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     script = "echo $$\nsleep 30 &\necho $!\necho started\nexit 0\n"
     base, meta = make_skill(tmp_path, "demo", scripts={"scripts/bg.sh": script}, with_metadata=True)
@@ -125,7 +123,7 @@ def test_exit_while_background_child_holds_the_pipes(
 
 
 def test_real_exit_code_kept_when_background_child_lingers(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/bg.sh": "sleep 30 &\nexit 7\n"}, with_metadata=True
@@ -136,7 +134,7 @@ def test_real_exit_code_kept_when_background_child_lingers(
 
 
 def test_script_that_closes_its_pipes_but_keeps_running_times_out(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path,
@@ -152,9 +150,7 @@ def test_script_that_closes_its_pipes_but_keeps_running_times_out(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL, signal.SIGTERM])
-def test_signals(
-    tmp_path: Path, executor: ScriptExecutor, caplog, sig: signal.Signals, make_skill
-) -> None:
+def test_signals(tmp_path: Path, executor: Runner, caplog, sig: signal.Signals, make_skill) -> None:
     script = f"import os, sys\nprint('before', flush=True)\nos.kill(os.getpid(), {int(sig)})\n"
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/crash.py": script}, with_metadata=True
@@ -267,7 +263,7 @@ def test_truncation_warning_names_skill_script_and_size(tmp_path: Path, caplog, 
         scripts={"scripts/chatty.sh": "head -c 5000 /dev/zero | tr '\\0' a\n"},
         with_metadata=True,
     )
-    executor = ScriptExecutor(max_output_size=1000)
+    executor = Runner(max_output_size=1000)
     with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
         result = executor.execute("scripts/chatty.sh", {}, base, meta)
     assert result.stdout == "a" * 1000 and result.stdout_truncated
@@ -280,7 +276,7 @@ def test_output_exactly_at_the_cap_is_not_truncated(tmp_path: Path, make_skill) 
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/ten.sh": "printf 0123456789\n"}, with_metadata=True
     )
-    result = ScriptExecutor(max_output_size=10).execute("scripts/ten.sh", {}, base, meta)
+    result = Runner(max_output_size=10).execute("scripts/ten.sh", {}, base, meta)
     assert result.stdout == "0123456789" and not result.stdout_truncated
 
 
@@ -289,7 +285,7 @@ def test_cut_inside_a_multibyte_character_keeps_an_exact_prefix(tmp_path: Path, 
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/emoji.py": script}, with_metadata=True
     )
-    result = ScriptExecutor(max_output_size=6).execute("scripts/emoji.py", {}, base, meta)
+    result = Runner(max_output_size=6).execute("scripts/emoji.py", {}, base, meta)
     assert result.stdout == "abcd"  # no U+FFFD for the half character that was cut off
     assert result.stdout_bytes == 9 and result.stdout_truncated
 
@@ -299,7 +295,7 @@ def test_stderr_is_capped_independently(tmp_path: Path, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/err.py": script}, with_metadata=True
     )
-    result = ScriptExecutor(max_output_size=100).execute("scripts/err.py", {}, base, meta)
+    result = Runner(max_output_size=100).execute("scripts/err.py", {}, base, meta)
     assert result.stderr == "e" * 100 and result.stderr_truncated and result.stderr_bytes == 5000
     assert result.stdout == "ok\n" and not result.stdout_truncated
 
@@ -320,7 +316,7 @@ sys.stderr.buffer.write("é".encode()[:1])  # ends inside a character
 
 
 def test_multibyte_split_across_reads_invalid_bytes_and_crlf(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/slow.py": SLOW_BYTES}, with_metadata=True
@@ -340,7 +336,7 @@ def test_multibyte_split_across_reads_invalid_bytes_and_crlf(
 
 
 def test_a_failing_output_callback_does_not_break_the_run(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/hi.sh": "echo hi\necho there\n"}, with_metadata=True
@@ -368,7 +364,7 @@ NINE_MB = {"blob": "x" * (9 * 10**6)}
     ],
 )
 def test_9mb_payload_whatever_the_script_does_with_stdin(
-    tmp_path: Path, executor: ScriptExecutor, script: str, expected: str, make_skill
+    tmp_path: Path, executor: Runner, script: str, expected: str, make_skill
 ) -> None:
     base, meta = make_skill(tmp_path, "demo", scripts={"scripts/s.sh": script}, with_metadata=True)
     result = executor.execute("scripts/s.sh", NINE_MB, base, meta)
@@ -381,7 +377,7 @@ def test_9mb_payload_whatever_the_script_does_with_stdin(
 
 
 def test_20_concurrent_runs_are_independent_and_parallel(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     script = 'read -r line\nsleep 0.5\necho "$line $SKILL_NAME"\n'
     base, meta = make_skill(
@@ -411,7 +407,7 @@ def test_20_concurrent_runs_are_independent_and_parallel(
 HANG = "echo $$\nsleep 30 &\nsleep 30\n"
 
 
-def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_cancel_event_stops_the_group(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(tmp_path, "demo", scripts={"scripts/hang.sh": HANG}, with_metadata=True)
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
@@ -425,7 +421,7 @@ def test_cancel_event_stops_the_group(tmp_path: Path, executor: ScriptExecutor, 
 
 
 def test_keyboard_interrupt_kills_the_group_and_reraises(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path,
@@ -469,7 +465,7 @@ def test_keyboard_interrupt_kills_the_group_and_reraises(
     assert rec.outcome == "interrupted" and "KeyboardInterrupt" in rec.reason
 
 
-def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor, make_skill) -> None:
+def test_run_async_returns_the_result(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/hi.sh": "sleep 0.3\necho hi\n"}, with_metadata=True
     )
@@ -498,7 +494,7 @@ def test_run_async_returns_the_result(tmp_path: Path, executor: ScriptExecutor, 
 
 
 def test_run_async_cancellation_kills_the_group_and_reraises(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(
         tmp_path,
@@ -524,7 +520,7 @@ def test_run_async_cancellation_kills_the_group_and_reraises(
 
 
 def test_run_async_stop_event_returns_the_stopped_result(
-    tmp_path: Path, executor: ScriptExecutor, make_skill
+    tmp_path: Path, executor: Runner, make_skill
 ) -> None:
     base, meta = make_skill(tmp_path, "demo", scripts={"scripts/hang.sh": HANG}, with_metadata=True)
     prepared = executor.prepare("scripts/hang.sh", {}, base, meta)

@@ -21,7 +21,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from manager_support import RecordingApprover, manager_for, outcomes, posix_only, request_for
+from manager_support import (
+    RecordingApprover,
+    manager_for,
+    outcomes,
+    posix_only,
+    request_for,
+    request_of,
+)
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
@@ -35,7 +42,15 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.fingerprint import MAX_HASHED_BYTES, skill_fingerprint
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import Answer, Decision, combine_requests, decides_alone
+from skill_magics.core.run.approval import (
+    MANAGER_APPROVER,
+    Answer,
+    Caller,
+    Decision,
+    combine_requests,
+    decides_alone,
+)
+from skill_magics.core.run.gate import choose_approver
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.status import AuditOutcome, RunStatus
 
@@ -63,6 +78,14 @@ def manager(tmp_path, make_skill):
 
 def _request(manager, name="one"):
     return manager.plan(name, "a").request
+
+
+def ask(manager, request, approver=MANAGER_APPROVER):
+    """The gate's answer to a person's own call, as the Python API gives it: the decision
+    (None: nobody asked), or the refusal raised."""
+    verdict = manager.gate.decide(request, choose_approver(approver, manager.approver, "person"))
+    verdict.raise_if_blocked()
+    return verdict.decision
 
 
 def _outcomes(manager):
@@ -198,11 +221,29 @@ def test_combined_no_declines_all_and_remembers_nothing(manager):
     ]
 
 
-def test_for_agent_refuses_without_any_approver(manager):
-    approver = manager.gate.for_agent(None, None)
+def test_a_model_call_without_any_approver_is_refused(manager):
+    approver = choose_approver(None, None, Caller.MODEL)
     verdict = manager.gate.decide(_request(manager), approver)
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
     assert "No approver is configured" in verdict.message
+
+
+def test_the_approver_rule(manager):
+    """docs/architecture.md, *Who approves*: the default is the manager's approver; None is
+    "I decided: run" for a person's own call and a refusal for a call a model made."""
+    mine = RecordingApprover()
+    for caller in Caller:
+        assert choose_approver(mine, None, caller) is mine
+        assert choose_approver(MANAGER_APPROVER, mine, caller) is mine
+    assert choose_approver(None, mine, Caller.PERSON) is None
+    assert choose_approver(MANAGER_APPROVER, None, Caller.PERSON) is None
+    for refused in (
+        choose_approver(None, mine, Caller.MODEL),
+        choose_approver(MANAGER_APPROVER, None, "model"),
+    ):
+        with pytest.raises(ApprovalUnavailable, match="No approver is configured"):
+            refused(_request(manager))
+    assert repr(MANAGER_APPROVER) == "MANAGER_APPROVER"
 
 
 def test_store_is_thread_safe():
@@ -345,13 +386,13 @@ def test_ask_approval_audits_declines_for_every_script_then_raises(tmp_path, mak
     )
     manager = SkillManager([tmp_path])
     skill = manager.get_skill("two")
-    request = manager.approval_request("two", skill.scripts, {"k": 1}, argv=["--v"])
-    assert manager.ask_approval(request, None) is None, "None: the caller decided"
+    request = request_of(manager, "two", skill.scripts, {"k": 1}, argv=["--v"])
+    assert ask(manager, request, None) is None, "None: the caller decided"
     assert manager.audit.records() == []
     with pytest.raises(ApprovalDeclined):
-        manager.ask_approval(request, RecordingApprover("no"))
+        ask(manager, request, RecordingApprover("no"))
     with pytest.raises(ApprovalUnavailable):
-        manager.ask_approval(request, RecordingApprover(error=ApprovalUnavailable("nobody there")))
+        ask(manager, request, RecordingApprover(error=ApprovalUnavailable("nobody there")))
     records = manager.audit.records()
     assert [(r.script, r.outcome) for r in records] == [
         ("scripts/a.py", "declined"),
@@ -362,8 +403,8 @@ def test_ask_approval_audits_declines_for_every_script_then_raises(tmp_path, mak
     assert records[0].arguments == '{"k": 1} argv: --v'
     assert records[-1].reason == "ApprovalUnavailable: nobody there"
     manager.approver = RecordingApprover("yes_in_session")
-    assert manager.ask_approval(request) is Decision.YES_IN_SESSION
-    assert manager.ask_approval(request, RecordingApprover("no")) is Decision.YES_IN_SESSION, (
+    assert ask(manager, request) is Decision.YES_IN_SESSION
+    assert ask(manager, request, RecordingApprover("no")) is Decision.YES_IN_SESSION, (
         "a stored Yes in session for the same scripts counts"
     )
 
@@ -586,18 +627,18 @@ def test_data_written_meanwhile_keeps_the_request_current_code_does_not(manager,
 
 
 def test_a_code_request_built_through_the_manager_is_current(manager):
-    request = manager.approval_request("one", [], None, code="print(1)")
-    assert manager.request_is_current(request)
-    assert manager.ask_approval(request, lambda r: "yes_in_session") is Decision.YES_IN_SESSION
-    again = manager.approval_request("one", [], None, code="print(1)")
-    assert manager.ask_approval(again, lambda r: "no") is Decision.YES_IN_SESSION  # covered
-    other = manager.approval_request("one", [], None, code="print(2)")
+    request = request_of(manager, "one", [], None, code="print(1)")
+    assert manager.gate.is_current(request)
+    assert ask(manager, request, lambda r: "yes_in_session") is Decision.YES_IN_SESSION
+    again = request_of(manager, "one", [], None, code="print(1)")
+    assert ask(manager, again, lambda r: "no") is Decision.YES_IN_SESSION  # covered
+    other = request_of(manager, "one", [], None, code="print(2)")
     with pytest.raises(ApprovalDeclined):
-        manager.ask_approval(other, lambda r: "no")  # other code is asked about
+        ask(manager, other, lambda r: "no")  # other code is asked about
 
 
 def test_a_stale_approval_is_a_permission_error(manager, tmp_path):
     request = _request(manager)
     (tmp_path / "one/scripts/a.py").write_text("print('other')\n")
     with pytest.raises(PermissionError):
-        manager.ask_approval(request, lambda r: "yes_once")
+        ask(manager, request, lambda r: "yes_once")

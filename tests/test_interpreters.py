@@ -11,7 +11,6 @@ from skill_magics.core.interpreters import (
     canonical,
     interpreter_for,
     parse_shebang,
-    python_for_skill,
     skill_venv_python,
 )
 
@@ -75,8 +74,10 @@ def test_canonical_names():
     assert canonical("/bin/bash") == "bash"
 
 
-def test_python_for_skill_prefers_the_skills_venv(tmp_path):
-    assert python_for_skill(tmp_path) == sys.executable
+def test_the_skills_venv_python_is_chosen_first(tmp_path):
+    from skill_magics.core.envdirs import choose_python
+
+    assert choose_python(tmp_path)[0] == sys.executable
     venv_python = tmp_path / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
     venv_python.write_text("")
@@ -85,7 +86,7 @@ def test_python_for_skill_prefers_the_skills_venv(tmp_path):
     win.parent.mkdir(parents=True)
     win.write_text("")
     assert skill_venv_python(tmp_path / "w") == win
-    assert Path(python_for_skill(tmp_path)) == venv_python
+    assert Path(choose_python(tmp_path)[0]) == venv_python
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ c.SkillMagics.allowed_interpreters = ["python3", "bash"]
 
 CODE = """\
 m = get_ipython().magics_manager.registry["SkillMagics"]
-print("config", m.timeout, m.max_display_chars, m.auto_approve, m.manager.executor.timeout)
+print("config", m.timeout, m.max_display_chars, m.auto_approve, m.manager.settings.timeout)
 r = get_ipython().run_cell_magic("skillrun", "csv-profiler.profile", '{"path": "data/sample.csv"}')
 print("status", r.status, len(r.stdout) > 123)
 print(get_ipython().display_formatter.format(r)[0]["text/plain"])  # what IPython shows

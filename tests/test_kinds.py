@@ -100,7 +100,7 @@ def test_module_script_runs_with_python_m_from_the_skill_root(manager: SkillMana
     assert command[1:] == ("-m", "scripts.run_eval", "SKILL.md")
     assert plan.request.scripts[0].command == command  # the panel shows the exact command
     assert plan.request.scripts[0].cwd == str(skill.base_dir.resolve())
-    out = manager.executor.run(plan.prepared).json()
+    out = manager.run_planned(plan).script_result().json()
     assert out["first"] == "---" and out["name"] == "__main__"
     assert out["spec"] == "scripts.run_eval" and out["cwd"] == str(skill.base_dir.resolve())
 
@@ -119,7 +119,7 @@ def test_module_script_from_the_workspace_cannot_be_shadowed(
     plan = manager.plan("creator", "run_eval", argv=["notes.md"])  # default: workspace
     assert plan.prepared.command[1:4] == ("-P", "-m", "scripts.run_eval")
     assert plan.request.scripts[0].cwd == str(work.resolve())
-    result = manager.executor.run(plan.prepared)
+    result = manager.run_planned(plan).script_result()
     assert result.success, result.stderr
     out = result.json()
     assert out["first"] == "hello from the workspace"

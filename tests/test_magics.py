@@ -527,7 +527,7 @@ def test_config_traits_apply(shell):
     shell.run_cell("%config SkillMagics.timeout = 7")
     m = magics(shell)
     assert m.timeout == 7 and m.manager.timeout == 7
-    assert m.manager.executor.timeout == 7
+    assert m.manager.settings.timeout == 7
 
 
 @pytest.mark.parametrize("value", ["0", "1e6", "-3"])
@@ -559,19 +559,25 @@ def test_bad_config_values_are_refused_when_set(shell, caplog, setting, message)
     assert run(shell, "%%skillrun echo-skill.echo\n{}").status == "completed"  # still usable
 
 
-def test_config_changes_rebuild_the_executor_keep_state(shell, tmp_path, make_skill):
-    """Every setting reaches the live manager (executor rebuilt); approvals and history stay."""
+def test_config_changes_reach_the_live_manager_and_keep_state(shell, tmp_path, make_skill):
+    """Every setting reaches the live manager's settings (read at the next run, nothing
+    rebuilt); approvals and history stay."""
+    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.notebook.magics.skills import RUN_SETTINGS
+
+    assert RUN_SETTINGS == RunSettings.names(), "the traits that are run settings, same names"
     m = magics(shell)
     m.manager.approvals.approve("echo-skill", "abc")
-    audit = m.manager.audit
+    audit, executor = m.manager.audit, m.manager.executor
     shell.run_cell("%config SkillMagics.allowed_interpreters = ['python3']")
-    assert m.manager.executor.allowed_interpreters == frozenset({"python3"})
+    assert m.manager.settings.allowed == frozenset({"python3"})
     shell.run_cell("%config SkillMagics.env_passthrough = ['MY_TOKEN']")
-    assert m.manager.executor.env_passthrough == ("MY_TOKEN",)
+    assert m.manager.settings.env_passthrough == ("MY_TOKEN",)
     shell.run_cell("%config SkillMagics.inherit_env = True")
-    assert m.manager.executor.inherit_env is True
+    assert m.manager.settings.inherit_env is True
     shell.run_cell("%config SkillMagics.max_output_size = 1234")
-    assert m.manager.executor.max_output_size == 1234
+    assert m.manager.settings.max_output_size == 1234
+    assert m.manager.executor is executor
     other = tmp_path / "more"
     write_echo_skill(make_skill, other, "second-skill")
     shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(other)!r}]")

@@ -15,7 +15,16 @@ import threading
 from pathlib import Path
 
 import pytest
-from manager_support import BadRepr, RecordingApprover, manager_for, outcomes, posix_only, refusals
+from manager_support import (
+    BadRepr,
+    RecordingApprover,
+    manager_for,
+    outcomes,
+    posix_only,
+    refusals,
+    request_of,
+    run_plan,
+)
 
 from skill_magics.core.errors import (
     AmbiguousScriptError,
@@ -162,8 +171,8 @@ def test_lookup_failures_are_audited_as_refused(tmp_path, make_skill, skill, scr
 def test_approval_request_contents(example_manager):
     skill = example_manager.get_skill("csv-profiler")
     meta = skill.find_script("profile")
-    request = example_manager.approval_request(
-        "csv-profiler", [meta], {"path": "data/sample.csv"}, argv=["--top", 3]
+    request = request_of(
+        example_manager, "csv-profiler", [meta], {"path": "data/sample.csv"}, argv=["--top", 3]
     )
     assert request.skill_name == "csv-profiler"
     (item,) = request.scripts
@@ -199,27 +208,28 @@ def test_approval_request_sees_the_arguments_passed(example_manager):
     assert [s.path for s in request.scripts] == ["scripts/convert.py"]
 
 
-def test_prepare_runs_nothing(example_manager, tmp_path):
+def test_a_plan_runs_nothing(example_manager, tmp_path):
     marker = tmp_path / "marker"
-    prepared = example_manager.prepare_skill_script(
-        "demo-behaviours", "scripts/touch_marker.py", {"path": str(marker)}
-    )
+    plan = example_manager.plan("demo-behaviours", "scripts/touch_marker.py", {"path": str(marker)})
+    prepared = plan.prepared
     assert prepared.script_rel == Path("scripts/touch_marker.py")
     assert json.loads(prepared.payload) == {"path": str(marker)}
     assert not marker.exists()
-    result = example_manager.executor.run(prepared)
+    result = run_plan(example_manager, plan)
     assert result.success and marker.exists()
 
 
-def test_manager_settings_reach_the_executor(tmp_path):
+def test_manager_settings_reach_the_run(make_skill, tmp_path):
+    make_skill(tmp_path, "s", scripts={"scripts/ok.py": "print('ok')\n"})
     manager = SkillManager(
         [tmp_path], timeout=12, max_output_size=1234, allowed_interpreters=["python3"]
     )
-    executor = manager.executor
-    assert (executor.timeout, executor.max_output_size) == (12, 1234)
-    assert executor.allowed_interpreters == frozenset({"python3"})
-    assert executor.audit is manager.audit
-    assert manager.executor is executor
+    settings = manager.settings
+    assert (settings.timeout, settings.max_output_size) == (12, 1234)
+    assert settings.allowed == frozenset({"python3"})
+    prepared = manager.plan("s", "ok").prepared
+    assert (prepared.timeout, prepared.max_output_size) == (12, 1234)
+    assert manager.executor.audit is manager.audit
 
 
 def test_audit_log_file(examples_dir, tmp_path):
@@ -250,29 +260,30 @@ def test_concurrent_runs_are_independent(example_manager):
     assert results == {i: i * 100.0 for i in range(8)}
 
 
-def test_changing_settings_rebuilds_the_executor(tmp_path):
+def test_changed_settings_count_from_the_next_run_and_nothing_is_rebuilt(tmp_path, make_skill):
+    make_skill(tmp_path, "s", scripts={"scripts/ok.py": "print('ok')\n"})
     manager = SkillManager([tmp_path], audit_log=tmp_path / "a.jsonl")
-    first = manager.executor
+    executor, planner = manager.executor, manager.planner
     manager.timeout = 5
-    second = manager.executor
-    assert second is not first and second.timeout == 5
+    assert manager.settings.timeout == 5 and manager.plan("s", "ok").prepared.timeout == 5
     manager.env_passthrough = "OPENAI_API_KEY, HF_TOKEN"
-    assert manager.executor.env_passthrough == ("OPENAI_API_KEY", "HF_TOKEN")
+    assert manager.settings.env_passthrough == ("OPENAI_API_KEY", "HF_TOKEN")
     manager.inherit_env = True
-    assert manager.executor.inherit_env is True
-    manager.max_output_size = 99
-    assert manager.executor.max_output_size == 99
+    assert manager.settings.inherit_env is True
+    manager.configure(max_output_size=99)
+    assert manager.max_output_size == 99 and manager.plan("s", "ok").prepared.max_output_size == 99
     audit = manager.audit
     manager.audit_log = tmp_path / "b.jsonl"
     assert manager.audit is audit and audit.jsonl_path == tmp_path / "b.jsonl"
-    assert manager.executor.audit is audit  # one history across rebuilds
+    assert manager.executor is executor and manager.planner is planner  # nothing rebuilt
+    assert manager.executor.audit is audit  # one history
 
 
 def test_allowed_interpreters_as_string_and_typescript_detection(tmp_path, make_skill):
     make_skill(tmp_path, "ts", scripts={"scripts/build.ts": "// Build.\n", "scripts/a.py": ""})
     manager = SkillManager([tmp_path], allowed_interpreters="python3, bash")
     assert manager.allowed_interpreters == ("python3", "bash")
-    assert manager.executor.allowed_interpreters == frozenset({"python3", "bash"})
+    assert manager.settings.allowed == frozenset({"python3", "bash"})
     assert [s.name for s in manager.get_skill("ts").scripts] == ["a"]
     manager.allowed_interpreters = ["python3", "tsx"]
     assert [s.name for s in manager.get_skill("ts").scripts] == ["a", "build"]
@@ -316,7 +327,7 @@ def test_manager_passes_arguments_through_to_the_executor(tmp_path, make_skill):
     assert neither.stdout.strip() == "'{}' []"
     both = manager.execute_skill_script("stdin", "report", {"a": 1}, argv=["x"])
     assert both.stdout.strip() == "'{\"a\": 1}' ['x']"
-    prepared = manager.prepare_skill_script("stdin", "report", argv=[])
+    prepared = manager.plan("stdin", "report", argv=[]).prepared
     assert prepared.payload is None, "argv=[] is still argv mode: empty stdin"
 
 
@@ -379,11 +390,11 @@ def test_good_argv_items_reach_the_script_verbatim(argv_manager, tmp_path):
 @posix_only
 def test_approval_request_normalises_argv_like_the_executor(argv_manager, tmp_path):
     _, meta = argv_manager.resolve_script("s", "argv")
-    request = argv_manager.approval_request("s", [meta], None, [1, tmp_path / "p"])
+    request = request_of(argv_manager, "s", [meta], None, [1, tmp_path / "p"])
     assert request.argv == ("1", str(tmp_path / "p"))
     assert request.scripts[0].command[-2:] == ("1", str(tmp_path / "p"))
     with pytest.raises(ArgumentSerializationError):
-        argv_manager.approval_request("s", [meta], None, "--input data.csv")
+        request_of(argv_manager, "s", [meta], None, "--input data.csv")
 
 
 @posix_only
@@ -437,7 +448,7 @@ def test_approval_request_names_the_program_that_really_runs(make_skill, tmp_pat
     )
     recorder = RecordingApprover()
     manager = manager_for(tmp_path, allowed_interpreters=["python3"], approver=recorder)
-    prepared = manager.prepare_skill_script("venvy", "ok")
+    prepared = manager.plan("venvy", "ok").prepared
     result = manager.execute_skill_script("venvy", "ok")
     assert result.stdout == "PWNED-by-venv\n"  # what really ran
     assert prepared.program in repr(recorder.requests[-1])
@@ -448,7 +459,7 @@ def test_preview_of_a_huge_script_is_capped_but_counts_everything(make_skill, tm
     line = "# " + "x" * 97 + "\n"  # 100 bytes
     make_skill(tmp_path, "huge", scripts={"scripts/h.py": line * 5000})  # 500 KB
     manager = SkillManager([tmp_path])
-    (item,) = manager.approval_request("huge", [manager.get_skill("huge").find_script("h")]).scripts
+    (item,) = request_of(manager, "huge", [manager.get_skill("huge").find_script("h")]).scripts
     assert (item.lines, item.size) == (5000, 500_000)
     assert len(item.preview) <= 200_000 and item.preview.endswith("\n")
 

@@ -23,7 +23,8 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.paths import recheck, resolve_script
-from skill_magics.core.run.executor import ScriptExecutor
+from skill_magics.core.run.checks import RunChecks
+from skill_magics.core.run.settings import RunSettings
 
 
 @pytest.fixture
@@ -217,7 +218,7 @@ def test_lexical_escape_refused_before_spawn_and_audited_once(make_skill, tmp_pa
 
 
 @posix_only
-def test_absolute_and_symlink_escapes_refused_by_the_executor(make_skill, tmp_path):
+def test_absolute_and_symlink_escapes_refused_by_the_checks(make_skill, tmp_path):
     marker = tmp_path / "ran"
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -227,7 +228,7 @@ def test_absolute_and_symlink_escapes_refused_by_the_executor(make_skill, tmp_pa
     os.symlink(outside, skill / "scripts" / "linkdir")
     meta = manager_for(tmp_path / "skills").get_skill("esc").metadata
     audit = AuditLog()
-    ex = ScriptExecutor(audit=audit)
+    checks, settings = RunChecks(audit), RunSettings(run_cwd="skill")
     for path in (
         str(outside / "evil.sh"),
         "/etc/passwd",
@@ -236,7 +237,7 @@ def test_absolute_and_symlink_escapes_refused_by_the_executor(make_skill, tmp_pa
         str(skill / "scripts" / "link.sh"),
     ):
         with pytest.raises(PathSecurityError):
-            ex.prepare(path, {}, skill, meta)
+            checks.script(settings, path, {}, skill, meta)
     assert not marker.exists()
     assert len(refusals(audit)) == 5
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from manager_support import run_plan
 from sandbox_support import require_bwrap
 
 from skill_magics.core.errors import SandboxUnavailableError
@@ -297,10 +298,10 @@ def test_exit_codes_signals_output_caps_and_stop_are_unchanged(box) -> None:
     big = manager.execute_skill_script("s", "big")
     assert big.stdout_truncated and len(big.stdout) == 1000 and big.stdout_bytes == 100000
     # Stop (the cancel event) ends the run the way it does without the sandbox.
-    prepared = manager.prepare_skill_script("s", "slow")
+    plan = manager.plan("s", "slow")
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    stopped = manager.executor.run(prepared, cancel=cancel)
+    stopped = run_plan(manager, plan, cancel=cancel)
     assert (stopped.exit_code, stopped.signal) == (-15, "SIGTERM")
     assert "begin" in stopped.stdout
 
@@ -311,13 +312,13 @@ def test_keyboard_interrupt_kills_the_sandboxed_group(box) -> None:
     marker = f"sandbox-int-{os.getpid()}-{time.monotonic_ns()}"
     box.skill("i", {"scripts/i.sh": f"exec -a {marker} sleep 300\n"})
     manager = box.manager()
-    prepared = manager.prepare_skill_script("i", "i")
+    plan = manager.plan("i", "i")
     # A background job of a non-interactive shell inherits SIGINT ignored: install Python's.
     old = sig.signal(sig.SIGINT, sig.default_int_handler)
     try:
         threading.Timer(0.5, os.kill, (os.getpid(), sig.SIGINT)).start()
         with pytest.raises(KeyboardInterrupt):
-            manager.executor.run(prepared)
+            run_plan(manager, plan)
     finally:
         sig.signal(sig.SIGINT, old)
     assert _wait_gone(marker) == []
@@ -409,7 +410,7 @@ def test_explicit_mode_refuses_and_auto_runs_unsandboxed_with_a_note(
     assert not (box.elsewhere / "out.txt").exists()  # nothing started
     assert manager.audit.records()[-1].outcome == AuditOutcome.REFUSED
     # auto: runs, unsandboxed, and says so (in the result, the audit and the log).
-    with caplog.at_level("WARNING", logger="skill_magics.executor"):
+    with caplog.at_level("WARNING", logger="skill_magics.checks"):
         res = manager.execute_skill_script("w", "w", argv=[str(box.elsewhere)], sandbox="auto")
     assert (box.elsewhere / "out.txt").exists()
     assert res.sandbox["mode"] == "off" and res.sandbox["note"].startswith("not sandboxed: ")

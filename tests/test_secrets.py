@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from manager_support import run_plan
 
 from skill_magics.core.errors import SecretMissingError
 from skill_magics.core.manager import SkillManager
@@ -97,8 +98,8 @@ def test_secret_reaches_only_the_declaring_skill_and_never_shows(
     manager.provide_secret("owner", "API_KEY", VALUE)
     assert manager.secret_status("owner") == {"API_KEY": True}
     streamed: list[str] = []
-    prepared = manager.prepare_skill_script("owner", "echo", {"note": f"arg {VALUE}"})
-    res = manager.executor.run(prepared, on_output=lambda _s, text: streamed.append(text))
+    plan = manager.plan("owner", "echo", {"note": f"arg {VALUE}"})
+    res = run_plan(manager, plan, on_output=lambda _s, text: streamed.append(text))
     assert res.exit_code == 0
     # The value arrived (its hash matches) and is masked wherever it was printed.
     assert hashlib.sha256(VALUE.encode()).hexdigest() in res.stdout
@@ -116,9 +117,9 @@ def test_secret_reaches_only_the_declaring_skill_and_never_shows(
 
 def test_missing_secret_refuses_before_the_run(skills: Path) -> None:
     manager = SkillManager([skills])
-    prepared = manager.prepare_skill_script("owner", "echo")
+    plan = manager.plan("owner", "echo")
     with pytest.raises(SecretMissingError) as err:
-        manager.executor.run(prepared)
+        run_plan(manager, plan)
     assert "\n" not in str(err.value)
     assert "manager.provide_secret('owner', 'API_KEY', value)" in str(err.value)
     outcomes = [r.outcome for r in manager.audit.records()]

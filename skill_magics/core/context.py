@@ -41,9 +41,10 @@ outside the skill (a symlink to ``~/.aws/credentials``) are listed as
 ``<file path=".." error="outside the skill"/>`` and never read, in both ``list`` and
 ``content`` modes.
 
-Scripts run only with an approver (``approver=`` or ``manager.approver``): the model's
-context, not a Python caller, decides what runs. Without one, each referenced script gets
-``status="approval_unavailable"`` with the fix in its text; nothing runs (audited).
+Who approves the scripts (docs/architecture.md, *Who approves*): ``approver=`` or, by
+default, ``manager.approver``; building a context is a person's own call, so with
+``approver=None`` (or no approver anywhere) the caller decided: the scripts run unasked. A
+model never builds a context with scripts: its tools give the envelope with none run.
 
 Several names give ``<skill_contexts>`` wrapping one ``<skill_context>`` per skill (so the
 whole string is still one XML document); one name gives a single ``<skill_context>`` root.
@@ -73,10 +74,10 @@ from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillN
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.prompt_catalog import skills_catalog
-from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.gate import Verdict
-from skill_magics.core.run.plan import ReferencePlan
+from skill_magics.core.run.pipeline import RunOutcome
+from skill_magics.core.run.plan import PlanGroup, ReferencePlan
 from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag
 
@@ -116,7 +117,7 @@ def build_skill_context(
     run_scripts: bool = True,
     arguments: Any = None,
     include_references: RefsMode = "list",
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     max_output_chars: int | None = MAX_OUTPUT_CHARS,
     cancel: threading.Event | None = None,
@@ -139,9 +140,8 @@ def build_skill_context(
     changed since the request runs nothing (``status="refused"``).
     ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
     script, or a mapping of relative path -> list) is passed verbatim; flags written in
-    SKILL.md are never executed. ``approver=None`` uses ``manager.approver``; with neither,
-    no script runs: each gets ``status="approval_unavailable"`` and a message naming the fix
-    (e.g. ``approver=lambda request: "yes_once"`` to run them unattended).
+    SKILL.md are never executed. ``approver`` defaults to ``manager.approver``; None: nobody
+    is asked (you decided, *Who approves*).
     ``max_output_chars`` caps each script stream in the prompt (None: no cap); a cut stream is
     named in ``truncated`` and its full length given in ``stdout_chars``/``stderr_chars``.
     Setting ``cancel`` (from another thread) kills the running script's process group and
@@ -158,17 +158,13 @@ def build_skill_context(
     wanted = [names] if isinstance(names, str) else list(dict.fromkeys(names))
     if not wanted:
         raise ValueError("build_skill_context needs at least one skill name")
-    if run_scripts:
-        # The model's context, not a Python caller's explicit choice of script: with no
-        # approver anywhere, scripts are not run (status approval_unavailable, audited).
-        approver = manager.gate.for_agent(approver, manager.approver)
     loaded = [_load(manager, name) for name in wanted]
     plans: dict[int, ReferencePlan] = {}
     if run_scripts:
         for i, item in enumerate(loaded):
             if isinstance(item, tuple):
                 plans[i] = _plan(manager, item[0], item[2], arguments, argv)
-    verdicts = _decide(manager, list(plans.values()), approver)
+    ran = _run(manager, list(plans.values()), approver, cancel)
     parts = []
     for i, item in enumerate(loaded):
         if isinstance(item, str):  # not found / unreadable
@@ -176,7 +172,7 @@ def build_skill_context(
             continue
         skill, instructions, refs, linked = item
         if i in plans:
-            outcomes = _run_planned(manager, plans[i], verdicts.get(id(plans[i])), cancel)
+            outcomes = _outcomes(plans[i], ran.get(id(plans[i])))
         else:
             outcomes = [
                 ScriptOutcome(r.path, RunStatus.ERROR, message=r.error)
@@ -220,19 +216,18 @@ def run_referenced_scripts(
     *,
     arguments: Any = None,
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     cancel: threading.Event | None = None,
 ) -> list[ScriptOutcome]:
     """Check every referenced script, ask once for all runnable ones, run them in order.
 
-    ``approver=None`` uses ``manager.approver``; with neither nothing runs (see
-    :func:`build_skill_context`). A reference that escapes the skill is audited as refused.
-    ``cancel`` set: the running script's group is killed and the rest do not start.
+    ``approver`` as in :func:`build_skill_context`. A reference that escapes the skill is
+    audited as refused. ``cancel`` set: the running script's group is killed and the rest do
+    not start.
     """
-    approver = manager.gate.for_agent(approver, manager.approver)
     plan = _plan(manager, skill, refs, arguments, argv)
-    verdicts = _decide(manager, [plan], approver)
-    return _run_planned(manager, plan, verdicts.get(id(plan)), cancel)
+    ran = _run(manager, [plan], approver, cancel)
+    return _outcomes(plan, ran.get(id(plan)))
 
 
 def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:
@@ -382,6 +377,7 @@ def _plan(
 ) -> ReferencePlan:
     """Step 1 for one skill: every reference checked, one request for those that may run."""
     return manager.planner.plan_references(
+        manager.settings,
         skill,
         refs,
         arguments,
@@ -390,51 +386,37 @@ def _plan(
     )
 
 
-def _decide(
-    manager: SkillManager, plans: Sequence[ReferencePlan], approver: Approver | None
-) -> dict[int, Verdict]:
-    """Step 2: ONE question for every skill that needs a person (the gate decides)."""
-    asked = [plan for plan in plans if plan.plan is not None]
-    verdicts = manager.gate.decide_each([p.plan.request for p in asked if p.plan], approver)
-    return {id(plan): verdict for plan, verdict in zip(asked, verdicts, strict=True)}
-
-
-def _run_planned(
+def _run(
     manager: SkillManager,
-    plan: ReferencePlan,
-    verdict: Verdict | None,
+    plans: Sequence[ReferencePlan],
+    approver: ApproverArg,
     cancel: threading.Event | None,
-) -> list[ScriptOutcome]:
-    """Step 3: run an approved skill's scripts in reference order; outcomes for every ref."""
+) -> dict[int, RunOutcome]:
+    """Steps 2 and 3 through the one call site: ONE question for every skill that needs a
+    person, then each allowed skill's scripts in reference order."""
+    runnable = [plan for plan in plans if plan.plan is not None]
+    if not runnable:
+        return {}
+    group = PlanGroup(tuple(p.plan for p in runnable if p.plan is not None))
+    outcome = manager.run_planned(group, approver, cancel=cancel)
+    return {id(plan): part for plan, part in zip(runnable, outcome.parts, strict=True)}
+
+
+def _outcomes(plan: ReferencePlan, ran: RunOutcome | None) -> list[ScriptOutcome]:
+    """One outcome per reference, in reference order: problems found while planning, the
+    gate's answer for the rest, or how each ran."""
     outcomes = {
         path: ScriptOutcome(path, status, message=message)
         for path, (status, message) in plan.problems.items()
     }
-    planned = plan.plan
-    if planned is not None and verdict is None:  # fail closed: nothing decided, nothing runs
-        verdict = Verdict(RunStatus.REFUSED, "No approval decision was made; nothing ran")
-    if planned is not None and verdict is not None and verdict.allowed:
-        # Other skills' scripts may have run since the decision: still the approved files?
-        verdict = manager.gate.check_current(planned.request)
-    blocked = None if verdict is None or verdict.allowed else verdict
-    runs = planned.runs if planned is not None else ()
-    for path, prepared in zip(plan.paths, runs, strict=True):
-        if blocked is None and cancel is not None and cancel.is_set():
-            blocked = Verdict(
-                RunStatus.INTERRUPTED, "Interrupted before this script started; nothing ran"
-            )
-        if blocked is not None:
-            assert blocked.status is not None
-            outcomes[path] = ScriptOutcome(path, blocked.status, message=blocked.message)
-            continue
-        try:
-            result = manager.executor.run(prepared, cancel=cancel)
-        except SkillMagicsError as exc:
-            outcomes[path] = ScriptOutcome(path, RunStatus.REFUSED, message=str(exc))
-            continue
-        stopped = cancel is not None and cancel.is_set()
-        ended = RunStatus.INTERRUPTED if stopped else result.status
-        outcomes[path] = ScriptOutcome(path, ended, result=result)
+    if ran is not None and not ran.allowed:
+        status, message = ran.verdict.status, ran.verdict.message
+        assert status is not None
+        for path in plan.paths:
+            outcomes[path] = ScriptOutcome(path, status, message=message)
+    elif ran is not None:
+        for path, launch in zip(plan.paths, ran.launches, strict=True):
+            outcomes[path] = ScriptOutcome(path, launch.status, launch.result, launch.message)
     return [outcomes[ref.path] for ref in plan.refs]
 
 

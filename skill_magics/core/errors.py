@@ -130,6 +130,21 @@ class EnvironmentBuildError(SkillMagicsError, RuntimeError):
     """Building a skill's managed environment failed; nothing half-built is used."""
 
 
+class UnknownScriptTypeError(SkillMagicsError, ValueError):
+    """A file to run is no script: neither its extension nor a shebang names an
+    interpreter."""
+
+
+class ModuleScriptError(SkillMagicsError, ValueError):
+    """A script cannot run as ``python -m module`` as asked: the module does not name the
+    checked file, or the Python that would run it lacks ``-P`` (3.11+) for another cwd."""
+
+
+class CommandError(SkillMagicsError, ValueError):
+    """A command that is not a script file (``python -c`` code) is malformed: it must start
+    with an absolute program path."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -154,4 +169,7 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "UnknownScriptTypeError",
+    "ModuleScriptError",
+    "CommandError",
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,12 +123,6 @@ def skill_venv_python(skill_base_dir: Path) -> Path | None:
     return None
 
 
-def python_for_skill(skill_base_dir: Path) -> str:
-    """The skill's venv Python if it has one, else the kernel's own interpreter."""
-    venv = skill_venv_python(skill_base_dir)
-    return str(venv) if venv is not None else sys.executable
-
-
 __all__ = [
     "EXTENSIONS",
     "DEFAULT_ALLOWED",
@@ -139,5 +132,4 @@ __all__ = [
     "read_first_line",
     "interpreter_for",
     "skill_venv_python",
-    "python_for_skill",
 ]

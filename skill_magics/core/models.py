@@ -9,6 +9,8 @@ from typing import Any
 
 from skill_magics.core.status import RunStatus
 
+TIMEOUT_EXIT_CODE = 124  # a run stopped at its time limit (what coreutils `timeout` returns)
+
 
 @dataclass
 class SkillMetadata:
@@ -48,14 +50,11 @@ class ScriptMetadata:
     # file), e.g. "scripts.run_eval" for a script doing ``from scripts.utils import ...``.
     module: str = ""
 
-    @property
-    def is_entry(self) -> bool:
-        return self.kind == "entry"
-
 
 @dataclass
 class ScriptExecutionResult:
-    """One run of a script: ``exit_code`` is ``-signum`` on a signal, 124 on timeout."""
+    """One run of a script: ``exit_code`` is ``-signum`` on a signal, TIMEOUT_EXIT_CODE (124)
+    on timeout."""
 
     stdout: str
     stderr: str
@@ -97,4 +96,4 @@ class ScriptExecutionResult:
         return json.loads(self.stdout)
 
 
-__all__ = ["SkillMetadata", "ScriptMetadata", "ScriptExecutionResult"]
+__all__ = ["SkillMetadata", "ScriptMetadata", "ScriptExecutionResult", "TIMEOUT_EXIT_CODE"]

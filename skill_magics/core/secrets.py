@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skill_magics.core.errors import SecretMissingError
+from skill_magics.core.namelist import name_list
 
 REDACTED = "****"
 MIN_SECRET_CHARS = 4  # shorter values would redact ordinary text ("a", "1") everywhere
@@ -64,7 +65,7 @@ def _is_allowed(name: str) -> bool:
 
 def _words(value: Any) -> list[str]:
     if isinstance(value, str):
-        return value.replace(",", " ").split()
+        return list(name_list(value))
     if isinstance(value, Mapping):
         return [str(k) for k in value]
     if isinstance(value, (list, tuple)):
@@ -134,6 +135,18 @@ class SecretStore:
         with self._lock:
             self._values[(skill, name)] = value
             self._pattern = None
+
+    def provide_declared(self, skill: str, declared: Iterable[str], name: str, value: str) -> None:
+        """:meth:`provide`, for a ``name`` the skill declares (``declared``); ValueError
+        naming the declared ones (and how to declare it) otherwise."""
+        declared = tuple(declared)
+        if name not in declared:
+            shown = ", ".join(declared) or "none"
+            raise ValueError(
+                f"Skill '{skill}' does not declare secret {name!r} (declared: {shown}): add "
+                f'it to its SKILL.md as metadata: {{secrets: "{name}"}} or use env_passthrough'
+            )
+        self.provide(skill, name, value)
 
     def forget(self, skill: str | None = None, name: str | None = None) -> int:
         """Drop values (all, a skill's, or one); returns how many were dropped."""

@@ -1,14 +1,17 @@
 """Run Python code inside a skill's own virtual environment (``%%skillpy``).
 
 ``<skill>/venv`` or ``<skill>/.venv`` (POSIX or Windows layout) provides the interpreter; the
-code runs as ``<venv python> -c CODE`` with the skill folder as cwd, through the same
-executor as scripts (process group, timeout kill, capped capture, minimal env, audit) and
-after approval (the request carries the code so the person sees exactly what runs).
+code runs as ``<venv python> -c CODE`` with the skill folder as cwd: planned
+(``Planner.plan_code``: the checks of any command) and run through the one call site
+(``manager.run_planned``): approval first (the request carries the code so the person sees
+exactly what runs), then the same executor as scripts (process group, timeout kill, capped
+capture, minimal env, audit). A person's own call: ``approver=None`` runs it unasked
+(docs/architecture.md, *Who approves*).
 
 Result: the skillpy dict ``{skill_name, stdout, stderr, returncode, timed_out}`` plus
 ``error`` when something went wrong; errors before running are ``{"error": ...}`` (with
 ``skill_name`` when the name was valid) and, for approval, ``outcome``.
-On timeout ``returncode`` is -1 (the executor itself reports 124).
+On timeout ``returncode`` is 124 (``TIMEOUT_EXIT_CODE``, as for every run).
 
 Example:
     >>> run_python_in_skill(manager, "calculator", "print(2 + 2)")["stdout"]
@@ -26,9 +29,11 @@ from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.interpreters import skill_venv_python
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
-from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.executor import PreparedRun
+from skill_magics.core.run.pipeline import RunOutcome
+from skill_magics.core.run.plan import PlannedRun
+from skill_magics.core.run.settings import DEFAULT_TIMEOUT
 
 LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
 
@@ -47,18 +52,14 @@ def venv_python(skill_base_dir: Path) -> Path | None:
     return skill_venv_python(skill_base_dir)
 
 
-def prepare_python(
+def plan_python(
     manager: SkillManager,
     skill_name: str,
     code: str,
     *,
     timeout: float | None = None,
-    approver: Approver | None = None,
-) -> tuple[PreparedRun | None, dict[str, Any] | None]:
-    """Plan and gate a run of ``code``: ``(prepared, None)`` or ``(None, error dict)``.
-
-    ``approver=None`` uses ``manager.approver`` (None there too: nobody is asked).
-    """
+) -> tuple[PlannedRun | None, dict[str, Any] | None]:
+    """Step 1 for ``code``: ``(plan, None)``, or ``(None, error dict)`` when it cannot run."""
     problem = invalid_name_error(skill_name)
     if problem:
         return None, {"error": problem}
@@ -80,15 +81,10 @@ def prepare_python(
     if not isinstance(code, str):
         return None, {"error": f"Code must be a str, got {type(code).__name__}"}
     try:
-        plan = manager.planner.plan_code(skill, python, code, timeout=timeout)
+        plan = manager.planner.plan_code(manager.settings, skill, python, code, timeout=timeout)
     except (SkillMagicsError, ValueError) as exc:
         return None, {"skill_name": skill_name, "error": str(exc)}
-    chosen = manager.approver if approver is None else approver
-    verdict = manager.gate.decide(plan.request, chosen)
-    if not verdict.allowed:
-        outcome = str(verdict.status)
-        return None, {"skill_name": skill_name, "error": verdict.message, "outcome": outcome}
-    return plan.prepared, None
+    return plan, None
 
 
 def run_python_in_skill(
@@ -97,14 +93,15 @@ def run_python_in_skill(
     code: str,
     *,
     timeout: float | None = None,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
 ) -> dict[str, Any]:
     """Run ``code`` with the skill's venv Python; the skillpy result dict (never raises for
-    skill-level problems; KeyboardInterrupt still kills the process and propagates)."""
-    prepared, error = prepare_python(manager, skill_name, code, timeout=timeout, approver=approver)
-    if prepared is None:
+    skill-level problems; KeyboardInterrupt still kills the process and propagates).
+    ``approver`` defaults to ``manager.approver``; None: nobody is asked (you decided)."""
+    plan, error = plan_python(manager, skill_name, code, timeout=timeout)
+    if plan is None:
         return error or {}
-    return result_dict(skill_name, manager.executor.run(prepared), timeout, manager)
+    return outcome_dict(skill_name, manager.run_planned(plan, approver), timeout, manager)
 
 
 async def run_python_in_skill_async(
@@ -113,10 +110,10 @@ async def run_python_in_skill_async(
     code: str,
     *,
     timeout: float | None = None,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Awaitable form: approval in a worker thread, the process awaited in slices.
+    """Awaitable form: planning and approval in worker threads, the process awaited.
 
     Cancelling the awaiting task (a kernel interrupt) sets ``cancel``: the process group is
     killed and the cancellation re-raised. An approver that watches the same ``cancel``
@@ -124,14 +121,24 @@ async def run_python_in_skill_async(
     """
     if cancel is None:
         cancel = threading.Event()
-    prepared, error = await await_in_thread(
-        lambda: prepare_python(manager, skill_name, code, timeout=timeout, approver=approver),
-        cancel,
+    plan, error = await await_in_thread(
+        lambda: plan_python(manager, skill_name, code, timeout=timeout), cancel
     )
-    if prepared is None:
+    if plan is None:
         return error or {}
-    result = await manager.executor.run_async(prepared, cancel=cancel)
-    return result_dict(skill_name, result, timeout, manager)
+    outcome = await manager.run_planned_async(plan, approver, cancel=cancel)
+    return outcome_dict(skill_name, outcome, timeout, manager)
+
+
+def outcome_dict(
+    skill_name: str, outcome: RunOutcome, timeout: float | None, manager: SkillManager
+) -> dict[str, Any]:
+    """The skillpy result dict from the call site's outcome (a refusal at launch raises,
+    as a refusal of the checks would in any other run)."""
+    if not outcome.allowed:
+        status = str(outcome.status)
+        return {"skill_name": skill_name, "error": outcome.message, "outcome": status}
+    return result_dict(skill_name, outcome.script_result(), timeout, manager)
 
 
 def result_dict(
@@ -145,11 +152,11 @@ def result_dict(
         "skill_name": skill_name,
         "stdout": result.stdout,
         "stderr": result.stderr,
-        "returncode": -1 if result.timeout else result.exit_code,
+        "returncode": result.exit_code,  # TIMEOUT_EXIT_CODE (124) on timeout
         "timed_out": bool(result.timeout),
     }
     if result.timeout:
-        limit = timeout if timeout is not None else getattr(manager, "timeout", 30)
+        limit = timeout if timeout is not None else getattr(manager, "timeout", DEFAULT_TIMEOUT)
         out["error"] = f"Script execution exceeded timeout of {_seconds(limit)} seconds"
     elif result.signal:
         out["error"] = f"Python was killed by {result.signal}"
@@ -164,7 +171,8 @@ __all__ = [
     "LABEL",
     "invalid_name_error",
     "venv_python",
-    "prepare_python",
+    "plan_python",
+    "outcome_dict",
     "run_python_in_skill",
     "run_python_in_skill_async",
     "result_dict",

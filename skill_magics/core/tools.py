@@ -15,10 +15,11 @@ script whose name cannot be mapped never hides the skill's other tools.
 
 Script tools take a free-form JSON object: it is sent to the script as JSON on stdin; the
 optional ``argv`` key (list of strings) is passed as command-line arguments instead of being
-sent. Every call goes through approval: the ``approver`` given, else ``manager.approver``;
-with neither, a script tool call is refused (``is_error``, audited ``approval_unavailable``)
-because the model, not the Python caller, chose the script. Pass e.g.
-``approver=lambda request: "yes_once"`` to let an agent run scripts unattended. A result
+sent. Every call goes through approval (docs/architecture.md, *Who approves*): the
+``approver`` given, else ``manager.approver``; with neither (or ``approver=None``), a script
+tool call is refused (``is_error``, audited ``approval_unavailable``) because the model, not
+a person, chose the script. Pass e.g. ``approver=lambda request: "yes_once"`` to let an agent
+run scripts unattended. A result
 longer than ``max_result_chars`` (default 100,000, like the context's per-stream cap) is cut,
 with a note saying how many characters were left out.
 
@@ -45,9 +46,9 @@ from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
 from skill_magics.core.prompt_catalog import opted_out
-from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.executor import PreparedRun
+from skill_magics.core.run.plan import PlannedRun
 
 ToolFormat = Literal["anthropic", "openai"]
 ACTIVATION_TOOL = "activate_skill"
@@ -262,21 +263,22 @@ def handle_tool_call(
     input: Any,
     tool_use_id: str,
     *,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
-    with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``;
-    with neither the script does not run (is_error, audited as approval_unavailable).
-    A script's stdout (or stderr) beyond ``max_result_chars`` is cut with a note saying so
-    (None: no cap).
+    with ``is_error: True`` so the model can react. ``approver`` defaults to
+    ``manager.approver``; None (or no approver at all) refuses: the script does not run
+    (is_error, audited as approval_unavailable). A script's stdout (or stderr) beyond
+    ``max_result_chars`` is cut with a note saying so (None: no cap).
     """
     try:
-        content, prepared = _approved_call(manager, name, input, approver)
-        if prepared is None:
+        content, plan = _plan_call(manager, name, input)
+        if plan is None:
             return tool_result(tool_use_id, content)
-        result = manager.executor.run(prepared)
+        outcome = manager.run_planned(plan, approver, caller=Caller.MODEL)
+        result = outcome.script_result()
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
@@ -288,36 +290,37 @@ async def handle_tool_call_async(
     input: Any,
     tool_use_id: str,
     *,
-    approver: Approver | None = None,
+    approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> dict[str, Any]:
     """Like :func:`handle_tool_call`, awaiting the script so the event loop keeps running.
 
     Everything before the run (tool lookup, checks, the approval request with its previews
-    and the skill's fingerprint, the approver) happens in a worker thread. Cancelling the
-    task kills the script's process group (``ScriptExecutor.run_async``).
+    and the skill's fingerprint, the approver) happens in worker threads. Cancelling the
+    task kills the script's process group.
     """
     try:
         cancel = threading.Event()
-        # join=False: a caller's approver may not watch ``cancel`` (a person deciding, or one
-        # that asks through this very loop); nothing has started yet, so do not block the loop
-        # waiting for it. The abandoned answer is never run.
-        content, prepared = await await_in_thread(
-            lambda: _approved_call(manager, name, input, approver), cancel, join=False
+        # join=False: nothing has started yet, and a caller's approver may not watch
+        # ``cancel`` (a person deciding, or one that asks through this very loop): do not
+        # block the loop waiting for it. The abandoned answer is never run.
+        content, plan = await await_in_thread(
+            lambda: _plan_call(manager, name, input), cancel, join=False
         )
-        if prepared is None:
+        if plan is None:
             return tool_result(tool_use_id, content)
-        result = await manager.executor.run_async(prepared, cancel=cancel)
+        outcome = await manager.run_planned_async(
+            plan, approver, caller=Caller.MODEL, cancel=cancel, join_approval=False
+        )
+        result = outcome.script_result()
     except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
 
 
-def _approved_call(
-    manager: SkillManager, name: str, input: Any, approver: Approver | None
-) -> tuple[str, PreparedRun | None]:
-    """(prompt content, None) for a prompt tool, else ("", the approved, checked run).
-    Blocking: the async path runs it in a worker thread, off the event loop."""
+def _plan_call(manager: SkillManager, name: str, input: Any) -> tuple[str, PlannedRun | None]:
+    """(prompt content, None) for a prompt or activation tool, else ("", the planned run).
+    Blocking (file scans, checks): the async path runs it in a worker thread."""
     spec = find_tool(manager, name)
     if spec.kind == "activation":
         return activate(manager, spec, input), None
@@ -325,9 +328,7 @@ def _approved_call(
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
     assert spec.script is not None  # script tools always name their script
-    chosen = manager.gate.for_agent(approver, manager.approver)
-    prepared = manager.approved_run(spec.skill, spec.script, arguments, argv=argv, approver=chosen)
-    return "", prepared
+    return "", manager.plan(spec.skill, spec.script, arguments, argv=argv)
 
 
 def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:

@@ -103,10 +103,6 @@ class Requirements:
         """Required (not optional) packages that are not installed, in order."""
         return [p for p in self.packages if not p.installed and not p.optional]
 
-    @property
-    def missing_optional(self) -> list[str]:
-        return [p.name for p in self.packages if not p.installed and p.optional]
-
     def missing_for(self, script: str) -> list[str]:
         """What one script (relative path) lacks."""
         return [p.name for p in self.missing_packages if script in p.scripts] + [

@@ -138,11 +138,6 @@ class Skill:
         self._kinds = (key, classified)
         return classified
 
-    @property
-    def entry_scripts(self) -> list[ScriptMetadata]:
-        """Scripts meant to be run (``kind == "entry"``): the ones that become tools."""
-        return [s for s in self.scripts if s.kind == "entry"]
-
     def current_metadata(self) -> SkillMetadata:
         """The metadata as SKILL.md says now (re-read when the file changed since last look).
 

@@ -193,6 +193,31 @@ class Answer:
 Approver = Callable[[ApprovalRequest], "Decision | str | Answer"]
 
 
+class Caller(str, enum.Enum):
+    """Who made a call that may run something; decides what ``approver=None`` means
+    (docs/architecture.md, *Who approves*)."""
+
+    PERSON = "person"  # a person's own call: the Python API, %%skillrun, %skill_context, %%skillpy
+    MODEL = "model"  # a call a model made: tools, LangChain, an agent loop
+
+
+class _ManagerApprover:
+    """The type of :data:`MANAGER_APPROVER`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MANAGER_APPROVER"
+
+    def __reduce__(self) -> str:
+        return "MANAGER_APPROVER"  # one object, also after pickling
+
+
+# The default of every ``approver=`` parameter: "the manager's approver" (``manager.approver``).
+MANAGER_APPROVER = _ManagerApprover()
+ApproverArg = Approver | None | _ManagerApprover
+
+
 def combine_requests(parts: Sequence[ApprovalRequest]) -> ApprovalRequest:
     """One request deciding for several skills; a single request is returned unchanged.
 
@@ -312,6 +337,9 @@ __all__ = [
     "ScriptToApprove",
     "ApprovalRequest",
     "Approver",
+    "ApproverArg",
+    "Caller",
+    "MANAGER_APPROVER",
     "scripts_content_hash",
     "code_approval_hash",
     "install_approval_hash",

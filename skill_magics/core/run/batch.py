@@ -4,9 +4,9 @@ docs/architecture.md, *Batch runs*. A batch is one plan with N items (:class:`Ba
 the script is checked and the request (with ``batch`` = item count and the first items) goes
 through the gate ONCE. Then :class:`BatchRunner` runs the items:
 
-- every item is prepared like a single run (``Planner.check_script`` over
-  ``ScriptExecutor.prepare``: every check, refusals audited) and run by the same executor
-  (process group, timeout, capped output, minimal environment);
+- every item is checked like a single run (``Planner.check_script`` over the checks in
+  checks.py, with the batch's run settings: every check, refusals audited) and launched by
+  the same executor (process group, timeout, capped output, minimal environment);
 - concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
   ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
   items is in flight (4 x slots, at least 16; 64 on Dask), so 10,000 inputs never become
@@ -24,7 +24,6 @@ arrival (core/run/ship.py), so workers need not share the caller's filesystem.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import threading
@@ -36,7 +35,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from skill_magics.core.audit import AuditLog, AuditRecord
-from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.errors import BatchInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
 from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
@@ -44,6 +42,7 @@ from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner
+from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.status import AuditOutcome, RunStatus
 
 logger = logging.getLogger("skill_magics.batch")
@@ -98,11 +97,12 @@ class BatchPlan:
     request: ApprovalRequest
     items: Sequence[Any]
     mode: str
+    settings: RunSettings  # what every item is checked with, here and on workers
     timeout: float | None = None
     columns: tuple[str, ...] = ()
     rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
-    sandbox: str | None = None  # each item's sandbox mode (None: the executor's setting)
-    cwd: Any = None  # each item's working directory (None: the executor's run_cwd)
+    sandbox: str | None = None  # each item's sandbox mode (None: settings.sandbox)
+    cwd: Any = None  # each item's working directory (None: settings.run_cwd)
 
     @property
     def skill_name(self) -> str:
@@ -233,10 +233,16 @@ class _Shipped:
         self.name = name
         self.dask: Any = None
         plan = runner.plan
-        skill = runner.catalog.get_skill(plan.skill_name)
+        skill = runner.planner.catalog.get_skill(plan.skill_name)
         approved = plan.request.content_hash if runner.approved else None
         bundle = ship.SkillBundle.pack(skill.base_dir, skill.name, approved)
-        settings = ship.ExecutorSettings.of(runner.executor)
+        # Workers get the batch's settings as they are, with the network grants given so far.
+        granted = runner.executor.grants.names()
+        settings = plan.settings
+        if granted:
+            settings = settings.updated(
+                sandbox_network=tuple(dict.fromkeys((*settings.sandbox_network, *granted)))
+            )
         self.signal: Any
         from skill_magics.core.run.dask_backend import DaskCancel, DaskSubmitter, is_dask_client
 
@@ -351,10 +357,9 @@ class BatchRunner:
         self,
         plan: BatchPlan,
         *,
-        catalog: SkillCatalog,
+        planner: Planner,
         gate: ApprovalGate,
         executor: ScriptExecutor,
-        audit: AuditLog,
         approved: bool,
         max_workers: int | None = None,
         pool: Any = None,
@@ -366,18 +371,16 @@ class BatchRunner:
         if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
             raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
         self.plan = plan
-        self.catalog = catalog
         self.gate = gate
         self.approved = approved
         self.batch_id = uuid.uuid4().hex[:12]
-        self.audit = BatchAudit(audit, self.batch_id)
-        self.target_audit = audit
-        # The executor every item uses: the manager's (same settings, checks and caches),
-        # writing to the batch's bounded audit; session approvals are kept once per batch.
-        self.executor = copy.copy(executor)
-        self.executor.audit = self.audit
-        self.executor.on_run = None
-        self.planner = Planner(catalog, lambda: self.executor, lambda: self.audit)
+        self.target_audit = executor.audit
+        self.audit = BatchAudit(self.target_audit, self.batch_id)
+        # The planner and executor every item uses: the manager's (same checks and caches),
+        # writing to the batch's bounded audit. Session approvals are kept once per batch,
+        # by the call site around the whole run (pipeline.py).
+        self.executor = executor.with_audit(self.audit)
+        self.planner = planner.with_audit(self.audit)
         self.max_workers = max_workers
         self.pool = pool
         self.stop_on_error = stop_on_error
@@ -417,9 +420,6 @@ class BatchRunner:
 
     def run(self) -> BatchResult:
         backend, owned = self._backend()
-        finish = None
-        if self.approved:
-            finish = self.gate.keep_session_approval(self.plan.plan.prepared)
         window = backend.window
         self._low_water = window // 2
         n = len(self.items)
@@ -446,8 +446,6 @@ class BatchRunner:
                 owned.shutdown(wait=True, cancel_futures=True)
             if isinstance(backend, _Shipped):
                 backend.close()
-            if finish is not None:
-                finish()
         if self.cancel.is_set() and not self.stopped:
             self.stopped = "cancelled"  # Stop pressed; everything ended before _drain looked
         result = self._result(backend)
@@ -591,6 +589,7 @@ class BatchRunner:
                 return item
             try:
                 _, prepared = self.planner.check_script(
+                    self.plan.settings,
                     self.plan.skill_name,
                     self.plan.script,
                     args,

@@ -89,7 +89,7 @@ def choose_installer(installer: str | None = None) -> tuple[str, str | None]:
     return (UV, uv) if uv is not None else (PIP, None)
 
 
-def planned_commands(
+def install_commands(
     env_dir: Path, packages: Sequence[str], installer: str, uv: str | None
 ) -> list[tuple[str, ...]]:
     """The commands a build runs, in order (the approval panel shows the install one)."""
@@ -170,7 +170,7 @@ def build_env(
         env_dir = new_env_dir(home, packages)
     if env_dir.exists():
         raise EnvironmentBuildError(f"{env_dir} exists already: build into a new folder")
-    commands = planned_commands(env_dir, packages, tool, uv)
+    commands = install_commands(env_dir, packages, tool, uv)
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     done = False
     try:
@@ -299,7 +299,7 @@ __all__ = [
     "PIP",
     "find_uv",
     "choose_installer",
-    "planned_commands",
+    "install_commands",
     "kernel_site_folders",
     "current_env",
     "new_env_dir",

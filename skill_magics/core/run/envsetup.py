@@ -1,13 +1,18 @@
-"""Prepare a skill's managed environment: plan the install, pass it through the gate, build
-it, audit it (docs/architecture.md, *Real skills*).
+"""A skill's managed environment as a plan: what to install (step 1) and the install itself
+(step 3), with the gate between them at the one call site (docs/architecture.md, *Real
+skills*).
 
-An install runs code from the package index, so it is one more plan through the gate: the
-request carries ``InstallInfo`` (the exact packages, the target folder, the install command)
-and no scripts; "No" installs nothing; the decision and the install are audited (under the
-script label ``<install>``); the installer's output streams to ``on_output``.
+An install runs code from the package index, so it is one more plan through the gate:
+:func:`plan_install` gives an :class:`InstallPlan` whose request carries ``InstallInfo`` (the
+exact packages, the target folder, the install command) and no scripts, or an
+:class:`EnvReport` when there is nothing to install. The call site (pipeline.py) asks the gate
+and, when allowed, calls :func:`install`; "No" installs nothing; the decision and the install
+are audited (under the script label ``<install>``); the installer's output streams to
+``on_output``.
 
 Example:
-    >>> report = prepare_env(skill, reqs, gate, audit, approver=None)
+    >>> plan = plan_install(skill, reqs)
+    >>> report = manager.run_planned(plan, approver=None).env
     >>> report.status, report.packages
     ('built', ('tabulate>=0.9',))
 """
@@ -31,11 +36,9 @@ from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
     ApprovalRequest,
-    Approver,
     InstallInfo,
     install_approval_hash,
 )
-from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.status import AuditOutcome
 
 BUILT = "built"
@@ -62,6 +65,20 @@ class EnvReport:
         return self.message
 
 
+@dataclass(frozen=True)
+class InstallPlan:
+    """Step 1 of an install: the packages the kernel lacks, the fresh folder they go into,
+    the installer, and the request the gate decides on (nothing is installed yet)."""
+
+    skill: Skill
+    requirements: Requirements
+    packages: tuple[str, ...]
+    home: Path  # the skill's managed-environment folder (envdirs.skill_env_home)
+    env_dir: Path  # the new env-<key>-<id> folder the build fills
+    installer: str
+    request: ApprovalRequest
+
+
 def install_request(
     skill: Skill, packages: tuple[str, ...], env_dir: Path, command: tuple[str, ...]
 ) -> ApprovalRequest:
@@ -77,23 +94,18 @@ def install_request(
     )
 
 
-def prepare_env(
+def plan_install(
     skill: Skill,
     requirements: Requirements,
-    gate: ApprovalGate,
-    audit: AuditLog,
-    approver: Approver | None,
     *,
     rebuild: bool = False,
     installer: str | None = None,
-    on_output: Callable[[str, str], object] | None = None,
-    cancel: threading.Event | None = None,
-) -> EnvReport:
-    """Build (after approval) the environment with what ``requirements`` lacks.
+) -> InstallPlan | EnvReport:
+    """What an install of what ``requirements`` lacks would do, or the report when nothing
+    needs installing (the skill's own venv, nothing missing, already up to date).
 
     ``requirements`` must be checked against the kernel's Python (the env sees its packages,
-    so only what the kernel lacks is installed). Raises ApprovalDeclined / ApprovalUnavailable
-    (nothing installed) or EnvironmentBuildError (nothing half-built kept).
+    so only what the kernel lacks is installed).
     """
     name = skill.name
     own = skill_venv_python(skill.base_dir)
@@ -131,20 +143,35 @@ def prepare_env(
         )
     tool, uv = envbuild.choose_installer(installer)
     env_dir = envbuild.new_env_dir(home, packages)
-    commands = envbuild.planned_commands(env_dir, packages, tool, uv)
+    commands = envbuild.install_commands(env_dir, packages, tool, uv)
     request = install_request(skill, packages, env_dir, commands[-1])
-    gate.decide(request, approver).raise_if_blocked()
+    return InstallPlan(skill, requirements, packages, home, env_dir, tool, request)
+
+
+def install(
+    plan: InstallPlan,
+    audit: AuditLog,
+    *,
+    on_output: Callable[[str, str], object] | None = None,
+    cancel: threading.Event | None = None,
+) -> EnvReport:
+    """Step 3 of an approved install: build the environment, audit the outcome.
+
+    Raises EnvironmentBuildError (nothing half-built kept); an interrupt is audited and
+    re-raised.
+    """
+    name, packages = plan.skill.name, plan.packages
     started = time.monotonic()
     preview = " ".join(packages)
     try:
         built = envbuild.build_env(
-            home,
+            plan.home,
             packages,
             skill=name,
-            installer=tool,
+            installer=plan.installer,
             on_output=on_output,
             cancel=cancel,
-            env_dir=env_dir,
+            env_dir=plan.env_dir,
         )
     except EnvironmentBuildError as exc:
         audit.event(
@@ -185,7 +212,7 @@ def prepare_env(
         built.duration_s,
         message=f"Built the environment of {name!r} with {built.installer} in "
         f"{built.duration_s:.1f} s: {', '.join(packages)} at {built.path}; its Python scripts "
-        "now run with it" + _programs_note(requirements),
+        "now run with it" + _programs_note(plan.requirements),
     )
 
 
@@ -196,4 +223,13 @@ def _programs_note(requirements: Requirements) -> str:
     return f" (programs still missing, install them yourself: {', '.join(missing)})"
 
 
-__all__ = ["EnvReport", "prepare_env", "install_request", "BUILT", "UP_TO_DATE", "NOTHING"]
+__all__ = [
+    "EnvReport",
+    "InstallPlan",
+    "plan_install",
+    "install",
+    "install_request",
+    "BUILT",
+    "UP_TO_DATE",
+    "NOTHING",
+]

@@ -1,7 +1,8 @@
 """The approval gate: the one place that answers "may this run?".
 
-Every capability plans a run (plan.py), passes its request through this gate, then executes
-(executor.py). See docs/architecture.md for the pipeline. The gate owns:
+Every capability plans a run (plan.py) and hands the plan to the one call site
+(pipeline.py: ``run_planned``), which passes its request through this gate and, when allowed,
+launches it (executor.py). See docs/architecture.md for the pipeline. The gate owns:
 
 - asking: :meth:`ApprovalGate.decide` calls the approver (a person behind a panel, a
   terminal prompt, configuration, an agent's policy) unless a "Yes in session" still covers
@@ -10,9 +11,10 @@ Every capability plans a run (plan.py), passes its request through this gate, th
 - staleness: an approval is for the files the request showed; when they changed before the
   run starts, the run is refused (:meth:`check_current`);
 - session approvals bound to fingerprints (``store``), and whether one survives a run that
-  wrote files into the skill (:meth:`keep_session_approval`, the executor's ``on_run`` hook);
+  wrote files into the skill (:meth:`keep_session_approval`, around every launch);
 - the audit of every decision: approved, declined, unavailable, interrupted, stale, lapsed;
-- the policy for runs a *model* asked for (:meth:`for_agent`): someone must approve.
+- who approves (:func:`choose_approver`): the one rule for ``approver=`` arguments, where a
+  run a *model* asked for never runs unasked.
 
 A decision comes back as a :class:`Verdict`; nothing here runs a process.
 
@@ -41,9 +43,12 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
+    MANAGER_APPROVER,
     Answer,
     ApprovalRequest,
     Approver,
+    ApproverArg,
+    Caller,
     Decision,
     code_approval_hash,
     coerce_decision,
@@ -55,14 +60,14 @@ from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.status import AuditOutcome, RunStatus
 
 if TYPE_CHECKING:
-    from skill_magics.core.run.executor import PreparedRun
+    from skill_magics.core.run.checks import PreparedRun
 
 SESSION = "session approval"  # who decided when a stored "Yes in session" covered the request
 BY_APPROVER = "approver"  # who decided when an approver returned a bare Decision
 
 NO_APPROVER_MESSAGE = (
     "No approver is configured, so a script the model chose was not run: pass approver=... "
-    "to the tool call, tools or context (or set manager.approver), e.g. "
+    "to the tool call or tools (or set manager.approver), e.g. "
     "approver=lambda request: 'yes_once' to let the agent run scripts unattended"
 )
 
@@ -100,17 +105,13 @@ ALLOWED = Verdict()
 class ApprovalGate:
     """Decides whether runs may start; see the module docstring for what it owns.
 
-    ``audit`` returns the AuditLog (called on use: the manager creates it lazily).
+    ``audit`` is where every decision is recorded (the manager's AuditLog).
     """
 
-    def __init__(self, catalog: SkillCatalog, audit: Callable[[], AuditLog]) -> None:
+    def __init__(self, catalog: SkillCatalog, audit: AuditLog) -> None:
         self.catalog = catalog
-        self._audit = audit
+        self.audit = audit
         self.store = ApprovalStore()
-
-    @property
-    def audit(self) -> AuditLog:
-        return self._audit()
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -153,6 +154,8 @@ class ApprovalGate:
         being asked; the rest share one combined request. "Yes in session" then approves
         each skill at its own fingerprint; a No declines them all.
         """
+        if approver is None:  # the caller decided: nothing is asked, nothing audited
+            return [ALLOWED] * len(requests)
         verdicts: list[Verdict | None] = [None] * len(requests)
         asked: list[int] = []
         for i, request in enumerate(requests):
@@ -251,24 +254,10 @@ class ApprovalGate:
             for script in scripts:
                 self.audit.event(part.skill_name, script, preview, outcome, reason=reason)
 
-    # -- policies ----------------------------------------------------------------------------
-
-    def for_agent(self, approver: Approver | None, default: Approver | None) -> Approver:
-        """The approver for a run a *model* asked for: ``approver``, else ``default`` (the
-        manager's), else one that refuses (audited as approval_unavailable).
-
-        Unlike ``execute_skill_script(approver=None)`` (the Python caller picked the script,
-        so nothing is asked), here the model picked it, so someone or something the caller
-        chose has to approve. A "Yes in session" already given still counts.
-        """
-        if approver is not None:
-            return approver
-        return default if default is not None else _refuse_unattended
-
     # -- session approvals across a run ------------------------------------------------------
 
     def keep_session_approval(self, prepared: PreparedRun) -> Callable[[], None] | None:
-        """The executor's ``on_run`` hook for a skill approved "in session".
+        """Called by the call site around a launch of a skill approved "in session".
 
         Before the run: note the skill's files. After it: when the run changed only data
         files (an output in its cwd), move the approval to the new fingerprint so they do not
@@ -314,6 +303,24 @@ class ApprovalGate:
         return finish
 
 
+def choose_approver(
+    approver: ApproverArg, manager_approver: Approver | None, caller: Caller
+) -> Approver | None:
+    """The one approver rule (docs/architecture.md, *Who approves*).
+
+    ``approver`` is what a call was given: :data:`MANAGER_APPROVER` (every signature's
+    default) means ``manager_approver``. Then ``None`` means: for a person's own call
+    (``Caller.PERSON``: the Python API, %%skillrun, %skill_context, %%skillpy) "I decided:
+    run", nothing asked; for a call a model made (``Caller.MODEL``: tools, LangChain, an agent
+    loop) it is never run unasked: an approver that refuses (audited as
+    approval_unavailable; a "Yes in session" a person gave still counts).
+    """
+    chosen = manager_approver if approver is MANAGER_APPROVER else approver
+    if chosen is None and Caller(caller) is Caller.MODEL:
+        return _refuse_unattended
+    return chosen  # type: ignore[return-value]
+
+
 def describe(request: ApprovalRequest) -> str:
     """``skill (scripts/a.py, scripts/b.py)`` for messages."""
     paths = ", ".join(s.path for s in request.scripts) or (
@@ -337,5 +344,6 @@ __all__ = [
     "NO_APPROVER_MESSAGE",
     "SESSION",
     "Verdict",
+    "choose_approver",
     "describe",
 ]

@@ -1,14 +1,14 @@
 """Planning: resolve what would run and run every check, before anyone is asked.
 
 A plan is the first step of the pipeline (docs/architecture.md): the planner finds the
-skill and script, checks paths, interpreter, allowed-tools, arguments and the time limit
-(``ScriptExecutor.prepare``, which audits its own refusals), and builds the
-:class:`~skill_magics.core.run.approval.ApprovalRequest` that shows exactly the commands that
-will run. Nothing is asked here and nothing runs: the gate decides (gate.py), the executor
-runs (executor.py).
+skill and script, runs every check against the run settings it is given (checks.py, which
+audits its own refusals: paths, interpreter, allowed-tools, arguments, the time limit, the
+sandbox) and builds the :class:`~skill_magics.core.run.approval.ApprovalRequest` that shows
+exactly the commands that will run. Nothing is asked here and nothing runs: the call site
+(pipeline.py) asks the gate (gate.py) and launches (executor.py).
 
 Example:
-    >>> plan = planner.plan_script("csv-profiler", "profile", {"path": "data/sample.csv"})
+    >>> plan = planner.plan_script(settings, "csv-profiler", "profile", {"path": "a.csv"})
     >>> plan.request.scripts[0].command[-1]
     '/.../csv-profiler/scripts/profile.py'
 """
@@ -28,7 +28,7 @@ from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, cod
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.catalog.references import ScriptReference
-from skill_magics.core.catalog.requirements import Requirements
+from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import (
     AmbiguousScriptError,
@@ -47,9 +47,11 @@ from skill_magics.core.run.approval import (
     SecretsInfo,
     code_approval_hash,
 )
-from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
+from skill_magics.core.run.checks import PreparedRun, RunChecks
 from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.secrets import SecretStore
 from skill_magics.core.status import RunStatus
 
 
@@ -58,10 +60,12 @@ class PlannedRun:
     """Runs that passed every check, and the request the gate decides on.
 
     ``runs`` line up with ``request.scripts`` (one script; a context's referenced scripts;
-    or one ``python -c`` command for code).
+    or one ``python -c`` command for code). ``request`` is None only when nobody will be
+    asked (a person's own call with ``approver=None``): building it (previews, the skill's
+    fingerprint) would be work nobody sees.
     """
 
-    request: ApprovalRequest
+    request: ApprovalRequest | None
     runs: tuple[PreparedRun, ...]
     arguments: Any = None
     argv: tuple[str, ...] | None = None
@@ -73,12 +77,21 @@ class PlannedRun:
 
     @property
     def skill_name(self) -> str:
-        return self.request.skill_name
+        return self.request.skill_name if self.request is not None else self.runs[0].skill_name
 
     @property
     def script(self) -> str:
         """The (first) script's path relative to the skill, posix."""
         return self.runs[0].script_rel.as_posix()
+
+
+@dataclass(frozen=True)
+class PlanGroup:
+    """Several skills' plans decided with ONE question (a context over several skills,
+    skills in the order named): the call site asks the gate once for all of them
+    (``gate.decide_each``), then runs each allowed plan in order."""
+
+    plans: tuple[PlannedRun, ...]
 
 
 @dataclass
@@ -95,25 +108,39 @@ class ReferencePlan:
 
 
 class Planner:
-    """Builds plans; ``executor`` and ``audit`` are called on use (both are lazy)."""
+    """Builds plans. Every method takes the :class:`RunSettings` to plan with (the caller
+    reads the current ones); refusals are audited in ``checks.audit``.
+
+    ``secrets``: the session's secret values (a request names the missing ones);
+    ``requirements``: what scripts need (a request lists what a script lacks before anyone
+    approves it; None: not shown).
+    """
 
     def __init__(
         self,
         catalog: SkillCatalog,
-        executor: Callable[[], ScriptExecutor],
-        audit: Callable[[], AuditLog],
+        checks: RunChecks,
+        secrets: SecretStore | None = None,
+        requirements: RequirementsCache | None = None,
     ) -> None:
         self.catalog = catalog
-        self._executor = executor
-        self._audit = audit
-        # skill name -> its Requirements (SkillManager.requirements): requests list what a
-        # script lacks before anyone approves it. None: not shown.
-        self.requirements: Callable[[str], Requirements] | None = None
+        self.checks = checks
+        self.secrets = secrets if secrets is not None else SecretStore()
+        self.requirements = requirements
+
+    @property
+    def audit(self) -> AuditLog:
+        return self.checks.audit
+
+    def with_audit(self, audit: AuditLog) -> Planner:
+        """The same planner (same caches) auditing into ``audit`` (a batch's bounded log)."""
+        return Planner(self.catalog, self.checks.with_audit(audit), self.secrets, self.requirements)
 
     # -- one script --------------------------------------------------------------------------
 
     def plan_script(
         self,
+        settings: RunSettings,
         skill_name: str,
         script: str | os.PathLike[str],
         arguments: Any = None,
@@ -122,20 +149,27 @@ class Planner:
         timeout: float | None = None,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        request: bool = True,
     ) -> PlannedRun:
         """Check one run of ``script`` and build its request; raises (audited) on a refusal.
 
-        ``sandbox``: this run's mode (None: the executor's setting). A helper module
-        (``ScriptMetadata.kind``) is refused, naming the entry points."""
+        ``timeout``, ``sandbox``, ``cwd``: this run's values (None: ``settings``'). A helper
+        module (``ScriptMetadata.kind``) is refused, naming the entry points. ``request=False``
+        builds no request (nobody will be asked)."""
         meta, prepared = self.check_script(
-            skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
+            settings, skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )
-        request = self.request(skill_name, [meta], arguments, argv or (), prepared=[prepared])
+        asked = None
+        if request:
+            asked = self.request(
+                settings, skill_name, [meta], arguments, argv or (), prepared=[prepared]
+            )
         argv_t = None if argv is None else prepared.argv
-        return PlannedRun(request, (prepared,), arguments, argv_t)
+        return PlannedRun(asked, (prepared,), arguments, argv_t)
 
     def check_script(
         self,
+        settings: RunSettings,
         skill_name: str,
         script: str | os.PathLike[str],
         arguments: Any,
@@ -159,8 +193,8 @@ class Planner:
             metadata = skill.current_metadata()
         except SkillMagicsError as exc:
             error = self._explain_missing(skill_name, script, exc)
-            # Never reached the executor, so audit the refusal here.
-            self._audit().refused(
+            # Never reached the checks, so audit the refusal here.
+            self.audit.refused(
                 skill_name,
                 os.fspath(script),
                 arguments_preview(arguments, argv),
@@ -170,12 +204,13 @@ class Planner:
             if error is exc:
                 raise
             raise error from None
-        prepared = self._executor().prepare(  # audits its own refusals
+        prepared = self.checks.script(  # audits its own refusals
+            settings,
             meta.path,  # relative: resolved against the skill dir, and audited as given
-            arguments,  # None: the executor sends {} (or nothing in argv mode)
+            arguments,  # None: stdin gets {} (or nothing in argv mode)
             skill.base_dir,
             metadata,
-            argv=argv,  # unchanged: the executor validates it (and audits a bad one)
+            argv=argv,  # unchanged: the checks validate it (and audit a bad one)
             timeout=timeout,
             sandbox=sandbox,
             cwd=cwd,
@@ -205,10 +240,17 @@ class Planner:
     # -- code in a skill's venv (%%skillpy) --------------------------------------------------
 
     def plan_code(
-        self, skill: Skill, python: Path, code: str, *, timeout: float | None = None
+        self,
+        settings: RunSettings,
+        skill: Skill,
+        python: Path,
+        code: str,
+        *,
+        timeout: float | None = None,
     ) -> PlannedRun:
         """``python -c code`` with the skill folder as cwd; raises (audited) on a refusal."""
-        prepared = self._executor().prepare_command(
+        prepared = self.checks.command(
+            settings,
             [str(python), "-c", code],
             skill_base_dir=skill.base_dir,
             skill_metadata=skill.metadata,
@@ -216,13 +258,14 @@ class Planner:
             timeout=timeout,
             arguments_preview=code_preview(code),
         )
-        request = self.request(skill.name, [], None, code=code, prepared=[prepared])
+        request = self.request(settings, skill.name, [], None, code=code, prepared=[prepared])
         return PlannedRun(request, (prepared,))
 
     # -- a skill's referenced scripts (%skill_context) ---------------------------------------
 
     def plan_references(
         self,
+        settings: RunSettings,
         skill: Skill,
         refs: Sequence[ScriptReference],
         arguments: Any,
@@ -242,7 +285,7 @@ class Planner:
                 out.problems[ref.path] = (RunStatus.ERROR, ref.error)
                 if not ref.inside:
                     # SKILL.md points a run outside the skill: worth a record, like any refusal.
-                    self._audit().refused(
+                    self.audit.refused(
                         name,
                         ref.path,
                         arguments_preview(arguments, argv_for(ref.path)),
@@ -251,7 +294,9 @@ class Planner:
                 continue
             try:
                 skill.find_script(ref.path)  # a missing reference is an error, not a refusal
-                meta, run = self.check_script(name, ref.path, arguments, argv_for(ref.path), None)
+                meta, run = self.check_script(
+                    settings, name, ref.path, arguments, argv_for(ref.path), None
+                )
             except (ScriptNotFoundError, AmbiguousScriptError) as exc:
                 out.problems[ref.path] = (RunStatus.ERROR, str(exc))
                 continue
@@ -263,7 +308,7 @@ class Planner:
             out.paths.append(ref.path)
         if runs:
             shown = runs[0].argv if same_argv else ()
-            request = self.request(name, metas, arguments, shown, prepared=runs)
+            request = self.request(settings, name, metas, arguments, shown, prepared=runs)
             out.plan = PlannedRun(request, tuple(runs), arguments)
         return out
 
@@ -271,6 +316,7 @@ class Planner:
 
     def request(
         self,
+        settings: RunSettings,
         skill_name: str,
         scripts: Sequence[ScriptMetadata],
         arguments: Any = None,
@@ -287,14 +333,16 @@ class Planner:
         command is worked out here with ``argv`` (nothing is audited; checks happen later).
         """
         skill = self.catalog.get_skill(skill_name)
-        # The executor's rules (a lone string is refused, not split into characters), so the
+        # The checks' rules (a lone string is refused, not split into characters), so the
         # request shows exactly the argv that will run.
         argv_t = normalize_argv(() if argv is None else argv)
         items = []
         missing_for = self._missing_for(skill_name, scripts)
         for i, s in enumerate(scripts):
             run = prepared[i] if prepared is not None and i < len(prepared) else None
-            command = run.command if run is not None else self._command_for(skill, s, argv_t)
+            command = (
+                run.command if run is not None else self._command_for(settings, skill, s, argv_t)
+            )
             preview, lines, size = _preview(skill.base_dir / s.path)
             items.append(
                 ScriptToApprove(
@@ -334,7 +382,7 @@ class Planner:
         names = next((run.secrets for run in prepared or () if run is not None), ())
         if not names:
             return None
-        return SecretsInfo(names, self._executor().secrets.missing(skill_name, names))
+        return SecretsInfo(names, self.secrets.missing(skill_name, names))
 
     def _missing_for(
         self, skill_name: str, scripts: Sequence[ScriptMetadata]
@@ -343,16 +391,17 @@ class Planner:
         if self.requirements is None or not scripts:
             return lambda rel: []
         try:
-            reqs = self.requirements(skill_name)
+            reqs = self.requirements.for_run(self.catalog.get_skill(skill_name))
         except (SkillMagicsError, OSError, ValueError):
             return lambda rel: []
         return reqs.missing_for
 
     def _command_for(
-        self, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
+        self, settings: RunSettings, skill: Skill, script: ScriptMetadata, argv: tuple[str, ...]
     ) -> tuple[str, ...]:
         try:
-            return self._executor().command_for(skill.base_dir / script.path, skill.base_dir) + argv
+            path = skill.base_dir / script.path
+            return self.checks.command_for(settings, path, skill.base_dir) + argv
         except (SkillMagicsError, OSError, ValueError):
             return ()  # it would be refused anyway; the refusal is audited when it is tried
 
@@ -408,4 +457,4 @@ def _realpath_if_different(program: str) -> str:
     return real if real != program else ""
 
 
-__all__ = ["Planner", "PlannedRun", "ReferencePlan"]
+__all__ = ["Planner", "PlanGroup", "PlannedRun", "ReferencePlan", "helper_error"]

@@ -15,7 +15,7 @@ hidden. Cache tools keep working: ``XDG_CACHE_HOME`` and ``MPLCONFIGDIR`` point 
 private TMPDIR.
 
 Example:
-    >>> profile = profile_for("workspace-write", SandboxSettings(), "csv-profiler",
+    >>> profile = profile_for("workspace-write", "csv-profiler",
     ...                       skill_dir="/skills/csv-profiler", workspace="/home/me/project")
     >>> profile.info().writable
     ('/home/me/project', '<private TMPDIR>')
@@ -93,53 +93,35 @@ def default_mode() -> str:
         raise ValueError(f"{ENV_VAR}: {exc}") from None
 
 
-def _names(value: Iterable[str] | str | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(value.replace(",", " ").split())
-    return tuple(str(v) for v in value)
+class NetworkGrants:
+    """Skills given the network in sandboxed runs during this session (the approval panel,
+    ``SkillManager.grant_network``), on top of the ``sandbox_network`` setting. Session
+    state, like secret values: shared by the planner and the executor, which reads it again
+    at spawn time, so a grant given while approving counts for that run. Thread-safe."""
 
-
-class SandboxSettings:
-    """The manager's sandbox configuration, shared with its executor (thread-safe).
-
-    ``mode``: the default mode; ``network``: skills granted network; ``deny_read``: extra
-    paths no sandboxed run may read (on top of :data:`DEFAULT_DENY_READ`).
-    """
-
-    def __init__(
-        self,
-        mode: str | None = None,
-        network: Iterable[str] | str | None = (),
-        deny_read: Iterable[str] | str | None = (),
-    ) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.mode = default_mode() if mode is None else check_mode(mode)
-        self._network = set(_names(network))
-        self.deny_read = _names(deny_read)
+        self._names: set[str] = set()
 
-    @property
-    def network(self) -> tuple[str, ...]:
+    def grant(self, skill: str) -> bool:
+        """Give ``skill`` the network; False when it already had it."""
         with self._lock:
-            return tuple(sorted(self._network))
-
-    @network.setter
-    def network(self, names: Iterable[str] | str | None) -> None:
-        with self._lock:
-            self._network = set(_names(names))
-
-    def grant_network(self, skill: str) -> bool:
-        """Give ``skill`` network in sandboxed runs; False when it already had it."""
-        with self._lock:
-            if skill in self._network:
+            if skill in self._names:
                 return False
-            self._network.add(skill)
+            self._names.add(skill)
             return True
 
-    def has_network(self, skill: str) -> bool:
+    def has(self, skill: str) -> bool:
         with self._lock:
-            return skill in self._network or "*" in self._network
+            return skill in self._names or "*" in self._names
+
+    def names(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(self._names))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._names.clear()
 
 
 @dataclass(frozen=True)
@@ -284,13 +266,17 @@ def deny_paths(extra: Iterable[str] = (), home: str | None = None) -> tuple[str,
 
 def profile_for(
     mode: str,
-    settings: SandboxSettings,
     skill: str,
     *,
     skill_dir: str,
+    network: bool = False,
+    deny_read: Iterable[str] = (),
     workspace: str | None = None,
 ) -> SandboxProfile | None:
     """The profile of a run of ``skill`` in ``mode`` (None: ``off``, no sandbox at all).
+
+    ``network``: the skill may use the network (``sandbox_network`` or a grant);
+    ``deny_read``: paths hidden on top of :data:`DEFAULT_DENY_READ`.
 
     ``auto`` without a usable bubblewrap gives an ``off`` profile with a note; an explicit
     sandboxed mode raises SandboxUnavailableError (one line) instead: it never silently runs
@@ -326,10 +312,10 @@ def profile_for(
     return SandboxProfile(
         mode=real,
         requested=mode,
-        network=settings.has_network(skill),
+        network=network,
         workspace=where,
         skill_dir=os.path.realpath(skill_dir),
-        deny_read=deny_paths(settings.deny_read),
+        deny_read=deny_paths(deny_read),
     )
 
 
@@ -447,7 +433,7 @@ __all__ = [
     "READ_ONLY",
     "WORKSPACE_WRITE",
     "SandboxProfile",
-    "SandboxSettings",
+    "NetworkGrants",
     "SandboxedCommand",
     "check_mode",
     "default_mode",

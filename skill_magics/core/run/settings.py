@@ -1,19 +1,37 @@
-"""Run settings checked in one place: the time limit and the output cap.
+"""Run settings: one value holding everything a run is configured with.
 
-Every layer (SkillManager, ScriptExecutor, ``%config SkillMagics.timeout``) calls these, so
-the allowed range and the message naming the fix are written once.
+:class:`RunSettings` is a frozen dataclass: the time limit, the output cap, the allowed
+interpreters, the environment (``inherit_env``, ``env_passthrough``), where runs start
+(``run_cwd``) and the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``).
+Its field names are the ``SkillMagics`` traits and the ``SkillManager`` keywords of the same
+meaning. Every value is checked (and lists parsed with ``namelist.name_list``) when a
+``RunSettings`` is made, so a bad value fails where it is set, in one line naming the fix.
+
+Nothing keeps a copy: the manager holds the current value and the planner reads it for each
+run (``SkillManager.settings``; ``configure`` replaces it), so a change counts from the next
+run on and nothing is rebuilt. Batch workers get the same value as it is (it pickles).
+A new setting (warm start) is one more field here.
 
 Example:
-    >>> check_timeout(60)
-    60.0
-    >>> check_timeout(0)
+    >>> settings = RunSettings(timeout=60, env_passthrough="OPENAI_API_KEY, HF_TOKEN")
+    >>> settings.env_passthrough
+    ('OPENAI_API_KEY', 'HF_TOKEN')
+    >>> settings.updated(timeout=0)
     Traceback (most recent call last):
     ValueError: timeout 0 s is out of range: use 1 to 600 seconds
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from skill_magics.core import interpreters
+from skill_magics.core.namelist import name_list
+from skill_magics.core.run import workdir
+from skill_magics.core.run.sandbox import check_mode, default_mode
 
 MIN_TIMEOUT = 1
 MAX_TIMEOUT = 600
@@ -39,11 +57,75 @@ def check_max_output_size(value: Any) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How runs are configured (see the module docstring). Checked when made; frozen."""
+
+    timeout: float = DEFAULT_TIMEOUT  # seconds before the process group is killed (1-600)
+    max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of stdout and of stderr kept
+    allowed_interpreters: tuple[str, ...] | None = None  # None: python3, bash, sh, node
+    inherit_env: bool = False  # the whole environment instead of the minimal one
+    env_passthrough: tuple[str, ...] = ()  # names (or globs) added to the minimal one
+    run_cwd: str = workdir.WORKSPACE  # "workspace", "skill" or a folder
+    sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
+    sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
+    sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
+    # Derived: the canonical names of allowed_interpreters (what the checks compare).
+    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # frozen: normalise once, here
+        set_(self, "timeout", check_timeout(self.timeout))
+        set_(self, "max_output_size", check_max_output_size(self.max_output_size))
+        chosen = None if self.allowed_interpreters is None else name_list(self.allowed_interpreters)
+        set_(self, "allowed_interpreters", chosen)
+        set_(self, "inherit_env", bool(self.inherit_env))
+        set_(self, "env_passthrough", name_list(self.env_passthrough))
+        cwd = workdir.check_cwd(self.run_cwd)
+        set_(self, "run_cwd", workdir.SKILL if cwd is None else os.fspath(cwd))
+        set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
+        set_(self, "sandbox_network", name_list(self.sandbox_network))
+        set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
+        names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
+        set_(self, "allowed", frozenset(interpreters.canonical(n) for n in names))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names (the ``SkillMagics`` traits that set them)."""
+        return tuple(f.name for f in fields(cls) if f.init)
+
+    def updated(self, **changes: Any) -> RunSettings:
+        """A copy with ``changes`` (checked); unknown names raise TypeError naming them."""
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise TypeError(
+                f"Unknown run setting(s) {', '.join(unknown)}: use {', '.join(self.names())}"
+            )
+        return replace(self, **changes)
+
+    def allows_network(self, skill: str) -> bool:
+        """Does ``sandbox_network`` give ``skill`` the network in sandboxed runs?"""
+        return skill in self.sandbox_network or "*" in self.sandbox_network
+
+    @property
+    def allow_typescript(self) -> bool:
+        """``.ts`` files count as scripts only when tsx may run them."""
+        return "tsx" in self.allowed
+
+
+def settings_of(values: Iterable[tuple[str, Any]]) -> RunSettings:
+    """RunSettings from (name, value) pairs that may hold other names (they are skipped)."""
+    wanted = set(RunSettings.names())
+    return RunSettings(**{name: value for name, value in values if name in wanted})
+
+
 __all__ = [
     "MIN_TIMEOUT",
     "MAX_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "DEFAULT_MAX_OUTPUT_SIZE",
+    "RunSettings",
     "check_timeout",
     "check_max_output_size",
+    "settings_of",
 ]

@@ -41,6 +41,7 @@ from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.status import RunStatus
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a skill folder bigger than this is data, not a skill
@@ -240,65 +241,21 @@ def _is_digest(value: str) -> bool:
 
 
 @dataclass(frozen=True)
-class ExecutorSettings:
-    """The executor settings a worker rebuilds its ScriptExecutor with."""
-
-    timeout: float
-    max_output_size: int
-    allowed_interpreters: tuple[str, ...]
-    inherit_env: bool
-    env_passthrough: tuple[str, ...]
-    # The caller's sandbox (docs/architecture.md, *Sandbox and secrets*): workers isolate runs
-    # the same way, and refuse a run whose explicit mode they cannot provide. Secret values
-    # never travel: a skill that declares secrets is refused on a worker (nothing to give it).
-    sandbox_mode: str = "off"
-    sandbox_network: tuple[str, ...] = ()
-    sandbox_deny_read: tuple[str, ...] = ()
-    # The caller's default working directory: "skill" (the worker's copy), "workspace" (the
-    # worker's own folder) or a folder that must exist on the worker.
-    run_cwd: str = "skill"
-
-    @classmethod
-    def of(cls, executor: Any) -> ExecutorSettings:
-        sandbox = getattr(executor, "sandbox", None)
-        return cls(
-            timeout=executor.timeout,
-            max_output_size=executor.max_output_size,
-            allowed_interpreters=tuple(sorted(executor.allowed_interpreters)),
-            inherit_env=executor.inherit_env,
-            env_passthrough=tuple(executor.env_passthrough),
-            sandbox_mode=str(getattr(sandbox, "mode", "off")),
-            sandbox_network=tuple(getattr(sandbox, "network", ())),
-            sandbox_deny_read=tuple(getattr(sandbox, "deny_read", ())),
-            run_cwd=os.fspath(getattr(executor, "run_cwd", "skill")),
-        )
-
-    def executor_kwargs(self) -> dict[str, Any]:
-        from skill_magics.core.run.sandbox import SandboxSettings
-
-        sandbox = SandboxSettings(self.sandbox_mode, self.sandbox_network, self.sandbox_deny_read)
-        return {
-            "timeout": self.timeout,
-            "max_output_size": self.max_output_size,
-            "allowed_interpreters": self.allowed_interpreters,
-            "inherit_env": self.inherit_env,
-            "env_passthrough": self.env_passthrough,
-            "sandbox": sandbox,
-            "run_cwd": self.run_cwd,
-        }
-
-
-@dataclass(frozen=True)
 class ShippedBatch:
     """What every item of a shipped batch shares (sent once per worker on Dask)."""
 
     batch_id: str
     bundle: SkillBundle
     script: str  # relative to the skill
-    settings: ExecutorSettings
+    # The caller's run settings as they are (docs/architecture.md, *Batch runs*): workers
+    # check and isolate items the same way, and refuse a run whose explicit sandbox mode
+    # they cannot provide. run_cwd "skill" is the worker's copy, "workspace" the worker's own
+    # folder, a path must exist there. Secret values never travel: a skill that declares
+    # secrets is refused on a worker (nothing to give it).
+    settings: RunSettings
     timeout: float | None
     cancel: CancelSignal
-    sandbox: str | None = None  # this batch's sandbox mode (None: the settings' mode)
+    sandbox: str | None = None  # this batch's sandbox mode (None: settings.sandbox)
     cwd: str | None = None  # this batch's working directory (None: settings.run_cwd)
 
 
@@ -354,6 +311,7 @@ class _ThreadAudit(AuditLog):
 
 
 def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
+    from skill_magics.core.catalog.detect import ScriptDetector
     from skill_magics.core.run.executor import ScriptExecutor
     from skill_magics.core.run.plan import Planner
 
@@ -361,9 +319,10 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     with _STATE_LOCK:
         if _WORKER_STATE.get("key") != key:
             audit = _ThreadAudit()
-            executor = ScriptExecutor(**batch.settings.executor_kwargs(), audit=audit)
-            catalog = SkillCatalog([copy.parent])
-            planner = Planner(catalog, lambda: executor, lambda: audit)
+            executor = ScriptExecutor(audit=audit)
+            detector = ScriptDetector(allow_typescript=batch.settings.allow_typescript)
+            catalog = SkillCatalog([copy.parent], detector=detector)
+            planner = Planner(catalog, executor.checks, executor.secrets)
             _WORKER_STATE.clear()
             _WORKER_STATE.update(key=key, state=(executor, planner, audit))
         state: tuple[Any, Any, _ThreadAudit] = _WORKER_STATE["state"]
@@ -445,6 +404,7 @@ def run_shipped_item(
     collected = thread_audit.start()
     try:
         _, prepared = planner.check_script(
+            batch.settings,
             name,
             batch.script,
             arguments,
@@ -466,7 +426,6 @@ def new_file_flag() -> FileFlag:
 
 __all__ = [
     "CancelSignal",
-    "ExecutorSettings",
     "FileFlag",
     "ShippedBatch",
     "ShippedOutcome",

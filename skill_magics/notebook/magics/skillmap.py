@@ -4,8 +4,9 @@ item of a notebook variable, approved once, with live progress and a Stop button
 The magic parses the line, turns VAR into items (a pandas DataFrame: one JSON object per
 row, converted as ``--eval`` converts values; a list or any iterable: one item each), fills
 ``{column}`` placeholders of the words after ``--`` (core/run/template.py: each placeholder
-stays one argv element, no shell), asks core to plan the batch, passes its ONE request
-through the gate with the notebook approver, and runs it with ``SkillManager.run_batch``.
+stays one argv element, no shell), asks core to plan the batch, and hands the plan to the
+one call site (``manager.run_planned``) with the notebook approver: ONE request through the
+gate, then the items.
 The cell's value is the BatchResult (``-o NAME`` stores it too).
 
 docs/architecture.md, *Batch runs*.
@@ -29,6 +30,7 @@ from skill_magics.notebook.magics.skills import usage_error
 if TYPE_CHECKING:
     from skill_magics.core.run.batch import BatchPlan
     from skill_magics.core.run.batch_result import BatchResult
+    from skill_magics.core.run.pipeline import BatchOptions
 
 INTERRUPTED = "interrupted: every running process group was killed, the rest cancelled"
 
@@ -156,23 +158,47 @@ def _progress(magics: Any, run: MapRun, approver: Any, stop: Any) -> Any:
     return progress_for(len(run.plan), run.name, widget=widget, terminal=not updates, on_stop=stop)
 
 
-def _blocked(verdict: Any) -> None:
-    if not verdict.allowed:
+def _options(run: MapRun, progress: Any) -> BatchOptions:
+    from skill_magics.core.run.pipeline import BatchOptions
+
+    on_progress = None if progress is None else progress.update
+    return BatchOptions(max_workers=run.workers, pool=run.executor, on_progress=on_progress)
+
+
+class _Progress:
+    """The progress display, made when the gate allowed the batch (the call site's
+    ``on_start``), fed by the runner's ``on_progress``."""
+
+    def __init__(self, magics: Any, run: MapRun, approver: Any, stop: Any) -> None:
+        self.args = (magics, run, approver, stop)
+        self.view: Any = None
+
+    def start(self) -> None:
+        self.view = _progress(*self.args)
+
+    def update(self, snapshot: Any) -> None:
+        if self.view is not None:
+            self.view.update(snapshot)
+
+    def finish(self, result: Any) -> None:
+        if self.view is not None:
+            self.view.finish(result)
+
+    def finish_quietly(self) -> None:
+        if self.view is not None:
+            self.view.finish_quietly()
+
+
+def _value(magics: Any, run: MapRun, outcome: Any, progress: _Progress) -> BatchResult:
+    """The cell's value: the batch's result, or the one-line error of a gate that said no."""
+    if not outcome.allowed:
         try:
-            verdict.raise_if_blocked()
+            outcome.raise_if_blocked()
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
-
-
-def _run(magics: Any, run: MapRun, cancel: threading.Event, progress: Any) -> BatchResult:
-    return magics.manager.run_batch(
-        run.plan,
-        approved=True,
-        max_workers=run.workers,
-        executor=run.executor,
-        on_progress=None if progress is None else progress.update,
-        cancel=cancel,
-    )
+    result: BatchResult = outcome.batch
+    progress.finish(result)
+    return magics._store(run.out, result)
 
 
 def run_map(magics: Any, line: str, cell: str) -> BatchResult:
@@ -180,64 +206,57 @@ def run_map(magics: Any, line: str, cell: str) -> BatchResult:
     from skill_magics.notebook.approval.waiting import Strategy
 
     run = plan_map(magics, line, cell)
-    if not len(run.plan):
-        return magics._store(run.out, _run(magics, run, threading.Event(), None))
     approver = magics.settings.approver()
-    try:
-        verdict = magics.manager.gate.decide(run.plan.request, approver)
-    except RunInterrupted as exc:
-        raise RunInterrupted(f"{run.name}: {exc}") from None
-    _blocked(verdict)
     cancel = threading.Event()
     stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
-    progress = _progress(magics, run, approver, cancel.set if stoppable else None)
+    progress = _Progress(magics, run, approver, cancel.set if stoppable else None)
     try:
-        result = _run(magics, run, cancel, progress)
-    except (BatchInterrupted, SkillMagicsError, ValueError) as exc:
+        outcome = magics.manager.run_planned(
+            run.plan,
+            approver,
+            on_start=progress.start if len(run.plan) else None,
+            cancel=cancel,
+            batch=_options(run, progress),
+        )
+    except RunInterrupted as exc:
+        if isinstance(exc, BatchInterrupted):
+            raise _failed(magics, run, progress, exc) from None
+        raise RunInterrupted(f"{run.name}: {exc}") from None
+    except (SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
-    progress.finish(result)
-    return magics._store(run.out, result)
+    return _value(magics, run, outcome, progress)
 
 
 async def run_map_async(magics: Any, line: str, cell: str) -> BatchResult:
     """The await path (ipykernel >= 7.4): the gate and the batch run in worker threads while
     the cell awaits, so the approval click, the Stop click and Kernel > Interrupt arrive."""
-    from skill_magics.core.run.bridge import await_in_thread
     from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
 
     run = plan_map(magics, line, cell)
     cancel = threading.Event()
-    if not len(run.plan):
-        return magics._store(run.out, _run(magics, run, cancel, None))
     approver = magics.settings.approver(in_worker=True, cancel=cancel)
+    progress = _Progress(magics, run, approver, cancel.set)
     try:
-        verdict = await await_in_thread(
-            lambda: magics.manager.gate.decide(run.plan.request, approver), cancel
+        outcome = await magics.manager.run_planned_async(
+            run.plan,
+            approver,
+            on_start=progress.start if len(run.plan) else None,
+            cancel=cancel,
+            batch=_options(run, progress),
         )
+    except BatchInterrupted as exc:
+        # Kernel > Interrupt during the batch: it saw ``cancel`` and stopped; keep what it did.
+        raise _failed(magics, run, progress, exc) from None
     except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
+        if progress.view is not None:  # interrupted as the batch started: nothing to keep
+            raise _failed(magics, run, progress, BatchInterrupted(INTERRUPTED)) from None
         raise RunInterrupted(f"{run.name}: {WAIT_INTERRUPTED}") from None
-    _blocked(verdict)
-    progress = _progress(magics, run, approver, cancel.set)
-    holder: list[BatchResult] = []
-
-    def work() -> BatchResult:
-        result = _run(magics, run, cancel, progress)
-        holder.append(result)
-        return result
-
-    try:
-        result = await await_in_thread(work, cancel)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        # Kernel > Interrupt: the batch saw ``cancel`` and stopped; keep what it did.
-        partial = holder[0] if holder else None
-        raise _failed(magics, run, progress, BatchInterrupted(INTERRUPTED, partial)) from None
     except (SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
-    progress.finish(result)
-    return magics._store(run.out, result)
+    return _value(magics, run, outcome, progress)
 
 
-def _failed(magics: Any, run: MapRun, progress: Any, exc: BaseException) -> BaseException:
+def _failed(magics: Any, run: MapRun, progress: _Progress, exc: BaseException) -> BaseException:
     """The cell's one-line error; an interrupted batch's partial result is kept (``-o``)."""
     partial = getattr(exc, "result", None)
     if partial is not None:

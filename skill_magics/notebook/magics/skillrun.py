@@ -1,8 +1,9 @@
 """``%%skillrun``: run one skill script, through core's pipeline (plan -> gate -> execute).
 
 The magic parses the line and the body, asks core to plan the run (every check, a one-line
-UsageError when nothing can run), passes the request to the gate with the notebook approver
-(approval/approver.py), and executes what the gate allows, showing a SkillRunResult.
+UsageError when nothing can run), and hands the plan to the one call site
+(``manager.run_planned``) with the notebook approver (approval/approver.py): the gate decides,
+the executor runs what it allows, and the magic shows a SkillRunResult.
 
 How a result is shown (so a saved notebook ends with the final output):
 
@@ -34,13 +35,14 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.run.approval import Answer
 from skill_magics.core.status import RunStatus
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
     from skill_magics.core.run.approval import Decision
-    from skill_magics.core.run.gate import Verdict
+    from skill_magics.core.run.pipeline import RunOutcome
     from skill_magics.core.run.plan import PlannedRun
     from skill_magics.notebook.result import SkillRunResult
 
@@ -132,28 +134,37 @@ class SkillRunMagics(SharedMagics):
         Yes in session / No before running. Returns a SkillRunResult (.stdout, .stderr,
         .exit_code, .json(), .status).
         """
+        from skill_magics.notebook.approval.waiting import Strategy
         from skill_magics.notebook.magics.skillmap import run_map, wants_map
 
         if wants_map(line):  # a batch: magics/skillmap.py
             return run_map(self, line, cell)
         run = self._plan(line, cell)
         approver = self.settings.approver(pending_ok=True)
+        # Stop works where clicks arrive on another thread while this one runs the script.
+        view = _RunView(self, run, stoppable=approver.strategy is Strategy.THREAD)
         try:
-            verdict = self.manager.gate.decide(run.plan.request, approver)
-        except RunInterrupted as exc:
+            outcome = self.manager.run_planned(
+                run.plan,
+                approver,
+                on_start=view.start,
+                on_output=view.output,
+                cancel=view.cancel,
+            )
+        except RunInterrupted as exc:  # while waiting for the click: nothing ran
             raise RunInterrupted(f"{run.skill}.{run.script}: {exc}") from None
-        blocked = self._blocked(run, verdict)
-        if blocked is not None:
-            return blocked
-        from skill_magics.notebook.approval.waiting import Strategy
-
-        stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
-        return self._execute(run, stoppable=stoppable)
+        except KeyboardInterrupt:
+            if view.res is None:
+                raise
+            # The executor killed the group; only the streamed output (res.live_text) is left.
+            raise self._interrupted(run, view.res) from None
+        finally:
+            view.finish()
+        return self._settled(run, outcome, view)
 
     async def skillrun_async(self, line: str, cell: str = "") -> Any:
-        """The await path (ipykernel >= 7.4): the gate waits in a worker thread while the cell
-        awaits, so the click (and Kernel > Interrupt) reach the kernel."""
-        from skill_magics.core.run.bridge import await_in_thread
+        """The await path (ipykernel >= 7.4): the gate and the run happen in worker threads
+        while the cell awaits, so the click, Stop and Kernel > Interrupt reach the kernel."""
         from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
         from skill_magics.notebook.magics.skillmap import run_map_async, wants_map
 
@@ -162,16 +173,35 @@ class SkillRunMagics(SharedMagics):
         run = self._plan(line, cell)
         cancel = threading.Event()
         approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)
-        try:
-            verdict = await await_in_thread(
-                lambda: self.manager.gate.decide(run.plan.request, approver), cancel
+        view = _RunView(self, run, stoppable=True, cancel=cancel, on_loop=True)
+        task = asyncio.ensure_future(
+            self.manager.run_planned_async(
+                run.plan, approver, on_start=view.start, on_output=view.output, cancel=cancel
             )
+        )
+        try:
+            outcome = await asyncio.shield(task)
         except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
-            raise RunInterrupted(f"{run.skill}.{run.script}: {WAIT_INTERRUPTED}") from None
-        blocked = self._blocked(run, verdict)
-        if blocked is not None:
-            return blocked
-        return await self._execute_async(run)
+            # Kernel > Interrupt: stop as the Stop button does (a wait for the click ends; a
+            # running group is killed and the output so far comes back), then end the cell
+            # with one line.
+            cancel.set()
+            if not task.done():
+                await asyncio.wait({task}, timeout=5)
+            if not task.done():
+                task.cancel()
+            res = view.res
+            view.finish()
+            if res is None:
+                raise RunInterrupted(f"{run.skill}.{run.script}: {WAIT_INTERRUPTED}") from None
+            ended = None
+            if not task.cancelled() and task.exception() is None:
+                ended = task.result().result
+            if ended is not None:
+                res.set_result(ended, status=RunStatus.INTERRUPTED, message=INTERRUPTED)
+            raise self._interrupted(run, res) from None
+        view.finish()
+        return self._settled(run, outcome, view)
 
     # -- steps --------------------------------------------------------------------------------
     def _plan(self, line: str, cell: str) -> _Run:
@@ -237,70 +267,21 @@ class SkillRunMagics(SharedMagics):
             max_display_chars=self.settings.max_display_chars,
         )
 
-    def _blocked(self, run: _Run, verdict: Verdict) -> SkillRunResult | None:
-        """The cell's value when the gate did not allow the run now, else None."""
-        if verdict.allowed:
-            return None
-        if verdict.status is RunStatus.PENDING:
-            return self._pending(run, verdict.pending)
-        assert verdict.status is not None
-        return self._store(run.out, self._result(run, verdict.status, verdict.message))
-
-    def _new_running(self, run: _Run) -> SkillRunResult:
-        return self._result(run, RunStatus.RUNNING)
-
-    def _execute(self, run: _Run, *, stoppable: bool) -> SkillRunResult:
-        """Run synchronously (KeyboardInterrupt kills the group in the executor, re-raised)."""
-        res = self._new_running(run)
-        cancel = threading.Event()
-        if stoppable:
-            res.on_stop = cancel.set
-        live = _LiveDisplay(res, enabled=_displays_update(self.shell))
-        try:
-            outcome = self.manager.executor.run(
-                run.prepared, on_output=res.append_output, cancel=cancel
-            )
-        except KeyboardInterrupt:
-            # The executor killed the group; only the streamed output (res.live_text) is left.
-            raise self._interrupted(run, res) from None
-        finally:
-            live.finish()
-        res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
-        return self._finished(run, res, live.shown)
-
-    async def _execute_async(self, run: _Run) -> SkillRunResult:
-        """Await the run in slices: Stop and Kernel > Interrupt both kill the process group."""
-        res = self._new_running(run)
-        cancel = threading.Event()
-        res.on_stop = cancel.set
-        # Stop sets ``cancel`` (the result comes back); cancelling the task (Kernel >
-        # Interrupt) kills the process group and re-raises.
-        task = asyncio.ensure_future(
-            self.manager.executor.run_async(
-                run.prepared, on_output=res.append_output, cancel=cancel
-            )
-        )
-        live = _LiveDisplay(res, enabled=_displays_update(self.shell), start_thread=False)
-        try:
-            done, _ = await asyncio.wait({task}, timeout=LIVE_DELAY_S)
-            if not done:
-                live.show()
-            outcome = await asyncio.shield(task)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            # Kernel > Interrupt: stop the run as the Stop button does (the group is killed and
-            # the output so far comes back as a result), then end the cell with one line.
-            cancel.set()
-            if not task.done():
-                await asyncio.wait({task}, timeout=5)
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled() and task.exception() is None:
-                res.set_result(task.result(), status=RunStatus.INTERRUPTED, message=INTERRUPTED)
-            raise self._interrupted(run, res) from None
-        finally:
-            live.finish()
-        res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
-        return self._finished(run, res, live.shown)
+    def _settled(self, run: _Run, outcome: RunOutcome, view: _RunView) -> SkillRunResult:
+        """The cell's value once the call site returned: a pending handle, what the gate
+        said, or the finished run."""
+        if outcome.status is RunStatus.PENDING:
+            return self._pending(run, outcome.pending)
+        if not outcome.allowed:
+            assert outcome.status is not None
+            return self._store(run.out, self._result(run, outcome.status, outcome.message))
+        launch = outcome.launches[0]
+        if launch.error is not None:  # refused at launch (the file changed, a secret missing)
+            raise launch.error
+        res = view.res
+        assert res is not None and launch.result is not None
+        res.set_result(launch.result, status=_stopped_status(res), message=_stop_message(res))
+        return self._finished(run, res, view.shown)
 
     def _interrupted(self, run: _Run, res: SkillRunResult) -> RunInterrupted:
         """Mark ``res`` interrupted, keep it (``-o``), and give the cell's one-line error."""
@@ -345,24 +326,37 @@ class SkillRunMagics(SharedMagics):
                 pending.remove(res)
             except ValueError:
                 pass
-            verdict = self.manager.gate.settle(run.plan.request, decision, by)
-            if not verdict.allowed:
-                assert verdict.status is not None
-                res.set_status(verdict.status, verdict.message)
-                return
             cancel = threading.Event()
-            res.set_status(RunStatus.RUNNING)
-            res.on_stop = cancel.set
+
+            def started() -> None:
+                res.set_status(RunStatus.RUNNING)
+                res.on_stop = cancel.set
 
             def work() -> None:
+                # The gate settles the click (stale files refused, decisions audited); the
+                # run follows through the same call site.
                 try:
-                    outcome = self.manager.executor.run(
-                        run.prepared, on_output=res.append_output, cancel=cancel
+                    outcome = self.manager.run_planned(
+                        run.plan,
+                        Answer(decision, by),
+                        on_start=started,
+                        on_output=res.append_output,
+                        cancel=cancel,
                     )
                 except BaseException as exc:  # never leave the handle pending forever
                     res.set_status(RunStatus.REFUSED, f"{type(exc).__name__}: {exc}")
                     return
-                res.set_result(outcome, status=_stopped_status(res), message=_stop_message(res))
+                if not outcome.allowed:
+                    assert outcome.status is not None
+                    res.set_status(outcome.status, outcome.message)
+                    return
+                launch = outcome.launches[0]
+                if launch.result is None:
+                    res.set_status(RunStatus.REFUSED, launch.message)
+                    return
+                res.set_result(
+                    launch.result, status=_stopped_status(res), message=_stop_message(res)
+                )
 
             threading.Thread(
                 target=context.run, args=(work,), name="skill-magics-run", daemon=True
@@ -383,6 +377,51 @@ def _stopped_status(res: SkillRunResult) -> RunStatus | None:
 
 def _stop_message(res: SkillRunResult) -> str:
     return "Stopped with the Stop button" if res.stop_requested else ""
+
+
+class _RunView:
+    """The SkillRunResult of a run the gate allowed, made when it starts (``start``, the
+    call site's ``on_start``) with its live display; ``output`` streams into it."""
+
+    def __init__(
+        self,
+        magics: SkillRunMagics,
+        run: _Run,
+        *,
+        stoppable: bool,
+        cancel: threading.Event | None = None,
+        on_loop: bool = False,
+    ) -> None:
+        self.magics = magics
+        self.run = run
+        self.stoppable = stoppable
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.on_loop = on_loop  # start() runs on the cell's event loop (the await path)
+        self.res: SkillRunResult | None = None
+        self.live: _LiveDisplay | None = None
+
+    def start(self) -> None:
+        res = self.magics._result(self.run, RunStatus.RUNNING)
+        if self.stoppable:
+            res.on_stop = self.cancel.set
+        enabled = _displays_update(self.magics.shell)
+        self.live = _LiveDisplay(res, enabled=enabled, start_thread=not self.on_loop)
+        if self.on_loop and enabled:
+            # The cell awaits: its loop shows the live view once the run takes a while.
+            asyncio.get_running_loop().call_later(LIVE_DELAY_S, self.live.show)
+        self.res = res
+
+    def output(self, stream: str, text: str) -> None:
+        if self.res is not None:
+            self.res.append_output(stream, text)
+
+    def finish(self) -> None:
+        if self.live is not None:
+            self.live.finish()
+
+    @property
+    def shown(self) -> bool:
+        return self.live is not None and self.live.shown
 
 
 class _LiveDisplay:

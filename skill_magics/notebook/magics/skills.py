@@ -32,9 +32,25 @@ from skill_magics.core.errors import SkillMagicsError
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
+    from skill_magics.core.run.settings import RunSettings
     from skill_magics.notebook.approval.approver import NotebookApprover
     from skill_magics.notebook.approval.panel import ApprovalPanel
     from skill_magics.notebook.result import SkillRunResult
+
+
+# The traits that are run settings: RunSettings' fields, same names (core/run/settings.py;
+# tests/test_ipython_config.py checks the two lists agree).
+RUN_SETTINGS = (
+    "timeout",
+    "max_output_size",
+    "allowed_interpreters",
+    "inherit_env",
+    "env_passthrough",
+    "run_cwd",
+    "sandbox",
+    "sandbox_network",
+    "sandbox_deny_read",
+)
 
 
 @magics_class
@@ -139,19 +155,19 @@ class SkillMagics(Magics):
                 from skill_magics.core.manager import SkillManager
 
                 self._manager = SkillManager(
-                    self.skill_dirs,
-                    timeout=self.timeout,
-                    max_output_size=self.max_output_size,
-                    allowed_interpreters=self.allowed_interpreters,
-                    inherit_env=self.inherit_env,
-                    env_passthrough=tuple(self.env_passthrough),
-                    audit_log=self.audit_log,
-                    sandbox=self.sandbox,
-                    sandbox_network=tuple(self.sandbox_network),
-                    sandbox_deny_read=tuple(self.sandbox_deny_read),
-                    run_cwd=self.run_cwd,
+                    self.skill_dirs, audit_log=self.audit_log, settings=self.run_settings()
                 )
             return self._manager
+
+    def run_settings(self) -> RunSettings:
+        """The run settings these traits say: the one place traits become RunSettings (the
+        manager is made with them, and gets them again whenever one changes)."""
+        from skill_magics.core.run.settings import RunSettings
+
+        return RunSettings(**self._setting_values())
+
+    def _setting_values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in RUN_SETTINGS}
 
     # Bad values are refused when set (one line from %config), not at the next run.
     @validate("timeout")
@@ -190,40 +206,21 @@ class SkillMagics(Magics):
         if manager is not None:
             manager.skill_dirs = change["new"]  # None: the defaults; rescans on next use
 
-    @observe(
-        "timeout",
-        "max_output_size",
-        "allowed_interpreters",
-        "inherit_env",
-        "env_passthrough",
-        "run_cwd",
-    )
-    def _executor_changed(self, change: Any) -> None:
-        # Keep approvals and audit history: update the manager's settings in place; assigning
-        # any of them makes the manager rebuild its executor on next use (core/manager.py).
+    @observe(*RUN_SETTINGS)
+    def _settings_changed(self, change: Any) -> None:
+        # Approvals and audit history stay: the manager reads the settings at the next run.
         manager = self._manager
         if manager is None:
             return
-        value = change["new"]
-        if change["name"] == "env_passthrough":
-            value = tuple(value)
-        if change["name"] == "allowed_interpreters" and value is not None:
-            value = tuple(value)
-        setattr(manager, change["name"], value)
+        if change["name"] == "sandbox_network":
+            manager.grants.clear()  # the new list is the whole answer, as when assigned
+        manager.configure(**self._setting_values())
 
-    @observe("sandbox", "sandbox_network", "sandbox_deny_read")
-    def _sandbox_changed(self, change: Any) -> None:
-        manager = self._manager  # shared with the executor: no rebuild (core/manager.py)
-        if manager is None:
-            return
-        value = change["new"]
-        if change["name"] == "sandbox":
-            from skill_magics.core.run.sandbox import default_mode
-
-            value = default_mode() if value is None else value
-        else:
-            value = tuple(value)
-        setattr(manager, change["name"], value)
+    @observe("audit_log")
+    def _audit_log_changed(self, change: Any) -> None:
+        manager = self._manager
+        if manager is not None:
+            manager.audit_log = change["new"]
 
     # -- %skills ----------------------------------------------------------------------------
     @magic_arguments()
