@@ -121,6 +121,45 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def ipython_shell(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The one IPython shell with skill_magics loaded, as a factory:
+    ``ipython_shell(skills_dir, approval_ui="widgets", auto_approve=False)`` loads the
+    extension (``%load_ext``) over that skills folder and returns the shell (its
+    ``skills_root`` is the folder). ``$SKILL_MAGICS_PATH`` is cleared;
+    ``$SKILL_MAGICS_AUTO_APPROVE`` is cleared, or ``*`` with ``auto_approve=True`` (nobody
+    can click in a test shell). Afterwards the extension is unloaded and the configuration
+    and the names the test put in the namespace are gone."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    ip = InteractiveShell.instance()
+    before = set(ip.user_ns)
+    loaded: list[bool] = []
+
+    def load(skills: Path, *, approval_ui: str | None = None, auto_approve: bool = False) -> Any:
+        monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
+        if auto_approve:
+            monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "*")
+        else:
+            monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+        ip.config.pop("SkillMagics", None)  # %config of earlier tests lives on the config
+        ip.run_line_magic("load_ext", "skill_magics")
+        loaded.append(True)
+        ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
+        if approval_ui is not None:
+            ip.run_cell(f"%config SkillMagics.approval_ui = {approval_ui!r}")
+        ip.skills_root = skills
+        return ip
+
+    yield load
+    if loaded:
+        ip.run_line_magic("unload_ext", "skill_magics")
+    ip.config.pop("SkillMagics", None)
+    for name in set(ip.user_ns) - before:
+        if not name.startswith("_"):
+            ip.user_ns.pop(name, None)
+
+
+@pytest.fixture
 def executor():
     """A manager_support.Runner: the checks and the one call site of a real SkillManager,
     for tests that name script files directly (manager_support.last reads its newest audit

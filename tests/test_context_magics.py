@@ -11,7 +11,6 @@ import time
 import xml.etree.ElementTree as ET
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from magics_support import click_when_shown
 
 from skill_magics.notebook.extension import get_magics
@@ -23,22 +22,10 @@ ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)))\n"
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch, make_skill):
-    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)
+def shell(tmp_path, make_skill, ipython_shell):
     skills = tmp_path / "skills"
     make_skill(skills, "echo", scripts={"scripts/echo.py": ECHO}, body=BODY)
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
-    ip.skills_root = skills
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
-    for name in ("ctx", "res", "cat", "out"):
-        ip.user_ns.pop(name, None)
+    return ipython_shell(skills, approval_ui="widgets")
 
 
 def test_skill_context_with_a_click(shell):

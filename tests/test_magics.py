@@ -64,23 +64,12 @@ def write_echo_skill(make_skill, root: Path, name: str = "echo-skill") -> Path:
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch, make_skill):
+def shell(tmp_path, make_skill, ipython_shell):
     """The IPython shell with the extension loaded via %load_ext and a private skills dir."""
-    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)  # %config of earlier tests lives on the shell's config
     skills = tmp_path / "skills"
     skills.mkdir()
     write_echo_skill(make_skill, skills)
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
-    ip.skills_root = skills
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
-    ip.user_ns.pop("res", None)
+    return ipython_shell(skills, approval_ui="widgets")
 
 
 def magics(ip):
@@ -722,7 +711,6 @@ def test_script_edited_while_the_panel_waits_does_not_run(shell):
 def test_skillrun_no_approval_flag_refused_while_approval_required():
     # The magic's bypass switch only works after an explicit config change.
     from IPython.core.error import UsageError
-    from IPython.core.interactiveshell import InteractiveShell
 
     from skill_magics.notebook.magics.skillrun import SkillRunMagics
     from skill_magics.notebook.magics.skills import SkillMagics

@@ -6,7 +6,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from skill_magics.core.activation import parse_skill_content
 from skill_magics.core.prompt_catalog import skills_catalog
@@ -17,23 +16,12 @@ LONG = "Does many things with documents and files, described at length for the m
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch, make_skill):
-    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)
+def shell(tmp_path, make_skill, ipython_shell):
     skills = tmp_path / "skills"
     for name in ("pdf-a", "pdf-b", "sheet", "zip"):
         make_skill(skills, name, {"name": name, "description": f"{name}: {LONG}"})
     make_skill(skills, "broken", "name: Broken\ndescription: d\nextra: 1")
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    ip.skills_root = skills
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
-    for name in ("cat", "ctx"):
-        ip.user_ns.pop(name, None)
+    return ipython_shell(skills)
 
 
 def run(ip, line):

@@ -6,27 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from skill_magics.notebook.completion import candidates
 from tests.real_layouts import MISSING_PROGRAM, write_all
 
 
 @pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
-    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "*")
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ipython_shell):
     monkeypatch.chdir(tmp_path)
-    skills = write_all(tmp_path / "skills")
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    ip.skills_root = skills
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
-    ip.user_ns.pop("res", None)
+    return ipython_shell(write_all(tmp_path / "skills"), auto_approve=True)
 
 
 def test_show_lists_helpers_apart_and_what_is_missing(shell) -> None:

@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from sandbox_support import require_bwrap
 
 from skill_magics.core.secrets import REDACTED
@@ -25,25 +24,16 @@ SCRIPT = """\
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch, make_skill):
+def shell(tmp_path, monkeypatch, make_skill, ipython_shell):
     require_bwrap()
-    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
     monkeypatch.delenv("SKILL_MAGICS_SANDBOX", raising=False)
     ws = tmp_path / "ws"
     ws.mkdir()
     monkeypatch.chdir(ws)
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)
     skills = tmp_path / "skills"
     fm = {"name": "keyed", "description": "Needs a key.", "metadata": {"secrets": "API_KEY"}}
     make_skill(skills, "keyed", frontmatter=fm, scripts={"scripts/run.sh": SCRIPT})
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    ip.run_cell("%config SkillMagics.approval_ui = 'widgets'")
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
+    return ipython_shell(skills, approval_ui="widgets")
 
 
 def _fill_and_click(ip, *, secret: str | None, network: bool, timeout: float = 20):

@@ -7,7 +7,6 @@ import io
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from process_support import pid_alive
 
 from skill_magics.core.run.batch_result import BatchResult
@@ -28,20 +27,10 @@ STDIN = "import json, sys\nd = json.load(sys.stdin)\nprint(json.dumps({'twice': 
 
 
 @pytest.fixture
-def shell(tmp_path, monkeypatch, make_skill):
-    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "*")  # nobody can click in a test shell
-    monkeypatch.delenv("SKILL_MAGICS_PATH", raising=False)
-    ip = InteractiveShell.instance()
-    ip.config.pop("SkillMagics", None)
+def shell(tmp_path, make_skill, ipython_shell):
     skills = tmp_path / "skills"
     make_skill(skills, "units", scripts={"scripts/convert.py": CONVERT, "scripts/twice.py": STDIN})
-    ip.run_line_magic("load_ext", "skill_magics")
-    ip.run_cell(f"%config SkillMagics.skill_dirs = [{str(skills)!r}]")
-    yield ip
-    ip.run_line_magic("unload_ext", "skill_magics")
-    ip.config.pop("SkillMagics", None)
-    for name in ("df", "res", "rows", "pool"):
-        ip.user_ns.pop(name, None)
+    return ipython_shell(skills, auto_approve=True)  # nobody can click in a test shell
 
 
 def test_placeholders_fill_one_argv_element_each_never_a_shell() -> None:

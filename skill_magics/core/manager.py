@@ -1,9 +1,9 @@
-"""SkillManager: the facade over the catalog and the run pipeline.
+"""SkillManager: the facade over the skill finder and the run pipeline.
 
 It holds the run settings and the approver and wires the parts together; the work happens
 in them:
 
-- ``catalog`` (catalog/discovery.py): where skills live, which one wins a name clash;
+- ``finder`` (catalog/discovery.py, SkillFinder): where skills live, which one wins a name clash;
 - ``planner`` (run/plan.py over run/checks.py): step 1, resolve a run and check it;
 - ``pipeline`` (run/pipeline.py): steps 2 and 3, the one call site: the gate
   (run/gate.py) decides, the executor (run/executor.py) launches;
@@ -39,7 +39,7 @@ from skill_magics.core.catalog.discovery import (
     DEFAULT_SUBDIRS,
     ENV_VAR,
     DirsArg,
-    SkillCatalog,
+    SkillFinder,
     default_skill_dirs,
     examples_dir,
 )
@@ -136,8 +136,8 @@ class SkillManager:
             sandbox_deny_read=sandbox_deny_read,  # type: ignore[arg-type]
         )
         self.approver: Approver | None = approver
-        self.catalog = SkillCatalog(skill_dirs)
-        self.catalog.detector = ScriptDetector(allow_typescript=self._settings.allow_typescript)
+        self.finder = SkillFinder(skill_dirs)
+        self.finder.detector = ScriptDetector(allow_typescript=self._settings.allow_typescript)
         # Session state (docs/architecture.md, *Sandbox and secrets*): secret values, network
         # grants, the audit log (no secret value in any record), what skills need.
         self.secrets = SecretStore()
@@ -148,8 +148,8 @@ class SkillManager:
         self._hidden: tuple[tuple, list[str]] | None = None
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.
         checks = RunChecks(self.audit, grants=self.grants)
-        self.planner = Planner(self.catalog, checks, self.secrets, self.requirements_cache)
-        self.gate = ApprovalGate(self.catalog, self.audit)
+        self.planner = Planner(self.finder, checks, self.secrets, self.requirements_cache)
+        self.gate = ApprovalGate(self.finder, self.audit)
         self.executor = ScriptExecutor(audit=self.audit, secrets=self.secrets, grants=self.grants)
         self.pipeline = Pipeline(self.planner, self.gate, self.executor)
         for name in self._settings.sandbox_network:  # each grant is audited, these too
@@ -175,7 +175,7 @@ class SkillManager:
             self._settings = after
         if after.allow_typescript != before.allow_typescript:
             # .ts files count as scripts only when tsx may run them.
-            self.catalog.detector = ScriptDetector(allow_typescript=after.allow_typescript)
+            self.finder.detector = ScriptDetector(allow_typescript=after.allow_typescript)
         for name in after.sandbox_network:
             if name not in before.sandbox_network:
                 self._audit_grant(name, "setting sandbox_network")
@@ -251,7 +251,7 @@ class SkillManager:
         """Session approvals ("Yes in session"), kept by the gate."""
         return self.gate.store
 
-    # -- the catalog -------------------------------------------------------------------------
+    # -- the skill finder -------------------------------------------------------------------
 
     @property
     def skill_dirs(self) -> list[Path]:
@@ -259,37 +259,37 @@ class SkillManager:
 
         Assign a new list to replace them all (None: the defaults); the next use rescans.
         """
-        return self.catalog.skill_dirs
+        return self.finder.skill_dirs
 
     @skill_dirs.setter
     def skill_dirs(self, dirs: DirsArg) -> None:
-        self.catalog.skill_dirs = dirs
+        self.finder.skill_dirs = dirs
 
     def add_dir(self, path: str | os.PathLike[str], *, first: bool = False) -> Path:
         """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
-        return self.catalog.add_dir(path, first=first)
+        return self.finder.add_dir(path, first=first)
 
     def remove_dir(self, path: str | os.PathLike[str]) -> bool:
         """Stop searching a directory and rescan; False when it was not configured."""
-        return self.catalog.remove_dir(path)
+        return self.finder.remove_dir(path)
 
     def reload(self) -> None:
         """Forget everything loaded and scan the directories again on next use."""
-        self.catalog.reload()
+        self.finder.reload()
         self.requirements_cache.clear()
         with self._lock:
             self._hidden = None
 
     def list_skills(self) -> list[SkillMetadata]:
         """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
-        return self.catalog.list_skills()
+        return self.finder.list_skills()
 
     @property
     def warnings(self) -> list[str]:
         """Skipped skills, name clashes and spec warnings, each naming the path and reason;
         and SKILL.md files lying in hidden folders that are not searched (how to add them:
         one line per search folder, catalog/hidden.py)."""
-        return self.catalog.warnings + self._hidden_warnings()
+        return self.finder.warnings + self._hidden_warnings()
 
     def _hidden_warnings(self) -> list[str]:
         dirs = tuple(self.skill_dirs)
@@ -307,13 +307,13 @@ class SkillManager:
 
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached)."""
-        return self.catalog.get_skill(name)
+        return self.finder.get_skill(name)
 
     def resolve_script(
         self, skill_name: str, script: str | os.PathLike[str]
     ) -> tuple[Skill, ScriptMetadata]:
         """(skill, script) for a skill name and a script stem, file name or relative path."""
-        return self.catalog.resolve_script(skill_name, script)
+        return self.finder.resolve_script(skill_name, script)
 
     # -- what skills need, and their managed environments -----------------------------------
 

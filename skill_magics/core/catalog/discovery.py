@@ -5,10 +5,10 @@ scripts load when it is first used. The first directory wins a name clash; skipp
 clashes are reported in ``warnings`` with the path and the reason.
 
 Example:
-    >>> catalog = SkillCatalog(["skills"])
-    >>> [m.name for m in catalog.list_skills()]
+    >>> finder = SkillFinder(["skills"])
+    >>> [m.name for m in finder.list_skills()]
     ['csv-profiler', 'text-tools']
-    >>> catalog.get_skill("csv-profiler").scripts
+    >>> finder.get_skill("csv-profiler").scripts
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _as_dirs(value: DirsArg) -> list[Path]:
     return [Path(d) for d in value]
 
 
-class SkillCatalog:
+class SkillFinder:
     """The skills found in ``skill_dirs`` (earlier wins a name clash), loaded lazily.
 
     ``detector`` decides which files of a skill are scripts (SkillManager swaps it when
@@ -96,7 +96,7 @@ class SkillCatalog:
             self._skills = {}  # their cached script lists used the old detector
 
     def __repr__(self) -> str:
-        return f"SkillCatalog(skill_dirs={[str(d) for d in self._dirs]!r})"
+        return f"SkillFinder(skill_dirs={[str(d) for d in self._dirs]!r})"
 
     # -- directories -----------------------------------------------------------------------
 
@@ -297,7 +297,7 @@ def _reason(exc: BaseException) -> str:
 
 
 __all__ = [
-    "SkillCatalog",
+    "SkillFinder",
     "default_skill_dirs",
     "examples_dir",
     "ENV_VAR",

@@ -233,7 +233,7 @@ class _Shipped:
         self.name = name
         self.dask: Any = None
         plan = runner.plan
-        skill = runner.planner.catalog.get_skill(plan.skill_name)
+        skill = runner.planner.finder.get_skill(plan.skill_name)
         approved = plan.request.content_hash if runner.approved else None
         bundle = ship.SkillBundle.pack(skill.base_dir, skill.name, approved)
         # Workers get the batch's settings as they are, with the network grants given so far.

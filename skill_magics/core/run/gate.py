@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from skill_magics.core import fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
-from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.errors import (
     ApprovalDeclined,
     ApprovalPending,
@@ -108,8 +108,8 @@ class ApprovalGate:
     ``audit`` is where every decision is recorded (the manager's AuditLog).
     """
 
-    def __init__(self, catalog: SkillCatalog, audit: AuditLog) -> None:
-        self.catalog = catalog
+    def __init__(self, finder: SkillFinder, audit: AuditLog) -> None:
+        self.finder = finder
         self.audit = audit
         self.store = ApprovalStore()
 
@@ -208,7 +208,7 @@ class ApprovalGate:
         """
         for part in request.requests:
             try:
-                base = self.catalog.get_skill(part.skill_name).base_dir
+                base = self.finder.get_skill(part.skill_name).base_dir
                 entries = fingerprint.skill_entries(base)
             except (SkillMagicsError, OSError):
                 return False
@@ -269,7 +269,7 @@ class ApprovalGate:
         if not self.store.approvals().get(name):
             return None  # nothing to keep: no fingerprint computed
         try:
-            skill = self.catalog.get_skill(name)
+            skill = self.finder.get_skill(name)
             before = fingerprint.skill_entries(skill.base_dir)
         except (SkillMagicsError, OSError):
             return None

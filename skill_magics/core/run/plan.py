@@ -26,7 +26,7 @@ from typing import Any
 from skill_magics.core import fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
-from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
@@ -118,12 +118,12 @@ class Planner:
 
     def __init__(
         self,
-        catalog: SkillCatalog,
+        finder: SkillFinder,
         checks: RunChecks,
         secrets: SecretStore | None = None,
         requirements: RequirementsCache | None = None,
     ) -> None:
-        self.catalog = catalog
+        self.finder = finder
         self.checks = checks
         self.secrets = secrets if secrets is not None else SecretStore()
         self.requirements = requirements
@@ -134,7 +134,7 @@ class Planner:
 
     def with_audit(self, audit: AuditLog) -> Planner:
         """The same planner (same caches) auditing into ``audit`` (a batch's bounded log)."""
-        return Planner(self.catalog, self.checks.with_audit(audit), self.secrets, self.requirements)
+        return Planner(self.finder, self.checks.with_audit(audit), self.secrets, self.requirements)
 
     # -- one script --------------------------------------------------------------------------
 
@@ -185,7 +185,7 @@ class Planner:
         line that names the skill's entry points: it never runs on its own."""
         started = time.monotonic()
         try:
-            skill, meta = self.catalog.resolve_script(skill_name, script)
+            skill, meta = self.finder.resolve_script(skill_name, script)
             if meta.kind != "entry":
                 raise helper_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
@@ -222,9 +222,9 @@ class Planner:
         self, skill_name: str, script: str | os.PathLike[str], exc: SkillMagicsError
     ) -> SkillMagicsError:
         # A .ts file is not listed while tsx is not allowed: say that, not "no script".
-        if not isinstance(exc, ScriptNotFoundError) or self.catalog.detector.allow_typescript:
+        if not isinstance(exc, ScriptNotFoundError) or self.finder.detector.allow_typescript:
             return exc
-        skill = self.catalog.get_skill(skill_name)
+        skill = self.finder.get_skill(skill_name)
         with_ts = Skill(skill.metadata, detector=ScriptDetector(allow_typescript=True))
         try:
             found = with_ts.find_script(script)
@@ -332,7 +332,7 @@ class Planner:
         command shown is the one that will run, with that script's own argv. Without it the
         command is worked out here with ``argv`` (nothing is audited; checks happen later).
         """
-        skill = self.catalog.get_skill(skill_name)
+        skill = self.finder.get_skill(skill_name)
         # The checks' rules (a lone string is refused, not split into characters), so the
         # request shows exactly the argv that will run.
         argv_t = normalize_argv(() if argv is None else argv)
@@ -391,7 +391,7 @@ class Planner:
         if self.requirements is None or not scripts:
             return lambda rel: []
         try:
-            reqs = self.requirements.for_run(self.catalog.get_skill(skill_name))
+            reqs = self.requirements.for_run(self.finder.get_skill(skill_name))
         except (SkillMagicsError, OSError, ValueError):
             return lambda rel: []
         return reqs.missing_for

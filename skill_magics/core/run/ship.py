@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from skill_magics.core import fingerprint
 from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
-from skill_magics.core.catalog.discovery import SkillCatalog
+from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.run.settings import RunSettings
@@ -272,7 +272,7 @@ class ShippedOutcome:
     pid: int
 
 
-# Per worker process: one executor and catalog for the batch being run (rebuilt when the
+# Per worker process: one executor and finder for the batch being run (rebuilt when the
 # settings or the copy change), so items keep its caches; audit records go to the item's
 # thread (_ThreadAudit) and travel back with its outcome.
 _WORKER_STATE: dict[str, Any] = {}
@@ -321,8 +321,8 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
             audit = _ThreadAudit()
             executor = ScriptExecutor(audit=audit)
             detector = ScriptDetector(allow_typescript=batch.settings.allow_typescript)
-            catalog = SkillCatalog([copy.parent], detector=detector)
-            planner = Planner(catalog, executor.checks, executor.secrets)
+            finder = SkillFinder([copy.parent], detector=detector)
+            planner = Planner(finder, executor.checks, executor.secrets)
             _WORKER_STATE.clear()
             _WORKER_STATE.update(key=key, state=(executor, planner, audit))
         state: tuple[Any, Any, _ThreadAudit] = _WORKER_STATE["state"]

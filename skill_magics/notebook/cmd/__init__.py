@@ -2,16 +2,19 @@
 
 A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run`` function
 and a one-line ``HELP`` string is picked up automatically; another helper's module (e.g.
-``catalog.py``) needs no registration here.
+``catalog.py``) needs no registration here. Every subcommand reads its words with a
+:class:`SubcommandParser` (argparse): one style, and one kind of error, a one-line
+UsageError ending in the usage. An unknown subcommand names the close matches (``difflib``).
 """
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import importlib
 import pkgutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from IPython.core.error import UsageError
 
@@ -59,17 +62,38 @@ def help_lines() -> list[str]:
     return lines
 
 
-def one_arg(args: list[str], usage: str) -> str:
-    """Exactly one positional argument, else UsageError showing ``usage``."""
-    if len(args) != 1:
-        raise UsageError(f"Usage: {usage}")
-    return args[0]
+class SubcommandParser(argparse.ArgumentParser):
+    """The argument parser of a ``%skills`` subcommand: a mistake is one UsageError line that
+    ends with the usage (never a printed help, never SystemExit); a word left over is
+    ``Unexpected 'word'`` (a stray word is a mistake, not noise).
+
+    Example:
+        >>> parser = SubcommandParser("remove", "%skills remove DIR")
+        >>> parser.add_argument("dir")
+        >>> parser.parse(["./skills"]).dir
+        './skills'
+    """
+
+    def __init__(self, name: str, usage: str) -> None:
+        super().__init__(
+            prog=f"%skills {name}",
+            usage=usage,
+            add_help=False,
+            allow_abbrev=False,
+            exit_on_error=False,
+        )
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}: usage: {self.usage}")
+
+    def parse(self, args: list[str]) -> argparse.Namespace:
+        try:
+            opts, rest = self.parse_known_args(args)
+        except argparse.ArgumentError as exc:
+            self.error(str(exc))
+        if rest:
+            raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {self.usage}")
+        return opts
 
 
-def no_args(args: list[str], usage: str) -> None:
-    """No arguments, else UsageError showing ``usage`` (a stray word is a mistake, not noise)."""
-    if args:
-        raise UsageError(f"Unexpected {' '.join(args)!r}: usage: {usage}")
-
-
-__all__ = ["names", "lookup", "help_lines", "one_arg", "no_args"]
+__all__ = ["names", "lookup", "help_lines", "SubcommandParser"]

@@ -8,22 +8,29 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
-from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "DIR | --examples [--first]: search another skills directory"
 
 
+USAGE = "%skills add DIR [--first]  or  %skills add --examples [--first]"
+PARSER = SubcommandParser("add", USAGE)
+PARSER.add_argument("dir", nargs="?")
+PARSER.add_argument("--examples", action="store_true")
+PARSER.add_argument("--first", action="store_true")
+
+
 def run(magics: SkillsHost, args: list[str]) -> Any:
-    first = "--first" in args
-    rest = [a for a in args if a != "--first"]
-    if rest == ["--examples"]:
+    opts = PARSER.parse(args)
+    first = opts.first
+    if opts.examples and opts.dir is None:
         from skill_magics.core.manager import examples_dir
 
         path = examples_dir()
-    elif len(rest) == 1 and not rest[0].startswith("--"):
-        path = Path(rest[0]).expanduser()
+    elif opts.dir is not None and not opts.examples:
+        path = Path(opts.dir).expanduser()
     else:
-        raise UsageError("Usage: %skills add DIR [--first]  or  %skills add --examples")
+        raise UsageError(f"Usage: {USAGE}")
     if not path.is_dir():
         raise UsageError(f"{path} is not a directory: give a folder that contains skill folders")
     manager = magics.manager
@@ -54,9 +61,9 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 
 def skills_under(manager: Any, path: Path) -> list[Any]:
     """The skills a search of ``path`` finds (without adding it)."""
-    from skill_magics.core.catalog.discovery import SkillCatalog
+    from skill_magics.core.catalog.discovery import SkillFinder
 
-    return SkillCatalog([path]).list_skills()
+    return SkillFinder([path]).list_skills()
 
 
 def _inside(skill_md: Path, folder: Path) -> bool:

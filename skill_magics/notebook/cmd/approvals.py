@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import SkillsHost, no_args
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "session approvals (and whether the scripts changed since)"
 
+PARSER = SubcommandParser("approvals", "%skills approvals")
+
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
-    no_args(args, "%skills approvals")
+    PARSER.parse(args)
     from skill_magics.notebook.render import approvals_table
 
     manager = magics.manager

@@ -5,13 +5,15 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from skill_magics.notebook.cmd import SkillsHost, no_args
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "the directories searched, first wins a name clash"
 
+PARSER = SubcommandParser("dirs", "%skills dirs")
+
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
-    no_args(args, "%skills dirs")
+    PARSER.parse(args)
     from skill_magics.notebook.render import Display, display_path
 
     rows = [

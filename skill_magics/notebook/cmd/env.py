@@ -15,26 +15,22 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from skill_magics.core.errors import EnvironmentBuildError
-from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "NAME [--rebuild] [--installer uv|pip]: install what a skill's scripts lack"
 USAGE = "%skills env NAME [--rebuild] [--installer uv|pip]"
 
 
+PARSER = SubcommandParser("env", USAGE)
+PARSER.add_argument("name")
+PARSER.add_argument("--rebuild", action="store_true")
+PARSER.add_argument("--installer", default=None)
+
+
 def parse(args: list[str]) -> tuple[str, bool, str | None]:
     """(skill name, rebuild, installer) from the words after ``env``."""
-    rebuild = "--rebuild" in args
-    rest = [a for a in args if a != "--rebuild"]
-    installer = None
-    if "--installer" in rest:
-        i = rest.index("--installer")
-        if i + 1 >= len(rest):
-            raise UsageError(f"--installer needs uv or pip: usage: {USAGE}")
-        installer = rest[i + 1]
-        del rest[i : i + 2]
-    if len(rest) != 1 or rest[0].startswith("-"):
-        raise UsageError(f"Usage: {USAGE}")
-    return rest[0], rebuild, installer
+    opts = PARSER.parse(args)
+    return opts.name, opts.rebuild, opts.installer
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "table of skills (name, description, scripts, location) and warnings"
 
+PARSER = SubcommandParser("list", "%skills [list]")
+
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    PARSER.parse(args)
     from skill_magics.notebook.render import skills_table
 
     manager = magics.manager

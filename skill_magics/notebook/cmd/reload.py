@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import SkillsHost, no_args
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "rescan the skills directories"
 
+PARSER = SubcommandParser("reload", "%skills reload")
+
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
-    no_args(args, "%skills reload")
+    PARSER.parse(args)
     magics.manager.reload()
     print(f"Reloaded: {len(magics.manager.list_skills())} skills")
     return None

@@ -7,13 +7,16 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.notebook.cmd import SkillsHost, one_arg
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "DIR: stop searching a skills directory"
 
+PARSER = SubcommandParser("remove", "%skills remove DIR")
+PARSER.add_argument("dir")
+
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
-    path = Path(one_arg(args, "%skills remove DIR")).expanduser()
+    path = Path(PARSER.parse(args).dir).expanduser()
     if not magics.manager.remove_dir(path):
         dirs = ", ".join(str(d) for d in magics.manager.skill_dirs) or "none"
         raise UsageError(f"{path} is not a configured skills directory (configured: {dirs})")

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.notebook.cmd import SkillsHost, one_arg
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "NAME: metadata, SKILL.md and scripts of one skill"
+
+PARSER = SubcommandParser("show", "%skills show NAME")
+PARSER.add_argument("name")
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
-    skill = manager.get_skill(one_arg(args, "%skills show NAME"))
+    skill = manager.get_skill(PARSER.parse(args).name)
     approved = manager.approvals.is_approved(skill.name, skill.content_hash())
     # What the scripts need, named before anything runs (core/catalog/requirements.py).
     return skill_detail(

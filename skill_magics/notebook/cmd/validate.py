@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from IPython.core.error import UsageError
-
-from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = (
     "check skills as skills-ref does, plus missing referenced files, scripts that cannot "
     "run, secret-like strings and the catalog budget: [NAME|PATH ...] [--budget TOKENS]"
 )
 USAGE = "%skills validate [NAME|PATH ...] [--budget TOKENS] [--budget-chars N]"
+PARSER = SubcommandParser("validate", USAGE)
+PARSER.add_argument("targets", nargs="*")
+PARSER.add_argument("--budget", type=int, default=None)
+PARSER.add_argument("--budget-chars", type=int, default=None)
 
 
 class ValidationReport(dict):
@@ -37,16 +38,7 @@ class ValidationReport(dict):
 def run(magics: SkillsHost, args: list[str]) -> ValidationReport:
     from skill_magics.core.validation import validate_skills
 
-    parser = argparse.ArgumentParser(prog="%skills validate", add_help=False, exit_on_error=False)
-    parser.add_argument("targets", nargs="*")
-    parser.add_argument("--budget", type=int, default=None)
-    parser.add_argument("--budget-chars", type=int, default=None)
-    try:
-        opts, rest = parser.parse_known_args(args)
-    except (argparse.ArgumentError, ValueError) as exc:
-        raise UsageError(f"{exc}: usage: {USAGE}") from None
-    if rest:
-        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {USAGE}")
+    opts = PARSER.parse(args)
     budget = opts.budget
     if budget is None and opts.budget_chars is None:
         budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget

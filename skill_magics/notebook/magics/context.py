@@ -31,7 +31,7 @@ from skill_magics.notebook.magics.skills import SharedMagics
 
 if TYPE_CHECKING:
     from skill_magics.core.run.approval import Approver
-    from skill_magics.notebook.cmd import SkillsHost
+    from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
     pass
 
@@ -255,8 +255,10 @@ class CatalogText(SkillContextText):
         return catalog_report_html(self.catalog) + context_html(shown, self.size_line())
 
 
-def catalog_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="%skills catalog", add_help=False, exit_on_error=False)
+def catalog_parser() -> SubcommandParser:
+    from skill_magics.notebook.cmd import SubcommandParser
+
+    parser = SubcommandParser("catalog", CATALOG_USAGE)
     parser.add_argument("names", nargs="*")
     parser.add_argument("--budget", type=int, default=None, help="max tokens")
     parser.add_argument("--budget-chars", type=int, default=None, help="max characters")
@@ -278,12 +280,7 @@ def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
     filtered by name globs and fitted to a budget, with its token counts."""
     from skill_magics.core.prompt_catalog import skills_catalog
 
-    try:
-        opts, rest = catalog_parser().parse_known_args(args)
-    except (argparse.ArgumentError, ValueError) as exc:
-        raise UsageError(f"{exc}: usage: {CATALOG_USAGE}") from None
-    if rest:
-        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {CATALOG_USAGE}")
+    opts = catalog_parser().parse(args)
     budget = opts.budget
     if budget is None and opts.budget_chars is None:
         budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget
