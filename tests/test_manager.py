@@ -389,7 +389,7 @@ def test_good_argv_items_reach_the_script_verbatim(argv_manager, tmp_path):
 
 @posix_only
 def test_approval_request_normalises_argv_like_the_executor(argv_manager, tmp_path):
-    _, meta = argv_manager.resolve_script("s", "argv")
+    _, meta = argv_manager.finder.resolve_script("s", "argv")
     request = request_of(argv_manager, "s", [meta], None, [1, tmp_path / "p"])
     assert request.argv == ("1", str(tmp_path / "p"))
     assert request.scripts[0].command[-2:] == ("1", str(tmp_path / "p"))

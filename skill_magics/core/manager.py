@@ -47,7 +47,7 @@ from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run.approval import (
     MANAGER_APPROVER,
     Answer,
@@ -308,12 +308,6 @@ class SkillManager:
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached)."""
         return self.finder.get_skill(name)
-
-    def resolve_script(
-        self, skill_name: str, script: str | os.PathLike[str]
-    ) -> tuple[Skill, ScriptMetadata]:
-        """(skill, script) for a skill name and a script stem, file name or relative path."""
-        return self.finder.resolve_script(skill_name, script)
 
     # -- what skills need, and their managed environments -----------------------------------
 

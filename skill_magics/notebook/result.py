@@ -10,10 +10,10 @@ Usage (the magics)::
     # Not decided yet (non-blocking approval): return a pending handle, fill it in later.
     res = SkillRunResult.pending("pdf", "scripts/extract.py")
     res.show()                       # display with a display_id: saved HTML/text update too
-    ...                              # on the Yes click:
-    res.set_status("running"); res.on_stop = cancel_event.set
-    executor.run(prepared, on_output=res.append_output, cancel=cancel_event)
-    res.set_result(execution_result)     # or res.set_status("declined", message)
+    ...                              # on the click, through the one call site:
+    outcome = manager.run_planned(plan, Answer(decision, by), on_output=res.append_output,
+                                  on_start=..., cancel=cancel_event)   # the gate settles it
+    res.set_result(outcome.result)   # or res.set_status(outcome.status, outcome.message)
 
     res.wait(timeout=None)  /  await res.wait_async()     # block until a final status
     # (once it returns, every view and display already shows that final state)

@@ -1,1 +1,2 @@
-"""Running a script: plan (checks) -> gate (approval) -> execute (process group, caps, audit)."""
+"""Running a script: plan (plan.py over checks.py) -> the call site (pipeline.py): gate
+(gate.py, approval) -> execute (executor.py: launch, caps, audit)."""

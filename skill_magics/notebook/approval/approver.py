@@ -1,8 +1,9 @@
 """The one notebook approver: asks a person the way this kernel can deliver the answer.
 
-Every magic (``%%skillrun``, ``%skill_context``, ``%%skillpy``) passes a
-:class:`NotebookApprover` to core's gate (``core/run/gate.py``); the gate decides, audits and
-remembers "Yes in session". This module only *asks*:
+Every magic (``%%skillrun``, ``%skill_context``, ``%%skillpy``, ``%skills env``) hands its plan
+to the one call site (``manager.run_planned``) with a :class:`NotebookApprover`; the gate
+(``core/run/gate.py``) decides, audits and remembers "Yes in session". This module only
+*asks*:
 
 - configuration first: ``require_approval = False`` or ``auto_approve`` answer alone;
 - then by the wait strategy (``waiting.choose``, the one place it is chosen): headless and
@@ -14,7 +15,7 @@ remembers "Yes in session". This module only *asks*:
 
 Example:
     >>> approver = NotebookApprover(skill_magics, pending_ok=True)
-    >>> verdict = manager.gate.decide(plan.request, approver)
+    >>> outcome = manager.run_planned(plan, approver)
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     name, rebuild, installer = parse(args)
     approver_of = getattr(magics, "approver", None)
     approver = approver_of() if callable(approver_of) else None
-    return _prepare(magics, name, rebuild, installer, approver, None)
+    return _build_env(magics, name, rebuild, installer, approver, None)
 
 
 async def run_async(magics: Any, args: list[str]) -> Any:
@@ -49,11 +49,11 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     cancel = threading.Event()
     approver = magics.approver(in_worker=True, cancel=cancel)
     return await await_in_thread(
-        lambda: _prepare(magics, name, rebuild, installer, approver, cancel), cancel
+        lambda: _build_env(magics, name, rebuild, installer, approver, cancel), cancel
     )
 
 
-def _prepare(
+def _build_env(
     magics: Any,
     name: str,
     rebuild: bool,
