@@ -283,17 +283,95 @@ def _kill_all(pgid: int, tree: _Descendants | None, sig: int) -> None:
         tree.signal_escaped(sig)
 
 
+class Child:
+    """A started run as the loop drives it: the main process (its pid is its group id), our
+    ends of its pipes, how to notice its exit without reaping it, and how to reap it.
+
+    :class:`_PopenChild` is a process this one spawned; a warm server's fork
+    (core/run/warm/server.py) is another kind, whose exit a message on a socket announces.
+    """
+
+    pid: int
+    stdin: IO[bytes] | None
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+    reaped = False
+
+    def exit_fd(self) -> int | None:
+        """A descriptor that becomes readable when the main process exits (None: poll)."""
+        return None
+
+    def on_exit_fd(self) -> bool:
+        """``exit_fd`` is readable: has the main process exited?"""
+        return True
+
+    def poll_exit(self) -> bool:
+        """Has the main process exited? Never reaps it."""
+        raise NotImplementedError
+
+    def reap(self) -> int:
+        """Wait for the exited (or killed) main process; its status, -N for signal N."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the child holds beyond its pipes (the loop closes those)."""
+
+
+class _PopenChild(Child):
+    """A process started here with subprocess.Popen."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.stdin = proc.stdin
+        assert proc.stdout is not None and proc.stderr is not None  # both pipes are opened
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.pidfd: int | None = None
+
+    def exit_fd(self) -> int | None:
+        if _HAS_PIDFD:
+            try:
+                self.pidfd = os.pidfd_open(self.pid)
+            except OSError:  # old kernel (< 5.3) or seccomp: poll the pid instead
+                self.pidfd = None
+        return self.pidfd
+
+    def poll_exit(self) -> bool:
+        if _HAS_WAITID:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # already reaped: it has exited
+                return True
+            return info is not None
+        return self.proc.poll() is not None  # pragma: no cover - no waitid(): reaps
+
+    def reap(self) -> int:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - uninterruptible sleep
+            logger.error("Process %s did not exit after SIGKILL; leaving it", self.pid)
+            code = -signal.SIGKILL
+        self.reaped = True
+        return code
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
 class _Loop:
-    """State of one run; lives only inside run_process."""
+    """State of one run; lives only inside _drive."""
 
     def __init__(
         self,
-        proc: subprocess.Popen,
+        child: Child,
         payload: bytes | None,
         max_output_size: int,
         on_output: OnOutput | None,
     ) -> None:
-        self.proc = proc
+        self.child = child
         # poll() when there is one (select() is limited to fds < 1024), else the default.
         self.sel: selectors.BaseSelector = (
             selectors.PollSelector()
@@ -305,25 +383,20 @@ class _Loop:
         self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
         self.on_output = on_output
         self.exited = False
-        self.pidfd: int | None = None
+        self.exit_fd: int | None = None
         self.stdin_fd: int | None = None
         self.payload = memoryview(payload) if payload else None
         self.offset = 0
 
-        for capture, pipe in ((self.stdout, proc.stdout), (self.stderr, proc.stderr)):
-            assert pipe is not None  # run_process opens both pipes
+        for capture, pipe in ((self.stdout, child.stdout), (self.stderr, child.stderr)):
             fd = pipe.fileno()
             self.readers[fd] = (capture, pipe)
             self.sel.register(fd, selectors.EVENT_READ)
-        if _HAS_PIDFD:
-            try:
-                self.pidfd = os.pidfd_open(proc.pid)
-            except OSError:  # old kernel (< 5.3) or seccomp: poll the pid instead
-                self.pidfd = None
-            else:
-                self.sel.register(self.pidfd, selectors.EVENT_READ)
-        if proc.stdin is not None:
-            self.stdin_fd = proc.stdin.fileno()
+        self.exit_fd = child.exit_fd()
+        if self.exit_fd is not None:
+            self.sel.register(self.exit_fd, selectors.EVENT_READ)
+        if child.stdin is not None:
+            self.stdin_fd = child.stdin.fileno()
             os.set_blocking(self.stdin_fd, False)
             # Most payloads fit the pipe: write now and skip a loop iteration.
             if self._write_stdin():
@@ -346,9 +419,10 @@ class _Loop:
         return False
 
     def _close_stdin(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
+        stdin = self.child.stdin
+        if stdin is not None and not stdin.closed:
             try:
-                self.proc.stdin.close()
+                stdin.close()
             except OSError:  # EPIPE on close of an unflushed raw pipe: nothing buffered
                 pass
         self.stdin_fd = None
@@ -380,40 +454,39 @@ class _Loop:
     def _poll_exit(self) -> bool:
         """Has the main process exited? Never reaps it (see module docstring)."""
         if not self.exited:
-            if _HAS_WAITID:
-                try:
-                    info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                except ChildProcessError:  # already reaped: it has exited
-                    self.exited = True
-                else:
-                    self.exited = info is not None
-            else:  # pragma: no cover - no waitid(): reaping here is the only option
-                self.exited = self.proc.poll() is not None
+            self.exited = self.child.poll_exit()
         return self.exited
 
     def step(self, wait: float) -> None:
         """One select(): handle every ready fd."""
         for key, _mask in self.sel.select(max(wait, 0.0)):
             fd = key.fd
-            if fd == self.pidfd:
-                self.exited = True
-                self.sel.unregister(fd)
+            if fd == self.exit_fd:
+                if self.child.on_exit_fd():
+                    self.exited = True
+                    self.sel.unregister(fd)
+                    self.exit_fd = None
             elif fd == self.stdin_fd:
                 if not self._write_stdin():
                     self.sel.unregister(fd)
             elif fd in self.readers:
                 self._read(fd)
-        if self.pidfd is None and self.readers:
+        if self.exit_fd is None and not self.exited and self.readers:
             self._poll_exit()
+
+    @property
+    def watching(self) -> bool:
+        """Does a descriptor tell us of the exit (else the pid is polled)?"""
+        return self.exit_fd is not None or self.exited
 
     def wait_exit(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for the main process to exit, still draining the pipes."""
         end = time.monotonic() + timeout
-        while not (self.exited or (self.pidfd is None and self._poll_exit())):
+        while not (self.exited or (not self.watching and self._poll_exit())):
             left = end - time.monotonic()
             if left <= 0:
                 return False
-            self.step(left if self.pidfd is not None else min(left, 0.005))
+            self.step(left if self.watching else min(left, 0.005))
         return True
 
     def final_drain(self) -> None:
@@ -440,18 +513,8 @@ class _Loop:
         for fd, (_capture, pipe) in list(self.readers.items()):
             pipe.close()
             self.readers.pop(fd, None)
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
+        self.child.close()
         self.sel.close()
-
-
-def _reap(proc: subprocess.Popen) -> int:
-    try:
-        return proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - stuck in uninterruptible sleep
-        logger.error("Process %s did not exit after SIGKILL; leaving it", proc.pid)
-        return -signal.SIGKILL
 
 
 def run_process(
@@ -485,12 +548,27 @@ def run_process(
         )
     except OSError as exc:
         raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-    pgid = proc.pid
+    return drive(_PopenChild(proc), start, payload, timeout, max_output_size, on_output, cancel)
+
+
+def drive(
+    child: Child,
+    start: float,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None = None,
+    cancel: threading.Event | None = None,
+) -> ProcessOutcome:
+    """Drive a started ``child`` to its end (see the module docstring): feed stdin, read
+    both pipes, kill the group on timeout, cancel or any exception, reap. ``start`` is when
+    the run began (time.monotonic()): the timeout counts from there."""
+    pgid = child.pid
     loop: _Loop | None = None
-    tree = _Descendants(proc.pid, pgid, start)
+    tree = _Descendants(child.pid, pgid, start)
     timed_out = cancelled = False
     try:
-        loop = _Loop(proc, payload, max_output_size, on_output)
+        loop = _Loop(child, payload, max_output_size, on_output)
         deadline = start + timeout
         while loop.readers or not loop.exited:
             now = time.monotonic()
@@ -514,7 +592,7 @@ def run_process(
             wait = min(deadline - now, tree.due(now))
             if cancel is not None:
                 wait = min(wait, CANCEL_POLL_S)
-            if loop.pidfd is None:
+            if not loop.watching:
                 if loop._poll_exit():
                     continue
                 wait = min(wait, EXIT_POLL_S)
@@ -522,29 +600,30 @@ def run_process(
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
         # now, while the unreaped leader still pins the group id; so do remembered escapees.
         _kill_all(pgid, tree, signal.SIGKILL)
-        returncode = _reap(proc)
+        returncode = child.reap()
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
         # group running behind the exception.
-        if proc.returncode is None:
+        if not child.reaped:
             _kill_all(pgid, tree, signal.SIGTERM)
             try:
                 if loop is not None:
                     loop.wait_exit(GRACE_S)
             finally:
                 _kill_all(pgid, tree, signal.SIGKILL)
-                _reap(proc)
+                child.reap()
         raise
     finally:
         if loop is not None:
             loop.close()
         else:
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            child.close()
+            for pipe in (child.stdin, child.stdout, child.stderr):
                 if pipe is not None:
                     pipe.close()
     return ProcessOutcome(
-        pid=proc.pid,
+        pid=child.pid,
         returncode=returncode,
         stdout=loop.stdout,
         stderr=loop.stderr,
@@ -555,6 +634,8 @@ def run_process(
 
 
 __all__ = [
+    "Child",
+    "drive",
     "GRACE_S",
     "DRAIN_S",
     "TREE_POLL_S",
