@@ -129,6 +129,11 @@ class AuditRecord:
     # The run's isolation: {"mode", "network", "writable"[, "note"]}; None: not sandboxed
     # (and left out of to_dict(), so unsandboxed records keep their shape).
     sandbox: dict[str, Any] | None = None
+    # How a run's process started: "warm" (forked from a warm server) or "cold", and why a
+    # run that could have been warm was not ("" none); None: not a run (left out of
+    # to_dict(), like start_note when empty).
+    start: str | None = None
+    start_note: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, str):
@@ -149,6 +154,8 @@ class AuditRecord:
         reason: str | None = None,
         duration_ms: float | None = None,
         sandbox: dict[str, Any] | None = None,
+        start: str | None = None,
+        start_note: str = "",
     ) -> AuditRecord:
         """A record stamped with the current UTC time."""
         return cls(
@@ -161,12 +168,18 @@ class AuditRecord:
             reason,
             duration_ms,
             sandbox,
+            start,
+            start_note,
         )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         if data["sandbox"] is None:
             del data["sandbox"]
+        if data["start"] is None:
+            del data["start"]
+        if not data["start_note"]:
+            del data["start_note"]
         return data
 
     def to_json(self) -> str:
@@ -197,6 +210,8 @@ class AuditLog:
             rec.script = redact(rec.script)
             if rec.reason is not None:
                 rec.reason = redact(rec.reason)
+            if rec.start_note:
+                rec.start_note = redact(rec.start_note)
         level = logging.WARNING if rec.outcome.notable else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(
@@ -254,6 +269,8 @@ class AuditLog:
         reason: str | None = None,
         duration_ms: float | None = None,
         sandbox: dict[str, Any] | None = None,
+        start: str | None = None,
+        start_note: str = "",
     ) -> AuditRecord:
         """Build a record stamped now and record it (declines, unavailable approval, ...)."""
         return self.record(
@@ -266,6 +283,8 @@ class AuditLog:
                 reason=reason,
                 duration_ms=duration_ms,
                 sandbox=sandbox,
+                start=start,
+                start_note=start_note,
             )
         )
 

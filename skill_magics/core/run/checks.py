@@ -59,9 +59,11 @@ from skill_magics.core.run.payload import encode_arguments, normalize_argv
 from skill_magics.core.run.sandbox import NetworkGrants, SandboxProfile
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
+    DEFAULT_WARM_IDLE,
     RunSettings,
     check_timeout,
 )
+from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.secrets import declared_secrets
 from skill_magics.core.version import VERSION as _VERSION
 
@@ -159,6 +161,10 @@ class PreparedRun:
     sandbox: SandboxProfile | None = None
     secrets: tuple[str, ...] = ()  # secret names the skill declares (values added at spawn)
     max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of each stream kept
+    # How the executor may start it (core/run/warm/): "auto", "on" or "off" (always cold),
+    # and how long its warm server may stay idle. Nothing else about the run depends on it.
+    warm: str = warm_modes.OFF
+    warm_idle: float = DEFAULT_WARM_IDLE
 
     @property
     def program(self) -> str:
@@ -221,6 +227,7 @@ class RunChecks:
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
         module: str = "",
+        warm: bool | None = None,
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
 
@@ -230,7 +237,9 @@ class RunChecks:
         ("skill", "workspace" or a folder) override ``settings`` for this run; an explicit
         sandbox mode that cannot be had here is refused. ``module``: run the script as
         ``python -m module`` (``ScriptMetadata.module``; it must name the script's own path,
-        e.g. "scripts.run_eval" for scripts/run_eval.py).
+        e.g. "scripts.run_eval" for scripts/run_eval.py). ``warm``: start it warm (True),
+        cold (False) or as ``settings.warm_start`` says (None); only the launch differs
+        (core/run/warm/).
         """
         started = time.monotonic()
         try:
@@ -244,6 +253,7 @@ class RunChecks:
                 timeout,
                 settings.run_cwd if cwd is None else cwd,
                 module,
+                warm_modes.choose(settings.warm_start, warm),  # type: ignore[arg-type]
             )
             return self._isolate(settings, prepared, sandbox, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
@@ -267,6 +277,7 @@ class RunChecks:
         timeout: float | None,
         cwd: workdir.CwdArg | None,
         module: str,
+        warm: str,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
         _check_tools(metadata)
@@ -296,6 +307,8 @@ class RunChecks:
             arguments_preview=arguments_preview(None, argv_t, encoded=payload),
             argv=argv_t,
             max_output_size=settings.max_output_size,
+            warm=warm,
+            warm_idle=settings.warm_idle_timeout,
         )
 
     def _isolate(

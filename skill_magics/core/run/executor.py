@@ -42,12 +42,14 @@ from skill_magics.core.run import workdir
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.checks import BASE_ENV, PreparedRun, RunChecks
 from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
-from skill_magics.core.run.sandbox import NetworkGrants, SandboxedCommand, SandboxProfile
+from skill_magics.core.run.sandbox import NetworkGrants, SandboxProfile
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     RunSettings,
 )
+from skill_magics.core.run.warm import modes as warm_modes
+from skill_magics.core.run.warm.launch import Ticket, WarmLauncher, WarmUnavailable, run_warm
 from skill_magics.core.secrets import SecretStore
 from skill_magics.core.status import AuditOutcome
 
@@ -58,19 +60,37 @@ OnOutput = Callable[[str, str], object]
 
 @dataclass(frozen=True)
 class _Boxed:
-    """A run's sandbox as spawned: the profile and, when active, the bwrap command."""
+    """A run's sandbox as spawned: the profile and, when active, its private TMPDIR and
+    network (a cold run's bwrap command, or the warm server's sandbox)."""
 
     profile: SandboxProfile
-    command: SandboxedCommand | None  # None: ``auto`` found no sandbox (the note says why)
+    tmpdir: str | None = None  # None: ``auto`` found no sandbox (the note says why)
+    network: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.tmpdir is not None
 
     @property
     def record(self) -> dict[str, Any]:
         """For the audit record and the result: mode, network, writable paths (real TMPDIR)."""
-        if self.command is None:
+        if self.tmpdir is None:
             return self.profile.record()
-        data = self.profile.record(self.command.tmpdir)
-        data["network"] = self.command.network
+        data = self.profile.record(self.tmpdir)
+        data["network"] = self.network
         return data
+
+
+@dataclass(frozen=True)
+class _Start:
+    """How a run's process comes to be: a warm ticket, or cold (with why not warm)."""
+
+    ticket: Any = None  # warm.Ticket
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return "warm" if self.ticket is not None else "cold"
 
 
 class _RedactedOutput:
@@ -100,9 +120,10 @@ def _fmt_seconds(seconds: float) -> str:
 class ScriptExecutor:
     """Launches checked runs: one process group per run, bounded capture, audit.
 
-    Thread-safe: runs share nothing but the audit log, the secret values and the network
-    grants, all locked. ``audit``, ``secrets`` (values added at spawn, masked in output) and
-    ``grants`` (network given during the session) are the SkillManager's.
+    Thread-safe: runs share nothing but the audit log, the secret values, the network grants
+    and the warm servers, all locked. ``audit``, ``secrets`` (values added at spawn, masked
+    in output) and ``grants`` (network given during the session) are the SkillManager's;
+    ``preload(prepared)`` names the packages a run's warm server imports (core/run/warm/).
 
     The positional arguments and ``settings`` configure only the standalone
     :meth:`execute` (default cwd: the skill folder, no sandbox); ``run`` takes everything
@@ -123,10 +144,13 @@ class ScriptExecutor:
         audit: AuditLog | None = None,
         secrets: SecretStore | None = None,
         grants: NetworkGrants | None = None,
+        preload: Callable[[PreparedRun], Sequence[str]] | None = None,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
         self.secrets = secrets if secrets is not None else SecretStore()
         self.grants = grants if grants is not None else NetworkGrants()
+        # Warm start (core/run/warm/): which packages a run's server preloads.
+        self.warm = WarmLauncher(preload)
         if settings is None:
             settings = RunSettings(
                 timeout=timeout,
@@ -184,7 +208,14 @@ class ScriptExecutor:
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
-            command, env, boxed = self._isolated_command(prepared)
+            env = self._env(prepared)
+            network = self.network_for(prepared)
+            how = self._start(prepared, env, network, cancel)
+            command: tuple[str, ...] = ()
+            if how.ticket is None:
+                command, env, boxed = self._isolated_command(prepared, env, network)
+            else:
+                boxed = self._warm_box(prepared, how.ticket)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
             raise
@@ -195,20 +226,36 @@ class ScriptExecutor:
             streams = _RedactedOutput(self.secrets, on_output)
             on_output = streams
         try:
-            outcome = run_process(
-                command,
-                cwd=prepared.cwd,
-                env=env,  # Popen only reads it
-                payload=prepared.payload,
-                timeout=prepared.timeout,
-                max_output_size=prepared.max_output_size,
-                on_output=on_output,
-                cancel=cancel,
-            )
+            outcome = None
+            if how.ticket is not None:
+                try:
+                    outcome = run_warm(
+                        how.ticket,
+                        payload=prepared.payload,
+                        timeout=prepared.timeout,
+                        max_output_size=prepared.max_output_size,
+                        on_output=on_output,
+                        cancel=cancel,
+                    )
+                except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
+                    how = _Start(note=str(exc))
+                    command, env, boxed = self._isolated_command(prepared, env, network)
+                    shown = None if boxed is None else boxed.record
+            if outcome is None:
+                outcome = run_process(
+                    command,
+                    cwd=prepared.cwd,
+                    env=env,  # Popen only reads it
+                    payload=prepared.payload,
+                    timeout=prepared.timeout,
+                    max_output_size=prepared.max_output_size,
+                    on_output=on_output,
+                    cancel=cancel,
+                )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
             # the way a shell shows it (126), not a crash.
-            return self._spawn_failed(prepared, exc, time.monotonic() - start)
+            return self._spawn_failed(prepared, exc, time.monotonic() - start, how)
         except BaseException as exc:
             self.audit.event(
                 *audit_base,
@@ -216,33 +263,76 @@ class ScriptExecutor:
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
                 sandbox=shown,
+                start=how.name,
+                start_note=how.note,
             )
             raise
         finally:
             if streams is not None:
                 streams.flush()
-        return self._finish(prepared, outcome, boxed=boxed, redact=redacting)
+        return self._finish(prepared, outcome, boxed=boxed, redact=redacting, how=how)
 
-    def _isolated_command(
-        self, prepared: PreparedRun
-    ) -> tuple[tuple[str, ...], Mapping[str, str], _Boxed | None]:
-        """What to spawn: the command (in bwrap when sandboxed) and its environment with the
-        skill's own secrets (only the declaring skill's runs get them)."""
+    def network_for(self, prepared: PreparedRun) -> bool:
+        """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
+        on the approval panel, counts for this run.)"""
+        profile = prepared.sandbox
+        if profile is None:
+            return True
+        return profile.network or self.grants.has(prepared.skill_name)
+
+    def _env(self, prepared: PreparedRun) -> Mapping[str, str]:
+        """The run's environment with the skill's own secrets (only the declaring skill's
+        runs get them)."""
         env: Mapping[str, str] = prepared.env
         if prepared.secrets:
             env = {**env, **self.secrets.require(prepared.skill_name, prepared.secrets)}
+        return env
+
+    def _start(
+        self,
+        prepared: PreparedRun,
+        env: Mapping[str, str],
+        network: bool,
+        cancel: threading.Event | None,
+    ) -> _Start:
+        """Warm or cold (core/run/warm/): a warm start that cannot be had is a cold start
+        that says why, never a failed run."""
+        if prepared.warm == warm_modes.OFF:
+            return _Start()
+        profile = prepared.sandbox
+        if profile is not None and profile.active:
+            sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
+        try:
+            got = self.warm.ticket(prepared, env, network, cancel=cancel)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not fail the run
+            logger.warning("warm start failed; running cold", exc_info=True)
+            return _Start(note=f"warm start failed: {type(exc).__name__}: {exc}")
+        if isinstance(got, Ticket):
+            return _Start(got)
+        return _Start(note=got.note)
+
+    def _warm_box(self, prepared: PreparedRun, ticket: Ticket) -> _Boxed | None:
+        profile = prepared.sandbox
+        if profile is None:
+            return None
+        if not profile.active:
+            return _Boxed(profile)
+        return _Boxed(profile, ticket.tmpdir, ticket.network)
+
+    def _isolated_command(
+        self, prepared: PreparedRun, env: Mapping[str, str], network: bool
+    ) -> tuple[tuple[str, ...], Mapping[str, str], _Boxed | None]:
+        """What to spawn cold: the command (in bwrap when sandboxed) and its environment."""
         profile = prepared.sandbox
         if profile is None or not profile.active:
-            return prepared.command, env, (None if profile is None else _Boxed(profile, None))
-        # A network grant given after the plan (the approval panel) counts for this run.
-        network = profile.network or self.grants.has(prepared.skill_name)
+            return prepared.command, env, (None if profile is None else _Boxed(profile))
         wrapped = sandboxing.wrap(
             profile, prepared.command, env, os.fspath(prepared.cwd), network=network
         )
-        return wrapped.argv, wrapped.env, _Boxed(profile, wrapped)
+        return wrapped.argv, wrapped.env, _Boxed(profile, wrapped.tmpdir, wrapped.network)
 
     def _spawn_failed(
-        self, prepared: PreparedRun, exc: OSError, seconds: float
+        self, prepared: PreparedRun, exc: OSError, seconds: float, how: _Start
     ) -> ScriptExecutionResult:
         message = (
             f"Could not start {prepared.script_rel} with {prepared.program}: {exc.strerror or exc}."
@@ -256,6 +346,8 @@ class ScriptExecutor:
             exit_code=126,
             reason=message,
             duration_ms=seconds * 1000,
+            start=how.name,
+            start_note=how.note,
         )
         return ScriptExecutionResult(
             stdout="",
@@ -263,6 +355,8 @@ class ScriptExecutor:
             exit_code=126,
             execution_time_ms=max(seconds * 1000, 1e-3),
             script_path=prepared.script_rel,
+            start=how.name,
+            start_note=how.note,
         )
 
     def _finish(
@@ -272,14 +366,16 @@ class ScriptExecutor:
         *,
         boxed: _Boxed | None = None,
         redact: bool = False,
+        how: _Start | None = None,
     ) -> ScriptExecutionResult:
+        how = how or _Start()
         rel = prepared.script_rel.as_posix()
         stdout, stderr = out.stdout.text, out.stderr.text
         if redact:  # no secret value leaves a run, wherever a script printed it
             stdout = self.secrets.redact(stdout, cut=out.stdout.truncated)
             stderr = self.secrets.redact(stderr, cut=out.stderr.truncated)
         exit_code = out.returncode
-        sandboxed = boxed is not None and boxed.command is not None
+        sandboxed = boxed is not None and boxed.active
         if sandboxed and not out.timed_out and not out.cancelled:
             exit_code = _unwrap_bwrap_status(exit_code)
         sig_name: str | None = None
@@ -341,6 +437,8 @@ class ScriptExecutor:
             reason=reason,
             duration_ms=duration_ms,
             sandbox=shown,
+            start=how.name,
+            start_note=how.note,
         )
         return ScriptExecutionResult(
             stdout=stdout,
@@ -356,6 +454,8 @@ class ScriptExecutor:
             stdout_bytes=out.stdout.total_bytes,
             stderr_bytes=out.stderr.total_bytes,
             sandbox=shown,
+            start=how.name,
+            start_note=how.note,
         )
 
     async def run_async(
@@ -394,6 +494,7 @@ class ScriptExecutor:
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
         module: str = "",
+        warm: bool | None = None,
     ) -> ScriptExecutionResult:
         """Standalone (no SkillManager, nobody asked): the checks with this executor's
         ``settings`` (core/run/checks.py), then :meth:`run`. Refusals raise, audited."""
@@ -408,6 +509,7 @@ class ScriptExecutor:
             sandbox=sandbox,
             cwd=cwd,
             module=module,
+            warm=warm,
         )
         return self.run(prepared, on_output=on_output, cancel=cancel)
 

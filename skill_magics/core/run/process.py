@@ -127,7 +127,8 @@ class ProcessOutcome:
     cancelled: bool = False
 
 
-def _group_kwargs() -> dict:
+def group_kwargs() -> dict:
+    """Popen keywords that start the child in a process group of its own."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     if sys.version_info >= (3, 11):
@@ -544,7 +545,7 @@ def run_process(
             env=env,
             shell=False,
             bufsize=0,
-            **_group_kwargs(),
+            **group_kwargs(),
         )
     except OSError as exc:
         raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
@@ -636,6 +637,7 @@ def drive(
 __all__ = [
     "Child",
     "drive",
+    "group_kwargs",
     "GRACE_S",
     "DRAIN_S",
     "TREE_POLL_S",

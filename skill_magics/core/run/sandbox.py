@@ -380,29 +380,35 @@ class SandboxedCommand:
     network: bool
 
 
-def wrap(
-    profile: SandboxProfile,
-    command: Sequence[str],
-    env: Mapping[str, str],
-    cwd: str,
-    *,
-    network: bool | None = None,
-) -> SandboxedCommand:
-    """``command`` inside bubblewrap per ``profile`` (``network`` overrides the profile's:
-    a grant given after the plan)."""
+def private_tmpdir() -> str:
+    """Where a sandboxed run's private TMPDIR is mounted (the same empty folder for every run
+    of this process; each run gets its own tmpfs on it)."""
+    return _tmp_mountpoint()
+
+
+def tmp_env(tmpdir: str) -> dict[str, str]:
+    """TMPDIR and the cache folders tools expect, inside a run's private TMPDIR."""
+    cache, mpl = os.path.join(tmpdir, ".cache"), os.path.join(tmpdir, ".config", "matplotlib")
+    return {"TMPDIR": tmpdir, "XDG_CACHE_HOME": cache, "MPLCONFIGDIR": mpl}
+
+
+def find_or_refuse(profile: SandboxProfile) -> str:
     bwrap = find_bwrap()
     if bwrap is None:  # uninstalled since the plan: refuse rather than run unsandboxed
         raise SandboxUnavailableError(
             f"Sandbox '{profile.mode}' refused: bubblewrap is no longer installed "
             "(apt-get install bubblewrap)"
         )
-    net = profile.network if network is None else network
-    tmpdir = _tmp_mountpoint()
-    cache, mpl = os.path.join(tmpdir, ".cache"), os.path.join(tmpdir, ".config", "matplotlib")
-    args = [bwrap, *_base_args(network=net)]
+    return bwrap
+
+
+def _profile_args(profile: SandboxProfile, tmpdir: str) -> list[str]:
+    """The mounts of a profile: the private TMPDIR, the workspace, the skill read-only, the
+    deny list hidden."""
+    env = tmp_env(tmpdir)
     # The private TMPDIR: a fresh tmpfs (at most half the RAM, the kernel's default), with
     # the cache folders tools expect.
-    args += ["--tmpfs", tmpdir, "--dir", cache, "--dir", mpl]
+    args = ["--tmpfs", tmpdir, "--dir", env["XDG_CACHE_HOME"], "--dir", env["MPLCONFIGDIR"]]
     if profile.mode == WORKSPACE_WRITE and profile.workspace:
         args += ["--bind", profile.workspace, profile.workspace]
     # After the workspace: a skill inside the workspace still cannot rewrite its own code.
@@ -415,10 +421,47 @@ def wrap(
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
+def wrap(
+    profile: SandboxProfile,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    *,
+    network: bool | None = None,
+) -> SandboxedCommand:
+    """``command`` inside bubblewrap per ``profile`` (``network`` overrides the profile's:
+    a grant given after the plan)."""
+    bwrap = find_or_refuse(profile)
+    net = profile.network if network is None else network
+    tmpdir = _tmp_mountpoint()
+    args = [bwrap, *_base_args(network=net), *_profile_args(profile, tmpdir)]
     args += ["--chdir", cwd, "--", *command]
     child_env = dict(env)
-    child_env.update(TMPDIR=tmpdir, XDG_CACHE_HOME=cache, MPLCONFIGDIR=mpl)
+    child_env.update(tmp_env(tmpdir))
     return SandboxedCommand(tuple(args), child_env, tmpdir, net)
+
+
+def server_argv(
+    profile: SandboxProfile, command: Sequence[str], *, network: bool, tmpdir: str
+) -> list[str]:
+    """The bwrap command line of a warm server for ``profile`` (core/run/warm/): the same
+    mounts and namespaces as a cold run's, plus a user namespace of its own where the
+    server's first step (run with ``python -I -S``, before any package code) holds
+    CAP_SYS_ADMIN, CAP_SETPCAP and CAP_SETFCAP (Linux 5.12+ wants it to map uid 0 into the
+    nested namespace): it mounts a spare /proc and locks every mount in a nested user
+    namespace; each run then gets its own namespaces and drops every capability
+    (docs/architecture.md, *Warm start*)."""
+    bwrap = find_or_refuse(profile)
+    base = [a for a in _base_args(network=network) if a not in ("--cap-drop", "ALL")]
+    args = [bwrap, *base, "--unshare-user", "--cap-drop", "ALL"]
+    for cap in ("CAP_SYS_ADMIN", "CAP_SETPCAP", "CAP_SETFCAP"):
+        args += ["--cap-add", cap]
+    args += _profile_args(profile, tmpdir)
+    args += ["--chdir", "/", "--", *command]
+    return args
 
 
 __all__ = [
@@ -439,8 +482,12 @@ __all__ = [
     "default_mode",
     "deny_paths",
     "find_bwrap",
+    "find_or_refuse",
     "note_once",
+    "private_tmpdir",
     "profile_for",
+    "server_argv",
+    "tmp_env",
     "unavailable_reason",
     "wrap",
 ]

@@ -2,7 +2,8 @@
 
 :class:`RunSettings` is a frozen dataclass: the time limit, the output cap, the allowed
 interpreters, the environment (``inherit_env``, ``env_passthrough``), where runs start
-(``run_cwd``) and the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``).
+(``run_cwd``), the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``) and
+how Python scripts start (``warm_start``, ``warm_idle_timeout``: core/run/warm/).
 Its field names are the ``SkillMagics`` traits and the ``SkillManager`` keywords of the same
 meaning. Every value is checked (and lists parsed with ``namelist.name_list``) when a
 ``RunSettings`` is made, so a bad value fails where it is set, in one line naming the fix.
@@ -10,7 +11,7 @@ meaning. Every value is checked (and lists parsed with ``namelist.name_list``) w
 Nothing keeps a copy: the manager holds the current value and the planner reads it for each
 run (``SkillManager.settings``; ``configure`` replaces it), so a change counts from the next
 run on and nothing is rebuilt. Batch workers get the same value as it is (it pickles).
-A new setting (warm start) is one more field here.
+A new setting is one more field here.
 
 Example:
     >>> settings = RunSettings(timeout=60, env_passthrough="OPENAI_API_KEY, HF_TOKEN")
@@ -32,6 +33,11 @@ from skill_magics.core import interpreters
 from skill_magics.core.namelist import name_list
 from skill_magics.core.run import workdir
 from skill_magics.core.run.sandbox import check_mode, default_mode
+from skill_magics.core.run.warm import modes as warm
+
+MIN_WARM_IDLE = 1
+MAX_WARM_IDLE = 24 * 3600
+DEFAULT_WARM_IDLE = 600.0
 
 MIN_TIMEOUT = 1
 MAX_TIMEOUT = 600
@@ -48,6 +54,18 @@ def check_timeout(timeout: Any) -> float:
             f"timeout {timeout!r} s is out of range: use {MIN_TIMEOUT} to {MAX_TIMEOUT} seconds"
         )
     return float(timeout)
+
+
+def check_warm_idle(value: Any) -> float:
+    """``value`` as seconds a warm server may stay idle; ValueError naming the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"warm_idle_timeout must be a number of seconds, got {value!r}")
+    if not MIN_WARM_IDLE <= value <= MAX_WARM_IDLE:
+        raise ValueError(
+            f"warm_idle_timeout {value!r} s is out of range: use {MIN_WARM_IDLE} to "
+            f"{MAX_WARM_IDLE} seconds"
+        )
+    return float(value)
 
 
 def check_max_output_size(value: Any) -> int:
@@ -70,6 +88,8 @@ class RunSettings:
     sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
     sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
     sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
+    warm_start: str | None = None  # auto, on, off (None: $SKILL_MAGICS_WARM_START, else auto)
+    warm_idle_timeout: float = DEFAULT_WARM_IDLE  # seconds before an idle warm server stops
     # Derived: the canonical names of allowed_interpreters (what the checks compare).
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -86,6 +106,9 @@ class RunSettings:
         set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
         set_(self, "sandbox_network", name_list(self.sandbox_network))
         set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
+        start = warm.default_mode() if self.warm_start is None else warm.check_mode(self.warm_start)
+        set_(self, "warm_start", start)
+        set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))
         names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
         set_(self, "allowed", frozenset(interpreters.canonical(n) for n in names))
 
@@ -127,5 +150,7 @@ __all__ = [
     "RunSettings",
     "check_timeout",
     "check_max_output_size",
+    "check_warm_idle",
+    "DEFAULT_WARM_IDLE",
     "settings_of",
 ]

@@ -1,0 +1,159 @@
+"""Warm start: Python scripts forked from a server that has already imported their packages.
+
+docs/architecture.md, *Warm start*. A warm run is only a faster way to start the same
+process: the plan, the gate, the checks, the PreparedRun, the executor's loop, timeout,
+Stop, group kill, secrets, sandbox and audit are a cold run's. What differs is how the main
+process comes to be: forked from a long-lived server (zygote.py) instead of exec'd.
+
+- ``launch.py``: warm or cold for one run (and why), the run's spec, running it;
+- ``pool.py``: this process's servers, one per (interpreter, flags, environment, sandbox);
+- ``server.py``: one server seen from here (start, preload, fork, stop);
+- ``zygote.py``: the server itself (stdlib only; runs in the skill's Python).
+
+Example:
+    >>> warm_up(manager.planner, manager.executor, manager.settings, "csv-profiler")
+    [WarmUp(script='scripts/profile.py', server=ServerInfo(...), note='')]
+    >>> [info.line() for info in servers()]
+    >>> stop_servers()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from skill_magics.core.run.warm.modes import (
+    AUTO,
+    ENV_VAR,
+    MODES,
+    OFF,
+    ON,
+    check_mode,
+    choose,
+    default_mode,
+)
+
+if TYPE_CHECKING:
+    from skill_magics.core.run.warm.launch import Cold, WarmLauncher
+    from skill_magics.core.run.warm.pool import ServerInfo
+
+DEFAULT_IDLE_TIMEOUT = 600.0  # seconds a server waits for its next run before it stops
+
+# The rest loads on first use: reading the settings must not start anything.
+_LAZY = {
+    "Cold": "launch",
+    "Ticket": "launch",
+    "WarmLauncher": "launch",
+    "WarmUnavailable": "launch",
+    "preload_names": "launch",
+    "run_warm": "launch",
+    "script_imports": "launch",
+    "POOL": "pool",
+    "ServerInfo": "pool",
+    "ServerState": "server",
+    "WarmServer": "server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{where}"), name)
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """One script's server after :func:`warm_up`: ready (``server``) or why not (``note``)."""
+
+    script: str
+    server: ServerInfo | None = None
+    note: str = ""
+
+
+def servers() -> list[ServerInfo]:
+    """The warm servers of this process (``%skills warm``)."""
+    from skill_magics.core.run.warm.pool import POOL
+
+    return POOL.infos()
+
+
+def stop_servers() -> int:
+    """Stop every warm server of this process; returns how many were running."""
+    from skill_magics.core.run.warm.pool import POOL
+
+    return POOL.stop()
+
+
+def warm_up(
+    planner: Any,
+    executor: Any,
+    settings: Any,
+    skill_name: str,
+    scripts: list[str] | None = None,
+    *,
+    sandbox: str | None = None,
+    cwd: Any = None,
+) -> list[WarmUp]:
+    """Start the servers of ``skill_name``'s Python entry scripts (``scripts``: those only)
+    and wait until they have imported what the scripts import. Each script is checked as a
+    run would be (refusals raise, audited); nothing of the skill runs."""
+    from skill_magics.core.run.warm.launch import Cold
+    from skill_magics.core.run.warm.pool import POOL
+
+    skill = planner.finder.get_skill(skill_name)
+    chosen = scripts or [
+        s.path.as_posix() for s in skill.scripts if s.kind == "entry" and s.script_type == "python"
+    ]
+    out: list[WarmUp] = []
+    launcher: WarmLauncher = executor.warm
+    for script in chosen:
+        _meta, prepared = planner.check_script(
+            settings, skill_name, script, None, None, None, sandbox=sandbox, cwd=cwd
+        )
+        prepared = replace(prepared, warm=ON)
+        network = executor.network_for(prepared)
+        got = launcher.warm_up(prepared, prepared.env, network)
+        rel = prepared.script_rel.as_posix()
+        if isinstance(got, Cold):
+            out.append(WarmUp(rel, note=got.note))
+            continue
+        missing = [n for n in launcher.names_for(prepared) if n not in got.report.loaded]
+        if missing:
+            try:
+                got.load(missing)
+            except OSError as exc:
+                out.append(WarmUp(rel, note=f"warm server stopped: {exc}"))
+                continue
+        info = next((i for i in POOL.infos() if i.pid == got.pid), None)
+        out.append(WarmUp(rel, info))
+    return out
+
+
+__all__ = [
+    "AUTO",
+    "DEFAULT_IDLE_TIMEOUT",
+    "ENV_VAR",
+    "MODES",
+    "OFF",
+    "ON",
+    "Cold",
+    "ServerInfo",
+    "ServerState",
+    "Ticket",
+    "WarmLauncher",
+    "WarmServer",
+    "WarmUnavailable",
+    "WarmUp",
+    "check_mode",
+    "choose",
+    "default_mode",
+    "preload_names",
+    "run_warm",
+    "script_imports",
+    "servers",
+    "stop_servers",
+    "warm_up",
+]

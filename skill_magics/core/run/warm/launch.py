@@ -1,0 +1,473 @@
+"""Warm or cold: the executor's launch step for a Python script (docs/architecture.md,
+*Warm start*).
+
+:class:`WarmLauncher` looks at a checked run (a PreparedRun, its environment with the
+secret values, its network) and either gives a :class:`Ticket` (the server to fork it from
+and the run's spec) or says in one line why this run starts cold. :func:`run_warm` then runs
+the ticket through the executor's own loop (process.drive): same pipes, caps, timeout and
+group kill as a cold run.
+
+A run is warm only when everything a cold run would see can be reproduced in a fork:
+
+- a Python script (a file, or ``-m module``) run by an interpreter with known flags, on Linux;
+- no variable that makes the interpreter print or trace from its very start
+  (PYTHONVERBOSE, PYTHONPROFILEIMPORTTIME, PYTHONTRACEMALLOC, ...);
+- no module of the skill named like a module the server holds (``scripts/json.py`` would be
+  imported fresh by a cold run, but the server already has ``json``);
+- sandboxed runs: a server in a bwrap sandbox of the same profile, in which a run can get its
+  own namespaces (the server checks this when it starts, else says why not).
+
+``warm_start="auto"`` (the default): warm when the server is ready; otherwise the run starts
+cold and, when the script imports third-party packages, its server starts in the background.
+``"on"``: wait for the server (the first run pays its start; a batch's items under "auto"
+do this too). ``"off"``: always cold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
+from skill_magics.core.run.warm.modes import AUTO, OFF, ON
+from skill_magics.core.run.warm.pool import POOL
+from skill_magics.core.run.warm.server import (
+    FORK_S,
+    ZYGOTE,
+    ServerKey,
+    ServerState,
+    WarmServer,
+)
+
+if TYPE_CHECKING:
+    from skill_magics.core.run.checks import PreparedRun
+    from skill_magics.core.run.sandbox import SandboxProfile
+
+WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
+
+# Flags a warm server can start with exactly as the cold run would (others: cold).
+_PLAIN_FLAGS = frozenset({"-u", "-O", "-OO", "-B", "-E", "-s", "-I", "-P", "-b", "-bb", "-q", "-S"})
+_X_OPTIONS = ("utf8", "warn_default_encoding", "int_max_str_digits", "no_debug_ranges", "dev")
+# Variables that make a Python print, trace or stop from its very start: a fork would not.
+_STARTUP_VARS = (
+    "PYTHONVERBOSE",
+    "PYTHONPROFILEIMPORTTIME",
+    "PYTHONTRACEMALLOC",
+    "PYTHONINSPECT",
+    "PYTHONDUMPREFS",
+    "PYTHONMALLOCSTATS",
+    "PYTHONSHOWREFCOUNT",
+)
+# Per run and per skill, never part of a server's environment.
+_RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
+
+Preload = Callable[["PreparedRun"], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the command runs: a file or a module, with the interpreter's flags."""
+
+    python: str
+    flags: tuple[str, ...]
+    target: str  # the script's path, or the module's name
+    module: bool
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A run that starts warm: the server to fork it from and its spec (argv, cwd,
+    environment with secrets: read only by the forked child)."""
+
+    server: WarmServer
+    spec: bytes
+    tmpdir: str | None = None  # a sandboxed run's private TMPDIR (inside the sandbox)
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class Cold:
+    """A run that starts cold, and why (``note``; "" when warm start is off)."""
+
+    note: str = ""
+
+
+class WarmLauncher:
+    """Decides warm or cold for each run and keeps the servers busy (see the module
+    docstring). ``preload(prepared)``: the import names worth preloading for a run (the
+    skill's requirements analysis; None: the script's own third-party imports)."""
+
+    def __init__(self, preload: Preload | None = None) -> None:
+        self.preload = preload or script_imports
+
+    def ticket(
+        self,
+        prepared: PreparedRun,
+        env: Mapping[str, str],
+        network: bool,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> Ticket | Cold:
+        """Warm (a Ticket) or cold (why). ``env``: the run's environment with its secret
+        values; ``network``: the sandbox's network now (a grant given while approving);
+        ``cancel`` set stops a wait for the server (the run then starts cold and stops)."""
+        mode = prepared.warm
+        if mode == OFF:
+            return Cold()
+        target = parse_target(prepared)
+        if isinstance(target, str):
+            return Cold(target)
+        why = _env_problem(env)
+        if why:
+            return Cold(why)
+        profile = prepared.sandbox
+        sandboxed = profile is not None and profile.active
+        tmpdir = None
+        run_env = dict(env)
+        if sandboxed:
+            from skill_magics.core.run import sandbox as sandboxing
+
+            tmpdir = sandboxing.private_tmpdir()
+            run_env.update(sandboxing.tmp_env(tmpdir))
+        server_env = _server_env(run_env, prepared)
+        key = ServerKey(
+            python=target.python,
+            flags=target.flags,
+            env=tuple(sorted(server_env.items())),
+            sandbox=_sandbox_key(profile, network) if sandboxed else None,
+        )
+        names: list[Sequence[str]] = []
+
+        def preload() -> Sequence[str]:
+            if not names:
+                names.append(self.names_for(prepared))
+            return names[0]
+
+        server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
+        if server is None:
+            if mode == AUTO and not preload():
+                return Cold()  # nothing worth preloading: not worth a server of its own
+            box = profile if sandboxed else None
+            server = POOL.server_for(
+                key,
+                lambda: _make_server(key, target, server_env, box, tmpdir, network),
+                preload,
+                idle_timeout=prepared.warm_idle,
+            )
+            assert server is not None
+        if server.state is ServerState.STARTING:
+            if mode == AUTO:
+                return Cold("warm server starting")
+            end = time.monotonic() + WAIT_S
+            while not server.ready.wait(0.05) and time.monotonic() < end:
+                if cancel is not None and cancel.is_set():
+                    return Cold("stopped while its warm server started")
+        if not server.usable:
+            if server.state is ServerState.STARTING:
+                return Cold(f"warm server still starting after {WAIT_S:g} s")
+            return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
+        why = _shadowed(prepared, target, server)
+        if why:
+            return Cold(why)
+        wanted_names = [n for n in preload() if n not in server.report.loaded]
+        if wanted_names:
+            POOL.extend(key, server, wanted_names)
+        spec = _spec(prepared, target, run_env)
+        return Ticket(server, spec, tmpdir, network)
+
+    def warm_up(
+        self, prepared: PreparedRun, env: Mapping[str, str], network: bool, timeout: float = WAIT_S
+    ) -> WarmServer | Cold:
+        """Start (or find) the server ``prepared`` would use and wait until it is ready."""
+        from dataclasses import replace
+
+        ticket = self.ticket(replace(prepared, warm=ON), env, network)
+        if isinstance(ticket, Cold):
+            return ticket
+        return ticket.server
+
+    def names_for(self, prepared: PreparedRun) -> Sequence[str]:
+        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong)."""
+        try:
+            return tuple(self.preload(prepared))
+        except Exception:  # noqa: BLE001 - no preload is slower, never wrong
+            return ()
+
+
+def parse_target(prepared: PreparedRun) -> Target | str:
+    """The run's interpreter, flags and target, or why it cannot be warm."""
+    if not sys.platform.startswith("linux"):
+        return f"warm start needs Linux (this is {sys.platform})"
+    if prepared.script is None or prepared.interpreter.script_type != "python":
+        return "warm start is for Python scripts"
+    command, argv = prepared.command, prepared.argv
+    head = command[: len(command) - len(argv)] if argv else command
+    module = len(head) >= 3 and head[-2] == "-m"
+    flags = head[1:-2] if module else head[1:-1]
+    bad = _bad_flags(flags)
+    if bad:
+        return f"interpreter flag {bad} is not reproduced by a warm start"
+    return Target(head[0], tuple(flags), head[-1], module)
+
+
+def _bad_flags(flags: Sequence[str]) -> str:
+    words = list(flags)
+    while words:
+        flag = words.pop(0)
+        if flag in _PLAIN_FLAGS:
+            continue
+        if flag in ("-W", "-X") and words:
+            value = words.pop(0)
+        elif flag.startswith(("-W", "-X")) and len(flag) > 2:
+            value = flag[2:]
+        else:
+            return flag
+        if flag.startswith("-X") and value.split("=", 1)[0] not in _X_OPTIONS:
+            return f"-X {value}"
+    return ""
+
+
+def _env_problem(env: Mapping[str, str]) -> str:
+    for name in _STARTUP_VARS:
+        if env.get(name):
+            return f"{name} is set: a warm start would not show what it prints at startup"
+    return ""
+
+
+def _server_env(env: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
+    """The server's environment: the run's, without its secrets and per-skill variables, and
+    without the skill's folder on PYTHONPATH (a preload must never come from the skill)."""
+    secrets = set(prepared.secrets)
+    out = {k: v for k, v in env.items() if k not in secrets and k not in _RUN_VARS}
+    path = out.get("PYTHONPATH")
+    if path is not None and prepared.script is not None:
+        root = os.fspath(prepared.script.real_base)
+        kept = [p for p in path.split(os.pathsep) if p and os.path.realpath(p) != root]
+        if kept:
+            out["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            del out["PYTHONPATH"]
+    return out
+
+
+def _sandbox_key(profile: SandboxProfile | None, network: bool) -> tuple[Any, ...]:
+    assert profile is not None
+    return (
+        profile.mode,
+        profile.workspace,
+        profile.skill_dir,
+        profile.deny_read,
+        network,
+    )
+
+
+def _make_server(
+    key: ServerKey,
+    target: Target,
+    env: dict[str, str],
+    profile: SandboxProfile | None,
+    tmpdir: str | None,
+    network: bool,
+) -> WarmServer:
+    python = target.python
+    serve = [python, *target.flags, ZYGOTE, "serve", "{fd}"]
+    if profile is None:
+        return WarmServer(key, serve, env, label=python)
+    from skill_magics.core.run import sandbox as sandboxing
+
+    assert tmpdir is not None
+    sandbox = json.dumps({"tmpdir": tmpdir, "network": network})
+    # -I -S: the first step runs before site and any .pth file (it holds capabilities).
+    inner = [python, "-I", "-S", ZYGOTE, "stage1", "{fd}", tmpdir, "--", *serve]
+    inner += ["--sandbox", sandbox]
+    argv = sandboxing.server_argv(profile, inner, network=network, tmpdir=tmpdir)
+    return WarmServer(key, argv, env, label=f"{python} in {profile.mode}", bwrap=True)
+
+
+def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> bytes:
+    argv = [target.target if not target.module else "-m", *prepared.argv]
+    spec = {
+        "argv": argv,
+        "orig_argv": list(prepared.command),
+        "cwd": os.fspath(prepared.cwd),
+        "env": dict(env),
+        "module": target.module,
+        "target": target.target,
+        "umask": current_umask(),
+    }
+    return json.dumps(spec).encode()
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it (a cold child inherits it)."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:  # pragma: no cover - kernels before 4.7
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+# -- a skill's modules that the server already holds -----------------------------------------
+
+_LOCAL: dict[str, tuple[int, frozenset[str]]] = {}
+
+
+def _local_modules(folder: str) -> frozenset[str]:
+    """Top-level names a folder on sys.path provides (modules and regular packages)."""
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
+        return frozenset()
+    hit = _LOCAL.get(folder)
+    if hit is not None and hit[0] == mtime:
+        return hit[1]
+    names = set()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.endswith(".py"):
+                    names.add(name[:-3])
+                elif name.endswith(".so") or name.endswith(".pyd"):
+                    names.add(name.split(".", 1)[0])
+                elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
+                    names.add(name)
+    except OSError:
+        pass
+    found = frozenset(names)
+    if len(_LOCAL) > 1024:
+        _LOCAL.clear()
+    _LOCAL[folder] = (mtime, found)
+    return found
+
+
+def _shadowed(prepared: PreparedRun, target: Target, server: WarmServer) -> str:
+    """Why a cold run would import one of the skill's own modules where the server already
+    holds a module of that name ('' when none)."""
+    assert prepared.script is not None
+    folders = []
+    if target.module:
+        folders.append(os.fspath(prepared.script.real_base))
+    else:
+        folders.append(os.path.dirname(os.path.realpath(target.target)))
+    held = server.report.modules
+    for folder in folders:
+        clash = sorted(_local_modules(folder) & held)
+        if clash:
+            return (
+                f"the skill's own module {clash[0]!r} has the name of a module the warm server "
+                "holds (a cold run imports the skill's)"
+            )
+    return ""
+
+
+# -- preloading ----------------------------------------------------------------------------
+
+
+def script_imports(prepared: PreparedRun) -> Sequence[str]:
+    """The third-party packages the run's script imports, installed for its Python (from
+    the requirements analysis of that script alone)."""
+    from skill_magics.core.catalog.requirements import skill_requirements
+    from skill_magics.core.models import ScriptMetadata
+
+    if prepared.script is None:
+        return ()
+    rel = prepared.script_rel
+    meta = ScriptMetadata(rel.stem, rel, "python", "python3")
+    reqs = skill_requirements(
+        prepared.skill_name, prepared.script.real_base, [meta], python=prepared.program
+    )
+    return preload_names(reqs, rel.as_posix())
+
+
+def preload_names(reqs: Any, script: str) -> tuple[str, ...]:
+    """Import names of the installed packages ``script`` needs (``Requirements``)."""
+    out: list[str] = []
+    for pkg in reqs.packages:
+        if pkg.installed and script in pkg.scripts:
+            out.extend(pkg.imports)
+    return tuple(dict.fromkeys(out))
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+class WarmUnavailable(OSError):
+    """The server could not fork this run now (it stopped meanwhile): run it cold."""
+
+
+def run_warm(
+    ticket: Ticket,
+    *,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None = None,
+    cancel: threading.Event | None = None,
+) -> ProcessOutcome:
+    """Fork the run from its server and drive it like a cold one (process.drive).
+
+    Raises WarmUnavailable when the server cannot fork it (nothing ran), SpawnError when
+    the child could not start (its cwd vanished: exit 126 as for a cold run)."""
+    start = time.monotonic()
+    server = ticket.server
+    ours: list[int] = []
+    theirs: list[int] = []
+    try:
+        if payload is None:
+            stdin_r = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            stdin_w = -1
+        else:
+            stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+            ours.append(stdin_w)
+        theirs.append(stdin_r)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        ours += [out_r, err_r]
+        theirs += [out_w, err_w]
+        try:
+            child = server.fork(ticket.spec, stdin_r, out_w, err_w, timeout=FORK_S)
+        except (OSError, TimeoutError) as exc:
+            raise WarmUnavailable(f"warm server unavailable: {exc}") from exc
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    child.stdin = open(stdin_w, "wb", buffering=0) if stdin_w >= 0 else None  # noqa: SIM115
+    child.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115
+    child.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
+    outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel)
+    if child.failure is not None:
+        raise child.failure
+    return outcome
+
+
+__all__ = [
+    "Cold",
+    "Target",
+    "Ticket",
+    "WarmLauncher",
+    "WarmUnavailable",
+    "parse_target",
+    "preload_names",
+    "run_warm",
+    "script_imports",
+]

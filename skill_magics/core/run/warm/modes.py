@@ -1,0 +1,43 @@
+"""The warm_start setting's values (kept apart so that reading settings loads nothing else)."""
+
+from __future__ import annotations
+
+import os
+
+AUTO, ON, OFF = "auto", "on", "off"
+MODES = (AUTO, ON, OFF)
+ENV_VAR = "SKILL_MAGICS_WARM_START"  # the default warm_start when none is configured
+
+
+def check_mode(value: object) -> str:
+    """The canonical warm_start ("auto", "on", "off"; True/False read as on/off)."""
+    if value is True:
+        return ON
+    if value is False:
+        return OFF
+    if isinstance(value, str) and value.strip().lower() in MODES:
+        return value.strip().lower()
+    raise ValueError(
+        f"Unknown warm_start {value!r}: use one of {', '.join(MODES)} (e.g. warm_start='auto')"
+    )
+
+
+def default_mode() -> str:
+    """``$SKILL_MAGICS_WARM_START`` when set (checked), else ``auto``."""
+    value = os.environ.get(ENV_VAR, "").strip()
+    if not value:
+        return AUTO
+    try:
+        return check_mode(value)
+    except ValueError as exc:
+        raise ValueError(f"{ENV_VAR}: {exc}") from None
+
+
+def choose(setting: str, per_run: bool | None) -> str:
+    """This run's mode: ``per_run`` True/False (``--warm``/``--cold``) or the setting."""
+    if per_run is None:
+        return setting
+    return ON if per_run else OFF
+
+
+__all__ = ["AUTO", "ENV_VAR", "MODES", "OFF", "ON", "check_mode", "choose", "default_mode"]

@@ -1,0 +1,243 @@
+"""The warm servers of this process: one per key (interpreter, flags, environment, sandbox),
+started on the starter thread, stopped when idle, stale, asked to, or when the process ends.
+
+Process-wide: every SkillManager (and every batch worker thread) of a process shares them; a
+worker process of a pool or a Dask worker has its own (docs/architecture.md, *Warm start*).
+
+Example:
+    >>> server = POOL.server_for(key, make, preload=lambda: ["pandas"])
+    >>> [info.python for info in POOL.infos()]
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from skill_magics.core.run.warm.server import STARTER, ServerKey, ServerState, WarmServer
+
+FAILED_RETRY_S = 300.0  # a key whose server failed is tried again after this long
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A running server as ``%skills warm`` lists it."""
+
+    python: str
+    python_version: str
+    flags: tuple[str, ...]
+    sandbox: str  # "off", or the mode and what is writable
+    state: str
+    preloaded: tuple[str, ...]
+    failed: tuple[str, ...]
+    rss_bytes: int
+    idle_s: float
+    runs: int
+    in_flight: int
+    pid: int
+    problem: str = ""
+
+    def line(self) -> str:
+        mib = self.rss_bytes / 2**20
+        pre = ", ".join(self.preloaded) or "nothing"
+        bits = [
+            f"{self.python} ({self.python_version or '?'})",
+            f"sandbox {self.sandbox}",
+            f"preloaded: {pre}",
+            f"RSS {mib:.0f} MiB",
+            f"idle {self.idle_s:.0f} s",
+            f"{self.runs} runs",
+            self.state,
+        ]
+        if self.problem:
+            bits.append(self.problem)
+        return " · ".join(bits)
+
+
+class Pool:
+    """Servers by key. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._servers: dict[ServerKey, WarmServer] = {}
+        self._failed: dict[ServerKey, tuple[float, WarmServer]] = {}
+        self._asked: dict[ServerKey, set[str]] = {}
+
+    def server_for(
+        self,
+        key: ServerKey,
+        make: Callable[[], WarmServer] | None = None,
+        preload: Callable[[], Sequence[str]] = tuple,
+        *,
+        idle_timeout: float | None = None,
+    ) -> WarmServer | None:
+        """The server for ``key``: the running (or starting) one; else, with ``make``, a
+        new one started on the starter thread with ``preload()``; else None. A stale server
+        (its packages changed) is retired and a dead one forgotten first. A key whose server
+        failed recently gives that failed server (its ``problem`` says why)."""
+        stop: WarmServer | None = None
+        with self._lock:
+            server = self._servers.get(key)
+            if server is not None and server.state is ServerState.READY:
+                if not server.alive():
+                    server = self._drop(key, server)
+                elif server.stale():
+                    server.retired = True
+                    if server.in_flight == 0:
+                        stop = server
+                    server = self._drop(key, server)
+            if server is not None and server.state in (ServerState.FAILED, ServerState.STOPPED):
+                if server.state is ServerState.FAILED:
+                    self._failed[key] = (time.monotonic(), server)
+                server = self._drop(key, server)
+            if server is None:
+                failed = self._failed.get(key)
+                if failed is not None:
+                    when, old = failed
+                    if time.monotonic() - when < FAILED_RETRY_S and not old.stale():
+                        return old
+                    del self._failed[key]
+            if server is None and make is not None:
+                server = make()
+                names = list(dict.fromkeys(preload()))
+                self._servers[key] = server
+                self._asked[key] = set(names)
+                STARTER.submit(functools.partial(server.start, names))
+            if server is not None and idle_timeout is not None:
+                server.idle_timeout = idle_timeout
+        if stop is not None:
+            STARTER.submit(stop.stop)
+        return server
+
+    def _drop(self, key: ServerKey, server: WarmServer) -> WarmServer | None:
+        """Forget ``server`` (the lock is held); None, for ``server = self._drop(...)``."""
+        if self._servers.get(key) is server:
+            del self._servers[key]
+        self._asked.pop(key, None)
+        return None
+
+    def extend(self, key: ServerKey, server: WarmServer, names: Sequence[str]) -> None:
+        """Import ``names`` too (another skill's packages), on the starter thread; runs go
+        on meanwhile (a package not preloaded yet is imported by the run itself)."""
+        with self._lock:
+            asked = self._asked.setdefault(key, set())
+            new = [n for n in names if n not in asked]
+            if not new:
+                return
+            asked.update(new)
+
+        def load() -> None:
+            if server.usable:
+                try:
+                    server.load(new)
+                except OSError:
+                    pass
+
+        STARTER.submit(load)
+
+    def servers(self) -> list[WarmServer]:
+        with self._lock:
+            return list(self._servers.values())
+
+    def stop(self, servers: Sequence[WarmServer] | None = None) -> int:
+        """Stop ``servers`` (None: all of them); returns how many were running."""
+        with self._lock:
+            chosen = list(self._servers.values()) if servers is None else list(servers)
+            for key, server in list(self._servers.items()):
+                if server in chosen:
+                    del self._servers[key]
+                    self._asked.pop(key, None)
+            if servers is None:
+                self._failed.clear()
+        count = 0
+        for server in chosen:
+            if server.state is not ServerState.STOPPED:
+                count += 1
+            server.stop()
+        return count
+
+    def idle_check(self) -> float:
+        """Stop servers idle past their timeout; seconds until the next one may be due."""
+        now = time.monotonic()
+        due: list[WarmServer] = []
+        wait = 60.0
+        with self._lock:
+            for key, server in list(self._servers.items()):
+                if server.state is ServerState.STARTING or server.in_flight:
+                    continue
+                left = server.last_used + server.idle_timeout - now
+                if left <= 0 or server.state is not ServerState.READY:
+                    del self._servers[key]
+                    self._asked.pop(key, None)
+                    if server.state is ServerState.FAILED:
+                        self._failed[key] = (now, server)
+                    else:
+                        due.append(server)
+                else:
+                    wait = min(wait, left)
+        for server in due:
+            server.stop()
+        return wait
+
+    def infos(self) -> list[ServerInfo]:
+        """The servers of this process, for ``%skills warm``."""
+        out = []
+        now = time.monotonic()
+        for server in self.servers():
+            key = server.key
+            sandbox = "off" if key.sandbox is None else str(key.sandbox[0])
+            out.append(
+                ServerInfo(
+                    python=key.python,
+                    python_version=server.python_version,
+                    flags=key.flags,
+                    sandbox=sandbox,
+                    state=server.state.value,
+                    preloaded=tuple(server.report.loaded),
+                    failed=tuple(server.report.failed),
+                    rss_bytes=rss(server.pid),
+                    idle_s=0.0 if server.in_flight else max(now - server.last_used, 0.0),
+                    runs=server.runs,
+                    in_flight=server.in_flight,
+                    pid=server.pid,
+                    problem=server.problem,
+                )
+            )
+        return out
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: these servers are the parent's; forget them quietly."""
+        self._lock = threading.Lock()
+        for server in self._servers.values():
+            server.forget()
+        self._servers = {}
+        self._failed = {}
+        self._asked = {}
+
+
+def rss(pid: int) -> int:
+    """Resident memory of ``pid`` in bytes (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+POOL = Pool()
+STARTER.tick = POOL.idle_check
+atexit.register(POOL.stop)
+if sys.platform.startswith("linux"):  # pragma: no branch
+    os.register_at_fork(after_in_child=POOL.reset_after_fork)
+
+
+__all__ = ["FAILED_RETRY_S", "POOL", "Pool", "ServerInfo", "rss"]

@@ -1,0 +1,547 @@
+"""One warm server as this process sees it: start it, preload packages into it, fork a run
+from it, stop it. The server itself is zygote.py (it runs in the skill's Python).
+
+docs/architecture.md, *Warm start*. Every server is started by one long-lived thread
+(:class:`_Starter`), so bwrap's ``--die-with-parent`` and the server's own parent-death
+signal fire only when this process ends, never when a batch's worker thread does.
+
+Example:
+    >>> server = WarmServer(key, argv, env)
+    >>> server.start(["pandas"], timeout=60)
+    >>> child = server.fork(spec, stdin_fd, stdout_fd, stderr_fd)  # a process.Child
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import os
+import queue
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from skill_magics.core.run.process import Child, SpawnError, group_kwargs
+
+logger = logging.getLogger("skill_magics.warm")
+
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+_STATUS = struct.Struct("i")
+_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+HELLO_S = 30.0  # the server says hello this soon after it was started, or it failed
+FORK_S = 10.0  # a run's child announces itself this soon after the request (a load may run)
+STOP_S = 2.0  # after the request to stop, the server is killed
+LOAD_S = 600.0  # importing a skill's packages takes at most this long
+
+
+class ServerState(str, enum.Enum):
+    """Where a server is in its life."""
+
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class ServerKey:
+    """What makes two runs able to share a server: the interpreter and its flags, the
+    environment the server starts with (secrets and per-skill variables left out), and the
+    sandbox (None: unsandboxed)."""
+
+    python: str
+    flags: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = field(repr=False)
+    sandbox: tuple[Any, ...] | None = None
+
+
+@dataclass
+class LoadReport:
+    """What the server imported (``loaded``), what failed and why, Python threads running
+    after the imports (a fork would not carry them), OS threads, and every top-level module
+    it holds (a skill's own module of the same name would not be imported fresh)."""
+
+    loaded: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    threads: list[str] = field(default_factory=list)
+    os_threads: int = 0
+    modules: frozenset[str] = frozenset()
+    fds: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class WarmServer:
+    """A server process (see the module docstring). Thread-safe."""
+
+    def __init__(
+        self,
+        key: ServerKey,
+        argv: Sequence[str],
+        env: dict[str, str],
+        *,
+        label: str = "",
+        bwrap: bool = False,
+    ) -> None:
+        self.key = key
+        self.argv = list(argv)
+        self.env = env
+        self.label = label or key.python
+        self.bwrap = bwrap
+        self.state = ServerState.STARTING
+        self.problem = ""  # why it failed, or why runs cannot be warm in it
+        self.ready = threading.Event()
+        self.proc: subprocess.Popen | None = None
+        self.pid = 0  # the server's pid here (inside bwrap: its host pid)
+        self.python_version = ""
+        self.path: list[str] = []  # folders on its sys.path (their mtimes: staleness)
+        self.stamp: tuple[int, ...] = ()
+        self.report = LoadReport()
+        self.started_at = 0.0
+        self.last_used = time.monotonic()
+        self.runs = 0  # runs started
+        self.in_flight = 0
+        self.idle_timeout = 600.0
+        self.retired = False  # stale: no new runs; stopped when the last one ends
+        self._ctl: socket.socket | None = None
+        self._send_lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._life = threading.Lock()  # start's spawn and stop never cross
+        self._log: IO[bytes] | None = None
+
+    # -- life --------------------------------------------------------------------------------
+
+    def start(self, preload: Sequence[str], timeout: float = HELLO_S) -> None:
+        """Start the process, wait for its hello, import ``preload``. Never raises: the
+        state becomes READY or FAILED (``problem`` says why). Runs in the starter thread."""
+        try:
+            with self._life:
+                if self.state is not ServerState.STARTING:  # stopped before it started
+                    self.ready.set()
+                    return
+                self._spawn()
+            self._hello(timeout)
+            if not self.problem:
+                self._apply(self.load(preload))
+        except Exception as exc:  # noqa: BLE001 - any failure means: runs stay cold
+            self._fail(f"{type(exc).__name__}: {exc}")
+        with self._life:
+            if self.state is ServerState.STARTING:
+                self.state = ServerState.READY if not self.problem else ServerState.FAILED
+            if self.state is not ServerState.READY:
+                self._kill()
+        self.ready.set()
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # hello tells its host pid
+        self._log = tempfile.TemporaryFile(prefix="skill-magics-warm-")
+        argv = [a.replace("{fd}", str(theirs.fileno())) for a in self.argv]
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                pass_fds=(theirs.fileno(),),
+                env=self.env,
+                cwd="/",
+                **group_kwargs(),  # never in the kernel's group: a Ctrl-C there is not ours
+            )
+        finally:
+            theirs.close()
+        self._ctl = ours
+        self.pid = self.proc.pid
+        self.started_at = time.monotonic()
+
+    def _hello(self, timeout: float) -> None:
+        assert self._ctl is not None
+        data, pid = _recv_creds(self._ctl, timeout)
+        if not data.startswith(b"H"):
+            raise RuntimeError(self._exit_reason("the server did not start"))
+        info = json.loads(data[1:])
+        self.pid = pid or self.pid
+        self.python_version = info.get("python", "")
+        self.path = list(info.get("path", []))
+        self.stamp = env_stamp(self.key.python, self.path)
+        if info.get("problem"):
+            self._fail(info["problem"])
+
+    def load(self, names: Sequence[str]) -> LoadReport:
+        """Import ``names`` in the server (those it has are skipped); the report says what
+        it holds now. Raises OSError when the server is gone."""
+        ctl = self._ctl
+        if ctl is None:
+            raise OSError("the warm server is not running")
+        with self._load_lock:
+            with self._send_lock:
+                ctl.send(b"L" + json.dumps(list(names)).encode())
+            data, _pid = _recv_creds(ctl, LOAD_S)
+        if not data.startswith(b"L"):
+            raise OSError(self._exit_reason("the server went away while importing"))
+        raw = json.loads(data[1:])
+        report = LoadReport(
+            loaded=list(raw.get("loaded", [])),
+            failed=dict(raw.get("failed", {})),
+            threads=list(raw.get("threads", [])),
+            os_threads=int(raw.get("os_threads", 0)),
+            modules=frozenset(raw.get("modules", [])),
+            fds=list(raw.get("fds", [])),
+            seconds=float(raw.get("seconds", 0.0)),
+        )
+        self._apply(report)
+        return report
+
+    def _apply(self, report: LoadReport) -> None:
+        self.report = report
+        if report.threads:
+            # A thread started by an import would be missing (maybe holding a lock) in every
+            # fork: the runs must not start from here.
+            self._fail(
+                f"importing {', '.join(report.loaded) or 'the packages'} started Python "
+                f"threads ({', '.join(report.threads[:3])}): a fork would not carry them"
+            )
+
+    def _fail(self, why: str) -> None:
+        if not self.problem:
+            self.problem = why
+            logger.info("warm server for %s: %s", self.label, why)
+        if self.state is not ServerState.STOPPED:
+            self.state = ServerState.FAILED
+
+    def _exit_reason(self, what: str) -> str:
+        code = None if self.proc is None else self.proc.poll()
+        tail = self.log_tail()
+        bits = [what]
+        if code is not None:
+            bits.append(f"exit {code}")
+        if tail:
+            bits.append(tail)
+        return ": ".join(bits)
+
+    def log_tail(self, lines: int = 3) -> str:
+        """The last lines the server wrote to its stderr (why it failed)."""
+        log = self._log
+        if log is None:
+            return ""
+        try:
+            with open(log.fileno(), "rb", closefd=False) as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 4096))
+                text = fh.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def usable(self) -> bool:
+        """READY, not retired, and still running."""
+        return (
+            self.state is ServerState.READY
+            and not self.retired
+            and self.proc is not None
+            and self.proc.poll() is None
+        )
+
+    def stale(self) -> bool:
+        """Have its packages changed since it started (an install, a rebuilt environment)?"""
+        return bool(self.stamp) and env_stamp(self.key.python, self.path) != self.stamp
+
+    def stop(self) -> None:
+        """Stop the server (its running children are killed with it)."""
+        with self._life:
+            if self.state is ServerState.STOPPED:
+                return
+            self.state = ServerState.STOPPED
+        self.ready.set()
+        ctl = self._ctl
+        if ctl is not None:
+            try:
+                with self._send_lock:
+                    ctl.send(b"Q")
+            except OSError:
+                pass
+        proc = self.proc
+        if proc is not None:
+            try:
+                proc.wait(STOP_S)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self._close()
+
+    def _kill(self) -> None:
+        proc = self.proc
+        if proc is None:
+            self._close()
+            return
+        for pid in {self.pid, proc.pid}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            proc.wait(STOP_S)
+        except subprocess.TimeoutExpired:  # pragma: no cover - stuck in the kernel
+            logger.error("warm server %s did not exit after SIGKILL", proc.pid)
+        self._close()
+
+    def _close(self) -> None:
+        ctl, self._ctl = self._ctl, None
+        if ctl is not None:
+            ctl.close()
+        log, self._log = self._log, None
+        if log is not None:
+            log.close()
+
+    def forget(self) -> None:
+        """In a forked copy of this process: drop the descriptors without stopping the
+        server (it belongs to the parent)."""
+        ctl, self._ctl = self._ctl, None
+        if ctl is not None:
+            ctl.detach()
+        self.state = ServerState.STOPPED
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def fork(
+        self, spec: bytes, stdin_fd: int, stdout_fd: int, stderr_fd: int, *, timeout: float
+    ) -> WarmChild:
+        """Ask for a run: its spec (in a memfd only the child reads) and stdio descriptors.
+        Returns once the child announced itself (its pid is the group to kill); raises
+        OSError when the server cannot fork now (the caller runs it cold instead)."""
+        ctl = self._ctl
+        if ctl is None:
+            raise OSError("the warm server is not running")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        memfd = os.memfd_create("skill-magics-run", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(spec)
+            while view:
+                view = view[os.write(memfd, view) :]
+            fds = [theirs.fileno(), stdin_fd, stdout_fd, stderr_fd, memfd]
+            with self._send_lock:
+                socket.send_fds(ctl, [b"R"], fds)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+            os.close(memfd)
+        with self._send_lock:
+            self.in_flight += 1
+            self.runs += 1
+        child = WarmChild(self, ours)
+        try:
+            child.wait_started(timeout)
+        except BaseException:
+            child.abandon()
+            raise
+        return child
+
+    def finished(self) -> None:
+        """A run of this server ended: a retired server stops with its last run."""
+        with self._send_lock:
+            self.in_flight -= 1
+            self.last_used = time.monotonic()
+            last = self.retired and self.in_flight == 0
+        if last:
+            STARTER.submit(self.stop)
+
+
+class WarmChild(Child):
+    """A run forked by a warm server: its exit comes as a message on the run's socket."""
+
+    def __init__(self, server: WarmServer, sock: socket.socket) -> None:
+        self.server = server
+        self.sock = sock
+        self.pid = 0
+        self.stdin: IO[bytes] | None = None
+        self.returncode: int | None = None
+        self.failure: SpawnError | None = None  # it could not start (cwd missing)
+        self.lost = False  # the server went away: the status is unknown
+        self._done = False
+
+    def wait_started(self, timeout: float) -> None:
+        data, pid = _recv_creds(self.sock, timeout)
+        if data[:1] == b"P" and pid:
+            self.pid = pid
+            return
+        if data[:1] == b"F":
+            errno_, message, where = json.loads(data[1:])
+            raise OSError(errno_, f"the warm server could not fork: {message} ({where})")
+        raise OSError("the warm server did not start the run")
+
+    # -- Child -------------------------------------------------------------------------------
+
+    def exit_fd(self) -> int | None:
+        return self.sock.fileno()
+
+    def on_exit_fd(self) -> bool:
+        try:
+            data = self.sock.recv(4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        return self._message(data)
+
+    def _message(self, data: bytes) -> bool:
+        kind = data[:1]
+        if kind == b"S":
+            self.returncode = _STATUS.unpack(data[1 : 1 + _STATUS.size])[0]
+            return True
+        if kind == b"F":
+            try:
+                errno_, message, where = json.loads(data[1:])
+            except ValueError:
+                errno_, message, where = 5, "could not start", ""
+            self.failure = SpawnError(errno_, message, where)
+            return False
+        if not data:  # EOF without a status: the server is gone
+            self.lost = True
+            self.returncode = -signal.SIGKILL
+            return True
+        return False
+
+    def poll_exit(self) -> bool:
+        return self.returncode is not None or self.on_exit_fd()
+
+    def reap(self) -> int:
+        deadline = time.monotonic() + 10
+        while self.returncode is None and time.monotonic() < deadline:
+            try:
+                data, _pid = _recv_creds(self.sock, max(deadline - time.monotonic(), 0.001))
+            except (TimeoutError, OSError):
+                break
+            self._message(data)
+        try:
+            self.sock.send(b"R")  # the group is dead: the server may reap the leader now
+        except OSError:
+            pass
+        self.reaped = True
+        self._finish()
+        if self.returncode is None:  # pragma: no cover - the server stopped answering
+            self.lost = True
+            self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def abandon(self) -> None:
+        """Give up on a run that never started here: the server ends it when the socket
+        closes."""
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            self.sock.close()
+            self.server.finished()
+
+    def close(self) -> None:
+        self._finish()
+
+
+def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]:
+    """One message and the sender's pid (as this process's PID namespace numbers it)."""
+    if timeout is not None:
+        import select
+
+        ready, _, _ = select.select([sock], [], [], timeout)
+        if not ready:
+            raise TimeoutError(f"no answer from the warm server within {timeout:g} s")
+    data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(_CREDS.size))
+    pid = 0
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            pid = _CREDS.unpack(payload[: _CREDS.size])[0]
+    return data, pid
+
+
+def env_stamp(python: str, folders: Sequence[str]) -> tuple[int, ...]:
+    """The interpreter file and its import folders as they are now: an install, an upgrade
+    or a rebuilt environment changes one of these mtimes."""
+    out = []
+    for path in (python, *folders):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(0)
+            continue
+        out.append(st.st_mtime_ns ^ st.st_ino)
+    return tuple(out)
+
+
+class _Starter:
+    """The one thread that starts servers (and stops idle ones): long-lived, so a parent-
+    death signal tied to it fires only when this process ends."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Callable[[], object]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.tick: Callable[[], float] = lambda: 60.0  # idle check; returns the next wait
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="skill-magics-warm", daemon=True
+                )
+                self._thread.start()
+        self._queue.put(job)
+
+    def _loop(self) -> None:
+        wait = 1.0
+        while True:
+            try:
+                job = self._queue.get(timeout=wait)
+            except queue.Empty:
+                job = None
+            if job is not None:
+                try:
+                    job()
+                except Exception:  # noqa: BLE001 - a failed start is the server's state
+                    logger.warning("warm server job failed", exc_info=True)
+            try:
+                wait = max(0.05, self.tick())
+            except Exception:  # noqa: BLE001
+                wait = 60.0
+
+    def reset_after_fork(self) -> None:
+        self._thread = None
+        self._queue = queue.Queue()
+        self._lock = threading.Lock()
+
+
+STARTER = _Starter()
+
+if sys.platform.startswith("linux"):  # pragma: no branch
+    os.register_at_fork(after_in_child=STARTER.reset_after_fork)
+
+
+__all__ = [
+    "HELLO_S",
+    "LoadReport",
+    "ServerKey",
+    "ServerState",
+    "STARTER",
+    "WarmChild",
+    "WarmServer",
+    "ZYGOTE",
+    "env_stamp",
+]

@@ -1,0 +1,898 @@
+"""The warm server: a Python that imported a skill's packages once and forks one child per run.
+
+Runs in the *skill's* Python (its venv, its managed environment or the kernel's), so it uses
+the standard library only and never imports skill_magics. docs/architecture.md, *Warm start*.
+The client (warm/server.py) starts it with one end of a SOCK_SEQPACKET socketpair as fd N:
+
+    python [the run's interpreter flags] zygote.py serve N
+    bwrap ... -- python -I -S zygote.py stage1 N TMPDIR -- python [flags] zygote.py serve N
+
+Control messages (client -> server), one per packet:
+
+- ``L`` + JSON list of import names: import them here (never a skill's own module: the
+  server's sys.path has no skill folder on it); the reply is a JSON report.
+- ``R`` with five file descriptors (SCM_RIGHTS): the run's socket, stdin, stdout, stderr and
+  a memfd holding the run's spec (argv, cwd, environment with its secrets). The server never
+  reads the spec: it forks, and only the child reads it, so no secret value is ever in the
+  server's memory.
+- ``Q``: stop (also on EOF: the client went away). Every running child's group is killed.
+
+Per run, on the run's socket: the child sends ``P`` first (the client, with SO_PASSCRED, gets
+the child's pid as its own PID namespace numbers it: the process group to kill); ``F`` + JSON
+when it cannot start (no such cwd: exit 126, like a failed exec); the server sends ``S`` + the
+child's exit status (as ``subprocess`` reports it: -N for signal N) when it exits, read with
+WNOWAIT; the child is reaped only when the client answers ``R`` (or goes away), after it
+killed what was left of the group: a zombie leader keeps the group id from being reused.
+
+A run's child is made to look like a fresh ``python [flags] script.py`` (or ``-m module``): a
+new process group, the run's argv, cwd, umask and environment (os.environ replaced, putenv
+included), stdin/stdout/stderr rebuilt on fds 0-2 as CPython's startup builds them, every
+other descriptor closed, ``__main__`` a fresh module with ``__file__``, ``sys.path`` as the
+cold run computes it, signal dispositions and mask, warnings filters and sys hooks as they
+were at startup, ``atexit`` emptied, Python's and NumPy's global RNGs reseeded, tempfile's
+cached directory and the import caches dropped. Uncaught exceptions print the same traceback
+(the server's own frames cut off) and exit 1; KeyboardInterrupt exits by SIGINT; SystemExit
+and the normal end go through the interpreter's own finalization (atexit, thread joins,
+flush: exit 120 when stdout cannot be flushed), as in a cold run.
+
+Sandboxed servers (stage1): bwrap starts this file with ``-I -S`` (no site, no .pth code) in
+a user namespace where it holds CAP_SYS_ADMIN; stage1 mounts a spare /proc (so that children
+may mount their own), enters a nested user namespace (every mount of the sandbox becomes
+locked: nothing run later can unmount the deny list or remount anything writable) and execs
+the server. Each run's child then unshares its own mount, PID, IPC, UTS (and, without
+network, network) namespaces, mounts a fresh TMPDIR, /dev/shm and /proc, and the script runs
+as PID 2 under a small init (PID 1, as in bwrap), with every capability dropped and
+no_new_privs set: the same view a cold sandboxed run gets.
+"""
+
+import sys
+
+_STARTUP_MODULES = frozenset(sys.modules)  # what a fresh interpreter has: before our imports
+
+import atexit  # noqa: E402
+import gc  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+_SIGNALS = {}
+for _sig in signal.valid_signals():
+    try:
+        _SIGNALS[_sig] = signal.getsignal(_sig)
+    except (OSError, ValueError):  # SIGKILL/SIGSTOP and the like: nothing to restore
+        pass
+_WARNING_FILTERS = list(warnings.filters)
+_HOOKS = {
+    name: getattr(sys, name)
+    for name in ("excepthook", "displayhook", "breakpointhook", "unraisablehook")
+    if hasattr(sys, name)
+}
+_STATUS = struct.Struct("i")
+_MAXFDS = 8
+_ZYGOTE_FILE = __file__  # frames of this file are cut from a run's traceback
+_ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
+
+# Linux constants (ctypes is loaded only by the sandbox and PDEATHSIG code).
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
+CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
+_CAP_V3 = 0x20080522
+
+_libc = None
+
+
+def _c():
+    """libc through ctypes (loaded on first use: unsandboxed servers may never need it)."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _check(result, what):
+    if result != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _check(
+        _c().mount(
+            None if source is None else os.fsencode(source),
+            os.fsencode(target),
+            None if fstype is None else fstype.encode(),
+            flags,
+            None if data is None else data.encode(),
+        ),
+        f"mount {fstype or 'bind'} on {target}",
+    )
+
+
+def _unshare(flags, what):
+    _check(_c().unshare(flags), f"unshare({what})")
+
+
+def _die_with_parent(parent):
+    """This process dies (SIGKILL) when ``parent`` does: nobody would watch it any more."""
+    try:
+        _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        return
+    if os.getppid() not in (parent, 0):  # it died before the prctl (0: it is outside our
+        os._exit(137)  # PID namespace, as a run's init sees its leader)
+
+
+def _caps(values):
+    """capset(effective, permitted, inheritable) for capabilities 0-63."""
+    import ctypes
+
+    header = struct.pack("Ii", _CAP_V3, 0)
+    data = ctypes.create_string_buffer(struct.pack("6I", *values))
+    _check(_c().capset(header, data), "capset")
+
+
+def _capget():
+    import ctypes
+
+    header = struct.pack("Ii", _CAP_V3, 0)
+    data = ctypes.create_string_buffer(24)
+    _check(_c().capget(header, data), "capget")
+    return struct.unpack("6I", data.raw)
+
+
+def _drop_all_caps():
+    """No capability left, none regained by exec (empty bounding set), no_new_privs: what
+    bwrap --cap-drop ALL gives a cold sandboxed run."""
+    libc = _c()
+    last = 63
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            last = int(fh.read())
+    except (OSError, ValueError):
+        pass
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last one: fine
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _caps((0, 0, 0, 0, 0, 0))
+
+
+# -- stage1: the sandboxed server's first step (python -I -S: no site, no .pth code) ----------
+
+
+def _write(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def stage1(args):
+    """In bwrap's user namespace (CAP_SYS_ADMIN there): a spare /proc for the children, a
+    nested user namespace that locks every mount, then exec the real server."""
+    tmpdir = args[2]  # ["stage1", fd, tmpdir, "--", server argv...]
+    rest = args[args.index("--") + 1 :]
+    spare = os.path.join(tmpdir, ".skill-magics-proc")
+    note = ""
+    try:
+        os.mkdir(spare, 0o700)
+        _mount("proc", spare, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as exc:
+        # Where bwrap's own /proc is fully visible (no covers), children need no spare one.
+        note = f"no spare /proc ({exc.strerror})"
+    uid, gid = os.getuid(), os.getgid()
+    _unshare(CLONE_NEWUSER | CLONE_NEWNS, "user, mount")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    if uid != 0:
+        # A non-root uid loses its capabilities at exec unless they are ambient.
+        eff0, perm0, _inh0, eff1, perm1, _inh1 = _capget()
+        _caps((eff0, perm0, perm0, eff1, perm1, perm1))
+        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP):
+            _check(_c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
+    env = dict(os.environ)
+    if note:
+        env["SKILL_MAGICS_WARM_NOTE"] = note
+    os.execve(rest[0], rest, env)
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+class _Run:
+    """One child the server forked: its pid, pidfd and the run's socket."""
+
+    __slots__ = ("pid", "pidfd", "sock", "status")
+
+    def __init__(self, pid, pidfd, sock):
+        self.pid = pid
+        self.pidfd = pidfd
+        self.sock = sock
+        self.status = None  # the exit status once sent
+
+
+class _Job:
+    """What a forked child takes out of the server loop: its socket and descriptors."""
+
+    def __init__(self, sock, fds, sandbox, server_pid):
+        self.sock = sock
+        self.stdin, self.stdout, self.stderr, self.spec_fd = fds
+        self.sandbox = sandbox
+        self.server_pid = server_pid
+
+
+class Server:
+    def __init__(self, ctl_fd, sandbox):
+        self.ctl = socket.socket(fileno=ctl_fd)
+        self.pid = os.getpid()
+        self.sandbox = sandbox  # {"tmpdir": ..., "network": bool} or None
+        self.runs = {}  # fd (pidfd or socket) -> _Run
+        self.poll = __import__("select").poll()  # no descriptor of its own (unlike epoll)
+        self.loaded = []
+        self.failed = {}
+        self.path_base = _path_base()
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def hello(self):
+        info = {
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "path": [p for p in sys.path if os.path.isdir(p)],
+            "note": os.environ.pop("SKILL_MAGICS_WARM_NOTE", ""),
+            "problem": self.sandbox_problem() if self.sandbox else "",
+        }
+        self.ctl.send(b"H" + json.dumps(info).encode())
+
+    def load(self, names):
+        started = time.monotonic()
+        for name in names:
+            if name in self.loaded or name in self.failed:
+                continue
+            try:
+                __import__(name)
+            except BaseException as exc:  # noqa: BLE001 - a package that fails is not preloaded
+                self.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+            else:
+                self.loaded.append(name)
+        threads = []
+        if "threading" in sys.modules:
+            import threading
+
+            threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        gc.collect()
+        gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
+        extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
+        return {
+            "loaded": self.loaded,
+            "failed": self.failed,
+            "threads": threads,
+            "os_threads": _os_threads(),
+            "modules": extra,
+            "fds": _open_fds(),
+            "seconds": time.monotonic() - started,
+        }
+
+    def sandbox_problem(self):
+        """'' when a run can get its own namespaces and mounts here, else why not."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                _sandbox_chain(self.sandbox, probe=True)
+            except BaseException as exc:  # noqa: BLE001 - reported to the client
+                os.write(write, str(exc).encode()[:500])
+                os._exit(3)
+            os._exit(0)  # pragma: no cover - the chain never returns when probing
+        os.close(write)
+        why = os.read(read, 1000).decode(errors="replace")
+        os.close(read)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if status == 0 and not why:
+            return ""
+        return (
+            "a run cannot get its own mount, PID, IPC and network namespaces inside the warm "
+            f"server ({why or f'status {status}'})"
+        )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def serve(self):
+        """Answer until the client goes away; returns a _Job in a forked run child."""
+        import select
+
+        ctl_fd = self.ctl.fileno()
+        self.poll.register(ctl_fd, select.POLLIN)
+        while True:
+            for fd, _events in self.poll.poll():
+                if fd == ctl_fd:
+                    job = self.control()
+                    if job is not None:
+                        return job
+                    continue
+                run = self.runs.get(fd)
+                if run is None:
+                    continue
+                if fd == run.pidfd:
+                    self.exited(run)
+                else:
+                    self.answered(run)
+
+    def control(self):
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self.ctl, 65536, _MAXFDS)
+        except InterruptedError:
+            return None
+        if not data or data[:1] == b"Q":
+            for fd in fds:
+                os.close(fd)
+            self.shutdown()
+        kind = data[:1]
+        if kind == b"L":
+            report = self.load(json.loads(data[1:]))
+            self.ctl.send(b"L" + json.dumps(report).encode())
+            return None
+        if kind == b"R" and len(fds) == 5:
+            return self.fork(fds)
+        for fd in fds:
+            os.close(fd)
+        return None
+
+    def fork(self, fds):
+        sock = socket.socket(fileno=fds[0])
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            try:
+                sock.send(b"F" + json.dumps([exc.errno, exc.strerror, "fork"]).encode())
+            except OSError:
+                pass
+            sock.close()
+            for fd in fds[1:]:
+                os.close(fd)
+            return None
+        if pid == 0:
+            self.forget(sock)
+            return _Job(sock, fds[1:], self.sandbox, self.pid)
+        for fd in fds[1:]:
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)  # also done in the child: whichever runs first
+        except OSError:
+            pass
+        import select
+
+        pidfd = os.pidfd_open(pid)
+        run = _Run(pid, pidfd, sock)
+        self.runs[pidfd] = run
+        self.runs[sock.fileno()] = run
+        self.poll.register(pidfd, select.POLLIN)
+        self.poll.register(sock.fileno(), select.POLLIN)
+        return None
+
+    def exited(self, run):
+        """The child ended: tell the client how (WNOWAIT: not reaped yet)."""
+        info = os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None:
+            return
+        run.status = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        self.poll.unregister(run.pidfd)
+        del self.runs[run.pidfd]
+        os.close(run.pidfd)
+        run.pidfd = -1
+        try:
+            run.sock.send(b"S" + _STATUS.pack(run.status))
+        except OSError:  # the client is gone: nobody will answer, reap now
+            self.reap(run)
+
+    def answered(self, run):
+        """The client answered (or went away): reap once the child has exited."""
+        try:
+            data = run.sock.recv(64)
+        except OSError:
+            data = b""
+        if run.status is None:
+            if data:
+                return  # nothing to answer before the exit status: ignore
+            # The client went away while the run was going: end the run.
+            _killpg(run.pid, signal.SIGKILL)
+            self.poll.unregister(run.sock.fileno())
+            del self.runs[run.sock.fileno()]
+            run.sock.close()
+            run.sock = None
+            return
+        self.reap(run)
+
+    def reap(self, run):
+        if run.sock is not None:
+            fd = run.sock.fileno()
+            if self.runs.pop(fd, None) is not None:
+                self.poll.unregister(fd)
+            run.sock.close()
+            run.sock = None
+        try:
+            os.waitpid(run.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def forget(self, own):
+        """In a forked child: let go of every socket the server holds without closing the
+        descriptors (closed later, all at once) so no object closes a reused number."""
+        self.ctl.detach()
+        for run in set(self.runs.values()):
+            if run.sock is not None and run.sock is not own:
+                run.sock.detach()
+        self.runs = {}
+
+    def shutdown(self):
+        for run in set(self.runs.values()):
+            _killpg(run.pid, signal.SIGKILL)
+        for run in set(self.runs.values()):
+            try:
+                os.waitpid(run.pid, 0)
+            except ChildProcessError:
+                pass
+        os._exit(0)
+
+
+def _killpg(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+
+
+def _top(names):
+    return {name.split(".", 1)[0] for name in names}
+
+
+def _os_threads():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+
+
+def _open_fds():
+    try:
+        return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+    except OSError:
+        return []
+
+
+def _drop_own_dir():
+    """The server's sys.path[0] is this file's folder: never import a preload from there."""
+    if sys.path and not getattr(sys.flags, "safe_path", False):
+        if sys.path[0] and os.path.realpath(sys.path[0]) == _ZYGOTE_DIR:
+            del sys.path[0]
+
+
+def _path_base():
+    """sys.path without what depends on the run: the entries PYTHONPATH added (the run has
+    its own; the script's folder or cwd in front is the run's too)."""
+    path = list(sys.path)
+    ours = _pythonpath(os.environ.get("PYTHONPATH", ""))
+    for entry in ours:
+        if entry in path:
+            path.remove(entry)
+    return path
+
+
+def _pythonpath(value):
+    if not value or sys.flags.ignore_environment:
+        return []
+    return [os.path.abspath(p) for p in value.split(os.pathsep) if p]
+
+
+# -- a run's child ----------------------------------------------------------------------------
+
+
+def _send(sock, kind, payload=None):
+    data = kind if payload is None else kind + json.dumps(payload).encode()
+    try:
+        sock.send(data)
+    except OSError:
+        pass
+
+
+def _read_spec(fd):
+    chunks = []
+    os.lseek(fd, 0, os.SEEK_SET)
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks))
+
+
+def _sandbox_chain(sandbox, probe=False, sock=None):
+    """Give this run its own namespaces and mounts; returns only in the process that runs
+    the script (PID 2 of a new PID namespace). ``probe``: check that it works, run nothing."""
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if not sandbox.get("network"):
+        flags |= CLONE_NEWNET  # its own loopback, like a cold run's
+    _unshare(flags, "mount, pid, ipc, uts, net")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    tmpdir = sandbox["tmpdir"]
+    _mount("tmpfs", tmpdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for sub in (".cache", ".config", ".config/matplotlib"):
+        os.mkdir(os.path.join(tmpdir, sub), 0o755)
+    if os.path.isdir("/dev/shm"):
+        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    # The rest of /dev is the server's: read-only, so nothing a run writes there is left
+    # for the next one (a cold run's /dev is its own; /dev/shm above is).
+    _mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    leader = os.getpid()
+    read, write = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(read)
+        _die_with_parent(leader)
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        if probe:
+            _drop_all_caps()
+            os.write(write, _STATUS.pack(0))
+            os._exit(0)
+        script = os.fork()
+        if script == 0:
+            os.close(write)
+            _drop_all_caps()
+            return  # PID 2: runs the script
+        _init(script, write)
+    # The run's group leader (the pid the client kills): keep nothing open but the pipe,
+    # wait for the init, then end as the script did, so the client reads its status.
+    os.close(write)
+    if sock is not None:
+        sock.detach()
+    os.closerange(0, read)
+    os.closerange(read + 1, 1 << 20)
+    status = _wait_init(init, read)
+    if probe:
+        os._exit(0 if status == 0 else 3)
+    _exit_as(status)
+
+
+def _init(script, write):
+    """PID 1 of the run's namespace: reap everything, report the script's status, exit (the
+    kernel then kills whatever is left in the namespace)."""
+    os.closerange(0, write)
+    os.closerange(write + 1, 1 << 20)
+    status = None
+    while True:
+        try:
+            pid, raw = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == script:
+            status = raw
+            break
+    if status is not None:
+        os.write(write, _STATUS.pack(os.waitstatus_to_exitcode(status)))
+    os._exit(0)
+
+
+def _wait_init(init, read):
+    while True:
+        try:
+            os.waitpid(init, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            break
+    data = os.read(read, _STATUS.size)
+    return _STATUS.unpack(data)[0] if len(data) == _STATUS.size else -signal.SIGKILL
+
+
+def _exit_as(code):
+    """End this process the way the script ended (exit code, or killed by a signal)."""
+    if code >= 0:
+        os._exit(code)
+    sig = -code
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the script's core, not ours
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    os._exit(128 + sig)
+
+
+def _child(job):
+    """In the forked child: become the run's process (see the module docstring). Returns the
+    spec of what to run; a failure to start exits 126 after telling the client why."""
+    os.setpgid(0, 0)
+    _die_with_parent(job.server_pid)
+    sock = job.sock
+    sock.send(b"P")  # the client learns our pid from the credentials
+    try:
+        spec = _read_spec(job.spec_fd)
+    except (OSError, ValueError) as exc:
+        _send(sock, b"F", [getattr(exc, "errno", None) or 5, str(exc), "spec"])
+        os._exit(126)
+    for fd, target in ((job.stdin, 0), (job.stdout, 1), (job.stderr, 2)):
+        os.dup2(fd, target)
+    for fd in {job.stdin, job.stdout, job.stderr} - {0, 1, 2}:
+        os.close(fd)
+    if job.sandbox is not None:
+        try:
+            _sandbox_chain(job.sandbox, sock=sock)
+        except OSError as exc:
+            _send(sock, b"F", [exc.errno or 1, f"sandbox: {exc}", "sandbox"])
+            os._exit(126)
+    try:
+        os.chdir(spec["cwd"])
+    except OSError as exc:
+        _send(sock, b"F", [exc.errno, exc.strerror, spec["cwd"]])
+        os._exit(126)
+    os.umask(spec["umask"])
+    sock.detach()
+    os.closerange(3, 1 << 20)  # close_range(2): every descriptor of the server
+    _reset(spec)
+    return spec
+
+
+def _reset(spec):
+    for sig, handler in _SIGNALS.items():
+        try:
+            signal.signal(sig, handler)
+        except (OSError, ValueError, TypeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass
+    atexit._clear()
+    os.environ.clear()  # unsetenv for each: C code sees the run's environment too
+    os.environ.update(spec["env"])
+    _std_streams()
+    for name, hook in _HOOKS.items():
+        setattr(sys, name, hook)
+    warnings.filters[:] = _WARNING_FILTERS  # type: ignore[index]
+    mutated = getattr(warnings, "_filters_mutated", None)
+    if mutated is not None:
+        mutated()
+    sys.argv = list(spec["argv"])
+    if hasattr(sys, "orig_argv"):
+        sys.orig_argv = list(spec["orig_argv"])
+    path0 = []
+    if not getattr(sys.flags, "safe_path", False):
+        if spec["module"]:
+            path0 = [os.getcwd()]
+        else:
+            path0 = [os.path.dirname(os.path.realpath(spec["target"]))]
+    base = _SERVER.path_base if _SERVER is not None else []
+    sys.path[:] = path0 + _pythonpath(spec["env"].get("PYTHONPATH", "")) + base
+    if "linecache" in sys.modules:
+        sys.modules["linecache"].clearcache()
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again (the run's)
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()  # NumPy's global RandomState is not reseeded at fork
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "seed"):
+        torch.seed()
+
+
+def _std_streams():
+    """sys.stdin/stdout/stderr on fds 0-2, made as CPython's startup makes them (same
+    encoding, errors, buffering and line buffering as the server's, which started alike)."""
+    made = {}
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        old = getattr(sys, "__" + name + "__", None) or getattr(sys, name, None)
+        encoding = getattr(old, "encoding", None) or "utf-8"
+        errors = getattr(old, "errors", None) or "strict"
+        buffered = not getattr(old, "write_through", False)
+        write = mode == "w"
+        buffering = 0 if (write and not buffered) else -1
+        buf = open(fd, mode + "b", buffering=buffering, closefd=False)
+        raw = buf.raw if buffering else buf  # type: ignore[attr-defined]
+        raw.name = "<" + name + ">"  # type: ignore[misc]  # as CPython names them
+        line = buffered and (raw.isatty() or fd == 2)
+        stream = io.TextIOWrapper(
+            buf, encoding, errors, newline="\n", line_buffering=line, write_through=not buffered
+        )
+        stream.mode = mode  # type: ignore[misc]  # as CPython sets it
+        made[name] = stream
+    for name, stream in made.items():
+        setattr(sys, name, stream)
+        setattr(sys, "__" + name + "__", stream)
+
+
+def _new_main():
+    import builtins
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__dict__["__annotations__"] = {}
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    return main
+
+
+def _run(spec):
+    """Run the script as ``python script.py`` / ``python -m module`` would, then end as the
+    interpreter ends (see :func:`_finalize`). Never returns."""
+    main = _new_main()
+    before = set(sys.modules)
+    try:
+        if spec["module"]:
+            import runpy
+
+            runpy._run_module_as_main(spec["target"])  # type: ignore[attr-defined]  # = python -m
+        else:
+            _run_file(main, spec["target"])
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException as exc:  # noqa: BLE001 - printed as the interpreter prints it
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
+            tb = tb.tb_next  # the server's own frames: a cold run has none
+        sys.excepthook(type(exc), exc, tb)
+        # An uncaught KeyboardInterrupt ends a cold Python by SIGINT after finalizing.
+        code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
+    else:
+        code = 0
+    _finalize(code, before)
+
+
+def _exit_code(exc):
+    """What the interpreter exits with for an uncaught SystemExit (and what it prints)."""
+    value = exc.code
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            return -1  # PyLong_AsLong overflows: (int)-1
+        return ((value + 2**31) % 2**32) - 2**31  # the C int the interpreter passes to exit()
+    try:
+        text = str(value)
+    except BaseException:  # noqa: BLE001
+        text = ""
+    stderr = sys.stderr
+    try:
+        if stderr is not None:
+            stderr.write(text + "\n")
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
+
+
+def _finalize(code, before):
+    """The interpreter's own ending, minus tearing down what the server had imported:
+    non-daemon threads joined, atexit callbacks, stdout/stderr flushed (a failure to flush
+    stdout: exit 120), the script's modules (``__main__`` and those it imported) cleared so
+    their objects are finalized (a file left open is flushed and closed), the streams
+    flushed again, then exit. Tearing down the preloaded packages as well would cost more
+    than the whole run (60-80 ms for pandas) and changes nothing the run can observe, except
+    objects the script left inside those packages' own state."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    atexit._run_exitfuncs()
+    ok = _flush_std()
+    for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "__dict__"):
+            _clear_module(module.__dict__)
+    gc.collect()
+    ok = _flush_std() and ok
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code if ok else 120)
+
+
+def _clear_module(namespace):
+    """As the interpreter clears a module at exit: names starting with one underscore first,
+    then the rest (``__builtins__`` kept)."""
+    for names in (
+        [k for k in namespace if k.startswith("_") and not k.startswith("__")],
+        [k for k in namespace if not k.startswith("__")],
+    ):
+        for key in names:
+            try:
+                namespace[key] = None
+            except BaseException:  # noqa: BLE001 - a __del__ raising
+                pass
+
+
+def _flush_std():
+    """Flush sys.stdout (a failure is reported as unraisable) and sys.stderr."""
+    ok = True
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None or getattr(stream, "closed", False):
+            continue
+        try:
+            stream.flush()
+        except BaseException as exc:  # noqa: BLE001
+            ok = False
+            if stream is sys.stdout:
+                hook = getattr(sys, "unraisablehook", None)
+                if hook is not None:
+                    import types
+
+                    hook(
+                        types.SimpleNamespace(
+                            exc_type=type(exc),
+                            exc_value=exc,
+                            exc_traceback=exc.__traceback__,
+                            err_msg=None,
+                            object=stream,
+                        )
+                    )
+    return ok
+
+
+def _run_file(main, path):
+    from importlib.machinery import SourceFileLoader
+
+    try:
+        with io.open_code(path) as fh:
+            source = fh.read()
+    except OSError as exc:
+        sys.stderr.write(
+            f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}\n"
+        )
+        sys.exit(2)
+    main.__dict__.update(
+        __file__=path,
+        __cached__=None,
+        __loader__=SourceFileLoader("__main__", path),
+    )
+    code = compile(source, path, "exec", dont_inherit=True)
+    exec(code, main.__dict__)
+
+
+_SERVER = None
+
+
+def serve(args):
+    global _SERVER
+    ctl_fd = int(args[1])
+    sandbox = None
+    if "--sandbox" in args:
+        sandbox = json.loads(args[args.index("--sandbox") + 1])
+    # A Python that forks with threads warns (3.12+); the server checks its threads itself.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+    _drop_own_dir()
+    _SERVER = Server(ctl_fd, sandbox)
+    _SERVER.hello()
+    job = _SERVER.serve()
+    return _child(job)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["stage1"]:
+        stage1(sys.argv[1:])
+    _run(serve(sys.argv[1:]))
