@@ -291,10 +291,13 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
             "mathx", "square", [{"n": i} for i in range(6)], executor=pool, approver=Asker()
         )
         assert res.counts() == {"completed": 6}, res.text()
-        # The scripts' parents are the pool's worker processes (children of this one).
+        # The scripts' parents are the warm servers of the pool's worker processes (one per
+        # worker, a child of it); the workers are children of this process.
         ppids = {item.json()["ppid"] for item in res}
-        assert os.getpid() not in ppids
-        assert {psutil.Process(p).ppid() for p in ppids} == {os.getpid()}
+        assert {item.result.start for item in res} == {"warm"}
+        assert os.getpid() not in ppids and len(ppids) <= 2
+        workers = {psutil.Process(p).ppid() for p in ppids}
+        assert {psutil.Process(w).ppid() for w in workers} == {os.getpid()}
         # They ran a copy of the skill, unpacked in the worker's temp directory.
         copy = Path(res[0].json()["cwd"])
         assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)

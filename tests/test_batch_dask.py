@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from process_support import pid_alive
 
@@ -72,10 +73,13 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
     assert res[7].json()["double"] == 14 and res[5].exit_code == 5
     assert res.executor == "dask (2 workers)"
 
-    # Process parents: every script was a child of a worker process, never of this one.
+    # Process parents: every script was forked by its worker's warm server (a Python batch
+    # starts warm: one server per worker process, a child of that worker), never by this one.
     worker_pids = set(client.run(os.getpid).values())
     parents = {item.json()["ppid"] for item in res if item.ok}
-    assert parents <= worker_pids and os.getpid() not in parents
+    assert {item.result.start for item in res} == {"warm"}
+    assert len(parents) <= len(worker_pids) and os.getpid() not in parents
+    assert {psutil.Process(p).ppid() for p in parents} <= worker_pids
     assert {item.worker for item in res} <= set(client.run(os.getpid).keys())
     # They ran the shipped copy in the workers' temp directory, not the caller's folder.
     cwd = Path(res[0].json()["cwd"])

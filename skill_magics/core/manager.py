@@ -48,6 +48,7 @@ from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.run import warm
 from skill_magics.core.run.approval import (
     MANAGER_APPROVER,
     Answer,
@@ -70,7 +71,12 @@ from skill_magics.core.run.pipeline import (
 )
 from skill_magics.core.run.plan import PlannedRun, Planner
 from skill_magics.core.run.sandbox import NetworkGrants
-from skill_magics.core.run.settings import DEFAULT_MAX_OUTPUT_SIZE, DEFAULT_TIMEOUT, RunSettings
+from skill_magics.core.run.settings import (
+    DEFAULT_MAX_OUTPUT_SIZE,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARM_IDLE,
+    RunSettings,
+)
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.run.workdir import WORKSPACE, CwdArg
 from skill_magics.core.secrets import SecretStore, declared_secrets
@@ -119,6 +125,8 @@ class SkillManager:
         sandbox_network: Sequence[str] | str = (),
         sandbox_deny_read: Sequence[str] | str = (),
         run_cwd: CwdArg = WORKSPACE,
+        warm_start: str | None = None,
+        warm_idle_timeout: float = DEFAULT_WARM_IDLE,
         settings: RunSettings | None = None,
     ) -> None:
         self._lock = threading.RLock()
@@ -134,6 +142,8 @@ class SkillManager:
             sandbox=sandbox,
             sandbox_network=sandbox_network,  # type: ignore[arg-type]
             sandbox_deny_read=sandbox_deny_read,  # type: ignore[arg-type]
+            warm_start=warm_start,
+            warm_idle_timeout=warm_idle_timeout,
         )
         self.approver: Approver | None = approver
         self.finder = SkillFinder(skill_dirs)
@@ -150,7 +160,9 @@ class SkillManager:
         checks = RunChecks(self.audit, grants=self.grants)
         self.planner = Planner(self.finder, checks, self.secrets, self.requirements_cache)
         self.gate = ApprovalGate(self.finder, self.audit)
-        self.executor = ScriptExecutor(audit=self.audit, secrets=self.secrets, grants=self.grants)
+        self.executor = ScriptExecutor(
+            audit=self.audit, secrets=self.secrets, grants=self.grants, preload=self._preload
+        )
         self.pipeline = Pipeline(self.planner, self.gate, self.executor)
         for name in self._settings.sandbox_network:  # each grant is audited, these too
             self._audit_grant(name, "SkillManager(sandbox_network=...)")
@@ -189,6 +201,8 @@ class SkillManager:
     run_cwd = _Setting()
     sandbox = _Setting()
     sandbox_deny_read = _Setting()
+    warm_start = _Setting()
+    warm_idle_timeout = _Setting()
 
     @property
     def sandbox_network(self) -> tuple[str, ...]:
@@ -274,11 +288,51 @@ class SkillManager:
         return self.finder.remove_dir(path)
 
     def reload(self) -> None:
-        """Forget everything loaded and scan the directories again on next use."""
+        """Forget everything loaded and scan the directories again on next use; the warm
+        servers stop (the next runs start new ones)."""
         self.finder.reload()
         self.requirements_cache.clear()
         with self._lock:
             self._hidden = None
+        warm.stop_servers()
+
+    # -- warm start (core/run/warm/) ----------------------------------------------------------
+
+    def warm_up(
+        self,
+        skill_name: str,
+        scripts: Sequence[str] | None = None,
+        *,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
+    ) -> list[warm.WarmUp]:
+        """Start the warm servers of ``skill_name``'s Python scripts now (``scripts``: only
+        these) and wait until they imported what the scripts import, so the next runs start
+        warm. Each script is checked as a run would be; nothing of the skill runs."""
+        return warm.warm_up(
+            self.planner,
+            self.executor,
+            self.settings,
+            skill_name,
+            list(scripts) if scripts is not None else None,
+            sandbox=sandbox,
+            cwd=cwd,
+        )
+
+    def warm_servers(self) -> list[warm.ServerInfo]:
+        """The warm servers of this process: interpreter, sandbox, preloaded packages, memory,
+        idle time (``%skills warm``)."""
+        return warm.servers()
+
+    def stop_warm_servers(self) -> int:
+        """Stop every warm server of this process; returns how many were running."""
+        return warm.stop_servers()
+
+    def _preload(self, prepared: Any) -> tuple[str, ...]:
+        """What a run's warm server should import: the installed packages its script needs
+        (catalog/requirements.py; never the skill's own modules)."""
+        reqs = self.requirements_cache.for_run(self.get_skill(prepared.skill_name))
+        return warm.preload_names(reqs, prepared.script_rel.as_posix())
 
     def list_skills(self) -> list[SkillMetadata]:
         """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
@@ -359,6 +413,7 @@ class SkillManager:
         timeout: float | None = None,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        warm: bool | None = None,
     ) -> PlannedRun:
         """Step 1: resolve and check one run (refusals raise, audited), with the request the
         gate will decide on. Pass it to :meth:`run_planned`."""
@@ -371,6 +426,7 @@ class SkillManager:
             timeout=timeout,
             sandbox=sandbox,
             cwd=cwd,
+            warm=warm,
         )
 
     def run_planned(
@@ -436,6 +492,7 @@ class SkillManager:
         approver: ApproverArg = MANAGER_APPROVER,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        warm: bool | None = None,
     ) -> ScriptExecutionResult:
         """Run one script: plan -> gate -> execute. Raises before anything runs.
 
@@ -443,6 +500,8 @@ class SkillManager:
         (``"scripts/profile.py"``). ``approver`` defaults to ``self.approver``; None asks
         nobody (you decided). ``sandbox``: this run's mode (None: ``settings.sandbox``).
         ``cwd``: "workspace" (the caller's folder), "skill" or a folder; None: ``run_cwd``.
+        ``warm``: start a Python script warm (True) or cold (False); None: ``warm_start``.
+        ``result.start`` says how it started.
         """
         chosen = self._approver(approver, Caller.PERSON)
         plan = self.planner.plan_script(
@@ -455,6 +514,7 @@ class SkillManager:
             sandbox=sandbox,
             cwd=cwd,
             request=chosen is not None,  # nobody asked: no request (previews, fingerprint)
+            warm=warm,
         )
         return self.pipeline.run_planned(plan, chosen).script_result()
 
@@ -471,6 +531,7 @@ class SkillManager:
         rows: Sequence[Any] | None = None,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        warm: bool | None = None,
     ) -> BatchPlan:
         """Step 1 of a batch: check the script and build the ONE request for every item
         (``request.batch``: the item count and the first items). See :meth:`map`.
@@ -481,7 +542,14 @@ class SkillManager:
         mode, items, columns = batch_inputs(inputs, argv)
         settings = self.settings
         plan = self.planner.plan_script(
-            settings, skill_name, script, None, timeout=timeout, sandbox=sandbox, cwd=cwd
+            settings,
+            skill_name,
+            script,
+            None,
+            timeout=timeout,
+            sandbox=sandbox,
+            cwd=cwd,
+            warm=warm,
         )
         assert plan.request is not None
         request = with_batch(plan.request, items)
@@ -490,7 +558,9 @@ class SkillManager:
             rows = list(rows)
             if mode != "argv" or len(rows) != len(items):
                 raise ValueError("rows= goes with argv=, one row per argv list")
-        return BatchPlan(plan, request, items, mode, settings, timeout, columns, rows, sandbox, cwd)
+        return BatchPlan(
+            plan, request, items, mode, settings, timeout, columns, rows, sandbox, cwd, warm
+        )
 
     def map(
         self,
@@ -509,6 +579,7 @@ class SkillManager:
         cancel: threading.Event | None = None,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        warm: bool | None = None,
     ) -> BatchResult:
         """Run ``script`` once per input, concurrently, after ONE approval for them all.
 
@@ -520,15 +591,24 @@ class SkillManager:
         stop the others unless ``stop_on_error``. Setting ``cancel`` (or Ctrl-C:
         BatchInterrupted, with ``.result``) kills every running process group and marks the
         items not started ``cancelled``. ``on_result(item)`` / ``on_progress(snapshot)`` are
-        called from worker threads as items finish. ``approver``, ``sandbox`` and ``cwd`` as
-        in execute_skill_script (on remote workers "workspace" is the worker's folder).
+        called from worker threads as items finish. ``approver``, ``sandbox``, ``cwd`` and
+        ``warm`` as in execute_skill_script (on remote workers "workspace" is the worker's
+        folder; each worker process has its own warm server). Under ``warm_start="auto"``
+        a batch of a Python script waits for its warm server: every item starts warm.
 
         Example:
             >>> res = manager.map("unit-converter", "convert", df, approver=None)
             >>> res.counts(), res.to_pandas(json=True).head()
         """
         plan = self.plan_map(
-            skill_name, script, inputs, argv=argv, timeout=timeout, sandbox=sandbox, cwd=cwd
+            skill_name,
+            script,
+            inputs,
+            argv=argv,
+            timeout=timeout,
+            sandbox=sandbox,
+            cwd=cwd,
+            warm=warm,
         )
         options = BatchOptions(max_workers, executor, stop_on_error, on_result, on_progress)
         outcome = self.run_planned(plan, approver, cancel=cancel, batch=options)

@@ -43,6 +43,7 @@ from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner
 from skill_magics.core.run.settings import RunSettings
+from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import AuditOutcome, RunStatus
 
 logger = logging.getLogger("skill_magics.batch")
@@ -103,6 +104,7 @@ class BatchPlan:
     rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
     sandbox: str | None = None  # each item's sandbox mode (None: settings.sandbox)
     cwd: Any = None  # each item's working directory (None: settings.run_cwd)
+    warm: bool | None = None  # each item's start (None: settings.warm_start)
 
     @property
     def skill_name(self) -> str:
@@ -261,6 +263,7 @@ class _Shipped:
             self.signal,
             sandbox=plan.sandbox,
             cwd=None if plan.cwd is None else os.fspath(plan.cwd),
+            warm=plan.warm,
         )
         self.executor = executor
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
@@ -597,7 +600,9 @@ class BatchRunner:
                     self.plan.timeout,
                     sandbox=self.plan.sandbox,
                     cwd=self.plan.cwd,
+                    warm=self.plan.warm,
                 )
+                prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
                 result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)

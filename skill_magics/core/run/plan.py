@@ -150,14 +150,23 @@ class Planner:
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
         request: bool = True,
+        warm: bool | None = None,
     ) -> PlannedRun:
         """Check one run of ``script`` and build its request; raises (audited) on a refusal.
 
-        ``timeout``, ``sandbox``, ``cwd``: this run's values (None: ``settings``'). A helper
-        module (``ScriptMetadata.kind``) is refused, naming the entry points. ``request=False``
-        builds no request (nobody will be asked)."""
+        ``timeout``, ``sandbox``, ``cwd``, ``warm``: this run's values (None: ``settings``').
+        A helper module (``ScriptMetadata.kind``) is refused, naming the entry points.
+        ``request=False`` builds no request (nobody will be asked)."""
         meta, prepared = self.check_script(
-            settings, skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
+            settings,
+            skill_name,
+            script,
+            arguments,
+            argv,
+            timeout,
+            sandbox=sandbox,
+            cwd=cwd,
+            warm=warm,
         )
         asked = None
         if request:
@@ -178,6 +187,7 @@ class Planner:
         *,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
+        warm: bool | None = None,
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run).
 
@@ -215,6 +225,7 @@ class Planner:
             sandbox=sandbox,
             cwd=cwd,
             module=meta.module,  # python -m from the skill root (catalog/kinds.py)
+            warm=warm,  # how it starts (core/run/warm/); None: settings.warm_start
         )
         return meta, prepared
 

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,6 +42,7 @@ from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.run.settings import RunSettings
+from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import RunStatus
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a skill folder bigger than this is data, not a skill
@@ -257,6 +258,8 @@ class ShippedBatch:
     cancel: CancelSignal
     sandbox: str | None = None  # this batch's sandbox mode (None: settings.sandbox)
     cwd: str | None = None  # this batch's working directory (None: settings.run_cwd)
+    warm: bool | None = None  # this batch's start (None: settings.warm_start): one warm
+    # server per worker process
 
 
 @dataclass
@@ -312,16 +315,24 @@ class _ThreadAudit(AuditLog):
 
 def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     from skill_magics.core.catalog.detect import ScriptDetector
+    from skill_magics.core.catalog.requirements_cache import RequirementsCache
     from skill_magics.core.run.executor import ScriptExecutor
     from skill_magics.core.run.plan import Planner
+    from skill_magics.core.run.warm.launch import preload_names
 
     key = (batch.settings, str(copy))
     with _STATE_LOCK:
         if _WORKER_STATE.get("key") != key:
             audit = _ThreadAudit()
-            executor = ScriptExecutor(audit=audit)
             detector = ScriptDetector(allow_typescript=batch.settings.allow_typescript)
             finder = SkillFinder([copy.parent], detector=detector)
+            requirements = RequirementsCache()
+
+            def preload(prepared: Any) -> tuple[str, ...]:
+                reqs = requirements.for_run(finder.get_skill(prepared.skill_name))
+                return preload_names(reqs, prepared.script_rel.as_posix())
+
+            executor = ScriptExecutor(audit=audit, preload=preload)
             planner = Planner(finder, executor.checks, executor.secrets)
             _WORKER_STATE.clear()
             _WORKER_STATE.update(key=key, state=(executor, planner, audit))
@@ -412,7 +423,9 @@ def run_shipped_item(
             batch.timeout,
             sandbox=batch.sandbox,
             cwd=batch.cwd,
+            warm=batch.warm,
         )
+        prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
         result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)
         return outcome(RunStatus.REFUSED, message=str(exc))

@@ -40,4 +40,20 @@ def choose(setting: str, per_run: bool | None) -> str:
     return ON if per_run else OFF
 
 
-__all__ = ["AUTO", "ENV_VAR", "MODES", "OFF", "ON", "check_mode", "choose", "default_mode"]
+def in_batch(mode: str) -> str:
+    """A batch item's mode: under "auto" it waits for its warm server (a batch is many runs:
+    each one starts warm, the first one included)."""
+    return ON if mode == AUTO else mode
+
+
+__all__ = [
+    "AUTO",
+    "ENV_VAR",
+    "MODES",
+    "OFF",
+    "ON",
+    "check_mode",
+    "choose",
+    "default_mode",
+    "in_batch",
+]
