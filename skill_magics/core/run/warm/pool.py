@@ -68,6 +68,8 @@ class Pool:
         self._servers: dict[ServerKey, WarmServer] = {}
         self._failed: dict[ServerKey, tuple[float, WarmServer]] = {}
         self._asked: dict[ServerKey, set[str]] = {}
+        # Packages that print or start threads when imported: never preloaded for a key.
+        self._excluded: dict[ServerKey, dict[str, str]] = {}
 
     def server_for(
         self,
@@ -87,6 +89,12 @@ class Pool:
             if server is not None and server.state is ServerState.READY:
                 if not server.alive():
                     server = self._drop(key, server)
+                elif server.tainted or server.retired:
+                    self._excluded.setdefault(key, {}).update(server.excluded)
+                    server.retired = True
+                    if server.in_flight == 0:
+                        stop = server
+                    server = self._drop(key, server)
                 elif server.stale():
                     server.retired = True
                     if server.in_flight == 0:
@@ -105,6 +113,7 @@ class Pool:
                     del self._failed[key]
             if server is None and make is not None:
                 server = make()
+                server.excluded.update(self._excluded.get(key, {}))
                 names = list(dict.fromkeys(preload()))
                 self._servers[key] = server
                 self._asked[key] = set(names)
@@ -135,9 +144,11 @@ class Pool:
         def load() -> None:
             if server.usable:
                 try:
-                    server.load(new)
+                    server.load([n for n in new if n not in server.excluded])
                 except OSError:
                     pass
+            if server.tainted:  # the next run gets a server without them
+                self.server_for(key)
 
         STARTER.submit(load)
 
@@ -219,6 +230,7 @@ class Pool:
         self._servers = {}
         self._failed = {}
         self._asked = {}
+        self._excluded = {}
 
 
 def rss(pid: int) -> int:

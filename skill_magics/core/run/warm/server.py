@@ -66,13 +66,14 @@ class ServerKey:
 
 @dataclass
 class LoadReport:
-    """What the server imported (``loaded``), what failed and why, Python threads running
-    after the imports (a fork would not carry them), OS threads, and every top-level module
-    it holds (a skill's own module of the same name would not be imported fresh)."""
+    """What the server imported (``loaded``), what failed and why, what must not be
+    preloaded (``unsafe``: it prints while imported, or starts a Python thread), its OS
+    threads, and every top-level module it holds (a skill's own module of the same name
+    would not be imported fresh)."""
 
     loaded: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
-    threads: list[str] = field(default_factory=list)
+    unsafe: dict[str, str] = field(default_factory=dict)  # name -> why it must not be
     os_threads: int = 0
     modules: frozenset[str] = frozenset()
     fds: list[int] = field(default_factory=list)
@@ -111,6 +112,8 @@ class WarmServer:
         self.in_flight = 0
         self.idle_timeout = 600.0
         self.retired = False  # stale: no new runs; stopped when the last one ends
+        self.excluded: dict[str, str] = {}  # packages never preloaded here, and why
+        self.tainted = False  # an unsafe package was imported: no run may fork from here
         self._ctl: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -123,14 +126,22 @@ class WarmServer:
         """Start the process, wait for its hello, import ``preload``. Never raises: the
         state becomes READY or FAILED (``problem`` says why). Runs in the starter thread."""
         try:
-            with self._life:
-                if self.state is not ServerState.STARTING:  # stopped before it started
-                    self.ready.set()
-                    return
-                self._spawn()
-            self._hello(timeout)
-            if not self.problem:
-                self._apply(self.load(preload))
+            for _attempt in range(2):  # the second one without the unsafe packages
+                with self._life:
+                    if self.state is not ServerState.STARTING:  # stopped before it started
+                        self.ready.set()
+                        return
+                    self._spawn()
+                self._hello(timeout)
+                if self.problem:
+                    break
+                self.load([n for n in preload if n not in self.excluded])
+                if not self.tainted:
+                    break
+                self._kill()
+                self.tainted = False
+            if self.tainted:
+                self._fail("its packages print or start threads when imported")
         except Exception as exc:  # noqa: BLE001 - any failure means: runs stay cold
             self._fail(f"{type(exc).__name__}: {exc}")
         with self._life:
@@ -149,7 +160,7 @@ class WarmServer:
             self.proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=self._log,  # what an import prints shows there (zygote.load)
                 stderr=self._log,
                 pass_fds=(theirs.fileno(),),
                 env=self.env,
@@ -191,7 +202,7 @@ class WarmServer:
         report = LoadReport(
             loaded=list(raw.get("loaded", [])),
             failed=dict(raw.get("failed", {})),
-            threads=list(raw.get("threads", [])),
+            unsafe=dict(raw.get("unsafe", {})),
             os_threads=int(raw.get("os_threads", 0)),
             modules=frozenset(raw.get("modules", [])),
             fds=list(raw.get("fds", [])),
@@ -202,13 +213,11 @@ class WarmServer:
 
     def _apply(self, report: LoadReport) -> None:
         self.report = report
-        if report.threads:
-            # A thread started by an import would be missing (maybe holding a lock) in every
-            # fork: the runs must not start from here.
-            self._fail(
-                f"importing {', '.join(report.loaded) or 'the packages'} started Python "
-                f"threads ({', '.join(report.threads[:3])}): a fork would not carry them"
-            )
+        if report.unsafe:
+            # Its output would be missing from every run, or its thread (maybe holding a
+            # lock): no run may start from this process. A new one leaves these out.
+            self.excluded.update(report.unsafe)
+            self.tainted = True
 
     def _fail(self, why: str) -> None:
         if not self.problem:
@@ -246,10 +255,11 @@ class WarmServer:
 
     @property
     def usable(self) -> bool:
-        """READY, not retired, and still running."""
+        """READY, not retired or tainted, and still running."""
         return (
             self.state is ServerState.READY
             and not self.retired
+            and not self.tainted
             and self.proc is not None
             and self.proc.poll() is None
         )

@@ -24,16 +24,19 @@ child's exit status (as ``subprocess`` reports it: -N for signal N) when it exit
 WNOWAIT; the child is reaped only when the client answers ``R`` (or goes away), after it
 killed what was left of the group: a zombie leader keeps the group id from being reused.
 
-A run's child is made to look like a fresh ``python [flags] script.py`` (or ``-m module``): a
-new process group, the run's argv, cwd, umask and environment (os.environ replaced, putenv
-included), stdin/stdout/stderr rebuilt on fds 0-2 as CPython's startup builds them, every
-other descriptor closed, ``__main__`` a fresh module with ``__file__``, ``sys.path`` as the
-cold run computes it, signal dispositions and mask, warnings filters and sys hooks as they
-were at startup, ``atexit`` emptied, Python's and NumPy's global RNGs reseeded, tempfile's
-cached directory and the import caches dropped. Uncaught exceptions print the same traceback
-(the server's own frames cut off) and exit 1; KeyboardInterrupt exits by SIGINT; SystemExit
-and the normal end go through the interpreter's own finalization (atexit, thread joins,
-flush: exit 120 when stdout cannot be flushed), as in a cold run.
+A run's child is made to look like a fresh ``python [flags] script.py`` (or ``-m module``) that
+has just imported the preloaded packages: a new process group, the run's argv, cwd, umask and
+environment (os.environ replaced, putenv included), stdin/stdout/stderr rebuilt on fds 0-2 as
+CPython's startup builds them, every other descriptor closed, ``__main__`` a fresh module with
+``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
+filters and sys hooks the interpreter had once the packages were imported (nothing of the
+server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
+the line cache dropped. A package that prints or starts a Python thread while it is imported
+is reported unsafe and not preloaded (a fork would not show that output or carry that thread).
+Uncaught exceptions print the same traceback (the server's own frames cut off) and exit 1;
+KeyboardInterrupt exits by SIGINT; SystemExit prints and exits as the interpreter does; the end
+joins threads, runs atexit, flushes (exit 120 when stdout cannot be flushed) and clears the
+script's modules so their objects are finalized (:func:`_finalize`).
 
 Sandboxed servers (stage1): bwrap starts this file with ``-I -S`` (no site, no .pth code) in
 a user namespace where it holds CAP_SYS_ADMIN; stage1 mounts a spare /proc (so that children
@@ -60,18 +63,33 @@ import struct  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-_SIGNALS = {}
-for _sig in signal.valid_signals():
-    try:
-        _SIGNALS[_sig] = signal.getsignal(_sig)
-    except (OSError, ValueError):  # SIGKILL/SIGSTOP and the like: nothing to restore
-        pass
-_WARNING_FILTERS = list(warnings.filters)
-_HOOKS = {
-    name: getattr(sys, name)
-    for name in ("excepthook", "displayhook", "breakpointhook", "unraisablehook")
-    if hasattr(sys, name)
-}
+
+class _State:
+    """What a run's child starts from: the interpreter's state once the preloaded packages
+    were imported (their warnings filters, signal handlers, hooks and atexit callbacks are
+    what a cold run importing them gets too), without anything of the server's own."""
+
+    signals: dict = {}
+    filters: list = []
+    hooks: dict = {}
+
+    @classmethod
+    def take(cls):
+        cls.signals = {}
+        for sig in signal.valid_signals():
+            try:
+                cls.signals[sig] = signal.getsignal(sig)
+            except (OSError, ValueError):  # SIGKILL/SIGSTOP and the like: nothing to restore
+                pass
+        cls.filters = [f for f in warnings.filters if f is not _FORK_FILTER[0]]
+        cls.hooks = {
+            name: getattr(sys, name)
+            for name in ("excepthook", "displayhook", "breakpointhook", "unraisablehook")
+            if hasattr(sys, name)
+        }
+
+
+_FORK_FILTER: list = []  # the one filter the server adds (for itself): never a run's
 _STATUS = struct.Struct("i")
 _MAXFDS = 8
 _ZYGOTE_FILE = __file__  # frames of this file are cut from a run's traceback
@@ -262,28 +280,35 @@ class Server:
         self.ctl.send(b"H" + json.dumps(info).encode())
 
     def load(self, names):
+        """Import ``names``; a package that prints while it is imported, or starts a Python
+        thread, is reported ``unsafe``: a fork would not show that output or carry that
+        thread, so the client starts a server without it (a run imports it itself)."""
         started = time.monotonic()
+        unsafe = {}
         for name in names:
             if name in self.loaded or name in self.failed:
                 continue
+            out_before = _written()
+            threads_before = _thread_names()
             try:
                 __import__(name)
             except BaseException as exc:  # noqa: BLE001 - a package that fails is not preloaded
                 self.failed[name] = f"{type(exc).__name__}: {exc}"[:300]
-            else:
-                self.loaded.append(name)
-        threads = []
-        if "threading" in sys.modules:
-            import threading
-
-            threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+                continue
+            self.loaded.append(name)
+            started_threads = sorted(_thread_names() - threads_before)
+            if started_threads:
+                unsafe[name] = f"it starts Python threads ({', '.join(started_threads[:3])})"
+            elif _written() != out_before:
+                unsafe[name] = "it prints while it is imported"
         gc.collect()
         gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
+        _State.take()
         extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
         return {
             "loaded": self.loaded,
             "failed": self.failed,
-            "threads": threads,
+            "unsafe": unsafe,
             "os_threads": _os_threads(),
             "modules": extra,
             "fds": _open_fds(),
@@ -462,6 +487,22 @@ def _killpg(pgid, sig):
 
 def _top(names):
     return {name.split(".", 1)[0] for name in names}
+
+
+def _written():
+    """Bytes written to the server's stdout/stderr so far (both are its log file)."""
+    try:
+        return (os.fstat(1).st_size, os.fstat(2).st_size)
+    except OSError:
+        return (0, 0)
+
+
+def _thread_names():
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return set()
+    main = threading.main_thread()
+    return {f"{t.name}#{t.ident}" for t in threading.enumerate() if t is not main}
 
 
 def _os_threads():
@@ -658,7 +699,7 @@ def _child(job):
 
 
 def _reset(spec):
-    for sig, handler in _SIGNALS.items():
+    for sig, handler in _State.signals.items():
         try:
             signal.signal(sig, handler)
         except (OSError, ValueError, TypeError):
@@ -668,13 +709,12 @@ def _reset(spec):
         signal.set_wakeup_fd(-1)
     except ValueError:
         pass
-    atexit._clear()
     os.environ.clear()  # unsetenv for each: C code sees the run's environment too
     os.environ.update(spec["env"])
     _std_streams()
-    for name, hook in _HOOKS.items():
+    for name, hook in _State.hooks.items():
         setattr(sys, name, hook)
-    warnings.filters[:] = _WARNING_FILTERS  # type: ignore[index]
+    warnings.filters[:] = _State.filters  # type: ignore[index]
     mutated = getattr(warnings, "_filters_mutated", None)
     if mutated is not None:
         mutated()
@@ -885,6 +925,8 @@ def serve(args):
         sandbox = json.loads(args[args.index("--sandbox") + 1])
     # A Python that forks with threads warns (3.12+); the server checks its threads itself.
     warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
+    _FORK_FILTER.append(warnings.filters[0])
+    _State.take()
     _drop_own_dir()
     _SERVER = Server(ctl_fd, sandbox)
     _SERVER.hello()
