@@ -103,7 +103,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
 CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
@@ -566,6 +566,41 @@ def _read_spec(fd):
     return json.loads(b"".join(chunks))
 
 
+def _loopback_up():
+    """Bring up ``lo`` in the run's new network namespace (as bwrap does for a cold run):
+    127.0.0.1 is the run's own, and nothing on the host's loopback is reachable."""
+    import fcntl
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
+
+
+def _private_dev(scratch):
+    """A /dev of the run's own, as bwrap gives a cold run: a fresh tmpfs with the server's
+    device nodes bound in, its symlinks and folders (``shm`` included), moved onto /dev."""
+    stage = os.path.join(scratch, ".skill-magics-dev")
+    os.mkdir(stage, 0o755)
+    _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    with os.scandir("/dev") as entries:
+        for entry in entries:
+            target = os.path.join(stage, entry.name)
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            elif entry.is_dir():
+                os.mkdir(target, 0o755)
+                if os.path.ismount(entry.path) and entry.name != "shm":
+                    _mount(entry.path, target, None, MS_BIND | MS_REC)  # devpts
+            else:
+                with open(target, "w"):
+                    pass
+                _mount(entry.path, target, None, MS_BIND)  # null, zero, urandom, tty...
+    _mount(stage, "/dev", None, MS_MOVE)
+    os.rmdir(stage)
+
+
 def _sandbox_chain(sandbox, probe=False, sock=None):
     """Give this run its own namespaces and mounts; returns only in the process that runs
     the script (PID 2 of a new PID namespace). ``probe``: check that it works, run nothing."""
@@ -573,16 +608,14 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
     if not sandbox.get("network"):
         flags |= CLONE_NEWNET  # its own loopback, like a cold run's
     _unshare(flags, "mount, pid, ipc, uts, net")
+    if flags & CLONE_NEWNET:
+        _loopback_up()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     tmpdir = sandbox["tmpdir"]
     _mount("tmpfs", tmpdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     for sub in (".cache", ".config", ".config/matplotlib"):
         os.mkdir(os.path.join(tmpdir, sub), 0o755)
-    if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    # The rest of /dev is the server's: read-only, so nothing a run writes there is left
-    # for the next one (a cold run's /dev is its own; /dev/shm above is).
-    _mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _private_dev(tmpdir)
     leader = os.getpid()
     read, write = os.pipe()
     init = os.fork()
@@ -798,6 +831,7 @@ def _run(spec):
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
             tb = tb.tb_next  # the server's own frames: a cold run has none
+        exc.__traceback__ = tb  # the display reads the exception's own traceback
         sys.excepthook(type(exc), exc, tb)
         # An uncaught KeyboardInterrupt ends a cold Python by SIGINT after finalizing.
         code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
