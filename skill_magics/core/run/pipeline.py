@@ -162,7 +162,7 @@ class Pipeline:
         """
         verdicts = self._decide(plan, approver)
         if isinstance(plan, PlanGroup):
-            if on_start is not None:
+            if on_start is not None and any(v.allowed for v in verdicts):
                 on_start()
             return self._run_group(plan, verdicts, on_output, cancel)
         (verdict,) = verdicts
@@ -199,9 +199,10 @@ class Pipeline:
         verdicts = await await_in_thread(
             lambda: self._decide(plan, approver), stop, join=join_approval
         )
-        if not isinstance(plan, PlanGroup) and not verdicts[0].allowed:
-            return RunOutcome(verdicts[0])
-        if on_start is not None:
+        if not any(v.allowed for v in verdicts):
+            if not isinstance(plan, PlanGroup):
+                return RunOutcome(verdicts[0])
+        elif on_start is not None:
             on_start()
         if isinstance(plan, PlanGroup):
             return await await_in_thread(
