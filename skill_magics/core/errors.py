@@ -119,7 +119,9 @@ class BatchInterrupted(RunInterrupted):
 
 
 class HelperScriptError(SkillMagicsError, LookupError):
-    """The script is a helper module other scripts import, not an entry point to run."""
+    """The script does nothing when run: an ``__init__.py``, or a module holding only
+    imports, definitions and constants (catalog/kinds.py). The message names the scripts
+    that run."""
 
 
 class WorkingDirectoryError(SkillMagicsError, ValueError):

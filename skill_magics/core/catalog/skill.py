@@ -15,13 +15,13 @@ Example:
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 import posixpath
 import threading
 from pathlib import Path
 
 from skill_magics.core.catalog import kinds
+from skill_magics.core.catalog import references as markdown
 from skill_magics.core.catalog.detect import ScanResult, ScriptDetector
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
@@ -122,26 +122,31 @@ class Skill:
             return list(self._classified(scan))
 
     def _classified(self, scan: ScanResult) -> list[ScriptMetadata]:
-        """The scan's scripts with entry/helper kinds and ``python -m`` modules (kinds.py),
-        redone when a script or SKILL.md changes."""
+        """The scan's scripts with their roles and ``python -m`` modules (kinds.py), redone
+        when a script, SKILL.md or any other markdown file of the skill changes."""
         try:
-            content = self.content  # re-read when SKILL.md changed; refs depend on it
-            refs: list[str] | None = None
+            _ = self.content  # re-read when SKILL.md changed; refs depend on it
+            readable = True
         except SkillMagicsError:
-            content, refs = "", []  # SKILL.md vanished: nothing is referenced
-        key = (scan.signature, self._content_key)
+            readable = False  # SKILL.md vanished: nothing is referenced
+        signature = markdown.markdown_signature(self.base_dir)
+        key = (scan.signature, self._content_key, signature)
         if self._kinds is not None and self._kinds[0] == key:
             return self._kinds[1]
-        if refs is None:
-            refs = [r.path for r in self.referenced_scripts if r.ok]
-        classified = kinds.classify(self.base_dir, scan.scripts, refs, content)
+        refs: list[str] = []
+        modules: frozenset[str] = frozenset()
+        if readable:
+            found = markdown.scan_markdown(self, signature)
+            refs = [r.path for r in found.refs if r.ok]
+            modules = found.modules
+        classified = kinds.classify(self.base_dir, scan.scripts, refs, modules)
         self._kinds = (key, classified)
         return classified
 
     @property
-    def entry_scripts(self) -> list[ScriptMetadata]:
-        """Scripts meant to be run (``kind == "entry"``): the ones that become tools."""
-        return [s for s in self.scripts if s.kind == "entry"]
+    def offered_scripts(self) -> list[ScriptMetadata]:
+        """Scripts offered to a model (tools) and in completion (``ScriptMetadata.offered``)."""
+        return [s for s in self.scripts if s.offered]
 
     def current_metadata(self) -> SkillMetadata:
         """The metadata as SKILL.md says now (re-read when the file changed since last look).
@@ -186,19 +191,14 @@ class Skill:
         return sorted(found, key=lambda p: p.as_posix())
 
     @property
-    def referenced_scripts(self) -> list:
-        """Scripts SKILL.md names (``python scripts/x.py``, links, ``{baseDir}/...``).
+    def referenced_scripts(self) -> list[markdown.ScriptReference]:
+        """Scripts SKILL.md and the markdown files it links name (``python scripts/x.py``,
+        ``python -m scripts.x``, links, ``{baseDir}/...``): what ``%skill_context`` runs.
 
         A list of ``references.ScriptReference`` (path, exists, inside, error), in the order
-        the instructions mention them; [] until core/references.py is installed.
+        the instructions mention them.
         """
-        try:
-            module = importlib.import_module("skill_magics.core.catalog.references")
-        except ModuleNotFoundError as exc:
-            if exc.name != "skill_magics.core.catalog.references":
-                raise
-            return []  # reference scanning not installed yet: nothing is referenced
-        return list(module.referenced_scripts(self))
+        return markdown.referenced_scripts(self)
 
     # -- lookup ----------------------------------------------------------------------------
 
