@@ -268,23 +268,25 @@ def find_references(
     candidates = _candidates(text, linked_md=linked, source_dir=source_dir, base=base)
     candidates.sort(key=lambda c: c.pos)
     out: list[ScriptReference] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # path -> its index in out
     for cand in candidates:
         joined = posixpath.join(source_dir, cand.path) if cand.relative_to_file else cand.path
         rel, inside_lexically = _normalise(joined)
         if cand.implied_ext and inside_lexically and not (base / rel).exists():
             if (base / (rel + cand.implied_ext)).is_file():
                 rel += cand.implied_ext  # ``python scripts/check_fields`` names the .py file
-        if rel in seen:
-            continue
-        if not cand.strong and not _weak_counts(base, rel, inside_lexically):
+        if rel not in seen and not cand.strong and not _weak_counts(base, rel, inside_lexically):
             resolved = _bare_script(base, rel) if inside_lexically and "/" not in rel else None
             if resolved is None:
                 continue
             rel = resolved
-            if rel in seen:
-                continue
-        seen.add(rel)
+        if rel in seen:
+            # First seen wins; a later command (``./x`` after a mention of x) still counts.
+            kept = out[seen[rel]]
+            if cand.command and not kept.command:
+                out[seen[rel]] = replace(kept, command=True, module=kept.module or cand.module)
+            continue
+        seen[rel] = len(out)
         line = text.count("\n", 0, cand.pos) + first_line
         ref = _reference(base, cand.raw, rel, inside_lexically, source, line, skill_name)
         out.append(replace(ref, module=cand.module, command=cand.command))
