@@ -359,3 +359,20 @@ def test_scan_markdown_reads_every_markdown_file_linked_or_not(tmp_path, make_sk
     before = markdown_signature(skill.base_dir)
     (skill.base_dir / "references" / "deep" / "more.md").write_text("changed, longer\n")
     assert markdown_signature(skill.base_dir) != before
+
+
+def test_a_placeholder_for_the_skills_path_names_the_skills_script(tmp_path, make_skill):
+    # openai/skills: ``python "<path-to-skill>/scripts/x.py"``; anthropics/skills:
+    # ``python <skill-creator-path>/...``. Other placeholders stay what they were.
+    body = """\
+    - `python "<path-to-skill>/scripts/extract.py" --repo "."`
+    - nohup python <skill-creator-path>/scripts/lint.sh
+    - python scripts/convert.sh <input_dir>/out.py
+    """
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.ok, r.command) for r in refs] == [
+        ("scripts/extract.py", True, True),
+        ("scripts/lint.sh", True, True),
+        ("scripts/convert.sh", True, True),
+        ("/out.py", False, False),
+    ]

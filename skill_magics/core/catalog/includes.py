@@ -31,7 +31,7 @@ _JS_RE = re.compile(
     r"""(?P<q>['"])(?P<spec>\.{1,2}/[^'"\n]+)(?P=q)""",
     re.MULTILINE,
 )
-_JS_EXTENSIONS = ("", ".js", ".mjs", ".cjs", ".ts", "/index.js", "/index.mjs")
+_JS_EXTENSIONS = ("", ".js", ".mjs", ".cjs", ".ts", "/index.js", "/index.mjs", "/index.cjs")
 MAX_TEXT = 1 << 20
 
 

@@ -8,7 +8,8 @@ finds script references in the forms real skills use:
   ``uv run [python] scripts/x.py``, ``ruby``, ``perl``, ``npx tsx``, ``./scripts/x.sh``
 - inline code and plain prose paths: ``scripts/x.py``
 - markdown links ``[run](scripts/x.py)`` and reference links ``[x]: scripts/x.py``
-- ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``
+- ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``,
+  ``<path-to-skill>/scripts/x.py`` (a placeholder naming the skill)
 - module runs: ``python -m scripts.x`` names ``scripts/x.py`` (or ``scripts/x/__main__.py``)
   when the skill has it, or when its top folder (``scripts/``) is the skill's; ``python -m
   pytest`` names nothing of the skill
@@ -54,7 +55,12 @@ from skill_magics.core.paths import resolve_script
 SCRIPT_EXTENSIONS = tuple(sorted(ext.lstrip(".") for ext in EXTENSIONS))
 _EXT = "|".join(SCRIPT_EXTENSIONS)
 _PATH_CHARS = r"[\w.\-/]"
-_BASE_PREFIX = r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/)"
+# A base-dir variable, or a placeholder for the skill's folder (openai/skills writes
+# ``python "<path-to-skill>/scripts/x.py"``, anthropics/skills ``<skill-creator-path>/...``).
+_BASE_PREFIX = (
+    r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/"
+    r"|<[\w\-]*skill[\w\-]*>/)"
+)
 _LEAD = r"(?<![\w/.\-{}$~])"
 # What may follow a path: not a further path character, nor ".word"/"-word" (a longer name
 # that merely starts like a script: ``x.sh.orig``, ``x.py.j2``, ``x.sh-legacy``). A lone
@@ -75,7 +81,8 @@ _COMMAND_RE = re.compile(
     r"(?:^|(?<=[\s`;&|(\"']))"
     r"(?P<cmd>python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx\s+tsx|"
     r"uv\s+run(?:\s+--\S+)*(?:\s+python3?)?|deno\s+run)"
-    r"(?P<flags>(?:\s+-[\w\-]+)*)\s+(?P<arg>[^\s`'\";&|()<>]+)",
+    r"(?P<flags>(?:\s+-[\w\-]+)*)\s+[\"']?"
+    rf"(?P<arg>(?:{_BASE_PREFIX})?[^\s`'\";&|()<>]+)",
     re.MULTILINE,
 )
 # ``python -m scripts.run_eval``, ``python3.11 -u -m pkg.tool``, ``uv run python -m x``
