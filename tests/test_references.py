@@ -376,3 +376,28 @@ def test_a_placeholder_for_the_skills_path_names_the_skills_script(tmp_path, mak
         ("scripts/convert.sh", True, True),
         ("/out.py", False, False),
     ]
+
+
+def test_an_absolute_path_through_the_skills_folder_names_the_skills_file(tmp_path, make_skill):
+    # vercel-labs/agent-skills: ``bash /mnt/skills/user/<skill>/resources/deploy.sh``.
+    body = """\
+    bash /mnt/skills/user/demo/scripts/convert.sh
+    bash /mnt/skills/user/demo/scripts/gone.sh
+    bash /mnt/skills/user/other/scripts/lint.sh
+    """
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.ok) for r in refs] == [
+        ("scripts/convert.sh", True),
+        ("/mnt/skills/user/demo/scripts/gone.sh", False),
+        ("/mnt/skills/user/other/scripts/lint.sh", False),
+    ]
+    assert "points outside" in refs[2].error
+
+
+def test_a_fence_language_tag_is_not_a_command(tmp_path, make_skill):
+    body = "```bash\nbash scripts/convert.sh\n```\n\n```sh\npython scripts/extract.py\n```\n"
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.command) for r in refs] == [
+        ("scripts/convert.sh", True),
+        ("scripts/extract.py", True),
+    ]

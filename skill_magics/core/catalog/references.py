@@ -9,7 +9,9 @@ finds script references in the forms real skills use:
 - inline code and plain prose paths: ``scripts/x.py``
 - markdown links ``[run](scripts/x.py)`` and reference links ``[x]: scripts/x.py``
 - ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``,
-  ``<path-to-skill>/scripts/x.py`` (a placeholder naming the skill)
+  ``<path-to-skill>/scripts/x.py`` (a placeholder naming the skill), and an absolute path
+  through a folder named like the skill's (``/mnt/skills/user/<skill>/resources/x.sh``, where
+  another agent installs it) when the file is in this skill
 - module runs: ``python -m scripts.x`` names ``scripts/x.py`` (or ``scripts/x/__main__.py``)
   when the skill has it, or when its top folder (``scripts/``) is the skill's; ``python -m
   pytest`` names nothing of the skill
@@ -77,18 +79,20 @@ _PATH_RE = re.compile(
 _URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 _BARE_NAME_RE = re.compile(rf"^[\w\-][\w.\-]*\.(?:{_EXT})$")
 # ``python [-u ...] ARG``; ARG may lack an extension (``bash scripts/run``).
+# The separators are spaces or tabs, never a newline: in a "```bash" fence the language tag is
+# not a command whose argument is the next line's first word.
 _COMMAND_RE = re.compile(
     r"(?:^|(?<=[\s`;&|(\"']))"
-    r"(?P<cmd>python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx\s+tsx|"
-    r"uv\s+run(?:\s+--\S+)*(?:\s+python3?)?|deno\s+run)"
-    r"(?P<flags>(?:\s+-[\w\-]+)*)\s+[\"']?"
+    r"(?P<cmd>python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx[ \t]+tsx|"
+    r"uv[ \t]+run(?:[ \t]+--\S+)*(?:[ \t]+python3?)?|deno[ \t]+run)"
+    r"(?P<flags>(?:[ \t]+-[\w\-]+)*)[ \t]+[\"']?"
     rf"(?P<arg>(?:{_BASE_PREFIX})?[^\s`'\";&|()<>]+)",
     re.MULTILINE,
 )
 # ``python -m scripts.run_eval``, ``python3.11 -u -m pkg.tool``, ``uv run python -m x``
 MODULE_RUN_RE = re.compile(
-    r"(?:^|(?<=[\s`;&|(\"']))(?:uv\s+run\s+)?python3?(?:\.\d+)?(?:\s+-[A-Za-z]+)*\s+-m\s+"
-    r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)",
+    r"(?:^|(?<=[\s`;&|(\"']))(?:uv[ \t]+run[ \t]+)?python3?(?:\.\d+)?(?:[ \t]+-[A-Za-z]+)*"
+    r"[ \t]+-m[ \t]+(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)",
     re.MULTILINE,
 )
 # The extension a command's interpreter implies, for ``python scripts/x`` written without it.
@@ -279,6 +283,10 @@ def find_references(
     for cand in candidates:
         joined = posixpath.join(source_dir, cand.path) if cand.relative_to_file else cand.path
         rel, inside_lexically = _normalise(joined)
+        if not inside_lexically:
+            installed = _installed_rel(rel, base)
+            if installed:
+                rel, inside_lexically = installed, True
         if cand.implied_ext and inside_lexically and not (base / rel).exists():
             if (base / (rel + cand.implied_ext)).is_file():
                 rel += cand.implied_ext  # ``python scripts/check_fields`` names the .py file
@@ -415,6 +423,17 @@ def _normalise(path: str) -> tuple[str, bool]:
         return path, False
     norm = posixpath.normpath(path)
     return norm, not (norm == ".." or norm.startswith("../"))
+
+
+def _installed_rel(path: str, base: Path) -> str:
+    """``/mnt/skills/user/<skill folder>/resources/x.sh`` (where the skill is installed in
+    another agent's machine) -> ``resources/x.sh`` when that file is in this skill; ""
+    otherwise."""
+    marker = f"/{base.name}/"
+    if not path.startswith("/") or marker not in path:
+        return ""
+    rel, inside = _normalise(path.rsplit(marker, 1)[1])
+    return rel if inside and (base / rel).is_file() else ""
 
 
 def _check(base: Path, rel: str) -> Exception | None:

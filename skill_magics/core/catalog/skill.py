@@ -53,7 +53,8 @@ class Skill:
         self._content_key: tuple[int, ...] | None = None
         self._broken: SkillMagicsError | None = None  # why the current SKILL.md does not parse
         self._scan: ScanResult | None = None
-        self._kinds: tuple[object, list[ScriptMetadata]] | None = None  # (key, classified)
+        # (key, classified, (mtime, size) of the scripts only markdown names)
+        self._kinds: tuple[object, list[ScriptMetadata], tuple] | None = None
 
     def __repr__(self) -> str:
         return f"Skill({self.name!r}, base_dir={str(self.base_dir)!r})"
@@ -122,8 +123,9 @@ class Skill:
             return list(self._classified(scan))
 
     def _classified(self, scan: ScanResult) -> list[ScriptMetadata]:
-        """The scan's scripts with their roles and ``python -m`` modules (kinds.py), redone
-        when a script, SKILL.md or any other markdown file of the skill changes."""
+        """The scan's scripts, plus the ones a markdown file runs outside ``scripts/`` and the
+        root (``python eval-viewer/generate_review.py``), with their roles and ``python -m``
+        modules (kinds.py); redone when a script, SKILL.md or any markdown file changes."""
         try:
             _ = self.content  # re-read when SKILL.md changed; refs depend on it
             readable = True
@@ -131,16 +133,35 @@ class Skill:
             readable = False  # SKILL.md vanished: nothing is referenced
         signature = markdown.markdown_signature(self.base_dir)
         key = (scan.signature, self._content_key, signature)
-        if self._kinds is not None and self._kinds[0] == key:
-            return self._kinds[1]
+        cached = self._kinds
+        if (
+            cached is not None
+            and cached[0] == key
+            and _stats(self.base_dir, cached[2]) == cached[2]
+        ):
+            return cached[1]
         refs: list[str] = []
         modules: frozenset[str] = frozenset()
+        scripts = list(scan.scripts)
         if readable:
             found = markdown.scan_markdown(self, signature)
             refs = [r.path for r in found.refs if r.ok]
             modules = found.modules
-        classified = kinds.classify(self.base_dir, scan.scripts, refs, modules)
-        self._kinds = (key, classified)
+            known = {s.path.as_posix() for s in scripts}
+            # A command elsewhere names a script too; a mention (``see examples/x.py``) not.
+            for rel in [r.path for r in found.refs if r.ok and r.command]:
+                extra = None if rel in known else self._detector.describe(self.base_dir, rel)
+                if extra is not None:
+                    scripts.append(extra)
+                    known.add(rel)
+        scripts.sort(key=lambda s: s.path.as_posix())
+        extras = {s.path.as_posix() for s in scripts} - {s.path.as_posix() for s in scan.scripts}
+        classified = kinds.classify(self.base_dir, scripts, refs, modules)
+        self._kinds = (
+            key,
+            classified,
+            _stats(self.base_dir, tuple((r, 0, 0) for r in sorted(extras))),
+        )
         return classified
 
     @property
@@ -262,6 +283,18 @@ class Skill:
                 f"Script path {query!r} resolves outside skill {self.name!r} ({base}): "
                 "only scripts inside the skill directory can run"
             )
+
+
+def _stats(base: Path, files: tuple) -> tuple:
+    """``((rel, mtime_ns, size), ...)`` now for the rels of ``files`` (-1s when gone)."""
+    out = []
+    for rel, _, _ in files:
+        try:
+            st = os.stat(os.path.join(base, rel))
+            out.append((rel, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((rel, -1, -1))
+    return tuple(out)
 
 
 def _listing(scripts: list[ScriptMetadata]) -> str:
