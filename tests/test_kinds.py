@@ -317,3 +317,37 @@ def test_executor_called_directly_runs_a_module_script_as_a_module(
 def test_script_metadata_defaults_to_offered() -> None:
     meta = ScriptMetadata("x", Path("scripts/x.py"), "python", "python3")
     assert meta.role is OFFERED and meta.runnable and meta.offered
+
+
+def test_shell_and_javascript_includes_are_imports() -> None:
+    from skill_magics.core.catalog.includes import included_files
+
+    files = {
+        "scripts/lib.sh",
+        "scripts/lib/common.sh",
+        "tools/env.sh",
+        "scripts/a.js",
+        "scripts/lib/b.mjs",
+        "scripts/lib/index.cjs",
+        "scripts/run.sh",
+    }
+    shell = (
+        'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        'source "$SCRIPT_DIR/lib.sh"\n'
+        '. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # helpers\n'
+        "source tools/env.sh\n"
+        ". venv/bin/activate\n"
+        "source /etc/profile\n"
+        "echo . done\n"
+    )
+    got = included_files("scripts/run.sh", "bash", shell, files.__contains__)
+    assert got == {"scripts/lib.sh", "scripts/lib/common.sh", "tools/env.sh"}
+    js = (
+        "const fs = require('fs');\n"
+        "const a = require('./a');\n"
+        "import { b } from './lib/b.mjs';\n"
+        "const c = await import('./lib');\n"
+        "import x from '../outside.js';\n"
+    )
+    got = included_files("scripts/main.js", "node", js, files.__contains__)
+    assert got == {"scripts/a.js", "scripts/lib/b.mjs", "scripts/lib/index.cjs"}
