@@ -4,7 +4,7 @@ Managed environments (docs/architecture.md, *Real skills*) live outside the skil
 a user cache folder: ``$SKILL_MAGICS_ENV_DIR``, else ``$XDG_CACHE_HOME/skill-magics/envs``,
 else ``~/.cache/skill-magics/envs`` (``%LOCALAPPDATA%`` on Windows). Layout::
 
-    envs/<skill-name>-<hash of the skill's real path>/
+    envs/<skill folder>-<hash of the skill's real path>/     (never the skill's name)
         env-<hash of the requirements and the kernel's Python>/   one built environment
         current -> env-...                                       the one runs use
 
@@ -54,7 +54,12 @@ def envs_root() -> Path:
 
 
 def skill_key(skill_base_dir: str | os.PathLike[str]) -> str:
-    """``<name>-<16 hex of the real path>``: one folder per skill location."""
+    """``<folder>-<16 hex of the real path>``: one folder per skill location.
+
+    ``<folder>`` is only a label: the skill folder's last component with everything but
+    letters, digits, ``-``, ``_`` and ``.`` replaced, cut at 40 characters. The key always
+    ends in ``-<hex>``, so it is one folder name (never ``.`` or ``..``). The skill's *name*,
+    which its author chose, plays no part (docs/architecture.md, *Real skills*)."""
     absolute = os.path.abspath(skill_base_dir)
     hit = _KEYS.get(absolute)
     if hit is None:
