@@ -105,6 +105,19 @@ def prepare_env(
             message=f"Skill {name!r} has its own venv ({own.parent.parent}), which runs its "
             "scripts before any managed environment: install what it lacks there",
         )
+    if requirements.refused:
+        # Before anyone is asked: a line that names no distribution would make the
+        # installer build something else (a folder, a URL) under that name.
+        first = requirements.refused[0]
+        more = len(requirements.refused) - 1
+        error = EnvironmentBuildError(
+            f"Nothing was installed for skill {name!r}: {first}"
+            + (f" ({more} more line{'s' if more != 1 else ''} refused)" if more else "")
+        )
+        audit.refused(
+            name, INSTALL_LABEL, " ".join(r.text[:80] for r in requirements.refused), error
+        )
+        raise error
     packages = tuple(p.spec for p in requirements.missing_packages)
     home = envdirs.skill_env_home(skill.base_dir)
     current = envbuild.current_env(home)
