@@ -125,6 +125,20 @@ def choose_python(skill_base_dir: str | os.PathLike[str]) -> tuple[str, str]:
     return sys.executable, KERNEL
 
 
+def environment_id(skill_base_dir: str | os.PathLike[str]) -> str:
+    """Which managed environment runs the skill's Python scripts now: the folder ``current``
+    points at (``env-<key>-<id>``, new for every build), or "" when none does (the skill's
+    own venv, which its fingerprint covers, or the kernel). A "Yes in session" holds for one
+    environment only (docs/architecture.md, *Real skills*)."""
+    base = os.fspath(skill_base_dir)
+    if choose_python(base)[1] != MANAGED_ENV:
+        return ""
+    try:
+        return os.readlink(os.path.join(_root_str(), skill_key(base), CURRENT))
+    except OSError:
+        return ""
+
+
 def env_site_packages(env_dir: str | os.PathLike[str]) -> list[str]:
     """The ``site-packages`` folders of a venv (POSIX ``lib/pythonX.Y/``, Windows ``Lib/``)."""
     root = os.fspath(env_dir)
@@ -237,6 +251,7 @@ __all__ = [
     "env_python",
     "managed_python",
     "choose_python",
+    "environment_id",
     "env_site_packages",
     "python_version",
     "import_path",

@@ -155,6 +155,9 @@ class ApprovalRequest:
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+    # The managed environment the skill's Python scripts run with (envdirs.environment_id;
+    # "" for none): a rebuilt environment is other code, so a "Yes in session" ends with it.
+    environment: str = ""
 
     @property
     def is_combined(self) -> bool:

@@ -74,6 +74,7 @@ def install_request(
         request_id=uuid.uuid4().hex,
         install=InstallInfo(packages=packages, target=str(env_dir), command=command),
         entries=entries,
+        environment=envdirs.environment_id(skill.base_dir),
     )
 
 
@@ -188,6 +189,7 @@ def prepare_env(
         reason=f"installed with {built.installer} into {built.path}",
         duration_ms=built.duration_s * 1000,
     )
+    gate.environment_rebuilt(name, str(built.path))  # other packages run its code now
     return EnvReport(
         name,
         BUILT,
