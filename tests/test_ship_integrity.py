@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from skill_magics.core import envdirs
 from skill_magics.core.errors import SkillNameError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import ship
@@ -163,6 +164,29 @@ def test_the_bundle_itself_refuses_a_name_that_is_not_one_folder(
         ship.SkillBundle.pack(base, HOSTILE, None)
     bundle = ship.SkillBundle.pack(base, "precious", None)
     assert bundle.location().parent.parent == ship.ship_root()
+
+
+@pytest.mark.parametrize("folder", ["precious", "x..", "a b", "x\nz", "\u0440df"])
+def test_environments_are_named_by_folder_and_digest_never_by_the_name(
+    make_skill, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    monkeypatch.setenv(envdirs.ENV_DIR_VAR, os.fspath(tmp_path / "envs"))
+    base = make_skill(
+        tmp_path / "skills",
+        "precious",
+        {"name": HOSTILE, "description": "A skill whose name climbs out of its folder."},
+        scripts={"scripts/show.py": SCRIPT},
+        dirname=folder,
+    )
+    home = envdirs.skill_env_home(base)
+    assert home.parent == envdirs.envs_root() and home.name not in (".", "..")
+    assert "/" not in home.name and "\n" not in home.name and "precious/" not in os.fspath(home)
+    # And nothing is installed for a skill whose name is not one folder name.
+    manager = SkillManager([tmp_path / "skills"])
+    with pytest.raises(SkillNameError, match="one folder name"):
+        manager.prepare_env(HOSTILE, approver=None)
+    assert [(r.script, r.outcome) for r in manager.audit.records()] == [("<install>", "refused")]
+    assert not (tmp_path / "envs").exists()
 
 
 @pytest.fixture(scope="module")

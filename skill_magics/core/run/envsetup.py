@@ -25,8 +25,9 @@ from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.errors import EnvironmentBuildError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.paths import check_skill_name
 from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
@@ -97,6 +98,11 @@ def prepare_env(
     (nothing installed) or EnvironmentBuildError (nothing half-built kept).
     """
     name = skill.name
+    try:  # a skill whose name is not one folder name gets nothing (core/paths.py)
+        check_skill_name(name, Path(skill.base_dir).name)
+    except SkillNameError as exc:
+        audit.refused(name, INSTALL_LABEL, "", exc)
+        raise
     own = skill_venv_python(skill.base_dir)
     if own is not None:
         return EnvReport(
