@@ -209,7 +209,13 @@ class SkillBundle:
         folder cannot be trusted."""
         target = self.location()
         with _UNPACK_LOCK:
-            _private_parents(target)
+            try:
+                _private_parents(target)
+            except OSError as exc:  # e.g. a temp folder this user may not write in
+                raise ShipAreaError(
+                    f"The shipping folder {target.parent.parent} cannot be made ({exc}): "
+                    "nothing ran; point TMPDIR at a folder of this user"
+                ) from exc
             if not _trusted_copy(target):
                 _discard(target)  # another user's, loose, a symlink: never used
                 self._extract(target)
