@@ -129,7 +129,13 @@ class WorkingDirectoryError(SkillMagicsError, ValueError):
 
 
 class EnvironmentBuildError(SkillMagicsError, RuntimeError):
-    """Building a skill's managed environment failed; nothing half-built is used."""
+    """Building a skill's managed environment failed, or was refused before it started (a
+    requirement that names no distribution); nothing half-built is used."""
+
+
+class SkillNameError(SkillMagicsError, ValueError):
+    """A skill's name cannot be one folder name (``/``, ``..``, a control character): the
+    skill is listed with a warning, but nothing of it runs until its name is fixed."""
 
 
 __all__ = [
@@ -156,4 +162,5 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "SkillNameError",
 ]

@@ -344,6 +344,8 @@ class ScriptExecutor:
         module: str | None = None,
     ) -> PreparedRun:
         limit = self.timeout if timeout is None else check_timeout(timeout)
+        # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
+        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
         self._check_tools(metadata)
         plan = self._plan(script_path, skill_base_dir)
         script, spec, command = plan.script, plan.spec, plan.command
@@ -420,6 +422,9 @@ class ScriptExecutor:
         started = time.monotonic()
         try:
             limit = self.timeout if timeout is None else check_timeout(timeout)
+            paths.check_skill_name(
+                skill_metadata.name, os.path.basename(os.path.abspath(skill_base_dir))
+            )
             command = normalize_argv(argv)
             if not command or not os.path.isabs(command[0]):
                 raise InterpreterNotFoundError(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
@@ -328,6 +328,7 @@ class Planner:
             entries=entries,
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
+            environment=envdirs.environment_id(skill.base_dir),
         )
 
     def _secrets_info(

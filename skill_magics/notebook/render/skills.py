@@ -167,15 +167,17 @@ def requirements_view(reqs: Any) -> Display:
         state = "found" if prog.found else "MISSING"
         rows.append([prog.name, "program", _scripts_text(prog.scripts), state, "PATH"])
     where = f"checked for {reqs.python_source} Python {reqs.python}"
+    # Lines naming no distribution (a path, a URL, bad bytes): never installed.
+    refused = "".join(f" Refused: {r}." for r in getattr(reqs, "refused", ()))
     if not rows:
-        text = f"No third-party packages or programs ({where})."
+        text = f"No third-party packages or programs ({where}).{refused}"
         return Display(text, f"<p>{html.escape(text)}</p>")
     missing = list(reqs.missing)
     hint = ""
     if any(not p.installed and not p.optional for p in reqs.packages):
         hint = f" %skills env {reqs.skill} installs the missing packages."
     note = f"Missing: {', '.join(missing)}.{hint}" if missing else "Nothing is missing."
-    note += f" ({where})"
+    note += f" ({where}){refused}"
     text = text_table(headers, rows) + "\n" + note
     body = html_table(headers, rows, "skill-magics-requirements") + f"<p>{html.escape(note)}</p>"
     return Display(text, body)
