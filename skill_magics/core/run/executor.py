@@ -104,7 +104,8 @@ class ScriptExecutor:
     grants, all locked. ``audit``, ``secrets`` (values added at spawn, masked in output) and
     ``grants`` (network given during the session) are the SkillManager's.
 
-    The positional arguments and ``settings`` configure only the standalone
+    The positional arguments and ``settings`` (a RunSettings, or its fields as keywords:
+    ``run_cwd="workspace"``, ``env_passthrough=[...]``) configure only the standalone
     :meth:`execute` (default cwd: the skill folder, no sandbox); ``run`` takes everything
     from the PreparedRun.
 
@@ -123,17 +124,16 @@ class ScriptExecutor:
         audit: AuditLog | None = None,
         secrets: SecretStore | None = None,
         grants: NetworkGrants | None = None,
+        **setting_values: Any,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
         self.secrets = secrets if secrets is not None else SecretStore()
         self.grants = grants if grants is not None else NetworkGrants()
         if settings is None:
-            settings = RunSettings(
-                timeout=timeout,
-                max_output_size=max_output_size,
-                run_cwd=workdir.SKILL,
-                sandbox=sandboxing.OFF,
-            )
+            values = {"run_cwd": workdir.SKILL, "sandbox": sandboxing.OFF, **setting_values}
+            settings = RunSettings(timeout=timeout, max_output_size=max_output_size, **values)
+        elif setting_values:
+            raise TypeError("pass settings=RunSettings(...) or setting keywords, not both")
         self.settings = settings  # for execute() only
         self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache)
 
@@ -393,7 +393,7 @@ class ScriptExecutor:
         cancel: threading.Event | None = None,
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
     ) -> ScriptExecutionResult:
         """Standalone (no SkillManager, nobody asked): the checks with this executor's
         ``settings`` (core/run/checks.py), then :meth:`run`. Refusals raise, audited."""

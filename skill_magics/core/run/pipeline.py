@@ -260,6 +260,8 @@ class Pipeline:
             raise TypeError("batch= goes with a BatchPlan (SkillManager.plan_map)")
         if isinstance(plan, InstallPlan):
             report = install(plan, self.executor.audit, on_output=on_output, cancel=cancel)
+            # Other packages run the skill's code now: its "Yes in session" ends.
+            self.gate.environment_rebuilt(plan.skill.name, str(report.path))
             return RunOutcome(verdict, env=report)
         if isinstance(plan, PlannedRun):
             return RunOutcome(verdict, self._run_each(plan, on_output, cancel))
