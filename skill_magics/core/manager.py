@@ -393,7 +393,7 @@ class SkillManager:
         skill = self.get_skill(skill_name)
         # Checked against the kernel's Python: the env sees the kernel's packages.
         reqs = self.requirements_cache.for_python(skill, sys.executable, envdirs.KERNEL)
-        plan = plan_install(skill, reqs, rebuild=rebuild, installer=installer)
+        plan = plan_install(skill, reqs, self.audit, rebuild=rebuild, installer=installer)
         if isinstance(plan, EnvReport):
             return plan  # nothing to install
         outcome = self.run_planned(plan, approver, on_output=on_output, cancel=cancel)

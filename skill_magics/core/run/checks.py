@@ -40,6 +40,7 @@ from typing import Any
 
 from skill_magics.core import envdirs, interpreters, paths
 from skill_magics.core.audit import AuditLog, arguments_preview
+from skill_magics.core.catalog import kinds
 from skill_magics.core.errors import (
     ArgumentSizeError,
     CommandError,
@@ -226,7 +227,7 @@ class RunChecks:
         timeout: float | None = None,
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
         warm: bool | None = None,
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
@@ -237,9 +238,11 @@ class RunChecks:
         ("skill", "workspace" or a folder) override ``settings`` for this run; an explicit
         sandbox mode that cannot be had here is refused. ``module``: run the script as
         ``python -m module`` (``ScriptMetadata.module``; it must name the script's own path,
-        e.g. "scripts.run_eval" for scripts/run_eval.py). ``warm``: start it warm (True),
-        cold (False) or as ``settings.warm_start`` says (None); only the launch differs
-        (core/run/warm/).
+        e.g. "scripts.run_eval" for scripts/run_eval.py); "" runs it as a file; None (a
+        direct call) decides from the script's own imports, as the skill finder does
+        (``kinds.module_for``): one importing the skill's modules from the skill root runs as
+        a module. ``warm``: start it warm (True), cold (False) or as
+        ``settings.warm_start`` says (None); only the launch differs (core/run/warm/).
         """
         started = time.monotonic()
         try:
@@ -276,10 +279,12 @@ class RunChecks:
         argv: Sequence[Any] | None,
         timeout: float | None,
         cwd: workdir.CwdArg | None,
-        module: str,
+        module: str | None,
         warm: str,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
+        # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
+        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
         _check_tools(metadata)
         resolved = self._resolve(settings, script_path, skill_base_dir)
         script, spec, command = resolved.script, resolved.spec, resolved.command
@@ -291,6 +296,8 @@ class RunChecks:
             payload = encode_arguments({} if arguments is None else arguments)
         base_abs = os.path.abspath(skill_base_dir)
         env = child_env(settings, metadata, base_abs)
+        if module is None:
+            module = kinds.module_for(script.real_base, script.relative.as_posix())
         if module:
             command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
@@ -366,6 +373,9 @@ class RunChecks:
         started = time.monotonic()
         try:
             limit = settings.timeout if timeout is None else check_timeout(timeout)
+            paths.check_skill_name(
+                skill_metadata.name, os.path.basename(os.path.abspath(skill_base_dir))
+            )
             command = normalize_argv(argv)
             if not command or not os.path.isabs(command[0]):
                 raise CommandError(

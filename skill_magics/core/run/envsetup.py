@@ -11,7 +11,7 @@ are audited (under the script label ``<install>``); the installer's output strea
 ``on_output``.
 
 Example:
-    >>> plan = plan_install(skill, reqs)
+    >>> plan = plan_install(skill, reqs, audit)
     >>> report = manager.run_planned(plan, approver=None).env
     >>> report.status, report.packages
     ('built', ('tabulate>=0.9',))
@@ -30,8 +30,9 @@ from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.errors import EnvironmentBuildError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.paths import check_skill_name
 from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
@@ -91,12 +92,14 @@ def install_request(
         request_id=uuid.uuid4().hex,
         install=InstallInfo(packages=packages, target=str(env_dir), command=command),
         entries=entries,
+        environment=envdirs.environment_id(skill.base_dir),
     )
 
 
 def plan_install(
     skill: Skill,
     requirements: Requirements,
+    audit: AuditLog,
     *,
     rebuild: bool = False,
     installer: str | None = None,
@@ -105,9 +108,16 @@ def plan_install(
     needs installing (the skill's own venv, nothing missing, already up to date).
 
     ``requirements`` must be checked against the kernel's Python (the env sees its packages,
-    so only what the kernel lacks is installed).
+    so only what the kernel lacks is installed). Refused before anyone is asked (audited in
+    ``audit``): a skill whose name is not one folder name (SkillNameError), a requirement
+    that names no distribution (EnvironmentBuildError).
     """
     name = skill.name
+    try:  # a skill whose name is not one folder name gets nothing (core/paths.py)
+        check_skill_name(name, Path(skill.base_dir).name)
+    except SkillNameError as exc:
+        audit.refused(name, INSTALL_LABEL, "", exc)
+        raise
     own = skill_venv_python(skill.base_dir)
     if own is not None:
         return EnvReport(
@@ -117,6 +127,19 @@ def plan_install(
             message=f"Skill {name!r} has its own venv ({own.parent.parent}), which runs its "
             "scripts before any managed environment: install what it lacks there",
         )
+    if requirements.refused:
+        # Before anyone is asked: a line that names no distribution would make the
+        # installer build something else (a folder, a URL) under that name.
+        first = requirements.refused[0]
+        more = len(requirements.refused) - 1
+        error = EnvironmentBuildError(
+            f"Nothing was installed for skill {name!r}: {first}"
+            + (f" ({more} more line{'s' if more != 1 else ''} refused)" if more else "")
+        )
+        audit.refused(
+            name, INSTALL_LABEL, " ".join(r.text[:80] for r in requirements.refused), error
+        )
+        raise error
     packages = tuple(p.spec for p in requirements.missing_packages)
     home = envdirs.skill_env_home(skill.base_dir)
     current = envbuild.current_env(home)

@@ -125,7 +125,8 @@ class ScriptExecutor:
     in output) and ``grants`` (network given during the session) are the SkillManager's;
     ``preload(prepared)`` names the packages a run's warm server imports (core/run/warm/).
 
-    The positional arguments and ``settings`` configure only the standalone
+    The positional arguments and ``settings`` (a RunSettings, or its fields as keywords:
+    ``run_cwd="workspace"``, ``env_passthrough=[...]``) configure only the standalone
     :meth:`execute` (default cwd: the skill folder, no sandbox); ``run`` takes everything
     from the PreparedRun.
 
@@ -145,6 +146,7 @@ class ScriptExecutor:
         secrets: SecretStore | None = None,
         grants: NetworkGrants | None = None,
         preload: Callable[[PreparedRun], Sequence[str]] | None = None,
+        **setting_values: Any,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
         self.secrets = secrets if secrets is not None else SecretStore()
@@ -152,12 +154,10 @@ class ScriptExecutor:
         # Warm start (core/run/warm/): which packages a run's server preloads.
         self.warm = WarmLauncher(preload)
         if settings is None:
-            settings = RunSettings(
-                timeout=timeout,
-                max_output_size=max_output_size,
-                run_cwd=workdir.SKILL,
-                sandbox=sandboxing.OFF,
-            )
+            values = {"run_cwd": workdir.SKILL, "sandbox": sandboxing.OFF, **setting_values}
+            settings = RunSettings(timeout=timeout, max_output_size=max_output_size, **values)
+        elif setting_values:
+            raise TypeError("pass settings=RunSettings(...) or setting keywords, not both")
         self.settings = settings  # for execute() only
         self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache)
 
@@ -493,7 +493,7 @@ class ScriptExecutor:
         cancel: threading.Event | None = None,
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
         warm: bool | None = None,
     ) -> ScriptExecutionResult:
         """Standalone (no SkillManager, nobody asked): the checks with this executor's

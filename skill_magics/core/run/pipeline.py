@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,11 +30,14 @@ from skill_magics.core.run.approval import Answer, ApprovalRequest, Approver
 from skill_magics.core.run.batch import BatchPlan, BatchProgress, BatchRunner, empty_result
 from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.checks import PreparedRun
 from skill_magics.core.run.envsetup import EnvReport, InstallPlan, install
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ALLOWED, ApprovalGate, Verdict
 from skill_magics.core.run.plan import PlanGroup, PlannedRun, Planner
 from skill_magics.core.status import RunStatus
+
+logger = logging.getLogger("skill_magics.pipeline")
 
 Planned = PlannedRun | PlanGroup | BatchPlan | InstallPlan
 # The approver as the call site takes it: resolved (gate.choose_approver), None for "nobody
@@ -162,7 +166,7 @@ class Pipeline:
         """
         verdicts = self._decide(plan, approver)
         if isinstance(plan, PlanGroup):
-            if on_start is not None:
+            if on_start is not None and any(v.allowed for v in verdicts):
                 on_start()
             return self._run_group(plan, verdicts, on_output, cancel)
         (verdict,) = verdicts
@@ -199,9 +203,10 @@ class Pipeline:
         verdicts = await await_in_thread(
             lambda: self._decide(plan, approver), stop, join=join_approval
         )
-        if not isinstance(plan, PlanGroup) and not verdicts[0].allowed:
-            return RunOutcome(verdicts[0])
-        if on_start is not None:
+        if not any(v.allowed for v in verdicts):
+            if not isinstance(plan, PlanGroup):
+                return RunOutcome(verdicts[0])
+        elif on_start is not None:
             on_start()
         if isinstance(plan, PlanGroup):
             return await await_in_thread(
@@ -245,6 +250,13 @@ class Pipeline:
 
     # -- step 3 ------------------------------------------------------------------------------
 
+    def _keep_session_approval(self, prepared: PreparedRun) -> Callable[[], object] | None:
+        try:
+            return self.gate.keep_session_approval(prepared)
+        except Exception:  # noqa: BLE001 - bookkeeping must not stop the run
+            logger.warning("noting the skill's files before the run failed", exc_info=True)
+            return None
+
     def _launch(
         self,
         plan: Planned,
@@ -259,6 +271,8 @@ class Pipeline:
             raise TypeError("batch= goes with a BatchPlan (SkillManager.plan_map)")
         if isinstance(plan, InstallPlan):
             report = install(plan, self.executor.audit, on_output=on_output, cancel=cancel)
+            # Other packages run the skill's code now: its "Yes in session" ends.
+            self.gate.environment_rebuilt(plan.skill.name, str(report.path))
             return RunOutcome(verdict, env=report)
         if isinstance(plan, PlannedRun):
             return RunOutcome(verdict, self._run_each(plan, on_output, cancel))
@@ -277,7 +291,7 @@ class Pipeline:
                 launches.append(Launch(RunStatus.INTERRUPTED, message=NOT_STARTED))
                 continue
             # A "Yes in session" survives what the run writes as data, lapses on code.
-            finish = self.gate.keep_session_approval(prepared)
+            finish = self._keep_session_approval(prepared)
             try:
                 result = self.executor.run(prepared, on_output=on_output, cancel=cancel)
             except SkillMagicsError as exc:  # refused at launch (audited): nothing started
@@ -327,7 +341,7 @@ class Pipeline:
         # Approved by someone: items check that the code is still the approved code, and a
         # "Yes in session" is kept (or lapses) once for the whole batch.
         approved = verdict.decision is not None
-        finish = self.gate.keep_session_approval(plan.plan.prepared) if approved else None
+        finish = self._keep_session_approval(plan.plan.prepared) if approved else None
         try:
             return BatchRunner(
                 plan,
@@ -354,11 +368,7 @@ def _finish(finish: Callable[[], object] | None) -> None:
     try:
         finish()
     except Exception:  # noqa: BLE001 - bookkeeping must not replace the result
-        import logging
-
-        logging.getLogger("skill_magics.pipeline").warning(
-            "keeping the session approval failed", exc_info=True
-        )
+        logger.warning("keeping the session approval failed", exc_info=True)
 
 
 def _request(plan: PlannedRun | BatchPlan | InstallPlan) -> ApprovalRequest:

@@ -105,7 +105,7 @@ def warm_up(
 
     skill = planner.finder.get_skill(skill_name)
     chosen = scripts or [
-        s.path.as_posix() for s in skill.scripts if s.kind == "entry" and s.script_type == "python"
+        s.path.as_posix() for s in skill.scripts if s.runnable and s.script_type == "python"
     ]
     out: list[WarmUp] = []
     launcher: WarmLauncher = executor.warm
