@@ -105,7 +105,11 @@ def _batch_display(shell: Any, *, install: bool) -> None:
 
 
 def unload(shell: Any) -> None:
-    """Undo load(): magics, completion and the rewrite go; the instances are dropped."""
+    """Undo load(): magics, completion and the rewrite go; the instances are dropped; the
+    warm servers stop (core/run/warm/: they would otherwise wait for their idle timeout)."""
+    magics = getattr(shell, _ATTR, None)
+    if magics is not None and magics.has_manager:
+        magics.manager.stop_warm_servers()
     rewrite.uninstall(shell)
     completion.uninstall(shell)
     _batch_display(shell, install=False)

@@ -152,6 +152,9 @@ class ApprovalRequest:
     install: InstallInfo | None = None  # packages installed before the run
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
+    # How the processes will start (core/run/warm/): "warm ...", "cold ..."; "" not Python.
+    # Shown, never part of what is approved: a warm run is the same run started faster.
+    start: str = field(default="", compare=False)
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)

@@ -389,6 +389,7 @@ class Planner:
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
             environment=envdirs.environment_id(skill.base_dir),
+            start=_start_info(prepared),
         )
 
     def _secrets_info(
@@ -481,6 +482,18 @@ def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo 
         if run is not None and run.sandbox is not None:
             return run.sandbox.info()
     return None
+
+
+def _start_info(prepared: Sequence[PreparedRun | None] | None) -> str:
+    """How the first Python run would start, as the panel shows it ('' when none is Python)."""
+    from skill_magics.core.run.warm.launch import describe
+
+    for run in prepared or ():
+        if run is not None:
+            shown = describe(run)
+            if shown:
+                return shown
+    return ""
 
 
 def _realpath_if_different(program: str) -> str:

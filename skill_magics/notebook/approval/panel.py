@@ -172,7 +172,8 @@ def _input_lines(
 
 
 def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
-    """(label, plain text) for what else the decision covers: a batch, an install, a sandbox."""
+    """(label, plain text) for what else the decision covers: a batch, an install, a sandbox,
+    how the processes start (warm or cold: the same run either way), secrets."""
     rows = []
     batch = request.batch
     if batch is not None:
@@ -194,6 +195,8 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
+    if request.start:
+        rows.append(("Start", request.start))
     secrets = request.secrets
     if secrets is not None:
         shown = [

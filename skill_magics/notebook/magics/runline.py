@@ -39,6 +39,8 @@ def parse_run_line(
     if "--" in words:
         cut = words.index("--")
         words, tail = words[:cut], words[cut + 1 :]
+    if "--warm" in words and "--cold" in words:
+        raise UsageError("--warm and --cold exclude each other: give one (or neither)")
     opts = parser.parse_args(words)  # already split: quotes stay removed
     skill, dot, script = opts.target.partition(".")
     if not dot or not skill or not script:

@@ -94,6 +94,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
                 rows=items,
                 sandbox=opts.sandbox,
                 cwd=opts.cwd,
+                warm=opts.warm,
             )
         elif template:
             raise UsageError(
@@ -103,7 +104,13 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
             )
         else:
             plan = magics.manager.plan_map(
-                skill, script, items, timeout=opts.timeout, sandbox=opts.sandbox, cwd=opts.cwd
+                skill,
+                script,
+                items,
+                timeout=opts.timeout,
+                sandbox=opts.sandbox,
+                cwd=opts.cwd,
+                warm=opts.warm,
             )
     except (SkillMagicsError, ValueError) as exc:
         raise usage_error(exc) from None

@@ -117,6 +117,22 @@ class SkillRunMagics(SharedMagics):
         help="run once per item of VAR (a DataFrame: one JSON object per row; a list or "
         "iterable), after ONE approval; words after -- may use {column} placeholders",
     )
+    @argument(
+        "--warm",
+        dest="warm",
+        action="store_const",
+        const=True,
+        default=None,
+        help="start a Python script warm: forked from a server that imported its packages "
+        "(waits for the server the first time); default SkillMagics.warm_start",
+    )
+    @argument(
+        "--cold",
+        dest="warm",
+        action="store_const",
+        const=False,
+        help="start a fresh interpreter (a cold start), whatever SkillMagics.warm_start says",
+    )
     @argument("--workers", type=int, default=None, help="with --map: items run at once")
     @argument(
         "--executor",
@@ -225,6 +241,7 @@ class SkillRunMagics(SharedMagics):
                 timeout=opts.timeout,
                 sandbox=opts.sandbox,
                 cwd=opts.cwd,
+                warm=opts.warm,
             )
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.

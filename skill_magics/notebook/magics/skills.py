@@ -50,6 +50,8 @@ RUN_SETTINGS = (
     "sandbox",
     "sandbox_network",
     "sandbox_deny_read",
+    "warm_start",
+    "warm_idle_timeout",
 )
 
 
@@ -132,6 +134,18 @@ class SkillMagics(Magics):
         help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
         "other credential defaults (~ is $HOME).",
     ).tag(config=True)
+    warm_start = CaselessStrEnum(
+        ["auto", "on", "off"],
+        default_value=None,
+        allow_none=True,
+        help="How Python scripts start: auto (forked from a warm server that imported their "
+        "packages once the server is ready, else cold; a batch waits for it), on (always "
+        "warm, the first run waits for the server), off (always cold). %%skillrun "
+        "--warm/--cold overrides it. None: $SKILL_MAGICS_WARM_START, else auto.",
+    ).tag(config=True)
+    warm_idle_timeout = Float(
+        600.0, help="Seconds a warm server waits for its next run before it stops (1-86400)."
+    ).tag(config=True)
     run_cwd = Unicode(
         "workspace",
         help="Where scripts start: workspace (the notebook's folder, so relative file paths "
@@ -147,6 +161,11 @@ class SkillMagics(Magics):
         super().__init__(shell=shell, **kwargs)
 
     # -- the manager ------------------------------------------------------------------------
+    @property
+    def has_manager(self) -> bool:
+        """Was the SkillManager made already (without making it)?"""
+        return self._manager is not None
+
     @property
     def manager(self) -> SkillManager:
         """The SkillManager behind the magics (created on first use from the config)."""
@@ -193,6 +212,15 @@ class SkillMagics(Magics):
             raise TraitError(f"SkillMagics.run_cwd: {exc}") from None
         return str(proposal["value"])
 
+    @validate("warm_idle_timeout")
+    def _valid_warm_idle(self, proposal: Any) -> float:
+        from skill_magics.core.run.settings import check_warm_idle
+
+        try:
+            return check_warm_idle(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(f"SkillMagics.{exc}") from None
+
     @validate("max_output_size", "max_display_chars", "approval_timeout")
     def _valid_non_negative(self, proposal: Any) -> Any:
         value, name = proposal["value"], proposal["trait"].name
@@ -229,7 +257,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog, validate",
+        "approvals, revoke NAME|--all, history, catalog, validate, warm [--stop|NAME]",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -245,6 +273,8 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills warm                 warm servers (interpreter, preloaded packages, memory,
+                                     idle time); --stop stops them; NAME starts a skill's
         """
         from skill_magics.notebook import cmd
 

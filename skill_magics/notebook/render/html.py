@@ -36,7 +36,7 @@ def header_html(run: Any) -> str:
     """One line: bold name, status badge, exit code, time, script path; then arguments."""
     h = header(run)
     bits = [f"<strong><code>{_e(h.name)}</code></strong>", badge_html(h.status, h.label)]
-    bits += [_e(x) for x in (h.exit_code, h.time) if x]
+    bits += [_e(x) for x in (h.exit_code, h.time, h.start) if x]
     if h.script:
         bits.append(f"<code>{_e(h.script)}</code>")
     line = f"<div>{' · '.join(bits)}</div>"

@@ -59,6 +59,7 @@ class Header:
     time: str  # "12 ms", "3.20 s" or ""
     arguments: str  # one-line preview of stdin/argv, or ""
     sandbox: str = ""  # "sandbox: workspace-write · network off · writable: ...", or ""
+    start: str = ""  # "warm", "cold", "cold (warm server starting)"; "" before it ran
 
 
 def header(run: Any) -> Header:
@@ -77,7 +78,17 @@ def header(run: Any) -> Header:
         time=format_duration(ms),
         arguments=arguments_preview(run.arguments, run.argv or ()),
         sandbox=sandbox_text(getattr(res, "sandbox", None)),
+        start=start_text(res),
     )
+
+
+def start_text(res: Any) -> str:
+    """How the process started (core/run/warm/): "warm", "cold", or "cold (why not warm)"."""
+    if res is None:
+        return ""
+    start = getattr(res, "start", "") or ""
+    note = getattr(res, "start_note", "") or ""
+    return f"{start} ({note})" if start and note else start
 
 
 def sandbox_text(box: Any) -> str:

@@ -9,9 +9,9 @@ from skill_magics.notebook.render.sections import header, message, sections
 
 
 def header_text(run: Any) -> str:
-    """``pdf.extract · completed · exit 0 · 12 ms · scripts/extract.py``"""
+    """``pdf.extract · completed · exit 0 · 12 ms · warm · scripts/extract.py``"""
     h = header(run)
-    parts = [h.name, h.label, h.exit_code, h.time, h.script]
+    parts = [h.name, h.label, h.exit_code, h.time, h.start, h.script]
     return " · ".join(p for p in parts if p)
 
 

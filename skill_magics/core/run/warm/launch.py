@@ -200,6 +200,23 @@ class WarmLauncher:
             return ()
 
 
+def describe(prepared: PreparedRun) -> str:
+    """How ``prepared`` would start, for the approval panel ('' when it is not a Python
+    script: those always start cold). Decided from the run alone: the server may not be
+    running yet."""
+    if prepared.script is None or prepared.interpreter.script_type != "python":
+        return ""
+    if prepared.warm == OFF:
+        return "cold (warm_start=off)"
+    target = parse_target(prepared)
+    why = target if isinstance(target, str) else _env_problem(prepared.env)
+    if why:
+        return f"cold: {why}"
+    if prepared.warm == ON:
+        return "warm: forked from a server that imported its packages"
+    return "warm when its server is ready (warm_start=auto), else cold"
+
+
 def parse_target(prepared: PreparedRun) -> Target | str:
     """The run's interpreter, flags and target, or why it cannot be warm."""
     if not sys.platform.startswith("linux"):
@@ -466,6 +483,7 @@ __all__ = [
     "Ticket",
     "WarmLauncher",
     "WarmUnavailable",
+    "describe",
     "parse_target",
     "preload_names",
     "run_warm",
