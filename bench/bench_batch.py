@@ -4,7 +4,8 @@
     .venv/bin/python bench/bench_batch.py --quick      # 200 items, 2,000 for RSS
     .venv/bin/python bench/bench_batch.py --no-dask    # skip the Dask LocalCluster case
 
-Measures, for a trivial Python script and a trivial bash script:
+Measures, for a trivial Python script and a trivial bash script (cold starts: warm starts
+are bench_warm.py's):
 1. local pool (``manager.map``, default workers = CPU count) against serial
    ``manager.execute_skill_script`` in a loop (target: >= 1.8x on 2 cores);
 2. per-item overhead of the pool against a plain ``ThreadPoolExecutor`` (same worker count)
@@ -128,7 +129,7 @@ def hwm():
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
 
-manager = SkillManager([{root!r}])
+manager = SkillManager([{root!r}], warm_start="off")
 before = hwm()
 start = time.perf_counter()
 res = manager.map("bench-batch", "kilobyte", argv=[[str(i)] for i in range({n})], approver=None)
@@ -160,7 +161,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         base = make_skill(root)
-        manager = SkillManager([root])
+        manager = SkillManager([root], warm_start="off")  # cold: bench_warm.py measures warm
         manager.audit.clear()
         commands = {
             "python": [sys.executable, str(base / "scripts" / "trivial.py")],

@@ -4,9 +4,10 @@ docs/architecture.md, *Batch runs*. A batch is one plan with N items (:class:`Ba
 the script is checked and the request (with ``batch`` = item count and the first items) goes
 through the gate ONCE. Then :class:`BatchRunner` runs the items:
 
-- every item is checked like a single run (``Planner.check_script`` over the checks in
-  checks.py, with the batch's run settings: every check, refusals audited) and launched by
-  the same executor (process group, timeout, capped output, minimal environment);
+- every item is checked like a single run (``Planner.check_resolved`` over the checks in
+  checks.py, with the batch's run settings: every check, refusals audited; the skill itself
+  is resolved once and again every RECHECK_S) and launched by the same executor (process
+  group, timeout, capped output, minimal environment);
 - concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
   ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
   items is in flight (4 x slots, at least 16; 64 on Dask), so 10,000 inputs never become
@@ -41,7 +42,7 @@ from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchI
 from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
-from skill_magics.core.run.plan import PlannedRun, Planner
+from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import AuditOutcome, RunStatus
@@ -404,6 +405,7 @@ class BatchRunner:
         self._started = time.monotonic()
         self._last_check = 0.0
         self._stale = ""
+        self._found: tuple[float, Resolved] | None = None
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -591,10 +593,9 @@ class BatchRunner:
                 item.status, item.message = RunStatus.REFUSED, stale
                 return item
             try:
-                _, prepared = self.planner.check_script(
+                _, prepared = self.planner.check_resolved(
                     self.plan.settings,
-                    self.plan.skill_name,
-                    self.plan.script,
+                    self._resolved(args, argv),
                     args,
                     argv,
                     self.plan.timeout,
@@ -614,6 +615,22 @@ class BatchRunner:
         finally:
             with self._lock:
                 self._running -= 1
+
+    def _resolved(self, args: Any, argv: tuple[str, ...] | None) -> Resolved:
+        """The skill and script, resolved once and again every RECHECK_S (a change of code
+        in between is refused by :meth:`_check_current`): the file checks still run for
+        every item (Planner.check_resolved)."""
+        now = time.monotonic()
+        with self._lock:
+            found = self._found
+            fresh = found is not None and now - found[0] < RECHECK_S
+        if fresh:
+            assert found is not None
+            return found[1]
+        resolved = self.planner.resolve(self.plan.skill_name, self.plan.script, args, argv)
+        with self._lock:
+            self._found = (now, resolved)
+        return resolved
 
     def _check_current(self) -> str:
         """'' while the skill's code is the approved code (checked every RECHECK_S), else why

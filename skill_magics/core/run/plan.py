@@ -38,7 +38,7 @@ from skill_magics.core.errors import (
     ScriptNotFoundError,
     SkillMagicsError,
 )
-from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.models import ScriptMetadata, SkillMetadata
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
@@ -83,6 +83,15 @@ class PlannedRun:
     def script(self) -> str:
         """The (first) script's path relative to the skill, posix."""
         return self.runs[0].script_rel.as_posix()
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A script found in its skill, with what SKILL.md says now (Planner.resolve)."""
+
+    skill: Skill
+    meta: ScriptMetadata
+    metadata: SkillMetadata
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,20 @@ class Planner:
         (``ScriptMetadata.runnable`` is False) are refused in one line naming the scripts
         that can run: running them does nothing. Every other script may run, offered or not.
         """
+        found = self.resolve(skill_name, script, arguments, argv)
+        return self.check_resolved(
+            settings, found, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, warm=warm
+        )
+
+    def resolve(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        arguments: Any = None,
+        argv: Sequence[str] | None = None,
+    ) -> Resolved:
+        """The skill, the script and what SKILL.md says now; refusals raise (audited).
+        A batch resolves once and re-resolves every RECHECK_S (core/run/batch.py)."""
         started = time.monotonic()
         try:
             skill, meta = self.finder.resolve_script(skill_name, script)
@@ -217,6 +240,22 @@ class Planner:
             if error is exc:
                 raise
             raise error from None
+        return Resolved(skill, meta, metadata)
+
+    def check_resolved(
+        self,
+        settings: RunSettings,
+        found: Resolved,
+        arguments: Any,
+        argv: Sequence[str] | None,
+        timeout: float | None,
+        *,
+        sandbox: str | None = None,
+        cwd: CwdArg | None = None,
+        warm: bool | None = None,
+    ) -> tuple[ScriptMetadata, PreparedRun]:
+        """Every check of one run of a resolved script (refusals audited)."""
+        skill, meta, metadata = found.skill, found.meta, found.metadata
         prepared = self.checks.script(  # audits its own refusals
             settings,
             meta.path,  # relative: resolved against the skill dir, and audited as given
@@ -501,4 +540,4 @@ def _realpath_if_different(program: str) -> str:
     return real if real != program else ""
 
 
-__all__ = ["Planner", "PlanGroup", "PlannedRun", "ReferencePlan", "not_runnable_error"]
+__all__ = ["Planner", "PlanGroup", "PlannedRun", "ReferencePlan", "Resolved", "not_runnable_error"]

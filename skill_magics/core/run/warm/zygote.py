@@ -962,6 +962,12 @@ def serve(args):
     _FORK_FILTER.append(warnings.filters[0])
     _State.take()
     _drop_own_dir()
+    if sandbox is not None:
+        # What every sandboxed run's child needs, loaded once here instead of per run.
+        import fcntl  # noqa: F401
+        import resource  # noqa: F401
+
+        _c()
     _SERVER = Server(ctl_fd, sandbox)
     _SERVER.hello()
     job = _SERVER.serve()
