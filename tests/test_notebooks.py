@@ -57,6 +57,11 @@ MUST_SHOW = {
         "('completed', 'batch of 5 items')",
         "on dask (2 workers)",
         "ran on 2 workers; same results as locally: True",
+        # warm start: the same batch cold and warm, same results, every item warm
+        "same results: True",
+        "cold: {'cold': 24}",
+        "warm: {'warm': 24}",
+        "Stopped 1 warm server",
     ],
     "01_quickstart.ipynb": [
         "A marathon is 26.22 miles (completed, exit code 0)",

@@ -159,6 +159,11 @@ class BatchResult(Sequence[BatchItem]):
         return ran / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
+    def warm_starts(self) -> int:
+        """Items whose process was forked from a warm server (core/run/warm/)."""
+        return sum(1 for item in self.items if getattr(item.result, "start", "") == "warm")
+
+    @property
     def name(self) -> str:
         stem = self.script.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         return f"{self.skill}.{stem}"
@@ -167,9 +172,10 @@ class BatchResult(Sequence[BatchItem]):
         """``unit-converter.convert: 200 items, 197 completed, 2 failed, 1 timeout in 3.1 s
         (64.5 items/s, 2 workers)``"""
         counts = ", ".join(f"{n:,} {s}" for s, n in self.counts().items()) or "nothing ran"
+        warm = f", {self.warm_starts:,} started warm" if self.warm_starts else ""
         line = (
             f"{self.name}: {len(self):,} items, {counts} in {self.wall_s:.2f} s "
-            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.executor})"
+            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.executor}{warm})"
         )
         if self.stopped:
             line += f"; stopped: {self.stopped}"
