@@ -106,6 +106,7 @@ bench: $(STAMP) sandbox
 	$(PY) bench/bench_discovery.py
 	$(PY) bench/bench_load_ext.py
 	$(PY) bench/bench_sandbox.py
+	$(PY) bench/bench_warm.py
 
 clean:
 	rm -rf $(VENV) .venv-matrix .venv-py build dist *.egg-info
