@@ -145,6 +145,8 @@ child = subprocess.Popen(["sleep", "300"])
 escaped = subprocess.Popen(["sleep", "301"], start_new_session=True)
 with open(sys.argv[1], "w") as fh:
     fh.write(f"{os.getpgid(0)} {child.pid} {escaped.pid}")
+time.sleep(0.3)  # the tree snapshot sees the escaped child
+print("started", flush=True)
 time.sleep(300)
 """
 
@@ -638,3 +640,38 @@ def test_concurrent_sandboxed_warm_runs_see_only_themselves(sandboxed) -> None:
     for item in res:
         out = item.json()
         assert out["procs"] == [1, 2] and out["tmp_at_start"] == [[".cache", ".config"], []]
+
+
+def test_an_interrupt_kills_a_warm_runs_group(manager, tmp_path: Path) -> None:
+    pids = tmp_path / "pids.txt"
+    plan = manager.plan("frames", "hang", argv=[str(pids)], warm=True, timeout=60)
+
+    def interrupt(stream: str, text: str) -> None:
+        raise KeyboardInterrupt  # what a kernel interrupt raises while the run is driven
+
+    with pytest.raises(KeyboardInterrupt):
+        manager.run_planned(plan, None, on_output=interrupt)
+    record = manager.audit.records()[-1]
+    assert record.outcome == "interrupted" and record.start == "warm"
+    pgid, child, escaped = map(int, pids.read_text().split())
+    assert_group_gone(pgid, [child, escaped])
+
+
+def test_warm_up_leaves_a_skills_own_venv_to_its_first_approved_run(
+    tmp_path: Path, make_skill
+) -> None:
+    import subprocess
+
+    base = make_skill(
+        tmp_path / "skills",
+        "own-env",
+        scripts={"scripts/where.py": "import sys\nprint(sys.prefix)\n"},
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "venv")], check=True)
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    before = {s.pid for s in warm.POOL.servers()}
+    (got,) = manager.warm_up("own-env")
+    assert got.server is None and "own venv" in got.note
+    assert {s.pid for s in warm.POOL.servers()} == before  # nothing of the skill was started
+    res = manager.execute_skill_script("own-env", "where", approver=None)
+    assert res.start == "warm" and res.stdout.strip() == str(base / "venv")

@@ -19,9 +19,11 @@ Example:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from skill_magics.core import paths
 from skill_magics.core.run.warm.modes import (
     AUTO,
     ENV_VAR,
@@ -99,7 +101,9 @@ def warm_up(
 ) -> list[WarmUp]:
     """Start the servers of ``skill_name``'s Python entry scripts (``scripts``: those only)
     and wait until they have imported what the scripts import. Each script is checked as a
-    run would be (refusals raise, audited); nothing of the skill runs."""
+    run would be (refusals raise, audited); nothing of the skill runs, so a skill whose own
+    venv would run the scripts is left to its first approved run (its Python, site and
+    packages are the skill's code)."""
     from skill_magics.core.run.warm.launch import Cold
     from skill_magics.core.run.warm.pool import POOL
 
@@ -114,9 +118,16 @@ def warm_up(
             settings, skill_name, script, None, None, None, sandbox=sandbox, cwd=cwd
         )
         prepared = replace(prepared, warm=ON)
+        rel = prepared.script_rel.as_posix()
+        if paths.inside(
+            os.path.realpath(os.path.dirname(prepared.program)), prepared.script.real_base
+        ):
+            # The skill's own venv: starting its Python runs the skill's code (site, .pth,
+            # its packages). That waits for an approved run, which starts the server.
+            out.append(WarmUp(rel, note="the skill's own venv starts with its first approved run"))
+            continue
         network = executor.network_for(prepared)
         got = launcher.warm_up(prepared, prepared.env, network)
-        rel = prepared.script_rel.as_posix()
         if isinstance(got, Cold):
             out.append(WarmUp(rel, note=got.note))
             continue
