@@ -172,9 +172,8 @@ print(json.dumps({"name": __name__, "file": __file__, "package": __package__,
 
 
 @pytest.fixture(scope="module")
-def skills(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import write_skill
-
+def skills(tmp_path_factory: pytest.TempPathFactory, make_skill) -> Path:
+    write_skill = make_skill
     root = tmp_path_factory.mktemp("warm-skills")
     write_skill(
         root,
@@ -675,3 +674,30 @@ def test_warm_up_leaves_a_skills_own_venv_to_its_first_approved_run(
     assert {s.pid for s in warm.POOL.servers()} == before  # nothing of the skill was started
     res = manager.execute_skill_script("own-env", "where", approver=None)
     assert res.start == "warm" and res.stdout.strip() == str(base / "venv")
+
+
+def test_servers_are_bounded_the_least_recently_used_idle_one_stops(
+    skills: Path, make_skill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skill_magics.core.run.warm import pool
+
+    make_skill(skills, "tiny", scripts={"scripts/hi.py": "import json\nprint('hi')\n"})
+    monkeypatch.setattr(pool, "MAX_SERVERS", len(warm.POOL.servers()) + 2)
+    started = []
+    for i in range(3):  # three environments: three keys
+        monkeypatch.setenv("WARM_BOUND_KEY", f"{uuid.uuid4().hex}-{i}")
+        manager = manager_for(
+            skills, run_cwd="skill", warm_start="on", env_passthrough="WARM_BOUND_KEY"
+        )
+        assert manager.execute_skill_script("tiny", "hi", approver=None).start == "warm"
+        (server,) = [
+            s
+            for s in warm.POOL.servers()
+            if ("WARM_BOUND_KEY", os.environ["WARM_BOUND_KEY"]) in s.key.env
+        ]
+        started.append(server)
+    deadline = time.monotonic() + 10
+    while started[0].alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not started[0].alive() and started[0] not in warm.POOL.servers()
+    assert started[1].alive() and started[2].alive()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from skill_magics.core.run.warm.server import STARTER, ServerKey, ServerState, WarmServer
 
 FAILED_RETRY_S = 300.0  # a key whose server failed is tried again after this long
+MAX_SERVERS = 8  # per process: a new one beyond this stops the least recently used idle one
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class Pool:
                         return old
                     del self._failed[key]
             if server is None and make is not None:
+                stop = stop or self._evict()
                 server = make()
                 server.excluded.update(self._excluded.get(key, {}))
                 names = list(dict.fromkeys(preload()))
@@ -123,6 +125,21 @@ class Pool:
         if stop is not None:
             STARTER.submit(stop.stop)
         return server
+
+    def _evict(self) -> WarmServer | None:
+        """With MAX_SERVERS running, the least recently used idle one (dropped here, stopped
+        by the caller): memory stays bounded however many environments runs use."""
+        if len(self._servers) < MAX_SERVERS:
+            return None
+        idle = [
+            (s.last_used, k, s)
+            for k, s in self._servers.items()
+            if s.in_flight == 0 and s.state is not ServerState.STARTING
+        ]
+        if not idle:
+            return None
+        _, key, server = min(idle, key=lambda t: t[0])
+        return self._drop(key, server) or server
 
     def _drop(self, key: ServerKey, server: WarmServer) -> WarmServer | None:
         """Forget ``server`` (the lock is held); None, for ``server = self._drop(...)``."""
@@ -252,4 +269,4 @@ if sys.platform.startswith("linux"):  # pragma: no branch
     os.register_at_fork(after_in_child=POOL.reset_after_fork)
 
 
-__all__ = ["FAILED_RETRY_S", "POOL", "Pool", "ServerInfo", "rss"]
+__all__ = ["FAILED_RETRY_S", "MAX_SERVERS", "POOL", "Pool", "ServerInfo", "rss"]
