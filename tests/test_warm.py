@@ -682,7 +682,8 @@ def test_servers_are_bounded_the_least_recently_used_idle_one_stops(
     from skill_magics.core.run.warm import pool
 
     make_skill(skills, "tiny", scripts={"scripts/hi.py": "import json\nprint('hi')\n"})
-    monkeypatch.setattr(pool, "MAX_SERVERS", len(warm.POOL.servers()) + 2)
+    warm.stop_servers()  # only this test's servers: the oldest is the one to go
+    monkeypatch.setattr(pool, "MAX_SERVERS", 2)
     started = []
     for i in range(3):  # three environments: three keys
         monkeypatch.setenv("WARM_BOUND_KEY", f"{uuid.uuid4().hex}-{i}")
