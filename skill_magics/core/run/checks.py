@@ -273,8 +273,9 @@ class RunChecks:
         module: str | None,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
+        base_abs = os.path.abspath(skill_base_dir)
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
-        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
+        paths.check_skill_name(metadata.name, os.path.basename(base_abs))
         _check_tools(metadata)
         resolved = self._resolve(settings, script_path, skill_base_dir)
         script, spec, command = resolved.script, resolved.spec, resolved.command
@@ -284,7 +285,6 @@ class RunChecks:
             payload = None  # argv mode: the script reads nothing on stdin
         else:
             payload = encode_arguments({} if arguments is None else arguments)
-        base_abs = os.path.abspath(skill_base_dir)
         env = child_env(settings, metadata, base_abs)
         if module is None:
             module = kinds.module_for(script.real_base, script.relative.as_posix())
@@ -318,13 +318,16 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        profile = sandboxing.profile_for(
-            settings.sandbox if mode is None else mode,  # type: ignore[arg-type]
-            skill,
-            skill_dir=os.fspath(skill_dir),
-            network=settings.allows_network(skill) or self.grants.has(skill),
-            deny_read=settings.sandbox_deny_read,
-        )
+        chosen = sandboxing.check_mode(settings.sandbox if mode is None else mode)
+        profile = None
+        if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
+            profile = sandboxing.profile_for(
+                chosen,
+                skill,
+                skill_dir=os.fspath(skill_dir),
+                network=settings.allows_network(skill) or self.grants.has(skill),
+                deny_read=settings.sandbox_deny_read,
+            )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
         names = declared_secrets(metadata)
