@@ -11,12 +11,17 @@ favour of the HTML/text fallbacks each result carries, and no widget state is st
 reader never sees "Error displaying widget" or a bare repr. Execution happens in a temporary
 working directory with isolated IPython settings, so nothing is written into the repo except
 the saved notebooks themselves.
+
+The kernel is the ``python3`` of this interpreter, or the Python named by
+SKILL_MAGICS_TEST_KERNEL_PYTHON (as for the kernel tests: scripts/kernel-matrix.sh runs the
+notebooks in a kernel from its "colab" venv that way).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import re
 import sys
@@ -32,6 +37,7 @@ NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 EXPECTED_ERROR_TAG = "raises-exception"  # nbclient and JupyterLab's Run All go on past these
+KERNEL_PYTHON_ENV = "SKILL_MAGICS_TEST_KERNEL_PYTHON"
 
 
 def _machine_paths() -> list[tuple[re.Pattern[str], str]]:
@@ -79,6 +85,7 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
         workdir.mkdir()
         client = NotebookClient(
             nb,
+            km=_kernel_manager(tmp),
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(workdir)}},
@@ -87,6 +94,27 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
         )
         client.execute(env=kernel_env(tmp))
     return nb
+
+
+def _kernel_manager(tmp: Path) -> object | None:
+    """A kernel manager for SKILL_MAGICS_TEST_KERNEL_PYTHON (a private kernelspec), else
+    None: nbclient's own, for the notebook's ``python3``."""
+    python = os.environ.get(KERNEL_PYTHON_ENV)
+    if not python:
+        return None
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec_dir = tmp / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [os.path.abspath(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python 3 ({python})",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    specs = KernelSpecManager(kernel_dirs=[str(tmp / "kernels")])
+    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
 
 
 def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -31,6 +31,7 @@ from typing import Any
 
 from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
 from skill_magics.core.visible import visible
+from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
 _BUTTON_STYLES = {
@@ -536,14 +537,7 @@ class ApprovalPanel:
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome
             page += f"<div>{_bold_label(outcome)}</div>"
-        bundle = {"text/plain": text, "text/html": page}
-        view = self.widget._repr_mimebundle_()
-        if isinstance(view, tuple):
-            view = view[0]
-        if view and "application/vnd.jupyter.widget-view+json" in view:
-            key = "application/vnd.jupyter.widget-view+json"
-            bundle[key] = view[key]
-        return bundle
+        return {"text/plain": text, "text/html": page, WIDGET_MIME: widget_view(self.widget)}
 
     def __repr__(self) -> str:
         state = self.decision.value if self.decision else "undecided"

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from skill_magics.notebook.compat import ipykernel_version
+
 SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
 
 
@@ -37,20 +39,6 @@ class Strategy(str, enum.Enum):
     HEADLESS = "headless"
     TERMINAL = "terminal"
     UNAVAILABLE = "unavailable"
-
-
-def ipykernel_version() -> tuple[int, ...] | None:
-    """Version of the ipykernel running this process, or None outside a kernel."""
-    module = sys.modules.get("ipykernel")
-    if module is None:
-        return None
-    parts: list[int] = []
-    for piece in str(getattr(module, "__version__", "")).split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) or None
 
 
 def get_kernel(shell: Any) -> Any | None:
