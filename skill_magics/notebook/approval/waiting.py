@@ -12,7 +12,8 @@ Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidg
 
 Nobody can click when the execute_request has ``allow_stdin`` false (nbclient, papermill,
 nbconvert): that is HEADLESS. Without a kernel (terminal IPython) we ask with ``input()``
-when stdin is a TTY.
+when stdin is a TTY. ``approval_ui = "stdin"`` (or "terminal") asks with ``input()`` in a
+notebook too: the frontend's input box (an ``input_request``; Colab shows one), STDIN.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Strategy(str, enum.Enum):
     NONBLOCKING = "nonblocking"
     HEADLESS = "headless"
     TERMINAL = "terminal"
+    STDIN = "stdin"
     UNAVAILABLE = "unavailable"
 
 
@@ -100,12 +102,15 @@ def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     """Pick the waiting strategy for this cell.
 
     ``mode`` is ``SkillMagics.approval_ui``: "auto", "widgets" (force a blocking widget wait:
-    await in a coroutine, else a thread event), "nonblocking" or "terminal".
+    await in a coroutine, else a thread event), "nonblocking", or "stdin"/"terminal" (ask
+    with ``input()``: the frontend's input box in a kernel, else a terminal).
     """
     kernel = get_kernel(shell)
     if kernel is not None and not stdin_allowed(kernel):
         return Strategy.HEADLESS
-    if mode == "terminal":
+    if mode in ("stdin", "terminal"):
+        if kernel is not None:  # this request allows stdin: the frontend shows an input box
+            return Strategy.STDIN
         return Strategy.TERMINAL if _stdin_is_tty() else Strategy.UNAVAILABLE
     if mode == "nonblocking":
         return Strategy.NONBLOCKING

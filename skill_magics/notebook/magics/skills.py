@@ -86,10 +86,11 @@ class SkillMagics(Magics):
         100_000, help="Characters of stdout/stderr shown in the view (the object keeps all)."
     ).tag(config=True)
     approval_ui = CaselessStrEnum(
-        ["auto", "widgets", "nonblocking", "terminal"],
+        ["auto", "widgets", "nonblocking", "stdin", "terminal"],
         default_value="auto",
         help="How approval is asked: auto (by kernel, see docs), widgets (buttons, cell waits), "
-        "nonblocking (buttons, cell returns a pending result), terminal (input()).",
+        "nonblocking (buttons, cell returns a pending result), stdin or terminal (input(): "
+        "the notebook's input box, or the terminal).",
     ).tag(config=True)
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
