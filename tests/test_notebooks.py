@@ -39,6 +39,18 @@ def _runner():
     return module
 
 
+def _kernel_python_version() -> str:
+    """Python version of the kernel the notebooks run in (kernel_fixtures' rule)."""
+    import subprocess
+
+    from kernel_fixtures import kernel_python
+
+    code = "import platform; print(platform.python_version())"
+    return subprocess.run(
+        [kernel_python(), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def _all_text(nb: nbformat.NotebookNode) -> str:
     parts = []
     for cell in nb.cells:
@@ -161,8 +173,11 @@ def test_the_secret_never_reaches_the_notebook(monkeypatch: pytest.MonkeyPatch) 
 def test_notebook_runs_headless(name: str) -> None:
     """Top to bottom in a fresh kernel, no errors, and the expected results appear."""
     runner = _runner()
-    nb = runner.readable(runner.execute(NOTEBOOK_DIR / name))
+    executed = runner.execute(NOTEBOOK_DIR / name)
+    nb = runner.readable(executed)
     assert runner.problems(nb) == []
+    # The kernel was the one asked for (scripts/kernel-matrix.sh colab: its venv's Python).
+    assert executed.metadata.language_info.version == _kernel_python_version()
     text = _all_text(nb)
     for line in MUST_SHOW[name]:
         assert line in text, f"{name} did not show {line!r}"
