@@ -130,6 +130,27 @@ class EnvironmentBuildError(SkillMagicsError, RuntimeError):
     """Building a skill's managed environment failed; nothing half-built is used."""
 
 
+class SourceError(SkillMagicsError, ValueError):
+    """Skills cannot be installed from this source (a bad URL, ref or path, a failed fetch,
+    no skill in it); nothing was written."""
+
+
+class UnsafeArchiveError(SourceError):
+    """A .skill/.zip archive holds something that is never extracted (an absolute path,
+    ``..``, a link, a device file) or exceeds a size or file-count limit; nothing was
+    written."""
+
+
+class SkillExistsError(SkillMagicsError, FileExistsError):
+    """A skill folder of that name already exists with other files; it is only replaced when
+    asked to (``force=True``, ``--force``)."""
+
+
+class LockFileError(SkillMagicsError, ValueError):
+    """``skills-lock.json`` is missing or unreadable, or the source no longer gives the
+    files it pins; nothing was written."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -154,4 +175,8 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "SourceError",
+    "UnsafeArchiveError",
+    "SkillExistsError",
+    "LockFileError",
 ]

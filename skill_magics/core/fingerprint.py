@@ -94,6 +94,28 @@ def _file_digest(path: str, st: os.stat_result) -> str:
     return value
 
 
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 hex of a regular file's bytes, whatever its size (a lock file pins them all).
+
+    Small files reuse the fingerprint's cache; large ones are read in full each time (rare:
+    skills hold code and documents). Raises OSError when it is not a readable regular file.
+    """
+    path = os.fspath(path)
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISREG(st.st_mode):
+        raise IsADirectoryError(f"{path} is not a regular file")
+    if st.st_size <= MAX_HASHED_BYTES:
+        value = _file_digest(path, st)
+        if value.startswith("unreadable:"):
+            raise PermissionError(f"cannot read {path}")
+        return value
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _target_entry(path: str) -> str:
     """What a symlink leads to: a file's digest, or the kind of thing it is."""
     try:
@@ -242,6 +264,7 @@ __all__ = [
     "MAX_HASHED_BYTES",
     "SKIP_DIRS",
     "changed_entries",
+    "file_sha256",
     "fingerprint_of",
     "is_code",
     "skill_entries",

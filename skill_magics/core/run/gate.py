@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skill_magics.core import fingerprint
@@ -45,6 +46,7 @@ from skill_magics.core.run.approval import (
     ApprovalRequest,
     Approver,
     Decision,
+    SkillInstallInfo,
     code_approval_hash,
     coerce_decision,
     combine_requests,
@@ -52,6 +54,7 @@ from skill_magics.core.run.approval import (
     install_approval_hash,
 )
 from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.sources.lock import folder_files, tree_digest
 from skill_magics.core.status import AuditOutcome, RunStatus
 
 if TYPE_CHECKING:
@@ -204,6 +207,10 @@ class ApprovalGate:
         of (``request.entries``); without that, any change makes it stale.
         """
         for part in request.requests:
+            if part.skill_install is not None:
+                if not staged_is_current(part.skill_install):
+                    return False
+                continue
             try:
                 base = self.catalog.get_skill(part.skill_name).base_dir
                 entries = fingerprint.skill_entries(base)
@@ -243,6 +250,10 @@ class ApprovalGate:
         for part in request.requests:
             if part.code is not None:
                 scripts, preview = [CODE_LABEL], code_preview(part.code)
+            elif part.skill_install is not None:
+                info = part.skill_install
+                at = f" at {info.commit}" if info.commit else ""
+                scripts, preview = [INSTALL_LABEL], f"{info.action} from {info.source}{at}"
             elif part.install is not None and not part.scripts:
                 scripts, preview = [INSTALL_LABEL], " ".join(part.install.packages)
             else:
@@ -316,12 +327,24 @@ class ApprovalGate:
 
 def describe(request: ApprovalRequest) -> str:
     """``skill (scripts/a.py, scripts/b.py)`` for messages."""
+    installs = [p.skill_install for p in request.requests if p.skill_install is not None]
+    if installs and not request.scripts:
+        first = installs[0]
+        return f"{request.skill_name} (an {first.action} of skill files from {first.source})"
     paths = ", ".join(s.path for s in request.scripts) or (
         "an install of " + ", ".join(request.install.packages)
         if request.install is not None and request.code is None
         else "Python code"
     )
     return f"{request.skill_name} ({paths})"
+
+
+def staged_is_current(info: SkillInstallInfo) -> bool:
+    """Are the staged skill files still the ones the request showed (same tree digest)?"""
+    if not info.staged:
+        return False
+    files, other = folder_files(Path(info.staged))
+    return not other and tree_digest(list(files.values())) == info.tree
 
 
 def _refuse_unattended(request: ApprovalRequest) -> Decision:

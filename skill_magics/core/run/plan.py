@@ -42,6 +42,7 @@ from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
+    ProvenanceInfo,
     SandboxInfo,
     ScriptToApprove,
     SecretsInfo,
@@ -50,6 +51,7 @@ from skill_magics.core.run.approval import (
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.payload import normalize_argv
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.sources.lock import skill_lock_status
 from skill_magics.core.status import RunStatus
 
 
@@ -326,6 +328,7 @@ class Planner:
             entries=entries,
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
+            provenance=provenance_info(skill.base_dir),
         )
 
     def _secrets_info(
@@ -393,6 +396,16 @@ def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]
         head = head[: head.rfind(b"\n") + 1] or head
     text = head.decode("utf-8", "replace").replace("\r\n", "\n")
     return text, lines, size
+
+
+def provenance_info(base_dir: Path) -> ProvenanceInfo | None:
+    """An installed skill's source and whether its files still match its skills-lock.json
+    (None: no lock describes it)."""
+    status = skill_lock_status(base_dir)
+    if status is None:
+        return None
+    locked = status.locked
+    return ProvenanceInfo(locked.origin, locked.commit or "", str(status.lock), status.changes)
 
 
 def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:
