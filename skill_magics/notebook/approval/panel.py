@@ -97,8 +97,11 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     Every value is shown with control characters escaped (an ANSI sequence in a script
     cannot erase the lines above it) and bidi overrides marked. ``full=True`` shows each
     script's whole text (as much as the request holds) instead of its first lines. A combined
-    request lists each skill (its scripts, commands and first lines) in turn.
+    request lists each skill (its scripts, commands and first lines) in turn. An install of
+    skill files lists each skill's source, commit, files and scripts (and an update's diff).
     """
+    if is_skill_install(request):
+        return _install_text(request, full)
     if not request.is_combined:
         lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
         lines += _script_lines(request, "  ")
@@ -184,6 +187,22 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
+    provenance = request.provenance
+    if provenance is not None:
+        rows.append(("Installed from", provenance.source))
+        if provenance.matches:
+            rows.append(("lock", f"files match {provenance.lock}"))
+        else:
+            listed = ", ".join(provenance.changes[:6])
+            more = len(provenance.changes) - 6
+            rows.append(
+                (
+                    "lock",
+                    f"{len(provenance.changes)} CHANGED since the install ({listed}"
+                    + (f", +{more} more" if more > 0 else "")
+                    + f"; %skills verify lists them, {provenance.lock})",
+                )
+            )
     secrets = request.secrets
     if secrets is not None:
         shown = [
@@ -244,6 +263,8 @@ def summary_html(request: ApprovalRequest) -> str:
     control characters appear as visible markers, never as formatting. A combined request
     shows one block per skill (skill, its scripts, their first lines), in order.
     """
+    if is_skill_install(request):
+        return _install_html(request)
     if not request.is_combined:
         rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
         rows += _script_rows(request)
@@ -345,6 +366,108 @@ def _expandable(text: str, total: int, cut: bool = False) -> str:
     )
 
 
+# -- installing skill files (%skills install / update / sync) ---------------------------------
+
+INSTALL_FILES_SHOWN = 40  # files listed per skill in the text view (the HTML lists all)
+DIFF_LINES_SHOWN = 60  # diff lines in the text view unless full
+
+
+def is_skill_install(request: ApprovalRequest) -> bool:
+    """Is ``request`` an install of skill files (nothing runs)?"""
+    return all(part.skill_install is not None for part in request.requests)
+
+
+def _install_title(request: ApprovalRequest) -> str:
+    parts = request.requests
+    info = parts[0].skill_install
+    action = info.action if info is not None else "install"
+    verb = {"install": "Install", "update": "Update", "sync": "Re-create"}.get(action, "Install")
+    names = ", ".join(f"'{_safe(p.skill_name)}'" for p in parts)
+    noun = "skill" if len(parts) == 1 else f"{len(parts)} skills"
+    tail = "; one answer decides for all of them" if len(parts) > 1 else ""
+    return (
+        f"{verb} {noun} {names}? Their files are copied into the skills folder; nothing runs "
+        f"now (each run still asks){tail}"
+    )
+
+
+def _install_rows(part: ApprovalRequest) -> list[tuple[str, str]]:
+    """(label, plain text) for one skill's install: source, commit, target, files..."""
+    info = part.skill_install
+    assert info is not None
+    rows = [("from", info.source)]
+    rows.append(("commit", info.commit or "(not a git source: the files as read now)"))
+    if info.path:
+        rows.append(("folder in source", info.path))
+    rows.append(("into", info.target))
+    if info.replaces:
+        rows.append(("replaces", info.replaces))
+    rows.append(("tree digest", info.tree))
+    rows.append(("files", f"{len(info.files):,} files, {info.size:,} bytes"))
+    rows.append(("scripts", ", ".join(info.scripts) or "(none)"))
+    if info.changes:
+        rows.append(("changes", "; ".join(info.changes)))
+    return rows
+
+
+def _install_text(request: ApprovalRequest, full: bool) -> str:
+    lines = [f"Approval needed: {_install_title(request)}"]
+    for part in request.requests:
+        info = part.skill_install
+        assert info is not None
+        lines.append(f"  skill '{_safe(part.skill_name)}':")
+        lines += [f"    {label}: {_safe(text)}" for label, text in _install_rows(part)]
+        scripts = set(info.scripts)
+        shown = info.files if full else info.files[:INSTALL_FILES_SHOWN]
+        for path, size in shown:
+            mark = "  [script]" if path in scripts else ""
+            lines.append(f"      {_safe(path)} ({size:,} bytes){mark}")
+        if len(info.files) > len(shown):
+            lines.append(f"      ... and {len(info.files) - len(shown):,} more files")
+        if info.diff:
+            diff = info.diff.splitlines()
+            lines.append("    diff:")
+            body = diff if full else diff[:DIFF_LINES_SHOWN]
+            lines += [f"      | {line}" for line in _safe_block("\n".join(body)).splitlines()]
+            if len(diff) > len(body):
+                lines.append(f"      ... {len(diff) - len(body):,} more diff lines (show all)")
+    return "\n".join(lines)
+
+
+def _install_html(request: ApprovalRequest) -> str:
+    rows: list[tuple[str, str]] = []
+    for part in request.requests:
+        info = part.skill_install
+        assert info is not None
+        rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
+        rows += [(html.escape(k), f"<code>{_esc(v)}</code>") for k, v in _install_rows(part)]
+        scripts = set(info.scripts)
+        items = "".join(
+            f"<li><code>{_esc(path)}</code> ({size:,} bytes)"
+            f"{' <b>script</b>' if path in scripts else ''}</li>"
+            for path, size in info.files
+        )
+        rows.append(
+            (
+                "Files",
+                f"<details{' open' if len(info.files) <= 12 else ''}><summary>"
+                f"{len(info.files):,} files</summary><ul style='margin:0'>{items}</ul></details>",
+            )
+        )
+        if info.diff:
+            rows.append(("Diff", _expandable(info.diff, len(info.diff.splitlines()))))
+    body = "".join(
+        f"<tr{_SEPARATOR if k == 'Skill' and i else ''}>"
+        f"<th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th>"
+        f"<td style='text-align:left'>{v}</td></tr>"
+        for i, (k, v) in enumerate(rows)
+    )
+    return (
+        f"<div class='skill-magics-approval'><div><b>{html.escape(_install_title(request))}"
+        f"</b></div><table>{body}</table></div>"
+    )
+
+
 # on_inputs(skill, secrets, network, by) -> problems: what the panel's fields gave (docs/
 # architecture.md, *Sandbox and secrets*), applied when a Yes is clicked, before the run.
 OnInputs = Callable[[str, dict[str, str], bool, str], list[str]]
@@ -399,7 +522,7 @@ class ApprovalPanel:
             button = w.Button(
                 description=decision.label,
                 button_style=_BUTTON_STYLES[decision],
-                tooltip=(_TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS)[decision],
+                tooltip=self._tooltips()[decision],
                 layout=w.Layout(width="auto"),
             )
             button.on_click(lambda _b, d=decision: self.decide(d, f"button '{d.label}'"))
@@ -416,6 +539,11 @@ class ApprovalPanel:
         self._widget.add_class("skill-magics-approval-panel")
         if self.decision is not None:
             self._show_decision()
+
+    def _tooltips(self) -> dict[Decision, str]:
+        if is_skill_install(self.request):
+            return _TOOLTIPS_INSTALL
+        return _TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS
 
     def _input_widgets(self, w: Any) -> list[Any]:
         """Masked fields for missing secrets, a checkbox to allow the network (per skill)."""
@@ -563,6 +691,12 @@ _TOOLTIPS_SEVERAL = {
     Decision.NO: "Don't run any of them",
 }
 
+_TOOLTIPS_INSTALL = {
+    Decision.YES_ONCE: "Install these files",
+    Decision.YES_IN_SESSION: "Install them; don't ask again for these exact files this session",
+    Decision.NO: "Install nothing",
+}
+
 
 def _bold_label(outcome: str) -> str:
     """HTML for outcome_text(): escaped, with the part after the first ": " in bold."""
@@ -573,4 +707,11 @@ def _bold_label(outcome: str) -> str:
     return f"{html.escape(head)}: <b>{html.escape(label)}</b>{html.escape(paren + tail)}"
 
 
-__all__ = ["ApprovalPanel", "DECISIONS", "summary_text", "summary_html", "arguments_text"]
+__all__ = [
+    "ApprovalPanel",
+    "DECISIONS",
+    "summary_text",
+    "summary_html",
+    "arguments_text",
+    "is_skill_install",
+]

@@ -1,4 +1,5 @@
-"""``%skills show NAME``: metadata, rendered SKILL.md, scripts with approval state."""
+"""``%skills show NAME``: metadata, rendered SKILL.md, scripts with approval state, and for an
+installed skill its source and whether its files still match its skills-lock.json."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ HELP = "NAME: metadata, SKILL.md and scripts of one skill"
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.run.plan import provenance_info
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
@@ -21,4 +23,5 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
         approved=approved,
         secrets=manager.secret_status(skill.name),
         requirements=manager.requirements(skill.name),
+        provenance=provenance_info(skill.base_dir),  # installed: does it match its lock?
     )

@@ -177,11 +177,14 @@ def skill_detail(
     content: str | None = None,
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
+    provenance: Any = None,
 ) -> Display:
     """``%skills show NAME``: metadata, rendered SKILL.md, entry scripts, helper modules
     (apart: they are imported, never run on their own), requirements, references.
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
+    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
+    still match its skills-lock.json)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
@@ -195,6 +198,8 @@ def skill_detail(
     if secrets:
         shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
         fields.append(("secrets", shown))
+    if provenance is not None:
+        fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
     helper_view = scripts_table(helpers) if helpers else None
     req_view = requirements_view(requirements) if requirements is not None else None
@@ -244,4 +249,28 @@ def skill_detail(
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
-__all__ = ["skills_table", "scripts_table", "skill_detail", "requirements_view"]
+def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
+    """("installed from", source) and ("lock", whether the files still match it)."""
+    fields = [("installed from", visible(provenance.source))]
+    if provenance.matches:
+        fields.append(("lock", f"files match {visible(provenance.lock)}"))
+    else:
+        changes = list(provenance.changes)
+        shown = ", ".join(changes[:6]) + (f", +{len(changes) - 6} more" if len(changes) > 6 else "")
+        fields.append(
+            (
+                "lock",
+                f"{len(changes)} CHANGED since the install: {visible(shown)} "
+                "(%skills verify lists them; %skills sync --force restores them)",
+            )
+        )
+    return fields
+
+
+__all__ = [
+    "skills_table",
+    "scripts_table",
+    "skill_detail",
+    "requirements_view",
+    "provenance_fields",
+]
