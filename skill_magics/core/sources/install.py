@@ -165,15 +165,15 @@ class CopyPlan:
 
 
 def existing_changes(target: Path, staged: StagedSkill) -> list[str] | None:
-    """None when nothing is at ``target``; else what differs from the files there to the
-    staged ones (empty: the same files are installed already)."""
+    """None when nothing is at ``target``; else how the folder there differs from the staged
+    files (``added x``: only the folder there has x); empty: the same files are there."""
     if not os.path.lexists(target):
         return None
     if target.is_symlink() or not target.is_dir():
-        return ["replaced (not a plain folder)"]
+        return ["changed (not a plain folder)"]
     have, other = folder_files(target)
-    lines = record_changes(have, {f.path: f for f in staged.files})
-    return lines + [f"removed {o.partition(' ')[2]}" for o in other]
+    lines = record_changes({f.path: f for f in staged.files}, have)
+    return lines + [f"added {o.partition(' ')[2]} ({o.partition(' ')[0]})" for o in other]
 
 
 def locked_entry(
@@ -508,7 +508,7 @@ def _replaces_text(plan: CopyPlan) -> str:
     shown = ", ".join(plan.changes[:8]) + (
         f" (+{len(plan.changes) - 8} more)" if len(plan.changes) > 8 else ""
     )
-    return f"replaces the folder already there ({shown})"
+    return f"replaces the folder already there, which differs from the source ({shown})"
 
 
 def _summary(

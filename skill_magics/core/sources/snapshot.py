@@ -120,7 +120,9 @@ class FolderSnapshot(Snapshot):
 
     def __init__(self, spec: SourceSpec) -> None:
         super().__init__(spec)
-        root = Path(spec.location) / spec.subfolder if spec.subfolder else Path(spec.location)
+        # The folder the user named may be reached through a link; links inside it are refused.
+        top = os.path.realpath(spec.location)
+        root = Path(top) / spec.subfolder if spec.subfolder else Path(top)
         if not root.is_dir() or root.is_symlink():
             raise SourceError(f"{visible(str(root))} is not a folder")
         self.root = root
