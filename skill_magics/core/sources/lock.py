@@ -93,6 +93,12 @@ class LockedSkill:
         }
 
     @property
+    def where(self) -> str:
+        """``source@ref (path)``: where updates come from (without the commit)."""
+        text = self.source + (f"@{self.ref}" if self.ref else "")
+        return visible(text + (f" ({self.path})" if self.path else ""))
+
+    @property
     def origin(self) -> str:
         """``source@ref (commit abc1234)`` for messages."""
         text = self.source + (f"@{self.ref}" if self.ref else "")

@@ -243,7 +243,7 @@ def _apply(
             gate_request.install_request(
                 p.staged,
                 action=action,
-                source=p.locked.origin,
+                source=p.locked.where,
                 commit=p.locked.commit,
                 target=p.target,
                 replaces=_replaces(p),
