@@ -396,3 +396,69 @@ def test_a_plain_folder_leaves_environments_out_and_refuses_links(work):
     os.symlink(work / "home", src / "csv-peek" / "home-link")
     with pytest.raises(SourceError, match="home-link is a symbolic link"):
         install_skills(src, into=work / "other", approver=None)
+
+
+def _https_server_asking_for_a_password(work: Path):
+    """A local HTTPS server (self-signed) answering every request with 401 Basic auth."""
+    import http.server
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the test server's certificate")
+    key, cert = work / "key.pem", work / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+
+    class AskForPassword(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="private skills"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AskForPassword)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_private_repository_is_never_prompted_for_and_no_credential_helper_runs(work):
+    server = _https_server_asking_for_a_password(work)
+    marker = work / "helper.marker"
+    (work / "home" / ".gitconfig").write_text(
+        "[http]\n\tsslVerify = false\n"
+        "[credential]\n"
+        f'\thelper = "!f() {{ echo ran >> {marker}; echo username=u; echo password=p; }}; f"\n'
+    )
+    url = f"https://127.0.0.1:{server.server_address[1]}/team/skills.git"
+    try:
+        started = time.monotonic()
+        with pytest.raises(SourceError, match="it needs credentials, and none are asked for"):
+            install_skills(url, into=work / "into", approver=None)
+        assert time.monotonic() - started < 30
+    finally:
+        server.shutdown()
+    assert not marker.exists()  # the user's credential helper was not asked
+    assert not (work / "into").exists() and leftovers(work) == []
+
+
+def test_a_bare_repository_path_works_and_missing_git_is_one_line(work, monkeypatch):
+    repo = make_collection(work / "collection")
+    git(work, "clone", "-q", "--bare", str(repo), str(work / "bare.git"))
+    report = install_skills(work / "bare.git", skills=["pdf"], into=work / "into", approver=None)
+    assert report.names == ["pdf"]
+    monkeypatch.setenv("PATH", str(work / "empty"))
+    with pytest.raises(SourceError, match="git is not installed .* or give a .skill/.zip file"):
+        install_skills(work / "bare.git", into=work / "other", approver=None)
