@@ -55,8 +55,8 @@ def write_echo_skill(make_skill, root: Path, name: str = "echo-skill") -> Path:
         {
             "scripts/echo.py": ECHO,
             "scripts/slow.py": SLOW,
-            # A shebang makes each an entry point (catalog/kinds.py), so %%skillrun runs it.
-            "scripts/utils/parser.py": "#!/usr/bin/env python3\nprint('parser')\n",
+            # Top-level code: a program %%skillrun runs (catalog/kinds.py), no shebang needed.
+            "scripts/utils/parser.py": "print('parser')\n",
         },
         body="Run `scripts/echo.py` with JSON on stdin.\n",
         executable=False,

@@ -116,7 +116,9 @@ MUST_SHOW = {
         "Python: managed env | missing now: ['soffice']",
         "completed | -P -m scripts.show_table sales.csv",
         "north         120",
-        "HelperScriptError: scripts/utils.py in skill 'table-kit' is a helper module",
+        "HelperScriptError: scripts/utils.py in skill 'table-kit' holds only imports, "
+        "definitions and constants: running it does nothing; run one of "
+        "scripts/show_table.py, scripts/to_pdf.py",
         "2 SKILL.md files under collection/skills lie in hidden folders",
         # issue 20: installed from a local repository, pinned by skills-lock.json
         "installing all of them: word-count, slugify",

@@ -215,7 +215,7 @@ def test_update_refuses_edited_skills_and_pinned_refs_stay(installed, work):
 @pytest.mark.parametrize(
     "mutate, why",
     [
-        (lambda d: d["skills"].update({"../escape": d["skills"]["pdf"]}), "path separator"),
+        (lambda d: d["skills"].update({"../escape": d["skills"]["pdf"]}), "holds ./."),
         (lambda d: d["skills"].update({".hidden": d["skills"]["pdf"]}), "starts with a dot"),
         (
             lambda d: d["skills"]["pdf"]["files"].update(

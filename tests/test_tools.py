@@ -222,7 +222,7 @@ def test_async_call(tools_dir):
     ]
 
 
-MARK = (  # an entry point: a main guard (a module without one is a helper, never a tool)
+MARK = (  # a program: a main guard (a module of definitions only is never a tool)
     "import os\nif __name__ == '__main__':\n"
     "    open(os.path.join(os.environ['SKILL_BASE_DIR'], 'ran'), 'w').write('1')\n"
 )

@@ -119,7 +119,9 @@ class BatchInterrupted(RunInterrupted):
 
 
 class HelperScriptError(SkillMagicsError, LookupError):
-    """The script is a helper module other scripts import, not an entry point to run."""
+    """The script does nothing when run: an ``__init__.py``, or a module holding only
+    imports, definitions and constants (catalog/kinds.py). The message names the scripts
+    that run."""
 
 
 class WorkingDirectoryError(SkillMagicsError, ValueError):
@@ -127,7 +129,13 @@ class WorkingDirectoryError(SkillMagicsError, ValueError):
 
 
 class EnvironmentBuildError(SkillMagicsError, RuntimeError):
-    """Building a skill's managed environment failed; nothing half-built is used."""
+    """Building a skill's managed environment failed, or was refused before it started (a
+    requirement that names no distribution); nothing half-built is used."""
+
+
+class SkillNameError(SkillMagicsError, ValueError):
+    """A skill's name cannot be one folder name (``/``, ``..``, a control character): the
+    skill is listed with a warning, but nothing of it runs until its name is fixed."""
 
 
 class SourceError(SkillMagicsError, ValueError):
@@ -175,6 +183,7 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "SkillNameError",
     "SourceError",
     "UnsafeArchiveError",
     "SkillExistsError",

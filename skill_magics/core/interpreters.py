@@ -21,6 +21,7 @@ EXTENSIONS: dict[str, tuple[str, str]] = {
     ".bash": ("bash", "bash"),
     ".js": ("node", "node"),
     ".mjs": ("node", "node"),
+    ".cjs": ("node", "node"),  # CommonJS next to ESM (obra/superpowers' server.cjs)
     ".rb": ("ruby", "ruby"),
     ".pl": ("perl", "perl"),
     # `tsx` from PATH, only when "tsx" is allowed. Never `npx tsx`: with cwd = the skill, npx

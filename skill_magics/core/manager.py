@@ -666,7 +666,7 @@ class SkillManager:
         cwd: CwdArg | None = None,
     ) -> PreparedRun:
         """Resolve and check a run without asking anyone or running it (refusals audited).
-        A helper module is refused (``ScriptMetadata.kind``)."""
+        A script that does nothing when run is refused (``ScriptMetadata.runnable``)."""
         return self.planner.check_script(
             skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )[1]

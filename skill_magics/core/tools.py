@@ -175,10 +175,9 @@ def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[T
             )
         )
         try:
-            # Helper modules (catalog/kinds.py) are imported by entry points, never tools.
-            scripts = sorted(
-                (s for s in skill.scripts if s.kind == "entry"), key=lambda s: s.path.as_posix()
-            )
+            # Offered scripts only (catalog/kinds.py): a module other scripts import, or one
+            # that does nothing when run, is not a tool.
+            scripts = sorted(skill.offered_scripts, key=lambda s: s.path.as_posix())
         except (OSError, SkillMagicsError):
             continue  # an unreadable scripts/ folder must not hide the prompt tool
         stems: dict[str, int] = {}

@@ -25,8 +25,9 @@ def candidates(manager: SkillManager) -> list[str]:
             scripts = manager.get_skill(meta.name).scripts
         except Exception:  # an unreadable skill must not break completion of the others
             continue
-        # Helper modules are not offered: %%skillrun refuses them (catalog/kinds.py).
-        names += [f"{meta.name}.{script.name}" for script in scripts if script.kind == "entry"]
+        # Offered scripts only (catalog/kinds.py): the ones other scripts import still run
+        # when typed, but are not suggested; the ones that do nothing are refused.
+        names += [f"{meta.name}.{script.name}" for script in scripts if script.offered]
     return sorted(set(names))
 
 

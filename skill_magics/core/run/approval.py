@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.visible import non_ascii_note
+
 
 class Decision(str, enum.Enum):
     """The three answers a person can give."""
@@ -194,6 +196,9 @@ class ApprovalRequest:
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+    # The managed environment the skill's Python scripts run with (envdirs.environment_id;
+    # "" for none): a rebuilt environment is other code, so a "Yes in session" ends with it.
+    environment: str = ""
 
     @property
     def is_combined(self) -> bool:
@@ -217,6 +222,23 @@ class ApprovalRequest:
     def skill_names(self) -> tuple[str, ...]:
         """Every skill this request covers, in order."""
         return tuple(part.skill_name for part in self.requests)
+
+    @property
+    def name_notes(self) -> tuple[str, ...]:
+        """One line per name with non-ASCII letters that a person might take for another:
+        a skill's name, a package to install, a package or program a script lacks
+        (``requ⟨U+0435⟩sts`` is not ``requests``). Approvers show them before the buttons."""
+        notes: dict[str, None] = {}
+        for part in self.requests:
+            names = [("skill", part.skill_name)]
+            if part.install is not None:
+                names += [("package", p) for p in part.install.packages]
+            names += [("needed", m) for s in part.scripts for m in s.missing]
+            for kind, name in names:
+                note = non_ascii_note(name)
+                if note is not None:
+                    notes[f"{kind} {note}"] = None
+        return tuple(notes)
 
 
 @dataclass(frozen=True)

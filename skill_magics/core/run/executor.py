@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from skill_magics.core import envdirs, interpreters, paths
 from skill_magics.core.audit import AuditLog, arguments_preview
+from skill_magics.core.catalog import kinds
 from skill_magics.core.errors import (
     ArgumentSizeError,
     InterpreterNotAllowedError,
@@ -293,7 +294,7 @@ class ScriptExecutor:
         timeout: float | None = None,
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
 
@@ -303,7 +304,10 @@ class ScriptExecutor:
         uses ``self.sandbox.mode``. An explicit mode that cannot be had here is refused.
         ``cwd``: "skill", "workspace" or a folder (None: ``self.run_cwd``). ``module``: run
         the script as ``python -m module`` (``ScriptMetadata.module``; it must name the
-        script's own path, e.g. "scripts.run_eval" for scripts/run_eval.py).
+        script's own path, e.g. "scripts.run_eval" for scripts/run_eval.py); "" runs it as a
+        file; None (a direct call) decides from the script's own imports, as the catalog
+        does (``kinds.module_for``): one importing the skill's modules from the skill root
+        runs as a module.
         """
         started = time.monotonic()
         try:
@@ -337,9 +341,11 @@ class ScriptExecutor:
         argv: Sequence[Any] | None,
         timeout: float | None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
     ) -> PreparedRun:
         limit = self.timeout if timeout is None else check_timeout(timeout)
+        # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
+        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
         self._check_tools(metadata)
         plan = self._plan(script_path, skill_base_dir)
         script, spec, command = plan.script, plan.spec, plan.command
@@ -351,6 +357,8 @@ class ScriptExecutor:
             payload = encode_arguments({} if arguments is None else arguments)
         base_abs = os.path.abspath(skill_base_dir)
         env = self._env(metadata, base_abs)
+        if module is None:
+            module = kinds.module_for(script.real_base, script.relative.as_posix())
         if module:
             command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
@@ -414,6 +422,9 @@ class ScriptExecutor:
         started = time.monotonic()
         try:
             limit = self.timeout if timeout is None else check_timeout(timeout)
+            paths.check_skill_name(
+                skill_metadata.name, os.path.basename(os.path.abspath(skill_base_dir))
+            )
             command = normalize_argv(argv)
             if not command or not os.path.isabs(command[0]):
                 raise InterpreterNotFoundError(
@@ -879,7 +890,7 @@ class ScriptExecutor:
         cancel: threading.Event | None = None,
         sandbox: str | None = None,
         cwd: workdir.CwdArg | None = None,
-        module: str = "",
+        module: str | None = None,
     ) -> ScriptExecutionResult:
         """``run(prepare(...))``: check, spawn, wait, audit."""
         prepared = self.prepare(

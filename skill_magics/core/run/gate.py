@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.errors import (
@@ -191,7 +191,9 @@ class ApprovalGate:
                 return current
         if decision is Decision.YES_IN_SESSION:
             for part in request.requests:  # each skill at its own fingerprint
-                self.store.approve(part.skill_name, part.content_hash, part.sandbox)
+                self.store.approve(
+                    part.skill_name, part.content_hash, part.sandbox, part.environment
+                )
         if by != SESSION:
             self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")
         return Verdict(decision=decision, by=by)
@@ -216,6 +218,8 @@ class ApprovalGate:
                 entries = fingerprint.skill_entries(base)
             except (SkillMagicsError, OSError):
                 return False
+            if envdirs.environment_id(base) != part.environment:
+                return False  # the managed environment was rebuilt: other code would run
             now = fingerprint.fingerprint_of(entries)
             if part.code is not None:
                 now = code_approval_hash(now, part.code)
@@ -242,6 +246,20 @@ class ApprovalGate:
         )
         self.audit_decision(request, AuditOutcome.REFUSED, f"ApprovalStale: {message}")
         return Verdict(RunStatus.REFUSED, message)
+
+    def environment_rebuilt(self, skill_name: str, where: str) -> None:
+        """A new managed environment of ``skill_name`` was published: its "Yes in session"
+        ends (other packages run its code now), audited as ``approval_lapsed``. A rebuild by
+        another process ends it too: the request's ``environment`` no longer matches."""
+        if self.store.revoke(skill_name):
+            self.audit.event(
+                skill_name,
+                INSTALL_LABEL,
+                None,
+                AuditOutcome.APPROVAL_LAPSED,
+                reason=f"the skill's environment was rebuilt ({where}): the session approval "
+                "lapsed; the next run asks again",
+            )
 
     # -- auditing ----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
@@ -127,8 +127,8 @@ class Planner:
     ) -> PlannedRun:
         """Check one run of ``script`` and build its request; raises (audited) on a refusal.
 
-        ``sandbox``: this run's mode (None: the executor's setting). A helper module
-        (``ScriptMetadata.kind``) is refused, naming the entry points."""
+        ``sandbox``: this run's mode (None: the executor's setting). A script that cannot
+        run (``ScriptMetadata.runnable``) is refused, naming the ones that can."""
         meta, prepared = self.check_script(
             skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )
@@ -149,13 +149,15 @@ class Planner:
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run).
 
-        A helper module (one other scripts import, ``ScriptMetadata.kind``) is refused in one
-        line that names the skill's entry points: it never runs on its own."""
+        ``__init__.py`` and modules holding only imports, definitions and constants
+        (``ScriptMetadata.runnable`` is False) are refused in one line naming the scripts
+        that can run: running them does nothing. Every other script may run, offered or not.
+        """
         started = time.monotonic()
         try:
             skill, meta = self.catalog.resolve_script(skill_name, script)
-            if meta.kind != "entry":
-                raise helper_error(skill, meta)
+            if not meta.runnable:
+                raise not_runnable_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.
             metadata = skill.current_metadata()
@@ -328,6 +330,7 @@ class Planner:
             entries=entries,
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
+            environment=envdirs.environment_id(skill.base_dir),
             provenance=provenance_info(skill.base_dir),
         )
 
@@ -360,15 +363,31 @@ class Planner:
             return ()  # it would be refused anyway; the refusal is audited when it is tried
 
 
-def helper_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
-    """The one-line refusal for running a helper module, naming the entry points."""
-    entries = [s.path.as_posix() for s in skill.scripts if s.kind == "entry"]
-    what = f"{meta.path.as_posix()} in skill {skill.name!r} is a helper module, not an entry point"
-    if entries:
-        return HelperScriptError(f"{what}: run one of {', '.join(entries)}")
+MAX_NAMED = 8  # runnable scripts a refusal names before "+N more"
+
+
+def not_runnable_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
+    """The one-line refusal for a script that does nothing when run, naming the runnable
+    scripts (offered ones first)."""
+    rel = meta.path.as_posix()
+    runnable = sorted(
+        (s for s in skill.scripts if s.runnable), key=lambda s: (not s.offered, s.path.as_posix())
+    )
+    names = [s.path.as_posix() for s in runnable[:MAX_NAMED]]
+    if len(runnable) > MAX_NAMED:
+        names.append(f"+{len(runnable) - MAX_NAMED} more (%skills show {skill.name})")
+    if meta.path.name == "__init__.py":
+        what = f"{rel} in skill {skill.name!r} is a package's __init__.py: running it does nothing"
+    else:
+        what = (
+            f"{rel} in skill {skill.name!r} holds only imports, definitions and constants: "
+            "running it does nothing"
+        )
+    if names:
+        return HelperScriptError(f"{what}; run one of {', '.join(names)}")
     return HelperScriptError(
-        f"{what}, and the skill has none: name the script in SKILL.md (or give it an "
-        "`if __name__ == '__main__':` guard) to make it one"
+        f"{what}, and the skill has no script that runs: give the script that does the work "
+        "an `if __name__ == '__main__':` block"
     )
 
 

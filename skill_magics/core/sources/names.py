@@ -17,29 +17,27 @@ Example:
 from __future__ import annotations
 
 from skill_magics.core.errors import SourceError
+from skill_magics.core.paths import folder_name_problem
 from skill_magics.core.visible import visible
 
-MAX_NAME_CHARS = 128
 MAX_PATH_CHARS = 1024
 MAX_PATH_DEPTH = 32
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a skill's folder name, or None when it can."""
-    if not name:
-        return "it is empty"
-    if name in (".", ".."):
-        return "it is . or .."
-    if "/" in name or "\\" in name or "\0" in name:
-        return "it holds a path separator"
+    """Why ``name`` cannot be an installed skill's folder name, or None when it can: the
+    core rule (``paths.folder_name_problem``: one folder name), and for installs also no
+    bidi or other invisible controls, no surrounding space, and no leading dot (a hidden
+    folder is not searched) or dash."""
+    problem = folder_name_problem(name)
+    if problem is not None:
+        return problem
     if visible(name) != name or name != name.strip():
         return "it holds control, bidi or surrounding space characters"
     if name.startswith("."):
         return "it starts with a dot (a hidden folder is not searched for skills)"
     if name.startswith("-"):
         return "it starts with a dash"
-    if len(name) > MAX_NAME_CHARS:
-        return f"it is longer than {MAX_NAME_CHARS} characters"
     return None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 import threading
 import time
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
-from skill_magics.core.visible import visible
+from skill_magics.core.visible import mark_non_ascii, visible
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
 _BUTTON_STYLES = {
@@ -71,6 +72,12 @@ def _safe(text: str) -> str:
     return visible(text)
 
 
+def _name(text: str) -> str:
+    """A name (skill, package, program): like _safe, and non-ASCII letters marked
+    (``requ⟨U+0435⟩sts``), so a lookalike never reads as the name it imitates."""
+    return mark_non_ascii(text)
+
+
 def _safe_block(text: str) -> str:
     """Multi-line text (code): like _safe, but tabs and newlines stay."""
     return visible(text, keep="\t\n")
@@ -103,7 +110,8 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     if is_skill_install(request):
         return _install_text(request, full)
     if not request.is_combined:
-        lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
+        lines = [f"Approval needed: skill '{_name(request.skill_name)}' wants to run:"]
+        lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
         lines += _script_lines(request, "  ")
         lines += _input_lines(request, "  ", full)
         lines += _extra_lines(request, "  ")
@@ -111,17 +119,18 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
         return "\n".join(lines)
     parts = request.parts
     count = sum(len(part.scripts) for part in parts)
-    names = ", ".join(f"'{_safe(part.skill_name)}'" for part in parts)
+    names = ", ".join(f"'{_name(part.skill_name)}'" for part in parts)
     lines = [
         f"Approval needed: {len(parts)} skills ({names}) want to run {count} "
         f"script{'s' if count != 1 else ''}; one answer decides for all of them:"
     ]
+    lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
     shared = request.shares_inputs
     if shared:
         lines += _input_lines(request, "  ", full, every=True)
     lines += _extra_lines(request, "  ")
     for part in parts:
-        lines.append(f"  skill '{_safe(part.skill_name)}':")
+        lines.append(f"  skill '{_name(part.skill_name)}':")
         lines += _script_lines(part, "    ")
         if not shared:
             lines += _input_lines(part, "    ", full)
@@ -141,7 +150,8 @@ def _script_lines(request: ApprovalRequest, indent: str) -> list[str]:
         if script.cwd:
             lines.append(f"{indent}  working directory: {_safe(script.cwd)}")
         if script.missing:
-            lines.append(f"{indent}  missing (it may fail): {_safe(', '.join(script.missing))}")
+            missing = ", ".join(_name(m) for m in script.missing)
+            lines.append(f"{indent}  missing (it may fail): {missing}")
     return lines
 
 
@@ -177,7 +187,7 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
             rows.append(("", f"... and {batch.count - len(shown):,} more"))
     install = request.install
     if install is not None:
-        rows.append(("Install first", ", ".join(install.packages) or "(nothing)"))
+        rows.append(("Install first", ", ".join(_name(p) for p in install.packages) or "(nothing)"))
         if install.target:
             rows.append(("into", install.target))
         if install.command:
@@ -230,7 +240,10 @@ def _extra_lines(request: ApprovalRequest, indent: str) -> list[str]:
 
 
 def _extra_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
-    return [(html.escape(label), f"<code>{_esc(text)}</code>") for label, text in _extras(request)]
+    return [
+        (html.escape(label), f"<code>{_highlight(_esc(text))}</code>")
+        for label, text in _extras(request)
+    ]
 
 
 def _preview_lines(request: ApprovalRequest, indent: str, full: bool) -> list[str]:
@@ -266,7 +279,8 @@ def summary_html(request: ApprovalRequest) -> str:
     if is_skill_install(request):
         return _install_html(request)
     if not request.is_combined:
-        rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
+        rows = [("Skill", f"<b>{_esc_name(request.skill_name)}</b>")]
+        rows += _note_rows(request)
         rows += _script_rows(request)
         rows += _input_rows(request)
         rows += _extra_rows(request)
@@ -275,12 +289,12 @@ def summary_html(request: ApprovalRequest) -> str:
     else:
         shared = request.shares_inputs
         count = sum(len(part.scripts) for part in request.parts)
-        rows = []
+        rows = _note_rows(request)
         if shared:
             rows += _input_rows(request, " (every script)")
         rows += _extra_rows(request)
         for part in request.parts:
-            rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
+            rows.append(("Skill", f"<b>{_esc_name(part.skill_name)}</b>"))
             rows += _script_rows(part)
             if not shared:
                 rows += _input_rows(part)
@@ -318,7 +332,8 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
             rows.append(("Working directory", f"<code>{_esc(script.cwd)}</code>"))
         if script.missing:
             # Named before anyone approves: %skills env NAME installs the packages.
-            rows.append(("Missing (it may fail)", _esc(", ".join(script.missing))))
+            missing = ", ".join(_esc_name(m) for m in script.missing)
+            rows.append(("Missing (it may fail)", missing))
     return rows
 
 
@@ -343,6 +358,20 @@ def _preview_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 def _esc(text: str) -> str:
     return html.escape(_safe(text))
+
+
+def _esc_name(text: str) -> str:
+    """A name in HTML: its non-ASCII letters marked, and highlighted."""
+    return _highlight(html.escape(_name(text)))
+
+
+def _highlight(escaped: str) -> str:
+    """Highlight the ``⟨U+XXXX⟩`` markers of escaped HTML text."""
+    return re.sub(r"⟨U\+[0-9A-F]+⟩", lambda m: f"<mark>{m.group()}</mark>", escaped)
+
+
+def _note_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    return [("Warning", f"<mark>{_esc(note)}</mark>") for note in request.name_notes]
 
 
 def _pre(text: str) -> str:
