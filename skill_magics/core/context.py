@@ -77,6 +77,7 @@ from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.gate import Verdict
 from skill_magics.core.run.plan import ReferencePlan
+from skill_magics.core.secrets import redact_known
 from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag
 
@@ -296,11 +297,13 @@ def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:
     if result is None:
         if outcome.status == "skipped":
             return element("script_output", None, attributes)
-        return element("script_output", outcome.message, attributes)
+        return element("script_output", redact_known(outcome.message), attributes)
     attributes["exit_code"] = result.exit_code
     if result.signal:
         attributes["signal"] = result.signal
-    streams = {"stdout": result.stdout, "stderr": result.stderr}
+    # Redacted (every known secret value) before the cut and the XML escaping; the executor
+    # already masked its own store's values as the streams were read.
+    streams = {"stdout": redact_known(result.stdout), "stderr": redact_known(result.stderr)}
     truncated = [name for name in streams if getattr(result, f"{name}_truncated")]
     for name, text in streams.items():
         if limit is not None and len(text) > limit:

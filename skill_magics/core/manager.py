@@ -417,8 +417,9 @@ class SkillManager:
         """The audit log every attempt is recorded in (stdlib logging + optional JSONL)."""
         with self._lock:
             if self._audit is None:
+                # No secret value in any record: the log masks every SecretStore's values
+                # (this manager's included) before it cuts or keeps a text (core/audit.py).
                 self._audit = AuditLog(jsonl_path=self.audit_log)
-                self._audit.redact = self.secrets.redact  # no secret value in any record
             return self._audit
 
     @property

@@ -48,6 +48,7 @@ from skill_magics.core.prompt_catalog import opted_out
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.executor import PreparedRun
+from skill_magics.core.secrets import redact_known
 
 ToolFormat = Literal["anthropic", "openai"]
 ACTIVATION_TOOL = "activate_skill"
@@ -358,11 +359,12 @@ def prompt_content(manager: SkillManager, skill_name: str) -> str:
 
 
 def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> dict[str, Any]:
-    """An Anthropic ``tool_result`` content block."""
+    """An Anthropic ``tool_result`` content block (secret values masked: an error message
+    may quote the input, and the block goes to a model)."""
     return {
         "type": "tool_result",
         "tool_use_id": tool_use_id,
-        "content": content,
+        "content": redact_known(content),
         "is_error": is_error,
     }
 
@@ -382,7 +384,9 @@ def result_block(
 
 
 def cap_text(text: str, max_chars: int | None) -> str:
-    """``text``, or its first ``max_chars`` characters and a note of how much was left out."""
+    """``text`` with secret values masked, or its first ``max_chars`` characters (masked
+    first, then cut) and a note of how much was left out."""
+    text = redact_known(text)
     if max_chars is None or len(text) <= max_chars:
         return text
     more = len(text) - max_chars
