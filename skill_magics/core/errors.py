@@ -130,6 +130,11 @@ class EnvironmentBuildError(SkillMagicsError, RuntimeError):
     """Building a skill's managed environment failed; nothing half-built is used."""
 
 
+class SkillTooDeepError(SkillMagicsError):
+    """The skill nests folders deeper than its fingerprint walks (fingerprint.MAX_DEPTH): a
+    change down there could not be seen, so nothing of the skill may be approved or run."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -154,4 +159,5 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "SkillTooDeepError",
 ]

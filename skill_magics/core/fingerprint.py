@@ -21,8 +21,18 @@ is code (:func:`is_code`): an output file does not ask again, a script that rewr
 or drops a new helper module does, and so does any change inside the skipped directories
 (:func:`skipped_entries`: a package installed into ``venv/``, a ``.pth`` file, bytecode).
 
+Every folder is walked, whatever its depth, up to ``MAX_DEPTH`` (64) levels: a skill with a
+folder nested deeper is refused (:class:`SkillTooDeepError`, one line, before anything runs:
+the planner audits it), never half-seen, since an edit down there would keep an approval.
+The walk goes by directory file descriptors (``openat``), so no path grows past ``PATH_MAX``,
+a folder swapped for a symlink mid-walk is not followed, and it holds at most one descriptor
+per level. It never follows a symlinked directory, so symlink loops cannot make it loop; a
+folder met again on its own path (a bind mount of an ancestor) is recorded as ``loop``, its
+files being those of the ancestor already walked.
+
 Cheap on repeat: file digests are cached by (device, inode) and reused while the file's
-stat identity (mtime, ctime, size) is unchanged, so a fingerprint costs one stat per file.
+stat identity (mtime, ctime, size) is unchanged, so a fingerprint costs one stat per file
+(plus one open per folder); only a file whose identity changed is read again.
 Limit: a symlinked directory is recorded by its target text, not walked.
 
 Example:
@@ -36,12 +46,21 @@ import hashlib
 import os
 import stat
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from skill_magics.core import interpreters
+from skill_magics.core.errors import SkillTooDeepError
+from skill_magics.core.visible import visible
 
 MAX_HASHED_BYTES = 1 << 20
-MAX_DEPTH = 16  # deeper trees are recorded as one opaque entry (no real skill nests this far)
+# Folder levels walked; a deeper folder refuses the skill (no real skill nests this far: it
+# bounds the descriptors one walk holds open, not what it sees).
+MAX_DEPTH = 64
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 SKIP_DIRS = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git"})
 VENV_ENTRY = "<venv python>"
 # Files a script may load or run: a change to one by the approved run lapses the approval.
@@ -60,8 +79,12 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def _file_digest(path: str, st: os.stat_result) -> str:
-    """Content digest of a regular file (identity digest when large), cached by identity."""
+def _file_digest(
+    path: str, st: os.stat_result, *, dir_fd: int | None = None, follow: bool = True
+) -> str:
+    """Content digest of a regular file (identity digest when large), cached by identity.
+    ``path`` is relative to ``dir_fd`` when given; ``follow=False``: a file swapped for a
+    symlink since it was looked at is not followed (an ``unreadable`` entry instead)."""
     ident = _identity(st)
     if st.st_size > MAX_HASHED_BYTES:
         return "stat:" + ":".join(str(v) for v in ident)
@@ -71,9 +94,10 @@ def _file_digest(path: str, st: os.stat_result) -> str:
     if hit is not None and hit[0] == ident:
         return hit[1]
     digest = hashlib.sha256()
+    # O_NONBLOCK: a FIFO swapped in after the stat must not block us.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC | (0 if follow else _NOFOLLOW)
     try:
-        # O_NONBLOCK: a FIFO swapped in after the stat must not block us.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
         return f"unreadable:{type(exc).__name__}"
     try:
@@ -94,54 +118,133 @@ def _file_digest(path: str, st: os.stat_result) -> str:
     return value
 
 
-def _target_entry(path: str) -> str:
+def _target_entry(name: str, dir_fd: int) -> str:
     """What a symlink leads to: a file's digest, or the kind of thing it is."""
     try:
-        st = os.stat(path)
+        st = os.stat(name, dir_fd=dir_fd)
     except OSError:
         return "dangling"
     if stat.S_ISREG(st.st_mode):
-        return _file_digest(path, st)
+        return _file_digest(name, st, dir_fd=dir_fd)
     if stat.S_ISDIR(st.st_mode):
         return "dir:" + ":".join(str(v) for v in _identity(st))
     return f"special:{stat.S_IFMT(st.st_mode)}"
 
 
-def _walk(top: str, rel: str, depth: int, out: list[tuple[str, str]]) -> None:
+def _listing(fd: int) -> list[os.DirEntry[str]]:
+    with os.scandir(fd) as it:
+        return sorted(it, key=lambda e: e.name)
+
+
+@dataclass
+class _Folder:
+    """A folder being walked: its descriptor (kept open while its entries are looked at:
+    they are relative to it), its path in the skill, depth and identity."""
+
+    fd: int
+    rel: str
+    depth: int
+    entries: Iterator[os.DirEntry[str]]
+    key: tuple[int, int]
+
+
+def _too_deep(base: str, rel: str) -> SkillTooDeepError:
+    parts = rel.split("/")
+    shown = "/".join(parts[:3] + ["…"] + parts[-1:]) if len(parts) > 4 else rel
+    return SkillTooDeepError(
+        f"Skill folder {visible(base)} nests folders more than {MAX_DEPTH} deep "
+        f"({visible(shown[:200])}): a change that deep could not be seen, so it is not run; "
+        "move that data out of the skill"
+    )
+
+
+def _walk(base: str, out: list[tuple[str, str]]) -> None:
+    """Every entry under ``base``, depth first in name order (see the module docstring)."""
     try:
-        with os.scandir(top) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        top = os.open(base, _DIR_FLAGS)
+        st = os.fstat(top)
     except OSError as exc:
-        out.append((rel or ".", f"unlistable:{type(exc).__name__}"))
+        out.append((".", f"unlistable:{type(exc).__name__}"))
         return
-    for entry in entries:
-        name = rel + "/" + entry.name if rel else entry.name
+    stack: list[_Folder] = []
+    try:
         try:
-            if entry.is_symlink():
-                target = os.readlink(entry.path)
-                out.append((name, f"link:{target}:{_target_entry(entry.path)}"))
-            elif entry.is_dir(follow_symlinks=False):
-                if entry.name in SKIP_DIRS:
-                    # Not even its existence: Python creates __pycache__/ on the first run.
-                    continue
-                if depth >= MAX_DEPTH:
+            stack.append(_Folder(top, "", 0, iter(_listing(top)), (st.st_dev, st.st_ino)))
+        except OSError as exc:
+            os.close(top)
+            out.append((".", f"unlistable:{type(exc).__name__}"))
+            return
+        on_path = {stack[0].key}
+        while stack:
+            folder = stack[-1]
+            entry = next(folder.entries, None)
+            if entry is None:
+                stack.pop()
+                on_path.discard(folder.key)
+                os.close(folder.fd)
+                continue
+            name = folder.rel + "/" + entry.name if folder.rel else entry.name
+            try:
+                if entry.is_symlink():
+                    target = os.readlink(entry.name, dir_fd=folder.fd)
+                    out.append((name, f"link:{target}:{_target_entry(entry.name, folder.fd)}"))
+                elif entry.is_dir(follow_symlinks=False):
+                    if entry.name in SKIP_DIRS:
+                        # Not even its existence: Python creates __pycache__/ on the first run.
+                        continue
+                    if folder.depth >= MAX_DEPTH:
+                        raise _too_deep(base, name)
+                    child = _open_folder(entry.name, folder.fd, name, on_path, out)
+                    if child is not None:
+                        stack.append(_Folder(child[0], name, folder.depth + 1, *child[1:]))
+                        on_path.add(child[2])
+                else:
                     st = entry.stat(follow_symlinks=False)
-                    out.append((name, "deep-dir:" + ":".join(str(v) for v in _identity(st))))
-                else:
-                    _walk(entry.path, name, depth + 1, out)
-            else:
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(st.st_mode):
-                    out.append((name, _file_digest(entry.path, st)))
-                else:
-                    out.append((name, f"special:{stat.S_IFMT(st.st_mode)}"))
-        except OSError as exc:  # vanished between listing and looking: still deterministic
-            out.append((name, f"error:{type(exc).__name__}"))
+                    if stat.S_ISREG(st.st_mode):
+                        digest = _file_digest(entry.name, st, dir_fd=folder.fd, follow=False)
+                        out.append((name, digest))
+                    else:
+                        out.append((name, f"special:{stat.S_IFMT(st.st_mode)}"))
+            except OSError as exc:  # vanished between listing and looking: still deterministic
+                out.append((name, f"error:{type(exc).__name__}"))
+    finally:
+        for folder in stack:
+            os.close(folder.fd)
+
+
+def _open_folder(
+    name: str, parent: int, rel: str, on_path: set[tuple[int, int]], out: list[tuple[str, str]]
+) -> tuple[int, Iterator[os.DirEntry[str]], tuple[int, int]] | None:
+    """Open and list a subfolder (None when recorded as an entry instead: a loop, or
+    unlistable)."""
+    fd = os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent)
+    try:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        if key in on_path:  # a bind mount of a folder it is inside: already being walked
+            out.append((rel, "loop"))
+            os.close(fd)
+            return None
+        try:
+            entries = _listing(fd)
+        except OSError as exc:
+            out.append((rel, f"unlistable:{type(exc).__name__}"))
+            os.close(fd)
+            return None
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+    return fd, iter(entries), key
 
 
 def _walk_skipped(top: str, rel: str, depth: int, inside: bool, out: list[tuple[str, str]]) -> None:
     """Files under the directories the fingerprint skips, by stat identity only (one stat
-    each, no reads): enough to see that a run changed something there."""
+    each, no reads): enough to see that a run changed something there. Limit: entries more
+    than MAX_DEPTH folders deep in there are not looked at (installed packages never nest
+    that far; the fingerprint proper refuses such a depth instead)."""
     if depth > MAX_DEPTH:
         return
     try:
@@ -176,10 +279,12 @@ def skipped_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def skill_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """What the fingerprint is made of: relative path -> digest (or stat/link/kind entry)."""
+    """What the fingerprint is made of: relative path -> digest (or stat/link/kind entry).
+
+    Raises :class:`SkillTooDeepError` for a folder nested deeper than ``MAX_DEPTH``."""
     base = os.path.abspath(skill_base_dir)
     entries: list[tuple[str, str]] = []
-    _walk(base, "", 0, entries)
+    _walk(base, entries)
     venv_python = interpreters.skill_venv_python(Path(base))
     if venv_python is not None:
         real = os.path.realpath(venv_python)
@@ -202,7 +307,8 @@ def fingerprint_of(entries: dict[str, str]) -> str:
 
 
 def skill_fingerprint(skill_base_dir: str | os.PathLike[str]) -> str:
-    """SHA-256 over every file of the skill (see the module docstring for the rules)."""
+    """SHA-256 over every file of the skill (see the module docstring for the rules);
+    :class:`SkillTooDeepError` for a skill nesting folders deeper than ``MAX_DEPTH``."""
     return fingerprint_of(skill_entries(skill_base_dir))
 
 
@@ -239,6 +345,7 @@ def is_code(skill_base_dir: str | os.PathLike[str], rel: str) -> bool:
 
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_HASHED_BYTES",
     "SKIP_DIRS",
     "changed_entries",

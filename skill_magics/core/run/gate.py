@@ -290,12 +290,18 @@ class ApprovalGate:
         skipped_before = fingerprint.skipped_entries(skill.base_dir)
 
         def finish() -> None:
-            after = fingerprint.skill_entries(skill.base_dir)
-            changed = fingerprint.changed_entries(before, after)
-            changed += fingerprint.changed_entries(
-                skipped_before, fingerprint.skipped_entries(skill.base_dir)
-            )
-            code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
+            try:
+                after = fingerprint.skill_entries(skill.base_dir)
+            except (SkillMagicsError, OSError) as exc:
+                # The files cannot be compared any more (the run nested folders deeper than
+                # the fingerprint walks): fail closed, as for a change of code.
+                after, code = {}, [f"the whole skill: {exc}"]
+            else:
+                changed = fingerprint.changed_entries(before, after)
+                changed += fingerprint.changed_entries(
+                    skipped_before, fingerprint.skipped_entries(skill.base_dir)
+                )
+                code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
             if not code:
                 self.store.rebase(name, before_hash, fingerprint.fingerprint_of(after))
                 return
