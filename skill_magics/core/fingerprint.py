@@ -32,7 +32,16 @@ files being those of the ancestor already walked.
 
 Cheap on repeat: file digests are cached by (device, inode) and reused while the file's
 stat identity (mtime, ctime, size) is unchanged, so a fingerprint costs one stat per file
-(plus one open per folder); only a file whose identity changed is read again.
+(plus one open per folder); only a file whose identity changed is read again. File times
+are coarse (a kernel tick, seconds on some file systems), so two writes close together can
+leave the same identity: like git's "racily clean" entries, a digest is trusted only for a
+file whose last change was more than ``RACY_NS`` before it was hashed; a fresher file is
+read again each time.
+
+:func:`skill_snapshot` gives the entries together with a :class:`StatSnapshot` of them: the
+stat identity of every folder, file, link target and venv interpreter candidate. Its
+:meth:`~StatSnapshot.unchanged` re-stats those paths only (no listing, no reads): the fast
+path a batch takes before each item, falling back to the full walk when anything moved.
 Limit: a symlinked directory is recorded by its target text, not walked.
 
 Example:
@@ -46,6 +55,7 @@ import hashlib
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +71,9 @@ MAX_DEPTH = 64
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+# A file changed less than this before it was hashed (or snapshotted) may change again
+# without its stat identity moving (timestamps are per kernel tick, 2 s on FAT): not trusted.
+RACY_NS = 2_500_000_000
 SKIP_DIRS = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git"})
 VENV_ENTRY = "<venv python>"
 # Files a script may load or run: a change to one by the approved run lapses the approval.
@@ -69,14 +82,19 @@ CODE_SUFFIXES = frozenset(
     " .php .lua .r .ps1 .bat .cmd .so .dylib .dll .jar .class .wasm .ipynb".split()
 )
 
-# (st_dev, st_ino) -> (stat identity, sha256 hex of the bytes)
-_DIGESTS: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
+# (st_dev, st_ino) -> (stat identity, sha256 hex of the bytes, time.time_ns() when hashed)
+_DIGESTS: dict[tuple[int, int], tuple[tuple[int, ...], str, int]] = {}
 _LOCK = threading.Lock()
 _MAX_CACHE = 8192
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def _racy(st: os.stat_result, seen_ns: int) -> bool:
+    """Could the file change again without its identity moving, as seen at ``seen_ns``?"""
+    return max(st.st_mtime_ns, st.st_ctime_ns) + RACY_NS > seen_ns
 
 
 def _file_digest(
@@ -91,8 +109,9 @@ def _file_digest(
     key = (st.st_dev, st.st_ino)
     with _LOCK:
         hit = _DIGESTS.get(key)
-    if hit is not None and hit[0] == ident:
+    if hit is not None and hit[0] == ident and not _racy(st, hit[2]):
         return hit[1]
+    hashed_at = time.time_ns()  # before reading: a write during the read is racy too
     digest = hashlib.sha256()
     # O_NONBLOCK: a FIFO swapped in after the stat must not block us.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC | (0 if follow else _NOFOLLOW)
@@ -114,7 +133,7 @@ def _file_digest(
     with _LOCK:
         if len(_DIGESTS) >= _MAX_CACHE:
             _DIGESTS.clear()
-        _DIGESTS[key] = (ident, value)
+        _DIGESTS[key] = (ident, value, hashed_at)
     return value
 
 
@@ -129,6 +148,13 @@ def _target_entry(name: str, dir_fd: int) -> str:
     if stat.S_ISDIR(st.st_mode):
         return "dir:" + ":".join(str(v) for v in _identity(st))
     return f"special:{stat.S_IFMT(st.st_mode)}"
+
+
+def _stat_identity(name: str, dir_fd: int | None = None) -> tuple[int, ...] | None:
+    try:
+        return _identity(os.stat(name, dir_fd=dir_fd))
+    except OSError:
+        return None
 
 
 def _listing(fd: int) -> list[os.DirEntry[str]]:
@@ -158,14 +184,24 @@ def _too_deep(base: str, rel: str) -> SkillTooDeepError:
     )
 
 
-def _walk(base: str, out: list[tuple[str, str]]) -> None:
-    """Every entry under ``base``, depth first in name order (see the module docstring)."""
+# What a StatSnapshot re-stats: (path relative to the skill, follow symlinks?, identity or
+# None when absent). "" is the skill folder itself.
+_Seen = tuple[str, bool, "tuple[int, ...] | None"]
+
+
+def _walk(base: str, out: list[tuple[str, str]], seen: list[_Seen] | None = None) -> None:
+    """Every entry under ``base``, depth first in name order (see the module docstring);
+    ``seen`` collects the stat identities a :class:`StatSnapshot` needs."""
     try:
         top = os.open(base, _DIR_FLAGS)
         st = os.fstat(top)
     except OSError as exc:
         out.append((".", f"unlistable:{type(exc).__name__}"))
+        if seen is not None:
+            seen.append(("", True, None))
         return
+    if seen is not None:
+        seen.append(("", True, _identity(st)))
     stack: list[_Folder] = []
     try:
         try:
@@ -188,18 +224,23 @@ def _walk(base: str, out: list[tuple[str, str]]) -> None:
                 if entry.is_symlink():
                     target = os.readlink(entry.name, dir_fd=folder.fd)
                     out.append((name, f"link:{target}:{_target_entry(entry.name, folder.fd)}"))
+                    if seen is not None:
+                        seen.append((name, False, _identity(entry.stat(follow_symlinks=False))))
+                        seen.append((name, True, _stat_identity(entry.name, folder.fd)))
                 elif entry.is_dir(follow_symlinks=False):
                     if entry.name in SKIP_DIRS:
                         # Not even its existence: Python creates __pycache__/ on the first run.
                         continue
                     if folder.depth >= MAX_DEPTH:
                         raise _too_deep(base, name)
-                    child = _open_folder(entry.name, folder.fd, name, on_path, out)
+                    child = _open_folder(entry.name, folder.fd, name, on_path, out, seen)
                     if child is not None:
                         stack.append(_Folder(child[0], name, folder.depth + 1, *child[1:]))
                         on_path.add(child[2])
                 else:
                     st = entry.stat(follow_symlinks=False)
+                    if seen is not None:
+                        seen.append((name, False, _identity(st)))
                     if stat.S_ISREG(st.st_mode):
                         digest = _file_digest(entry.name, st, dir_fd=folder.fd, follow=False)
                         out.append((name, digest))
@@ -213,13 +254,20 @@ def _walk(base: str, out: list[tuple[str, str]]) -> None:
 
 
 def _open_folder(
-    name: str, parent: int, rel: str, on_path: set[tuple[int, int]], out: list[tuple[str, str]]
+    name: str,
+    parent: int,
+    rel: str,
+    on_path: set[tuple[int, int]],
+    out: list[tuple[str, str]],
+    seen: list[_Seen] | None,
 ) -> tuple[int, Iterator[os.DirEntry[str]], tuple[int, int]] | None:
     """Open and list a subfolder (None when recorded as an entry instead: a loop, or
     unlistable)."""
     fd = os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent)
     try:
         st = os.fstat(fd)
+        if seen is not None:
+            seen.append((rel, False, _identity(st)))
         key = (st.st_dev, st.st_ino)
         if key in on_path:  # a bind mount of a folder it is inside: already being walked
             out.append((rel, "loop"))
@@ -282,9 +330,73 @@ def skill_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
     """What the fingerprint is made of: relative path -> digest (or stat/link/kind entry).
 
     Raises :class:`SkillTooDeepError` for a folder nested deeper than ``MAX_DEPTH``."""
+    return _entries(os.path.abspath(skill_base_dir), None)
+
+
+@dataclass(frozen=True)
+class StatSnapshot:
+    """The stat identities of everything :func:`skill_entries` looked at (folders, files,
+    link targets, the venv interpreter candidates), taken at ``taken_ns``.
+
+    ``unchanged()`` re-stats exactly those paths: True means the entries are still what
+    they were (a file changed in place moves its mtime/ctime; one added, removed or renamed
+    moves its folder's). Not ``trusted`` (something changed less than RACY_NS before the
+    snapshot, so a further change might not move any time stamp): never unchanged.
+    """
+
+    base: str
+    seen: tuple[_Seen, ...]  # (absolute path, follow symlinks?, identity or None)
+    taken_ns: int
+    trusted: bool
+
+    def unchanged(self) -> bool:
+        if not self.trusted:
+            return False
+        do_stat = os.stat
+        for path, follow, ident in self.seen:
+            try:
+                st = do_stat(path, follow_symlinks=follow)
+            except OSError:  # gone, or a path past PATH_MAX: the full walk decides
+                if ident is not None:
+                    return False
+                continue
+            if ident is None or ident != (
+                st.st_dev,
+                st.st_ino,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_size,
+            ):
+                return False
+        return True
+
+
+def skill_snapshot(
+    skill_base_dir: str | os.PathLike[str],
+) -> tuple[dict[str, str], StatSnapshot]:
+    """:func:`skill_entries` and a :class:`StatSnapshot` taken during the same walk."""
     base = os.path.abspath(skill_base_dir)
+    taken = time.time_ns()
+    seen: list[_Seen] = []
+    entries = _entries(base, seen)
+    # The skipped venv folders: their interpreter counts (VENV_ENTRY). One absent is covered
+    # by the skill folder's own identity (creating it moves that); one present by its bin/
+    # folders (a new interpreter moves them) and the interpreter candidates themselves.
+    for venv in ("venv", ".venv"):
+        if os.path.isdir(os.path.join(base, venv)):
+            pythons = [c for c in interpreters.VENV_PYTHON_CANDIDATES if c.startswith(venv + "/")]
+            for rel in (f"{venv}/bin", f"{venv}/Scripts", *pythons):
+                seen.append((rel, True, _stat_identity(os.path.join(base, rel))))
+    trusted = all(
+        ident is None or max(ident[2], ident[3]) + RACY_NS <= taken for _, _, ident in seen
+    )
+    absolute = tuple((os.path.join(base, rel), follow, ident) for rel, follow, ident in seen)
+    return entries, StatSnapshot(base, absolute, taken, trusted)
+
+
+def _entries(base: str, seen: list[_Seen] | None) -> dict[str, str]:
     entries: list[tuple[str, str]] = []
-    _walk(base, entries)
+    _walk(base, entries, seen)
     venv_python = interpreters.skill_venv_python(Path(base))
     if venv_python is not None:
         real = os.path.realpath(venv_python)
@@ -346,6 +458,9 @@ def is_code(skill_base_dir: str | os.PathLike[str], rel: str) -> bool:
 
 __all__ = [
     "MAX_DEPTH",
+    "RACY_NS",
+    "StatSnapshot",
+    "skill_snapshot",
     "MAX_HASHED_BYTES",
     "SKIP_DIRS",
     "changed_entries",
