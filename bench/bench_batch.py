@@ -17,7 +17,9 @@ Measures, for a trivial Python script and a trivial bash script:
 5. the code check a local batch makes before EVERY item (``gate.CodeWatch.current``): its
    cost per item on the stat fast path and as the full check (a walk; what every item pays
    while files are younger than ``fingerprint.RACY_NS``), for the bench skill and for one with
-   2,000 files (``--check-only`` runs just this).
+   2,000 files; and in a real batch: the bash pool with the check (approved by an approver)
+   against the same pool without it (``approver=None``: the caller decided, nothing to
+   check), interleaved A B B A (``--check-only`` runs just this case).
 """
 
 from __future__ import annotations
@@ -164,6 +166,32 @@ def check_cost(manager: SkillManager, skill: str, script: str, files: int) -> No
     )
 
 
+def check_in_batch(manager: SkillManager, n: int, rounds: int = 3) -> None:
+    """Wall time of a bash batch with the per-item check against the same batch without."""
+
+    def one(approver) -> float:
+        start = time.perf_counter()
+        res = manager.map("bench-batch", "trivial.sh", [{}] * n, approver=approver)
+        wall = time.perf_counter() - start
+        assert res.ok, res.text()
+        return wall
+
+    yes = lambda request: "yes_once"  # noqa: E731 - an approver that approves
+    checked: list[float] = []
+    unchecked: list[float] = []
+    for _ in range(rounds):  # A B B A
+        checked.append(one(yes))
+        unchecked += [one(None), one(None)]
+        checked.append(one(yes))
+    c, u = sorted(checked)[len(checked) // 2], sorted(unchecked)[len(unchecked) // 2]
+    cpus = os.cpu_count() or 1
+    print(
+        f"check  bash pool, {n} items, medians of {len(checked)}: with the per-item check "
+        f"{c:.3f} s, without {u:.3f} s: ratio {c / u:.3f}; per item "
+        f"{(c - u) / n * cpus * 1e6:+.0f} us of a worker"
+    )
+
+
 def wide_skill(root: Path, files: int) -> None:
     base = root / "bench-wide"
     (base / "scripts").mkdir(parents=True)
@@ -213,6 +241,7 @@ def main() -> None:
             aged(root)
             check_cost(manager, "bench-batch", "trivial.sh", 4)
             check_cost(manager, "bench-wide", "trivial.sh", 2002)
+            check_in_batch(manager, n)
             return
         manager = SkillManager([root])
         manager.audit.clear()
@@ -274,9 +303,11 @@ def main() -> None:
                         f"(ours / that: {d / r1:.2f})"
                     )
         wide_skill(root, 2000)
+        manager = SkillManager([root])  # sees the new skill
         aged(root)
         check_cost(manager, "bench-batch", "trivial.sh", 4)
         check_cost(manager, "bench-wide", "trivial.sh", 2002)
+        check_in_batch(manager, n)
         before, after, wall, done, kept = rss(root, n_rss)
         print(
             f"RSS    {n_rss:,} items printing 1 KB (bash): peak RSS {after:.1f} MiB "
