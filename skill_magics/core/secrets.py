@@ -134,7 +134,8 @@ class SecretStore:
         self._values: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._masks: Masks | None = None
-        _STORES.add(self)
+        with _KNOWN_LOCK:
+            _STORES.add(self)
 
     def provide(self, skill: str, name: str, value: str) -> None:
         """Keep ``value`` for runs of ``skill`` that declare ``name`` (replaces an old one)."""
@@ -438,27 +439,31 @@ class StreamRedactor:
 _STORES: weakref.WeakSet[SecretStore] = weakref.WeakSet()
 _KNOWN_LOCK = threading.Lock()
 _known: Masks | None = None
+_generation = 0  # bumped by every change of any store: a stale build is never cached
 
 
 def _values_changed() -> None:
-    global _known
+    global _known, _generation
     with _KNOWN_LOCK:
         _known = None
+        _generation += 1
 
 
 def known_masks() -> Masks:
     """Masks for the values of every live :class:`SecretStore` in this process."""
     global _known
     with _KNOWN_LOCK:
-        masks = _known
+        masks, generation = _known, _generation
+        stores = list(_STORES)
     if masks is not None:
         return masks
     values: set[str] = set()
-    for store in list(_STORES):
+    for store in stores:
         values |= store.masks().values
     masks = Masks.of(values) if values else _NO_MASKS
     with _KNOWN_LOCK:
-        _known = masks
+        if _generation == generation:
+            _known = masks
     return masks
 
 
