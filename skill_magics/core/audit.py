@@ -81,6 +81,12 @@ def arguments_preview(
 def _encoded_preview(encoded: bytes, tail: str) -> str:
     """The preview of a JSON payload (plus the argv part): decoded and redacted piece by
     piece only until the first ARGUMENTS_PREVIEW_CHARS characters are known."""
+    limit = ARGUMENTS_PREVIEW_CHARS
+    masks = known_masks()
+    if not masks:  # nothing to mask: the cheap cut (4 bytes per character at most)
+        return truncate(
+            " ".join(filter(None, (encoded[: limit * 4].decode("utf-8", "ignore"), tail)))
+        )
     decoder = codecs.getincrementaldecoder("utf-8")("ignore")
 
     def pieces() -> Iterator[str]:
@@ -91,8 +97,7 @@ def _encoded_preview(encoded: bytes, tail: str) -> str:
         if tail:
             yield (" " if encoded else "") + tail
 
-    limit = ARGUMENTS_PREVIEW_CHARS
-    shown, more = known_masks().head(pieces(), limit)
+    shown, more = masks.head(pieces(), limit)
     return shown[: limit - 1] + "…" if more else shown
 
 
@@ -221,10 +226,12 @@ class AuditLog:
 
         Every text is redacted again here (values provided since the record was made, a
         record built elsewhere): whole texts, never cut ones, so nothing is lost."""
-        rec.arguments = redact_known(rec.arguments)
-        rec.script = redact_known(rec.script)
-        if rec.reason is not None:
-            rec.reason = redact_known(rec.reason)
+        masks = known_masks()
+        if masks:
+            rec.arguments = masks.redact(rec.arguments)
+            rec.script = masks.redact(rec.script)
+            if rec.reason is not None:
+                rec.reason = masks.redact(rec.reason)
         level = logging.WARNING if rec.outcome.notable else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(

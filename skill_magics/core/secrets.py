@@ -452,11 +452,12 @@ def _values_changed() -> None:
 def known_masks() -> Masks:
     """Masks for the values of every live :class:`SecretStore` in this process."""
     global _known
-    with _KNOWN_LOCK:
-        masks, generation = _known, _generation
-        stores = list(_STORES)
+    masks = _known  # one reference read: no lock needed to use a built one
     if masks is not None:
         return masks
+    with _KNOWN_LOCK:
+        generation = _generation
+        stores = list(_STORES)
     values: set[str] = set()
     for store in stores:
         values |= store.masks().values
@@ -475,6 +476,8 @@ def redact_known(text: str) -> str:
 def cut_known(text: str, limit: int, ellipsis: str = ELLIPSIS) -> str:
     """``text`` redacted (every known value), THEN cut to ``limit`` characters, the cut
     marked with ``ellipsis``: the head of a value crossing the cut never shows."""
+    if len(text) <= limit:
+        return redact_known(text)
     shown, more = known_masks().head(text, limit)
     if not more:
         return shown
