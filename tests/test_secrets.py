@@ -366,3 +366,25 @@ def test_views_saved_with_a_notebook_mask_before_they_cut(printer: Path, value: 
     for view in (text, html.unescape(text)):
         for form in _forms(value):
             assert form[:6] not in view.replace(REDACTED, "")
+
+
+def test_reference_files_in_the_envelope_are_masked_before_their_cut(printer: Path) -> None:
+    """A run may write a value into the skill's files; include_references="content" sends
+    them to a model: masked, also where the 200,000-character cut falls inside the value."""
+    from skill_magics.core.context import MAX_REFERENCE_CHARS, build_skill_context
+
+    manager = SkillManager([printer])
+    manager.provide_secret("printer", "API_KEY", VALUE)
+    refs = printer / "printer" / "references"
+    refs.mkdir()
+    (refs / "notes.md").write_text("n" * (MAX_REFERENCE_CHARS - 10) + VALUE + "m" * 100)
+    (refs / "escaped.json").write_text(json.dumps({"k": VALUE, "again": VALUE}))
+    xml = build_skill_context(manager, "printer", run_scripts=False, include_references="content")
+    files = {f.get("path"): f for f in ET.fromstring(xml).iter("file")}
+    notes = files["references/notes.md"]
+    assert notes.get("truncated") == "true" and VALUE[:4] not in (notes.text or "")
+    assert (notes.text or "").endswith("n" * 10 + REDACTED + "m" * 6)
+    assert json.loads(files["references/escaped.json"].text or "") == {
+        "k": REDACTED,
+        "again": REDACTED,
+    }
