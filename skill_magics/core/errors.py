@@ -138,6 +138,11 @@ class SkillNameError(SkillMagicsError, ValueError):
     skill is listed with a warning, but nothing of it runs until its name is fixed."""
 
 
+class SkillTooDeepError(SkillMagicsError):
+    """The skill nests folders deeper than its fingerprint walks (fingerprint.MAX_DEPTH): a
+    change down there could not be seen, so nothing of the skill may be approved or run."""
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -163,4 +168,5 @@ __all__ = [
     "WorkingDirectoryError",
     "EnvironmentBuildError",
     "SkillNameError",
+    "SkillTooDeepError",
 ]
