@@ -119,3 +119,28 @@ def test_prepare_env_ends_the_session_approval(skill: Path, env_root: Path) -> N
     assert again.status == "built" and again.path != report.path
     _run(manager, approver)
     assert len(approver.requests) == 3
+
+
+def test_a_rebuild_during_a_batch_stops_the_items_after_it(skill: Path, env_root: Path) -> None:
+    """The batch's per-item code check sees the environment too (it lives outside the skill
+    folder, so the folder's stat snapshot alone would not)."""
+    manager = SkillManager([skill.parent], run_cwd="skill")
+    published: list[Path] = []
+
+    def rebuild_after_first(item) -> None:
+        if not published:
+            published.append(_publish_by_hand(skill, "env-dddd-4"))
+
+    result = manager.map(
+        "envy",
+        "where",
+        [{}] * 6,
+        max_workers=1,
+        approver=Recorder("yes_once"),
+        on_result=rebuild_after_first,
+    )
+    statuses = [item.status for item in result.items]
+    assert statuses[0] == "completed"
+    assert all(s == "refused" for s in statuses[1:]), statuses
+    pythons = {json.loads(item.stdout)["python"] for item in result.items if item.stdout}
+    assert pythons == {sys.executable}  # nothing ran with the environment nobody approved

@@ -138,6 +138,11 @@ class SkillNameError(SkillMagicsError, ValueError):
     skill is listed with a warning, but nothing of it runs until its name is fixed."""
 
 
+class SkillTooDeepError(SkillMagicsError):
+    """The skill nests folders deeper than its fingerprint walks (fingerprint.MAX_DEPTH): a
+    change down there could not be seen, so nothing of the skill may be approved or run."""
+
+
 class SourceError(SkillMagicsError, ValueError):
     """Skills cannot be installed from this source (a bad URL, ref or path, a failed fetch,
     no skill in it); nothing was written."""
@@ -184,6 +189,7 @@ __all__ = [
     "WorkingDirectoryError",
     "EnvironmentBuildError",
     "SkillNameError",
+    "SkillTooDeepError",
     "SourceError",
     "UnsafeArchiveError",
     "SkillExistsError",

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,31 +209,44 @@ class ApprovalGate:
         concurrent tool call) do not, when the request knows what its fingerprint was made
         of (``request.entries``); without that, any change makes it stale.
         """
-        for part in request.requests:
-            if part.skill_install is not None:
-                if not staged_is_current(part.skill_install):
-                    return False
-                continue
-            try:
-                base = self.catalog.get_skill(part.skill_name).base_dir
+        return all(self._part_current(part)[0] for part in request.requests)
+
+    def watch(self, request: ApprovalRequest) -> CodeWatch:
+        """A :class:`CodeWatch` for ``request``: ``is_current``, cheap to ask before every
+        item of a batch."""
+        return CodeWatch(self, request)
+
+    def _part_current(
+        self, part: ApprovalRequest, *, snapshot: bool = False
+    ) -> tuple[bool, fingerprint.StatSnapshot | None]:
+        """is_current for one skill's request, and (``snapshot``) a StatSnapshot of the
+        files it was decided on."""
+        if part.skill_install is not None:  # skill files to install: the staged copy
+            return staged_is_current(part.skill_install), None
+        snap = None
+        try:
+            base = self.catalog.get_skill(part.skill_name).base_dir
+            if snapshot:
+                entries, snap = fingerprint.skill_snapshot(base)
+            else:
                 entries = fingerprint.skill_entries(base)
-            except (SkillMagicsError, OSError):
-                return False
-            if envdirs.environment_id(base) != part.environment:
-                return False  # the managed environment was rebuilt: other code would run
-            now = fingerprint.fingerprint_of(entries)
-            if part.code is not None:
-                now = code_approval_hash(now, part.code)
-            elif part.install is not None and not part.scripts:
-                now = install_approval_hash(now, part.install.packages)
-            if now == part.content_hash:
-                continue
-            if part.entries is None:
-                return False
-            changed = fingerprint.changed_entries(dict(part.entries), entries)
-            if any(fingerprint.is_code(base, rel) for rel in changed):
-                return False
-        return True
+        except (SkillMagicsError, OSError):
+            return False, None
+        if envdirs.environment_id(base) != part.environment:
+            return False, None  # the managed environment was rebuilt: other code would run
+        now = fingerprint.fingerprint_of(entries)
+        if part.code is not None:
+            now = code_approval_hash(now, part.code)
+        elif part.install is not None and not part.scripts:
+            now = install_approval_hash(now, part.install.packages)
+        if now == part.content_hash:
+            return True, snap
+        if part.entries is None:
+            return False, None
+        changed = fingerprint.changed_entries(dict(part.entries), entries)
+        if any(fingerprint.is_code(base, rel) for rel in changed):
+            return False, None
+        return True, snap
 
     def check_current(self, request: ApprovalRequest) -> Verdict:
         """ALLOWED, or REFUSED (audited per script) when the files changed since ``request``
@@ -319,12 +333,18 @@ class ApprovalGate:
         skipped_before = fingerprint.skipped_entries(skill.base_dir)
 
         def finish() -> None:
-            after = fingerprint.skill_entries(skill.base_dir)
-            changed = fingerprint.changed_entries(before, after)
-            changed += fingerprint.changed_entries(
-                skipped_before, fingerprint.skipped_entries(skill.base_dir)
-            )
-            code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
+            try:
+                after = fingerprint.skill_entries(skill.base_dir)
+            except (SkillMagicsError, OSError) as exc:
+                # The files cannot be compared any more (the run nested folders deeper than
+                # the fingerprint walks): fail closed, as for a change of code.
+                after, code = {}, [f"the whole skill: {exc}"]
+            else:
+                changed = fingerprint.changed_entries(before, after)
+                changed += fingerprint.changed_entries(
+                    skipped_before, fingerprint.skipped_entries(skill.base_dir)
+                )
+                code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
             if not code:
                 self.store.rebase(name, before_hash, fingerprint.fingerprint_of(after))
                 return
@@ -341,6 +361,53 @@ class ApprovalGate:
             )
 
         return finish
+
+
+class CodeWatch:
+    """Is the code a request showed still its skills' code? Asked before EVERY item of a
+    batch (docs/architecture.md, *Batch runs*), so it must be cheap:
+
+    - fast path: nothing the last full check looked at moved (``StatSnapshot.unchanged``:
+      one stat per folder, file and link target; no listing, no reading);
+    - otherwise the full ``is_current`` check (a walk; only files whose identity changed
+      are hashed again), which also takes the next snapshot.
+
+    Once stale, always stale. Thread-safe: concurrent items share one answer.
+    """
+
+    def __init__(self, gate: ApprovalGate, request: ApprovalRequest) -> None:
+        self.gate = gate
+        self.request = request
+        self._snapshots: dict[int, fingerprint.StatSnapshot] = {}
+        self._stale = False
+        self._lock = threading.Lock()
+        self.full_checks = 0  # how many times the fast path could not answer (for benches)
+
+    def current(self) -> bool:
+        with self._lock:
+            if self._stale:
+                return False
+            for i, part in enumerate(self.request.requests):
+                snap = self._snapshots.get(i)
+                if snap is not None and snap.unchanged() and self._same_environment(part):
+                    continue
+                self.full_checks += 1
+                ok, snap = self.gate._part_current(part, snapshot=True)
+                if not ok or snap is None:
+                    self._stale = True
+                    self._snapshots.clear()
+                    return False
+                self._snapshots[i] = snap
+            return True
+
+    def _same_environment(self, part: ApprovalRequest) -> bool:
+        """A rebuilt managed environment (outside the skill folder, so outside the snapshot)
+        is other code: one readlink, as cheap as the snapshot."""
+        try:
+            base = self.gate.catalog.get_skill(part.skill_name).base_dir
+        except SkillMagicsError:
+            return False
+        return envdirs.environment_id(base) == part.environment
 
 
 def describe(request: ApprovalRequest) -> str:

@@ -313,7 +313,7 @@ class Planner:
                     missing=tuple(missing_for(s.path.as_posix())),
                 )
             )
-        entries = fingerprint.skill_entries(skill.base_dir)
+        entries = self._entries(skill, scripts, arguments, argv_t, code)
         content_hash = fingerprint.fingerprint_of(entries)  # == skill.content_hash()
         if code is not None:
             # "Yes in session" for code approves this exact code again, never other code or
@@ -333,6 +333,36 @@ class Planner:
             environment=envdirs.environment_id(skill.base_dir),
             provenance=provenance_info(skill.base_dir),
         )
+
+    def _entries(
+        self,
+        skill: Skill,
+        scripts: Sequence[ScriptMetadata],
+        arguments: Any,
+        argv: tuple[str, ...],
+        code: str | None,
+    ) -> dict[str, str]:
+        """What the skill's fingerprint is made of; a skill the fingerprint cannot cover
+        (folders nested deeper than fingerprint.MAX_DEPTH) is refused here, audited once
+        per script, before anyone is asked and before anything runs."""
+        started = time.monotonic()
+        try:
+            return fingerprint.skill_entries(skill.base_dir)
+        except SkillMagicsError as exc:
+            if code is not None:
+                shown = [(CODE_LABEL, code_preview(code))]
+            else:
+                preview = arguments_preview(arguments, argv)
+                shown = [(s.path.as_posix(), preview) for s in scripts] or [("", preview)]
+            for script, preview in shown:
+                self._audit().refused(
+                    skill.name,
+                    script,
+                    preview,
+                    exc,
+                    duration_ms=(time.monotonic() - started) * 1000,
+                )
+            raise
 
     def _secrets_info(
         self, skill_name: str, prepared: Sequence[PreparedRun | None] | None

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
+from skill_magics.core.secrets import cut_known, redact_known
 from skill_magics.core.visible import mark_non_ascii, visible
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
@@ -44,13 +45,15 @@ PREVIEW_LINES = 12
 
 
 def arguments_text(arguments: Any, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
-    """The arguments as people read them (pretty JSON, cut at ``limit`` characters)."""
+    """The arguments as people read them (pretty JSON, secret values masked, then cut at
+    ``limit`` characters): the panel is saved with the notebook."""
     if arguments is None:
         return "{}"
     try:
         text = json.dumps(arguments, indent=1, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(arguments)
+    text = redact_known(text)
     if len(text) > limit:
         text = text[:limit] + f"\n... ({len(text) - limit} more characters)"
     return text
@@ -68,8 +71,9 @@ def first_lines(text: str, n: int = PREVIEW_LINES, total: int | None = None) -> 
 
 
 def _safe(text: str) -> str:
-    """One-line text for a prompt: control, line-separator and bidi characters made visible."""
-    return visible(text)
+    """One-line text for a prompt: secret values masked, then control, line-separator and
+    bidi characters made visible."""
+    return visible(redact_known(text))
 
 
 def _name(text: str) -> str:
@@ -80,11 +84,17 @@ def _name(text: str) -> str:
 
 def _safe_block(text: str) -> str:
     """Multi-line text (code): like _safe, but tabs and newlines stay."""
-    return visible(text, keep="\t\n")
+    return visible(redact_known(text), keep="\t\n")
+
+
+def _words(words: Any) -> str:
+    """A command line to show: each word redacted BEFORE shlex quotes it (quoting splits a
+    value holding a ' into pieces no redaction would recognise)."""
+    return shlex.join(redact_known(str(w)) for w in words)
 
 
 def _command_text(script: ScriptToApprove) -> str:
-    return _safe(shlex.join(script.command)) if script.command else ""
+    return _safe(_words(script.command)) if script.command else ""
 
 
 def _size_text(script: ScriptToApprove) -> str:
@@ -169,7 +179,7 @@ def _input_lines(
     lines += [f"{indent}  " + line for line in args[1:]]
     if request.argv:
         lines.append(
-            f"{indent}argv{' (every script)' if every else ''}: " + _safe(shlex.join(request.argv))
+            f"{indent}argv{' (every script)' if every else ''}: " + _safe(_words(request.argv))
         )
     return lines
 
@@ -224,12 +234,13 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 
 def _one_line(value: Any, limit: int = 200) -> str:
-    """A batch item as compact JSON (argv lists too), cut at ``limit`` characters."""
+    """A batch item as compact JSON (argv lists too), secret values masked, then cut at
+    ``limit`` characters."""
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut_known(text, limit)
 
 
 def _extra_lines(request: ApprovalRequest, indent: str) -> list[str]:
@@ -325,7 +336,7 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Script", f"<code>{_esc(script.path)}</code>"))
         rows.append(("Interpreter", f"<code>{_esc(script.interpreter)}</code>"))
         if script.command:
-            rows.append(("Command", f"<code>{_esc(shlex.join(script.command))}</code>"))
+            rows.append(("Command", f"<code>{_esc(_words(script.command))}</code>"))
         if script.program_realpath:
             rows.append(("Program (real path)", f"<code>{_esc(script.program_realpath)}</code>"))
         if script.cwd:
@@ -340,7 +351,7 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
     rows = [(f"Arguments{label}", _pre(arguments_text(request.arguments)))]
     if request.argv:
-        rows.append((f"argv{label}", f"<code>{_esc(shlex.join(request.argv))}</code>"))
+        rows.append((f"argv{label}", f"<code>{_esc(_words(request.argv))}</code>"))
     if request.code is not None:
         rows.append(("Code", _expandable(request.code, len(request.code.splitlines()))))
     return rows

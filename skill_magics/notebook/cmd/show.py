@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skill_magics.core.errors import SkillMagicsError
 from skill_magics.notebook.cmd import SkillsHost, one_arg
 
 HELP = "NAME: metadata, SKILL.md and scripts of one skill"
@@ -16,7 +17,10 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 
     manager = magics.manager
     skill = manager.get_skill(one_arg(args, "%skills show NAME"))
-    approved = manager.approvals.is_approved(skill.name, skill.content_hash())
+    try:
+        approved = manager.approvals.is_approved(skill.name, skill.content_hash())
+    except SkillMagicsError:  # cannot be fingerprinted, so never approved (it is refused)
+        approved = False
     # What the scripts need, named before anything runs (core/catalog/requirements.py).
     return skill_detail(
         skill,
