@@ -136,7 +136,18 @@ def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 data.pop(WIDGET_STATE, None)
                 if not data:  # a bare widget with no fallback: nothing readable to keep
                     continue
-            kept.append(out)
+            previous = kept[-1] if kept else None
+            if (
+                out.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == out.get("name")
+            ):
+                # One print() can reach the kernel's stream in several flushes on a busy
+                # machine: join them, as a frontend shows them, so the saved text is stable.
+                previous["text"] = "".join(previous.get("text", "")) + "".join(out.get("text", ""))
+                continue
+            kept.append(copy.deepcopy(out))
         cell.outputs = [nbformat.from_dict(_unmachine(out, subs)) for out in kept]
     return nb
 

@@ -132,6 +132,18 @@ MUST_SHOW = {
         "definitions and constants: running it does nothing; run one of "
         "scripts/show_table.py, scripts/to_pdf.py",
         "2 SKILL.md files under collection/skills lie in hidden folders",
+        # issue 20: installed from a local repository, pinned by skills-lock.json
+        "installing all of them: word-count, slugify",
+        '"path": "skills/.curated/word-count",',
+        "quarterly-sales-report",
+        "lock            files match <tmp>/work/.agents/skills/skills-lock.json",
+        "word-count: changed scripts/count.py",
+        "Re-created 1 skill in <tmp>/work/.agents/skills: word-count",
+        "All 2 skills in <tmp>/work/.agents/skills match its skills-lock.json",
+        "changes: changed scripts/slugify.py",
+        "| +print(re.sub(r'[^a-z0-9]+', '-', words).strip('-'))  # digits are kept now",
+        "Updated 1 skill in <tmp>/work/.agents/skills: slugify (1 change); up to date: word-count",
+        "q3-2025-sales",
     ],
 }
 

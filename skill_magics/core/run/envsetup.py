@@ -25,7 +25,7 @@ from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError, SkillNameError
+from skill_magics.core.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
 from skill_magics.core.paths import check_skill_name
 from skill_magics.core.run import envbuild
@@ -152,7 +152,11 @@ def prepare_env(
     tool, uv = envbuild.choose_installer(installer)
     env_dir = envbuild.new_env_dir(home, packages)
     commands = envbuild.planned_commands(env_dir, packages, tool, uv)
-    request = install_request(skill, packages, env_dir, commands[-1])
+    try:
+        request = install_request(skill, packages, env_dir, commands[-1])
+    except SkillMagicsError as exc:  # no fingerprint (folders too deep): refused, audited
+        audit.refused(name, INSTALL_LABEL, " ".join(packages), exc)
+        raise
     gate.decide(request, approver).raise_if_blocked()
     started = time.monotonic()
     preview = " ".join(packages)
