@@ -693,6 +693,8 @@ class ScriptExecutor:
                 max_output_size=self.max_output_size,
                 on_output=on_output,
                 cancel=cancel,
+                # A sandboxed run's PID namespace takes its daemons with it already.
+                orphans=boxed is None or boxed.command is None,
             )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
