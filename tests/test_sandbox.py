@@ -16,54 +16,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sandbox_support import require_bwrap
 
 from skill_magics.core.errors import SandboxUnavailableError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.status import AuditOutcome
-
-
-@pytest.fixture(scope="module")
-def bwrap() -> str:
-    return require_bwrap()
-
-
-@pytest.fixture
-def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_skill, bwrap: str):
-    """A workspace (the cwd), a fake HOME with planted credentials, a skills folder."""
-    ws = tmp_path / "ws"
-    home = tmp_path / "home"
-    elsewhere = tmp_path / "elsewhere"
-    for d in (ws, home / ".ssh", home / ".aws", elsewhere):
-        d.mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE PRIVATE KEY-----\n")
-    (home / ".aws" / "credentials").write_text("aws_secret_access_key = FAKEAWS\n")
-    (home / ".netrc").write_text("machine x login me password FAKENETRC\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(ws)
-    monkeypatch.delenv(sandboxing.BWRAP_ENV_VAR, raising=False)
-    skills = tmp_path / "skills"
-    skills.mkdir()
-
-    class Box:
-        root = tmp_path
-
-        def __init__(self) -> None:
-            self.ws, self.home, self.elsewhere, self.skills = ws, home, elsewhere, skills
-
-        def skill(self, name: str, scripts: dict[str, str], **meta: str) -> Path:
-            fm: dict = {"name": name, "description": f"Test skill {name}."}
-            if meta:
-                fm["metadata"] = meta
-            return make_skill(skills, name, frontmatter=fm, scripts=scripts)
-
-        def manager(self, **kwargs) -> SkillManager:
-            kwargs.setdefault("sandbox", "workspace-write")
-            return SkillManager([skills], **kwargs)
-
-    return Box()
-
 
 WRITER = """\
     #!/bin/bash

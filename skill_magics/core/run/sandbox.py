@@ -521,9 +521,13 @@ def wrap(
     for bind in profile.binds:
         args += ["--bind" if bind.writable else "--ro-bind", bind.src, bind.dest]
         shown.append(bind.dest)
+    given = [Bind(d, d) for d in shown]
+    hidden_dirs = [Bind(p, p) for p in profile.deny_read if os.path.isdir(p)]
     for path in profile.deny_read:
-        if os.path.islink(path) or not _inside_any(path, (Bind(d, d) for d in shown)):
+        if os.path.islink(path) or not _inside_any(path, given):
             continue  # a symlink's target is in the list; a path in no given folder is absent
+        if _inside_any(path, (d for d in hidden_dirs if d.dest != path)):
+            continue  # inside a hidden folder: hidden with it (and absent from its tmpfs)
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
