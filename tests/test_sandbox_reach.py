@@ -503,3 +503,23 @@ def test_system_folders_and_tmp_are_never_given_whole() -> None:
         assert sandbox_mounts.private_place(folder), folder
     for folder in (os.path.join(home, "project"), "/tmp/x/project", "/opt/app"):
         assert sandbox_mounts.private_place(folder) == "", folder
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sandbox_read_gives_a_data_folder_and_never_home(box, mode: str):
+    data = box.elsewhere / "datasets"
+    data.mkdir()
+    (data / "t.csv").write_text("DATAFOLDER\n")
+    box.skill("r", {"scripts/r.sh": READ_FILES})
+    box.skill("w", {"scripts/w.sh": 'echo x > "$1/new.txt" 2>/dev/null || echo RO\n'})
+    argv = [str(data / "t.csv")]
+    plain = box.manager(sandbox=mode).execute_skill_script("r", "r", argv=argv)
+    assert "DATAFOLDER" not in plain.stdout  # not given: not there
+    given = box.manager(sandbox=mode, sandbox_read=[str(data)])
+    res = given.execute_skill_script("r", "r", argv=argv + [str(box.home / ".ssh/id_rsa")])
+    assert "DATAFOLDER" in res.stdout and "PRIVATE KEY" not in res.stdout
+    if mode == "workspace-write":  # given read-only, even in workspace-write
+        assert "RO" in given.execute_skill_script("w", "w", argv=[str(data)]).stdout
+        assert not (data / "new.txt").exists()
+    with pytest.raises(SandboxUnavailableError, match="sandbox_read names your home folder"):
+        box.manager(sandbox=mode, sandbox_read=["~"]).execute_skill_script("r", "r", argv=argv)

@@ -113,7 +113,8 @@ class SandboxSettings:
     """The manager's sandbox configuration, shared with its executor (thread-safe).
 
     ``mode``: the default mode; ``network``: skills granted network; ``deny_read``: extra
-    paths no sandboxed run may read (on top of :data:`DEFAULT_DENY_READ`).
+    paths no sandboxed run may read (on top of :data:`DEFAULT_DENY_READ`); ``read``: extra
+    folders every sandboxed run is given read-only (a data folder outside the workspace).
     """
 
     def __init__(
@@ -121,11 +122,13 @@ class SandboxSettings:
         mode: str | None = None,
         network: Iterable[str] | str | None = (),
         deny_read: Iterable[str] | str | None = (),
+        read: Iterable[str] | str | None = (),
     ) -> None:
         self._lock = threading.Lock()
         self.mode = default_mode() if mode is None else check_mode(mode)
         self._network = set(_names(network))
         self.deny_read = _names(deny_read)
+        self.read = _names(read)
 
     @property
     def network(self) -> tuple[str, ...]:
@@ -370,7 +373,18 @@ def profile_for(
             "skill into a folder of its own"
         )
     writable = real == WORKSPACE_WRITE
-    binds: list[Bind] = mounts.given(workspace or where, writable)
+    binds: list[Bind] = []
+    for raw in settings.read:  # the user's own grants: given read-only, under the same rule
+        folder = os.path.realpath(os.path.expanduser(raw))
+        reason = mounts.private_place(folder)
+        if reason:
+            raise SandboxUnavailableError(
+                f"Sandbox '{real}' refused for skill '{skill}': sandbox_read names {reason}, "
+                "which a run may not be given whole: name the folder the skill needs instead"
+            )
+        if os.path.isdir(folder):
+            binds += mounts.given(os.path.expanduser(raw))
+    binds += mounts.given(workspace or where, writable)
     if writable:  # after the workspace: its hooks and environments stay read-only
         for path in mounts.protected_in(where):
             binds.append(Bind(path, path))
