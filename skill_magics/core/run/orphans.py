@@ -26,6 +26,11 @@ and loses its parent between two tree snapshots; one started after the run's las
 microseconds between the last look and the kill); and everything on systems without
 ``PR_SET_CHILD_SUBREAPER``/pidfd (macOS, Windows, Linux < 5.4), where only the snapshots
 apply. Sandboxed runs need none of this: their PID namespace dies with them.
+
+Zombies left: the middle process of a double fork whose daemon had already exited before the
+run ended (nothing alive links it to the run, and it looks like a child the kernel started
+in a session of its own, whose status its owner may still want) stays a zombie, holding one
+process-table entry, until the kernel exits.
 """
 
 from __future__ import annotations

@@ -390,8 +390,8 @@ def profile_for(
             binds.append(Bind(path, path))
     if not mounts.covered_by_system(run_dir):
         binds += [b for b in mounts.given(cwd or run_dir) if not _inside_any(b.dest, binds)]
-    # The program's installation and search paths: read-only, and after the workspace, so
-    # the kernel's venv inside the workspace is not writable either.
+    # The program's installation and search paths, read-only. Binds are ordered parents
+    # first, so one inside the workspace (the kernel's venv) lands on it: not writable.
     if program:
         binds += mounts.program_roots(program)
     binds += mounts.search_path_roots(env if env is not None else os.environ)
