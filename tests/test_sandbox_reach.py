@@ -523,3 +523,18 @@ def test_sandbox_read_gives_a_data_folder_and_never_home(box, mode: str):
         assert not (data / "new.txt").exists()
     with pytest.raises(SandboxUnavailableError, match="sandbox_read names your home folder"):
         box.manager(sandbox=mode, sandbox_read=["~"]).execute_skill_script("r", "r", argv=argv)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_workspace_under_var_tmp_works(box, mode: str, monkeypatch: pytest.MonkeyPatch):
+    """/var/tmp is the private /tmp inside, unless a given folder lies there."""
+    ws = Path(tempfile.mkdtemp(prefix="skill-magics-test-", dir="/var/tmp"))
+    try:
+        (ws / "in.txt").write_text("VARTMP\n")
+        monkeypatch.chdir(ws)
+        box.skill("v", {"scripts/v.sh": "cat in.txt\necho x > out.txt 2>/dev/null && echo W\n"})
+        res = box.manager(sandbox=mode).execute_skill_script("v", "v")
+        assert res.exit_code in (0, 1) and "VARTMP" in res.stdout, res.stderr
+        assert ("W" in res.stdout.split()) is (mode == "workspace-write")
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

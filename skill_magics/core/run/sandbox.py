@@ -516,8 +516,11 @@ def wrap(
     cache, mpl = f"{TMP}/.cache", f"{TMP}/.config/matplotlib"
     args = [bwrap, *_base_args(network=net)]
     # The private /tmp: a fresh tmpfs (at most half the RAM, the kernel's default), with the
-    # cache folders tools expect; /var/tmp is the same folder.
-    args += ["--tmpfs", TMP, "--dir", cache, "--dir", mpl, "--symlink", TMP, "/var/tmp"]
+    # cache folders tools expect; /var/tmp is the same folder, unless a given folder lies
+    # there (then bwrap makes plain folders on the way to it).
+    args += ["--tmpfs", TMP, "--dir", cache, "--dir", mpl]
+    if not any(b.dest.startswith("/var/tmp/") for b in profile.binds):
+        args += ["--symlink", "../tmp", "/var/tmp"]
     if net:
         args += _etc_targets()
     home = os.path.abspath(profile.home) if os.path.isabs(profile.home) else ""
