@@ -43,7 +43,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 logger = logging.getLogger("skill_magics.executor")
 
@@ -179,6 +179,16 @@ class Orphans:
                 self.leaders.update(found[1:])
             stack.extend(_children(pid))
 
+    def hold(self, pids: Iterable[int]) -> None:
+        """Hold these processes too (the run's descendants the tree snapshots saw), so they
+        are signalled and, once they are this process's children, reaped."""
+        for pid in pids:
+            if pid not in self.held:
+                try:
+                    self.held[pid] = os.pidfd_open(pid)
+                except OSError:  # gone since
+                    continue
+
     def signal(self, sig: int) -> None:
         for fd in self.held.values():
             try:
@@ -217,11 +227,12 @@ class Orphans:
             time.sleep(min(0.002, max(deadline - time.monotonic(), 0)))
         return list(pending)
 
-    def reap_zombies(self, run_pgid: int) -> int:
+    def reap_zombies(self, run_pgid: int, seen: Callable[[int], bool] | None = None) -> int:
         """Reap this process's zombie children that exited before they could be seen (a
         zombie has no environment left to read) when they surely are no one else's to wait
         for: a session or group leader of the run's held processes (the middle process of a
-        double fork), a member of the run's group, or one whose session is neither this
+        double fork), a member of the run's group, one the run's process-tree snapshots saw
+        (``seen``: same pid and creation time), or one whose session is neither this
         process's nor its own (it was re-parented here: nothing here forked it). A child
         this process forked itself (a ``Popen`` elsewhere in the kernel, the run's main
         process) never matches, so its owner still gets its exit status. Returns how many
@@ -236,6 +247,8 @@ class Orphans:
                 continue
             _state, pgid, sid = found
             ours = pid in self.leaders or pgid == run_pgid or sid not in (mine, pid)
+            if not ours and seen is not None:
+                ours = seen(pid)
             if not ours:
                 continue
             try:

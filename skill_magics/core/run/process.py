@@ -219,6 +219,16 @@ class _Descendants:
                         continue
                 stack.append(child)
 
+    def saw(self, pid: int) -> bool:
+        """Did a snapshot see ``pid`` (this very process: same creation time)?"""
+        proc = self.known.get(pid)
+        if proc is None:
+            return False
+        try:
+            return bool(proc.is_running())  # type: ignore[attr-defined]  # a zombie counts
+        except Exception:  # noqa: BLE001 - psutil.Error: gone
+            return False
+
     def signal_escaped(self, sig: int) -> None:
         """Send ``sig`` to remembered descendants that are alive and outside the group."""
         if not self.known:
@@ -286,6 +296,8 @@ def _kill_all(
 ) -> None:
     if orphans is not None:
         orphans.collect(exclude=pgid)  # before the kill: what it orphans is held already
+        if tree is not None:  # and what the snapshots saw, to be reaped once adopted
+            orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
     if tree is not None:
         tree.signal_escaped(sig)
@@ -562,7 +574,7 @@ def _run(
         _kill_all(pgid, tree, signal.SIGKILL, held)
         if held is not None:
             held.reap()
-            held.reap_zombies(pgid)  # before the leader is reaped: the group id is still its
+            held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
         returncode = _reap(proc)
         loop.final_drain()
     except BaseException:
@@ -577,7 +589,7 @@ def _run(
                 _kill_all(pgid, tree, signal.SIGKILL, held)
                 if held is not None:
                     held.reap()
-                    held.reap_zombies(pgid)
+                    held.reap_zombies(pgid, tree.saw)
                 _reap(proc)
         raise
     finally:
