@@ -118,6 +118,7 @@ class SkillManager:
         sandbox: str | None = None,
         sandbox_network: Sequence[str] | str = (),
         sandbox_deny_read: Sequence[str] | str = (),
+        sandbox_read: Sequence[str] | str = (),
         run_cwd: CwdArg = WORKSPACE,
         settings: RunSettings | None = None,
     ) -> None:
@@ -134,6 +135,7 @@ class SkillManager:
             sandbox=sandbox,
             sandbox_network=sandbox_network,  # type: ignore[arg-type]
             sandbox_deny_read=sandbox_deny_read,  # type: ignore[arg-type]
+            sandbox_read=sandbox_read,  # type: ignore[arg-type]
         )
         self.approver: Approver | None = approver
         self.finder = SkillFinder(skill_dirs)
@@ -142,8 +144,9 @@ class SkillManager:
         # grants, the audit log (no secret value in any record), what skills need.
         self.secrets = SecretStore()
         self.grants = NetworkGrants()
+        # No secret value in any record: the log masks every SecretStore's values (this
+        # manager's included) before it cuts or keeps a text (core/audit.py).
         self.audit = AuditLog(jsonl_path=audit_log)
-        self.audit.redact = self.secrets.redact
         self.requirements_cache = RequirementsCache()
         self._hidden: tuple[tuple, list[str]] | None = None
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.
@@ -189,6 +192,7 @@ class SkillManager:
     run_cwd = _Setting()
     sandbox = _Setting()
     sandbox_deny_read = _Setting()
+    sandbox_read = _Setting()
 
     @property
     def sandbox_network(self) -> tuple[str, ...]:

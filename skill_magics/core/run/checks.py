@@ -154,7 +154,10 @@ class PreparedRun:
     env: Mapping[str, str] = field(repr=False)
     cwd: Path  # where it starts (realpath): the skill, the workspace or a folder
     timeout: float
-    arguments_preview: str
+    # What the audit shows as the arguments of a command (RunChecks.command); None for a
+    # script: worked out from payload and argv whenever a record is made, so a secret
+    # provided after the checks (in the approval panel) is masked before the cut too.
+    label_preview: str | None
     argv: tuple[str, ...] = ()
     # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
     sandbox: SandboxProfile | None = None
@@ -165,6 +168,13 @@ class PreparedRun:
     def program(self) -> str:
         """The executable that will run (the resolved interpreter)."""
         return self.command[0]
+
+    @property
+    def arguments_preview(self) -> str:
+        """The audit's text for what the run was given (secrets masked, then cut)."""
+        if self.label_preview is not None:
+            return self.label_preview
+        return arguments_preview(None, self.argv, encoded=self.payload)
 
 
 @dataclass(frozen=True)
@@ -301,7 +311,7 @@ class RunChecks:
             env=env,
             cwd=run_dir,
             timeout=limit,
-            arguments_preview=arguments_preview(None, argv_t, encoded=payload),
+            label_preview=None,
             argv=argv_t,
             max_output_size=settings.max_output_size,
         )
@@ -327,6 +337,10 @@ class RunChecks:
                 skill_dir=os.fspath(skill_dir),
                 network=settings.allows_network(skill) or self.grants.has(skill),
                 deny_read=settings.sandbox_deny_read,
+                read=settings.sandbox_read,
+                cwd=os.fspath(prepared.cwd),
+                program=prepared.program,
+                env=prepared.env,
             )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
@@ -394,7 +408,7 @@ class RunChecks:
             env=child_env(settings, skill_metadata, os.path.abspath(skill_base_dir)),
             cwd=real_base,
             timeout=limit,
-            arguments_preview=arguments_preview,
+            label_preview=arguments_preview,
             argv=command[1:],
             max_output_size=settings.max_output_size,
         )

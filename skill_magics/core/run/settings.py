@@ -2,7 +2,8 @@
 
 :class:`RunSettings` is a frozen dataclass: the time limit, the output cap, the allowed
 interpreters, the environment (``inherit_env``, ``env_passthrough``), where runs start
-(``run_cwd``) and the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``).
+(``run_cwd``) and the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``,
+``sandbox_read``).
 Its field names are the ``SkillMagics`` traits and the ``SkillManager`` keywords of the same
 meaning. Every value is checked (and lists parsed with ``namelist.name_list``) when a
 ``RunSettings`` is made, so a bad value fails where it is set, in one line naming the fix.
@@ -70,6 +71,7 @@ class RunSettings:
     sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
     sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
     sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
+    sandbox_read: tuple[str, ...] = ()  # folders every sandboxed run is given read-only
     # Derived: the canonical names of allowed_interpreters (what the checks compare).
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -86,6 +88,7 @@ class RunSettings:
         set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
         set_(self, "sandbox_network", name_list(self.sandbox_network))
         set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
+        set_(self, "sandbox_read", name_list(self.sandbox_read))
         names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
         set_(self, "allowed", frozenset(interpreters.canonical(n) for n in names))
 
