@@ -119,7 +119,7 @@ def test_update_and_sync_through_the_magics(shell, capsys):
 def test_bad_lines_are_one_line_usage_errors(shell):
     for line, expected in [
         ("%skills install", "usage: %skills install SOURCE"),
-        ("%skills install x --bogus", "unrecognized arguments: --bogus"),
+        ("%skills install x --bogus", "Unexpected '--bogus': usage: %skills install"),
         ("%skills install ext::sh", "SourceError: The source 'ext::sh' uses the 'ext' transport"),
         ("%skills verify /nowhere", "LockFileError: No skills-lock.json in /nowhere"),
         ("%skills update --into /nowhere", "LockFileError"),
