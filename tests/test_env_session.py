@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import envbuild
 
@@ -119,3 +120,43 @@ def test_prepare_env_ends_the_session_approval(skill: Path, env_root: Path) -> N
     assert again.status == "built" and again.path != report.path
     _run(manager, approver)
     assert len(approver.requests) == 3
+
+
+def test_a_rebuild_during_a_batch_stops_the_items_after_it(skill: Path, env_root: Path) -> None:
+    """The batch's per-item code check sees the environment too (it lives outside the skill
+    folder, so the folder's stat snapshot alone would not)."""
+    old = 1_600_000_000  # files older than the racy-timestamp window: the stat fast path holds
+    for path in [skill, *skill.rglob("*")]:
+        os.utime(path, (old, old), follow_symlinks=False)
+    manager = SkillManager([skill.parent], run_cwd="skill")
+    published: list[Path] = []
+
+    def rebuild_after_first(item) -> None:
+        if not published:
+            published.append(_publish_by_hand(skill, "env-dddd-4"))
+
+    result = manager.map(
+        "envy",
+        "where",
+        [{}] * 6,
+        max_workers=1,
+        approver=Recorder("yes_once"),
+        on_result=rebuild_after_first,
+    )
+    statuses = [item.status for item in result.items]
+    assert statuses[0] == "completed"
+    assert all(s == "refused" for s in statuses[1:]), statuses
+    pythons = {json.loads(item.stdout)["python"] for item in result.items if item.stdout}
+    assert pythons == {sys.executable}  # nothing ran with the environment nobody approved
+
+
+def test_the_per_item_check_sees_a_rebuild_on_its_fast_path(skill: Path, env_root: Path) -> None:
+    # Files changed within the racy-timestamp window are always hashed again (fingerprint.py):
+    # wait it out so the stat snapshot alone may answer.
+    time.sleep(fingerprint.RACY_NS / 1e9 + 0.1)
+    manager = SkillManager([skill.parent], run_cwd="skill")
+    watch = manager.gate.watch(manager.plan("envy", "where").request)
+    assert watch.current() and watch.current()
+    assert watch.full_checks == 1  # the second answer came from the stat snapshot
+    _publish_by_hand(skill, "env-eeee-5")
+    assert not watch.current()

@@ -124,6 +124,7 @@ class SkillManager:
         sandbox: str | None = None,
         sandbox_network: Sequence[str] | str = (),
         sandbox_deny_read: Sequence[str] | str = (),
+        sandbox_read: Sequence[str] | str = (),
         run_cwd: CwdArg = WORKSPACE,
         warm_start: str | None = None,
         warm_idle_timeout: float = DEFAULT_WARM_IDLE,
@@ -142,6 +143,7 @@ class SkillManager:
             sandbox=sandbox,
             sandbox_network=sandbox_network,  # type: ignore[arg-type]
             sandbox_deny_read=sandbox_deny_read,  # type: ignore[arg-type]
+            sandbox_read=sandbox_read,  # type: ignore[arg-type]
             warm_start=warm_start,
             warm_idle_timeout=warm_idle_timeout,
         )
@@ -152,8 +154,9 @@ class SkillManager:
         # grants, the audit log (no secret value in any record), what skills need.
         self.secrets = SecretStore()
         self.grants = NetworkGrants()
+        # No secret value in any record: the log masks every SecretStore's values (this
+        # manager's included) before it cuts or keeps a text (core/audit.py).
         self.audit = AuditLog(jsonl_path=audit_log)
-        self.audit.redact = self.secrets.redact
         self.requirements_cache = RequirementsCache()
         self._hidden: tuple[tuple, list[str]] | None = None
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.
@@ -201,6 +204,7 @@ class SkillManager:
     run_cwd = _Setting()
     sandbox = _Setting()
     sandbox_deny_read = _Setting()
+    sandbox_read = _Setting()
     warm_start = _Setting()
     warm_idle_timeout = _Setting()
 

@@ -21,6 +21,7 @@ import threading
 from skill_magics.core import envdirs
 from skill_magics.core.catalog.requirements import Requirements, skill_requirements
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import SkillMagicsError
 
 MAX_ENTRIES = 256  # skills x Pythons remembered; beyond this the cache starts over
 
@@ -48,16 +49,20 @@ class RequirementsCache:
         """For ``python`` (``source``: where it comes from, e.g. ``envdirs.KERNEL``)."""
         search = envdirs.import_path(python)
         path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+        try:
+            content: str | None = skill.content_hash()
+        except SkillMagicsError:  # too deep to fingerprint (refused to run): still inspectable
+            content = None  # ... but never cached
         key = (
             os.fspath(skill.base_dir),
-            skill.content_hash(),
+            content,
             python,
             tuple(_mtime(p) for p in (*search, *path_dirs)),
         )
         cache_key = f"{skill.name}\0{python}"
         with self._lock:
             hit = self._entries.get(cache_key)
-        if hit is not None and hit[0] == key:
+        if content is not None and hit is not None and hit[0] == key:
             return hit[1]
         reqs = skill_requirements(
             skill.name, skill.base_dir, skill.scripts, python=python, python_source=source
@@ -65,7 +70,8 @@ class RequirementsCache:
         with self._lock:
             if len(self._entries) > MAX_ENTRIES:
                 self._entries.clear()
-            self._entries[cache_key] = (key, reqs)
+            if content is not None:
+                self._entries[cache_key] = (key, reqs)
         return reqs
 
     def clear(self) -> None:

@@ -87,6 +87,45 @@ class InstallInfo:
 
 
 @dataclass(frozen=True)
+class SkillInstallInfo:
+    """Third-party skill files copied into a skills folder (``%skills install``, ``update``,
+    ``sync``): from where, at which commit, every file, which of them are scripts. Nothing
+    runs; a "Yes" lets the files be installed, each later run still asks."""
+
+    action: str  # "install", "update" or "sync"
+    source: str  # the URL or path, with the ref asked for
+    commit: str = ""  # the resolved commit ("" for an archive or a folder)
+    path: str = ""  # the skill's folder in the source
+    target: str = ""  # the folder it is installed as
+    files: tuple[tuple[str, int], ...] = ()  # (path, bytes) of every file
+    scripts: tuple[str, ...] = ()  # the files that are scripts (entry points and helpers)
+    tree: str = ""  # the tree digest the lock will record
+    replaces: str = ""  # what happens to a folder already there ("" when there is none)
+    changes: tuple[str, ...] = ()  # an update: "added x", "changed y", "removed z"
+    diff: str = ""  # an update: unified diff of the text files that changed
+    staged: str = field(default="", compare=False)  # the approved copy the gate re-hashes
+
+    @property
+    def size(self) -> int:
+        return sum(size for _path, size in self.files)
+
+
+@dataclass(frozen=True)
+class ProvenanceInfo:
+    """Where an installed skill came from (its ``skills-lock.json``) and whether its files
+    still match the lock: ``changes`` lists what differs (empty: they match)."""
+
+    source: str
+    commit: str = ""
+    lock: str = ""  # the lock file's path
+    changes: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return not self.changes
+
+
+@dataclass(frozen=True)
 class SandboxInfo:
     """How isolated the run is: the mode, whether it has network, what it may write."""
 
@@ -150,6 +189,8 @@ class ApprovalRequest:
     # What else the decision covers (shown in the same panel, decided by the same answer):
     batch: BatchInfo | None = None  # the scripts run once per item
     install: InstallInfo | None = None  # packages installed before the run
+    skill_install: SkillInstallInfo | None = None  # skill files copied in (nothing runs)
+    provenance: ProvenanceInfo | None = None  # an installed skill: its source, lock state
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     # How the processes will start (core/run/warm/): "warm ...", "cold ..."; "" not Python.
@@ -322,6 +363,13 @@ def install_approval_hash(skill_fingerprint: str, packages: Sequence[str]) -> st
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def skill_install_hash(info: SkillInstallInfo) -> str:
+    """What "Yes in session" for installing skill files is keyed to: the action, the source,
+    the commit and the exact files (tree digest), so it never approves other files or runs."""
+    text = f"skill-install\0{info.action}\0{info.source}\0{info.commit}\0{info.tree}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> str:
     """SHA-256 over the relative paths and bytes of a skill's scripts (sorted, stable).
 
@@ -355,6 +403,8 @@ __all__ = [
     "Answer",
     "BatchInfo",
     "InstallInfo",
+    "SkillInstallInfo",
+    "ProvenanceInfo",
     "SandboxInfo",
     "SecretsInfo",
     "no_weaker",
@@ -368,6 +418,7 @@ __all__ = [
     "scripts_content_hash",
     "code_approval_hash",
     "install_approval_hash",
+    "skill_install_hash",
     "INSTALL_LABEL",
     "coerce_decision",
     "combine_requests",

@@ -6,7 +6,7 @@ through the gate ONCE. Then :class:`BatchRunner` runs the items:
 
 - every item is checked like a single run (``Planner.check_resolved`` over the checks in
   checks.py, with the batch's run settings: every check, refusals audited; the skill itself
-  is resolved once and again every RECHECK_S) and launched by the same executor (process
+  is resolved once and again every RESOLVE_S) and launched by the same executor (process
   group, timeout, capped output, minimal environment);
 - concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
   ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
@@ -50,7 +50,7 @@ from skill_magics.core.status import AuditOutcome, RunStatus
 logger = logging.getLogger("skill_magics.batch")
 
 ITEM_RECORDS = 50  # item audit records kept individually (first ones, then non-completed ones)
-RECHECK_S = 0.25  # how often a local batch re-checks that the skill's code is the approved one
+RESOLVE_S = 0.25  # how long a batch reuses its skill's resolution (Planner.resolve)
 DASK_WINDOW = 64  # tasks in flight on a Dask cluster at least (latency, not CPU, bounds it)
 
 
@@ -403,8 +403,10 @@ class BatchRunner:
         self._failed = 0
         self._cancelled = 0
         self._started = time.monotonic()
-        self._last_check = 0.0
+        # Before every local item: is the skill's code still the approved code? (gate.py)
+        self.watch = gate.watch(plan.request) if approved else None
         self._stale = ""
+        self._stale_lock = threading.Lock()
         self._found: tuple[float, Resolved] | None = None
 
     # -- inputs ------------------------------------------------------------------------------
@@ -588,10 +590,6 @@ class BatchRunner:
             logger.warning("batch %s: on_progress failed", self.batch_id, exc_info=True)
         self.audit.local.index = index
         try:
-            stale = self._check_current()
-            if stale:
-                item.status, item.message = RunStatus.REFUSED, stale
-                return item
             try:
                 _, prepared = self.planner.check_resolved(
                     self.plan.settings,
@@ -604,6 +602,11 @@ class BatchRunner:
                     warm=self.plan.warm,
                 )
                 prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
+                # As late as possible: right before this item's process starts.
+                stale = self._check_current()
+                if stale:
+                    item.status, item.message = RunStatus.REFUSED, stale
+                    return item
                 result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)
@@ -617,13 +620,13 @@ class BatchRunner:
                 self._running -= 1
 
     def _resolved(self, args: Any, argv: tuple[str, ...] | None) -> Resolved:
-        """The skill and script, resolved once and again every RECHECK_S (a change of code
-        in between is refused by :meth:`_check_current`): the file checks still run for
-        every item (Planner.check_resolved)."""
+        """The skill and script, resolved once and again every RESOLVE_S (a change of code
+        in between is refused by :meth:`_check_current`, before every item): the file
+        checks still run for every item (Planner.check_resolved)."""
         now = time.monotonic()
         with self._lock:
             found = self._found
-            fresh = found is not None and now - found[0] < RECHECK_S
+            fresh = found is not None and now - found[0] < RESOLVE_S
         if fresh:
             assert found is not None
             return found[1]
@@ -633,26 +636,25 @@ class BatchRunner:
         return resolved
 
     def _check_current(self) -> str:
-        """'' while the skill's code is the approved code (checked every RECHECK_S), else why
-        the item is refused: code that changed mid-batch was not approved."""
-        if not self.approved:
+        """'' while the skill's code is the approved code (asked before every item: a stat
+        per file while nothing changed, gate.CodeWatch), else why the item is refused: code
+        that changed mid-batch was not approved. The first refusal is audited."""
+        if self.watch is None or self.watch.current():
             return ""
-        now = time.monotonic()
-        if self._stale or now - self._last_check < RECHECK_S:
-            return self._stale
-        self._last_check = now
-        if not self.gate.is_current(self.plan.request):
+        with self._stale_lock:
+            if self._stale:
+                return self._stale
             self._stale = (
                 f"{self.plan.skill_name}: the skill's code changed during the batch; the "
                 "remaining items were refused. Run the batch again to review the new code"
             )
-            self.audit.event(
-                self.plan.skill_name,
-                self.plan.script,
-                None,
-                AuditOutcome.REFUSED,
-                reason=f"ApprovalStale: {self._stale}",
-            )
+        self.audit.event(
+            self.plan.skill_name,
+            self.plan.script,
+            None,
+            AuditOutcome.REFUSED,
+            reason=f"ApprovalStale: {self._stale}",
+        )
         return self._stale
 
     def _progress(self) -> None:

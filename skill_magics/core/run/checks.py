@@ -156,7 +156,10 @@ class PreparedRun:
     env: Mapping[str, str] = field(repr=False)
     cwd: Path  # where it starts (realpath): the skill, the workspace or a folder
     timeout: float
-    arguments_preview: str
+    # What the audit shows as the arguments of a command (RunChecks.command); None for a
+    # script: worked out from payload and argv whenever a record is made, so a secret
+    # provided after the checks (in the approval panel) is masked before the cut too.
+    label_preview: str | None
     argv: tuple[str, ...] = ()
     # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
     sandbox: SandboxProfile | None = None
@@ -171,6 +174,13 @@ class PreparedRun:
     def program(self) -> str:
         """The executable that will run (the resolved interpreter)."""
         return self.command[0]
+
+    @property
+    def arguments_preview(self) -> str:
+        """The audit's text for what the run was given (secrets masked, then cut)."""
+        if self.label_preview is not None:
+            return self.label_preview
+        return arguments_preview(None, self.argv, encoded=self.payload)
 
 
 @dataclass(frozen=True)
@@ -283,8 +293,9 @@ class RunChecks:
         warm: str,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
+        base_abs = os.path.abspath(skill_base_dir)
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
-        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
+        paths.check_skill_name(metadata.name, os.path.basename(base_abs))
         _check_tools(metadata)
         resolved = self._resolve(settings, script_path, skill_base_dir)
         script, spec, command = resolved.script, resolved.spec, resolved.command
@@ -294,7 +305,6 @@ class RunChecks:
             payload = None  # argv mode: the script reads nothing on stdin
         else:
             payload = encode_arguments({} if arguments is None else arguments)
-        base_abs = os.path.abspath(skill_base_dir)
         env = child_env(settings, metadata, base_abs)
         if module is None:
             module = kinds.module_for(script.real_base, script.relative.as_posix())
@@ -311,7 +321,7 @@ class RunChecks:
             env=env,
             cwd=run_dir,
             timeout=limit,
-            arguments_preview=arguments_preview(None, argv_t, encoded=payload),
+            label_preview=None,
             argv=argv_t,
             max_output_size=settings.max_output_size,
             warm=warm,
@@ -330,13 +340,20 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        profile = sandboxing.profile_for(
-            settings.sandbox if mode is None else mode,  # type: ignore[arg-type]
-            skill,
-            skill_dir=os.fspath(skill_dir),
-            network=settings.allows_network(skill) or self.grants.has(skill),
-            deny_read=settings.sandbox_deny_read,
-        )
+        chosen = sandboxing.check_mode(settings.sandbox if mode is None else mode)
+        profile = None
+        if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
+            profile = sandboxing.profile_for(
+                chosen,
+                skill,
+                skill_dir=os.fspath(skill_dir),
+                network=settings.allows_network(skill) or self.grants.has(skill),
+                deny_read=settings.sandbox_deny_read,
+                read=settings.sandbox_read,
+                cwd=os.fspath(prepared.cwd),
+                program=prepared.program,
+                env=prepared.env,
+            )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
         names = declared_secrets(metadata)
@@ -403,7 +420,7 @@ class RunChecks:
             env=child_env(settings, skill_metadata, os.path.abspath(skill_base_dir)),
             cwd=real_base,
             timeout=limit,
-            arguments_preview=arguments_preview,
+            label_preview=arguments_preview,
             argv=command[1:],
             max_output_size=settings.max_output_size,
         )

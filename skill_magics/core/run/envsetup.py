@@ -30,7 +30,7 @@ from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError, SkillNameError
+from skill_magics.core.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
 from skill_magics.core.paths import check_skill_name
 from skill_magics.core.run import envbuild
@@ -167,7 +167,11 @@ def plan_install(
     tool, uv = envbuild.choose_installer(installer)
     env_dir = envbuild.new_env_dir(home, packages)
     commands = envbuild.install_commands(env_dir, packages, tool, uv)
-    request = install_request(skill, packages, env_dir, commands[-1])
+    try:
+        request = install_request(skill, packages, env_dir, commands[-1])
+    except SkillMagicsError as exc:  # no fingerprint (folders too deep): refused, audited
+        audit.refused(name, INSTALL_LABEL, " ".join(packages), exc)
+        raise
     return InstallPlan(skill, requirements, packages, home, env_dir, tool, request)
 
 

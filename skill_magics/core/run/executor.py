@@ -73,10 +73,10 @@ class _Boxed:
 
     @property
     def record(self) -> dict[str, Any]:
-        """For the audit record and the result: mode, network, writable paths (real TMPDIR)."""
+        """For the audit record and the result: mode, network, writable paths."""
+        data = self.profile.record()
         if self.tmpdir is None:
-            return self.profile.record()
-        data = self.profile.record(self.tmpdir)
+            return data
         data["network"] = self.network
         return data
 
@@ -91,26 +91,6 @@ class _Start:
     @property
     def name(self) -> str:
         return "warm" if self.ticket is not None else "cold"
-
-
-class _RedactedOutput:
-    """An ``on_output`` that masks secret values in each stream before passing it on."""
-
-    def __init__(self, store: SecretStore, on_output: OnOutput) -> None:
-        self.on_output = on_output
-        self.streams = {"stdout": store.stream(), "stderr": store.stream()}
-
-    def __call__(self, stream: str, text: str) -> None:
-        redactor = self.streams.get(stream)
-        out = text if redactor is None else redactor.feed(text)
-        if out:
-            self.on_output(stream, out)
-
-    def flush(self) -> None:
-        for stream, redactor in self.streams.items():
-            rest = redactor.flush()
-            if rest:
-                self.on_output(stream, rest)
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -220,11 +200,9 @@ class ScriptExecutor:
             self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
             raise
         shown = None if boxed is None else boxed.record
-        redacting = len(self.secrets) > 0
-        streams = None
-        if redacting and on_output is not None:
-            streams = _RedactedOutput(self.secrets, on_output)
-            on_output = streams
+        # No secret value leaves a run, wherever a script printed it: both streams are
+        # redacted as they are read, before the output cap and before on_output sees them.
+        masks = self.secrets.masks() if len(self.secrets) else None
         try:
             outcome = None
             if how.ticket is not None:
@@ -236,6 +214,7 @@ class ScriptExecutor:
                         max_output_size=prepared.max_output_size,
                         on_output=on_output,
                         cancel=cancel,
+                        masks=masks,
                     )
                 except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
                     how = _Start(note=str(exc))
@@ -251,6 +230,9 @@ class ScriptExecutor:
                     max_output_size=prepared.max_output_size,
                     on_output=on_output,
                     cancel=cancel,
+                    masks=masks,
+                    # A sandboxed run's PID namespace takes its daemons with it already.
+                    orphans=boxed is None or not boxed.active,
                 )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
@@ -267,10 +249,7 @@ class ScriptExecutor:
                 start_note=how.note,
             )
             raise
-        finally:
-            if streams is not None:
-                streams.flush()
-        return self._finish(prepared, outcome, boxed=boxed, redact=redacting, how=how)
+        return self._finish(prepared, outcome, boxed=boxed, how=how)
 
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
@@ -365,15 +344,11 @@ class ScriptExecutor:
         out: ProcessOutcome,
         *,
         boxed: _Boxed | None = None,
-        redact: bool = False,
         how: _Start | None = None,
     ) -> ScriptExecutionResult:
         how = how or _Start()
         rel = prepared.script_rel.as_posix()
-        stdout, stderr = out.stdout.text, out.stderr.text
-        if redact:  # no secret value leaves a run, wherever a script printed it
-            stdout = self.secrets.redact(stdout, cut=out.stdout.truncated)
-            stderr = self.secrets.redact(stderr, cut=out.stderr.truncated)
+        stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
         sandboxed = boxed is not None and boxed.active
         if sandboxed and not out.timed_out and not out.cancelled:

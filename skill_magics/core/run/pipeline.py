@@ -2,7 +2,8 @@
 
 Every run goes plan -> gate -> execute (docs/architecture.md). Step 1 is the planner's
 (plan.py: one script, a skill's referenced scripts, code in a skill's venv; batch.py: a
-batch; envsetup.py: an environment install). Steps 2 and 3 are here, and only here:
+batch; envsetup.py: an environment install; an :class:`ActionPlan`: skill files to install,
+core/sources). Steps 2 and 3 are here, and only here:
 :meth:`Pipeline.run_planned` (and its async twin) asks the gate about the plan's request
 (gate.py) and, when it may run, launches it (executor.py for processes, the batch runner for
 batches, envsetup.install for an install), and returns a :class:`RunOutcome`. Every
@@ -39,7 +40,19 @@ from skill_magics.core.status import RunStatus
 
 logger = logging.getLogger("skill_magics.pipeline")
 
-Planned = PlannedRun | PlanGroup | BatchPlan | InstallPlan
+
+@dataclass(frozen=True)
+class ActionPlan:
+    """A planned thing whose step 3 starts no process (skill files to install from a
+    source, core/sources): ``requests`` (one per skill) are decided with ONE question, and
+    only when every one may go ahead does the call site call ``act()``; what it returns is
+    the outcome's ``value``. No requests: nobody is asked."""
+
+    requests: tuple[ApprovalRequest, ...]
+    act: Callable[[], Any]
+
+
+Planned = PlannedRun | PlanGroup | BatchPlan | InstallPlan | ActionPlan
 # The approver as the call site takes it: resolved (gate.choose_approver), None for "nobody
 # is asked", or an Answer already given (a click on a panel after its cell returned).
 Decider = Approver | Answer | None
@@ -69,7 +82,9 @@ class RunOutcome:
     """What became of a planned thing: the gate's ``verdict`` and, when it ran, what ran.
 
     ``launches`` line up with a PlannedRun's ``runs``; ``batch`` is a batch's result;
-    ``env`` an install's report; ``parts`` one outcome per plan of a PlanGroup.
+    ``env`` an install's report; ``value`` an ActionPlan's; ``parts`` one outcome per plan of
+    a PlanGroup (per request of an ActionPlan, whose ``verdict`` is then the first that
+    blocks).
     """
 
     verdict: Verdict
@@ -77,6 +92,7 @@ class RunOutcome:
     batch: BatchResult | None = None
     env: EnvReport | None = None
     parts: tuple[RunOutcome, ...] = ()
+    value: Any = None  # what an ActionPlan's act() returned
 
     @property
     def allowed(self) -> bool:
@@ -165,6 +181,8 @@ class Pipeline:
         a batch raises BatchInterrupted with its result), propagate.
         """
         verdicts = self._decide(plan, approver)
+        if isinstance(plan, ActionPlan):
+            return self._act(plan, verdicts, on_start)
         if isinstance(plan, PlanGroup):
             if on_start is not None and any(v.allowed for v in verdicts):
                 on_start()
@@ -203,6 +221,11 @@ class Pipeline:
         verdicts = await await_in_thread(
             lambda: self._decide(plan, approver), stop, join=join_approval
         )
+        if isinstance(plan, ActionPlan):
+            blocked = _first_blocked(verdicts)
+            if blocked is not None:
+                return RunOutcome(blocked, parts=tuple(RunOutcome(v) for v in verdicts))
+            return await await_in_thread(lambda: self._act(plan, verdicts, on_start), stop)
         if not any(v.allowed for v in verdicts):
             if not isinstance(plan, PlanGroup):
                 return RunOutcome(verdicts[0])
@@ -233,20 +256,41 @@ class Pipeline:
     # -- step 2 ------------------------------------------------------------------------------
 
     def _decide(self, plan: Planned, approver: Decider) -> list[Verdict]:
-        plans: tuple[PlannedRun | BatchPlan | InstallPlan, ...]
-        plans = plan.plans if isinstance(plan, PlanGroup) else (plan,)
-        if approver is None or (isinstance(plan, BatchPlan) and not len(plan)):
-            # The caller decided (a person's own call), or nothing would run: nobody is
+        if isinstance(plan, ActionPlan):
+            requests = list(plan.requests)
+        else:
+            plans: tuple[PlannedRun | BatchPlan | InstallPlan, ...]
+            plans = plan.plans if isinstance(plan, PlanGroup) else (plan,)
+            if isinstance(plan, BatchPlan) and not len(plan):
+                return [ALLOWED]  # nothing would run: nobody is asked
+            requests = [_request(p) for p in plans] if approver is not None else []
+            if approver is None:
+                return [ALLOWED] * len(plans)
+        if approver is None or not requests:
+            # The caller decided (a person's own call), or nothing to ask about: nobody is
             # asked, nothing is audited (gate.decide with no approver says the same).
-            return [ALLOWED] * len(plans)
-        requests = [_request(p) for p in plans]
+            return [ALLOWED] * len(requests)
         if isinstance(approver, Answer):
-            if len(requests) != 1:
+            if len(requests) != 1 or isinstance(plan, (PlanGroup, ActionPlan)):
                 raise TypeError("an Answer settles one request, not a group of plans")
             return [self.gate.settle(requests[0], approver.decision, approver.by)]
-        if isinstance(plan, PlanGroup):
+        if isinstance(plan, (PlanGroup, ActionPlan)):
             return self.gate.decide_each(requests, approver)
         return [self.gate.decide(requests[0], approver)]
+
+    def _act(
+        self,
+        plan: ActionPlan,
+        verdicts: list[Verdict],
+        on_start: Callable[[], object] | None,
+    ) -> RunOutcome:
+        parts = tuple(RunOutcome(v) for v in verdicts)
+        blocked = _first_blocked(verdicts)
+        if blocked is not None:
+            return RunOutcome(blocked, parts=parts)  # one No: nothing of it happens
+        if on_start is not None:
+            on_start()
+        return RunOutcome(ALLOWED, parts=parts, value=plan.act())
 
     # -- step 3 ------------------------------------------------------------------------------
 
@@ -371,6 +415,10 @@ def _finish(finish: Callable[[], object] | None) -> None:
         logger.warning("keeping the session approval failed", exc_info=True)
 
 
+def _first_blocked(verdicts: list[Verdict]) -> Verdict | None:
+    return next((v for v in verdicts if not v.allowed), None)
+
+
 def _request(plan: PlannedRun | BatchPlan | InstallPlan) -> ApprovalRequest:
     request = plan.request
     if request is None:
@@ -382,6 +430,7 @@ def _request(plan: PlannedRun | BatchPlan | InstallPlan) -> ApprovalRequest:
 
 
 __all__ = [
+    "ActionPlan",
     "BatchOptions",
     "Decider",
     "Launch",

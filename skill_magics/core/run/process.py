@@ -15,12 +15,14 @@ keeps the pipes open. The group is always killed before the main process is reap
 unreaped (zombie) leader keeps the group id from being reused by an unrelated process.
 
 A child that calls setsid()/setpgid() leaves the group, so killing the group misses it. Once
-a run has lasted ``TREE_POLL_S`` (50 ms), the loop also snapshots the run's process tree
-(psutil) every ``TREE_POLL_S`` and remembers every descendant; when the run ends (exit,
-timeout, cancel, interrupt) those still alive die with the group (checked by creation time,
-so a recycled pid is never hit). Runs shorter than 50 ms pay nothing. Limit: a descendant
-that is born, escapes and loses its parent between two snapshots (< 50 ms) is not seen; a
-cgroup would close that gap, and is not used here (it needs privileges or systemd).
+a run has lasted ``TREE_POLL_S`` (50 ms), the loop also snapshots the run's process tree every
+``TREE_POLL_S`` during the first second, then every ``TREE_POLL_LATER_S`` (250 ms), and
+remembers every descendant; when the run ends (exit, timeout, cancel, interrupt) those still
+alive die with the group (checked by creation time, so a recycled pid is never hit). Runs
+shorter than 50 ms pay no snapshot. A descendant born, detached and orphaned between two
+snapshots (a double fork) is caught on Linux by core/run/orphans.py instead: during a run this
+process is a child subreaper, so the orphan is re-parented here, and it carries the run's id
+in its environment; the run's end kills and reaps it. What still escapes is said there.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
+
+from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
+from skill_magics.core.secrets import Masks
 
 logger = logging.getLogger("skill_magics.executor")
 
@@ -65,6 +70,11 @@ class StreamCapture:
 
     An incremental decoder carries a multibyte character split across reads over to the next
     read; invalid bytes become U+FFFD; ``\\r\\n`` is kept as written.
+
+    With ``masks`` (the run's secret values), the text is redacted BEFORE the cap cuts it:
+    decoded text goes through a :class:`StreamRedactor`, and the cap applies to what comes
+    out, so a value straddling the cap is masked whole, never kept as a head. Past the cap,
+    decoding goes on only until the redactor has settled the text up to it.
     """
 
     name: str
@@ -73,15 +83,19 @@ class StreamCapture:
     total_bytes: int = 0
     truncated: bool = False
     pieces: list[str] = field(default_factory=list)
+    masks: Masks | None = None
 
     def __post_init__(self) -> None:
         self._decoder = _UTF8_DECODER(errors="replace")
+        self._redactor = self.masks.stream() if self.masks else None
 
     def feed(self, data: bytes) -> str:
         """Account for ``data``; return the newly decoded text that was kept ('' past the cap)."""
         self.total_bytes += len(data)
         if self.truncated:
             return ""
+        if self._redactor is not None:
+            return self._keep(self._redactor.feed(self._decoder.decode(data)))
         room = self.cap - self.kept_bytes
         if len(data) > room:
             # Cut at the cap. Bytes of a character straddling the cut stay in the decoder and
@@ -94,11 +108,28 @@ class StreamCapture:
             self.pieces.append(text)
         return text
 
+    def _keep(self, text: str) -> str:
+        """Keep redacted ``text`` up to the cap (cut at a character boundary)."""
+        if not text:
+            return ""
+        data = text.encode("utf-8", "surrogatepass")
+        room = self.cap - self.kept_bytes
+        if len(data) > room:
+            text = data[:room].decode("utf-8", "ignore")
+            data = text.encode("utf-8", "surrogatepass")
+            self.truncated = True
+        self.kept_bytes += len(data)
+        if text:
+            self.pieces.append(text)
+        return text
+
     def finish(self) -> str:
         """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
         if self.truncated:
             return ""
         text = self._decoder.decode(b"", final=True)
+        if self._redactor is not None:
+            return self._keep(self._redactor.feed(text) + self._redactor.flush())
         if text:
             self.pieces.append(text)
         return text
@@ -216,6 +247,16 @@ class _Descendants:
                         continue
                 stack.append(child)
 
+    def saw(self, pid: int) -> bool:
+        """Did a snapshot see ``pid`` (this very process: same creation time)?"""
+        proc = self.known.get(pid)
+        if proc is None:
+            return False
+        try:
+            return bool(proc.is_running())  # type: ignore[attr-defined]  # a zombie counts
+        except Exception:  # noqa: BLE001 - psutil.Error: gone
+            return False
+
     def signal_escaped(self, sig: int) -> None:
         """Send ``sig`` to remembered descendants that are alive and outside the group."""
         if not self.known:
@@ -278,10 +319,18 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
     return lambda pid: parents.get(pid, [])
 
 
-def _kill_all(pgid: int, tree: _Descendants | None, sig: int) -> None:
+def _kill_all(
+    pgid: int, tree: _Descendants | None, sig: int, orphans: Orphans | None = None
+) -> None:
+    if orphans is not None:
+        orphans.collect(exclude=pgid)  # before the kill: what it orphans is held already
+        if tree is not None:  # and what the snapshots saw, to be reaped once adopted
+            orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
     if tree is not None:
         tree.signal_escaped(sig)
+    if orphans is not None:
+        orphans.signal(sig)
 
 
 class Child:
@@ -371,6 +420,7 @@ class _Loop:
         payload: bytes | None,
         max_output_size: int,
         on_output: OnOutput | None,
+        masks: Masks | None = None,
     ) -> None:
         self.child = child
         # poll() when there is one (select() is limited to fds < 1024), else the default.
@@ -379,8 +429,8 @@ class _Loop:
             if hasattr(selectors, "PollSelector")
             else selectors.DefaultSelector()  # pragma: no cover
         )
-        self.stdout = StreamCapture("stdout", max_output_size)
-        self.stderr = StreamCapture("stderr", max_output_size)
+        self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
+        self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
         self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
         self.on_output = on_output
         self.exited = False
@@ -528,12 +578,46 @@ def run_process(
     max_output_size: int,
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
+    masks: Masks | None = None,
+    orphans: bool = True,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
 
+    ``masks``: secret values to redact from both streams before the cap cuts them and
+    before ``on_output`` sees them (:class:`StreamCapture`).
+
     Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
-    BaseException) kills the whole group before it propagates.
+    BaseException) kills the whole group before it propagates. ``orphans``: also find and
+    kill the run's daemons that left the group (core/run/orphans.py; a sandboxed run's PID
+    namespace does that already).
     """
+    held: Orphans | None = None
+    if orphans and SUBREAPER.enter():
+        run_id = new_run_id()
+        held = Orphans(run_id)
+        env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
+    try:
+        return _run(
+            command, cwd, env, payload, timeout, max_output_size, on_output, cancel, masks, held
+        )
+    finally:
+        if held is not None:
+            held.close()
+            SUBREAPER.leave()
+
+
+def _run(
+    command: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None,
+    cancel: threading.Event | None,
+    masks: Masks | None,
+    held: Orphans | None,
+) -> ProcessOutcome:
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -549,7 +633,8 @@ def run_process(
         )
     except OSError as exc:
         raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-    return drive(_PopenChild(proc), start, payload, timeout, max_output_size, on_output, cancel)
+    child = _PopenChild(proc)
+    return drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
 
 
 def drive(
@@ -560,16 +645,19 @@ def drive(
     max_output_size: int,
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
+    masks: Masks | None = None,
+    held: Orphans | None = None,
 ) -> ProcessOutcome:
     """Drive a started ``child`` to its end (see the module docstring): feed stdin, read
     both pipes, kill the group on timeout, cancel or any exception, reap. ``start`` is when
-    the run began (time.monotonic()): the timeout counts from there."""
+    the run began (time.monotonic()): the timeout counts from there. ``masks``: secret values
+    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py)."""
     pgid = child.pid
     loop: _Loop | None = None
     tree = _Descendants(child.pid, pgid, start)
     timed_out = cancelled = False
     try:
-        loop = _Loop(child, payload, max_output_size, on_output)
+        loop = _Loop(child, payload, max_output_size, on_output, masks)
         deadline = start + timeout
         while loop.readers or not loop.exited:
             now = time.monotonic()
@@ -579,7 +667,7 @@ def drive(
                 if now - start >= TREE_POLL_S:
                     tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
-                _kill_all(pgid, tree, signal.SIGTERM)
+                _kill_all(pgid, tree, signal.SIGTERM, held)
                 loop.wait_exit(GRACE_S)
                 break
             if loop.exited:
@@ -599,20 +687,27 @@ def drive(
                 wait = min(wait, EXIT_POLL_S)
             loop.step(wait)
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
-        # now, while the unreaped leader still pins the group id; so do remembered escapees.
-        _kill_all(pgid, tree, signal.SIGKILL)
+        # now, while the unreaped leader still pins the group id; so do remembered escapees
+        # and the run's orphans (which are then reaped: they are this process's children).
+        _kill_all(pgid, tree, signal.SIGKILL, held)
+        if held is not None:
+            held.reap()
+            held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
         returncode = child.reap()
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
         # group running behind the exception.
         if not child.reaped:
-            _kill_all(pgid, tree, signal.SIGTERM)
+            _kill_all(pgid, tree, signal.SIGTERM, held)
             try:
                 if loop is not None:
                     loop.wait_exit(GRACE_S)
             finally:
-                _kill_all(pgid, tree, signal.SIGKILL)
+                _kill_all(pgid, tree, signal.SIGKILL, held)
+                if held is not None:
+                    held.reap()
+                    held.reap_zombies(pgid, tree.saw)
                 child.reap()
         raise
     finally:

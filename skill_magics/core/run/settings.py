@@ -2,8 +2,9 @@
 
 :class:`RunSettings` is a frozen dataclass: the time limit, the output cap, the allowed
 interpreters, the environment (``inherit_env``, ``env_passthrough``), where runs start
-(``run_cwd``), the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``) and
-how Python scripts start (``warm_start``, ``warm_idle_timeout``: core/run/warm/).
+(``run_cwd``), the sandbox (``sandbox``, ``sandbox_network``, ``sandbox_deny_read``,
+``sandbox_read``) and how Python scripts start (``warm_start``, ``warm_idle_timeout``:
+core/run/warm/).
 Its field names are the ``SkillMagics`` traits and the ``SkillManager`` keywords of the same
 meaning. Every value is checked (and lists parsed with ``namelist.name_list``) when a
 ``RunSettings`` is made, so a bad value fails where it is set, in one line naming the fix.
@@ -88,6 +89,7 @@ class RunSettings:
     sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
     sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
     sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
+    sandbox_read: tuple[str, ...] = ()  # folders every sandboxed run is given read-only
     warm_start: str | None = None  # auto, on, off (None: $SKILL_MAGICS_WARM_START, else auto)
     warm_idle_timeout: float = DEFAULT_WARM_IDLE  # seconds before an idle warm server stops
     # Derived: the canonical names of allowed_interpreters (what the checks compare).
@@ -106,6 +108,7 @@ class RunSettings:
         set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
         set_(self, "sandbox_network", name_list(self.sandbox_network))
         set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
+        set_(self, "sandbox_read", name_list(self.sandbox_read))
         start = warm.default_mode() if self.warm_start is None else warm.check_mode(self.warm_start)
         set_(self, "warm_start", start)
         set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))

@@ -196,12 +196,15 @@ def skill_detail(
     content: str | None = None,
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
+    provenance: Any = None,
 ) -> Display:
     """``%skills show NAME``: metadata, rendered SKILL.md, the offered scripts, the ones
     other scripts import (apart: they run when asked, but are not offered), the modules
     that do nothing when run, requirements, references.
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
+    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
+    still match its skills-lock.json)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
@@ -214,6 +217,8 @@ def skill_detail(
     if secrets:
         shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
         fields.append(("secrets", shown))
+    if provenance is not None:
+        fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
     runnable_view = scripts_table(runnable, approved=approved) if runnable else None
     library_view = scripts_table(library) if library else None
@@ -264,4 +269,28 @@ def skill_detail(
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
-__all__ = ["skills_table", "scripts_table", "skill_detail", "requirements_view"]
+def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
+    """("installed from", source) and ("lock", whether the files still match it)."""
+    fields = [("installed from", visible(provenance.source))]
+    if provenance.matches:
+        fields.append(("lock", f"files match {visible(provenance.lock)}"))
+    else:
+        changes = list(provenance.changes)
+        shown = ", ".join(changes[:6]) + (f", +{len(changes) - 6} more" if len(changes) > 6 else "")
+        fields.append(
+            (
+                "lock",
+                f"{len(changes)} CHANGED since the install: {visible(shown)} "
+                "(%skills verify lists them; %skills sync --force restores them)",
+            )
+        )
+    return fields
+
+
+__all__ = [
+    "skills_table",
+    "scripts_table",
+    "skill_detail",
+    "requirements_view",
+    "provenance_fields",
+]

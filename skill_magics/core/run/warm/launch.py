@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
 from skill_magics.core.run.warm.pool import POOL
@@ -48,6 +49,7 @@ from skill_magics.core.run.warm.server import (
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
     from skill_magics.core.run.sandbox import SandboxProfile
+    from skill_magics.core.secrets import Masks
 
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
 
@@ -86,7 +88,7 @@ class Ticket:
     environment with secrets: read only by the forked child)."""
 
     server: WarmServer
-    spec: bytes
+    spec: dict[str, Any]
     tmpdir: str | None = None  # a sandboxed run's private TMPDIR (inside the sandbox)
     network: bool = False
 
@@ -303,11 +305,11 @@ def _make_server(
     # -I -S: the first step runs before site and any .pth file (it holds capabilities).
     inner = [python, "-I", "-S", ZYGOTE, "stage1", "{fd}", tmpdir, "--", *serve]
     inner += ["--sandbox", sandbox]
-    argv = sandboxing.server_argv(profile, inner, network=network, tmpdir=tmpdir)
+    argv = sandboxing.server_argv(profile, inner, network=network)
     return WarmServer(key, argv, env, label=f"{python} in {profile.mode}", bwrap=True)
 
 
-def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> bytes:
+def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:
     argv = [target.target if not target.module else "-m", *prepared.argv]
     spec = {
         "argv": argv,
@@ -318,7 +320,7 @@ def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> byte
         "target": target.target,
         "umask": current_umask(),
     }
-    return json.dumps(spec).encode()
+    return spec
 
 
 def current_umask() -> int:
@@ -436,11 +438,51 @@ def run_warm(
     max_output_size: int,
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
+    masks: Masks | None = None,
 ) -> ProcessOutcome:
     """Fork the run from its server and drive it like a cold one (process.drive).
 
-    Raises WarmUnavailable when the server cannot fork it (nothing ran), SpawnError when
-    the child could not start (its cwd vanished: exit 126 as for a cold run)."""
+    ``masks``: the secret values redacted from its output. An unsandboxed run carries its
+    run id and its orphans are found and killed as a cold run's are (core/run/orphans.py:
+    they are re-parented to this process, a child subreaper during runs, through the
+    server). Raises WarmUnavailable when the server cannot fork it (nothing ran),
+    SpawnError when the child could not start (its cwd vanished: exit 126 as for a cold
+    run)."""
+    held: Orphans | None = None
+    spec = ticket.spec
+    if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
+        run_id = new_run_id()
+        held = Orphans(run_id)
+        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}}
+    try:
+        return _run_warm(
+            ticket,
+            json.dumps(spec).encode(),
+            payload,
+            timeout,
+            max_output_size,
+            on_output,
+            cancel,
+            masks,
+            held,
+        )
+    finally:
+        if held is not None:
+            held.close()
+            SUBREAPER.leave()
+
+
+def _run_warm(
+    ticket: Ticket,
+    spec: bytes,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None,
+    cancel: threading.Event | None,
+    masks: Masks | None,
+    held: Orphans | None,
+) -> ProcessOutcome:
     start = time.monotonic()
     server = ticket.server
     ours: list[int] = []
@@ -458,7 +500,7 @@ def run_warm(
         ours += [out_r, err_r]
         theirs += [out_w, err_w]
         try:
-            child = server.fork(ticket.spec, stdin_r, out_w, err_w, timeout=FORK_S)
+            child = server.fork(spec, stdin_r, out_w, err_w, timeout=FORK_S)
         except (OSError, TimeoutError) as exc:
             raise WarmUnavailable(f"warm server unavailable: {exc}") from exc
     except BaseException:
@@ -471,7 +513,7 @@ def run_warm(
     child.stdin = open(stdin_w, "wb", buffering=0) if stdin_w >= 0 else None  # noqa: SIM115
     child.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115
     child.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
-    outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel)
+    outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
     if child.failure is not None:
         raise child.failure
     return outcome

@@ -110,6 +110,7 @@ CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
 _CAP_V3 = 0x20080522
 
 _libc = None
+_SPARE_PROC = ".skill-magics-proc"  # stage1's spare /proc, in the server's /tmp
 
 
 def _c():
@@ -205,7 +206,7 @@ def stage1(args):
     nested user namespace that locks every mount, then exec the real server."""
     tmpdir = args[2]  # ["stage1", fd, tmpdir, "--", server argv...]
     rest = args[args.index("--") + 1 :]
-    spare = os.path.join(tmpdir, ".skill-magics-proc")
+    spare = os.path.join(tmpdir, _SPARE_PROC)
     note = ""
     try:
         os.mkdir(spare, 0o700)
@@ -578,6 +579,56 @@ def _loopback_up():
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
+def _mount_points(under):
+    """Mount points below ``under`` in this mount namespace, outermost first (from
+    /proc/self/mountinfo; octal escapes such as ``\\040`` decoded)."""
+    prefix = under.rstrip("/") + "/"
+    points = []
+    with open("/proc/self/mountinfo", "rb") as fh:
+        for line in fh:
+            field = line.split()[4].decode("unicode_escape").encode("latin-1")
+            point = os.fsdecode(field)
+            if point.startswith(prefix):
+                points.append(point)
+    points.sort(key=len)
+    outer: list = []
+    for point in points:
+        if not any(point.startswith(p.rstrip("/") + "/") or point == p for p in outer):
+            outer.append(point)
+    return outer
+
+
+def _fresh_tmp(tmp):
+    """The run's own /tmp, as bwrap gives a cold run one: a fresh tmpfs with the cache
+    folders tools expect, and the sandbox's folders that lie below /tmp (the workspace, the
+    skill, $HOME...) bound in again at the same places. Built aside, then moved onto /tmp."""
+    inner = [p for p in _mount_points(tmp) if os.path.basename(p) != _SPARE_PROC]
+    old = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    name = f".skill-magics-tmp-{os.getpid()}"
+    stage = os.path.join(tmp, name)
+    os.mkdir(stage, 0o700)
+    try:
+        _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        for sub in (".cache", ".config", ".config/matplotlib"):
+            os.mkdir(os.path.join(stage, sub), 0o755)
+        for point in inner:
+            target = os.path.join(stage, os.path.relpath(point, tmp))
+            if os.path.isdir(point):
+                os.makedirs(target, 0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+                with open(target, "w"):
+                    pass
+            _mount(point, target, None, MS_BIND | MS_REC)
+        _mount(stage, tmp, None, MS_MOVE)
+    finally:
+        try:
+            os.rmdir(name, dir_fd=old)  # the empty folder left in the server's /tmp
+        except OSError:
+            pass
+        os.close(old)
+
+
 def _private_dev(scratch):
     """A /dev of the run's own, as bwrap gives a cold run: a fresh tmpfs with the server's
     device nodes bound in, its symlinks and folders (``shm`` included), moved onto /dev."""
@@ -612,9 +663,7 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
         _loopback_up()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     tmpdir = sandbox["tmpdir"]
-    _mount("tmpfs", tmpdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    for sub in (".cache", ".config", ".config/matplotlib"):
-        os.mkdir(os.path.join(tmpdir, sub), 0o755)
+    _fresh_tmp(tmpdir)
     _private_dev(tmpdir)
     leader = os.getpid()
     read, write = os.pipe()
