@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from skill_magics.core import envdirs
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
@@ -153,6 +154,10 @@ class WarmLauncher:
 
         server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
         if server is None:
+            version = envdirs.python_version(target.python)
+            if version is not None and version < (3, 9):
+                major, minor = version
+                return Cold(f"warm start needs Python 3.9+ (this script runs on {major}.{minor})")
             if mode == AUTO and not preload():
                 return Cold()  # nothing worth preloading: not worth a server of its own
             box = profile if sandboxed else None
