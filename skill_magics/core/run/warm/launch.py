@@ -108,6 +108,7 @@ class WarmLauncher:
 
     def __init__(self, preload: Preload | None = None) -> None:
         self.preload = preload or script_imports
+        self._names: dict[tuple[str, str, str], tuple[Any, tuple[str, ...]]] = {}
 
     def ticket(
         self,
@@ -200,7 +201,32 @@ class WarmLauncher:
         return ticket.server
 
     def names_for(self, prepared: PreparedRun) -> Sequence[str]:
-        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong)."""
+        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong).
+
+        Remembered per interpreter and script while the script file and the interpreter's
+        import folders are unchanged: a cold run under "auto" asks this every time, and the
+        answer (often "nothing": then no server is worth starting) must cost no more than a
+        few stats."""
+        script = prepared.script
+        if script is None:
+            return ()
+        try:
+            st = os.stat(script.real)
+            stamp = (st.st_mtime_ns, st.st_size, folders_stamp(prepared.program))
+        except OSError:
+            stamp = None
+        key = (prepared.program, os.fspath(script.real), prepared.skill_name)
+        hit = self._names.get(key)
+        if hit is not None and stamp is not None and hit[0] == stamp:
+            return hit[1]
+        names = self._names_now(prepared)
+        if stamp is not None:
+            if len(self._names) > 1024:
+                self._names.clear()
+            self._names[key] = (stamp, names)
+        return names
+
+    def _names_now(self, prepared: PreparedRun) -> tuple[str, ...]:
         try:
             return tuple(self.preload(prepared))
         except Exception:  # noqa: BLE001 - no preload is slower, never wrong
@@ -326,6 +352,17 @@ def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict
         "umask": current_umask(),
     }
     return spec
+
+
+def folders_stamp(python: str) -> tuple[int, ...]:
+    """The mtimes of ``python``'s import folders (an install changes one of them)."""
+    out = []
+    for folder in envdirs.import_path(python):
+        try:
+            out.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return tuple(out)
 
 
 def current_umask() -> int:
