@@ -8,7 +8,8 @@ Side by side, in one process, every ratio from runs interleaved (A B B A) so the
 load hits both sides alike:
 
 1. a script importing pandas, per run (median wall time of ``execute_skill_script``):
-   warm vs cold (target >= 20x);
+   warm vs cold (target >= 20x); the same in a ``workspace-write`` sandbox (no target: the
+   run's own namespaces and mounts cost a few forks and mounts more);
 2. a 1,000-row ``map`` of that script on 2 workers, items per second warm vs cold (target
    >= 20x; the cold rate is measured on ``--cold-rows`` rows, 1,000 with ``--full``);
 3. a warm run against the bare minimum: ``os.fork()`` + ``runpy.run_path`` in this process,
@@ -257,6 +258,23 @@ def main() -> None:
                 f"   cold {t['cold']:.1f} ms · warm {t['warm']:.2f} ms · {ratio:.1f}x "
                 f"(target >= 20x: {verdict(ratio >= 20)})"
             )
+
+            from skill_magics.core.run.sandbox import unavailable_reason
+
+            if not unavailable_reason():
+                boxed = SkillManager(
+                    [tmp], run_cwd="skill", warm_start="on", sandbox="workspace-write"
+                )
+                here = os.getcwd()
+                os.chdir(tmp)  # the workspace: the temp folder, never the repository
+                try:
+                    t = per_run(boxed, max(4, runs // 2))
+                finally:
+                    os.chdir(here)
+                print(
+                    f"   sandboxed (workspace-write): cold {t['cold']:.1f} ms · warm "
+                    f"{t['warm']:.2f} ms · {t['cold'] / t['warm']:.1f}x"
+                )
 
             hot = batch_rate(manager, rows, True)
             cold = batch_rate(manager, cold_rows, False)
