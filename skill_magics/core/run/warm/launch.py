@@ -307,12 +307,16 @@ def _server_env(env: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]
 
 
 def _sandbox_key(profile: SandboxProfile | None, network: bool) -> tuple[Any, ...]:
+    """Everything the server's sandbox is made of: the whole profile (mode, workspace, the
+    given folders, the deny list, $HOME) and the network decided now."""
     assert profile is not None
     return (
         profile.mode,
         profile.workspace,
         profile.skill_dir,
         profile.deny_read,
+        profile.binds,
+        profile.home,
         network,
     )
 
