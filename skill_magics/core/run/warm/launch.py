@@ -341,7 +341,7 @@ def _make_server(
     inner = [python, "-I", "-S", ZYGOTE, "stage1", "{fd}", tmpdir, "--", *serve]
     inner += ["--sandbox", sandbox]
     argv = sandboxing.server_argv(profile, inner, network=network)
-    return WarmServer(key, argv, env, label=f"{python} in {profile.mode}", bwrap=True)
+    return WarmServer(key, argv, env, label=f"{python} in {profile.mode}")
 
 
 def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:

@@ -90,13 +90,11 @@ class WarmServer:
         env: dict[str, str],
         *,
         label: str = "",
-        bwrap: bool = False,
     ) -> None:
         self.key = key
         self.argv = list(argv)
         self.env = env
         self.label = label or key.python
-        self.bwrap = bwrap
         self.state = ServerState.STARTING
         self.problem = ""  # why it failed, or why runs cannot be warm in it
         self.ready = threading.Event()
@@ -471,8 +469,9 @@ def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]
     if timeout is not None:
         import select
 
-        ready, _, _ = select.select([sock], [], [], timeout)
-        if not ready:
+        poller = select.poll()  # not select(): descriptors past 1024 are common in a kernel
+        poller.register(sock.fileno(), select.POLLIN)
+        if not poller.poll(max(timeout, 0.0) * 1000):
             raise TimeoutError(f"no answer from the warm server within {timeout:g} s")
     data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(_CREDS.size))
     pid = 0
