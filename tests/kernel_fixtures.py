@@ -346,11 +346,14 @@ class KernelSession:
         }
 
     def buttons_all(self, description: str) -> list[str]:
-        """comm_ids of every Button with this description, oldest first (one per panel)."""
+        """comm_ids of every shown Button with this description, oldest first (one per
+        panel; see :meth:`shown`)."""
         return [
             cid
             for cid, s in self.widgets.items()
-            if s.get("_model_name") == "ButtonModel" and s.get("description") == description
+            if s.get("_model_name") == "ButtonModel"
+            and s.get("description") == description
+            and self.shown(cid)
         ]
 
     def click(self, comm_id: str, *, subshell: bool = False) -> None:
