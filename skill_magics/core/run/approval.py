@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 
-class Decision(str, enum.Enum):
+class Decision(enum.StrEnum):
     """The three answers a person can give."""
 
     YES_ONCE = "yes_once"

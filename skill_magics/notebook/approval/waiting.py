@@ -29,7 +29,7 @@ from typing import Any
 SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
 
 
-class Strategy(str, enum.Enum):
+class Strategy(enum.StrEnum):
     AWAIT = "await"
     THREAD = "thread"
     PUMP = "pump"
