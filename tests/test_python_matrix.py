@@ -2,10 +2,10 @@
 that fails makes the run fail (docs: README, Set up).
 
 Real processes on real files: the interpreters it searches are the running Python (linked
-under other names) and small stand-ins for the ones this machine may not have (a Python 3.9,
-a 3.15, one that does not run, one without venv support). Running the suite itself in each
-venv is what `make python-matrix` does; here a stand-in whose venv cannot be made shows the
-failure path without running it.
+under other names) and small stand-ins for ones this machine may not have (a Python 3.9, a
+3.99, one that does not run, one without venv support: names no real Python has). Running
+the suite in each venv is what `make python-matrix` does; here a stand-in whose venv cannot
+be made shows the failure path without running it.
 """
 
 from __future__ import annotations
@@ -20,18 +20,25 @@ SCRIPT = REPO / "scripts" / "python-matrix.sh"
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
+def _new_file(path: Path, text: str) -> None:
+    """Never through a link: python3.X may be the running interpreter linked here."""
+    with open(path, "x") as fh:
+        fh.write(text)
+    path.chmod(0o755)
+
+
 def _stand_in(path: Path, version: str, *, venv_support: bool = True) -> None:
     """An interpreter that answers the script's probes as Python ``version`` would."""
-    path.write_text(
+    _new_file(
+        path,
         "#!/bin/sh\n"
         'case "$*" in\n'
         f"  *ensurepip*) exit {0 if venv_support else 1} ;;\n"
         '  "-m venv"*) echo "no venv here" >&2; exit 1 ;;\n'
         f'  *platform*) echo "{version} {path}" ;;\n'
         "  *) exit 3 ;;\n"
-        "esac\n"
+        "esac\n",
     )
-    path.chmod(0o755)
 
 
 def _search_dir(tmp_path: Path) -> Path:
@@ -40,10 +47,9 @@ def _search_dir(tmp_path: Path) -> Path:
     os.symlink(sys.executable, bin_dir / "python3")
     os.symlink(sys.executable, bin_dir / f"python{HERE}")  # the same interpreter again
     _stand_in(bin_dir / "python3.9", "3.9.18")
-    _stand_in(bin_dir / "python3.14", "3.14.0", venv_support=False)
-    _stand_in(bin_dir / "python3.15", "3.15.1")
-    (bin_dir / "python3.12").write_text("#!/bin/sh\nexit 127\n")  # like a pyenv shim
-    (bin_dir / "python3.12").chmod(0o755)
+    _stand_in(bin_dir / "python3.97", "3.97.0", venv_support=False)
+    _stand_in(bin_dir / "python3.99", "3.99.1")
+    _new_file(bin_dir / "python3.98", "#!/bin/sh\nexit 127\n")  # like a pyenv shim
     return bin_dir
 
 
@@ -71,12 +77,12 @@ def test_lists_what_it_found_and_what_it_skipped_and_why(tmp_path: Path) -> None
     found = [line for line in run.stdout.splitlines() if " found " in line]
     assert found == [
         f"python-matrix: found Python {HERE} ({os.path.realpath(sys.executable)})",
-        f"python-matrix: found Python 3.15 ({bin_dir / 'python3.15'})",
+        f"python-matrix: found Python 3.99 ({bin_dir / 'python3.99'})",
     ]
     out = run.stdout
     assert f"skipped {bin_dir / 'python3.9'}: Python 3.9.18 unsupported (3.11+)" in out
-    assert f"skipped {bin_dir / 'python3.12'}: does not run" in out
-    assert f"skipped {bin_dir / 'python3.14'}: Python 3.14.0 lacks venv support" in out
+    assert f"skipped {bin_dir / 'python3.98'}: does not run" in out
+    assert f"skipped {bin_dir / 'python3.97'}: Python 3.97.0 lacks venv support" in out
     assert not (tmp_path / "venvs").exists(), "--list installs nothing"
 
 
@@ -85,7 +91,7 @@ def test_other_picks_the_newest_python_besides_the_main_one(tmp_path: Path) -> N
     run = _run(tmp_path, "--other", "--list")
     assert run.returncode == 0, run.stdout + run.stderr
     assert [line for line in run.stdout.splitlines() if " found " in line] == [
-        f"python-matrix: found Python 3.15 ({bin_dir / 'python3.15'})"
+        f"python-matrix: found Python 3.99 ({bin_dir / 'python3.99'})"
     ]
     assert f"Python {HERE} is .venv's (the main run tests it)" in run.stdout
 
@@ -113,8 +119,8 @@ def test_nothing_supported_found_fails(tmp_path: Path) -> None:
 def test_a_python_that_fails_fails_the_run(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    _stand_in(bin_dir / "python3.15", "3.15.1")
-    run = _run(tmp_path, str(bin_dir / "python3.15"))
+    _stand_in(bin_dir / "python3.99", "3.99.1")
+    run = _run(tmp_path, str(bin_dir / "python3.99"))
     assert run.returncode == 1, run.stdout + run.stderr
     assert "python-matrix summary:" in run.stdout
-    assert f"Python 3.15 ({bin_dir / 'python3.15'}): venv or pip install FAILED" in run.stdout
+    assert f"Python 3.99 ({bin_dir / 'python3.99'}): venv or pip install FAILED" in run.stdout
