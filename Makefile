@@ -12,8 +12,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-# 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click).
-MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
+# 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click)
+# and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
+MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
 .PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
 

@@ -6,7 +6,7 @@ Prints figures; it is not a test. Targets (issue 13): requirements() on a 50-scr
 
     .venv/bin/python bench/bench_requirements.py [--scripts 50] [--repeat 15]
 
-The skill is written like the public ones: a package ``scripts/`` whose entry points import
+The skill is written like the public ones: a package ``scripts/`` whose CLIs import
 ``scripts.utils`` and a helper package, ~150 lines each with stdlib, third-party (installed
 and not), optional (try/except ImportError) imports and subprocess calls in all three forms.
 
@@ -122,7 +122,7 @@ def main() -> None:
         scripts = manager.get_skill("big-skill").scripts
         print(
             f"skill: {len(scripts)} scripts "
-            f"({sum(s.kind == 'entry' for s in scripts)} entries), "
+            f"({sum(s.offered for s in scripts)} offered), "
             f"{len(cold.packages)} packages, {len(cold.programs)} programs, "
             f"missing {cold.missing}"
         )

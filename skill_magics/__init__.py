@@ -28,6 +28,11 @@ _LAZY = {
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
     "BatchResult": ("skill_magics.core.run.batch_result", "BatchResult"),
     "BatchItem": ("skill_magics.core.run.batch_result", "BatchItem"),
+    "install_skills": ("skill_magics.core.sources.install", "install_skills"),
+    "verify_skills": ("skill_magics.core.sources.verify", "verify_skills"),
+    "sync_skills": ("skill_magics.core.sources.update", "sync_skills"),
+    "update_skills": ("skill_magics.core.sources.update", "update_skills"),
+    "InstallReport": ("skill_magics.core.sources.install", "InstallReport"),
 }
 
 

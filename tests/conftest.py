@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
+# The conformance corpus holds skills (one ships its own test_skill.py), not our tests.
+collect_ignore_glob = ["conformance/*"]
 
 
 def write_skill(

@@ -1,11 +1,12 @@
 """Skill layouts the way public skills are written, built by the tests themselves.
 
-- ``creator``: a package ``scripts/`` (``__init__.py``) whose entry points do
+- ``creator``: a package ``scripts/`` (``__init__.py``) whose CLIs do
   ``from scripts.utils import ...`` (run as ``python -m scripts.x`` from the skill root), one of
   them named in SKILL.md as ``python -m scripts.run_eval``;
 - ``office``: sibling imports from the script's own folder (``from office.soffice import``,
-  ``from validators import base``), a helper with a main guard that another script imports,
-  a helper without one, a ``requirements.txt``, and programs run three ways
+  ``from validators import base``), a module with a main guard that another script imports
+  (runs, not offered), a module of definitions only (refused), a ``requirements.txt``, and
+  programs run three ways
   (``["soffice", ...]`` assigned to a variable, ``["qpdf"] + args``, ``shutil.which("gh")``);
 - ``pep``: a PEP 723 header.
 

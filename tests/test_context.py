@@ -814,3 +814,26 @@ def test_fifo_in_references_does_not_hang_the_context(make_skill, tmp_path):
     refs = {r["path"]: r for r in parse_skill_context(xml)[0]["references"]}
     assert refs["references/a.md"]["content"] == "a\n"
     assert refs["references/pipe.md"]["error"] == "true"
+
+
+def test_a_reference_written_as_python_m_runs_as_a_module(tmp_path, make_skill):
+    # skill-creator's shape: scripts/ is a package; SKILL.md runs ``python -m scripts.x``.
+    make_skill(
+        tmp_path,
+        "creator",
+        scripts={
+            "scripts/__init__.py": "",
+            "scripts/utils.py": "def name():\n    return 'utils'\n",
+            "scripts/report.py": (
+                "import json\nfrom scripts.utils import name\n"
+                "if __name__ == '__main__':\n"
+                "    print(json.dumps([name(), __spec__.name]))\n"
+            ),
+        },
+        body="Report with:\n\n```\npython -m scripts.report --out x\n```\n",
+    )
+    manager = manager_for(tmp_path, approver=yes_once)
+    root = ET.fromstring(build_skill_context(manager, "creator"))
+    (out,) = root.findall(".//script_output")
+    assert out.get("source") == "scripts/report.py" and out.get("status") == "completed"
+    assert json.loads(out.text) == ["utils", "scripts.report"]

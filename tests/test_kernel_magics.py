@@ -57,7 +57,7 @@ def skills_dir(tmp_path: Path, make_skill) -> Path:
         tmp_path / "skills",
         "kernel-skill",
         {"name": "kernel-skill", "description": "Scripts for the real-kernel tests."},
-        # A shebang makes each an entry point (catalog/kinds.py): %%skillrun runs entries only.
+        # Shebangs as real CLIs have them (any top-level code would run too: catalog/kinds.py).
         {
             "scripts/sleeper.py": BANG + SLEEPER,
             "scripts/echo.py": BANG + ECHO,

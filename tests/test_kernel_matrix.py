@@ -160,7 +160,7 @@ def test_runtime_dependencies_come_from_pyproject() -> None:
     run = _script("--print-deps")
     assert run.returncode == 0, run.stderr
     deps = run.stdout.split("\n")
-    assert "ipython>=8.12" in deps and not [d for d in deps if d.startswith("ipykernel")]
+    assert "ipython>=7.34" in deps and not [d for d in deps if d.startswith("ipykernel")]
     assert not [d for d in deps if "extra" in d or "pytest" in d], "extras are not runtime"
 
 

@@ -1,7 +1,9 @@
-"""Entry points and helpers (catalog/kinds.py), module scripts run as ``python -m`` from the
-skill root, and the one-pass source analysis they rest on (catalog/pysource.py).
+"""May a script run, is it offered (catalog/kinds.py), module scripts run as ``python -m``
+from the skill root, and the one-pass source analysis they rest on (catalog/pysource.py,
+catalog/toplevel.py).
 
-Real layouts (tests/real_layouts.py), real processes: nothing is mocked."""
+Real layouts (tests/real_layouts.py), real processes: nothing is mocked. The public skills'
+shapes are in the conformance corpus (tests/conformance, test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -13,28 +15,33 @@ from pathlib import Path
 import pytest
 
 from skill_magics.core.catalog.pysource import analyze
+from skill_magics.core.catalog.toplevel import only_definitions
 from skill_magics.core.errors import HelperScriptError, InterpreterNotFoundError
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.run.executor import ScriptExecutor
+from skill_magics.core.status import ScriptRole
 from skill_magics.core.tools import tool_specs
 from tests.real_layouts import add_skill_venv, write_all
 
-KINDS = {
+OFFERED, RUNNABLE, LIBRARY = ScriptRole.OFFERED, ScriptRole.RUNNABLE, ScriptRole.LIBRARY
+ROLES = {
     "creator": {
-        "scripts/__init__.py": ("helper", ""),
-        "scripts/package_skill.py": ("entry", "scripts.package_skill"),
-        "scripts/run_eval.py": ("entry", "scripts.run_eval"),
-        "scripts/utils.py": ("helper", ""),
+        "scripts/__init__.py": (LIBRARY, ""),
+        "scripts/package_skill.py": (OFFERED, "scripts.package_skill"),
+        "scripts/run_eval.py": (OFFERED, "scripts.run_eval"),
+        "scripts/utils.py": (LIBRARY, ""),  # imports and a def: running it does nothing
     },
     "office": {
-        "scripts/convert.py": ("entry", ""),  # sibling import: runs as a file
-        "scripts/nomain.py": ("helper", ""),  # no guard, no shebang, not imported, not named
-        "scripts/office/__init__.py": ("helper", ""),
-        "scripts/office/soffice.py": ("helper", ""),  # imported by convert.py, main guard or not
-        "scripts/office/validate.py": ("entry", ""),
-        "scripts/office/validators/__init__.py": ("helper", ""),
-        "scripts/office/validators/base.py": ("helper", ""),  # imported, has a main guard
+        "scripts/convert.py": (OFFERED, ""),  # sibling import: runs as a file
+        "scripts/nomain.py": (LIBRARY, ""),  # one def, nothing else
+        "scripts/office/__init__.py": (LIBRARY, ""),
+        "scripts/office/soffice.py": (RUNNABLE, ""),  # a main guard, imported by convert.py
+        "scripts/office/validate.py": (OFFERED, ""),  # a main guard, imported by none
+        "scripts/office/validators/__init__.py": (LIBRARY, ""),
+        "scripts/office/validators/base.py": (RUNNABLE, ""),  # imported, has a main guard
     },
-    "pep": {"scripts/table.py": ("entry", "")},
+    "pep": {"scripts/table.py": (OFFERED, "")},
 }
 
 
@@ -43,39 +50,55 @@ def manager(tmp_path: Path) -> SkillManager:
     return SkillManager([write_all(tmp_path / "skills")])
 
 
-def test_kinds_and_modules_follow_the_rules(manager: SkillManager) -> None:
-    for skill, expected in KINDS.items():
-        got = {s.path.as_posix(): (s.kind, s.module) for s in manager.get_skill(skill).scripts}
+def test_roles_and_modules_follow_the_rules(manager: SkillManager) -> None:
+    for skill, expected in ROLES.items():
+        got = {s.path.as_posix(): (s.role, s.module) for s in manager.get_skill(skill).scripts}
         assert got == expected, skill
 
 
-def test_shebang_exec_bit_and_other_languages_make_entries(tmp_path: Path, make_skill) -> None:
+def test_everything_a_person_could_run_may_run(tmp_path: Path, make_skill) -> None:
     base = make_skill(
         tmp_path,
         "misc",
         scripts={
-            "scripts/bang.py": "#!/usr/bin/env python3\nprint(1)\n",
-            "scripts/plain.py": "print(1)\n",
+            "scripts/bang.py": "#!/usr/bin/env python3\ndef f():\n    return 1\n",
+            "scripts/plain.py": "import json, sys\nprint(json.load(sys.stdin))\n",
+            "scripts/reads_argv.py": "import sys\nNAME = sys.argv[1]\n",
+            "scripts/loop.py": "for i in range(2):\n    pass\n",
             "scripts/run.sh": "echo hi\n",
-            "scripts/x.py": "print(2)\n",
+            "scripts/x.py": "def f():\n    return 2\n",
+            "scripts/lib.py": "import re\nPAT = re.compile('x')\ndef f():\n    return 3\n",
+            "scripts/__init__.py": "if __name__ == '__main__':\n    print('never')\n",
         },
         body="x",
         executable=False,
     )
     (base / "scripts/x.py").chmod(0o755)
-    kinds = {s.name: s.kind for s in SkillManager([tmp_path]).get_skill("misc").scripts}
-    assert kinds == {"bang": "entry", "plain": "helper", "run": "entry", "x": "entry"}
+    roles = {s.name: s.role for s in SkillManager([tmp_path]).get_skill("misc").scripts}
+    assert roles == {
+        "bang": OFFERED,  # a shebang says "run me", definitions or not
+        "plain": OFFERED,  # the simplest skill there is
+        "reads_argv": OFFERED,
+        "loop": OFFERED,
+        "run": OFFERED,
+        "x": OFFERED,  # the exec bit
+        "lib": LIBRARY,
+        "__init__": LIBRARY,  # even with a main guard
+    }
 
 
-def test_referencing_a_script_in_skill_md_makes_it_an_entry(tmp_path: Path) -> None:
+def test_naming_a_script_in_any_markdown_file_offers_it(tmp_path: Path) -> None:
     root = write_all(tmp_path / "skills")
-    md = root / "office" / "SKILL.md"
-    md.write_text(md.read_text() + "\nAlso `python scripts/nomain.py`.\n")
-    kinds = {s.name: s.kind for s in SkillManager([root]).get_skill("office").scripts}
-    assert kinds["nomain"] == "entry"
+    # Named only in a markdown file SKILL.md does not link (pdf's forms.md shape).
+    (root / "office" / "docs").mkdir()
+    (root / "office" / "docs" / "tips.md").write_text("Try `python scripts/office/soffice.py`.\n")
+    roles = {s.name: s.role for s in SkillManager([root]).get_skill("office").scripts}
+    assert roles["soffice"] == OFFERED
+    assert roles["base"] == RUNNABLE  # still imported and named nowhere
+    assert roles["nomain"] == LIBRARY
 
 
-def test_helpers_are_never_tools(manager: SkillManager) -> None:
+def test_runnable_scripts_other_scripts_import_are_not_tools(manager: SkillManager) -> None:
     scripts = {s.script for s in tool_specs(manager, ["office", "creator"]) if s.kind == "script"}
     assert scripts == {
         "scripts/convert.py",
@@ -85,13 +108,36 @@ def test_helpers_are_never_tools(manager: SkillManager) -> None:
     }
 
 
-def test_running_a_helper_refuses_naming_the_entry_points(manager: SkillManager) -> None:
+def test_a_runnable_imported_script_runs(manager: SkillManager) -> None:
+    result = manager.execute_skill_script("office", "scripts/office/validators/base.py")
+    assert result.success, result.stderr
+    assert result.stdout.strip() == "a helper with a main guard"
+
+
+def test_running_a_module_of_definitions_refuses_naming_the_runnable_scripts(
+    manager: SkillManager,
+) -> None:
     with pytest.raises(HelperScriptError) as info:
-        manager.execute_skill_script("office", "scripts/office/validators/base.py")
+        manager.execute_skill_script("office", "nomain")
     message = str(info.value)
-    assert "\n" not in message and "helper module" in message
-    assert "scripts/convert.py" in message and "scripts/office/validate.py" in message
+    assert "\n" not in message and "only imports, definitions and constants" in message
+    named = message.split("run one of ", 1)[1].split(", ")
+    # Offered first, then the runnable ones other scripts import; never the refused ones.
+    assert named == [
+        "scripts/convert.py",
+        "scripts/office/validate.py",
+        "scripts/office/soffice.py",
+        "scripts/office/validators/base.py",
+    ]
     assert manager.audit.records()[-1].outcome == "refused"
+    with pytest.raises(HelperScriptError, match="is a package's __init__.py"):
+        manager.execute_skill_script("office", "scripts/office/__init__.py")
+
+
+def test_a_skill_with_nothing_runnable_says_what_to_add(tmp_path: Path, make_skill) -> None:
+    make_skill(tmp_path, "lib", scripts={"scripts/util.py": "X = 1\n"}, executable=False)
+    with pytest.raises(HelperScriptError, match="no script that runs: give the script"):
+        SkillManager([tmp_path]).execute_skill_script("lib", "util")
 
 
 def test_module_script_runs_with_python_m_from_the_skill_root(manager: SkillManager) -> None:
@@ -228,8 +274,116 @@ def test_source_analysis_finds_programs_in_all_three_forms(tmp_path: Path) -> No
 def test_skill_scripts_are_reclassified_when_files_change(tmp_path: Path) -> None:
     root = write_all(tmp_path / "skills")
     manager = SkillManager([root])
-    assert {s.name: s.kind for s in manager.get_skill("office").scripts}["nomain"] == "helper"
+
+    def roles() -> dict[str, ScriptRole]:
+        return {s.name: s.role for s in manager.get_skill("office").scripts}
+
+    assert roles()["nomain"] == LIBRARY
     path = root / "office" / "scripts" / "nomain.py"
     path.write_text("def helper():\n    return 1\nif __name__ == '__main__':\n    print(1)\n")
     os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
-    assert {s.name: s.kind for s in manager.get_skill("office").scripts}["nomain"] == "entry"
+    assert roles()["nomain"] == OFFERED
+    # A markdown file added two folders down names soffice.py: offered from then on.
+    (root / "office" / "references" / "deep").mkdir(parents=True)
+    assert roles()["soffice"] == RUNNABLE
+    (root / "office" / "references" / "deep" / "x.md").write_text("`scripts/office/soffice.py`\n")
+    assert roles()["soffice"] == OFFERED
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("", True),
+        ('"""Docstring."""\nimport os\nfrom x import y\n__all__ = ["f"]\n', True),
+        ("try:\n    import lxml\nexcept ImportError:\n    lxml = None\n", True),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pandas\n", True),
+        ("import logging\nLOG = logging.getLogger(__name__)\nclass A:\n    pass\n", True),
+        ("@dataclass\nclass A:\n    x: int = 0\nB: int\nC = A\nC += 1\n", True),
+        ("import sys\nif sys.version_info >= (3, 11):\n    import tomllib\n", True),
+        ("import json, sys\nprint(json.load(sys.stdin))\n", False),
+        ("import sys\nreader = open(sys.argv[1])\n", False),
+        ("import sys\nDATA = sys.stdin.read()\n", False),
+        ("def main():\n    pass\nmain()\n", False),
+        ("def main():\n    return 1\nRESULT = main()\n", False),
+        ("for x in []:\n    pass\n", False),
+        ("with open('x') as f:\n    pass\n", False),
+        ("import asyncio\nasync def go():\n    pass\nasyncio.run(go())\n", False),
+        ("try:\n    import x\nexcept ImportError:\n    print('install x')\n", False),
+        ("def broken(:\n", False),  # a program with a bug: running it shows the error
+    ],
+)
+def test_only_definitions(source: str, expected: bool) -> None:
+    assert only_definitions(source) is expected
+
+
+def test_source_info_reports_only_definitions_without_a_main_guard(tmp_path: Path) -> None:
+    lib = tmp_path / "lib.py"
+    lib.write_text("import re\nX = re.compile('x')\n")
+    guarded = tmp_path / "cli.py"
+    guarded.write_text("def f():\n    pass\nif __name__ == '__main__':\n    f()\n")
+    assert analyze(lib).only_definitions and not analyze(guarded).only_definitions
+
+
+def test_executor_called_directly_runs_a_module_script_as_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No planner, no catalog: the executor reads the script's own imports.
+    root = write_all(tmp_path / "skills")
+    base = root / "creator"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.md").write_text("from the workspace\n")
+    monkeypatch.chdir(work)
+    meta = SkillManager([root]).get_skill("creator").metadata
+    executor = ScriptExecutor(run_cwd="workspace")
+    prepared = executor.prepare("scripts/run_eval.py", None, base, meta, argv=["notes.md"])
+    assert prepared.command[1:4] == ("-P", "-m", "scripts.run_eval")
+    result = executor.execute("scripts/run_eval.py", None, base, meta, argv=["notes.md"])
+    assert result.success, result.stderr
+    assert result.json()["spec"] == "scripts.run_eval"
+    assert result.json()["first"] == "from the workspace"
+    # A sibling-import script still runs as a file; module="" forces a file run.
+    office = root / "office"
+    convert = executor.prepare("scripts/convert.py", None, office, meta)
+    assert convert.command[1].endswith("scripts/convert.py")
+    as_file = executor.execute("scripts/run_eval.py", None, base, meta, argv=["x"], module="")
+    assert not as_file.success and "No module named 'scripts'" in as_file.stderr
+
+
+def test_script_metadata_defaults_to_offered() -> None:
+    meta = ScriptMetadata("x", Path("scripts/x.py"), "python", "python3")
+    assert meta.role is OFFERED and meta.runnable and meta.offered
+
+
+def test_shell_and_javascript_includes_are_imports() -> None:
+    from skill_magics.core.catalog.includes import included_files
+
+    files = {
+        "scripts/lib.sh",
+        "scripts/lib/common.sh",
+        "tools/env.sh",
+        "scripts/a.js",
+        "scripts/lib/b.mjs",
+        "scripts/lib/index.cjs",
+        "scripts/run.sh",
+    }
+    shell = (
+        'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        'source "$SCRIPT_DIR/lib.sh"\n'
+        '. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"  # helpers\n'
+        "source tools/env.sh\n"
+        ". venv/bin/activate\n"
+        "source /etc/profile\n"
+        "echo . done\n"
+    )
+    got = included_files("scripts/run.sh", "bash", shell, files.__contains__)
+    assert got == {"scripts/lib.sh", "scripts/lib/common.sh", "tools/env.sh"}
+    js = (
+        "const fs = require('fs');\n"
+        "const a = require('./a');\n"
+        "import { b } from './lib/b.mjs';\n"
+        "const c = await import('./lib');\n"
+        "import x from '../outside.js';\n"
+    )
+    got = included_files("scripts/main.js", "node", js, files.__contains__)
+    assert got == {"scripts/a.js", "scripts/lib/b.mjs", "scripts/lib/index.cjs"}

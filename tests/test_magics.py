@@ -55,8 +55,8 @@ def write_echo_skill(make_skill, root: Path, name: str = "echo-skill") -> Path:
         {
             "scripts/echo.py": ECHO,
             "scripts/slow.py": SLOW,
-            # A shebang makes each an entry point (catalog/kinds.py), so %%skillrun runs it.
-            "scripts/utils/parser.py": "#!/usr/bin/env python3\nprint('parser')\n",
+            # Top-level code: a program %%skillrun runs (catalog/kinds.py), no shebang needed.
+            "scripts/utils/parser.py": "print('parser')\n",
         },
         body="Run `scripts/echo.py` with JSON on stdin.\n",
         executable=False,
@@ -127,8 +127,8 @@ def recorded(shell):
 def out_count(ip) -> int:
     """How many execute_result outputs (a cell's Out) IPython has logged so far.
 
-    IPython 9 keeps them in history_manager.outputs; IPython 8 (ipython>=8.12 still allows
-    it) keeps no such log, so there the displayhook's log_output is counted from the first
+    IPython 9 keeps them in history_manager.outputs; IPython 7 and 8 (Colab's 7.34 among
+    them) keep no such log, so there the displayhook's log_output is counted from the first
     call on (tests call this before the cell they look at).
     """
     outputs = getattr(ip.history_manager, "outputs", None)

@@ -42,6 +42,15 @@ NAMES = [
     "skills_catalog",
     "validate_skill",
     "load_ipython_extension",
+    "install_skills",
+    "verify_skills",
+    "sync_skills",
+    "update_skills",
+    "InstallReport",
+    "SourceError",
+    "UnsafeArchiveError",
+    "SkillExistsError",
+    "LockFileError",
 ]
 
 
@@ -139,6 +148,36 @@ def test_script_executor_signature():
 def test_context_functions_signature():
     assert list(params(skill_magics.build_skill_context))[:2] == ["manager", "names"]
     assert list(params(skill_magics.skills_catalog))[0] == "manager"
+
+
+def test_install_functions_signature():
+    """Installed skills (issue 20): the documented parameters, in order."""
+    from skill_magics.core.manager import USE_DEFAULT
+
+    assert_params(
+        skill_magics.install_skills,
+        [
+            ("source", POS, ...),
+            ("into", KW, None),
+            ("skills", KW, None),
+            ("ref", KW, None),
+            ("subfolder", KW, None),
+            ("force", KW, False),
+            ("manager", KW, None),
+            ("approver", KW, USE_DEFAULT),
+        ],
+    )
+    assert_params(skill_magics.verify_skills, [("folder", POS, None)])
+    assert_params(
+        skill_magics.sync_skills,
+        [("folder", POS, None), ("force", KW, False), ("approver", KW, USE_DEFAULT)],
+    )
+    assert_params(
+        skill_magics.update_skills,
+        [("folder", POS, None), ("names", POS, None), ("approver", KW, USE_DEFAULT)],
+    )
+    for name in ("SourceError", "UnsafeArchiveError", "SkillExistsError", "LockFileError"):
+        assert issubclass(getattr(skill_magics, name), skill_magics.SkillMagicsError)
 
 
 def test_model_fields():

@@ -1,5 +1,6 @@
-"""The notebook side of real skills: %skills show (helpers apart, requirements), %skills add
-(no skill / hidden folders), %%skillrun on a helper and --cwd, %skills env refusing cleanly."""
+"""The notebook side of real skills: %skills show (offered, runnable and modules apart,
+requirements), %skills add (no skill / hidden folders), %%skillrun on an imported script, on
+a module of definitions and --cwd, %skills env refusing cleanly."""
 
 from __future__ import annotations
 
@@ -29,36 +30,49 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ip.user_ns.pop("res", None)
 
 
-def test_show_lists_helpers_apart_and_what_is_missing(shell) -> None:
+def test_show_lists_offered_runnable_and_modules_apart_and_what_is_missing(shell) -> None:
     text = shell.run_line_magic("skills", "show office").text
-    scripts, rest = text.split("--- helper modules", 1)
-    assert "convert.py" in scripts and "validators/base.py" not in scripts
-    helpers, requirements = rest.split("--- requirements ---", 1)
-    assert "validators/base.py" in helpers and "nomain.py" in helpers
+    scripts, rest = text.split("--- also runnable (other scripts import them", 1)
+    assert "convert.py" in scripts and "validate.py" in scripts
+    assert "validators/base.py" not in scripts and "nomain.py" not in scripts
+    runnable, rest = rest.split("--- modules (imported by the scripts; running them does", 1)
+    assert "validators/base.py" in runnable and "soffice.py" in runnable
+    assert "nomain.py" not in runnable
+    modules, requirements = rest.split("--- requirements ---", 1)
+    assert "nomain.py" in modules and "office/__init__.py" in modules
     assert "skill-magics-test-absent-pkg" in requirements and MISSING_PROGRAM in requirements
     assert "MISSING" in requirements and "%skills env office" in requirements
 
 
-def test_the_skills_table_counts_helpers_apart(shell) -> None:
+def test_the_skills_table_counts_runnable_and_modules_apart(shell) -> None:
     text = shell.run_line_magic("skills", "").text
     office = next(line for line in text.splitlines() if line.startswith("office"))
-    assert "2 (+5 helpers)" in office
+    assert "2 (+2 runnable, +3 modules)" in office
 
 
-def test_completion_offers_entry_points_only(shell) -> None:
+def test_completion_offers_the_offered_scripts_only(shell) -> None:
     from skill_magics.notebook.extension import get_magics
 
     names = set(candidates(get_magics(shell).manager))
     assert "office.convert" in names and "creator.run_eval" in names
+    assert "creator.package_skill" in names and "office.validate" in names
     assert not names & {"office.nomain", "office.base", "office.soffice", "creator.utils"}
 
 
-def test_skillrun_on_a_helper_refuses_in_one_line(shell, capsys) -> None:
+def test_skillrun_runs_a_runnable_script_other_scripts_import(shell) -> None:
+    shell.run_cell("%%skillrun office.scripts/office/validators/base.py -o res\n")
+    res = shell.user_ns["res"]
+    assert res.status == "completed", res.stderr
+    assert res.stdout.strip() == "a helper with a main guard"
+
+
+def test_skillrun_on_a_module_of_definitions_refuses_in_one_line(shell, capsys) -> None:
     result = shell.run_cell("%%skillrun office.nomain\n")
     assert result.error_in_exec is not None or result.error_before_exec is not None
     err = capsys.readouterr()
     line = [ln for ln in (err.out + err.err).splitlines() if "HelperScriptError" in ln]
     assert len(line) == 1 and "scripts/convert.py" in line[0]
+    assert "only imports, definitions and constants" in line[0]
 
 
 def test_skillrun_cwd_option_and_default_workspace(shell, tmp_path: Path) -> None:

@@ -290,3 +290,114 @@ def test_linked_markdown_lists_linked_files_inside_the_skill(tmp_path, make_skil
     make_skill(tmp_path / "skills", "demo", scripts=SCRIPTS, files=files, body=body)
     skill = manager_for(tmp_path / "skills").get_skill("demo")
     assert linked_markdown(skill) == ["FORMS.md", "REFERENCE.md", "references/guide.md"]
+
+
+def test_module_runs_name_the_skills_own_modules_only(tmp_path, make_skill):
+    body = """\
+    python -m scripts.extract --pages 1
+    python3 -u -m scripts.utils.parser
+    uv run python -m scripts.missing_one
+    python -m markitdown file.pptx
+    python -m pytest
+    """
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.module, r.command, r.ok) for r in refs] == [
+        ("scripts/extract.py", "scripts.extract", True, True),
+        ("scripts/utils/parser.py", "scripts.utils.parser", True, True),
+        # The skill's own package, the module missing: an error, never a silent skip.
+        ("scripts/missing_one.py", "scripts.missing_one", True, False),
+    ]
+    assert "does not exist" in refs[2].error
+
+
+def test_a_command_without_the_extension_names_the_script(tmp_path, make_skill):
+    # pdf's forms.md: ``python scripts/check_fillable_fields <file.pdf>``.
+    body = "Run `python scripts/extract <file.pdf>`, then `bash scripts/lint`.\n"
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.ok, r.command) for r in refs] == [
+        ("scripts/extract.py", True, True),
+        ("scripts/lint.sh", True, True),
+    ]
+    refs = refs_for(make_skill, tmp_path / "b", "Run `python scripts/nothing_here`.\n")
+    assert [(r.path, r.ok) for r in refs] == [("scripts/nothing_here", False)]
+
+
+def test_mentions_and_links_are_not_commands(tmp_path, make_skill):
+    body = "See `scripts/extract.py` and [the linter](scripts/lint.sh); run `./scripts/convert.sh`."
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.command) for r in refs] == [
+        ("scripts/extract.py", False),
+        ("scripts/lint.sh", False),
+        ("scripts/convert.sh", True),
+    ]
+
+
+def test_scan_markdown_reads_every_markdown_file_linked_or_not(tmp_path, make_skill):
+    from skill_magics.core.catalog.references import markdown_signature, scan_markdown
+
+    make_skill(
+        tmp_path,
+        "demo",
+        scripts=SCRIPTS,
+        files={
+            "forms.md": "`python scripts/extract.py`\n",  # named in prose as FORMS.md only
+            "references/deep/more.md": "python -m scripts.utils.parser\n",
+            ".hidden/x.md": "`python scripts/unused.py`\n",
+            "node_modules/pkg/README.md": "`bash scripts/lint.sh`\n",
+        },
+        body="Read FORMS.md to fill a form; `bash scripts/convert.sh`.\n",
+    )
+    skill = manager_for(tmp_path).get_skill("demo")
+    scan = scan_markdown(skill)
+    assert paths(scan.refs) == [
+        "scripts/convert.sh",
+        "scripts/extract.py",
+        "scripts/utils/parser.py",
+    ]
+    assert scan.files == ("SKILL.md", "forms.md", "references/deep/more.md")
+    assert scan.modules == {"scripts.utils.parser"}
+    before = markdown_signature(skill.base_dir)
+    (skill.base_dir / "references" / "deep" / "more.md").write_text("changed, longer\n")
+    assert markdown_signature(skill.base_dir) != before
+
+
+def test_a_placeholder_for_the_skills_path_names_the_skills_script(tmp_path, make_skill):
+    # openai/skills: ``python "<path-to-skill>/scripts/x.py"``; anthropics/skills:
+    # ``python <skill-creator-path>/...``. Other placeholders stay what they were.
+    body = """\
+    - `python "<path-to-skill>/scripts/extract.py" --repo "."`
+    - nohup python <skill-creator-path>/scripts/lint.sh
+    - python scripts/convert.sh <input_dir>/out.py
+    """
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.ok, r.command) for r in refs] == [
+        ("scripts/extract.py", True, True),
+        ("scripts/lint.sh", True, True),
+        ("scripts/convert.sh", True, True),
+        ("/out.py", False, False),
+    ]
+
+
+def test_an_absolute_path_through_the_skills_folder_names_the_skills_file(tmp_path, make_skill):
+    # vercel-labs/agent-skills: ``bash /mnt/skills/user/<skill>/resources/deploy.sh``.
+    body = """\
+    bash /mnt/skills/user/demo/scripts/convert.sh
+    bash /mnt/skills/user/demo/scripts/gone.sh
+    bash /mnt/skills/user/other/scripts/lint.sh
+    """
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.ok) for r in refs] == [
+        ("scripts/convert.sh", True),
+        ("/mnt/skills/user/demo/scripts/gone.sh", False),
+        ("/mnt/skills/user/other/scripts/lint.sh", False),
+    ]
+    assert "points outside" in refs[2].error
+
+
+def test_a_fence_language_tag_is_not_a_command(tmp_path, make_skill):
+    body = "```bash\nbash scripts/convert.sh\n```\n\n```sh\npython scripts/extract.py\n```\n"
+    refs = refs_for(make_skill, tmp_path, body)
+    assert [(r.path, r.command) for r in refs] == [
+        ("scripts/convert.sh", True),
+        ("scripts/extract.py", True),
+    ]

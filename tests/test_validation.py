@@ -211,6 +211,29 @@ def test_scripts_an_agent_cannot_run(tmp_path, make_skill):
     )
 
 
+def test_a_command_running_a_module_of_definitions_is_reported(tmp_path, make_skill):
+    d = make_skill(
+        tmp_path,
+        "defs",
+        scripts={
+            "scripts/utils.py": "import re\nPAT = re.compile('x')\ndef f():\n    return 1\n",
+            "scripts/__init__.py": "",
+            "scripts/plain.py": "import json, sys\nprint(json.load(sys.stdin))\n",
+        },
+        body="Run `python scripts/utils.py`, then `python scripts/plain.py`.\n"
+        "Helpers live in `scripts/utils.py`.\n",
+        executable=False,
+    )
+    problems = [p for p in check_skill(d) if p.code == "not-runnable"]
+    assert [(p.file, p.line) for p in problems] == [("SKILL.md", 5)]
+    assert str(problems[0]) == (
+        "SKILL.md:5: runs scripts/utils.py, which is a module holding only imports, "
+        "definitions and constants: running it does nothing, so it is refused. Fix: run the "
+        "script that imports it, or give it an `if __name__ == '__main__':` block that does "
+        "the work"
+    )
+
+
 def test_secrets_are_found_and_masked(tmp_path, make_skill):
     key = "AKIA" + "ABCDEFGHIJKLMNOP"
     openai = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2"

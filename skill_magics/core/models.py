@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.status import RunStatus
+from skill_magics.core.status import RunStatus, ScriptRole
 
 
 @dataclass
@@ -41,16 +41,23 @@ class ScriptMetadata:
     script_type: str  # python, bash, node, ruby, perl, typescript, sh
     interpreter: str  # command name, e.g. "python3", "bash", "node"
     description: str = ""
-    # "entry": meant to be run; "helper": a module other scripts import (never a tool, never
-    # run by %%skillrun). Decided by catalog/kinds.py (docs/architecture.md, *Real skills*).
-    kind: str = "entry"
+    # May it run, and is it offered (tool, completion, %skills show's main table)? Decided
+    # by catalog/kinds.py (docs/architecture.md, *Real skills*).
+    role: ScriptRole = ScriptRole.OFFERED
     # Dotted module name when it runs as ``python -m <module>`` from the skill root ("": as a
     # file), e.g. "scripts.run_eval" for a script doing ``from scripts.utils import ...``.
     module: str = ""
 
     @property
-    def is_entry(self) -> bool:
-        return self.kind == "entry"
+    def runnable(self) -> bool:
+        """May it run? Everything but ``__init__.py`` and modules that only define things."""
+        return self.role.runnable
+
+    @property
+    def offered(self) -> bool:
+        """Offered to a model and in completion: runnable, and named in a markdown file of
+        the skill or imported by no other script."""
+        return self.role.offered
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""How a run ended, and what an audit record says happened: two closed sets of names.
+"""How a run ended, what an audit record says happened, and what a script may do: closed
+sets of names.
 
 Both are ``str`` enums, so ``RunStatus.DECLINED == "declined"`` and JSON, logs and saved
 notebooks carry the plain value. ``str(member)`` and f-strings give the value too.
@@ -44,6 +45,26 @@ class RunStatus(_Name):
         return self not in (RunStatus.PENDING, RunStatus.RUNNING)
 
 
+class ScriptRole(_Name):
+    """What a skill's script is for (catalog/kinds.py; docs/architecture.md, *Real skills*).
+
+    Two questions, three answers: may it run (everything a person could sensibly run may),
+    and is it offered (an LLM tool, a completion, ``%skills show``'s main table).
+    """
+
+    OFFERED = "offered"  # runs, and is offered: named in a markdown file, or imported by none
+    RUNNABLE = "runnable"  # runs when asked, but other scripts import it: not offered
+    LIBRARY = "library"  # never runs alone: __init__.py, or only imports/definitions/constants
+
+    @property
+    def runnable(self) -> bool:
+        return self is not ScriptRole.LIBRARY
+
+    @property
+    def offered(self) -> bool:
+        return self is ScriptRole.OFFERED
+
+
 class AuditOutcome(_Name):
     """What one audit record says happened."""
 
@@ -75,4 +96,4 @@ _NOTABLE = frozenset(
     }
 )
 
-__all__ = ["RunStatus", "AuditOutcome"]
+__all__ = ["RunStatus", "AuditOutcome", "ScriptRole"]

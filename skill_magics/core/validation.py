@@ -17,6 +17,8 @@ What is checked (docs/architecture.md, *Validation*):
    (``{a: b}``, ``[a, b]``), unquoted ``: `` inside a value.
 2. Our own: files SKILL.md references that do not exist or lie outside the skill (scripts,
    via ``catalog/references.py``, and ``references/``/``assets/`` paths and markdown links);
+   a command in SKILL.md that runs a script which does nothing when run (an ``__init__.py``
+   or a module of definitions only: ``catalog/kinds.py`` refuses it);
    scripts an agent cannot run (no interpreter we know, an interpreter not installed or not
    allowed by default, a shebang ending in CR, a script run as ``./x`` without the
    executable bit); secret-like strings (API keys, private keys) in any text file of the
@@ -48,6 +50,7 @@ from skill_magics.core.catalog.frontmatter import (
     parse_frontmatter_yaml,
     split_frontmatter,
 )
+from skill_magics.core.catalog.kinds import may_run
 from skill_magics.core.catalog.references import find_references
 from skill_magics.core.errors import SkillParseError
 from skill_magics.core.interpreters import (
@@ -59,6 +62,7 @@ from skill_magics.core.interpreters import (
     read_first_line,
 )
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.paths import folder_name_problem
 from skill_magics.core.prompt_catalog import entry_text
 from skill_magics.core.tokens import TokenCounter, as_counter
 
@@ -436,6 +440,15 @@ def _name_problems(file: str, value: Any, skill_dir: Path) -> list[Problem]:
     suggestion = re.sub(r"-{2,}", "-", re.sub(r"[^0-9a-z-]+", "-", name.lower())).strip("-")
     suggestion = suggestion[:MAX_NAME].strip("-") or "my-skill"
     out = []
+    why = folder_name_problem(name)
+    if why is not None:
+        out.append(
+            (
+                "name-not-a-folder",
+                f"name {name!r} cannot be one folder name ({why}): none of its scripts run",
+                f"rename it to {suggestion!r}",
+            )
+        )
     if len(name) > MAX_NAME:
         out.append(
             (
@@ -524,11 +537,29 @@ def _budget_problems(
 # -- references -----------------------------------------------------------------------------
 
 
+def _does_nothing(file: str, ref: Any) -> Problem:
+    what = (
+        "a package's __init__.py"
+        if ref.path.endswith("__init__.py")
+        else "a module holding only imports, definitions and constants"
+    )
+    return Problem(
+        file,
+        f"runs {ref.path}, which is {what}: running it does nothing, so it is refused",
+        "run the script that imports it, or give it an `if __name__ == '__main__':` block "
+        "that does the work",
+        "not-runnable",
+        line=ref.line,
+    )
+
+
 def _reference_problems(skill_dir: Path, file: str, text: str, body: str) -> list[Problem]:
     first_line = text.replace("\r\n", "\n").count("\n", 0, max(text.find(body[:200]), 0)) + 1
     problems = []
     for ref in find_references(body, skill_dir, source=file, first_line=first_line):
         if ref.error is None:
+            if ref.command and ref.path.endswith(".py") and not may_run(skill_dir, ref.path):
+                problems.append(_does_nothing(file, ref))
             continue
         if not ref.inside:
             message, fix = (

@@ -10,6 +10,7 @@ use (a test checks it in a fresh process).
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -53,6 +54,10 @@ def load(shell: Any) -> SkillMagics:
             "skillpy": skillpy.skillpy_async,
             "skill_context": context.skill_context_async,
             "skills env": magics.skills_env_async,
+            **{
+                f"skills {name}": functools.partial(magics.skills_sources_async, name)
+                for name in ("install", "update", "sync")
+            },
         },
     )
     return magics

@@ -144,6 +144,23 @@ class ScriptDetector:
 
     # -- one file ------------------------------------------------------------------------
 
+    def describe(self, skill_dir: Path | str, rel: str) -> ScriptMetadata | None:
+        """One file of the skill by relative posix path (a script the markdown names outside
+        ``scripts/`` and the root, e.g. ``eval-viewer/generate_review.py``); None when it is
+        not a script, is hidden, or lies in a skipped folder."""
+        parts = rel.split("/")
+        if any(p.startswith(".") or p in SKIP_DIRS for p in parts) or ".." in parts:
+            return None
+        base = os.fspath(skill_dir)
+        try:
+            with os.scandir(os.path.join(base, *parts[:-1])) as it:
+                entry = next((e for e in it if e.name == parts[-1]), None)
+            if entry is None or not entry.is_file():
+                return None
+        except OSError:
+            return None
+        return self._describe(rel, entry, os.path.realpath(base))
+
     def _describe(self, rel: str, entry: os.DirEntry, real_base: str) -> ScriptMetadata | None:
         # String operations rather than pathlib: this runs once per file and pathlib's
         # parsing would be a third of the whole detection time.

@@ -1,26 +1,32 @@
-"""Entry points and helpers, and which scripts run as ``python -m`` (docs/architecture.md,
+"""May a script run, is it offered, and does it run as ``python -m`` (docs/architecture.md,
 *Real skills*).
 
-A skill's ``scripts/`` folder holds the programs SKILL.md tells an agent to run and the
-modules those programs import. Only the first kind may run on its own or become a tool.
-``kind`` is decided in this order:
+Two questions about each script of a skill (``ScriptMetadata.role``, a
+:class:`~skill_magics.core.status.ScriptRole`):
 
-1. referenced from SKILL.md (``python scripts/x.py``, ``python -m scripts.x``, a link) → entry;
-2. an ``__init__.py`` → helper;
-3. imported by another script of the skill (and not referenced) → helper, even with a main
-   guard (``validators/base.py``);
-4. a main guard, a shebang, the exec bit, or not Python → entry;
-5. anything else → helper.
+*May it run?* Everything a person could sensibly run may: a main guard, a shebang, the exec
+bit, top-level statements beyond imports/definitions/constants (catalog/toplevel.py), and
+every non-Python script. Only ``__init__.py`` and Python modules holding nothing but
+imports, definitions and constants are refused (``LIBRARY``): running them does nothing.
+
+*Is it offered* (an LLM tool, a completion, ``%skills show``'s main table)? A runnable
+script is, when a markdown file of the skill names it (SKILL.md, ``forms.md``,
+``references/*.md``: catalog/references.py ``scan_markdown``) or when no other script of the
+skill imports it (``OFFERED``). One that other scripts import and no markdown names
+(``quick_validate.py`` imported by ``package_skill.py``, ``validators/base.py``) still runs
+when asked, but is not offered (``RUNNABLE``). Imports are Python imports, shell
+``source``/``.`` and JavaScript ``require``/``import`` of the skill's files (includes.py).
 
 How a Python script runs follows from its own imports: one that imports the skill's modules
 from the skill root (``from scripts.utils import x`` in ``scripts/run.py``), uses a relative
-import, or that SKILL.md runs as ``python -m scripts.x`` runs as ``python -m scripts.x`` with
-the skill root on ``sys.path`` (``ScriptMetadata.module``). One that imports its siblings from
-its own folder (``from office.soffice import x`` next to ``office/``) runs as a file.
+import, or that a markdown file runs as ``python -m scripts.x`` runs as ``python -m
+scripts.x`` with the skill root on ``sys.path`` (``ScriptMetadata.module``). One that
+imports its siblings from its own folder (``from office.soffice import x`` next to
+``office/``) runs as a file.
 
 Example:
-    >>> [(s.path.as_posix(), s.kind, s.module) for s in classify(base, scripts, refs, text)]
-    [('scripts/run_eval.py', 'entry', 'scripts.run_eval'), ('scripts/utils.py', 'helper', '')]
+    >>> [(s.path.as_posix(), s.role, s.module) for s in classify(base, scripts, refs, mods)]
+    [('scripts/run_eval.py', 'offered', 'scripts.run_eval'), ('scripts/utils.py', 'library', '')]
 """
 
 from __future__ import annotations
@@ -33,25 +39,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from skill_magics.core.catalog.includes import MAX_TEXT, included_files
 from skill_magics.core.catalog.pysource import ImportRef, analyze
 from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.status import ScriptRole
 
-ENTRY = "entry"
-HELPER = "helper"
-
-# ``python -m scripts.run_eval``, ``python3.11 -u -m pkg.tool``, ``uv run python -m x``
-_MODULE_RUN_RE = re.compile(
-    r"(?:^|(?<=[\s`;&|(\"']))(?:uv\s+run\s+)?python3?(?:\.\d+)?(?:\s+-[A-Za-z]+)*\s+-m\s+"
-    r"(?P<module>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)",
-    re.MULTILINE,
-)
 _IDENT_RE = re.compile(r"^[A-Za-z_]\w*$")
 _STDLIB = frozenset(sys.stdlib_module_names)
-
-
-def module_runs(text: str) -> set[str]:
-    """Dotted module names the instructions run with ``python -m``."""
-    return {m.group("module") for m in _MODULE_RUN_RE.finditer(text or "")}
+_EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 
 
 def module_name(rel: str) -> str:
@@ -68,23 +63,26 @@ def classify(
     base_dir: Path | str,
     scripts: Sequence[ScriptMetadata],
     referenced: Iterable[str],
-    instructions: str = "",
+    modules_run: Iterable[str] = (),
 ) -> list[ScriptMetadata]:
-    """``scripts`` with ``kind`` and ``module`` set (see the module docstring)."""
+    """``scripts`` with ``role`` and ``module`` set (see the module docstring).
+
+    ``referenced``: relative paths the skill's markdown files name (references that may
+    run); ``modules_run``: dotted names they run with ``python -m``.
+    """
     base = os.fspath(base_dir)
     refs = set(referenced)
     by_module = {module_name(s.path.as_posix()): s for s in scripts if s.script_type == "python"}
-    run_as_module = {
-        by_module[m].path.as_posix() for m in module_runs(instructions) if m in by_module
-    }
+    run_as_module = {by_module[m].path.as_posix() for m in modules_run if m in by_module}
     refs |= run_as_module
     imported: set[str] = set()
     modules: dict[str, str] = {}
     exists = _Exists(base)
     for script in scripts:
-        if script.script_type != "python":
-            continue
         rel = script.path.as_posix()
+        if script.script_type != "python":
+            imported |= _included(base, rel, script.script_type, exists)
+            continue
         info = analyze(os.path.join(base, rel))
         targets, root_import = _imported_files(rel, info.imports, exists)
         targets.discard(rel)
@@ -96,30 +94,54 @@ def classify(
     out = []
     for script in scripts:
         rel = script.path.as_posix()
-        kind = _kind(base, script, rel, refs, imported)
-        out.append(replace(script, kind=kind, module=modules.get(rel, "")))
+        if not may_run(base, rel, script.script_type):
+            role = ScriptRole.LIBRARY
+        elif rel in refs or rel not in imported:
+            role = ScriptRole.OFFERED
+        else:
+            role = ScriptRole.RUNNABLE
+        out.append(replace(script, role=role, module=modules.get(rel, "")))
     return out
 
 
-def _kind(base: str, script: ScriptMetadata, rel: str, refs: set[str], imported: set[str]) -> str:
-    if rel in refs:
-        return ENTRY
-    if script.path.name == "__init__.py":
-        return HELPER
-    if rel in imported:
-        return HELPER
-    if script.script_type != "python":
-        return ENTRY
-    path = os.path.join(base, rel)
+def may_run(base_dir: Path | str, rel: str, script_type: str = "python") -> bool:
+    """Would running ``rel`` (relative to the skill) do anything? False only for
+    ``__init__.py`` and Python modules holding nothing but imports, definitions and
+    constants."""
+    if script_type != "python":
+        return True
+    if rel.rsplit("/", 1)[-1] == "__init__.py":
+        return False
+    path = os.path.join(os.fspath(base_dir), rel)
     info = analyze(path)
     if info.main_guard or info.shebang:
-        return ENTRY
+        return True
     try:
-        if os.stat(path).st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH):
-            return ENTRY
+        if os.stat(path).st_mode & _EXEC_BITS:
+            return True
     except OSError:
-        pass
-    return HELPER
+        return True  # unreadable: let the run say why
+    return not info.only_definitions
+
+
+def module_for(base_dir: Path | str, rel: str) -> str:
+    """The dotted name ``rel`` must run as (``python -m``), from its own imports: "" when it
+    runs as a file. The markdown's ``python -m`` references are not read here (a script
+    without root or relative imports runs the same either way)."""
+    if not rel.endswith(".py") or "/" not in rel or rel.endswith("/__init__.py"):
+        return ""
+    info = analyze(os.path.join(os.fspath(base_dir), rel))
+    _, root_import = _imported_files(rel, info.imports, _Exists(os.fspath(base_dir)))
+    return module_name(rel) if root_import else ""
+
+
+def _included(base: str, rel: str, script_type: str, exists: _Exists) -> set[str]:
+    try:
+        with open(os.path.join(base, rel), "rb") as fh:
+            text = fh.read(MAX_TEXT).decode("utf-8", "replace")
+    except OSError:
+        return set()
+    return included_files(rel, script_type, text, exists.file)
 
 
 class _Exists:
@@ -198,4 +220,4 @@ def posix_dirname(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
-__all__ = ["ENTRY", "HELPER", "classify", "module_name", "module_runs"]
+__all__ = ["classify", "may_run", "module_for", "module_name"]

@@ -10,7 +10,9 @@ One parse per file gives everything the catalog needs (docs/architecture.md, *Re
   first element of a command list given to ``subprocess``/``os`` calls, written directly
   (``run(["gh", ...])``), concatenated (``["soffice"] + args``) or assigned to a variable
   first (``cmd = ["soffice", ...]; run(cmd)``); ``os.system("git ...")`` by its first word;
-- ``dependencies``: a PEP 723 ``# /// script`` block's ``dependencies`` (None: no block).
+- ``dependencies``: a PEP 723 ``# /// script`` block's ``dependencies`` (None: no block);
+- ``only_definitions``: the top level holds nothing but imports, definitions and constants
+  (catalog/toplevel.py; parsed in full only for files without a main guard).
 
 Results are cached per file by (path, mtime, size), so a skill's 50 scripts are parsed once.
 
@@ -29,6 +31,8 @@ import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from skill_magics.core.catalog.toplevel import only_definitions
 
 MAX_SOURCE_BYTES = 2 << 20  # a "script" larger than this is generated data: not parsed
 
@@ -58,6 +62,7 @@ class SourceInfo:
     programs: tuple[str, ...] = ()
     dependencies: tuple[str, ...] | None = None  # PEP 723 ``dependencies``; None: no block
     shebang: bool = False  # the first line is ``#!...``
+    only_definitions: bool = False  # running it does nothing (catalog/toplevel.py)
     error: str = ""
 
 
@@ -109,6 +114,8 @@ def _analyze(path: str, size: int) -> SourceInfo:
     shebang = source.startswith(b"#!")
     statements, main_guard = _relevant_statements(text)
     tree, error = _parse_statements(statements)
+    # A main guard runs code, so only files without one need the full parse.
+    defines_only = not main_guard and only_definitions(source)
     visitor = _Visitor()
     visitor.collect(tree)
     return SourceInfo(
@@ -117,6 +124,7 @@ def _analyze(path: str, size: int) -> SourceInfo:
         programs=tuple(dict.fromkeys(visitor.programs)),
         dependencies=dependencies,
         shebang=shebang,
+        only_definitions=defines_only,
         error=error,
     )
 

@@ -8,7 +8,15 @@ finds script references in the forms real skills use:
   ``uv run [python] scripts/x.py``, ``ruby``, ``perl``, ``npx tsx``, ``./scripts/x.sh``
 - inline code and plain prose paths: ``scripts/x.py``
 - markdown links ``[run](scripts/x.py)`` and reference links ``[x]: scripts/x.py``
-- ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``
+- ``{baseDir}/scripts/x.py``, ``${SKILL_BASE_DIR}/...``, ``$SKILL_DIR/...``,
+  ``<path-to-skill>/scripts/x.py`` (a placeholder naming the skill), and an absolute path
+  through a folder named like the skill's (``/mnt/skills/user/<skill>/resources/x.sh``, where
+  another agent installs it) when the file is in this skill
+- module runs: ``python -m scripts.x`` names ``scripts/x.py`` (or ``scripts/x/__main__.py``)
+  when the skill has it, or when its top folder (``scripts/``) is the skill's; ``python -m
+  pytest`` names nothing of the skill
+- a command without the extension, ``python scripts/check_fields file.pdf``, names
+  ``scripts/check_fields.py`` when only that exists (``.sh`` for bash/sh, ``.js`` for node)
 
 Strong references (a command argument or link with a directory part, a ``{baseDir}`` path, a
 ``scripts/...`` path) are kept even when the file is missing or escapes the skill: they become
@@ -23,6 +31,10 @@ context lists them as reference files.
 
 Flags written after a script in SKILL.md are never executed: callers pass ``argv`` explicitly.
 
+Which scripts are *offered* (catalog/kinds.py) reads every markdown file of the skill
+(:func:`scan_markdown`: SKILL.md, ``forms.md``, ``references/*.md``, linked or not);
+``%skill_context`` runs the ones SKILL.md and the files it links name (:func:`scan_skill`).
+
 Example:
     >>> [r.path for r in referenced_scripts(skill)]
     ['scripts/extract.py', 'scripts/convert.sh']
@@ -33,7 +45,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote
@@ -45,7 +57,12 @@ from skill_magics.core.paths import resolve_script
 SCRIPT_EXTENSIONS = tuple(sorted(ext.lstrip(".") for ext in EXTENSIONS))
 _EXT = "|".join(SCRIPT_EXTENSIONS)
 _PATH_CHARS = r"[\w.\-/]"
-_BASE_PREFIX = r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/)"
+# A base-dir variable, or a placeholder for the skill's folder (openai/skills writes
+# ``python "<path-to-skill>/scripts/x.py"``, anthropics/skills ``<skill-creator-path>/...``).
+_BASE_PREFIX = (
+    r"(?:\{baseDir\}/|\$\{?(?:SKILL_BASE_DIR|SKILL_DIR|CLAUDE_SKILL_DIR|baseDir)\}?/"
+    r"|<[\w\-]*skill[\w\-]*>/)"
+)
 _LEAD = r"(?<![\w/.\-{}$~])"
 # What may follow a path: not a further path character, nor ".word"/"-word" (a longer name
 # that merely starts like a script: ``x.sh.orig``, ``x.py.j2``, ``x.sh-legacy``). A lone
@@ -62,13 +79,24 @@ _PATH_RE = re.compile(
 _URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 _BARE_NAME_RE = re.compile(rf"^[\w\-][\w.\-]*\.(?:{_EXT})$")
 # ``python [-u ...] ARG``; ARG may lack an extension (``bash scripts/run``).
+# The separators are spaces or tabs, never a newline: in a "```bash" fence the language tag is
+# not a command whose argument is the next line's first word.
 _COMMAND_RE = re.compile(
     r"(?:^|(?<=[\s`;&|(\"']))"
-    r"(?:python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx\s+tsx|"
-    r"uv\s+run(?:\s+--\S+)*(?:\s+python3?)?|deno\s+run)"
-    r"(?P<flags>(?:\s+-[\w\-]+)*)\s+(?P<arg>[^\s`'\";&|()<>]+)",
+    r"(?P<cmd>python3?(?:\.\d+)?|bash|sh|zsh|node|ruby|perl|tsx|npx[ \t]+tsx|"
+    r"uv[ \t]+run(?:[ \t]+--\S+)*(?:[ \t]+python3?)?|deno[ \t]+run)"
+    r"(?P<flags>(?:[ \t]+-[\w\-]+)*)[ \t]+[\"']?"
+    rf"(?P<arg>(?:{_BASE_PREFIX})?[^\s`'\";&|()<>]+)",
     re.MULTILINE,
 )
+# ``python -m scripts.run_eval``, ``python3.11 -u -m pkg.tool``, ``uv run python -m x``
+MODULE_RUN_RE = re.compile(
+    r"(?:^|(?<=[\s`;&|(\"']))(?:uv[ \t]+run[ \t]+)?python3?(?:\.\d+)?(?:[ \t]+-[A-Za-z]+)*"
+    r"[ \t]+-m[ \t]+(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)",
+    re.MULTILINE,
+)
+# The extension a command's interpreter implies, for ``python scripts/x`` written without it.
+_IMPLIED_EXT = {"python": ".py", "bash": ".sh", "sh": ".sh", "zsh": ".sh", "node": ".js"}
 # ``./scripts/x`` run directly.
 _DIRECT_RE = re.compile(r"(?:^|(?<=[\s`;&|(]))(?P<arg>\./[\w.\-/]+)", re.MULTILINE)
 _LINK_RE = re.compile(
@@ -98,6 +126,8 @@ class ScriptReference:
     error: str | None  # why it cannot run; None when it may
     source: str = "SKILL.md"  # markdown file (relative) that names it
     line: int = 0  # 1-based line in ``source``
+    module: str = ""  # the dotted name when written as ``python -m module``
+    command: bool = False  # a command runs it (not a mention or a link)
 
     @property
     def ok(self) -> bool:
@@ -111,6 +141,9 @@ class _Candidate:
     path: str  # relative to the directory the reference is resolved against
     strong: bool
     relative_to_file: bool = False  # links resolve against the linking file's directory
+    command: bool = False  # ``python x``, ``./x``, ``python -m x``
+    module: str = ""
+    implied_ext: str = ""  # tried when the path as written is not a file
 
 
 def referenced_scripts(skill: _SkillLike) -> list[ScriptReference]:
@@ -152,6 +185,82 @@ def scan_skill(skill: _SkillLike) -> tuple[list[ScriptReference], list[str]]:
     return refs, linked
 
 
+@dataclass(frozen=True)
+class MarkdownScan:
+    """Every markdown file of a skill, read for script references (what is *offered*)."""
+
+    refs: tuple[ScriptReference, ...]  # first-seen order: SKILL.md first, then by path
+    modules: frozenset[str]  # dotted names any of them runs with ``python -m``
+    files: tuple[str, ...]  # the markdown files read (relative), SKILL.md first
+    signature: tuple  # changes when a markdown file is added, removed or edited
+
+
+MAX_MARKDOWN_FILES = 400
+MAX_MARKDOWN_BYTES = 1 << 20  # a larger .md file is data, not instructions
+MARKDOWN_DEPTH = 6
+_SKIP_DIRS = frozenset({"node_modules", "venv", ".venv", "__pycache__", "site-packages"})
+
+
+def markdown_signature(base_dir: Path | str) -> tuple:
+    """(folders with their mtimes, markdown files with mtime and size): equal while no
+    markdown file of the skill was added, removed or edited. No file is read."""
+    dirs: list[tuple[str, int]] = []
+    files: list[tuple[str, int, int]] = []
+    _walk_markdown(os.fspath(base_dir), "", 0, dirs, files)
+    return (tuple(dirs), tuple(files))
+
+
+def _walk_markdown(path: str, rel: str, depth: int, dirs: list, files: list) -> None:
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        dirs.append((rel, os.stat(path).st_mtime_ns))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or len(files) >= MAX_MARKDOWN_FILES:
+            continue
+        child = f"{rel}/{name}" if rel else name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if depth < MARKDOWN_DEPTH and name not in _SKIP_DIRS:
+                    _walk_markdown(entry.path, child, depth + 1, dirs, files)
+            elif name.lower().endswith((".md", ".markdown")) and entry.is_file(
+                follow_symlinks=False
+            ):
+                st = entry.stat(follow_symlinks=False)
+                files.append((child, st.st_mtime_ns, st.st_size))
+        except OSError:
+            continue
+
+
+def scan_markdown(skill: _SkillLike, signature: tuple | None = None) -> MarkdownScan:
+    """References in SKILL.md and in every other markdown file of the skill (hidden folders,
+    ``node_modules`` and virtual environments left out; symlinks not followed)."""
+    base = Path(skill.base_dir)
+    signature = markdown_signature(base) if signature is None else signature
+    refs, _ = scan_skill(skill)
+    seen = {r.path for r in refs}
+    modules = module_runs(skill.content or "")
+    read = ["SKILL.md"]
+    name = _skill_name(skill)
+    for rel, _, size in signature[1]:
+        if rel in ("SKILL.md", "skill.md") or size > MAX_MARKDOWN_BYTES:
+            continue
+        try:
+            text = (base / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        read.append(rel)
+        modules |= module_runs(text)
+        for ref in find_references(text, base, source=rel, skill_name=name):
+            if ref.path not in seen:
+                seen.add(ref.path)
+                refs.append(ref)
+    return MarkdownScan(tuple(refs), frozenset(modules), tuple(read), signature)
+
+
 def find_references(
     text: str,
     base_dir: Path,
@@ -170,22 +279,32 @@ def find_references(
     candidates = _candidates(text, linked_md=linked, source_dir=source_dir, base=base)
     candidates.sort(key=lambda c: c.pos)
     out: list[ScriptReference] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # path -> its index in out
     for cand in candidates:
         joined = posixpath.join(source_dir, cand.path) if cand.relative_to_file else cand.path
         rel, inside_lexically = _normalise(joined)
-        if rel in seen:
-            continue
-        if not cand.strong and not _weak_counts(base, rel, inside_lexically):
+        if not inside_lexically:
+            installed = _installed_rel(rel, base)
+            if installed:
+                rel, inside_lexically = installed, True
+        if cand.implied_ext and inside_lexically and not (base / rel).exists():
+            if (base / (rel + cand.implied_ext)).is_file():
+                rel += cand.implied_ext  # ``python scripts/check_fields`` names the .py file
+        if rel not in seen and not cand.strong and not _weak_counts(base, rel, inside_lexically):
             resolved = _bare_script(base, rel) if inside_lexically and "/" not in rel else None
             if resolved is None:
                 continue
             rel = resolved
-            if rel in seen:
-                continue
-        seen.add(rel)
+        if rel in seen:
+            # First seen wins; a later command (``./x`` after a mention of x) still counts.
+            kept = out[seen[rel]]
+            if cand.command and not kept.command:
+                out[seen[rel]] = replace(kept, command=True, module=kept.module or cand.module)
+            continue
+        seen[rel] = len(out)
         line = text.count("\n", 0, cand.pos) + first_line
-        out.append(_reference(base, cand.raw, rel, inside_lexically, source, line, skill_name))
+        ref = _reference(base, cand.raw, rel, inside_lexically, source, line, skill_name)
+        out.append(replace(ref, module=cand.module, command=cand.command))
     return out
 
 
@@ -219,17 +338,44 @@ def _candidates(
         raw = arg
         arg = _strip_base(arg)
         has_dir = "/" in arg or raw != arg
-        found.append(_Candidate(m.start("arg"), raw, arg, has_dir))
+        word = m.group("cmd").split()[-1].rstrip("0123456789.")
+        implied = _IMPLIED_EXT.get(word, "") if not posixpath.splitext(arg)[1] else ""
+        found.append(
+            _Candidate(m.start("arg"), raw, arg, has_dir, command=True, implied_ext=implied)
+        )
     for m in _DIRECT_RE.finditer(text):
         if _within(m.start("arg"), url_spans):
             continue
-        found.append(_Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True))
+        found.append(_Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True, command=True))
+    for m in MODULE_RUN_RE.finditer(text):
+        cand = _module_candidate(m.start("module"), m.group("module"), base)
+        if cand is not None and not _within(m.start("module"), url_spans):
+            found.append(cand)
     for m in _LINK_RE.finditer(text):
         target = m.group("angle") or m.group("plain")
         _link(found, m.start(), target, linked_md, source_dir, base)
     for m in _REF_LINK_RE.finditer(text):
         _link(found, m.start("target"), m.group("target"), linked_md, source_dir, base)
     return found
+
+
+def _module_candidate(pos: int, module: str, base: Path) -> _Candidate | None:
+    """``python -m a.b``: the skill's ``a/b.py`` (or ``a/b/__main__.py``); None when the
+    module is not the skill's (``python -m pytest``)."""
+    parts = module.split(".")
+    stem = "/".join(parts)
+    for rel in (stem + ".py", stem + "/__main__.py"):
+        if (base / rel).is_file():
+            return _Candidate(pos, module, rel, True, command=True, module=module)
+    if len(parts) > 1 and (base / parts[0]).is_dir():
+        # The skill's own package with the module missing: worth an error entry.
+        return _Candidate(pos, module, stem + ".py", True, command=True, module=module)
+    return None
+
+
+def module_runs(text: str) -> set[str]:
+    """Dotted module names a text runs with ``python -m`` (the skill's or not)."""
+    return {m.group("module") for m in MODULE_RUN_RE.finditer(text or "")}
 
 
 def _within(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -277,6 +423,17 @@ def _normalise(path: str) -> tuple[str, bool]:
         return path, False
     norm = posixpath.normpath(path)
     return norm, not (norm == ".." or norm.startswith("../"))
+
+
+def _installed_rel(path: str, base: Path) -> str:
+    """``/mnt/skills/user/<skill folder>/resources/x.sh`` (where the skill is installed in
+    another agent's machine) -> ``resources/x.sh`` when that file is in this skill; ""
+    otherwise."""
+    marker = f"/{base.name}/"
+    if not path.startswith("/") or marker not in path:
+        return ""
+    rel, inside = _normalise(path.rsplit(marker, 1)[1])
+    return rel if inside and (base / rel).is_file() else ""
 
 
 def _check(base: Path, rel: str) -> Exception | None:
@@ -359,6 +516,11 @@ def _skill_name(skill: object) -> str:
 
 
 __all__ = [
+    "MODULE_RUN_RE",
+    "MarkdownScan",
+    "markdown_signature",
+    "module_runs",
+    "scan_markdown",
     "ScriptReference",
     "referenced_scripts",
     "linked_markdown",

@@ -15,13 +15,13 @@ Example:
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 import posixpath
 import threading
 from pathlib import Path
 
 from skill_magics.core.catalog import kinds
+from skill_magics.core.catalog import references as markdown
 from skill_magics.core.catalog.detect import ScanResult, ScriptDetector
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
@@ -53,7 +53,8 @@ class Skill:
         self._content_key: tuple[int, ...] | None = None
         self._broken: SkillMagicsError | None = None  # why the current SKILL.md does not parse
         self._scan: ScanResult | None = None
-        self._kinds: tuple[object, list[ScriptMetadata]] | None = None  # (key, classified)
+        # (key, classified, (mtime, size) of the scripts only markdown names)
+        self._kinds: tuple[object, list[ScriptMetadata], tuple] | None = None
 
     def __repr__(self) -> str:
         return f"Skill({self.name!r}, base_dir={str(self.base_dir)!r})"
@@ -122,26 +123,51 @@ class Skill:
             return list(self._classified(scan))
 
     def _classified(self, scan: ScanResult) -> list[ScriptMetadata]:
-        """The scan's scripts with entry/helper kinds and ``python -m`` modules (kinds.py),
-        redone when a script or SKILL.md changes."""
+        """The scan's scripts, plus the ones a markdown file runs outside ``scripts/`` and the
+        root (``python eval-viewer/generate_review.py``), with their roles and ``python -m``
+        modules (kinds.py); redone when a script, SKILL.md or any markdown file changes."""
         try:
-            content = self.content  # re-read when SKILL.md changed; refs depend on it
-            refs: list[str] | None = None
+            _ = self.content  # re-read when SKILL.md changed; refs depend on it
+            readable = True
         except SkillMagicsError:
-            content, refs = "", []  # SKILL.md vanished: nothing is referenced
-        key = (scan.signature, self._content_key)
-        if self._kinds is not None and self._kinds[0] == key:
-            return self._kinds[1]
-        if refs is None:
-            refs = [r.path for r in self.referenced_scripts if r.ok]
-        classified = kinds.classify(self.base_dir, scan.scripts, refs, content)
-        self._kinds = (key, classified)
+            readable = False  # SKILL.md vanished: nothing is referenced
+        signature = markdown.markdown_signature(self.base_dir)
+        key = (scan.signature, self._content_key, signature)
+        cached = self._kinds
+        if (
+            cached is not None
+            and cached[0] == key
+            and _stats(self.base_dir, cached[2]) == cached[2]
+        ):
+            return cached[1]
+        refs: list[str] = []
+        modules: frozenset[str] = frozenset()
+        scripts = list(scan.scripts)
+        if readable:
+            found = markdown.scan_markdown(self, signature)
+            refs = [r.path for r in found.refs if r.ok]
+            modules = found.modules
+            known = {s.path.as_posix() for s in scripts}
+            # A command elsewhere names a script too; a mention (``see examples/x.py``) not.
+            for rel in [r.path for r in found.refs if r.ok and r.command]:
+                extra = None if rel in known else self._detector.describe(self.base_dir, rel)
+                if extra is not None:
+                    scripts.append(extra)
+                    known.add(rel)
+        scripts.sort(key=lambda s: s.path.as_posix())
+        extras = {s.path.as_posix() for s in scripts} - {s.path.as_posix() for s in scan.scripts}
+        classified = kinds.classify(self.base_dir, scripts, refs, modules)
+        self._kinds = (
+            key,
+            classified,
+            _stats(self.base_dir, tuple((r, 0, 0) for r in sorted(extras))),
+        )
         return classified
 
     @property
-    def entry_scripts(self) -> list[ScriptMetadata]:
-        """Scripts meant to be run (``kind == "entry"``): the ones that become tools."""
-        return [s for s in self.scripts if s.kind == "entry"]
+    def offered_scripts(self) -> list[ScriptMetadata]:
+        """Scripts offered to a model (tools) and in completion (``ScriptMetadata.offered``)."""
+        return [s for s in self.scripts if s.offered]
 
     def current_metadata(self) -> SkillMetadata:
         """The metadata as SKILL.md says now (re-read when the file changed since last look).
@@ -186,19 +212,14 @@ class Skill:
         return sorted(found, key=lambda p: p.as_posix())
 
     @property
-    def referenced_scripts(self) -> list:
-        """Scripts SKILL.md names (``python scripts/x.py``, links, ``{baseDir}/...``).
+    def referenced_scripts(self) -> list[markdown.ScriptReference]:
+        """Scripts SKILL.md and the markdown files it links name (``python scripts/x.py``,
+        ``python -m scripts.x``, links, ``{baseDir}/...``): what ``%skill_context`` runs.
 
         A list of ``references.ScriptReference`` (path, exists, inside, error), in the order
-        the instructions mention them; [] until core/references.py is installed.
+        the instructions mention them.
         """
-        try:
-            module = importlib.import_module("skill_magics.core.catalog.references")
-        except ModuleNotFoundError as exc:
-            if exc.name != "skill_magics.core.catalog.references":
-                raise
-            return []  # reference scanning not installed yet: nothing is referenced
-        return list(module.referenced_scripts(self))
+        return markdown.referenced_scripts(self)
 
     # -- lookup ----------------------------------------------------------------------------
 
@@ -262,6 +283,18 @@ class Skill:
                 f"Script path {query!r} resolves outside skill {self.name!r} ({base}): "
                 "only scripts inside the skill directory can run"
             )
+
+
+def _stats(base: Path, files: tuple) -> tuple:
+    """``((rel, mtime_ns, size), ...)`` now for the rels of ``files`` (-1s when gone)."""
+    out = []
+    for rel, _, _ in files:
+        try:
+            st = os.stat(os.path.join(base, rel))
+            out.append((rel, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((rel, -1, -1))
+    return tuple(out)
 
 
 def _listing(scripts: list[ScriptMetadata]) -> str:

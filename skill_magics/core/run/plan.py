@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
@@ -42,6 +42,7 @@ from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
+    ProvenanceInfo,
     SandboxInfo,
     ScriptToApprove,
     SecretsInfo,
@@ -50,6 +51,7 @@ from skill_magics.core.run.approval import (
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.payload import normalize_argv
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.sources.lock import skill_lock_status
 from skill_magics.core.status import RunStatus
 
 
@@ -125,8 +127,8 @@ class Planner:
     ) -> PlannedRun:
         """Check one run of ``script`` and build its request; raises (audited) on a refusal.
 
-        ``sandbox``: this run's mode (None: the executor's setting). A helper module
-        (``ScriptMetadata.kind``) is refused, naming the entry points."""
+        ``sandbox``: this run's mode (None: the executor's setting). A script that cannot
+        run (``ScriptMetadata.runnable``) is refused, naming the ones that can."""
         meta, prepared = self.check_script(
             skill_name, script, arguments, argv, timeout, sandbox=sandbox, cwd=cwd
         )
@@ -147,13 +149,15 @@ class Planner:
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run).
 
-        A helper module (one other scripts import, ``ScriptMetadata.kind``) is refused in one
-        line that names the skill's entry points: it never runs on its own."""
+        ``__init__.py`` and modules holding only imports, definitions and constants
+        (``ScriptMetadata.runnable`` is False) are refused in one line naming the scripts
+        that can run: running them does nothing. Every other script may run, offered or not.
+        """
         started = time.monotonic()
         try:
             skill, meta = self.catalog.resolve_script(skill_name, script)
-            if meta.kind != "entry":
-                raise helper_error(skill, meta)
+            if not meta.runnable:
+                raise not_runnable_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from
             # allowed-tools): check against what it says now, not what it said then.
             metadata = skill.current_metadata()
@@ -309,7 +313,7 @@ class Planner:
                     missing=tuple(missing_for(s.path.as_posix())),
                 )
             )
-        entries = fingerprint.skill_entries(skill.base_dir)
+        entries = self._entries(skill, scripts, arguments, argv_t, code)
         content_hash = fingerprint.fingerprint_of(entries)  # == skill.content_hash()
         if code is not None:
             # "Yes in session" for code approves this exact code again, never other code or
@@ -326,7 +330,39 @@ class Planner:
             entries=entries,
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
+            environment=envdirs.environment_id(skill.base_dir),
+            provenance=provenance_info(skill.base_dir),
         )
+
+    def _entries(
+        self,
+        skill: Skill,
+        scripts: Sequence[ScriptMetadata],
+        arguments: Any,
+        argv: tuple[str, ...],
+        code: str | None,
+    ) -> dict[str, str]:
+        """What the skill's fingerprint is made of; a skill the fingerprint cannot cover
+        (folders nested deeper than fingerprint.MAX_DEPTH) is refused here, audited once
+        per script, before anyone is asked and before anything runs."""
+        started = time.monotonic()
+        try:
+            return fingerprint.skill_entries(skill.base_dir)
+        except SkillMagicsError as exc:
+            if code is not None:
+                shown = [(CODE_LABEL, code_preview(code))]
+            else:
+                preview = arguments_preview(arguments, argv)
+                shown = [(s.path.as_posix(), preview) for s in scripts] or [("", preview)]
+            for script, preview in shown:
+                self._audit().refused(
+                    skill.name,
+                    script,
+                    preview,
+                    exc,
+                    duration_ms=(time.monotonic() - started) * 1000,
+                )
+            raise
 
     def _secrets_info(
         self, skill_name: str, prepared: Sequence[PreparedRun | None] | None
@@ -357,15 +393,31 @@ class Planner:
             return ()  # it would be refused anyway; the refusal is audited when it is tried
 
 
-def helper_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
-    """The one-line refusal for running a helper module, naming the entry points."""
-    entries = [s.path.as_posix() for s in skill.scripts if s.kind == "entry"]
-    what = f"{meta.path.as_posix()} in skill {skill.name!r} is a helper module, not an entry point"
-    if entries:
-        return HelperScriptError(f"{what}: run one of {', '.join(entries)}")
+MAX_NAMED = 8  # runnable scripts a refusal names before "+N more"
+
+
+def not_runnable_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
+    """The one-line refusal for a script that does nothing when run, naming the runnable
+    scripts (offered ones first)."""
+    rel = meta.path.as_posix()
+    runnable = sorted(
+        (s for s in skill.scripts if s.runnable), key=lambda s: (not s.offered, s.path.as_posix())
+    )
+    names = [s.path.as_posix() for s in runnable[:MAX_NAMED]]
+    if len(runnable) > MAX_NAMED:
+        names.append(f"+{len(runnable) - MAX_NAMED} more (%skills show {skill.name})")
+    if meta.path.name == "__init__.py":
+        what = f"{rel} in skill {skill.name!r} is a package's __init__.py: running it does nothing"
+    else:
+        what = (
+            f"{rel} in skill {skill.name!r} holds only imports, definitions and constants: "
+            "running it does nothing"
+        )
+    if names:
+        return HelperScriptError(f"{what}; run one of {', '.join(names)}")
     return HelperScriptError(
-        f"{what}, and the skill has none: name the script in SKILL.md (or give it an "
-        "`if __name__ == '__main__':` guard) to make it one"
+        f"{what}, and the skill has no script that runs: give the script that does the work "
+        "an `if __name__ == '__main__':` block"
     )
 
 
@@ -393,6 +445,16 @@ def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]
         head = head[: head.rfind(b"\n") + 1] or head
     text = head.decode("utf-8", "replace").replace("\r\n", "\n")
     return text, lines, size
+
+
+def provenance_info(base_dir: Path) -> ProvenanceInfo | None:
+    """An installed skill's source and whether its files still match its skills-lock.json
+    (None: no lock describes it)."""
+    status = skill_lock_status(base_dir)
+    if status is None:
+        return None
+    locked = status.locked
+    return ProvenanceInfo(locked.origin, locked.commit or "", str(status.lock), status.changes)
 
 
 def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:

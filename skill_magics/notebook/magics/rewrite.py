@@ -35,6 +35,10 @@ AWAITABLE: Mapping[str, str] = {
     "skillpy": "cell",
     "skill_context": "line",
     "skills env": "line",  # an environment install asks first (notebook/cmd/env.py)
+    # installing skill files asks first too (notebook/cmd/install.py, update.py, sync.py)
+    "skills install": "line",
+    "skills update": "line",
+    "skills sync": "line",
 }
 
 Runner = Callable[..., Awaitable[Any]]

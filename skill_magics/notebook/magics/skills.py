@@ -86,10 +86,11 @@ class SkillMagics(Magics):
         100_000, help="Characters of stdout/stderr shown in the view (the object keeps all)."
     ).tag(config=True)
     approval_ui = CaselessStrEnum(
-        ["auto", "widgets", "nonblocking", "terminal"],
+        ["auto", "widgets", "nonblocking", "stdin", "terminal"],
         default_value="auto",
         help="How approval is asked: auto (by kernel, see docs), widgets (buttons, cell waits), "
-        "nonblocking (buttons, cell returns a pending result), terminal (input()).",
+        "nonblocking (buttons, cell returns a pending result), stdin or terminal (input(): "
+        "the notebook's input box, or the terminal).",
     ).tag(config=True)
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
@@ -232,7 +233,8 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog, validate",
+        "approvals, revoke NAME|--all, history, catalog, validate, env NAME, "
+        "install SOURCE, verify, sync, update",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -248,6 +250,10 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
+                                     [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
+        %skills verify [DIR]         files changed since the install (skills-lock.json)
+        %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
         """
         from skill_magics.notebook import cmd
 
@@ -273,6 +279,21 @@ class SkillMagics(Magics):
             raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
         try:
             return await env.run_async(self, words)
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
+    async def skills_sources_async(self, name: str, line: str = "") -> Any:
+        """``%skills install|update|sync ...`` on the await path (ipykernel >= 7.4): the
+        approval and the fetch run in a worker thread while the cell awaits."""
+        import importlib
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
+        module = importlib.import_module(f"skill_magics.notebook.cmd.{name}")
+        try:
+            return await module.run_async(self, words)
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 

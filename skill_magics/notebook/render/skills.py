@@ -24,6 +24,8 @@ from skill_magics.notebook.render.table import (
 )
 
 _DESCRIPTION_WIDTH = 80
+RUNNABLE_TITLE = "also runnable (other scripts import them; not offered to a model)"
+LIBRARY_TITLE = "modules (imported by the scripts; running them does nothing)"
 
 
 def _metadata(skill: Any) -> Any:
@@ -47,9 +49,24 @@ def _script_count(skill: Any, counts: Mapping[str, int] | None) -> str:
         return "?"
     if scripts is None:
         return "–"
-    helpers = sum(1 for s in scripts if getattr(s, "kind", "entry") == "helper")
-    # Entry points are what can run; helper modules they import are counted apart.
-    return f"{len(scripts) - helpers} (+{helpers} helpers)" if helpers else str(len(scripts))
+    # Offered scripts first; the ones other scripts import, and modules, counted apart.
+    offered, runnable, library = _by_role(scripts)
+    extra = [f"+{len(runnable)} runnable"] if runnable else []
+    extra += [f"+{len(library)} modules"] if library else []
+    return f"{len(offered)} ({', '.join(extra)})" if extra else str(len(offered))
+
+
+def _by_role(scripts: Iterable[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+    """(offered, runnable but not offered, not runnable) of ``ScriptMetadata``-like values."""
+    offered, runnable, library = [], [], []
+    for s in scripts:
+        if not getattr(s, "runnable", True):
+            library.append(s)
+        elif getattr(s, "offered", True):
+            offered.append(s)
+        else:
+            runnable.append(s)
+    return offered, runnable, library
 
 
 def skills_table(
@@ -150,15 +167,17 @@ def requirements_view(reqs: Any) -> Display:
         state = "found" if prog.found else "MISSING"
         rows.append([prog.name, "program", _scripts_text(prog.scripts), state, "PATH"])
     where = f"checked for {reqs.python_source} Python {reqs.python}"
+    # Lines naming no distribution (a path, a URL, bad bytes): never installed.
+    refused = "".join(f" Refused: {r}." for r in getattr(reqs, "refused", ()))
     if not rows:
-        text = f"No third-party packages or programs ({where})."
+        text = f"No third-party packages or programs ({where}).{refused}"
         return Display(text, f"<p>{html.escape(text)}</p>")
     missing = list(reqs.missing)
     hint = ""
     if any(not p.installed and not p.optional for p in reqs.packages):
         hint = f" %skills env {reqs.skill} installs the missing packages."
     note = f"Missing: {', '.join(missing)}.{hint}" if missing else "Nothing is missing."
-    note += f" ({where})"
+    note += f" ({where}){refused}"
     text = text_table(headers, rows) + "\n" + note
     body = html_table(headers, rows, "skill-magics-requirements") + f"<p>{html.escape(note)}</p>"
     return Display(text, body)
@@ -177,16 +196,19 @@ def skill_detail(
     content: str | None = None,
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
+    provenance: Any = None,
 ) -> Display:
-    """``%skills show NAME``: metadata, rendered SKILL.md, entry scripts, helper modules
-    (apart: they are imported, never run on their own), requirements, references.
+    """``%skills show NAME``: metadata, rendered SKILL.md, the offered scripts, the ones
+    other scripts import (apart: they run when asked, but are not offered), the modules
+    that do nothing when run, requirements, references.
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
+    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
+    still match its skills-lock.json)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
-    helpers = [s for s in scripts if getattr(s, "kind", "entry") == "helper"]
-    scripts = [s for s in scripts if getattr(s, "kind", "entry") != "helper"]
+    scripts, runnable, library = _by_role(scripts)
     if content is None:
         content = str(getattr(skill, "content", "") or "")
     references = [str(r) for r in (getattr(skill, "references", None) or [])]
@@ -195,8 +217,11 @@ def skill_detail(
     if secrets:
         shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
         fields.append(("secrets", shown))
+    if provenance is not None:
+        fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
-    helper_view = scripts_table(helpers) if helpers else None
+    runnable_view = scripts_table(runnable, approved=approved) if runnable else None
+    library_view = scripts_table(library) if library else None
     req_view = requirements_view(requirements) if requirements is not None else None
 
     width = max(len(k) for k, _ in fields)
@@ -205,11 +230,10 @@ def skill_detail(
         text_parts.append(warnings_text(warnings))
     text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
     text_parts.append("--- scripts ---\n" + script_view.text)
-    if helper_view is not None:
-        text_parts.append(
-            "--- helper modules (imported by the scripts; not run on their own) ---\n"
-            + helper_view.text
-        )
+    if runnable_view is not None:
+        text_parts.append(f"--- {RUNNABLE_TITLE} ---\n" + runnable_view.text)
+    if library_view is not None:
+        text_parts.append(f"--- {LIBRARY_TITLE} ---\n" + library_view.text)
     if req_view is not None:
         text_parts.append("--- requirements ---\n" + req_view.text)
     if references:
@@ -228,11 +252,12 @@ def skill_detail(
         f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>",
         f"<p><strong>scripts</strong></p>{script_view.html}",
     ]
-    if helper_view is not None:
-        html_parts.append(
-            "<p><strong>helper modules</strong> (imported by the scripts; not run on their "
-            f"own)</p>{helper_view.html}"
-        )
+    for title, view in ((RUNNABLE_TITLE, runnable_view), (LIBRARY_TITLE, library_view)):
+        if view is not None:
+            head, _, rest = title.partition(" (")
+            html_parts.append(
+                f"<p><strong>{html.escape(head)}</strong> ({html.escape(rest)}</p>{view.html}"
+            )
     if req_view is not None:
         html_parts.append(f"<p><strong>requirements</strong></p>{req_view.html}")
     if references:
@@ -244,4 +269,28 @@ def skill_detail(
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
-__all__ = ["skills_table", "scripts_table", "skill_detail", "requirements_view"]
+def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
+    """("installed from", source) and ("lock", whether the files still match it)."""
+    fields = [("installed from", visible(provenance.source))]
+    if provenance.matches:
+        fields.append(("lock", f"files match {visible(provenance.lock)}"))
+    else:
+        changes = list(provenance.changes)
+        shown = ", ".join(changes[:6]) + (f", +{len(changes) - 6} more" if len(changes) > 6 else "")
+        fields.append(
+            (
+                "lock",
+                f"{len(changes)} CHANGED since the install: {visible(shown)} "
+                "(%skills verify lists them; %skills sync --force restores them)",
+            )
+        )
+    return fields
+
+
+__all__ = [
+    "skills_table",
+    "scripts_table",
+    "skill_detail",
+    "requirements_view",
+    "provenance_fields",
+]

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# Stop the companion server.
+echo '{"stopped": true}'

@@ -1,0 +1,1 @@
+print('an example, not a script')

@@ -1,0 +1,1 @@
+import json, sys; print(json.load(sys.stdin))

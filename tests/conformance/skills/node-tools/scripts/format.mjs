@@ -1,0 +1,3 @@
+// Title-case the arguments.
+import { titleCase } from './lib/text.mjs';
+console.log(titleCase(process.argv.slice(2).join(' ')));

@@ -1,0 +1,2 @@
+// Helpers (CommonJS).
+module.exports = { count: (xs) => xs.length };

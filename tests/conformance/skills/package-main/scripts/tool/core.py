@@ -1,0 +1,2 @@
+def repeat(word, count):
+    return " ".join([word] * count)

@@ -1,0 +1,4 @@
+from .helpers import greeting
+
+if __name__ == "__main__":
+    print(greeting())

@@ -1,0 +1,7 @@
+import re
+
+WORD = re.compile(r"\w+")
+
+
+def words(text):
+    return WORD.findall(text)

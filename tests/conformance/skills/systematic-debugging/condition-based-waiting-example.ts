@@ -1,0 +1,1 @@
+export const waitFor = async () => true;

@@ -1,0 +1,3 @@
+from typed import describe
+
+print(describe([1, 2, 3]))

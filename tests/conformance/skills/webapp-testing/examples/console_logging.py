@@ -1,0 +1,1 @@
+print("an example the agent reads, never a script of the skill")
