@@ -35,7 +35,7 @@ from typing import Any
 from skill_magics.core.visible import non_ascii_note
 
 
-class Decision(str, enum.Enum):
+class Decision(enum.StrEnum):
     """The three answers a person can give."""
 
     YES_ONCE = "yes_once"
