@@ -132,6 +132,19 @@ class EnvironmentBuildError(SkillMagicsError, RuntimeError):
     """Building a skill's managed environment failed; nothing half-built is used."""
 
 
+class ModelCallError(SkillMagicsError, RuntimeError):
+    """A request to the model's API failed (an HTTP error status, no connection, a timeout).
+
+    ``kind`` is ``"status"``, ``"connection"`` or ``"timeout"``; ``status_code`` is the HTTP
+    status for ``"status"`` (else None). The skill lab counts these apart from the model's
+    answers (core/lab)."""
+
+    def __init__(self, message: str, kind: str = "status", status_code: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status_code = status_code
+
+
 __all__ = [
     "SkillMagicsError",
     "SkillNotFoundError",
@@ -156,4 +169,5 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "ModelCallError",
 ]
