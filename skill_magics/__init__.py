@@ -28,6 +28,16 @@ _LAZY = {
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
     "BatchResult": ("skill_magics.core.run.batch_result", "BatchResult"),
     "BatchItem": ("skill_magics.core.run.batch_result", "BatchItem"),
+    # the skill lab (core/lab): a model with skills, trigger and output evaluations
+    "run_agent": ("skill_magics.core.lab.agent", "run_agent"),
+    "run_agent_async": ("skill_magics.core.lab.agent", "run_agent_async"),
+    "Transcript": ("skill_magics.core.lab.transcript", "Transcript"),
+    "evaluate_triggers": ("skill_magics.core.lab.triggers", "evaluate_triggers"),
+    "evaluate_triggers_async": ("skill_magics.core.lab.triggers", "evaluate_triggers_async"),
+    "TriggerReport": ("skill_magics.core.lab.triggers", "TriggerReport"),
+    "run_evals": ("skill_magics.core.lab.evals", "run_evals"),
+    "run_evals_async": ("skill_magics.core.lab.evals", "run_evals_async"),
+    "EvalReport": ("skill_magics.core.lab.evals", "EvalReport"),
 }
 
 

@@ -284,7 +284,9 @@ def _anthropic_body(body: dict[str, Any], reply: Scripted, n: int) -> dict[str, 
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for i, (name, input) in enumerate(reply.tool_calls):
-        content.append({"type": "tool_use", "id": f"toolu_{n:04d}_{i}", "name": name, "input": input})
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{n:04d}_{i}", "name": name, "input": input}
+        )
     stop = {"end": "end_turn", "tool": "tool_use", "length": "max_tokens"}.get(
         reply.stop or ("tool" if reply.tool_calls else "end"), reply.stop
     )

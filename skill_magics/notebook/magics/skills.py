@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Any as TraitAny
 from traitlets import (
     Bool,
     CaselessStrEnum,
@@ -120,6 +121,19 @@ class SkillMagics(Magics):
         "workspace",
         help="Where scripts start: workspace (the notebook's folder, so relative file paths "
         "work), skill (the skill folder) or a folder path. %%skillrun --cwd overrides it.",
+    ).tag(config=True)
+
+    model_client = TraitAny(
+        None,
+        allow_none=True,
+        help="The model client %%skillagent, %skills triggers and %skills evals use when no "
+        "--client is given: an anthropic.Anthropic or openai.OpenAI client (or async), e.g. "
+        "%config SkillMagics.model_client = client.",
+    ).tag(config=True)
+    model = Unicode(
+        None,
+        allow_none=True,
+        help="The model name the skill lab's magics use when no --model is given.",
     ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
@@ -232,7 +246,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog, validate",
+        "approvals, revoke NAME|--all, history, catalog, validate, triggers NAME, evals NAME",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -248,6 +262,8 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills triggers NAME --queries VAR   how often a model activates the skill
+        %skills evals NAME           the skill's evals/evals.json with and without it
         """
         from skill_magics.notebook import cmd
 
@@ -273,6 +289,22 @@ class SkillMagics(Magics):
             raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
         try:
             return await env.run_async(self, words)
+        except SkillMagicsError as exc:
+            raise usage_error(exc) from None
+
+    async def skills_subcommand_async(self, name: str, line: str = "") -> Any:
+        """``%skills NAME ...`` on the await path for subcommands with a ``run_async``
+        (``triggers``, ``evals``): approvals and requests wait in worker threads while the
+        cell awaits, so clicks, progress and Kernel > Interrupt get through."""
+        import importlib
+
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
+        module = importlib.import_module(f"skill_magics.notebook.cmd.{name}")
+        try:
+            return await module.run_async(self, words)
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 
