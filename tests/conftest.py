@@ -154,3 +154,13 @@ def repo_root_stays_clean() -> Any:
     assert not new, (
         f"tests left {new} in {root}: write into $SKILL_BASE_DIR or tmp_path, or pass cwd='skill'"
     )
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server speaking the Anthropic and OpenAI wire formats with replies the
+    test scripts (tests/model_server.py): a fixture, never a model."""
+    from model_server import ScriptedServer
+
+    with ScriptedServer() as srv:
+        yield srv
