@@ -27,7 +27,9 @@ USAGE = (
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%skills evals", add_help=False, exit_on_error=False)
+    from skill_magics.notebook.magics.skillagent import LineParser
+
+    p = LineParser("%skills evals", USAGE)
     p.add_argument("name")
     p.add_argument("--model", default=None)
     p.add_argument("--client", default=None)

@@ -25,7 +25,9 @@ USAGE = (
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="%skills triggers", add_help=False, exit_on_error=False)
+    from skill_magics.notebook.magics.skillagent import LineParser
+
+    p = LineParser("%skills triggers", USAGE)
     p.add_argument("name")
     p.add_argument("--queries", required=True)
     p.add_argument("--runs", type=int, default=3)

@@ -27,20 +27,34 @@ from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 NO_CLIENT = (
     "No model client: pass --client VAR (a variable holding an anthropic.Anthropic or "
-    "openai.OpenAI client) or set %config SkillMagics.model_client = client"
+    "openai.OpenAI client) or set %config SkillMagics.model_client = 'VAR'"
 )
 NO_MODEL = "No model name: pass --model NAME or set %config SkillMagics.model = 'NAME'"
+
+
+class LineParser(argparse.ArgumentParser):
+    """An argparse parser for a magic's line that never exits the kernel: every problem
+    (a missing argument too) is a one-line UsageError ending in the usage."""
+
+    def __init__(self, prog: str, usage: str) -> None:
+        super().__init__(prog=prog, add_help=False, exit_on_error=False)
+        self.usage_line = usage
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{message}: usage: {self.usage_line}")
 
 
 def find_client(settings: Any, name: str | None) -> Any:
     """The client named ``name`` in the notebook, else SkillMagics.model_client."""
     shell = settings.shell
+    client = settings.model_client
+    label = "SkillMagics.model_client"
     if name:
-        if shell is None or name not in shell.user_ns:
-            raise UsageError(f"--client {name}: no such variable in the notebook; {NO_CLIENT}")
-        client = shell.user_ns[name]
-    else:
-        client = settings.model_client
+        client, label = name, "--client"
+    if isinstance(client, str):  # a variable's name (what %config can carry)
+        if shell is None or client not in shell.user_ns:
+            raise UsageError(f"{label} {client}: no such variable in the notebook; {NO_CLIENT}")
+        client = shell.user_ns[client]
     if client is None:
         raise UsageError(NO_CLIENT)
     from skill_magics.core.lab.clients import provider_for
@@ -160,4 +174,4 @@ class SkillAgentMagics(SharedMagics):
         return value
 
 
-__all__ = ["SkillAgentMagics", "find_client", "find_model", "sync_only"]
+__all__ = ["LineParser", "SkillAgentMagics", "find_client", "find_model", "sync_only"]

@@ -127,8 +127,10 @@ class SkillMagics(Magics):
         None,
         allow_none=True,
         help="The model client %%skillagent, %skills triggers and %skills evals use when no "
-        "--client is given: an anthropic.Anthropic or openai.OpenAI client (or async), e.g. "
-        "%config SkillMagics.model_client = client.",
+        "--client is given: the name of a notebook variable holding an anthropic.Anthropic or "
+        "openai.OpenAI client (or async), e.g. %config SkillMagics.model_client = 'client' "
+        "(a client object cannot pass through %config, which copies values), or the client "
+        "itself assigned in Python.",
     ).tag(config=True)
     model = Unicode(
         None,
