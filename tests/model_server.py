@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -434,15 +434,16 @@ _CLAIM = re.compile(r"'([^']+)'|\"([^\"]+)\"|(-?\d+(?:\.\d+)?)")
 
 def _grade(material: str) -> dict[str, Any]:
     """Expectations listed as ``N. text`` under '## Expectations' in the grading prompt."""
-    _, _, tail = material.partition("## Expectations")
+    head, _, tail = material.partition("## Expectations")
+    body = head.partition("## Transcript")[2]  # what the run did, not the task's wording
     found = []
     for line in tail.splitlines():
         m = re.match(r"\s*\d+\.\s+(.*)", line)
         if not m:
             continue
         text = m.group(1).strip()
-        needle = next((g for g in (_CLAIM.search(text) or re.match("", "")).groups() if g), None)
-        body = material.partition("## Expectations")[0]
+        claim = _CLAIM.search(text)
+        needle = next((g for g in claim.groups() if g), None) if claim else None
         passed = bool(needle) and needle in body
         evidence = (
             f"found {needle!r} in the transcript or outputs"
@@ -451,10 +452,6 @@ def _grade(material: str) -> dict[str, Any]:
         )
         found.append({"text": text, "passed": passed, "evidence": evidence})
     return {"expectations": found, "claims": []}
-
-
-def queued(*replies: Scripted) -> Iterable[Scripted]:
-    return replies
 
 
 __all__ = [

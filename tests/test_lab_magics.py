@@ -189,3 +189,18 @@ def test_unload_removes_the_lab_progress_display(shell):
     shell.run_line_magic("unload_ext", "skill_magics")
     assert progress._display is None
     shell.run_line_magic("load_ext", "skill_magics")
+
+
+def test_the_transcript_widget_has_the_conversation_messages_and_system_prompt(shell):
+    from skill_magics.notebook.render.lab import transcript_widget
+
+    clicker = click_when_shown(shell, "Yes once")
+    shell.run_cell("%%skillagent --model m --client client -o t\nmark it\n")
+    clicker.join(10)
+    box = transcript_widget(shell.user_ns["t"])
+    header, tabs = box.children
+    assert "activated: <strong>marker</strong>" in header.value
+    assert tabs.titles == ("conversation", "messages (6)", "system prompt")
+    conversation, messages, system = tabs.children
+    assert "marker__mark" in conversation.value and "tool_result" in messages.value
+    assert "&lt;available_skills&gt;" in system.value
