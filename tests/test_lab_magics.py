@@ -204,3 +204,34 @@ def test_the_transcript_widget_has_the_conversation_messages_and_system_prompt(s
     conversation, messages, system = tabs.children
     assert "marker__mark" in conversation.value and "tool_result" in messages.value
     assert "&lt;available_skills&gt;" in system.value
+
+
+def test_interrupting_skillagent_while_it_waits_for_approval_runs_nothing(shell):
+    """The await path: a kernel interrupt (a cancellation) ends the approval wait at once."""
+    import time
+
+    shell.run_cell("%config SkillMagics.approval_timeout = 60")
+    m = get_magics(shell)
+    agent = shell.magics_manager.registry[SkillAgentMagics.__name__]
+    seen = len(m.panels)
+
+    async def interrupt_while_waiting() -> None:
+        task = asyncio.ensure_future(agent.skillagent_async("--model m --client client", "mark"))
+        deadline = time.monotonic() + 20
+        while len(m.panels) <= seen:
+            assert time.monotonic() < deadline, "no approval panel was shown"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(interrupt_while_waiting())
+    assert time.monotonic() - started < 10, "the worker kept waiting for a click"
+    # The abandoned worker notices the interrupt and records it (join=False: shortly after).
+    deadline = time.monotonic() + 5
+    while not m.manager.audit.records() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    last = m.manager.audit.records()[-1]
+    assert (last.outcome, last.script) == ("interrupted", "scripts/mark.py")
+    assert not (shell.skills_root / "marker" / "ran.marker").exists()
