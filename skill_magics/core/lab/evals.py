@@ -377,6 +377,7 @@ class _Settings:
 def _evaluate(report: EvalReport, s: _Settings) -> Loop[EvalReport]:
     began = time.monotonic()
     report.iteration_dir = new_iteration(report.workspace)
+    s.tracker.start()
     try:
         scoped = yield from _approve(report, s)
         for case in report.cases:

@@ -80,10 +80,16 @@ class Tracker:
         self.failed = 0
         self.started = time.monotonic()
         self.callback = on_progress
+        self.name = name
         self.display: ProgressDisplay | None = None
-        if on_progress is None and _display is not None and total > 0:
+
+    def start(self) -> None:
+        """Open the registered display (when no ``on_progress`` was given): called when the
+        evaluation starts running, not when it is set up (a coroutine may never be awaited)."""
+        self.started = time.monotonic()
+        if self.callback is None and _display is not None and self.total > 0:
             try:
-                self.display = _display(total, name)
+                self.display = _display(self.total, self.name)
             except Exception:  # noqa: BLE001 - no bar is better than a failed evaluation
                 logger.warning("lab progress display failed", exc_info=True)
 

@@ -497,6 +497,7 @@ def _evaluate(
     report.started_at = now_iso()
     began = time.monotonic()
     tools = offer.tools(provider)
+    tracker.start()
     try:
         for run in range(1, report.runs_per_query + 1):
             for index, item in enumerate(report.queries):
