@@ -6,9 +6,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
-# 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click).
+# 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click)
+# and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 # Where the main venv gets < 7.4 (Python 3.10), kernel-matrix.sh adds the newest 7.x itself.
-MATRIX_IPYKERNEL ?= 7.3.0 6.29.5
+MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
 .PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
 

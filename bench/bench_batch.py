@@ -13,7 +13,13 @@ Measures, for a trivial Python script and a trivial bash script:
    to tell the batch layer from the executor, the same pool running ``executor.execute``;
 3. Dask ``LocalCluster`` (one worker process per CPU, one thread each) against the local pool
    for the same items (target <= 1.5x the wall time; cluster start-up not counted);
-4. peak RSS of a fresh process that maps a bash script printing 1 KB over 10,000 items.
+4. peak RSS of a fresh process that maps a bash script printing 1 KB over 10,000 items;
+5. the code check a local batch makes before EVERY item (``gate.CodeWatch.current``): its
+   cost per item on the stat fast path and as the full check (a walk; what every item pays
+   while files are younger than ``fingerprint.RACY_NS``), for the bench skill and for one with
+   2,000 files; and in a real batch: the bash pool with the check (approved by an approver)
+   against the same pool without it (``approver=None``: the caller decided, nothing to
+   check), interleaved A B B A (``--check-only`` runs just this case).
 """
 
 from __future__ import annotations
@@ -139,6 +145,74 @@ print(before, after, wall, res.counts().get("completed", 0), kept)
 """
 
 
+def check_cost(manager: SkillManager, skill: str, script: str, files: int) -> None:
+    """Microseconds per item of the pre-item code check, fast path and full check."""
+    request = manager.plan_map(skill, script, [{}]).request
+    watch = manager.gate.watch(request)
+    reps = 2000 if files < 100 else 200
+    assert watch.current()
+    start = time.perf_counter()
+    for _ in range(reps):
+        assert watch.current()
+    fast = (time.perf_counter() - start) / reps * 1e6
+    fast_full = watch.full_checks - 1
+    start = time.perf_counter()
+    for _ in range(reps // 10):
+        assert manager.gate.is_current(request)
+    full = (time.perf_counter() - start) / (reps // 10) * 1e6
+    print(
+        f"check  {skill} ({files:,} files): per item {fast:.1f} us on the stat fast path "
+        f"({fast_full} of {reps} fell back to the full check) | full check {full:.0f} us"
+    )
+
+
+def check_in_batch(manager: SkillManager, n: int, rounds: int = 3) -> None:
+    """Wall time of a bash batch with the per-item check against the same batch without."""
+
+    def one(approver) -> float:
+        start = time.perf_counter()
+        res = manager.map("bench-batch", "trivial.sh", [{}] * n, approver=approver)
+        wall = time.perf_counter() - start
+        assert res.ok, res.text()
+        return wall
+
+    yes = lambda request: "yes_once"  # noqa: E731 - an approver that approves
+    checked: list[float] = []
+    unchecked: list[float] = []
+    for _ in range(rounds):  # A B B A
+        checked.append(one(yes))
+        unchecked += [one(None), one(None)]
+        checked.append(one(yes))
+    c, u = sorted(checked)[len(checked) // 2], sorted(unchecked)[len(unchecked) // 2]
+    cpus = os.cpu_count() or 1
+    print(
+        f"check  bash pool, {n} items, medians of {len(checked)}: with the per-item check "
+        f"{c:.3f} s, without {u:.3f} s: ratio {c / u:.3f}; per item "
+        f"{(c - u) / n * cpus * 1e6:+.0f} us of a worker"
+    )
+
+
+def wide_skill(root: Path, files: int) -> None:
+    base = root / "bench-wide"
+    (base / "scripts").mkdir(parents=True)
+    (base / "SKILL.md").write_text(
+        "---\nname: bench-wide\ndescription: bench\n---\nRun `scripts/trivial.sh`.\n"
+    )
+    (base / "scripts" / "trivial.sh").write_text("echo ok\n")
+    for i in range(files):
+        folder = base / "data" / f"d{i // 100}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_text("x" * 200)
+
+
+def aged(root: Path) -> None:
+    """Wait until the files just written are older than the racy window (fast path)."""
+    from skill_magics.core.fingerprint import RACY_NS
+
+    newest = max(p.stat().st_ctime_ns for p in root.rglob("*"))
+    time.sleep(max(0.0, (newest + RACY_NS - time.time_ns()) / 1e9 + 0.1))
+
+
 def rss(root: Path, n: int) -> tuple[float, float, float, int, int]:
     code = RSS_CHILD.format(repo=str(REPO), root=str(root), n=n)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -152,6 +226,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=None)
     parser.add_argument("--no-dask", action="store_true")
     parser.add_argument("--only-dask", action="store_true", help="skip serial/plain cases")
+    parser.add_argument("--check-only", action="store_true", help="only case 5")
     args = parser.parse_args()
     n = args.items or (200 if args.quick else 1000)
     n_rss = 2000 if args.quick else 10_000
@@ -160,6 +235,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         base = make_skill(root)
+        if args.check_only:
+            wide_skill(root, 2000)
+            manager = SkillManager([root])
+            aged(root)
+            check_cost(manager, "bench-batch", "trivial.sh", 4)
+            check_cost(manager, "bench-wide", "trivial.sh", 2002)
+            check_in_batch(manager, n)
+            return
         manager = SkillManager([root])
         manager.audit.clear()
         commands = {
@@ -219,6 +302,12 @@ def main() -> None:
                         f"(target <= 1.5) | plain Dask + subprocess.run: {r1:.2f} s "
                         f"(ours / that: {d / r1:.2f})"
                     )
+        wide_skill(root, 2000)
+        manager = SkillManager([root])  # sees the new skill
+        aged(root)
+        check_cost(manager, "bench-batch", "trivial.sh", 4)
+        check_cost(manager, "bench-wide", "trivial.sh", 2002)
+        check_in_batch(manager, n)
         before, after, wall, done, kept = rss(root, n_rss)
         print(
             f"RSS    {n_rss:,} items printing 1 KB (bash): peak RSS {after:.1f} MiB "

@@ -14,15 +14,28 @@
 # the matrix Python when it can install it, else with a python3.11+ found on PATH; when
 # neither can, a loud warning says the await path went untested.
 #
-# Usage: scripts/kernel-matrix.sh [VERSION...] [-- PYTEST_ARGS...]
-#   e.g.  scripts/kernel-matrix.sh                  (7.4.0 7.3.0 6.29.5)
+# The entry "colab" is Google Colab's pinned stack instead of one ipykernel version:
+# a venv from the Python the pins file names (3.13: COLAB_PYTHON, else python3.13 on PATH,
+# else ~/.pyenv/versions/3.13*) holding exactly scripts/colab-pins.txt (IPython 7.34,
+# ipykernel 6.17.1, ipywidgets 7.7.1, ...). Building it checks that pip installed exactly
+# the pins, then installs skill-magics into it (editable, `-c` the pins) and fails when that
+# moves a pin. Its run adds the example notebooks (-m "kernel or notebooks") and leaves out
+# the browser test (tests/e2e): JupyterLab 4's widget manager (jupyterlab_widgets 3) renders
+# ipywidgets 8 models only, so ipywidgets 7's show "Error displaying widget" there; Colab's own
+# frontend renders them, and the kernel tests click them over jupyter_client as it does.
+#
+# Usage: scripts/kernel-matrix.sh [VERSION|colab...] [-- PYTEST_ARGS...]
+#   e.g.  scripts/kernel-matrix.sh                  (7.4.0 7.3.0 6.29.5 colab)
 #         scripts/kernel-matrix.sh 6.29.5 -- -x -k click
+#         scripts/kernel-matrix.sh colab -- -k stdin
 #         scripts/kernel-matrix.sh --print-deps     the runtime dependencies it installs
 #         scripts/kernel-matrix.sh --plan [VERSION...]   versions and Pythons; installs nothing
 #   KERNEL_MATRIX_VERSIONS="..."             default versions when none are given
 #   PYTHON=.venv/bin/python                  the Python that runs pytest
 #   BASE_PYTHON=...                          the Python that creates the matrix venvs
 #   KERNEL_MATRIX_DIR=.venv-matrix           where the venvs live
+#   COLAB_PYTHON=...                         the Python 3.13 of the colab venv
+#   COLAB_PINS=scripts/colab-pins.txt        the pins of the colab venv
 #   SKILL_MAGICS_E2E_REQUIRED=0|1            browser test may (0) / may not (1) skip; default:
 #                                            1 when chromium is on PATH (as in `make test`)
 set -euo pipefail
@@ -31,7 +44,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 # 7.4+: await path; 7.0-7.3: subshell thread; 6.x: pumping (docs/architecture.md, Waiting for a click).
-VERSIONS="${KERNEL_MATRIX_VERSIONS:-7.4.0 7.3.0 6.29.5}"
+VERSIONS="${KERNEL_MATRIX_VERSIONS:-7.4.0 7.3.0 6.29.5 colab}"
 mode=run
 case "${1:-}" in
     --print-deps) mode=deps; shift ;;
@@ -41,7 +54,7 @@ given=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --) shift; break ;;
-        [0-9]*) given="$given $1"; shift ;;
+        [0-9]*|colab) given="$given $1"; shift ;;
         *) break ;;  # the rest goes to pytest
     esac
 done
@@ -128,7 +141,7 @@ AWAIT_WARNING=""
 if [ "$MAIN_IPYKERNEL" = none ] || ! version_ge "$MAIN_IPYKERNEL" 7.4; then
     asked=0
     for version in $VERSIONS; do
-        if version_ge "$version" 7.4; then asked=1; fi
+        if [ "$version" != colab ] && version_ge "$version" 7.4; then asked=1; fi
     done
     if [ "$asked" = 0 ]; then
         added=""
@@ -175,8 +188,93 @@ fi
 export SKILL_MAGICS_E2E_REQUIRED
 echo "kernel-matrix: browser test SKILL_MAGICS_E2E_REQUIRED=$SKILL_MAGICS_E2E_REQUIRED (1: it may not skip)"
 
+# -- the colab entry --------------------------------------------------------------------
+COLAB_PINS="${COLAB_PINS:-$ROOT/scripts/colab-pins.txt}"
+# "# python: 3.13" and "# absent: jedi" lines of the pins file; the pins themselves
+pins_directive() { sed -n "s/^# $1: *//p" "$COLAB_PINS" | head -1; }
+pins_list() { grep -E '^[A-Za-z0-9]' "$COLAB_PINS" | sed 's/[[:space:]]*#.*//'; }
+# name==version, lower-case, '-' for '_' and '.' (as pip compares names), sorted
+canonical_pins() { tr 'A-Z' 'a-z' | sed -E 's/^([^=]+)==/\1 ==/; :a; s/^([^ ]*)[_.]([^ ]* ==)/\1-\2/; ta; s/ ==/==/' | sort; }
+
+# The Python the pins name: COLAB_PYTHON, else pythonX.Y on PATH, else pyenv's newest X.Y.*.
+colab_python() {
+    local want cand
+    want="$(pins_directive python)"
+    if [ -n "${COLAB_PYTHON:-}" ]; then
+        echo "$COLAB_PYTHON"
+        return 0
+    fi
+    for cand in "python$want" $(ls -d "$HOME"/.pyenv/versions/"$want".*/bin/python 2>/dev/null | sort -V -r); do
+        # pyenv shims of unselected versions do not run; venv needs ensurepip
+        if [ "$(pyver "$cand")" = "$want" ] && "$cand" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+            "$cand" -c 'import sys; print(sys.executable)'
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Build (or reuse) the colab venv: exactly the pins, then skill-magics beside them.
+make_colab_venv() {
+    local venv="$1" base="$2"
+    local stamp="$venv/.skill-magics-matrix"
+    local want
+    want="colab $(sha256sum "$COLAB_PINS" | cut -c1-16) ${DEPS[*]} (Python $(pyver "$base"))"
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    echo "kernel-matrix: creating $venv (Colab's stack from $(basename "$COLAB_PINS"), Python $(pyver "$base"))"
+    rm -rf "$venv"
+    "$base" -m venv "$venv"
+    local pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+    local log="$venv/pip-install.log"
+    if ! "${pip[@]}" install -r "$COLAB_PINS" >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "kernel-matrix: pip could not install $COLAB_PINS on Python $(pyver "$base") (log above)" >&2
+        return 1
+    fi
+    local absent
+    absent="$(pins_directive absent)"
+    if [ -n "$absent" ]; then
+        # shellcheck disable=SC2086
+        "${pip[@]}" uninstall --yes $absent >>"$log" 2>&1
+    fi
+    local before="$venv/freeze-pins.txt" after="$venv/freeze-with-skill-magics.txt"
+    "${pip[@]}" freeze --all --exclude pip | canonical_pins >"$before"
+    if ! diff <(pins_list | canonical_pins) "$before" >"$venv/pins.diff"; then
+        echo "kernel-matrix: the colab venv is not exactly $COLAB_PINS ('<' pinned, '>' installed):" >&2
+        cat "$venv/pins.diff" >&2
+        echo "kernel-matrix: pin the new dependency (or fix the version) in $COLAB_PINS" >&2
+        return 1
+    fi
+    # What `%pip install skill-magics` does on Colab: it must move none of the pins.
+    if ! "${pip[@]}" install -e "$ROOT" -c "$COLAB_PINS" >>"$log" 2>&1; then
+        tail -30 "$log" >&2
+        echo "kernel-matrix: skill-magics does not install beside $COLAB_PINS (log above): loosen pyproject.toml's ranges" >&2
+        return 1
+    fi
+    "${pip[@]}" freeze --all --exclude pip --exclude skill-magics | canonical_pins >"$after"
+    local moved added
+    moved="$(comm -23 "$before" "$after" | tr '\n' ' ')"
+    added="$(comm -13 "$before" "$after" | tr '\n' ' ')"
+    if [ -n "$moved" ]; then
+        echo "kernel-matrix: installing skill-magics moved Colab's pins: $moved-> $added" >&2
+        return 1
+    fi
+    echo "kernel-matrix: skill-magics installs beside Colab's pins; none moved; pip added: ${added:-nothing}"
+    echo "$want" > "$stamp"
+}
+
 if [ "$mode" = plan ]; then
     for version in $VERSIONS; do
+        if [ "$version" = colab ]; then
+            if base="$(colab_python)"; then
+                echo "kernel-matrix plan: colab ($(basename "$COLAB_PINS")) with $(pyver "$base") ($base)"
+            else
+                echo "kernel-matrix plan: colab: NO Python $(pins_directive python) found (set COLAB_PYTHON)"
+            fi
+            continue
+        fi
         echo "kernel-matrix plan: ipykernel $version with $(pyver "${BASE_FOR[$version]:-$BASE_PYTHON}") (${BASE_FOR[$version]:-$BASE_PYTHON})"
     done
     exit 0
@@ -209,22 +307,49 @@ make_venv() {
 status=0
 summary=""
 for version in $VERSIONS; do
-    venv="$MATRIX_DIR/ipykernel-$version"
-    if ! make_venv "$version" "$venv" "${BASE_FOR[$version]:-$BASE_PYTHON}"; then
+    start=$(date +%s)
+    if [ "$version" = colab ]; then
+        # Colab's stack: the kernel tests plus the example notebooks, in a kernel from it.
+        label="colab ($(basename "$COLAB_PINS"))"
+        venv="$MATRIX_DIR/colab"
+        expect="$(pins_list | sed -n 's/^ipykernel==//p')"
+        marks="kernel or notebooks"
+        skip=(--ignore=tests/e2e)  # see the header: no JupyterLab here renders ipywidgets 7
+        if ! base="$(colab_python)"; then
+            status=1
+            summary="$summary\n  $label: NO Python $(pins_directive python) (install it or set COLAB_PYTHON)"
+            echo "kernel-matrix: colab needs Python $(pins_directive python): none found; install it or set COLAB_PYTHON" >&2
+            continue
+        fi
+        built=0
+        make_colab_venv "$venv" "$base" || built=1
+        pins="$COLAB_PINS"
+    else
+        label="ipykernel $version"
+        venv="$MATRIX_DIR/ipykernel-$version"
+        expect="$version"
+        marks="kernel"
+        skip=()
+        built=0
+        make_venv "$version" "$venv" "${BASE_FOR[$version]:-$BASE_PYTHON}" || built=1
+        pins=""
+    fi
+    if [ "$built" != 0 ]; then
         status=1
-        summary="$summary\n  ipykernel $version: venv FAILED"
+        summary="$summary\n  $label: venv FAILED"
         continue
     fi
-    echo "kernel-matrix: ipykernel $version ($venv/bin/python)"
-    start=$(date +%s)
-    if SKILL_MAGICS_TEST_KERNEL_PYTHON="$venv/bin/python" SKILL_MAGICS_EXPECT_IPYKERNEL="$version" \
-        "$PYTHON" -m pytest -m kernel -q -rs -p no:cacheprovider "$@"; then
+    built_s=$(($(date +%s) - start))
+    echo "kernel-matrix: $label ($venv/bin/python)"
+    if SKILL_MAGICS_TEST_KERNEL_PYTHON="$venv/bin/python" SKILL_MAGICS_EXPECT_IPYKERNEL="$expect" \
+        SKILL_MAGICS_EXPECT_PINS="$pins" \
+        "$PYTHON" -m pytest -m "$marks" -q -rs -p no:cacheprovider "${skip[@]}" "$@"; then
         result="passed"
     else
         result="FAILED"
         status=1
     fi
-    summary="$summary\n  ipykernel $version: $result ($(($(date +%s) - start)) s)"
+    summary="$summary\n  $label: $result ($(($(date +%s) - start)) s, venv $built_s s)"
 done
 if [ -n "$AWAIT_WARNING" ]; then
     summary="$summary\n  WARNING: $AWAIT_WARNING"

@@ -11,6 +11,10 @@ favour of the HTML/text fallbacks each result carries, and no widget state is st
 reader never sees "Error displaying widget" or a bare repr. Execution happens in a temporary
 working directory with isolated IPython settings, so nothing is written into the repo except
 the saved notebooks themselves.
+
+The kernel is the ``python3`` of this interpreter, or the Python named by
+SKILL_MAGICS_TEST_KERNEL_PYTHON (as for the kernel tests: scripts/kernel-matrix.sh runs the
+notebooks in a kernel from its "colab" venv that way).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import json
 import os
 import re
 import sys
@@ -34,6 +39,7 @@ NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 EXPECTED_ERROR_TAG = "raises-exception"  # nbclient and JupyterLab's Run All go on past these
+KERNEL_PYTHON_ENV = "SKILL_MAGICS_TEST_KERNEL_PYTHON"
 
 
 def _machine_paths() -> list[tuple[re.Pattern[str], str]]:
@@ -107,6 +113,7 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
         workdir.mkdir()
         client = NotebookClient(
             nb,
+            km=_kernel_manager(tmp),
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(workdir)}},
@@ -118,6 +125,27 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
             env.update(server_env(server))
         client.execute(env=env)
     return nb
+
+
+def _kernel_manager(tmp: Path) -> object | None:
+    """A kernel manager for SKILL_MAGICS_TEST_KERNEL_PYTHON (a private kernelspec), else
+    None: nbclient's own, for the notebook's ``python3``."""
+    python = os.environ.get(KERNEL_PYTHON_ENV)
+    if not python:
+        return None
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec_dir = tmp / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [os.path.abspath(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python 3 ({python})",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    specs = KernelSpecManager(kernel_dirs=[str(tmp / "kernels")])
+    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
 
 
 def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -139,7 +167,18 @@ def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 data.pop(WIDGET_STATE, None)
                 if not data:  # a bare widget with no fallback: nothing readable to keep
                     continue
-            kept.append(out)
+            previous = kept[-1] if kept else None
+            if (
+                out.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == out.get("name")
+            ):
+                # One print() can reach the kernel's stream in several flushes on a busy
+                # machine: join them, as a frontend shows them, so the saved text is stable.
+                previous["text"] = "".join(previous.get("text", "")) + "".join(out.get("text", ""))
+                continue
+            kept.append(copy.deepcopy(out))
         cell.outputs = [nbformat.from_dict(_unmachine(out, subs)) for out in kept]
     return nb
 

@@ -38,6 +38,11 @@ _LAZY = {
     "run_evals": ("skill_magics.core.lab.evals", "run_evals"),
     "run_evals_async": ("skill_magics.core.lab.evals", "run_evals_async"),
     "EvalReport": ("skill_magics.core.lab.evals", "EvalReport"),
+    "install_skills": ("skill_magics.core.sources.install", "install_skills"),
+    "verify_skills": ("skill_magics.core.sources.verify", "verify_skills"),
+    "sync_skills": ("skill_magics.core.sources.update", "sync_skills"),
+    "update_skills": ("skill_magics.core.sources.update", "update_skills"),
+    "InstallReport": ("skill_magics.core.sources.install", "InstallReport"),
 }
 
 

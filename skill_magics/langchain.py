@@ -5,6 +5,9 @@ same as ``core.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a syn
 a real ``coroutine``: the async path awaits the script in slices, so other tasks keep running
 and cancelling the task kills the script. A failed, declined or refused run raises
 ``ToolException`` with the reason; ``handle_tool_error=True`` hands that text to the agent.
+Input nested deeper than ``core.tools.MAX_INPUT_DEPTH`` is refused the same way (and audited)
+before LangChain itself sees it: its callbacks print the input, which raises RecursionError
+for deep enough input.
 
 Example:
     >>> from skill_magics.langchain import create_tools
@@ -14,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from skill_magics.core.manager import SkillManager
@@ -21,6 +26,7 @@ from skill_magics.core.run.approval import Approver
 from skill_magics.core.tools import (
     MAX_RESULT_CHARS,
     ToolSpec,
+    check_input_depth,
     handle_tool_call,
     handle_tool_call_async,
     tool_specs,
@@ -29,12 +35,47 @@ from skill_magics.core.tools import (
 INSTALL_HINT = "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """Stands in for input LangChain cannot take: the error text of its (audited) refusal.
+    An object, not a string, so no input a model sends can look like one."""
+
+    message: str
+
+
+REFUSED_KEY = "_skill_magics_refused"
+
+
 def _langchain() -> tuple[Any, Any]:
     try:
         from langchain_core.tools import StructuredTool, ToolException
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
-    return StructuredTool, ToolException
+    return _screening_tool(StructuredTool), ToolException
+
+
+@cache
+def _screening_tool(structured_tool: Any) -> Any:
+    """A StructuredTool that checks the input's depth before LangChain prints it (its run()
+    calls ``str(input)`` for callbacks first): too deep, and the call is refused through
+    ``handle_tool_call`` (an error result, audited) and the tool sees only the refusal."""
+
+    class SkillTool(structured_tool):
+        screen: Any = None  # input -> the refusal's text, or None when the input is fine
+
+        def run(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+            return super().run(self._screened(tool_input), *args, **kwargs)
+
+        async def arun(self, tool_input: Any, *args: Any, **kwargs: Any) -> Any:
+            return await super().arun(self._screened(tool_input), *args, **kwargs)
+
+        def _screened(self, tool_input: Any) -> Any:
+            if self.screen is None:
+                return tool_input
+            problem = self.screen(tool_input)
+            return tool_input if problem is None else {REFUSED_KEY: _Refused(problem)}
+
+    return SkillTool
 
 
 def create_tools(
@@ -73,14 +114,31 @@ def _make_tool(
 
     options = {"approver": approver, "max_result_chars": max_chars}
 
+    def screen(tool_input: Any) -> str | None:
+        try:
+            check_input_depth(tool_input)
+        except ValueError:
+            # handle_tool_call refuses it again, audits it and says why in one line.
+            return str(
+                handle_tool_call(manager, spec.name, tool_input, spec.name, **options)["content"]
+            )
+        return None
+
+    def refused(kwargs: dict[str, Any]) -> None:
+        stand_in = kwargs.get(REFUSED_KEY)
+        if isinstance(stand_in, _Refused):
+            raise tool_exception(stand_in.message)
+
     def func(**kwargs: Any) -> str:
+        refused(kwargs)
         return unwrap(handle_tool_call(manager, spec.name, kwargs, spec.name, **options))
 
     async def coroutine(**kwargs: Any) -> str:
+        refused(kwargs)
         block = await handle_tool_call_async(manager, spec.name, kwargs, spec.name, **options)
         return unwrap(block)
 
-    return structured_tool.from_function(
+    tool = structured_tool.from_function(
         func=func,
         coroutine=coroutine,
         name=spec.name,
@@ -88,6 +146,8 @@ def _make_tool(
         args_schema=spec.input_schema(),
         handle_tool_error=True,
     )
+    tool.screen = screen
+    return tool
 
 
 __all__ = ["create_tools", "INSTALL_HINT"]

@@ -143,6 +143,7 @@ class KernelSession:
         self.kc = None
         self.iopub: list[dict[str, Any]] = []  # every iopub message seen, in order
         self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> latest widget state
+        self.every_widget: dict[str, dict[str, Any]] = {}  # the same, closed ones kept
         self._comms_subshell: str | None = None  # see comms_subshell()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -265,6 +266,11 @@ class KernelSession:
         self.kc.input(text)
         return msg["content"].get("prompt", "")
 
+    def complete(self, code: str, cursor_pos: int | None = None, *, timeout: float = 30) -> dict:
+        """A complete_request (Tab in a notebook); returns the reply's content."""
+        msg_id = self.kc.complete(code, len(code) if cursor_pos is None else cursor_pos)
+        return self._shell_reply(msg_id, time.monotonic() + timeout)["content"]
+
     # -- widgets (what a browser would do) ----------------------------------------------
     def wait_for_button(self, description: str, *, timeout: float = 60) -> str:
         """Wait until the kernel shows a Button with this description; returns its comm_id."""
@@ -276,6 +282,25 @@ class KernelSession:
                 ):
                     return comm_id
             self._pump(deadline, f"a button {description!r}")
+
+    def wait_for_widget(self, model_name: str, *, timeout: float = 60) -> str:
+        """Wait until the kernel opens a widget of this model (e.g. "PasswordModel")."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for comm_id, state in self.widgets.items():
+                if state.get("_model_name") == model_name:
+                    return comm_id
+            self._pump(deadline, f"a {model_name}")
+
+    def set_state(self, comm_id: str, state: dict[str, Any], *, subshell: bool = False) -> None:
+        """What a browser sends when the person types or ticks: a widget ``update``."""
+        msg = self.kc.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}},
+        )
+        if subshell:
+            msg["header"]["subshell_id"] = self.comms_subshell()
+        self.kc.session.send(self.kc.shell_channel.socket, msg)
 
     def buttons(self) -> dict[str, str]:
         """description -> comm_id of every Button the kernel opened so far."""
@@ -396,6 +421,7 @@ class KernelSession:
         if mtype == "comm_open" and content.get("target_name") == "jupyter.widget":
             state = dict(content.get("data", {}).get("state", {}))
             self.widgets[content["comm_id"]] = state
+            self.every_widget[content["comm_id"]] = state
         elif mtype == "comm_msg" and content.get("comm_id") in self.widgets:
             data = content.get("data", {})
             if data.get("method") in ("update", "echo_update"):
@@ -425,6 +451,15 @@ class KernelSession:
                 continue
             pending[msg.get("parent_header", {}).get("msg_id")] = msg
         return pending.pop(msg_id)
+
+
+def tab_titles(state: dict[str, Any]) -> list[str]:
+    """A TabModel's titles as the browser gets them: ``titles`` (ipywidgets 8) or the
+    ``_titles`` index -> title map (ipywidgets 7, as Colab pins it)."""
+    if "titles" in state:
+        return list(state["titles"])
+    titles = state.get("_titles", {})
+    return [titles.get(str(i), "") for i in range(len(state.get("children", [])))]
 
 
 @contextmanager

@@ -436,3 +436,99 @@ def test_items_get_the_working_directory_a_single_run_gets(skills: Path, tmp_pat
     assert res[0].json()["cwd"] == str(tmp_path)
     res = manager.map("mathx", "square", [{"n": 1}], approver=None, cwd="skill")
     assert res[0].json()["cwd"] == str((skills / "mathx").resolve())
+
+
+# -- every item runs the approved code (issue 17, defect 7) -----------------------------------
+
+V1 = "print('approved v1')\n"
+EVIL = "print('EVIL v2 !!!')\n"  # same size as V1: only the contents differ
+assert len(V1) == len(EVIL)
+# Rewrites itself (same size) once it has run: the next item must not run the new text.
+SELF_REWRITE = """\
+import os, sys
+print("approved v1")
+path = os.path.abspath(sys.argv[0])
+text = open(path).read()
+open(path, "w").write(text.replace('"approved v1"', '"EVIL  v2 !!"'))
+"""
+
+
+@pytest.fixture
+def mutable(tmp_path: Path, make_skill) -> SkillManager:
+    root = tmp_path / "mutable"
+    make_skill(
+        root,
+        "mut",
+        scripts={"scripts/run.py": V1, "scripts/self.py": SELF_REWRITE},
+        body="Run `scripts/run.py` or `scripts/self.py`.\n",
+    )
+    return SkillManager([root], run_cwd="skill")
+
+
+def _stale_records(manager: SkillManager) -> list:
+    return [r for r in manager.audit.records() if "ApprovalStale" in (r.reason or "")]
+
+
+def test_code_rewritten_from_on_result_never_runs(mutable: SkillManager) -> None:
+    script = mutable.get_skill("mut").base_dir / "scripts" / "run.py"
+
+    def rewrite(item) -> None:
+        if item.index == 0:
+            st = script.stat()
+            script.write_text(EVIL)  # same size, mtime put back: only ctime moves
+            os.utime(script, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    res = mutable.map("mut", "run", [{}] * 10, max_workers=1, on_result=rewrite, approver=Asker())
+    assert [str(i.status) for i in res] == ["completed"] + ["refused"] * 9
+    assert res[0].stdout == "approved v1\n"
+    assert not any("EVIL" in item.stdout for item in res)
+    assert "code changed during the batch" in res[1].message
+    assert len(_stale_records(mutable)) == 1
+
+
+def test_a_script_that_rewrites_itself_runs_once(mutable: SkillManager) -> None:
+    res = mutable.map("mut", "self", [{}] * 8, max_workers=1, approver=Asker())
+    assert [str(i.status) for i in res] == ["completed"] + ["refused"] * 7
+    assert not any("EVIL" in item.stdout for item in res)
+    assert len(_stale_records(mutable)) == 1
+
+
+def test_data_written_during_a_batch_does_not_stop_it(tmp_path: Path, make_skill) -> None:
+    """What the check must not refuse: items writing their output into the skill folder."""
+    root = tmp_path / "writer"
+    write = (
+        "import json, sys\nn = json.load(sys.stdin)['n']\nopen(f'out-{n}.json', 'w').write('1')\n"
+    )
+    make_skill(root, "w", scripts={"scripts/write.py": write}, body="Run `scripts/write.py`.\n")
+    manager = SkillManager([root], run_cwd="skill")
+    res = manager.map("w", "write", [{"n": n} for n in range(12)], approver=Asker())
+    assert res.ok, res.text()
+    assert len(list((root / "w").glob("out-*.json"))) == 12
+
+
+def test_the_check_before_each_item_is_a_stat_while_nothing_changed(
+    mutable: SkillManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gate.CodeWatch: once files are older than the racy window, unchanged files cost a stat
+    each (no walk, no read); a same-size in-place edit is still seen."""
+    from skill_magics.core import fingerprint
+
+    monkeypatch.setattr(fingerprint, "RACY_NS", 50_000_000)  # 50 ms instead of 2.5 s
+    time.sleep(0.1)  # the skill's files are now older than that window
+    request = mutable.plan_map("mut", "run", [{}] * 3).request
+    watch = mutable.gate.watch(request)
+    assert all(watch.current() for _ in range(50))
+    assert watch.full_checks == 1  # the first look; the other 49 were the stat fast path
+    script = mutable.get_skill("mut").base_dir / "scripts" / "run.py"
+    st = script.stat()
+    script.write_text(EVIL)
+    os.utime(script, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert watch.current() is False and watch.current() is False
+    assert watch.full_checks == 2
+    # A new file where scripts look for modules is seen too (its folder moved).
+    script.write_text(V1)
+    time.sleep(0.1)
+    watch = mutable.gate.watch(mutable.plan_map("mut", "run", [{}]).request)
+    assert watch.current() and watch.full_checks == 1
+    (script.parent / "json.py").write_text("raise SystemExit('shadowed')\n")
+    assert watch.current() is False

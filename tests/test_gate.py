@@ -601,3 +601,151 @@ def test_a_stale_approval_is_a_permission_error(manager, tmp_path):
     (tmp_path / "one/scripts/a.py").write_text("print('other')\n")
     with pytest.raises(PermissionError):
         manager.ask_approval(request, lambda r: "yes_once")
+
+
+# -- every folder, whatever its depth (issue 17, defect 6) ------------------------------------
+
+# A script that runs a module kept deep in the skill (vendored packages nest like this).
+DEEP_RUNNER = """\
+    import os, runpy, sys
+    deep = os.path.join(os.environ["SKILL_BASE_DIR"], sys.argv[1])
+    runpy.run_path(os.path.join(deep, "mod.py"))
+    """
+
+
+def _deep_rel(levels: int, name: str = "d") -> str:
+    return "/".join(f"{name}{i}" for i in range(levels))
+
+
+@posix_only
+@pytest.mark.parametrize("levels", [17, 40, 64])
+def test_session_approval_lapses_after_an_in_place_edit_at_any_depth(make_skill, tmp_path, levels):
+    """An edit that keeps size and mtime, deep in the skill, lapses "Yes in session"."""
+    rel = _deep_rel(levels)
+    skill = make_skill(
+        tmp_path,
+        "deep",
+        scripts={"scripts/run.py": DEEP_RUNNER},
+        files={f"{rel}/mod.py": "print('v1')\n"},
+    )
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path, approver=recorder)
+    assert manager.execute_skill_script("deep", "run", argv=[rel]).stdout == "v1\n"
+    assert manager.execute_skill_script("deep", "run", argv=[rel]).stdout == "v1\n"
+    assert len(recorder.requests) == 1  # a deep skill is approved and runs like any other
+    target = skill / rel / "mod.py"
+    st = target.stat()
+    with open(target, "r+b") as fh:  # same size, in place; the folders do not change
+        fh.write(b"print('v2')\n")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    recorder.decision = Decision.NO
+    with pytest.raises(ApprovalDeclined):
+        manager.execute_skill_script("deep", "run", argv=[rel])
+    assert len(recorder.requests) == 2  # asked again: the new code never ran unapproved
+
+
+@posix_only
+def test_a_change_past_path_max_is_seen(make_skill, tmp_path):
+    """The walk goes by folder descriptors: a file whose path is longer than PATH_MAX (a
+    script can still open it step by step) is seen like any other."""
+    skill = make_skill(tmp_path, "long", scripts={"scripts/a.py": "print(1)\n"})
+    fd = os.open(skill, os.O_RDONLY)
+    try:
+        for i in range(30):  # 30 x 200 characters: about 6,000, past PATH_MAX (4,096)
+            name = f"{i:02d}" + "x" * 198
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        leaf = os.open("mod.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, b"A = 1\n")
+        os.close(leaf)
+        first = skill_fingerprint(skill)
+        leaf = os.open("mod.py", os.O_WRONLY, dir_fd=fd)
+        os.write(leaf, b"A = 2\n")
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    assert skill_fingerprint(skill) != first
+
+
+@posix_only
+def test_a_skill_deeper_than_the_walk_is_refused_before_anything_runs(make_skill, tmp_path):
+    from skill_magics.core.errors import SkillTooDeepError
+    from skill_magics.core.fingerprint import MAX_DEPTH
+
+    rel = _deep_rel(MAX_DEPTH + 1)
+    skill = make_skill(
+        tmp_path,
+        "abyss",
+        scripts={"scripts/touch.py": "open('ran', 'w').close()\n"},
+        files={f"{rel}/mod.py": "X = 1\n"},
+    )
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path, approver=recorder, run_cwd="skill")
+    for call in (
+        lambda: manager.execute_skill_script("abyss", "touch"),
+        lambda: manager.map("abyss", "touch", [{}, {}]),
+        lambda: manager.plan_map("abyss", "touch", [{}]),
+    ):
+        with pytest.raises(SkillTooDeepError) as err:
+            call()
+        message = str(err.value)
+        assert "\n" not in message and f"more than {MAX_DEPTH} deep" in message
+        assert "move that data out of the skill" in message and "d0/d1/d2/…/d64" in message
+    assert recorder.requests == [] and not (skill / "ran").exists()
+    refused = [r for r in manager.audit.records() if r.outcome == "refused"]
+    assert len(refused) == 3 and all("SkillTooDeepError" in (r.reason or "") for r in refused)
+    assert {r.script for r in refused} == {"scripts/touch.py"}
+    # Listing and showing it still work (it is refused, not broken).
+    assert "abyss" in [m.name for m in manager.list_skills()]
+    assert manager.requirements("abyss") is not None
+
+
+@posix_only
+def test_a_run_that_nests_folders_too_deep_ends_its_session_approval(make_skill, tmp_path):
+    from skill_magics.core.errors import SkillTooDeepError
+    from skill_magics.core.fingerprint import MAX_DEPTH
+
+    rel = _deep_rel(MAX_DEPTH + 3)
+    make_skill(
+        tmp_path,
+        "digger",
+        scripts={"scripts/dig.py": f"import os\nos.makedirs({rel!r}, exist_ok=True)\n"},
+    )
+    recorder = RecordingApprover("yes_in_session")
+    manager = manager_for(tmp_path, approver=recorder, run_cwd="skill")
+    assert manager.execute_skill_script("digger", "dig").exit_code == 0
+    assert manager.approvals.approvals() == {}  # revoked: its files cannot be compared
+    assert "approval_lapsed" in outcomes(manager)
+    with pytest.raises(SkillTooDeepError):
+        manager.execute_skill_script("digger", "dig")
+
+
+@posix_only
+def test_symlink_loops_are_not_followed(make_skill, tmp_path):
+    skill = make_skill(tmp_path, "loops", scripts={"scripts/a.py": "print(1)\n"})
+    (skill / "lib").mkdir()
+    (skill / "lib" / "up").symlink_to("..")
+    (skill / "lib" / "self").symlink_to(".")
+    (skill / "root").symlink_to("/")
+    first = skill_fingerprint(skill)
+    assert skill_fingerprint(skill) == first
+    assert SkillManager([tmp_path]).execute_skill_script("loops", "a").stdout == "1\n"
+
+
+def test_a_rewrite_within_one_clock_tick_is_seen(make_skill, tmp_path):
+    """File times move once per kernel tick (2 s on FAT): a same-size rewrite right after a
+    file was hashed can keep its stat identity there. A digest is not trusted for a file that
+    changed that recently (fingerprint.RACY_NS), so the rewrite is always seen. (Kernels with
+    multigrain time stamps, 6.13+ on tmpfs/ext4/xfs, give an observed file a new ctime on the
+    next write anyway: there this passes without the rule too.)"""
+    skill = make_skill(tmp_path, "tick", files={"lib/mod.py": "A = 1\n"})
+    path = skill / "lib" / "mod.py"
+    for i in range(40):
+        path.write_text(f"A = {i % 10}\n")
+        first = skill_fingerprint(skill)
+        st = path.stat()
+        path.write_text(f"B = {i % 10}\n")  # same size, same tick (most likely)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert skill_fingerprint(skill) != first, i

@@ -49,6 +49,11 @@ RANKS: dict[str, int] = {
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
+    # installed skills: the lock (which every approval request and %skills show read) and
+    # the checks of untrusted names it needs; the rest of core.sources is rank 4
+    "skill_magics.core.sources": 1,
+    "skill_magics.core.sources.names": 1,
+    "skill_magics.core.sources.lock": 1,
     # 2: running a script (plan, approval gate, executor, process)
     "skill_magics.core.run": 2,
     "skill_magics.core.run.*": 2,
@@ -63,6 +68,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.validation": 4,
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, catalog and activation
     "skill_magics.core.lab.*": 4,
+    "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

@@ -169,7 +169,7 @@ def test_runtime_dependencies_are_read_without_tomllib(tmp_path: Path) -> None:
     assert fallback.returncode == 0, fallback.stderr
     deps = plain.stdout.split("\n")
     assert fallback.stdout == plain.stdout
-    assert "ipython>=8.12" in deps and not [d for d in deps if d.startswith("ipykernel")]
+    assert "ipython>=7.34" in deps and not [d for d in deps if d.startswith("ipykernel")]
     assert not [d for d in deps if "extra" in d], "the extras' requirements are not runtime"
 
 

@@ -18,6 +18,7 @@ from skill_magics.core.lab import progress
 from skill_magics.core.lab.evals import EvalReport
 from skill_magics.core.lab.transcript import Transcript
 from skill_magics.core.lab.triggers import TriggerReport
+from skill_magics.notebook import compat
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics.rewrite import AWAITABLE, rewrite
 from skill_magics.notebook.magics.skillagent import SkillAgentMagics, find_client
@@ -200,7 +201,7 @@ def test_the_transcript_widget_has_the_conversation_messages_and_system_prompt(s
     box = transcript_widget(shell.user_ns["t"])
     header, tabs = box.children
     assert "activated: <strong>marker</strong>" in header.value
-    assert tabs.titles == ("conversation", "messages (6)", "system prompt")
+    assert compat.tab_titles(tabs) == ["conversation", "messages (6)", "system prompt"]
     conversation, messages, system = tabs.children
     assert "marker__mark" in conversation.value and "tool_result" in messages.value
     assert "&lt;available_skills&gt;" in system.value

@@ -204,3 +204,30 @@ def test_ainvoke_hashes_the_skill_off_the_event_loop(manager, monkeypatch):
     out, loop_thread = asyncio.run(main())
     assert out == '{"in": {"a": 1}, "argv": []}\n'
     assert threads and loop_thread not in threads
+
+
+def test_input_too_deep_for_langchain_is_a_refused_tool_error(manager):
+    """LangChain prints a tool's input before calling it; input deep enough to raise
+    RecursionError there is refused first (a tool error, audited), on both paths."""
+    deep: object = 0
+    for _ in range(3000):
+        deep = {"a": deep}
+    tools = by_name(create_tools(manager))
+    tool = tools["helper__echo"]
+    for call in (
+        lambda: tool.invoke({"x": deep}),
+        lambda: asyncio.run(tool.ainvoke({"x": deep})),
+        lambda: tool.invoke(
+            {"type": "tool_call", "id": "c1", "name": tool.name, "args": {"x": deep}}
+        ),
+    ):
+        out = call()
+        text = out if isinstance(out, str) else out.content
+        assert "flatter JSON object" in text
+        if not isinstance(out, str):
+            assert out.status == "error"
+    assert "flatter JSON object" in tools["activate_skill"].invoke({"name": deep})
+    refused = [r for r in manager.audit.records() if r.outcome == "refused"]
+    assert [r.script for r in refused] == ["scripts/echo.py"] * 3
+    # Input a model may send is not refused: the same tool still runs a normal call.
+    assert tool.invoke({"x": {"y": [1, {"z": 2}]}}).startswith('{"in": {"x"')

@@ -40,6 +40,18 @@ def _runner():
     return module
 
 
+def _kernel_python_version() -> str:
+    """Python version of the kernel the notebooks run in (kernel_fixtures' rule)."""
+    import subprocess
+
+    from kernel_fixtures import kernel_python
+
+    code = "import platform; print(platform.python_version())"
+    return subprocess.run(
+        [kernel_python(), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def _all_text(nb: nbformat.NotebookNode) -> str:
     parts = []
     for cell in nb.cells:
@@ -121,6 +133,18 @@ MUST_SHOW = {
         "definitions and constants: running it does nothing; run one of "
         "scripts/show_table.py, scripts/to_pdf.py",
         "2 SKILL.md files under collection/skills lie in hidden folders",
+        # issue 20: installed from a local repository, pinned by skills-lock.json
+        "installing all of them: word-count, slugify",
+        '"path": "skills/.curated/word-count",',
+        "quarterly-sales-report",
+        "lock            files match <tmp>/work/.agents/skills/skills-lock.json",
+        "word-count: changed scripts/count.py",
+        "Re-created 1 skill in <tmp>/work/.agents/skills: word-count",
+        "All 2 skills in <tmp>/work/.agents/skills match its skills-lock.json",
+        "changes: changed scripts/slugify.py",
+        "| +print(re.sub(r'[^a-z0-9]+', '-', words).strip('-'))  # digits are kept now",
+        "Updated 1 skill in <tmp>/work/.agents/skills: slugify (1 change); up to date: word-count",
+        "q3-2025-sales",
     ],
     # issue 19: the skill lab, run against the scripted local server (tests/model_server.py)
     "07_skill_lab.ipynb": [
@@ -179,8 +203,11 @@ def test_the_secret_never_reaches_the_notebook(monkeypatch: pytest.MonkeyPatch) 
 def test_notebook_runs_headless(name: str) -> None:
     """Top to bottom in a fresh kernel, no errors, and the expected results appear."""
     runner = _runner()
-    nb = runner.readable(runner.execute(NOTEBOOK_DIR / name))
+    executed = runner.execute(NOTEBOOK_DIR / name)
+    nb = runner.readable(executed)
     assert runner.problems(nb) == []
+    # The kernel was the one asked for (scripts/kernel-matrix.sh colab: its venv's Python).
+    assert executed.metadata.language_info.version == _kernel_python_version()
     text = _all_text(nb)
     for line in MUST_SHOW[name]:
         assert line in text, f"{name} did not show {line!r}"

@@ -53,6 +53,15 @@ NAMES = [
     "run_evals_async",
     "EvalReport",
     "ModelCallError",
+    "install_skills",
+    "verify_skills",
+    "sync_skills",
+    "update_skills",
+    "InstallReport",
+    "SourceError",
+    "UnsafeArchiveError",
+    "SkillExistsError",
+    "LockFileError",
 ]
 
 
@@ -208,6 +217,36 @@ def test_skill_lab_signatures():
     for name in ("to_pandas", "to_json", "compare", "chart"):
         assert callable(getattr(skill_magics.TriggerReport, name))
     assert isinstance(skill_magics.TriggerReport.summary, property)
+
+
+def test_install_functions_signature():
+    """Installed skills (issue 20): the documented parameters, in order."""
+    from skill_magics.core.manager import USE_DEFAULT
+
+    assert_params(
+        skill_magics.install_skills,
+        [
+            ("source", POS, ...),
+            ("into", KW, None),
+            ("skills", KW, None),
+            ("ref", KW, None),
+            ("subfolder", KW, None),
+            ("force", KW, False),
+            ("manager", KW, None),
+            ("approver", KW, USE_DEFAULT),
+        ],
+    )
+    assert_params(skill_magics.verify_skills, [("folder", POS, None)])
+    assert_params(
+        skill_magics.sync_skills,
+        [("folder", POS, None), ("force", KW, False), ("approver", KW, USE_DEFAULT)],
+    )
+    assert_params(
+        skill_magics.update_skills,
+        [("folder", POS, None), ("names", POS, None), ("approver", KW, USE_DEFAULT)],
+    )
+    for name in ("SourceError", "UnsafeArchiveError", "SkillExistsError", "LockFileError"):
+        assert issubclass(getattr(skill_magics, name), skill_magics.SkillMagicsError)
 
 
 def test_model_fields():

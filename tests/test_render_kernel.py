@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Iterator
 
 import pytest
-from kernel_fixtures import KernelSession, start_kernel
+from kernel_fixtures import KernelSession, start_kernel, tab_titles
 from test_render_support import parse_html
 
 pytestmark = pytest.mark.kernel
@@ -54,7 +54,7 @@ def test_cell_value_carries_widget_and_fallbacks(kernel: KernelSession) -> None:
     model_id = bundle[WIDGET_MIME]["model_id"]
     assert kernel.widgets[model_id]["_model_name"] == "VBoxModel"
     tabs = [s for s in kernel.widgets.values() if s.get("_model_name") == "TabModel"]
-    assert any(tuple(t["titles"]) == ("stdout", "stderr", "exit code", "signal", "timing")
+    assert any(tab_titles(t) == ["stdout", "stderr", "exit code", "signal", "timing"]
                for t in tabs)  # fmt: skip
 
 

@@ -122,10 +122,13 @@ def test_distribution_names() -> None:
 
 
 def test_requirement_file_parsers() -> None:
+    # Only lines that name a distribution are specs: options, URLs (a direct reference
+    # included: issue 17) are not (manager.requirements refuses them, tests/
+    # test_requirement_integrity.py).
     assert parse_requirements_txt(
         "# c\npypdf>=4  # pdf\n-r dev.txt\n--index-url https://x\nlxml\n"
         "https://example.com/x.whl\npkg @ https://example.com/pkg.whl\n"
-    ) == ["pypdf>=4", "lxml", "pkg @ https://example.com/pkg.whl"]
+    ) == ["pypdf>=4", "lxml"]
     assert parse_pyproject(
         '[project]\nname="x"\ndependencies=["a>=1"]\n[project.optional-dependencies]\ndev=["b"]\n'
     ) == [("a>=1", False), ("b", True)]

@@ -491,3 +491,60 @@ def test_cancelling_an_async_call_while_the_approver_decides_does_not_block_the_
     assert answered.wait(10)
     time.sleep(0.5)
     assert not (skill_dir / "ran").exists()
+
+
+def _nested(depth: int, leaf: object = 0) -> dict:
+    value: object = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    assert isinstance(value, dict)
+    return value
+
+
+DEEP_INPUTS = [
+    _nested(2000),  # a dict from an SDK (Anthropic's block.input)
+    {"items": [[[[[[]]]]]] * 3, "deep": _nested(150)},
+    '{"a": ' * 2000 + "0" + "}" * 2000,  # JSON text, as OpenAI sends it
+    "[" * 5000 + "]" * 5000,
+    {"argv": [_nested(3000)]},
+]
+
+
+@pytest.mark.parametrize("value", DEEP_INPUTS, ids=["dict", "mixed", "json", "list", "argv"])
+def test_input_nested_too_deep_is_an_audited_error_result(tools_dir, value):
+    """handle_tool_call never raises for bad input: RecursionError-deep input included."""
+    manager = manager_for(tools_dir, approver=lambda request: "yes_once")
+    for name in (EXTRACT, "activate_skill", "pdf-extractor"):
+        block = handle_tool_call(manager, name, value, "t1")
+        assert block["is_error"] is True, name
+        assert "\n" not in block["content"] and "flatter JSON object" in block["content"]
+        block = asyncio.run(handle_tool_call_async(manager, name, value, "t2"))
+        assert block["is_error"] is True and "flatter JSON object" in block["content"]
+    refused = [r for r in manager.audit.records() if r.outcome == "refused"]
+    # The script tool's two refusals are audited (nothing of the others was a run).
+    assert [(r.skill, r.script) for r in refused] == [("pdf-extractor", "scripts/extract.py")] * 2
+    assert all("flatter JSON object" in (r.reason or "") for r in refused)
+    assert all(len(r.arguments) <= 256 for r in refused)
+
+
+def test_deep_but_reasonable_input_still_runs(tools_dir):
+    """What must not be refused: nesting a real payload has (99 levels), lists of records."""
+    manager = manager_for(tools_dir, approver=lambda request: "yes_once")
+    payload = {"doc": _nested(98, "leaf"), "rows": [{"a": [1, 2, {"b": None}]}] * 500}
+    block = handle_tool_call(manager, EXTRACT, payload, "t1")
+    assert block["is_error"] is False, block["content"]
+    assert json.loads(json.loads(block["content"])["stdin"]) == payload
+
+
+def test_context_arguments_nested_too_deep_are_a_refused_status(tools_dir):
+    """build_skill_context takes model-chosen arguments too: deep ones refuse the script
+    (status="refused", audited), they never raise."""
+    from skill_magics.core.context import build_skill_context
+
+    manager = manager_for(tools_dir, approver=lambda request: "yes_once")
+    deep = _nested(3000)
+    for kwargs in ({"arguments": deep}, {"argv": [deep]}, {"argv": {"scripts/extract.py": [deep]}}):
+        xml = build_skill_context(manager, "pdf-extractor", **kwargs)
+        node = ET.fromstring(xml).find(".//script_output")
+        assert node is not None and node.get("status") == "refused", xml
+    assert [r.outcome for r in manager.audit.records()] == ["refused"] * 3

@@ -3,6 +3,10 @@
 Every record goes to the stdlib logger ``skill_magics.audit``, into a bounded in-memory
 history (for ``%skills history``) and, when configured, one JSON line appended to a file.
 
+No secret value reaches a record: every text a record holds is redacted (every value any
+``SecretStore`` of the process holds, in any escaped form: ``core/secrets.py``) BEFORE it
+is cut to ``ARGUMENTS_PREVIEW_CHARS``, so a value crossing the cut leaves no head behind.
+
 Example:
     >>> log = AuditLog("~/.skill_magics/audit.jsonl")
     >>> log.event("csv-profiler", "scripts/profile.py", {"csv": "a,b"}, "completed",
@@ -13,17 +17,19 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.secrets import cut_known, known_masks, redact_known
 from skill_magics.core.status import AuditOutcome
 from skill_magics.core.visible import visible
 
@@ -36,24 +42,28 @@ OUTCOMES = tuple(AuditOutcome)  # every outcome a record can have
 
 
 def truncate(text: str, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
-    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` with every known secret value masked, THEN cut to at most ``limit``
+    characters (the cut marked with an ellipsis)."""
+    return cut_known(text, limit)
 
 
 def arguments_preview(
     arguments: Any = None, argv: Any = None, *, encoded: bytes | None = None
 ) -> str:
-    """A short, never-failing text form of what a script was given (for logs and history).
+    """A short, never-failing text form of what a script was given (for logs and history),
+    with every known secret value masked before it is cut.
 
-    ``encoded``: the JSON payload already built, so a 9 MB payload is not encoded twice.
+    ``encoded``: the JSON payload already built, so a 9 MB payload is not encoded twice (and
+    only as much of it is decoded and redacted as the preview needs).
 
     >>> arguments_preview({"a": 1}, ["--fast"])
     '{"a": 1} argv: --fast'
     """
     parts: list[str] = []
     if encoded is not None:
-        parts.append(encoded[: ARGUMENTS_PREVIEW_CHARS * 4].decode("utf-8", "ignore"))
-    elif arguments is not None:
+        tail = " ".join(_argv_preview(argv)) if argv is not None else ""
+        return _encoded_preview(encoded, tail)
+    if arguments is not None:
         if isinstance(arguments, str):
             parts.append(arguments)
         else:
@@ -68,6 +78,29 @@ def arguments_preview(
     return truncate(" ".join(parts))
 
 
+def _encoded_preview(encoded: bytes, tail: str) -> str:
+    """The preview of a JSON payload (plus the argv part): decoded and redacted piece by
+    piece only until the first ARGUMENTS_PREVIEW_CHARS characters are known."""
+    limit = ARGUMENTS_PREVIEW_CHARS
+    masks = known_masks()
+    if not masks:  # nothing to mask: the cheap cut (4 bytes per character at most)
+        return truncate(
+            " ".join(filter(None, (encoded[: limit * 4].decode("utf-8", "ignore"), tail)))
+        )
+    decoder = codecs.getincrementaldecoder("utf-8")("ignore")
+
+    def pieces() -> Iterator[str]:
+        step = 1 << 14
+        for start in range(0, len(encoded), step):
+            yield decoder.decode(encoded[start : start + step])
+        yield decoder.decode(b"", final=True)
+        if tail:
+            yield (" " if encoded else "") + tail
+
+    shown, more = masks.head(pieces(), limit)
+    return shown[: limit - 1] + "…" if more else shown
+
+
 def _argv_preview(argv: Any) -> list[str]:
     if isinstance(argv, str):
         return [f"argv: {argv}"] if argv else []  # refused later; shown whole, not per letter
@@ -79,8 +112,9 @@ def _argv_preview(argv: Any) -> list[str]:
 
 
 def code_preview(code: str) -> str:
-    """The ``arguments`` text recorded for ``python -c CODE`` (whitespace collapsed)."""
-    return "python -c " + " ".join(code.split())[:200]
+    """The ``arguments`` text recorded for ``python -c CODE`` (secrets masked, then
+    whitespace collapsed and cut)."""
+    return "python -c " + cut_known(" ".join(redact_known(code).split()), 200, "")
 
 
 def safe_repr(value: Any) -> str:
@@ -116,7 +150,8 @@ def utc_now() -> str:
 
 @dataclass
 class AuditRecord:
-    """One attempt to run a script. ``arguments`` is cut to 256 characters on creation."""
+    """One attempt to run a script. ``arguments`` is redacted, then cut to 256 characters,
+    on creation (and every text is redacted again when a log records it)."""
 
     timestamp: str  # ISO 8601, UTC
     skill: str
@@ -185,18 +220,18 @@ class AuditLog:
         self._records: deque[AuditRecord] = deque(maxlen=max(0, int(keep)))
         self._lock = threading.Lock()
         self._file_error_logged = False
-        # Masks secret values in a record's text before it is logged, kept or written
-        # (SkillManager sets it to its SecretStore.redact): no value ever reaches the audit.
-        self.redact: Callable[[str], str] | None = None
 
     def record(self, rec: AuditRecord) -> AuditRecord:
-        """Log, remember and (optionally) persist one record; returns it."""
-        redact = self.redact
-        if redact is not None:
-            rec.arguments = redact(rec.arguments)
-            rec.script = redact(rec.script)
+        """Log, remember and (optionally) persist one record; returns it.
+
+        Every text is redacted again here (values provided since the record was made, a
+        record built elsewhere): whole texts, never cut ones, so nothing is lost."""
+        masks = known_masks()
+        if masks:
+            rec.arguments = masks.redact(rec.arguments)
+            rec.script = masks.redact(rec.script)
             if rec.reason is not None:
-                rec.reason = redact(rec.reason)
+                rec.reason = masks.redact(rec.reason)
         level = logging.WARNING if rec.outcome.notable else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(

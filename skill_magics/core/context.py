@@ -77,6 +77,7 @@ from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.gate import Verdict
 from skill_magics.core.run.plan import ReferencePlan
+from skill_magics.core.secrets import known_masks, redact_known
 from skill_magics.core.status import RunStatus
 from skill_magics.core.xmltext import decoded_text, element, start_tag
 
@@ -296,11 +297,13 @@ def _script_output(outcome: ScriptOutcome, limit: int | None = None) -> str:
     if result is None:
         if outcome.status == "skipped":
             return element("script_output", None, attributes)
-        return element("script_output", outcome.message, attributes)
+        return element("script_output", redact_known(outcome.message), attributes)
     attributes["exit_code"] = result.exit_code
     if result.signal:
         attributes["signal"] = result.signal
-    streams = {"stdout": result.stdout, "stderr": result.stderr}
+    # Redacted (every known secret value) before the cut and the XML escaping; the executor
+    # already masked its own store's values as the streams were read.
+    streams = {"stdout": redact_known(result.stdout), "stderr": redact_known(result.stderr)}
     truncated = [name for name in streams if getattr(result, f"{name}_truncated")]
     for name, text in streams.items():
         if limit is not None and len(text) > limit:
@@ -341,9 +344,12 @@ def _reference_files(skill: Skill, mode: RefsMode, linked: Sequence[str] = ()) -
 
 
 def _reference_content(base: Path, rel: str) -> str:
+    masks = known_masks()  # a run may have written a secret value into the skill's files
+    # 4 bytes per character at most: enough to fill MAX_REFERENCE_CHARS, see more, and hold
+    # a whole secret value (in any escaped form) that crosses the cut.
+    limit = (MAX_REFERENCE_CHARS + masks.reach) * 4 + 4
     try:
-        # 4 bytes per character at most: enough to fill MAX_REFERENCE_CHARS and see more.
-        data = paths.read_inside(rel, base, MAX_REFERENCE_CHARS * 4 + 4)
+        data = paths.read_inside(rel, base, limit)
     except PathSecurityError:
         return element("file", None, {"path": rel, "error": OUTSIDE})
     except OSError as exc:
@@ -354,10 +360,9 @@ def _reference_content(base: Path, rel: str) -> str:
         except OSError:
             size = len(data)
         return element("file", None, {"path": rel, "binary": "true", "bytes": size})
-    text = data.decode("utf-8", "replace")
-    truncated = len(text) > MAX_REFERENCE_CHARS
-    if truncated:
-        text = text[:MAX_REFERENCE_CHARS]
+    # Redacted first, then cut (core/secrets.py).
+    text, more = masks.head(data.decode("utf-8", "replace"), MAX_REFERENCE_CHARS)
+    truncated = more or len(data) >= limit
     attributes = {"path": rel, "truncated": "true" if truncated else None}
     return element("file", text, attributes)
 

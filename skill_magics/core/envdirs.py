@@ -4,7 +4,7 @@ Managed environments (docs/architecture.md, *Real skills*) live outside the skil
 a user cache folder: ``$SKILL_MAGICS_ENV_DIR``, else ``$XDG_CACHE_HOME/skill-magics/envs``,
 else ``~/.cache/skill-magics/envs`` (``%LOCALAPPDATA%`` on Windows). Layout::
 
-    envs/<skill-name>-<hash of the skill's real path>/
+    envs/<skill folder>-<hash of the skill's real path>/     (never the skill's name)
         env-<hash of the requirements and the kernel's Python>/   one built environment
         current -> env-...                                       the one runs use
 
@@ -54,7 +54,12 @@ def envs_root() -> Path:
 
 
 def skill_key(skill_base_dir: str | os.PathLike[str]) -> str:
-    """``<name>-<16 hex of the real path>``: one folder per skill location."""
+    """``<folder>-<16 hex of the real path>``: one folder per skill location.
+
+    ``<folder>`` is only a label: the skill folder's last component with everything but
+    letters, digits, ``-``, ``_`` and ``.`` replaced, cut at 40 characters. The key always
+    ends in ``-<hex>``, so it is one folder name (never ``.`` or ``..``). The skill's *name*,
+    which its author chose, plays no part (docs/architecture.md, *Real skills*)."""
     absolute = os.path.abspath(skill_base_dir)
     hit = _KEYS.get(absolute)
     if hit is None:
@@ -118,6 +123,20 @@ def choose_python(skill_base_dir: str | os.PathLike[str]) -> tuple[str, str]:
     if managed is not None:
         return managed, MANAGED_ENV
     return sys.executable, KERNEL
+
+
+def environment_id(skill_base_dir: str | os.PathLike[str]) -> str:
+    """Which managed environment runs the skill's Python scripts now: the folder ``current``
+    points at (``env-<key>-<id>``, new for every build), or "" when none does (the skill's
+    own venv, which its fingerprint covers, or the kernel). A "Yes in session" holds for one
+    environment only (docs/architecture.md, *Real skills*)."""
+    base = os.fspath(skill_base_dir)
+    if choose_python(base)[1] != MANAGED_ENV:
+        return ""
+    try:
+        return os.readlink(os.path.join(_root_str(), skill_key(base), CURRENT))
+    except OSError:
+        return ""
 
 
 def env_site_packages(env_dir: str | os.PathLike[str]) -> list[str]:
@@ -232,6 +251,7 @@ __all__ = [
     "env_python",
     "managed_python",
     "choose_python",
+    "environment_id",
     "env_site_packages",
     "python_version",
     "import_path",

@@ -129,7 +129,39 @@ class WorkingDirectoryError(SkillMagicsError, ValueError):
 
 
 class EnvironmentBuildError(SkillMagicsError, RuntimeError):
-    """Building a skill's managed environment failed; nothing half-built is used."""
+    """Building a skill's managed environment failed, or was refused before it started (a
+    requirement that names no distribution); nothing half-built is used."""
+
+
+class SkillNameError(SkillMagicsError, ValueError):
+    """A skill's name cannot be one folder name (``/``, ``..``, a control character): the
+    skill is listed with a warning, but nothing of it runs until its name is fixed."""
+
+
+class SkillTooDeepError(SkillMagicsError):
+    """The skill nests folders deeper than its fingerprint walks (fingerprint.MAX_DEPTH): a
+    change down there could not be seen, so nothing of the skill may be approved or run."""
+
+
+class SourceError(SkillMagicsError, ValueError):
+    """Skills cannot be installed from this source (a bad URL, ref or path, a failed fetch,
+    no skill in it); nothing was written."""
+
+
+class UnsafeArchiveError(SourceError):
+    """A .skill/.zip archive holds something that is never extracted (an absolute path,
+    ``..``, a link, a device file) or exceeds a size or file-count limit; nothing was
+    written."""
+
+
+class SkillExistsError(SkillMagicsError, FileExistsError):
+    """A skill folder of that name already exists with other files; it is only replaced when
+    asked to (``force=True``, ``--force``)."""
+
+
+class LockFileError(SkillMagicsError, ValueError):
+    """``skills-lock.json`` is missing or unreadable, or the source no longer gives the
+    files it pins; nothing was written."""
 
 
 class ModelCallError(SkillMagicsError, RuntimeError):
@@ -170,4 +202,10 @@ __all__ = [
     "WorkingDirectoryError",
     "EnvironmentBuildError",
     "ModelCallError",
+    "SkillNameError",
+    "SkillTooDeepError",
+    "SourceError",
+    "UnsafeArchiveError",
+    "SkillExistsError",
+    "LockFileError",
 ]

@@ -115,13 +115,20 @@ def interpreter_for(path: Path, first_line: str | None = None) -> InterpreterSpe
     return InterpreterSpec(script_type, name, tuple(shebang))
 
 
+# Where a skill's own interpreter may be, in the order looked at (POSIX, then Windows).
+VENV_PYTHON_CANDIDATES = tuple(
+    f"{venv}/{rel}"
+    for venv in ("venv", ".venv")
+    for rel in ("bin/python", "bin/python3", "Scripts/python.exe")
+)
+
+
 def skill_venv_python(skill_base_dir: Path) -> Path | None:
     """The Python of the skill's own ``venv/`` or ``.venv/`` (POSIX or Windows layout)."""
-    for venv in ("venv", ".venv"):
-        for rel in ("bin/python", "bin/python3", "Scripts/python.exe"):
-            candidate = Path(skill_base_dir) / venv / rel
-            if candidate.is_file():
-                return candidate
+    for rel in VENV_PYTHON_CANDIDATES:
+        candidate = Path(skill_base_dir) / rel
+        if candidate.is_file():
+            return candidate
     return None
 
 
@@ -132,6 +139,7 @@ def python_for_skill(skill_base_dir: Path) -> str:
 
 
 __all__ = [
+    "VENV_PYTHON_CANDIDATES",
     "EXTENSIONS",
     "DEFAULT_ALLOWED",
     "InterpreterSpec",

@@ -37,6 +37,7 @@ from skill_magics.core.catalog.discovery import (
 from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
 from skill_magics.core.catalog.requirements import Requirements, skill_requirements
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.interpreters import DEFAULT_ALLOWED, canonical
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
 from skill_magics.core.run.approval import ApprovalRequest, Approver, Decision
@@ -355,16 +356,20 @@ class SkillManager:
     def _cached_requirements(self, skill: Skill, python: str, source: str) -> Requirements:
         search = envdirs.import_path(python)
         path_dirs = os.environ.get("PATH", "").split(os.pathsep)
+        try:
+            content: str | None = skill.content_hash()
+        except SkillMagicsError:  # too deep to fingerprint (refused to run): still inspectable
+            content = None  # ... but never cached
         key = (
             os.fspath(skill.base_dir),
-            skill.content_hash(),
+            content,
             python,
             tuple(_mtime(p) for p in (*search, *path_dirs)),
         )
         cache_key = f"{skill.name}\0{python}"
         with self._lock:
             hit = self._requirements.get(cache_key)
-        if hit is not None and hit[0] == key:
+        if content is not None and hit is not None and hit[0] == key:
             return hit[1]
         reqs = skill_requirements(
             skill.name, skill.base_dir, skill.scripts, python=python, python_source=source
@@ -372,7 +377,8 @@ class SkillManager:
         with self._lock:
             if len(self._requirements) > 256:
                 self._requirements.clear()
-            self._requirements[cache_key] = (key, reqs)
+            if content is not None:
+                self._requirements[cache_key] = (key, reqs)
         return reqs
 
     def prepare_env(
@@ -417,8 +423,9 @@ class SkillManager:
         """The audit log every attempt is recorded in (stdlib logging + optional JSONL)."""
         with self._lock:
             if self._audit is None:
+                # No secret value in any record: the log masks every SecretStore's values
+                # (this manager's included) before it cuts or keeps a text (core/audit.py).
                 self._audit = AuditLog(jsonl_path=self.audit_log)
-                self._audit.redact = self.secrets.redact  # no secret value in any record
             return self._audit
 
     @property

@@ -15,10 +15,16 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from skill_magics.core.errors import (
+    PathSecurityError,
+    ScriptNotFoundError,
+    ScriptPermissionError,
+    SkillNameError,
+)
 
 
 @dataclass(frozen=True)
@@ -308,7 +314,60 @@ def recheck(script: ResolvedScript) -> None:
         )
 
 
+# -- names that may never become paths ---------------------------------------------------------
+
+MAX_COMPONENT_BYTES = 255  # NAME_MAX on Linux, macOS and Windows (in UTF-16 units there)
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why ``name`` could not be ONE folder name, or None when it could.
+
+    A skill's name is never used to build a path (shipped copies, environments and temp
+    folders are named by digests), but a name that is not one folder name is refused before
+    anything runs, so no future path can be built from it. Anything else may run: a name
+    that differs from its folder, capitals, spaces, non-ASCII letters.
+
+    Example:
+        >>> folder_name_problem("../../x/precious")
+        "it holds '/'"
+        >>> folder_name_problem("PDF Tools") is None
+        True
+    """
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return f"it is {name!r}, which names a folder relative to another"
+    for sep in ("/", "\\"):
+        if sep in name:
+            return f"it holds {sep!r}"
+    for char in name:
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return "it holds bytes that are not valid text"
+        if category in ("Cc", "Zl", "Zp"):
+            return "it holds a control character or a line break"
+    if len(name.encode("utf-8")) > MAX_COMPONENT_BYTES:
+        return f"it is longer than {MAX_COMPONENT_BYTES} bytes"
+    return None
+
+
+def check_skill_name(name: str, folder: str | None = None) -> None:
+    """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name."""
+    why = folder_name_problem(name)
+    if why is None:
+        return
+    example = folder if folder and folder_name_problem(folder) is None else "my-skill"
+    raise SkillNameError(
+        f"Skill name {name!r} cannot be used: {why}, and a skill's name must work as one "
+        f"folder name; nothing of it runs until 'name:' in its SKILL.md is one, e.g. "
+        f"name: {example}"
+    )
+
+
 __all__ = [
+    "MAX_COMPONENT_BYTES",
+    "folder_name_problem",
+    "check_skill_name",
     "ResolvedScript",
     "resolve_script",
     "recheck",

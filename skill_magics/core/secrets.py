@@ -15,6 +15,20 @@ Values live in a :class:`SecretStore`, in memory only: never on disk, in the aud
 a notebook. A value reaches only runs of the skill it was provided for, and every occurrence
 of any known value in output or audit text is replaced by ``****`` (:meth:`SecretStore.redact`).
 
+Redaction (docs/architecture.md, *Sandbox and secrets*):
+
+- it covers a value as written and its escaped forms, alone or mixed: JSON's ``\\uXXXX``
+  (either hex case; a surrogate pair for characters beyond U+FFFF), ``\\"``, ``\\\\``,
+  ``\\/`` and ``\\n``-style escapes, Python's ``\\xXX`` and ``\\UXXXXXXXX``, a backslash
+  before any punctuation, and up to three levels of JSON inside JSON (``\\\\\\"``), so
+  ``json.dumps({"k": value})`` with any ``ensure_ascii`` is masked and a JSON view parsed
+  from masked text never gives the value back;
+- it happens before any cut: :meth:`Masks.head` redacts a text (or a stream of pieces) and
+  only then keeps its first characters, so the head of a value cut in two never survives;
+- every :class:`SecretStore` registers its values process-wide, and :func:`redact_known` /
+  :func:`cut_known` mask the values of every live store: the audit and the notebook views
+  (arguments, batch samples, messages) use them, without being handed a store.
+
 Example:
     >>> store = SecretStore()
     >>> store.provide("weather", "WEATHER_API_KEY", "k-123456")
@@ -26,14 +40,22 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from skill_magics.core.errors import SecretMissingError
 
 REDACTED = "****"
+ELLIPSIS = "…"
+# JSON inside JSON inside JSON: an escape is introduced by 1, 3 or 7 backslashes.
+ESCAPE_LEVELS = 3
+_MAX_INTRO = 2**ESCAPE_LEVELS - 1  # backslashes before an escape letter (7)
+_MAX_BACKSLASH = 2**ESCAPE_LEVELS  # a literal backslash written at the deepest level (8)
 MIN_SECRET_CHARS = 4  # shorter values would redact ordinary text ("a", "1") everywhere
 SECRET_KEYS = (
     "secrets",
@@ -104,13 +126,16 @@ def _all_names(metadata: Any) -> list[str]:
 class SecretStore:
     """Secret values for this session, per (skill, name); thread-safe, memory only.
 
-    ``repr`` never shows a value. :meth:`redact` masks every known value in a text.
+    ``repr`` never shows a value. :meth:`redact` masks every known value in a text, in any
+    of its escaped forms. Every store registers itself for :func:`redact_known`.
     """
 
     def __init__(self) -> None:
         self._values: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
-        self._pattern: re.Pattern[str] | None = None
+        self._masks: Masks | None = None
+        with _KNOWN_LOCK:
+            _STORES.add(self)
 
     def provide(self, skill: str, name: str, value: str) -> None:
         """Keep ``value`` for runs of ``skill`` that declare ``name`` (replaces an old one)."""
@@ -133,7 +158,8 @@ class SecretStore:
             )
         with self._lock:
             self._values[(skill, name)] = value
-            self._pattern = None
+            self._masks = None
+        _values_changed()
 
     def forget(self, skill: str | None = None, name: str | None = None) -> int:
         """Drop values (all, a skill's, or one); returns how many were dropped."""
@@ -145,8 +171,9 @@ class SecretStore:
             ]
             for key in keys:
                 del self._values[key]
-            self._pattern = None
-            return len(keys)
+            self._masks = None
+        _values_changed()
+        return len(keys)
 
     def is_set(self, skill: str, name: str) -> bool:
         with self._lock:
@@ -186,58 +213,209 @@ class SecretStore:
 
     # -- redaction ---------------------------------------------------------------------------
 
+    def masks(self) -> Masks:
+        """The compiled redaction for this store's values (rebuilt after a change)."""
+        with self._lock:
+            masks = self._masks
+            values = None if masks is not None else frozenset(self._values.values())
+        if masks is not None:
+            return masks
+        assert values is not None
+        masks = Masks.of(values) if values else _NO_MASKS
+        with self._lock:
+            if self._masks is None and frozenset(self._values.values()) == values:
+                self._masks = masks
+        return masks
+
     @property
     def longest(self) -> int:
         """Length of the longest known value (0: nothing to redact)."""
-        with self._lock:
-            return max((len(v) for v in self._values.values()), default=0)
+        return self.masks().longest
 
-    def _regex(self) -> re.Pattern[str] | None:
-        with self._lock:
-            if self._pattern is None and self._values:
-                values = sorted(set(self._values.values()), key=len, reverse=True)
-                self._pattern = re.compile("|".join(re.escape(v) for v in values))
-            return self._pattern
+    def redact(self, text: str) -> str:
+        """``text`` with every known value, in any written form, replaced by ``****``."""
+        return self.masks().redact(text)
 
-    def redact(self, text: str, *, cut: bool = False) -> str:
-        """``text`` with every known value replaced by ``****``.
+    def stream(self) -> StreamRedactor:
+        """A redactor for text that arrives in pieces (a value may straddle two pieces)."""
+        return StreamRedactor(self.masks())
 
-        ``cut=True``: the text was truncated (an output cap), so a value's first characters
-        at its very end are masked too.
-        """
-        pattern = self._regex()
-        if pattern is None or not text:
+
+# -- the patterns ------------------------------------------------------------------------------
+
+_SHORT_ESCAPES = {"\n": "n", "\t": "t", "\r": "r", "\b": "b", "\f": "f", "\v": "v", "\0": "0"}
+_INTRO = rf"\\{{1,{_MAX_INTRO}}}"
+
+
+def _hex(n: int, width: int) -> tuple[str, int]:
+    """``n`` as ``width`` hex digits, each letter matching either case."""
+    digits = f"{n:0{width}x}"
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits), width
+
+
+@dataclass(frozen=True)
+class _Forms:
+    """How one character of a value may be written."""
+
+    literal: str  # the character itself (regex)
+    escapes: str  # what may follow the introducing backslashes (regex alternatives)
+    slashable: bool  # a backslash before it is tolerated (punctuation: \" \/ \')
+    reach: int  # the longest text one form can span
+
+
+def _forms(ch: str) -> _Forms:
+    cp = ord(ch)
+    escapes: list[tuple[str, int]] = []
+    if cp < 0x10000:
+        digits, n = _hex(cp, 4)
+        escapes.append(("u" + digits, 1 + n))
+    else:  # JSON's surrogate pair, and Python's \UXXXXXXXX
+        hi, lo = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+        (hi_d, _), (lo_d, _) = _hex(hi, 4), _hex(lo, 4)
+        escapes.append((f"u{hi_d}{_INTRO}u{lo_d}", 5 + _MAX_INTRO + 5))
+        digits, n = _hex(cp, 8)
+        escapes.append(("U" + digits, 1 + n))
+    if cp < 0x100:
+        digits, n = _hex(cp, 2)
+        escapes.append(("x" + digits, 1 + n))
+    if ch in _SHORT_ESCAPES:
+        escapes.append((_SHORT_ESCAPES[ch], 1))
+    slashable = cp < 0x80 and not ch.isalnum() and ch.isprintable() and ch != "\\"
+    literal_reach = _MAX_BACKSLASH if ch == "\\" else _MAX_INTRO + 1 if slashable else 1
+    reach = max(literal_reach, _MAX_INTRO + max(n for _, n in escapes))
+    return _Forms(re.escape(ch), "|".join(e for e, _ in escapes), slashable, reach)
+
+
+def _char_pattern(ch: str) -> str:
+    """One character of a value in any of its written forms."""
+    f = _forms(ch)
+    if ch == "\\":
+        literal = rf"\\{{1,{_MAX_BACKSLASH}}}"
+    elif f.slashable:
+        literal = rf"\\{{0,{_MAX_INTRO}}}{f.literal}"
+    else:
+        literal = f.literal
+    return f"(?:{literal}|{_INTRO}(?:{f.escapes}))"
+
+
+def _value_pattern(value: str) -> tuple[list[str], int]:
+    """Alternatives matching ``value`` in any written form, and the longest text one spans.
+
+    Each alternative starts with a plain character (the value's first character, or a
+    backslash), so the regex engine can skip ahead to the next such character instead of
+    trying every position (about 5x faster on text full of escapes)."""
+    first = _forms(value[0])
+    rest = "".join(_char_pattern(ch) for ch in value[1:])
+    more = rf"\\{{0,{_MAX_INTRO - 1}}}"  # after the first backslash
+    if value[0] == "\\":
+        alternatives = [rf"\\\\{{0,{_MAX_BACKSLASH - 1}}}{rest}"]
+    else:
+        alternatives = [first.literal + rest]
+        if first.slashable:
+            alternatives.append(rf"\\{more}{first.literal}{rest}")
+    alternatives.append(rf"\\{more}(?:{first.escapes}){rest}")
+    reach = first.reach + sum(_forms(ch).reach for ch in value[1:])
+    return alternatives, reach
+
+
+@dataclass(frozen=True)
+class Masks:
+    """Compiled redaction for a set of values (see the module docstring).
+
+    ``plain`` matches the values as written; ``escaped`` also their escaped forms, and is
+    used whenever a text holds a backslash (an escaped form always does). ``reach`` is the
+    most characters one match can span; ``longest`` the longest value.
+    """
+
+    values: frozenset[str]
+    plain: re.Pattern[str] | None = field(default=None, repr=False)
+    escaped: re.Pattern[str] | None = field(default=None, repr=False)
+    reach: int = 0
+    longest: int = 0
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Masks:
+        found = frozenset(v for v in values if v)
+        if not found:
+            return cls(found)
+        ordered = sorted(found, key=lambda v: (-len(v), v))
+        compiled = [_value_pattern(v) for v in ordered]
+        return cls(
+            found,
+            re.compile("|".join(re.escape(v) for v in ordered)),
+            re.compile("|".join(a for alternatives, _ in compiled for a in alternatives)),
+            max(n for _, n in compiled),
+            len(ordered[0]),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def _pattern(self, text: str) -> tuple[re.Pattern[str] | None, int]:
+        """The pattern for ``text`` and the longest match it can make."""
+        if "\\" in text:
+            return self.escaped, self.reach
+        return self.plain, self.longest
+
+    def redact(self, text: str) -> str:
+        """``text`` with every value, in any of its forms, replaced by ``****``."""
+        if not self.values or not text:
             return text
-        text = pattern.sub(REDACTED, text)
-        if cut:
-            with self._lock:
-                values = list(self._values.values())
-            for value in values:
-                for size in range(min(len(value) - 1, len(text)), 0, -1):
-                    if text.endswith(value[:size]):
-                        return text[:-size] + REDACTED
-        return text
+        pattern, _ = self._pattern(text)
+        assert pattern is not None
+        return pattern.sub(REDACTED, text)
 
     def stream(self) -> StreamRedactor:
         """A redactor for text that arrives in pieces (a value may straddle two pieces)."""
         return StreamRedactor(self)
 
+    def head(self, pieces: str | Iterable[str], limit: int) -> tuple[str, bool]:
+        """The first ``limit`` characters of the redacted text, and whether more followed.
+
+        Redacts first, then cuts: the pieces are redacted as a stream only as far as needed
+        to know the first ``limit`` characters for sure (never the rest of a 10 MiB text).
+        """
+        if isinstance(pieces, str):
+            if not self.values:
+                return pieces[:limit], len(pieces) > limit
+            pieces = _chunks(pieces)
+        out: list[str] = []
+        size = 0
+        stream = self.stream()
+        for piece in itertools.chain(pieces, [None]):
+            text = stream.flush() if piece is None else stream.feed(piece)
+            out.append(text)
+            size += len(text)
+            if size > limit:
+                return "".join(out)[:limit], True
+        return "".join(out), False
+
+
+def _chunks(text: str, size: int = 4096) -> Iterator[str]:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+_NO_MASKS = Masks(frozenset())
+
 
 class StreamRedactor:
-    """Redacts a stream piece by piece, holding back at most ``longest - 1`` characters that
-    might start a value until the next piece (or :meth:`flush`) shows they do not."""
+    """Redacts a stream piece by piece, holding back the characters that might start a value
+    (at most one match's reach) until the next piece (or :meth:`flush`) shows they do not."""
 
-    def __init__(self, store: SecretStore) -> None:
-        self.store = store
+    def __init__(self, masks: Masks | SecretStore) -> None:
+        self.masks = masks.masks() if isinstance(masks, SecretStore) else masks
         self._held = ""
 
     def feed(self, text: str) -> str:
-        pattern = self.store._regex()
-        if pattern is None:
+        masks = self.masks
+        if not masks:
             out, self._held = self._held + text, ""
             return out
         buf = self._held + text
-        cut = max(0, len(buf) - (self.store.longest - 1))
+        pattern, reach = masks._pattern(buf)
+        assert pattern is not None
+        cut = max(0, len(buf) - (reach - 1))
         pieces: list[str] = []
         pos = 0
         for match in pattern.finditer(buf):
@@ -250,16 +428,73 @@ class StreamRedactor:
         self._held = buf[cut:]
         return "".join(pieces)
 
-    def flush(self, *, cut: bool = False) -> str:
-        out, self._held = self.store.redact(self._held, cut=cut), ""
+    def flush(self) -> str:
+        """The rest of the stream, redacted (the stream ended: nothing more can follow)."""
+        out, self._held = self.masks.redact(self._held), ""
         return out
 
 
+# -- every store of this process ---------------------------------------------------------------
+
+_STORES: weakref.WeakSet[SecretStore] = weakref.WeakSet()
+_KNOWN_LOCK = threading.Lock()
+_known: Masks | None = None
+_generation = 0  # bumped by every change of any store: a stale build is never cached
+
+
+def _values_changed() -> None:
+    global _known, _generation
+    with _KNOWN_LOCK:
+        _known = None
+        _generation += 1
+
+
+def known_masks() -> Masks:
+    """Masks for the values of every live :class:`SecretStore` in this process."""
+    global _known
+    masks = _known  # one reference read: no lock needed to use a built one
+    if masks is not None:
+        return masks
+    with _KNOWN_LOCK:
+        generation = _generation
+        stores = list(_STORES)
+    values: set[str] = set()
+    for store in stores:
+        values |= store.masks().values
+    masks = Masks.of(values) if values else _NO_MASKS
+    with _KNOWN_LOCK:
+        if _generation == generation:
+            _known = masks
+    return masks
+
+
+def redact_known(text: str) -> str:
+    """``text`` with every value any store of this process holds masked (views, audit)."""
+    return known_masks().redact(text) if text else text
+
+
+def cut_known(text: str, limit: int, ellipsis: str = ELLIPSIS) -> str:
+    """``text`` redacted (every known value), THEN cut to ``limit`` characters, the cut
+    marked with ``ellipsis``: the head of a value crossing the cut never shows."""
+    if len(text) <= limit:
+        return redact_known(text)
+    shown, more = known_masks().head(text, limit)
+    if not more:
+        return shown
+    keep = max(limit - len(ellipsis), 0)
+    return shown[:keep] + ellipsis
+
+
 __all__ = [
+    "ELLIPSIS",
     "REDACTED",
     "SECRET_KEYS",
+    "Masks",
     "SecretStore",
     "StreamRedactor",
+    "cut_known",
     "declared_secrets",
+    "known_masks",
+    "redact_known",
     "rejected_secrets",
 ]

@@ -50,6 +50,7 @@ from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.executor import PreparedRun
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.secrets import redact_known
 
 ToolFormat = Literal["anthropic", "openai"]
 ACTIVATION_TOOL = "activate_skill"
@@ -64,6 +65,11 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024  # OpenAI's limit for function descriptions
 SEPARATOR = "__"
 MAX_RESULT_CHARS = 100_000  # per tool result, like the context's per-stream cap
+# How deeply a tool input may nest objects and lists. Deeper input is refused (an error
+# result, audited for a script tool): JSON tooling recurses, and would raise RecursionError.
+MAX_INPUT_DEPTH = 100
+# Everything bad input can raise on its way to a refusal: an error result, never an exception.
+INPUT_ERRORS = (SkillMagicsError, LookupError, ValueError, TypeError, OSError, RecursionError)
 
 ARGV_DESCRIPTION = (
     "Optional command-line arguments for the script (list of strings, passed verbatim, "
@@ -290,7 +296,9 @@ def handle_tool_call(
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
-    with ``is_error: True`` so the model can react. ``approver=None`` uses ``manager.approver``;
+    with ``is_error: True`` so the model can react; input a script tool cannot take (not a
+    JSON object, nested deeper than ``MAX_INPUT_DEPTH``, a bad ``argv``) is audited as
+    refused, like every other refusal. ``approver=None`` uses ``manager.approver``;
     with neither the script does not run (is_error, audited as approval_unavailable).
     A script's stdout (or stderr) beyond ``max_result_chars`` is cut with a note saying so
     (None: no cap). ``skills``: only the tools of these skills exist (what the model was
@@ -302,7 +310,7 @@ def handle_tool_call(
         if prepared is None:
             return tool_result(tool_use_id, content)
         result = manager.executor.run(prepared)
-    except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
+    except INPUT_ERRORS as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
 
@@ -338,7 +346,7 @@ async def handle_tool_call_async(
         if prepared is None:
             return tool_result(tool_use_id, content)
         result = await manager.executor.run_async(prepared, cancel=cancel)
-    except (SkillMagicsError, LookupError, ValueError, TypeError, OSError) as exc:
+    except INPUT_ERRORS as exc:
         return tool_result(tool_use_id, str(exc), is_error=True)
     return result_block(tool_use_id, result, max_result_chars)
 
@@ -356,7 +364,12 @@ def _approved_call(
     spec = find_tool(manager, name, skills)
     if spec.kind == "activation":
         return activate(manager, spec, input), None
-    arguments, argv = _split_input(input)
+    try:
+        arguments, argv = _split_input(input)
+    except INPUT_ERRORS as exc:
+        if spec.kind == "script":  # a refused run, audited like the planner's refusals
+            manager.audit.refused(spec.skill, spec.script or "", input, exc)
+        raise
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
     assert spec.script is not None  # script tools always name their script
@@ -395,11 +408,12 @@ def prompt_content(manager: SkillManager, skill_name: str) -> str:
 
 
 def tool_result(tool_use_id: str, content: str, *, is_error: bool = False) -> dict[str, Any]:
-    """An Anthropic ``tool_result`` content block."""
+    """An Anthropic ``tool_result`` content block (secret values masked: an error message
+    may quote the input, and the block goes to a model)."""
     return {
         "type": "tool_result",
         "tool_use_id": tool_use_id,
-        "content": content,
+        "content": redact_known(content),
         "is_error": is_error,
     }
 
@@ -419,7 +433,9 @@ def result_block(
 
 
 def cap_text(text: str, max_chars: int | None) -> str:
-    """``text``, or its first ``max_chars`` characters and a note of how much was left out."""
+    """``text`` with secret values masked, or its first ``max_chars`` characters (masked
+    first, then cut) and a note of how much was left out."""
+    text = redact_known(text)
     if max_chars is None or len(text) <= max_chars:
         return text
     more = len(text) - max_chars
@@ -443,13 +459,42 @@ def openai_tool_message(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _decoded(value: Any) -> Any:
-    """The model's input, decoded when it came as JSON text (OpenAI sends a string)."""
-    if not isinstance(value, (str, bytes)) or not value:
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"Tool input is not valid JSON ({exc.msg}): send a JSON object") from None
+    """The model's input, decoded when it came as JSON text (OpenAI sends a string), and
+    checked to nest no deeper than MAX_INPUT_DEPTH (ValueError otherwise)."""
+    if isinstance(value, (str, bytes)) and value:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"Tool input is not valid JSON ({exc.msg}): send a JSON object"
+            ) from None
+        except RecursionError:  # the decoder recurses per level: far too deep
+            raise ValueError(_too_deep()) from None
+    check_input_depth(value)
+    return value
+
+
+def check_input_depth(value: Any, limit: int = MAX_INPUT_DEPTH) -> None:
+    """ValueError when ``value`` nests dicts/lists/tuples deeper than ``limit``; walked
+    without recursion, so no input can exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            raise ValueError(_too_deep(limit))
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _too_deep(limit: int = MAX_INPUT_DEPTH) -> str:
+    return (
+        f"Tool input nests objects/lists more than {limit} levels deep: send a flatter JSON object"
+    )
 
 
 def _split_input(value: Any) -> tuple[dict[str, Any], list[str] | None]:
@@ -510,6 +555,8 @@ def _script_description(skill: Skill, script: ScriptMetadata, description: str) 
 
 
 __all__ = [
+    "MAX_INPUT_DEPTH",
+    "check_input_depth",
     "ACTIVATION_TOOL",
     "NAME_RE",
     "activate",

@@ -62,6 +62,7 @@ from skill_magics.core.interpreters import (
     read_first_line,
 )
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.paths import folder_name_problem
 from skill_magics.core.prompt_catalog import entry_text
 from skill_magics.core.tokens import TokenCounter, as_counter
 
@@ -439,6 +440,15 @@ def _name_problems(file: str, value: Any, skill_dir: Path) -> list[Problem]:
     suggestion = re.sub(r"-{2,}", "-", re.sub(r"[^0-9a-z-]+", "-", name.lower())).strip("-")
     suggestion = suggestion[:MAX_NAME].strip("-") or "my-skill"
     out = []
+    why = folder_name_problem(name)
+    if why is not None:
+        out.append(
+            (
+                "name-not-a-folder",
+                f"name {name!r} cannot be one folder name ({why}): none of its scripts run",
+                f"rename it to {suggestion!r}",
+            )
+        )
     if len(name) > MAX_NAME:
         out.append(
             (

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Bidirectional formatting characters: embeddings/overrides (U+202A-202E), isolates
 # (U+2066-2069) and the invisible direction marks (LRM, RLM, ALM).
@@ -48,9 +49,39 @@ def visible(text: str, keep: str = "") -> str:
     return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
 
 
+def mark_non_ascii(name: str) -> str:
+    """A name (a package, a program, a skill) with every non-ASCII character shown as
+    ``⟨U+XXXX⟩``, so a lookalike cannot pass for the name it imitates; control and bidi
+    characters are made visible as by :func:`visible`.
+
+    Example:
+        >>> mark_non_ascii("requ\u0435sts")
+        'requ⟨U+0435⟩sts'
+    """
+    shown = visible(name)
+    if shown.isascii():
+        return shown
+    return "".join(c if c.isascii() else f"⟨U+{ord(c):04X}⟩" for c in shown)
+
+
+def non_ascii_note(name: str) -> str | None:
+    """Why a name deserves a second look, or None: it has non-ASCII letters (which ones)."""
+    if name.isascii():
+        return None
+    chars = dict.fromkeys(c for c in name if not c.isascii())
+    described = ", ".join(
+        f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed character')}" for c in list(chars)[:3]
+    )
+    more = f" and {len(chars) - 3} more" if len(chars) > 3 else ""
+    return (
+        f"{mark_non_ascii(name)!r} has non-ASCII letters ({described}{more}): it may "
+        "imitate another name"
+    )
+
+
 def has_bidi(text: str) -> bool:
     """Does ``text`` contain a bidirectional formatting character?"""
     return any(ch in BIDI_CONTROLS for ch in text)
 
 
-__all__ = ["BIDI_CONTROLS", "visible", "has_bidi"]
+__all__ = ["BIDI_CONTROLS", "visible", "has_bidi", "mark_non_ascii", "non_ascii_note"]

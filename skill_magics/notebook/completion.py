@@ -1,7 +1,8 @@
 """Tab completion: ``%%skillrun pd<TAB>`` -> ``pdf.extract``; ``%skills show c<TAB>`` -> names.
 
-A Matcher API v2 function added to ``shell.Completer.custom_matchers``; it answers only on
-the magic's own line and suppresses the other matchers there (file names are noise).
+Registered on ``shell.Completer`` through notebook/compat.py (IPython's Matcher API v2 from
+8.6, a line matcher on IPython 7); it answers only on the magic's own line and suppresses the
+other matchers there (file names are noise).
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.completer import SimpleCompletion, context_matcher
+from skill_magics.notebook import compat
 
 if TYPE_CHECKING:
     from skill_magics.core.manager import SkillManager
 
 SKILL_NAME_SUBCOMMANDS = ("show", "revoke")
+IDENTIFIER = "skill_magics.completion"
 
 
 def candidates(manager: SkillManager) -> list[str]:
@@ -31,51 +33,41 @@ def candidates(manager: SkillManager) -> list[str]:
     return sorted(set(names))
 
 
-def make_matcher(get_manager: Callable[[], SkillManager]) -> Callable[..., Any]:
-    """A matcher bound to the extension's manager (looked up at completion time)."""
+def make_completer(get_manager: Callable[[], SkillManager]) -> compat.LineCompleter:
+    """(line up to the cursor, cursor line or None) -> (fragment, names) on a magic's line."""
 
-    @context_matcher(identifier="skill_magics.completion")
-    def skill_magics_matcher(context: Any) -> dict[str, Any]:
-        empty: dict[str, Any] = {"completions": [], "suppress": False}
-        before = context.text_until_cursor
+    def complete(before: str, cursor_line: int | None) -> tuple[str, list[str]] | None:
         words = before.split()
         if before.endswith((" ", "\t")):
             words.append("")
         if len(words) < 2:
-            return empty
-        if words[0] == "%%skillrun" and context.cursor_line == 0 and len(words) == 2:
+            return None
+        # A cell magic's line is the cell's first; IPython 7 cannot say (cursor_line None).
+        first_line = cursor_line in (0, None)
+        if words[0] == "%%skillrun" and first_line and len(words) == 2:
             names = candidates(get_manager())
         elif words[0] == "%skills" and len(words) == 3 and words[1] in SKILL_NAME_SUBCOMMANDS:
             names = [meta.name for meta in get_manager().list_skills()]
         else:
-            return empty
+            return None
         prefix = words[-1]
-        hits = [SimpleCompletion(n, type="skill") for n in names if n.startswith(prefix)]
-        return {"completions": hits, "matched_fragment": prefix, "suppress": bool(hits)}
+        return prefix, [n for n in names if n.startswith(prefix)]
 
-    return skill_magics_matcher
+    return complete
 
 
-def install(shell: Any, get_manager: Callable[[], Any]) -> Callable[..., Any] | None:
-    """Register the matcher on ``shell.Completer``; returns it (None without a completer)."""
+def install(shell: Any, get_manager: Callable[[], Any]) -> Any | None:
+    """Register the completer on ``shell.Completer``; returns it (None without a completer)."""
     completer = getattr(shell, "Completer", None)
     if completer is None:
         return None
-    uninstall(shell)
-    matcher = make_matcher(get_manager)
-    completer.custom_matchers.append(matcher)
-    return matcher
+    return compat.add_completer(completer, IDENTIFIER, make_completer(get_manager))
 
 
 def uninstall(shell: Any) -> None:
     completer = getattr(shell, "Completer", None)
-    if completer is None:
-        return
-    completer.custom_matchers[:] = [
-        m
-        for m in completer.custom_matchers
-        if getattr(m, "matcher_identifier", "") != "skill_magics.completion"
-    ]
+    if completer is not None:
+        compat.remove_completer(completer, IDENTIFIER)
 
 
-__all__ = ["candidates", "make_matcher", "install", "uninstall"]
+__all__ = ["candidates", "make_completer", "install", "uninstall"]

@@ -10,6 +10,7 @@ use (a test checks it in a fresh process).
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -57,8 +58,10 @@ def load(shell: Any) -> SkillMagics:
             "skill_context": context.skill_context_async,
             "skills env": magics.skills_env_async,
             "skillagent": skillagent.skillagent_async,
-            "skills evals": lambda line: magics.skills_subcommand_async("evals", line),
-            "skills triggers": lambda line: magics.skills_subcommand_async("triggers", line),
+            **{
+                f"skills {name}": functools.partial(magics.skills_subcommand_async, name)
+                for name in ("install", "update", "sync", "evals", "triggers")
+            },
         },
     )
     return magics

@@ -45,6 +45,7 @@ from typing import Any
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.status import RunStatus
+from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 from skill_magics.notebook.render import sections as _sections
 
 log = logging.getLogger("skill_magics.notebook")
@@ -53,7 +54,6 @@ log = logging.getLogger("skill_magics.notebook")
 STATUSES = tuple(s for s in RunStatus if s not in (RunStatus.ERROR, RunStatus.SKIPPED))
 FINAL_STATUSES = frozenset(s for s in STATUSES if s.final)
 WAITING_MESSAGE = _sections.WAITING_MESSAGE
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 # Live output streams into the view at most this often; a chatty script would otherwise
 # send one comm message (with the whole visible text) per chunk.
@@ -381,7 +381,7 @@ class SkillRunResult:
         bundle: dict[str, Any] = {}
         if wanted(WIDGET_MIME) and self._widget_wanted():
             try:
-                bundle[WIDGET_MIME] = self.widget()._repr_mimebundle_()[WIDGET_MIME]
+                bundle[WIDGET_MIME] = widget_view(self.widget())
             except Exception:  # the static fallbacks below still show the result
                 log.debug("skill result widget view failed", exc_info=True)
         if wanted("text/plain"):

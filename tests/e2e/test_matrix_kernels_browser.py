@@ -7,7 +7,10 @@ notebook whose kernelspec (conftest's kernel_under_test) points at
 kernel_fixtures.kernel_python(). It is marked ``kernel``, so scripts/kernel-matrix.sh runs it
 once per matrix venv (JupyterLab itself always comes from the main venv), and ``make test``'s
 main pytest run covers the main venv's kernel (7.4, the await path). ``make test`` passes the
-matrix 7.3.0 and 6.29.5 only, so no version runs it twice there.
+matrix 7.3.0 and 6.29.5 only, so no version runs it twice there. Its "colab" entry leaves this
+test out: JupyterLab 4's widget manager (jupyterlab_widgets 3) renders ipywidgets 8 models
+only, and that venv pins ipywidgets 7.7 as Colab does (its clicks are tested over
+jupyter_client: tests/test_compat_kernel.py, tests/test_kernel_magics.py).
 
 One notebook, Run > Run All Cells:
 

@@ -30,6 +30,7 @@ ENV_VAR = "SKILL_MAGICS_PATH"
 DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
 MAX_SCAN_DEPTH = 5
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", "site-packages"})
+SKILL_FILES = ("SKILL.md", "skill.md")  # the file that makes a folder a skill
 
 
 DirsArg = Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None
@@ -247,7 +248,7 @@ def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple
         except OSError:
             return  # missing or unreadable: not an error for a search path
         for entry in entries:
-            if entry.name in ("SKILL.md", "skill.md") and _is_file(entry):
+            if entry.name in SKILL_FILES and _is_file(entry):
                 found.append((Path(entry.path), key))
                 return  # a skill's own subdirectories are its scripts and data, not skills
         if depth >= max_depth:
@@ -302,4 +303,5 @@ __all__ = [
     "examples_dir",
     "ENV_VAR",
     "DEFAULT_SUBDIRS",
+    "SKILL_FILES",
 ]

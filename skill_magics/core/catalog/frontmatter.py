@@ -23,6 +23,7 @@ import yaml
 
 from skill_magics.core.errors import SkillParseError
 from skill_magics.core.models import SkillMetadata
+from skill_magics.core.paths import folder_name_problem
 
 # The C loader is ~10x faster, which matters when listing a thousand skills.
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -287,6 +288,14 @@ def name_problems(name: str, dir_name: str | None = None) -> list[str]:
     "name 'PDF--tools' may only contain lowercase letters a-z, digits and hyphens"
     """
     problems = []
+    why = folder_name_problem(name)
+    if why is not None:
+        # Listed (so the warning is seen), never run: core/paths.py check_skill_name.
+        example = dir_name if dir_name and folder_name_problem(dir_name) is None else "my-skill"
+        problems.append(
+            f"name {name!r} cannot be one folder name ({why}): none of its scripts run until "
+            f"it is; set name: {example}"
+        )
     if not 1 <= len(name) <= MAX_NAME:
         problems.append(f"name {name!r} is {len(name)} characters; the spec allows 1-{MAX_NAME}")
     if not _NAME_RE.match(name):

@@ -16,6 +16,14 @@ managed environment, else the kernel's: ``envdirs.choose_python``), without star
 Programs: literal names a script runs (``shutil.which("gh")``, the first element of a
 ``subprocess``/``os`` command list), checked on ``PATH``.
 
+Every requirement must name a distribution: a PEP 508 requirement (a name, optional extras,
+versions and markers) without a URL, a path or a pip option (:func:`requirement_problem`,
+parsed by ``packaging``, PyPA's implementation of PEP 508). Anything else, a NUL byte and
+text that is not UTF-8 included, is not a package: it lands in ``Requirements.refused`` with
+its file and line, and an install is refused before anyone is asked
+(run/envsetup.py), so the installer never builds code from outside the skill under a false
+name (``x/../../../tmp/evil`` is not the package ``x``; ``foo @ file:///etc`` is not foo).
+
 Example:
     >>> reqs = skill_requirements(skill)
     >>> [(p.name, p.imports, p.installed) for p in reqs.packages], reqs.missing
@@ -37,23 +45,21 @@ from skill_magics.core import envdirs
 from skill_magics.core.catalog import distnames, kinds
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.visible import mark_non_ascii
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml
 else:  # pragma: no cover - Python 3.10 reads the plain array form itself
     _toml = None
 
-try:  # pip and nearly every environment ship it; without it versions are not compared
-    from packaging.requirements import InvalidRequirement, Requirement
-except ModuleNotFoundError:  # pragma: no cover
-    Requirement = None  # type: ignore[assignment,misc]
-    InvalidRequirement = ValueError  # type: ignore[assignment,misc]
+# A declared dependency (ipykernel needs it too): the strict PEP 508 parser since 22.0.
+from packaging.requirements import InvalidRequirement, Requirement
 
 REQUIREMENT_FILES = ("requirements.txt", "scripts/requirements.txt")
 PYPROJECT_FILES = ("pyproject.toml", "scripts/pyproject.toml")
 SOURCE_IMPORTS = "imports"
-_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__", "__main__"}
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,26 @@ class PackageRequirement:
     source: str = SOURCE_IMPORTS  # "imports", "PEP 723 scripts/x.py", "requirements.txt", ...
     spec: str = ""  # what to install ("pypdf>=4"); the name when nothing more is known
     version: str = ""  # installed version, when installed
+
+
+@dataclass(frozen=True)
+class RefusedRequirement:
+    """A requirement line that names no distribution (a path, a URL, a pip option, bad
+    bytes): never installed. ``source`` is the file (relative to the skill), ``line`` its
+    1-based line (0: unknown)."""
+
+    source: str
+    line: int
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}, line {self.line}" if self.line else self.source
+        shown = mark_non_ascii(self.text[:120])
+        return (
+            f"{where}: {shown!r} {self.reason}; write a package name such as 'pypdf>=4' (no "
+            "paths, URLs or pip options) or remove the line"
+        )
 
 
 @dataclass(frozen=True)
@@ -90,6 +116,7 @@ class Requirements:
     packages: tuple[PackageRequirement, ...] = ()
     programs: tuple[ProgramRequirement, ...] = ()
     warnings: tuple[str, ...] = ()  # scripts that do not parse, unreadable requirement files
+    refused: tuple[RefusedRequirement, ...] = ()  # lines naming no distribution: no install
 
     @property
     def missing(self) -> list[str]:
@@ -131,7 +158,11 @@ class Requirements:
 
     def __str__(self) -> str:
         missing = ", ".join(self.missing) or "nothing"
-        return f"{self.skill}: {self.summary()} (missing: {missing}; Python: {self.python_source})"
+        refused = f"; refused: {self.refused[0]}" if self.refused else ""
+        return (
+            f"{self.skill}: {self.summary()} (missing: {missing}; Python: "
+            f"{self.python_source}{refused})"
+        )
 
 
 def _state(name: str, ok: bool, optional: bool) -> str:
@@ -157,7 +188,8 @@ def skill_requirements(
     search = envdirs.import_path(python)
     stamp = folder_stamp(search)  # once per call: _found_in is asked per import
     warnings: list[str] = []
-    declared = _declared_files(base, warnings)
+    refused: list[RefusedRequirement] = []
+    declared = _declared_files(base, warnings, refused)
     packages: dict[str, _Pkg] = {}
     programs: dict[str, list[str]] = {}
     exists = kinds._Exists(base)
@@ -177,12 +209,22 @@ def skill_requirements(
         imports_of[rel] = tops
         if info.dependencies is not None:
             for spec in info.dependencies:
+                why = requirement_problem(spec)
+                if why is not None:
+                    line = _line_of(os.path.join(base, rel), spec)
+                    refused.append(RefusedRequirement(f"{rel} (PEP 723)", line, spec, why))
+                    continue
                 _add_spec(packages, spec, rel, f"PEP 723 {rel}", False)
         elif declared:
             covered_by_files.append(rel)
         else:
             for top, optional in tops.items():
                 dist = _dist_for(top, search, stamp)
+                why = requirement_problem(dist)
+                if why is not None:  # an import name no distribution can have (non-ASCII)
+                    line = next((r.line for r in info.imports if r.top == top), 0)
+                    refused.append(RefusedRequirement(rel, line, f"import {top}", why))
+                    continue
                 pkg = packages.setdefault(
                     distnames.normalize(dist), _Pkg(dist, SOURCE_IMPORTS, dist)
                 )
@@ -190,7 +232,7 @@ def skill_requirements(
                 pkg.scripts.setdefault(rel, None)
                 pkg.optional = pkg.optional and optional
     for source, specs in declared:
-        for spec, optional in specs:
+        for spec, optional, _line in specs:
             _add_spec(packages, spec, None, source, optional)
     # Which imports and scripts a declared package stands for (by the import -> dist map).
     for pkg in packages.values():
@@ -219,7 +261,8 @@ def skill_requirements(
         python_source=python_source or "",
         packages=tuple(sorted(out, key=lambda p: (p.optional, p.name.lower()))),
         programs=tuple(sorted(progs, key=lambda p: p.name)),
-        warnings=tuple(warnings),
+        warnings=tuple(warnings) + tuple(str(r) for r in refused),
+        refused=tuple(refused),
     )
 
 
@@ -236,6 +279,7 @@ class _Pkg:
 def _add_spec(
     packages: dict[str, _Pkg], spec: str, rel: str | None, source: str, optional: bool
 ) -> None:
+    """Add a spec that passed :func:`requirement_problem`."""
     name = _spec_name(spec)
     if not name or not _marker_applies(spec):
         return
@@ -364,23 +408,41 @@ def _program(name: str, rels: Iterable[str]) -> ProgramRequirement:
 # -- declared requirement files ------------------------------------------------------------
 
 
-def _declared_files(base: str, warnings: list[str]) -> list[tuple[str, list[tuple[str, bool]]]]:
-    """[(source, [(spec, optional), ...])] for the skill's requirement files that exist."""
+def _declared_files(
+    base: str, warnings: list[str], refused: list[RefusedRequirement]
+) -> list[tuple[str, list[tuple[str, bool, int]]]]:
+    """[(source, [(spec, optional, line), ...])] for the skill's requirement files that
+    exist; lines that name no distribution go to ``refused`` instead."""
     out = []
     for rel in REQUIREMENT_FILES:
         text = _read(os.path.join(base, rel))
-        if text is not None:
-            out.append((rel, [(spec, False) for spec in parse_requirements_txt(text)]))
+        if text is None:
+            continue
+        specs = []
+        for line, spec in requirement_lines(text):
+            why = requirement_problem(spec)
+            if why is None:
+                specs.append((spec, False, line))
+            else:
+                refused.append(RefusedRequirement(rel, line, spec, why))
+        out.append((rel, specs))
     for rel in PYPROJECT_FILES:
         text = _read(os.path.join(base, rel))
         if text is None:
             continue
-        specs = parse_pyproject(text)
-        if specs is None:
+        parsed = parse_pyproject(text)
+        if parsed is None:
             warnings.append(f"{rel} does not parse as TOML; its dependencies are not known")
             continue
-        if specs:
-            out.append((rel, specs))
+        good = []
+        for spec, optional in parsed:
+            why = requirement_problem(spec)
+            if why is None:
+                good.append((spec, optional, 0))
+            else:
+                refused.append(RefusedRequirement(rel, _line_in(text, spec), spec, why))
+        if good:
+            out.append((rel, good))
     return out
 
 
@@ -392,22 +454,93 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _line_of(path: str, spec: str) -> int:
+    """The 1-based line of a file where ``spec`` is written (0: not found)."""
+    return _line_in(_read(path) or "", spec)
+
+
+def _line_in(text: str, spec: str) -> int:
+    for i, line in enumerate(text.splitlines(), 1):
+        if spec and spec in line:
+            return i
+    return 0
+
+
+def requirement_problem(spec: str) -> str | None:
+    """Why ``spec`` does not name a distribution, or None when it does.
+
+    A distribution is named by a PEP 508 requirement: a name (ASCII letters, digits, ``.``
+    ``_`` ``-``), optional extras, version specifiers and markers, and nothing else: no
+    URL or file (``foo @ file:///etc``), no path (``x/../../y``), no pip option (``-e .``,
+    ``--index-url``), no control character or undecodable byte.
+
+    Example:
+        >>> requirement_problem("pypdf>=4") is None
+        True
+        >>> requirement_problem("foo @ file:///etc")
+        "points at 'file:///etc' instead of naming a package on the index"
+    """
+    if not isinstance(spec, str):
+        return f"is a {type(spec).__name__}, not a requirement string"
+    text = spec.strip()
+    if not text:
+        return "is empty"
+    if "\x00" in text:
+        return "holds a NUL byte"
+    if "\ufffd" in text:
+        return "holds bytes that are not UTF-8 text"
+    if _CONTROL.search(text):
+        return "holds a control character"
+    if text.startswith("-"):
+        return "is a pip option, not a package"
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        if "://" in text:
+            return "is a URL, not a package name"
+        if "/" in text or "\\" in text or text.startswith("."):
+            return "is a path, not a package name"
+        if any(ord(c) > 127 for c in text.split(";", 1)[0]):
+            return "has non-ASCII letters, which no package name has (a lookalike?)"
+        return "is not a PEP 508 requirement (a package name, extras, versions, markers)"
+    if requirement.url:
+        return f"points at {requirement.url!r} instead of naming a package on the index"
+    return None
+
+
+def requirement_lines(text: str) -> list[tuple[int, str]]:
+    """(1-based line, text) of every requirement line of a requirements.txt: comments and
+    blank lines left out, ``\\`` continuations joined (numbered by their first line).
+    Options and URLs stay in: :func:`requirement_problem` refuses them.
+
+    >>> requirement_lines("pypdf>=4  # pdf\\n\\nlxml\\n")
+    [(1, 'pypdf>=4'), (3, 'lxml')]
+    """
+    out = []
+    pending, first = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not pending:
+            first = number
+        if raw.endswith("\\"):
+            pending += raw[:-1] + " "
+            continue
+        full, pending = pending + raw, ""
+        line = re.split(r"(?:^|\s)#", full, maxsplit=1)[0].strip()
+        if line:
+            out.append((first, line))
+    if pending.strip():
+        out.append((first, pending.strip()))
+    return out
+
+
 def parse_requirements_txt(text: str) -> list[str]:
-    """Requirement specs of a requirements.txt (options, comments, URLs without a name skipped).
+    """The requirement specs of a requirements.txt that name distributions (comments,
+    options, URLs and paths left out: see :func:`requirement_lines` for every line).
 
     >>> parse_requirements_txt("pypdf>=4  # pdf\\n-r dev.txt\\nlxml\\n")
     ['pypdf>=4', 'lxml']
     """
-    specs = []
-    for raw in text.replace("\\\n", " ").splitlines():
-        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
-        if not line or line.startswith("-"):
-            continue
-        if "://" in line and " @ " not in line:
-            continue
-        if _spec_name(line):
-            specs.append(line)
-    return specs
+    return [spec for _, spec in requirement_lines(text) if requirement_problem(spec) is None]
 
 
 def parse_pyproject(text: str) -> list[tuple[str, bool]] | None:
@@ -427,26 +560,28 @@ def parse_pyproject(text: str) -> list[tuple[str, bool]] | None:
     project = data.get("project", {})
     if not isinstance(project, dict):
         return []
-    out = [(str(s), False) for s in project.get("dependencies", []) or []]
+    out = [(s if isinstance(s, str) else repr(s), False) for s in _list(project, "dependencies")]
     extras = project.get("optional-dependencies", {}) or {}
     if isinstance(extras, dict):
-        for specs in extras.values():
-            out += [(str(s), True) for s in specs or []]
+        for key in extras:
+            out += [(s if isinstance(s, str) else repr(s), True) for s in _list(extras, key)]
     return out
 
 
+def _list(table: dict, key: str) -> list:
+    value = table.get(key) or []
+    return value if isinstance(value, list) else [value]
+
+
 def _spec_name(spec: str) -> str:
-    if Requirement is not None:
-        try:
-            return Requirement(spec).name
-        except InvalidRequirement:
-            pass
-    match = _NAME_RE.match(spec)
-    return match.group(1) if match else ""
+    try:
+        return Requirement(spec).name
+    except InvalidRequirement:
+        return ""
 
 
 def _marker_applies(spec: str) -> bool:
-    if Requirement is None or ";" not in spec:
+    if ";" not in spec:
         return True
     try:
         marker = Requirement(spec).marker
@@ -456,8 +591,6 @@ def _marker_applies(spec: str) -> bool:
 
 
 def _version_ok(spec: str, version: str) -> bool:
-    if Requirement is None:
-        return True
     try:
         requirement = Requirement(spec)
         return not requirement.specifier or requirement.specifier.contains(
@@ -469,9 +602,12 @@ def _version_ok(spec: str, version: str) -> bool:
 
 __all__ = [
     "PackageRequirement",
+    "RefusedRequirement",
     "ProgramRequirement",
     "Requirements",
     "skill_requirements",
     "parse_requirements_txt",
     "parse_pyproject",
+    "requirement_lines",
+    "requirement_problem",
 ]

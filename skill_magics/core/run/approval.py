@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.visible import non_ascii_note
+
 
 class Decision(str, enum.Enum):
     """The three answers a person can give."""
@@ -100,6 +102,45 @@ class ScopeInfo:
             f"{self.purpose}: in up to {runs} the model may call the scripts below with "
             "inputs it chooses; this one answer decides every such call"
         )
+
+
+@dataclass(frozen=True)
+class SkillInstallInfo:
+    """Third-party skill files copied into a skills folder (``%skills install``, ``update``,
+    ``sync``): from where, at which commit, every file, which of them are scripts. Nothing
+    runs; a "Yes" lets the files be installed, each later run still asks."""
+
+    action: str  # "install", "update" or "sync"
+    source: str  # the URL or path, with the ref asked for
+    commit: str = ""  # the resolved commit ("" for an archive or a folder)
+    path: str = ""  # the skill's folder in the source
+    target: str = ""  # the folder it is installed as
+    files: tuple[tuple[str, int], ...] = ()  # (path, bytes) of every file
+    scripts: tuple[str, ...] = ()  # the files that are scripts (entry points and helpers)
+    tree: str = ""  # the tree digest the lock will record
+    replaces: str = ""  # what happens to a folder already there ("" when there is none)
+    changes: tuple[str, ...] = ()  # an update: "added x", "changed y", "removed z"
+    diff: str = ""  # an update: unified diff of the text files that changed
+    staged: str = field(default="", compare=False)  # the approved copy the gate re-hashes
+
+    @property
+    def size(self) -> int:
+        return sum(size for _path, size in self.files)
+
+
+@dataclass(frozen=True)
+class ProvenanceInfo:
+    """Where an installed skill came from (its ``skills-lock.json``) and whether its files
+    still match the lock: ``changes`` lists what differs (empty: they match)."""
+
+    source: str
+    commit: str = ""
+    lock: str = ""  # the lock file's path
+    changes: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return not self.changes
 
 
 @dataclass(frozen=True)
@@ -183,12 +224,17 @@ class ApprovalRequest:
     # What else the decision covers (shown in the same panel, decided by the same answer):
     batch: BatchInfo | None = None  # the scripts run once per item
     install: InstallInfo | None = None  # packages installed before the run
+    skill_install: SkillInstallInfo | None = None  # skill files copied in (nothing runs)
+    provenance: ProvenanceInfo | None = None  # an installed skill: its source, lock state
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     scope: ScopeInfo | None = None  # later runs a model chooses, decided by this answer
     # What the fingerprint was made of (path -> digest), so the gate can tell a change of
     # code (the approval is for other code: refused) from data a run wrote meanwhile.
     entries: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+    # The managed environment the skill's Python scripts run with (envdirs.environment_id;
+    # "" for none): a rebuilt environment is other code, so a "Yes in session" ends with it.
+    environment: str = ""
 
     @property
     def is_combined(self) -> bool:
@@ -212,6 +258,23 @@ class ApprovalRequest:
     def skill_names(self) -> tuple[str, ...]:
         """Every skill this request covers, in order."""
         return tuple(part.skill_name for part in self.requests)
+
+    @property
+    def name_notes(self) -> tuple[str, ...]:
+        """One line per name with non-ASCII letters that a person might take for another:
+        a skill's name, a package to install, a package or program a script lacks
+        (``requ⟨U+0435⟩sts`` is not ``requests``). Approvers show them before the buttons."""
+        notes: dict[str, None] = {}
+        for part in self.requests:
+            names = [("skill", part.skill_name)]
+            if part.install is not None:
+                names += [("package", p) for p in part.install.packages]
+            names += [("needed", m) for s in part.scripts for m in s.missing]
+            for kind, name in names:
+                note = non_ascii_note(name)
+                if note is not None:
+                    notes[f"{kind} {note}"] = None
+        return tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -308,6 +371,13 @@ def install_approval_hash(skill_fingerprint: str, packages: Sequence[str]) -> st
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def skill_install_hash(info: SkillInstallInfo) -> str:
+    """What "Yes in session" for installing skill files is keyed to: the action, the source,
+    the commit and the exact files (tree digest), so it never approves other files or runs."""
+    text = f"skill-install\0{info.action}\0{info.source}\0{info.commit}\0{info.tree}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> str:
     """SHA-256 over the relative paths and bytes of a skill's scripts (sorted, stable).
 
@@ -341,6 +411,8 @@ __all__ = [
     "Answer",
     "BatchInfo",
     "InstallInfo",
+    "SkillInstallInfo",
+    "ProvenanceInfo",
     "SandboxInfo",
     "SecretsInfo",
     "ScopeInfo",
@@ -353,6 +425,7 @@ __all__ = [
     "scripts_content_hash",
     "code_approval_hash",
     "install_approval_hash",
+    "skill_install_hash",
     "INSTALL_LABEL",
     "coerce_decision",
     "combine_requests",

@@ -49,7 +49,6 @@ from skill_magics.core.status import AuditOutcome, RunStatus
 logger = logging.getLogger("skill_magics.batch")
 
 ITEM_RECORDS = 50  # item audit records kept individually (first ones, then non-completed ones)
-RECHECK_S = 0.25  # how often a local batch re-checks that the skill's code is the approved one
 DASK_WINDOW = 64  # tasks in flight on a Dask cluster at least (latency, not CPU, bounds it)
 
 
@@ -396,8 +395,10 @@ class BatchRunner:
         self._failed = 0
         self._cancelled = 0
         self._started = time.monotonic()
-        self._last_check = 0.0
+        # Before every local item: is the skill's code still the approved code? (gate.py)
+        self.watch = gate.watch(plan.request) if approved else None
         self._stale = ""
+        self._stale_lock = threading.Lock()
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -585,10 +586,6 @@ class BatchRunner:
             logger.warning("batch %s: on_progress failed", self.batch_id, exc_info=True)
         self.audit.local.index = index
         try:
-            stale = self._check_current()
-            if stale:
-                item.status, item.message = RunStatus.REFUSED, stale
-                return item
             try:
                 _, prepared = self.planner.check_script(
                     self.plan.skill_name,
@@ -599,6 +596,11 @@ class BatchRunner:
                     sandbox=self.plan.sandbox,
                     cwd=self.plan.cwd,
                 )
+                # As late as possible: right before this item's process starts.
+                stale = self._check_current()
+                if stale:
+                    item.status, item.message = RunStatus.REFUSED, stale
+                    return item
                 result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)
@@ -612,26 +614,25 @@ class BatchRunner:
                 self._running -= 1
 
     def _check_current(self) -> str:
-        """'' while the skill's code is the approved code (checked every RECHECK_S), else why
-        the item is refused: code that changed mid-batch was not approved."""
-        if not self.approved:
+        """'' while the skill's code is the approved code (asked before every item: a stat
+        per file while nothing changed, gate.CodeWatch), else why the item is refused: code
+        that changed mid-batch was not approved. The first refusal is audited."""
+        if self.watch is None or self.watch.current():
             return ""
-        now = time.monotonic()
-        if self._stale or now - self._last_check < RECHECK_S:
-            return self._stale
-        self._last_check = now
-        if not self.gate.is_current(self.plan.request):
+        with self._stale_lock:
+            if self._stale:
+                return self._stale
             self._stale = (
                 f"{self.plan.skill_name}: the skill's code changed during the batch; the "
                 "remaining items were refused. Run the batch again to review the new code"
             )
-            self.audit.event(
-                self.plan.skill_name,
-                self.plan.script,
-                None,
-                AuditOutcome.REFUSED,
-                reason=f"ApprovalStale: {self._stale}",
-            )
+        self.audit.event(
+            self.plan.skill_name,
+            self.plan.script,
+            None,
+            AuditOutcome.REFUSED,
+            reason=f"ApprovalStale: {self._stale}",
+        )
         return self._stale
 
     def _progress(self) -> None:

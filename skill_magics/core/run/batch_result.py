@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.secrets import cut_known, redact_known
 from skill_magics.core.status import RunStatus
 
 # The statuses a batch item ends with, in the order summaries list them.
@@ -85,13 +86,14 @@ class BatchItem:
         return json.loads(self.result.stdout)
 
     def describe_input(self) -> str:
-        """The input as one short line: its argv words, or its JSON."""
+        """The input as one line to show: its argv words, or its JSON (secret values
+        masked: views cut this line)."""
         if self.argv is not None:
-            return " ".join(self.argv)
+            return " ".join(redact_known(str(a)) for a in self.argv)
         try:
-            return json.dumps(self.input, ensure_ascii=False, default=str)
+            return redact_known(json.dumps(self.input, ensure_ascii=False, default=str))
         except (TypeError, ValueError):
-            return repr(self.input)
+            return redact_known(repr(self.input))
 
     def __repr__(self) -> str:
         code = "" if self.exit_code is None else f" exit_code={self.exit_code}"
@@ -245,20 +247,19 @@ def _json_columns(item: BatchItem, row: dict[str, Any]) -> dict[str, Any]:
 
 def _text_row(item: BatchItem, *, show_error: bool = False) -> str:
     code = "" if item.exit_code is None else f" exit {item.exit_code}"
-    text = item.describe_input()
-    if len(text) > 60:
-        text = text[:59] + "…"
+    # Every text is redacted before it is cut (core/secrets.py: cut_known).
+    text = cut_known(item.describe_input(), 60)
     line = f"  [{item.index}] {item.status}{code}  {text}"
     if show_error:
         why = item.message or item.stderr.strip().splitlines()[-1:] or ""
         if isinstance(why, list):
             why = why[0] if why else ""
         if why:
-            line += f"  ({why[:100]})"
+            line += f"  ({cut_known(why, 100, '')})"
     else:
-        out = " ".join(item.stdout.split())
+        out = " ".join(redact_known(item.stdout).split())
         if out:
-            line += f"  -> {out[:60]}{'…' if len(out) > 60 else ''}"
+            line += f"  -> {cut_known(out, 61)}"
     return line
 
 

@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skill_magics.core import envdirs
+from skill_magics.core.catalog.requirements import requirement_problem
 from skill_magics.core.errors import EnvironmentBuildError
 from skill_magics.core.run.process import SpawnError, run_process
+from skill_magics.core.visible import visible
 
 INFO_FILE = "skill-magics-env.json"
 PTH_FILE = "_skill_magics_kernel.pth"
@@ -163,6 +165,13 @@ def build_env(
     step fails, times out or is cancelled; KeyboardInterrupt cleans up and propagates.
     """
     started = time.monotonic()
+    for spec in packages:  # in depth: envsetup refuses these before anyone is asked
+        why = requirement_problem(spec)
+        if why is not None:
+            raise EnvironmentBuildError(
+                f"Not building the environment{_for(skill)}: {visible(spec[:120])!r} {why}; "
+                "pass package names such as 'pypdf>=4'"
+            )
     tool, uv = choose_installer(installer)
     key = envdirs.requirements_key(packages)
     home.mkdir(parents=True, exist_ok=True)
@@ -235,6 +244,11 @@ def _run_step(
         raise EnvironmentBuildError(
             f"Building the environment{_for(skill)} failed: could not start {command[0]} "
             f"({exc.strerror or exc}); install uv or check the kernel's Python"
+        ) from None
+    except ValueError as exc:  # e.g. "embedded null byte": the command cannot be passed
+        raise EnvironmentBuildError(
+            f"Building the environment{_for(skill)} failed: its command cannot be run ({exc}); "
+            "pass package names such as 'pypdf>=4'"
         ) from None
     if out.returncode == 0 and not out.timed_out and not out.cancelled:
         return

@@ -25,8 +25,9 @@ from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.paths import check_skill_name
 from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
@@ -74,6 +75,7 @@ def install_request(
         request_id=uuid.uuid4().hex,
         install=InstallInfo(packages=packages, target=str(env_dir), command=command),
         entries=entries,
+        environment=envdirs.environment_id(skill.base_dir),
     )
 
 
@@ -96,6 +98,11 @@ def prepare_env(
     (nothing installed) or EnvironmentBuildError (nothing half-built kept).
     """
     name = skill.name
+    try:  # a skill whose name is not one folder name gets nothing (core/paths.py)
+        check_skill_name(name, Path(skill.base_dir).name)
+    except SkillNameError as exc:
+        audit.refused(name, INSTALL_LABEL, "", exc)
+        raise
     own = skill_venv_python(skill.base_dir)
     if own is not None:
         return EnvReport(
@@ -105,6 +112,19 @@ def prepare_env(
             message=f"Skill {name!r} has its own venv ({own.parent.parent}), which runs its "
             "scripts before any managed environment: install what it lacks there",
         )
+    if requirements.refused:
+        # Before anyone is asked: a line that names no distribution would make the
+        # installer build something else (a folder, a URL) under that name.
+        first = requirements.refused[0]
+        more = len(requirements.refused) - 1
+        error = EnvironmentBuildError(
+            f"Nothing was installed for skill {name!r}: {first}"
+            + (f" ({more} more line{'s' if more != 1 else ''} refused)" if more else "")
+        )
+        audit.refused(
+            name, INSTALL_LABEL, " ".join(r.text[:80] for r in requirements.refused), error
+        )
+        raise error
     packages = tuple(p.spec for p in requirements.missing_packages)
     home = envdirs.skill_env_home(skill.base_dir)
     current = envbuild.current_env(home)
@@ -132,7 +152,11 @@ def prepare_env(
     tool, uv = envbuild.choose_installer(installer)
     env_dir = envbuild.new_env_dir(home, packages)
     commands = envbuild.planned_commands(env_dir, packages, tool, uv)
-    request = install_request(skill, packages, env_dir, commands[-1])
+    try:
+        request = install_request(skill, packages, env_dir, commands[-1])
+    except SkillMagicsError as exc:  # no fingerprint (folders too deep): refused, audited
+        audit.refused(name, INSTALL_LABEL, " ".join(packages), exc)
+        raise
     gate.decide(request, approver).raise_if_blocked()
     started = time.monotonic()
     preview = " ".join(packages)
@@ -175,6 +199,7 @@ def prepare_env(
         reason=f"installed with {built.installer} into {built.path}",
         duration_ms=built.duration_s * 1000,
     )
+    gate.environment_rebuilt(name, str(built.path))  # other packages run its code now
     return EnvReport(
         name,
         BUILT,

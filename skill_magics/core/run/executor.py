@@ -158,7 +158,10 @@ class PreparedRun:
     env: Mapping[str, str] = field(repr=False)
     cwd: Path  # the skill directory (realpath)
     timeout: float
-    arguments_preview: str
+    # What the audit shows as the arguments of a command (prepare_command); None for a
+    # script: worked out from payload and argv whenever a record is made, so a secret
+    # provided after prepare() (in the approval panel) is masked before the cut too.
+    label_preview: str | None
     argv: tuple[str, ...] = ()
     # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
     sandbox: SandboxProfile | None = None
@@ -168,6 +171,13 @@ class PreparedRun:
     def program(self) -> str:
         """The executable that will run (the resolved interpreter)."""
         return self.command[0]
+
+    @property
+    def arguments_preview(self) -> str:
+        """The audit's text for what the run was given (secrets masked, then cut)."""
+        if self.label_preview is not None:
+            return self.label_preview
+        return arguments_preview(None, self.argv, encoded=self.payload)
 
 
 @dataclass(frozen=True)
@@ -195,26 +205,6 @@ class _Boxed:
         data = self.profile.record(self.command.tmpdir)
         data["network"] = self.command.network
         return data
-
-
-class _RedactedOutput:
-    """An ``on_output`` that masks secret values in each stream before passing it on."""
-
-    def __init__(self, store: SecretStore, on_output: OnOutput) -> None:
-        self.on_output = on_output
-        self.streams = {"stdout": store.stream(), "stderr": store.stream()}
-
-    def __call__(self, stream: str, text: str) -> None:
-        redactor = self.streams.get(stream)
-        out = text if redactor is None else redactor.feed(text)
-        if out:
-            self.on_output(stream, out)
-
-    def flush(self) -> None:
-        for stream, redactor in self.streams.items():
-            rest = redactor.flush()
-            if rest:
-                self.on_output(stream, rest)
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -344,6 +334,8 @@ class ScriptExecutor:
         module: str | None = None,
     ) -> PreparedRun:
         limit = self.timeout if timeout is None else check_timeout(timeout)
+        # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
+        paths.check_skill_name(metadata.name, os.path.basename(os.path.abspath(skill_base_dir)))
         self._check_tools(metadata)
         plan = self._plan(script_path, skill_base_dir)
         script, spec, command = plan.script, plan.spec, plan.command
@@ -370,7 +362,7 @@ class ScriptExecutor:
             env=env,
             cwd=run_dir,
             timeout=limit,
-            arguments_preview=arguments_preview(None, argv_t, encoded=payload),
+            label_preview=None,
             argv=argv_t,
         )
 
@@ -420,6 +412,9 @@ class ScriptExecutor:
         started = time.monotonic()
         try:
             limit = self.timeout if timeout is None else check_timeout(timeout)
+            paths.check_skill_name(
+                skill_metadata.name, os.path.basename(os.path.abspath(skill_base_dir))
+            )
             command = normalize_argv(argv)
             if not command or not os.path.isabs(command[0]):
                 raise InterpreterNotFoundError(
@@ -447,7 +442,7 @@ class ScriptExecutor:
             env=self._env(skill_metadata, os.path.abspath(skill_base_dir)),
             cwd=real_base,
             timeout=limit,
-            arguments_preview=arguments_preview,
+            label_preview=arguments_preview,
             argv=command[1:],
         )
         try:
@@ -681,11 +676,9 @@ class ScriptExecutor:
             self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
             raise
         shown = None if boxed is None else boxed.record
-        redacting = len(self.secrets) > 0
-        streams = None
-        if redacting and on_output is not None:
-            streams = _RedactedOutput(self.secrets, on_output)
-            on_output = streams
+        # No secret value leaves a run, wherever a script printed it: both streams are
+        # redacted as they are read, before the output cap and before on_output sees them.
+        masks = self.secrets.masks() if len(self.secrets) else None
         try:
             outcome = run_process(
                 command,
@@ -696,6 +689,7 @@ class ScriptExecutor:
                 max_output_size=self.max_output_size,
                 on_output=on_output,
                 cancel=cancel,
+                masks=masks,
             )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
@@ -710,10 +704,7 @@ class ScriptExecutor:
                 sandbox=shown,
             )
             raise
-        finally:
-            if streams is not None:
-                streams.flush()
-        return self._finish(prepared, outcome, boxed=boxed, redact=redacting)
+        return self._finish(prepared, outcome, boxed=boxed)
 
     def _isolated_command(
         self, prepared: PreparedRun
@@ -763,13 +754,9 @@ class ScriptExecutor:
         out: ProcessOutcome,
         *,
         boxed: _Boxed | None = None,
-        redact: bool = False,
     ) -> ScriptExecutionResult:
         rel = prepared.script_rel.as_posix()
-        stdout, stderr = out.stdout.text, out.stderr.text
-        if redact:  # no secret value leaves a run, wherever a script printed it
-            stdout = self.secrets.redact(stdout, cut=out.stdout.truncated)
-            stderr = self.secrets.redact(stderr, cut=out.stderr.truncated)
+        stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
         sandboxed = boxed is not None and boxed.command is not None
         if sandboxed and not out.timed_out and not out.cancelled:

@@ -24,11 +24,13 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.errors import (
@@ -45,6 +47,7 @@ from skill_magics.core.run.approval import (
     ApprovalRequest,
     Approver,
     Decision,
+    SkillInstallInfo,
     code_approval_hash,
     coerce_decision,
     combine_requests,
@@ -53,6 +56,7 @@ from skill_magics.core.run.approval import (
     no_weaker_within,
 )
 from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.sources.lock import folder_files, tree_digest
 from skill_magics.core.status import AuditOutcome, RunStatus
 
 if TYPE_CHECKING:
@@ -237,7 +241,9 @@ class ApprovalGate:
                 return current
         if decision is Decision.YES_IN_SESSION:
             for part in request.requests:  # each skill at its own fingerprint
-                self.store.approve(part.skill_name, part.content_hash, part.sandbox)
+                self.store.approve(
+                    part.skill_name, part.content_hash, part.sandbox, part.environment
+                )
         if by != SESSION:
             self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")
         return Verdict(decision=decision, by=by)
@@ -252,25 +258,44 @@ class ApprovalGate:
         concurrent tool call) do not, when the request knows what its fingerprint was made
         of (``request.entries``); without that, any change makes it stale.
         """
-        for part in request.requests:
-            try:
-                base = self.catalog.get_skill(part.skill_name).base_dir
+        return all(self._part_current(part)[0] for part in request.requests)
+
+    def watch(self, request: ApprovalRequest) -> CodeWatch:
+        """A :class:`CodeWatch` for ``request``: ``is_current``, cheap to ask before every
+        item of a batch."""
+        return CodeWatch(self, request)
+
+    def _part_current(
+        self, part: ApprovalRequest, *, snapshot: bool = False
+    ) -> tuple[bool, fingerprint.StatSnapshot | None]:
+        """is_current for one skill's request, and (``snapshot``) a StatSnapshot of the
+        files it was decided on."""
+        if part.skill_install is not None:  # skill files to install: the staged copy
+            return staged_is_current(part.skill_install), None
+        snap = None
+        try:
+            base = self.catalog.get_skill(part.skill_name).base_dir
+            if snapshot:
+                entries, snap = fingerprint.skill_snapshot(base)
+            else:
                 entries = fingerprint.skill_entries(base)
-            except (SkillMagicsError, OSError):
-                return False
-            now = fingerprint.fingerprint_of(entries)
-            if part.code is not None:
-                now = code_approval_hash(now, part.code)
-            elif part.install is not None and not part.scripts:
-                now = install_approval_hash(now, part.install.packages)
-            if now == part.content_hash:
-                continue
-            if part.entries is None:
-                return False
-            changed = fingerprint.changed_entries(dict(part.entries), entries)
-            if any(fingerprint.is_code(base, rel) for rel in changed):
-                return False
-        return True
+        except (SkillMagicsError, OSError):
+            return False, None
+        if envdirs.environment_id(base) != part.environment:
+            return False, None  # the managed environment was rebuilt: other code would run
+        now = fingerprint.fingerprint_of(entries)
+        if part.code is not None:
+            now = code_approval_hash(now, part.code)
+        elif part.install is not None and not part.scripts:
+            now = install_approval_hash(now, part.install.packages)
+        if now == part.content_hash:
+            return True, snap
+        if part.entries is None:
+            return False, None
+        changed = fingerprint.changed_entries(dict(part.entries), entries)
+        if any(fingerprint.is_code(base, rel) for rel in changed):
+            return False, None
+        return True, snap
 
     def check_current(self, request: ApprovalRequest) -> Verdict:
         """ALLOWED, or REFUSED (audited per script) when the files changed since ``request``
@@ -285,6 +310,20 @@ class ApprovalGate:
         self.audit_decision(request, AuditOutcome.REFUSED, f"ApprovalStale: {message}")
         return Verdict(RunStatus.REFUSED, message)
 
+    def environment_rebuilt(self, skill_name: str, where: str) -> None:
+        """A new managed environment of ``skill_name`` was published: its "Yes in session"
+        ends (other packages run its code now), audited as ``approval_lapsed``. A rebuild by
+        another process ends it too: the request's ``environment`` no longer matches."""
+        if self.store.revoke(skill_name):
+            self.audit.event(
+                skill_name,
+                INSTALL_LABEL,
+                None,
+                AuditOutcome.APPROVAL_LAPSED,
+                reason=f"the skill's environment was rebuilt ({where}): the session approval "
+                "lapsed; the next run asks again",
+            )
+
     # -- auditing ----------------------------------------------------------------------------
 
     def audit_decision(self, request: ApprovalRequest, outcome: AuditOutcome, reason: str) -> None:
@@ -292,6 +331,10 @@ class ApprovalGate:
         for part in request.requests:
             if part.code is not None:
                 scripts, preview = [CODE_LABEL], code_preview(part.code)
+            elif part.skill_install is not None:
+                info = part.skill_install
+                at = f" at {info.commit}" if info.commit else ""
+                scripts, preview = [INSTALL_LABEL], f"{info.action} from {info.source}{at}"
             elif part.install is not None and not part.scripts:
                 scripts, preview = [INSTALL_LABEL], " ".join(part.install.packages)
             else:
@@ -339,12 +382,18 @@ class ApprovalGate:
         skipped_before = fingerprint.skipped_entries(skill.base_dir)
 
         def finish() -> None:
-            after = fingerprint.skill_entries(skill.base_dir)
-            changed = fingerprint.changed_entries(before, after)
-            changed += fingerprint.changed_entries(
-                skipped_before, fingerprint.skipped_entries(skill.base_dir)
-            )
-            code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
+            try:
+                after = fingerprint.skill_entries(skill.base_dir)
+            except (SkillMagicsError, OSError) as exc:
+                # The files cannot be compared any more (the run nested folders deeper than
+                # the fingerprint walks): fail closed, as for a change of code.
+                after, code = {}, [f"the whole skill: {exc}"]
+            else:
+                changed = fingerprint.changed_entries(before, after)
+                changed += fingerprint.changed_entries(
+                    skipped_before, fingerprint.skipped_entries(skill.base_dir)
+                )
+                code = [rel for rel in changed if fingerprint.is_code(skill.base_dir, rel)]
             if not code:
                 self.store.rebase(name, before_hash, fingerprint.fingerprint_of(after))
                 return
@@ -363,14 +412,73 @@ class ApprovalGate:
         return finish
 
 
+class CodeWatch:
+    """Is the code a request showed still its skills' code? Asked before EVERY item of a
+    batch (docs/architecture.md, *Batch runs*), so it must be cheap:
+
+    - fast path: nothing the last full check looked at moved (``StatSnapshot.unchanged``:
+      one stat per folder, file and link target; no listing, no reading);
+    - otherwise the full ``is_current`` check (a walk; only files whose identity changed
+      are hashed again), which also takes the next snapshot.
+
+    Once stale, always stale. Thread-safe: concurrent items share one answer.
+    """
+
+    def __init__(self, gate: ApprovalGate, request: ApprovalRequest) -> None:
+        self.gate = gate
+        self.request = request
+        self._snapshots: dict[int, fingerprint.StatSnapshot] = {}
+        self._stale = False
+        self._lock = threading.Lock()
+        self.full_checks = 0  # how many times the fast path could not answer (for benches)
+
+    def current(self) -> bool:
+        with self._lock:
+            if self._stale:
+                return False
+            for i, part in enumerate(self.request.requests):
+                snap = self._snapshots.get(i)
+                if snap is not None and snap.unchanged() and self._same_environment(part):
+                    continue
+                self.full_checks += 1
+                ok, snap = self.gate._part_current(part, snapshot=True)
+                if not ok or snap is None:
+                    self._stale = True
+                    self._snapshots.clear()
+                    return False
+                self._snapshots[i] = snap
+            return True
+
+    def _same_environment(self, part: ApprovalRequest) -> bool:
+        """A rebuilt managed environment (outside the skill folder, so outside the snapshot)
+        is other code: one readlink, as cheap as the snapshot."""
+        try:
+            base = self.gate.catalog.get_skill(part.skill_name).base_dir
+        except SkillMagicsError:
+            return False
+        return envdirs.environment_id(base) == part.environment
+
+
 def describe(request: ApprovalRequest) -> str:
     """``skill (scripts/a.py, scripts/b.py)`` for messages."""
+    installs = [p.skill_install for p in request.requests if p.skill_install is not None]
+    if installs and not request.scripts:
+        first = installs[0]
+        return f"{request.skill_name} (an {first.action} of skill files from {first.source})"
     paths = ", ".join(s.path for s in request.scripts) or (
         "an install of " + ", ".join(request.install.packages)
         if request.install is not None and request.code is None
         else "Python code"
     )
     return f"{request.skill_name} ({paths})"
+
+
+def staged_is_current(info: SkillInstallInfo) -> bool:
+    """Are the staged skill files still the ones the request showed (same tree digest)?"""
+    if not info.staged:
+        return False
+    files, other = folder_files(Path(info.staged))
+    return not other and tree_digest(list(files.values())) == info.tree
 
 
 def _refuse_unattended(request: ApprovalRequest) -> Decision:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import fingerprint
+from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillCatalog
@@ -42,6 +42,7 @@ from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
+    ProvenanceInfo,
     SandboxInfo,
     ScopeInfo,
     ScriptToApprove,
@@ -51,6 +52,7 @@ from skill_magics.core.run.approval import (
 from skill_magics.core.run.executor import PreparedRun, ScriptExecutor
 from skill_magics.core.run.payload import normalize_argv
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.sources.lock import skill_lock_status
 from skill_magics.core.status import RunStatus
 
 
@@ -336,7 +338,7 @@ class Planner:
                     missing=tuple(missing_for(s.path.as_posix())),
                 )
             )
-        entries = fingerprint.skill_entries(skill.base_dir)
+        entries = self._entries(skill, scripts, arguments, argv_t, code)
         content_hash = fingerprint.fingerprint_of(entries)  # == skill.content_hash()
         if code is not None:
             # "Yes in session" for code approves this exact code again, never other code or
@@ -353,7 +355,39 @@ class Planner:
             entries=entries,
             sandbox=_sandbox_info(prepared),
             secrets=self._secrets_info(skill_name, prepared),
+            environment=envdirs.environment_id(skill.base_dir),
+            provenance=provenance_info(skill.base_dir),
         )
+
+    def _entries(
+        self,
+        skill: Skill,
+        scripts: Sequence[ScriptMetadata],
+        arguments: Any,
+        argv: tuple[str, ...],
+        code: str | None,
+    ) -> dict[str, str]:
+        """What the skill's fingerprint is made of; a skill the fingerprint cannot cover
+        (folders nested deeper than fingerprint.MAX_DEPTH) is refused here, audited once
+        per script, before anyone is asked and before anything runs."""
+        started = time.monotonic()
+        try:
+            return fingerprint.skill_entries(skill.base_dir)
+        except SkillMagicsError as exc:
+            if code is not None:
+                shown = [(CODE_LABEL, code_preview(code))]
+            else:
+                preview = arguments_preview(arguments, argv)
+                shown = [(s.path.as_posix(), preview) for s in scripts] or [("", preview)]
+            for script, preview in shown:
+                self._audit().refused(
+                    skill.name,
+                    script,
+                    preview,
+                    exc,
+                    duration_ms=(time.monotonic() - started) * 1000,
+                )
+            raise
 
     def _secrets_info(
         self, skill_name: str, prepared: Sequence[PreparedRun | None] | None
@@ -436,6 +470,16 @@ def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]
         head = head[: head.rfind(b"\n") + 1] or head
     text = head.decode("utf-8", "replace").replace("\r\n", "\n")
     return text, lines, size
+
+
+def provenance_info(base_dir: Path) -> ProvenanceInfo | None:
+    """An installed skill's source and whether its files still match its skills-lock.json
+    (None: no lock describes it)."""
+    status = skill_lock_status(base_dir)
+    if status is None:
+        return None
+    locked = status.locked
+    return ProvenanceInfo(locked.origin, locked.commit or "", str(status.lock), status.changes)
 
 
 def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:

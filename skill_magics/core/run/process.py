@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from skill_magics.core.secrets import Masks
+
 logger = logging.getLogger("skill_magics.executor")
 
 GRACE_S = 0.05  # SIGTERM -> SIGKILL: a script that ignores SIGTERM still dies within 100 ms
@@ -65,6 +67,11 @@ class StreamCapture:
 
     An incremental decoder carries a multibyte character split across reads over to the next
     read; invalid bytes become U+FFFD; ``\\r\\n`` is kept as written.
+
+    With ``masks`` (the run's secret values), the text is redacted BEFORE the cap cuts it:
+    decoded text goes through a :class:`StreamRedactor`, and the cap applies to what comes
+    out, so a value straddling the cap is masked whole, never kept as a head. Past the cap,
+    decoding goes on only until the redactor has settled the text up to it.
     """
 
     name: str
@@ -73,15 +80,19 @@ class StreamCapture:
     total_bytes: int = 0
     truncated: bool = False
     pieces: list[str] = field(default_factory=list)
+    masks: Masks | None = None
 
     def __post_init__(self) -> None:
         self._decoder = _UTF8_DECODER(errors="replace")
+        self._redactor = self.masks.stream() if self.masks else None
 
     def feed(self, data: bytes) -> str:
         """Account for ``data``; return the newly decoded text that was kept ('' past the cap)."""
         self.total_bytes += len(data)
         if self.truncated:
             return ""
+        if self._redactor is not None:
+            return self._keep(self._redactor.feed(self._decoder.decode(data)))
         room = self.cap - self.kept_bytes
         if len(data) > room:
             # Cut at the cap. Bytes of a character straddling the cut stay in the decoder and
@@ -94,11 +105,28 @@ class StreamCapture:
             self.pieces.append(text)
         return text
 
+    def _keep(self, text: str) -> str:
+        """Keep redacted ``text`` up to the cap (cut at a character boundary)."""
+        if not text:
+            return ""
+        data = text.encode("utf-8", "surrogatepass")
+        room = self.cap - self.kept_bytes
+        if len(data) > room:
+            text = data[:room].decode("utf-8", "ignore")
+            data = text.encode("utf-8", "surrogatepass")
+            self.truncated = True
+        self.kept_bytes += len(data)
+        if text:
+            self.pieces.append(text)
+        return text
+
     def finish(self) -> str:
         """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
         if self.truncated:
             return ""
         text = self._decoder.decode(b"", final=True)
+        if self._redactor is not None:
+            return self._keep(self._redactor.feed(text) + self._redactor.flush())
         if text:
             self.pieces.append(text)
         return text
@@ -292,6 +320,7 @@ class _Loop:
         payload: bytes | None,
         max_output_size: int,
         on_output: OnOutput | None,
+        masks: Masks | None = None,
     ) -> None:
         self.proc = proc
         # poll() when there is one (select() is limited to fds < 1024), else the default.
@@ -300,8 +329,8 @@ class _Loop:
             if hasattr(selectors, "PollSelector")
             else selectors.DefaultSelector()  # pragma: no cover
         )
-        self.stdout = StreamCapture("stdout", max_output_size)
-        self.stderr = StreamCapture("stderr", max_output_size)
+        self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
+        self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
         self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
         self.on_output = on_output
         self.exited = False
@@ -464,8 +493,12 @@ def run_process(
     max_output_size: int,
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
+    masks: Masks | None = None,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
+
+    ``masks``: secret values to redact from both streams before the cap cuts them and
+    before ``on_output`` sees them (:class:`StreamCapture`).
 
     Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
     BaseException) kills the whole group before it propagates.
@@ -490,7 +523,7 @@ def run_process(
     tree = _Descendants(proc.pid, pgid, start)
     timed_out = cancelled = False
     try:
-        loop = _Loop(proc, payload, max_output_size, on_output)
+        loop = _Loop(proc, payload, max_output_size, on_output, masks)
         deadline = start + timeout
         while loop.readers or not loop.exited:
             now = time.monotonic()

@@ -14,6 +14,17 @@ timeout, output caps and minimal environment.
 Skills that cannot travel are refused before anything is asked to run: a skill with its own
 ``venv/`` (an installed environment is tied to its machine), symlinks or special files.
 
+Where copies live (docs/architecture.md, *Batch runs*): ``$TMPDIR/skill-magics-shipped-<uid>/
+<digest>/<folder>``, where ``<digest>`` hashes the packed files and ``<folder>`` is the skill
+folder's own last component; the skill's *name* never becomes a path. The per-user root, the
+digest folder and the copy are created private (0700, whatever the umask) and trusted only
+while they are real folders (never followed through a symlink) owned by this user with no
+group/other write, checked from the root down before every item; a copy that fails is moved
+aside and unpacked again, a root that fails refuses the item. A copy is unpacked into a fresh
+private folder and renamed into place in one step, member by member with our own checks
+(plain relative paths, regular files only; nothing relies on ``tarfile``'s extraction
+filters, which older Pythons lack).
+
 Example:
     >>> bundle = SkillBundle.pack(skill.base_dir, skill.name, approved_hash)
     >>> copy = bundle.unpack()            # on the worker; raises ShippedSkillMismatch
@@ -21,22 +32,25 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
 import shutil
 import socket
+import stat
 import tarfile
 import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from skill_magics.core import fingerprint
+from skill_magics.core import fingerprint, paths
 from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.catalog.discovery import SkillCatalog
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
@@ -44,11 +58,27 @@ from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.status import RunStatus
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a skill folder bigger than this is data, not a skill
-SHIP_DIR_NAME = "skill-magics-shipped"  # under the worker's temp directory
+SHIP_DIR_NAME = "skill-magics-shipped"  # + "-<uid>", under the worker's temp directory
+DEFAULT_FOLDER = "skill"  # a copy's folder when the skill's own folder name cannot be one
+
+# Ownership checks need POSIX owners and O_NOFOLLOW; elsewhere (Windows) the temp folder is
+# per user already and copies are only checked by fingerprint.
+_OWNERS = hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 class ShippedSkillMismatch(PathSecurityError):
     """A worker's copy of a skill does not have the fingerprint that was approved."""
+
+
+class ShipAreaError(PathSecurityError):
+    """The worker's shipping folder cannot be trusted (another user's, a symlink, or in a
+    temp folder others may rename things in): nothing runs from it."""
 
 
 class CancelSignal(Protocol):
@@ -102,11 +132,16 @@ class SkillBundle:
     portable: str
     approved: str
     entries: tuple[tuple[str, str], ...] = ()  # the portable entries packed (path, digest)
+    folder: str = DEFAULT_FOLDER  # the skill folder's last component (the copy's folder)
 
     @classmethod
     def pack(cls, base: str | os.PathLike[str], name: str, approved: str | None) -> SkillBundle:
         """Pack the skill at ``base``; ``approved`` None: the caller decided (no approval)."""
         base = os.path.realpath(base)
+        folder = os.path.basename(base)
+        paths.check_skill_name(name, folder)  # refused here too, not only by the planner
+        if paths.folder_name_problem(folder) is not None:
+            folder = DEFAULT_FOLDER
         entries = fingerprint.skill_entries(base)
         if approved is not None and fingerprint.fingerprint_of(entries) != approved:
             raise ApprovalStale(
@@ -129,7 +164,7 @@ class SkillBundle:
         with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
             for rel in entries:
                 path = os.path.join(base, rel)
-                info = tar.gettarinfo(path, arcname=f"{name}/{rel}")
+                info = tar.gettarinfo(path, arcname=rel)
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""
                 total += info.size
@@ -153,23 +188,43 @@ class SkillBundle:
             fingerprint.fingerprint_of(now),
             approved or "",
             tuple(now.items()),
+            folder,
         )
 
     @property
     def digest(self) -> str:
-        return self.portable[:24]
+        """The copy's folder under the shipping root: the packed files and the folder name
+        (never the skill's name, which its author chose)."""
+        text = f"{self.portable}\0{self.folder}".encode("utf-8", "surrogateescape")
+        return hashlib.sha256(text).hexdigest()[:24]
 
     def location(self) -> Path:
-        """Where this process keeps its copy: ``$TMPDIR/skill-magics-shipped/<digest>/<name>``."""
-        return Path(tempfile.gettempdir()) / SHIP_DIR_NAME / self.digest / self.name
+        """Where this process keeps its copy: ``<ship_root()>/<digest>/<folder>``."""
+        folder = self.folder if paths.folder_name_problem(self.folder) is None else DEFAULT_FOLDER
+        return ship_root() / self.digest / folder
 
     def unpack(self) -> Path:
         """This process's verified copy (unpacked on first use); raises ShippedSkillMismatch
-        when the copy does not have the packed fingerprint."""
+        when the copy does not have the packed fingerprint, ShipAreaError when the shipping
+        folder cannot be trusted."""
         target = self.location()
         with _UNPACK_LOCK:
-            if not target.exists():
+            try:
+                _private_parents(target)
+            except OSError as exc:  # e.g. a temp folder this user may not write in
+                raise ShipAreaError(
+                    f"The shipping folder {target.parent.parent} cannot be made ({exc}): "
+                    "nothing ran; point TMPDIR at a folder of this user"
+                ) from exc
+            if not _trusted_copy(target):
+                _discard(target)  # another user's, loose, a symlink: never used
                 self._extract(target)
+                if not _trusted_copy(target):
+                    raise ShipAreaError(
+                        f"The copy of skill {self.name!r} at {target} is not a private folder "
+                        "of this user and could not be replaced: nothing ran; remove it, or "
+                        "point TMPDIR at a private folder"
+                    )
         try:
             self.verify(target)
         except ShippedSkillMismatch:
@@ -203,35 +258,281 @@ class SkillBundle:
             )
 
     def _extract(self, target: Path) -> None:
+        """Unpack into a fresh private folder next to ``target``, then rename it into place."""
         parent = target.parent
-        parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=parent))
         try:
-            with tarfile.open(fileobj=io.BytesIO(self.data), mode="r:gz") as tar:
-                # The "data" filter refuses absolute paths, "..", links out and devices.
-                tar.extractall(staging, filter="data")
-            os.replace(staging / self.name, target)
-        except FileExistsError:
-            pass  # another process of this machine unpacked it first
+            staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=parent))
         except OSError as exc:
-            if not target.exists():
-                raise SkillMagicsError(
-                    f"Could not unpack skill {self.name!r} into {parent}: {exc}; check the "
-                    "worker's temp directory"
-                ) from exc
+            raise SkillMagicsError(
+                f"Could not unpack skill {self.name!r} into {parent}: {exc}; check the "
+                "worker's temp directory"
+            ) from exc
+        try:
+            os.chmod(staging, 0o700)  # whatever the umask
+            _unpack_members(self.data, staging, self.name)
+            try:
+                os.rename(staging, target)  # atomic: the copy appears whole or not at all
+            except OSError as exc:
+                # Another process of this user unpacked it first (a full folder is there):
+                # the caller checks whatever is there before using it.
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                    raise SkillMagicsError(
+                        f"Could not unpack skill {self.name!r} into {parent}: {exc}; check "
+                        "the worker's temp directory"
+                    ) from exc
+            else:
+                _remember_trusted(target)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
 
 
 _UNPACK_LOCK = threading.Lock()
 
 
+def ship_root() -> Path:
+    """This user's shipping folder on this machine: ``$TMPDIR/skill-magics-shipped-<uid>``
+    (one per user, so another user's folder is never even looked at)."""
+    name = f"{SHIP_DIR_NAME}-{os.geteuid()}" if hasattr(os, "geteuid") else SHIP_DIR_NAME
+    return Path(tempfile.gettempdir()) / name
+
+
+def _owned_private(st: os.stat_result) -> bool:
+    """Owned by this user, and nobody else may write to it."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _open_private_dir(name: str, dir_fd: int | None, create: bool) -> tuple[int, bool]:
+    """(fd, trusted) of the folder ``name`` (relative to ``dir_fd``), created private when
+    missing and ``create``. Never follows a symlink; ``trusted``: a folder owned by this user
+    with no group/other write. FileNotFoundError when missing and not ``create``."""
+    created = False
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+            created = True
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            return -1, False  # a symlink or a file where a folder should be
+        raise
+    st = os.fstat(fd)
+    if created and st.st_uid == os.geteuid():
+        os.fchmod(fd, 0o700)  # mkdir's mode went through the umask
+        return fd, True
+    return fd, _owned_private(st)
+
+
+def _private_parents(target: Path) -> None:
+    """Make sure the shipping root and the digest folder above ``target`` are this user's
+    private folders: the root is created 0700 (refused when it is not ours), the digest
+    folder is created 0700, or replaced when it is not ours."""
+    root = target.parent.parent
+    if not _OWNERS:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return
+    _check_temp_parent(root.parent)
+    fd, trusted = _open_private_dir(os.fspath(root), None, create=True)
+    try:
+        if not trusted:
+            raise ShipAreaError(
+                f"The shipping folder {root} is not a private folder of this user (another "
+                "user's, writable by others, or a symlink): nothing ran; remove it, or point "
+                "TMPDIR at a private folder"
+            )
+        digest = target.parent.name
+        sub, sub_trusted = _open_private_dir(digest, fd, create=True)
+        if sub >= 0:
+            os.close(sub)
+        if not sub_trusted:
+            _discard(target.parent)
+            sub, sub_trusted = _open_private_dir(digest, fd, create=True)
+            if sub >= 0:
+                os.close(sub)
+            if not sub_trusted:
+                raise ShipAreaError(
+                    f"The shipping folder {target.parent} is not a private folder of this "
+                    "user and could not be replaced: nothing ran; remove it"
+                )
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _check_temp_parent(folder: Path) -> None:
+    """Refuse a temp folder where others may rename our root away (writable by them without
+    the sticky bit that /tmp has)."""
+    try:
+        st = os.stat(folder)
+    except OSError as exc:
+        raise SkillMagicsError(
+            f"The worker's temp folder {folder} cannot be used ({exc}): set TMPDIR to a "
+            "folder of this user"
+        ) from exc
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        raise ShipAreaError(
+            f"The worker's temp folder {folder} is writable by other users and has no sticky "
+            "bit, so they could swap a shipped skill: nothing ran; set TMPDIR to a private "
+            "folder"
+        )
+
+
+# Copies this process checked in full (or unpacked itself): path -> (dev, inode) of the
+# folder. A private root keeps everyone else out, so one full check per copy is enough.
+_TRUSTED: dict[str, tuple[int, int]] = {}
+
+
+def _remember_trusted(copy: Path) -> None:
+    try:
+        st = os.lstat(copy)
+    except OSError:
+        return
+    if len(_TRUSTED) > 256:
+        _TRUSTED.clear()
+    _TRUSTED[os.fspath(copy)] = (st.st_dev, st.st_ino)
+
+
+def _trusted_copy(copy: Path) -> bool:
+    """Is ``copy`` a folder (not a symlink) owned by this user with no group/other write,
+    and so is everything in it? False when it is missing."""
+    if not _OWNERS:
+        return copy.is_dir() and not copy.is_symlink()
+    try:
+        fd = os.open(copy, _DIR_FLAGS)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False  # a symlink or a file: replaced
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if not _owned_private(st):
+        return False
+    key = os.fspath(copy)
+    if _TRUSTED.get(key) == (st.st_dev, st.st_ino):
+        return True
+    if not _tree_private(key):
+        return False
+    _TRUSTED[key] = (st.st_dev, st.st_ino)
+    return True
+
+
+def _tree_private(top: str) -> bool:
+    """Is every entry under ``top`` owned by this user, and (symlinks aside, whose mode means
+    nothing) not writable by group or others?"""
+    uid = os.geteuid()
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_uid != uid:
+                        return False
+                    if stat.S_ISLNK(st.st_mode):
+                        continue
+                    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                        return False
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+        except OSError:
+            return False
+    return True
+
+
+def _unpack_members(data: bytes, dest: Path, name: str) -> None:
+    """Write the bundle's files under ``dest`` (a fresh private folder): plain relative paths
+    and regular files only, created exclusively (never through a link), 0600 or 0700."""
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_BINARY", 0)
+    )
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:
+                parts = _member_parts(member.name)
+                if parts is None or not member.isreg():
+                    raise ShippedSkillMismatch(
+                        f"The bundle of skill {name!r} holds {member.name!r}, which is not a "
+                        "plain file inside the skill: refused, nothing was unpacked"
+                    )
+                total += member.size
+                if total > MAX_BUNDLE_BYTES:
+                    raise ShippedSkillMismatch(
+                        f"The bundle of skill {name!r} unpacks to more than "
+                        f"{MAX_BUNDLE_BYTES >> 20} MiB: refused"
+                    )
+                folder = dest
+                for part in parts[:-1]:
+                    folder = folder / part
+                    try:
+                        os.mkdir(folder, 0o700)
+                    except FileExistsError:
+                        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                            raise
+                source = tar.extractfile(member)
+                if source is None:  # not a regular file after all
+                    raise ShippedSkillMismatch(
+                        f"The bundle of skill {name!r} holds {member.name!r}, which cannot be "
+                        "read as a file: refused"
+                    )
+                mode = 0o700 if member.mode & 0o111 else 0o600
+                fd = os.open(folder / parts[-1], flags, mode)
+                with os.fdopen(fd, "wb") as out:
+                    if hasattr(os, "fchmod"):
+                        os.fchmod(fd, mode)  # whatever the umask
+                    shutil.copyfileobj(source, out, 1 << 20)
+                os.utime(folder / parts[-1], (member.mtime, member.mtime))
+            for sub, dirs, _ in os.walk(dest):
+                for d in dirs:
+                    os.chmod(os.path.join(sub, d), 0o700)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        if isinstance(exc, SkillMagicsError):
+            raise
+        raise ShippedSkillMismatch(
+            f"The bundle of skill {name!r} could not be unpacked ({exc}): refused"
+        ) from exc
+
+
+def _member_parts(member: str) -> tuple[str, ...] | None:
+    """The parts of a member's path when it is a plain relative path, else None."""
+    if not member or member.startswith("/") or "\\" in member or "\0" in member:
+        return None
+    parts = tuple(member.split("/"))
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    return parts
+
+
 def _discard(copy: Path) -> None:
+    """Move ``copy`` aside (one rename in our own folder) and remove it; a symlink is
+    removed, never followed."""
+    try:
+        st = os.lstat(copy)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        try:
+            os.unlink(copy)
+        except OSError:
+            pass
+        return
     aside = copy.with_name(f".rejected-{uuid.uuid4().hex}")
     try:
         os.replace(copy, aside)
     except OSError:
         return
+    _TRUSTED.pop(os.fspath(copy), None)
     shutil.rmtree(aside, ignore_errors=True)
 
 

@@ -1,7 +1,9 @@
 """Session approvals: skill name -> the fingerprint approved with "Yes in session".
 
 An approval also remembers the sandbox the approved run had: it covers later runs only when
-they are confined no less (``approval.no_weaker``), so turning the sandbox off asks again.
+they are confined no less (``approval.no_weaker``), so turning the sandbox off asks again;
+and the managed environment the scripts ran with (``ApprovalRequest.environment``): after a
+rebuild the next run asks again.
 
 Only the gate (gate.py) writes here; ``%skills approvals`` and ``%skills revoke`` read and
 forget entries.
@@ -27,6 +29,7 @@ class ApprovalStore:
         self._lock = threading.Lock()
         self._approved: dict[str, str] = {}
         self._sandbox: dict[str, SandboxInfo | None] = {}  # the isolation approved with it
+        self._environment: dict[str, str] = {}  # the managed environment approved with it
 
     def is_approved(self, skill_name: str, content_hash: str) -> bool:
         with self._lock:
@@ -38,17 +41,24 @@ class ApprovalStore:
             return all(
                 self._approved.get(part.skill_name) == part.content_hash
                 and no_weaker(part.sandbox, self._sandbox.get(part.skill_name))
+                and self._environment.get(part.skill_name, "") == part.environment
                 for part in request.requests
             )
 
     def approve(
-        self, skill_name: str, content_hash: str, sandbox: SandboxInfo | None = None
+        self,
+        skill_name: str,
+        content_hash: str,
+        sandbox: SandboxInfo | None = None,
+        environment: str = "",
     ) -> None:
         """Remember "Yes in session" for ``skill_name`` at ``content_hash``, for runs confined
-        at least as much as ``sandbox`` (None: the run had no sandbox)."""
+        at least as much as ``sandbox`` (None: the run had no sandbox) with the managed
+        ``environment`` ("" for none)."""
         with self._lock:
             self._approved[skill_name] = content_hash
             self._sandbox[skill_name] = sandbox
+            self._environment[skill_name] = environment
 
     def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
         """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
@@ -66,12 +76,14 @@ class ApprovalStore:
             if content_hash is not None and self._approved.get(skill_name) != content_hash:
                 return False
             self._sandbox.pop(skill_name, None)
+            self._environment.pop(skill_name, None)
             return self._approved.pop(skill_name, None) is not None
 
     def clear(self) -> None:
         with self._lock:
             self._approved.clear()
             self._sandbox.clear()
+            self._environment.clear()
 
     def approvals(self) -> dict[str, str]:
         """A copy of skill name -> approved content hash."""

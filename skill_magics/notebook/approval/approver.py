@@ -6,8 +6,9 @@ remembers "Yes in session". This module only *asks*:
 
 - configuration first: ``require_approval = False`` or ``auto_approve`` answer alone;
 - then by the wait strategy (``waiting.choose``, the one place it is chosen): headless and
-  no-frontend runs are unavailable, a terminal gets an ``input()`` prompt, a notebook gets the
-  panel (panel.py) and waits for a click by awaiting, on a thread, or by pumping;
+  no-frontend runs are unavailable, a terminal gets an ``input()`` prompt (so does a notebook
+  with ``approval_ui = "stdin"``: its input box), a notebook gets the panel (panel.py) and
+  waits for a click by awaiting, on a thread, or by pumping;
 - a cell that cannot wait (or stopped waiting) leaves the question open when the caller takes
   a pending answer (``pending_ok``: %%skillrun returns a pending result a later click fills),
   else the approval is unavailable.
@@ -108,8 +109,9 @@ class NotebookApprover:
         if strategy is Strategy.UNAVAILABLE:
             why = "there is no frontend for buttons and stdin is not a terminal"
             raise ApprovalUnavailable(unavailable_message(names, why))
-        if strategy is Strategy.TERMINAL:
-            answer = self._ask_terminal(request)
+        if strategy in (Strategy.TERMINAL, Strategy.STDIN):
+            by = "terminal input()" if strategy is Strategy.TERMINAL else "notebook stdin prompt"
+            answer = self._ask_terminal(request, by)
             if answer.decision is not Decision.NO:
                 self._ask_secrets_terminal(request)
             return answer
@@ -222,7 +224,7 @@ class NotebookApprover:
                     print(problem)
 
     @staticmethod
-    def _ask_terminal(request: ApprovalRequest) -> Answer:
+    def _ask_terminal(request: ApprovalRequest, by: str) -> Answer:
         from skill_magics.notebook.approval.panel import summary_text
 
         try:
@@ -232,12 +234,12 @@ class NotebookApprover:
         except KeyboardInterrupt:  # Ctrl-C at the prompt: nothing runs
             raise RunInterrupted(PROMPT_INTERRUPTED) from None
         except EOFError:  # Ctrl-D: the person ended the question
-            return Answer(Decision.NO, "terminal input() (end of input)")
+            return Answer(Decision.NO, f"{by} (end of input)")
         except OSError:
             raise ApprovalUnavailable(
                 unavailable_message(request.skill_names, "stdin is closed")
             ) from None
-        return Answer(coerce_decision(answer), "terminal input()")
+        return Answer(coerce_decision(answer), by)
 
 
 def _update_quietly(handle: Any, obj: Any) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 import threading
 import time
@@ -30,7 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
-from skill_magics.core.visible import visible
+from skill_magics.core.secrets import cut_known, redact_known
+from skill_magics.core.visible import mark_non_ascii, visible
+from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
 _BUTTON_STYLES = {
@@ -43,13 +46,15 @@ PREVIEW_LINES = 12
 
 
 def arguments_text(arguments: Any, limit: int = ARGUMENTS_PREVIEW_CHARS) -> str:
-    """The arguments as people read them (pretty JSON, cut at ``limit`` characters)."""
+    """The arguments as people read them (pretty JSON, secret values masked, then cut at
+    ``limit`` characters): the panel is saved with the notebook."""
     if arguments is None:
         return "{}"
     try:
         text = json.dumps(arguments, indent=1, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(arguments)
+    text = redact_known(text)
     if len(text) > limit:
         text = text[:limit] + f"\n... ({len(text) - limit} more characters)"
     return text
@@ -67,17 +72,30 @@ def first_lines(text: str, n: int = PREVIEW_LINES, total: int | None = None) -> 
 
 
 def _safe(text: str) -> str:
-    """One-line text for a prompt: control, line-separator and bidi characters made visible."""
-    return visible(text)
+    """One-line text for a prompt: secret values masked, then control, line-separator and
+    bidi characters made visible."""
+    return visible(redact_known(text))
+
+
+def _name(text: str) -> str:
+    """A name (skill, package, program): like _safe, and non-ASCII letters marked
+    (``requ⟨U+0435⟩sts``), so a lookalike never reads as the name it imitates."""
+    return mark_non_ascii(text)
 
 
 def _safe_block(text: str) -> str:
     """Multi-line text (code): like _safe, but tabs and newlines stay."""
-    return visible(text, keep="\t\n")
+    return visible(redact_known(text), keep="\t\n")
+
+
+def _words(words: Any) -> str:
+    """A command line to show: each word redacted BEFORE shlex quotes it (quoting splits a
+    value holding a ' into pieces no redaction would recognise)."""
+    return shlex.join(redact_known(str(w)) for w in words)
 
 
 def _command_text(script: ScriptToApprove) -> str:
-    return _safe(shlex.join(script.command)) if script.command else ""
+    return _safe(_words(script.command)) if script.command else ""
 
 
 def _size_text(script: ScriptToApprove) -> str:
@@ -97,10 +115,14 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     Every value is shown with control characters escaped (an ANSI sequence in a script
     cannot erase the lines above it) and bidi overrides marked. ``full=True`` shows each
     script's whole text (as much as the request holds) instead of its first lines. A combined
-    request lists each skill (its scripts, commands and first lines) in turn.
+    request lists each skill (its scripts, commands and first lines) in turn. An install of
+    skill files lists each skill's source, commit, files and scripts (and an update's diff).
     """
+    if is_skill_install(request):
+        return _install_text(request, full)
     if not request.is_combined:
-        lines = [f"Approval needed: skill '{_safe(request.skill_name)}' wants to run:"]
+        lines = [f"Approval needed: skill '{_name(request.skill_name)}' wants to run:"]
+        lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
         lines += _script_lines(request, "  ")
         lines += _input_lines(request, "  ", full)
         lines += _extra_lines(request, "  ")
@@ -108,17 +130,18 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
         return "\n".join(lines)
     parts = request.parts
     count = sum(len(part.scripts) for part in parts)
-    names = ", ".join(f"'{_safe(part.skill_name)}'" for part in parts)
+    names = ", ".join(f"'{_name(part.skill_name)}'" for part in parts)
     lines = [
         f"Approval needed: {len(parts)} skills ({names}) want to run {count} "
         f"script{'s' if count != 1 else ''}; one answer decides for all of them:"
     ]
+    lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
     shared = request.shares_inputs
     if shared:
         lines += _input_lines(request, "  ", full, every=True)
     lines += _extra_lines(request, "  ")
     for part in parts:
-        lines.append(f"  skill '{_safe(part.skill_name)}':")
+        lines.append(f"  skill '{_name(part.skill_name)}':")
         lines += _script_lines(part, "    ")
         if not shared:
             lines += _input_lines(part, "    ", full)
@@ -138,7 +161,8 @@ def _script_lines(request: ApprovalRequest, indent: str) -> list[str]:
         if script.cwd:
             lines.append(f"{indent}  working directory: {_safe(script.cwd)}")
         if script.missing:
-            lines.append(f"{indent}  missing (it may fail): {_safe(', '.join(script.missing))}")
+            missing = ", ".join(_name(m) for m in script.missing)
+            lines.append(f"{indent}  missing (it may fail): {missing}")
     return lines
 
 
@@ -156,7 +180,7 @@ def _input_lines(
     lines += [f"{indent}  " + line for line in args[1:]]
     if request.argv:
         lines.append(
-            f"{indent}argv{' (every script)' if every else ''}: " + _safe(shlex.join(request.argv))
+            f"{indent}argv{' (every script)' if every else ''}: " + _safe(_words(request.argv))
         )
     return lines
 
@@ -182,7 +206,7 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
             rows.append(("", f"... and {batch.count - len(shown):,} more"))
     install = request.install
     if install is not None:
-        rows.append(("Install first", ", ".join(install.packages) or "(nothing)"))
+        rows.append(("Install first", ", ".join(_name(p) for p in install.packages) or "(nothing)"))
         if install.target:
             rows.append(("into", install.target))
         if install.command:
@@ -192,6 +216,22 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
+    provenance = request.provenance
+    if provenance is not None:
+        rows.append(("Installed from", provenance.source))
+        if provenance.matches:
+            rows.append(("lock", f"files match {provenance.lock}"))
+        else:
+            listed = ", ".join(provenance.changes[:6])
+            more = len(provenance.changes) - 6
+            rows.append(
+                (
+                    "lock",
+                    f"{len(provenance.changes)} CHANGED since the install ({listed}"
+                    + (f", +{more} more" if more > 0 else "")
+                    + f"; %skills verify lists them, {provenance.lock})",
+                )
+            )
     secrets = request.secrets
     if secrets is not None:
         shown = [
@@ -203,12 +243,13 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 
 def _one_line(value: Any, limit: int = 200) -> str:
-    """A batch item as compact JSON (argv lists too), cut at ``limit`` characters."""
+    """A batch item as compact JSON (argv lists too), secret values masked, then cut at
+    ``limit`` characters."""
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut_known(text, limit)
 
 
 def _extra_lines(request: ApprovalRequest, indent: str) -> list[str]:
@@ -219,7 +260,10 @@ def _extra_lines(request: ApprovalRequest, indent: str) -> list[str]:
 
 
 def _extra_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
-    return [(html.escape(label), f"<code>{_esc(text)}</code>") for label, text in _extras(request)]
+    return [
+        (html.escape(label), f"<code>{_highlight(_esc(text))}</code>")
+        for label, text in _extras(request)
+    ]
 
 
 def _preview_lines(request: ApprovalRequest, indent: str, full: bool) -> list[str]:
@@ -252,8 +296,11 @@ def summary_html(request: ApprovalRequest) -> str:
     control characters appear as visible markers, never as formatting. A combined request
     shows one block per skill (skill, its scripts, their first lines), in order.
     """
+    if is_skill_install(request):
+        return _install_html(request)
     if not request.is_combined:
-        rows = [("Skill", f"<b>{_esc(request.skill_name)}</b>")]
+        rows = [("Skill", f"<b>{_esc_name(request.skill_name)}</b>")]
+        rows += _note_rows(request)
         rows += _script_rows(request)
         rows += _input_rows(request)
         rows += _extra_rows(request)
@@ -262,12 +309,12 @@ def summary_html(request: ApprovalRequest) -> str:
     else:
         shared = request.shares_inputs
         count = sum(len(part.scripts) for part in request.parts)
-        rows = []
+        rows = _note_rows(request)
         if shared:
             rows += _input_rows(request, " (every script)")
         rows += _extra_rows(request)
         for part in request.parts:
-            rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
+            rows.append(("Skill", f"<b>{_esc_name(part.skill_name)}</b>"))
             rows += _script_rows(part)
             if not shared:
                 rows += _input_rows(part)
@@ -298,21 +345,22 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Script", f"<code>{_esc(script.path)}</code>"))
         rows.append(("Interpreter", f"<code>{_esc(script.interpreter)}</code>"))
         if script.command:
-            rows.append(("Command", f"<code>{_esc(shlex.join(script.command))}</code>"))
+            rows.append(("Command", f"<code>{_esc(_words(script.command))}</code>"))
         if script.program_realpath:
             rows.append(("Program (real path)", f"<code>{_esc(script.program_realpath)}</code>"))
         if script.cwd:
             rows.append(("Working directory", f"<code>{_esc(script.cwd)}</code>"))
         if script.missing:
             # Named before anyone approves: %skills env NAME installs the packages.
-            rows.append(("Missing (it may fail)", _esc(", ".join(script.missing))))
+            missing = ", ".join(_esc_name(m) for m in script.missing)
+            rows.append(("Missing (it may fail)", missing))
     return rows
 
 
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
     rows = [(f"Arguments{label}", _pre(arguments_text(request.arguments)))]
     if request.argv:
-        rows.append((f"argv{label}", f"<code>{_esc(shlex.join(request.argv))}</code>"))
+        rows.append((f"argv{label}", f"<code>{_esc(_words(request.argv))}</code>"))
     if request.code is not None:
         rows.append(("Code", _expandable(request.code, len(request.code.splitlines()))))
     return rows
@@ -330,6 +378,20 @@ def _preview_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
 
 def _esc(text: str) -> str:
     return html.escape(_safe(text))
+
+
+def _esc_name(text: str) -> str:
+    """A name in HTML: its non-ASCII letters marked, and highlighted."""
+    return _highlight(html.escape(_name(text)))
+
+
+def _highlight(escaped: str) -> str:
+    """Highlight the ``⟨U+XXXX⟩`` markers of escaped HTML text."""
+    return re.sub(r"⟨U\+[0-9A-F]+⟩", lambda m: f"<mark>{m.group()}</mark>", escaped)
+
+
+def _note_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    return [("Warning", f"<mark>{_esc(note)}</mark>") for note in request.name_notes]
 
 
 def _pre(text: str) -> str:
@@ -350,6 +412,108 @@ def _expandable(text: str, total: int, cut: bool = False) -> str:
         f"{head}<details><summary>show all {count:,} lines{note}</summary>"
         "<pre style='margin:0;max-height:40em;overflow:auto;white-space:pre-wrap'>"
         f"{html.escape(_safe_block(text))}</pre></details>"
+    )
+
+
+# -- installing skill files (%skills install / update / sync) ---------------------------------
+
+INSTALL_FILES_SHOWN = 40  # files listed per skill in the text view (the HTML lists all)
+DIFF_LINES_SHOWN = 60  # diff lines in the text view unless full
+
+
+def is_skill_install(request: ApprovalRequest) -> bool:
+    """Is ``request`` an install of skill files (nothing runs)?"""
+    return all(part.skill_install is not None for part in request.requests)
+
+
+def _install_title(request: ApprovalRequest) -> str:
+    parts = request.requests
+    info = parts[0].skill_install
+    action = info.action if info is not None else "install"
+    verb = {"install": "Install", "update": "Update", "sync": "Re-create"}.get(action, "Install")
+    names = ", ".join(f"'{_safe(p.skill_name)}'" for p in parts)
+    noun = "skill" if len(parts) == 1 else f"{len(parts)} skills"
+    tail = "; one answer decides for all of them" if len(parts) > 1 else ""
+    return (
+        f"{verb} {noun} {names}? Their files are copied into the skills folder; nothing runs "
+        f"now (each run still asks){tail}"
+    )
+
+
+def _install_rows(part: ApprovalRequest) -> list[tuple[str, str]]:
+    """(label, plain text) for one skill's install: source, commit, target, files..."""
+    info = part.skill_install
+    assert info is not None
+    rows = [("from", info.source)]
+    rows.append(("commit", info.commit or "(not a git source: the files as read now)"))
+    if info.path:
+        rows.append(("folder in source", info.path))
+    rows.append(("into", info.target))
+    if info.replaces:
+        rows.append(("replaces", info.replaces))
+    rows.append(("tree digest", info.tree))
+    rows.append(("files", f"{len(info.files):,} files, {info.size:,} bytes"))
+    rows.append(("scripts", ", ".join(info.scripts) or "(none)"))
+    if info.changes:
+        rows.append(("changes", "; ".join(info.changes)))
+    return rows
+
+
+def _install_text(request: ApprovalRequest, full: bool) -> str:
+    lines = [f"Approval needed: {_install_title(request)}"]
+    for part in request.requests:
+        info = part.skill_install
+        assert info is not None
+        lines.append(f"  skill '{_safe(part.skill_name)}':")
+        lines += [f"    {label}: {_safe(text)}" for label, text in _install_rows(part)]
+        scripts = set(info.scripts)
+        shown = info.files if full else info.files[:INSTALL_FILES_SHOWN]
+        for path, size in shown:
+            mark = "  [script]" if path in scripts else ""
+            lines.append(f"      {_safe(path)} ({size:,} bytes){mark}")
+        if len(info.files) > len(shown):
+            lines.append(f"      ... and {len(info.files) - len(shown):,} more files")
+        if info.diff:
+            diff = info.diff.splitlines()
+            lines.append("    diff:")
+            body = diff if full else diff[:DIFF_LINES_SHOWN]
+            lines += [f"      | {line}" for line in _safe_block("\n".join(body)).splitlines()]
+            if len(diff) > len(body):
+                lines.append(f"      ... {len(diff) - len(body):,} more diff lines (show all)")
+    return "\n".join(lines)
+
+
+def _install_html(request: ApprovalRequest) -> str:
+    rows: list[tuple[str, str]] = []
+    for part in request.requests:
+        info = part.skill_install
+        assert info is not None
+        rows.append(("Skill", f"<b>{_esc(part.skill_name)}</b>"))
+        rows += [(html.escape(k), f"<code>{_esc(v)}</code>") for k, v in _install_rows(part)]
+        scripts = set(info.scripts)
+        items = "".join(
+            f"<li><code>{_esc(path)}</code> ({size:,} bytes)"
+            f"{' <b>script</b>' if path in scripts else ''}</li>"
+            for path, size in info.files
+        )
+        rows.append(
+            (
+                "Files",
+                f"<details{' open' if len(info.files) <= 12 else ''}><summary>"
+                f"{len(info.files):,} files</summary><ul style='margin:0'>{items}</ul></details>",
+            )
+        )
+        if info.diff:
+            rows.append(("Diff", _expandable(info.diff, len(info.diff.splitlines()))))
+    body = "".join(
+        f"<tr{_SEPARATOR if k == 'Skill' and i else ''}>"
+        f"<th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th>"
+        f"<td style='text-align:left'>{v}</td></tr>"
+        for i, (k, v) in enumerate(rows)
+    )
+    return (
+        f"<div class='skill-magics-approval'><div><b>{html.escape(_install_title(request))}"
+        f"</b></div><table>{body}</table></div>"
     )
 
 
@@ -407,7 +571,7 @@ class ApprovalPanel:
             button = w.Button(
                 description=decision.label,
                 button_style=_BUTTON_STYLES[decision],
-                tooltip=(_TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS)[decision],
+                tooltip=self._tooltips()[decision],
                 layout=w.Layout(width="auto"),
             )
             button.on_click(lambda _b, d=decision: self.decide(d, f"button '{d.label}'"))
@@ -424,6 +588,11 @@ class ApprovalPanel:
         self._widget.add_class("skill-magics-approval-panel")
         if self.decision is not None:
             self._show_decision()
+
+    def _tooltips(self) -> dict[Decision, str]:
+        if is_skill_install(self.request):
+            return _TOOLTIPS_INSTALL
+        return _TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS
 
     def _input_widgets(self, w: Any) -> list[Any]:
         """Masked fields for missing secrets, a checkbox to allow the network (per skill)."""
@@ -544,14 +713,7 @@ class ApprovalPanel:
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome
             page += f"<div>{_bold_label(outcome)}</div>"
-        bundle = {"text/plain": text, "text/html": page}
-        view = self.widget._repr_mimebundle_()
-        if isinstance(view, tuple):
-            view = view[0]
-        if view and "application/vnd.jupyter.widget-view+json" in view:
-            key = "application/vnd.jupyter.widget-view+json"
-            bundle[key] = view[key]
-        return bundle
+        return {"text/plain": text, "text/html": page, WIDGET_MIME: widget_view(self.widget)}
 
     def __repr__(self) -> str:
         state = self.decision.value if self.decision else "undecided"
@@ -571,6 +733,12 @@ _TOOLTIPS_SEVERAL = {
     Decision.NO: "Don't run any of them",
 }
 
+_TOOLTIPS_INSTALL = {
+    Decision.YES_ONCE: "Install these files",
+    Decision.YES_IN_SESSION: "Install them; don't ask again for these exact files this session",
+    Decision.NO: "Install nothing",
+}
+
 
 def _bold_label(outcome: str) -> str:
     """HTML for outcome_text(): escaped, with the part after the first ": " in bold."""
@@ -581,4 +749,11 @@ def _bold_label(outcome: str) -> str:
     return f"{html.escape(head)}: <b>{html.escape(label)}</b>{html.escape(paren + tail)}"
 
 
-__all__ = ["ApprovalPanel", "DECISIONS", "summary_text", "summary_html", "arguments_text"]
+__all__ = [
+    "ApprovalPanel",
+    "DECISIONS",
+    "summary_text",
+    "summary_html",
+    "arguments_text",
+    "is_skill_install",
+]

@@ -12,7 +12,8 @@ Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidg
 
 Nobody can click when the execute_request has ``allow_stdin`` false (nbclient, papermill,
 nbconvert): that is HEADLESS. Without a kernel (terminal IPython) we ask with ``input()``
-when stdin is a TTY.
+when stdin is a TTY. ``approval_ui = "stdin"`` (or "terminal") asks with ``input()`` in a
+notebook too: the frontend's input box (an ``input_request``; Colab shows one), STDIN.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from skill_magics.notebook.compat import ipykernel_version
+
 SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
 
 
@@ -36,21 +39,8 @@ class Strategy(str, enum.Enum):
     NONBLOCKING = "nonblocking"
     HEADLESS = "headless"
     TERMINAL = "terminal"
+    STDIN = "stdin"
     UNAVAILABLE = "unavailable"
-
-
-def ipykernel_version() -> tuple[int, ...] | None:
-    """Version of the ipykernel running this process, or None outside a kernel."""
-    module = sys.modules.get("ipykernel")
-    if module is None:
-        return None
-    parts: list[int] = []
-    for piece in str(getattr(module, "__version__", "")).split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) or None
 
 
 def get_kernel(shell: Any) -> Any | None:
@@ -112,12 +102,15 @@ def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     """Pick the waiting strategy for this cell.
 
     ``mode`` is ``SkillMagics.approval_ui``: "auto", "widgets" (force a blocking widget wait:
-    await in a coroutine, else a thread event), "nonblocking" or "terminal".
+    await in a coroutine, else a thread event), "nonblocking", or "stdin"/"terminal" (ask
+    with ``input()``: the frontend's input box in a kernel, else a terminal).
     """
     kernel = get_kernel(shell)
     if kernel is not None and not stdin_allowed(kernel):
         return Strategy.HEADLESS
-    if mode == "terminal":
+    if mode in ("stdin", "terminal"):
+        if kernel is not None:  # this request allows stdin: the frontend shows an input box
+            return Strategy.STDIN
         return Strategy.TERMINAL if _stdin_is_tty() else Strategy.UNAVAILABLE
     if mode == "nonblocking":
         return Strategy.NONBLOCKING

@@ -1,24 +1,31 @@
-"""``%skills show NAME``: metadata, rendered SKILL.md, scripts with approval state."""
+"""``%skills show NAME``: metadata, rendered SKILL.md, scripts with approval state, and for an
+installed skill its source and whether its files still match its skills-lock.json."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from skill_magics.core.errors import SkillMagicsError
 from skill_magics.notebook.cmd import SkillsHost, one_arg
 
 HELP = "NAME: metadata, SKILL.md and scripts of one skill"
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.run.plan import provenance_info
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
     skill = manager.get_skill(one_arg(args, "%skills show NAME"))
-    approved = manager.approvals.is_approved(skill.name, skill.content_hash())
+    try:
+        approved = manager.approvals.is_approved(skill.name, skill.content_hash())
+    except SkillMagicsError:  # cannot be fingerprinted, so never approved (it is refused)
+        approved = False
     # What the scripts need, named before anything runs (core/catalog/requirements.py).
     return skill_detail(
         skill,
         approved=approved,
         secrets=manager.secret_status(skill.name),
         requirements=manager.requirements(skill.name),
+        provenance=provenance_info(skill.base_dir),  # installed: does it match its lock?
     )

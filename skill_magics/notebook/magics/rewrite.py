@@ -38,6 +38,10 @@ AWAITABLE: Mapping[str, str] = {
     "skillagent": "cell",  # a model's script calls ask first (notebook/magics/skillagent.py)
     "skills evals": "line",  # one approval for an evaluation (notebook/cmd/evals.py)
     "skills triggers": "line",  # requests awaited: progress and interrupts get through
+    # installing skill files asks first too (notebook/cmd/install.py, update.py, sync.py)
+    "skills install": "line",
+    "skills update": "line",
+    "skills sync": "line",
 }
 
 Runner = Callable[..., Awaitable[Any]]

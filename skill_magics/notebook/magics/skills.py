@@ -87,10 +87,11 @@ class SkillMagics(Magics):
         100_000, help="Characters of stdout/stderr shown in the view (the object keeps all)."
     ).tag(config=True)
     approval_ui = CaselessStrEnum(
-        ["auto", "widgets", "nonblocking", "terminal"],
+        ["auto", "widgets", "nonblocking", "stdin", "terminal"],
         default_value="auto",
         help="How approval is asked: auto (by kernel, see docs), widgets (buttons, cell waits), "
-        "nonblocking (buttons, cell returns a pending result), terminal (input()).",
+        "nonblocking (buttons, cell returns a pending result), stdin or terminal (input(): "
+        "the notebook's input box, or the terminal).",
     ).tag(config=True)
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
@@ -248,7 +249,8 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog, validate, triggers NAME, evals NAME",
+        "approvals, revoke NAME|--all, history, catalog, validate, env NAME, "
+        "install SOURCE, verify, sync, update, triggers NAME, evals NAME",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -264,6 +266,10 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
+                                     [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
+        %skills verify [DIR]         files changed since the install (skills-lock.json)
+        %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
         %skills triggers NAME --queries VAR   how often a model activates the skill
         %skills evals NAME           the skill's evals/evals.json with and without it
         """
@@ -295,9 +301,10 @@ class SkillMagics(Magics):
             raise usage_error(exc) from None
 
     async def skills_subcommand_async(self, name: str, line: str = "") -> Any:
-        """``%skills NAME ...`` on the await path for subcommands with a ``run_async``
-        (``triggers``, ``evals``): approvals and requests wait in worker threads while the
-        cell awaits, so clicks, progress and Kernel > Interrupt get through."""
+        """``%skills NAME ...`` on the await path (ipykernel >= 7.4) for the subcommands
+        with a ``run_async`` (``install``, ``update``, ``sync``, ``evals``, ``triggers``): the
+        approval, the fetch or the model's requests wait in worker threads while the cell
+        awaits, so clicks, progress and Kernel > Interrupt get through."""
         import importlib
 
         try:

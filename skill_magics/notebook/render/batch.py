@@ -23,10 +23,11 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from skill_magics.notebook import compat
+from skill_magics.notebook.compat import WIDGET_MIME
 from skill_magics.notebook.render.format import format_duration, shorten
 from skill_magics.notebook.render.html import badge_html
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 ROWS = 10  # rows of items and of failures the views show (the value has them all)
 
 
@@ -106,9 +107,9 @@ def batch_widget(result: Any) -> Any:
     import ipywidgets as w
 
     failed = result.failed()
-    tab = w.Tab(
-        children=[w.HTML(rows_html(result.items)), w.HTML(rows_html(failed, error=True))],
-        titles=["first items", f"failures ({len(failed):,})"],
+    tab = compat.tab(
+        [w.HTML(rows_html(result.items)), w.HTML(rows_html(failed, error=True))],
+        ["first items", f"failures ({len(failed):,})"],
     )
     box = w.VBox([w.HTML(summary_html(result)), tab])
     box.add_class("skill-magics-batch")
@@ -126,7 +127,7 @@ def batch_bundle(result: Any) -> dict[str, Any]:
         wanted = widgets_supported()
     if wanted:
         try:
-            bundle[WIDGET_MIME] = batch_widget(result)._repr_mimebundle_()[WIDGET_MIME]
+            bundle[WIDGET_MIME] = compat.widget_view(batch_widget(result))
         except Exception:  # noqa: BLE001 - the static fallbacks below still show it
             pass
     bundle["text/plain"] = result.text()
@@ -232,7 +233,6 @@ class WidgetProgress(_Ticking):
 
     def __init__(self, total: int, name: str, *, on_stop: Any = None) -> None:
         import ipywidgets as w
-        from IPython.display import display
 
         self.bar = w.IntProgress(value=0, min=0, max=max(total, 1), bar_style="info")
         self.label = w.HTML(f"<code>{_e(name)}</code>: starting {total:,} items")
@@ -244,7 +244,7 @@ class WidgetProgress(_Ticking):
         children = [self.bar, self.label] + ([self.stop_button] if on_stop else [])
         self.widget = w.HBox(children)
         self.widget.add_class("skill-magics-batch-progress")
-        self.handle = display(self.widget, display_id=True)
+        self.handle = compat.show_widget(self.widget)
         super().__init__(total, name)
 
     def _stop_clicked(self, _button: Any = None) -> None:

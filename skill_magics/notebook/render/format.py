@@ -7,6 +7,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from skill_magics.core.secrets import redact_known
+
 # status -> (label shown to people, badge colour). Colours read on light and dark themes.
 STATUS_STYLES: dict[str, tuple[str, str]] = {
     "completed": ("completed", "#1a7f37"),
@@ -53,8 +55,11 @@ def format_count(n: int) -> str:
 
 
 def shorten(text: str | None, width: int) -> str:
-    """One line, whitespace collapsed, cut at ``width`` characters with an ellipsis."""
-    line = " ".join(str(text or "").split())
+    """One line, whitespace collapsed, cut at ``width`` characters with an ellipsis.
+
+    Secret values are masked first (core/secrets.py): before the collapse and the cut
+    change the text, so no part of a value ever shows."""
+    line = " ".join(redact_known(str(text or "")).split())
     if len(line) <= width:
         return line
     return line[: max(width - 1, 0)].rstrip() + "…"
@@ -84,5 +89,7 @@ def arguments_preview(arguments: Any, argv: Sequence[str] = (), width: int = 120
             encoded = repr(arguments)
         parts.append(f"stdin {shorten(encoded, width)}")
     if argv:
-        parts.append(f"argv {shorten(shlex.join(str(a) for a in argv), width)}")
+        # Each word redacted before shlex quotes it (quoting splits a value containing ').
+        words = (redact_known(str(a)) for a in argv)
+        parts.append(f"argv {shorten(shlex.join(words), width)}")
     return "   ".join(parts)

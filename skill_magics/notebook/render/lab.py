@@ -21,9 +21,10 @@ import html
 import json
 from typing import Any
 
+from skill_magics.notebook import compat
+from skill_magics.notebook.compat import WIDGET_MIME
 from skill_magics.notebook.render.format import shorten
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PRE = "white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;margin:0.2em 0"
 RESULT_CHARS = 4_000  # of a tool result or text the static view shows (the value has all)
 
@@ -133,13 +134,13 @@ def transcript_widget(t: Any) -> Any:
     import ipywidgets as w
 
     messages = json.dumps(t.messages, ensure_ascii=False, indent=1, default=str)
-    view = w.Tab(
-        children=[
+    view = compat.tab(
+        [
             w.HTML(conversation_html(t)),
             w.HTML(_pre(messages, 50_000)),
             w.HTML(_pre(t.system, 50_000)),
         ],
-        titles=["conversation", f"messages ({len(t.messages)})", "system prompt"],
+        ["conversation", f"messages ({len(t.messages)})", "system prompt"],
     )
     box = w.VBox([w.HTML(transcript_header_html(t)), view])
     box.add_class("skill-magics-transcript")
@@ -301,7 +302,7 @@ def _bundle(text: str, static: str, widget: Any) -> dict[str, Any]:
         wanted = widgets_supported()
     if wanted:
         try:
-            bundle[WIDGET_MIME] = widget()._repr_mimebundle_()[WIDGET_MIME]
+            bundle[WIDGET_MIME] = compat.widget_view(widget())
         except Exception:  # noqa: BLE001 - the static fallbacks below still show it
             pass
     bundle["text/plain"] = text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from skill_magics.core.secrets import redact_known
 from skill_magics.notebook.render.format import (
     arguments_preview,
     display_slice,
@@ -94,7 +95,7 @@ def sandbox_text(box: Any) -> str:
 def message(run: Any) -> str:
     """The one-line explanation to show, or '' (a run that produced a result needs none)."""
     if run.message:
-        return str(run.message)
+        return redact_known(str(run.message))  # an error may quote the input
     if run.result is None:
         return DEFAULT_MESSAGES.get(run.status, "")
     return ""

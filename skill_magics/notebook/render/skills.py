@@ -167,15 +167,17 @@ def requirements_view(reqs: Any) -> Display:
         state = "found" if prog.found else "MISSING"
         rows.append([prog.name, "program", _scripts_text(prog.scripts), state, "PATH"])
     where = f"checked for {reqs.python_source} Python {reqs.python}"
+    # Lines naming no distribution (a path, a URL, bad bytes): never installed.
+    refused = "".join(f" Refused: {r}." for r in getattr(reqs, "refused", ()))
     if not rows:
-        text = f"No third-party packages or programs ({where})."
+        text = f"No third-party packages or programs ({where}).{refused}"
         return Display(text, f"<p>{html.escape(text)}</p>")
     missing = list(reqs.missing)
     hint = ""
     if any(not p.installed and not p.optional for p in reqs.packages):
         hint = f" %skills env {reqs.skill} installs the missing packages."
     note = f"Missing: {', '.join(missing)}.{hint}" if missing else "Nothing is missing."
-    note += f" ({where})"
+    note += f" ({where}){refused}"
     text = text_table(headers, rows) + "\n" + note
     body = html_table(headers, rows, "skill-magics-requirements") + f"<p>{html.escape(note)}</p>"
     return Display(text, body)
@@ -194,12 +196,15 @@ def skill_detail(
     content: str | None = None,
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
+    provenance: Any = None,
 ) -> Display:
     """``%skills show NAME``: metadata, rendered SKILL.md, the offered scripts, the ones
     other scripts import (apart: they run when asked, but are not offered), the modules
     that do nothing when run, requirements, references.
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown)."""
+    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
+    still match its skills-lock.json)."""
     meta = _metadata(skill)
     if scripts is None:
         scripts = list(getattr(skill, "scripts", None) or [])
@@ -212,6 +217,8 @@ def skill_detail(
     if secrets:
         shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
         fields.append(("secrets", shown))
+    if provenance is not None:
+        fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
     runnable_view = scripts_table(runnable, approved=approved) if runnable else None
     library_view = scripts_table(library) if library else None
@@ -262,4 +269,28 @@ def skill_detail(
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
 
-__all__ = ["skills_table", "scripts_table", "skill_detail", "requirements_view"]
+def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
+    """("installed from", source) and ("lock", whether the files still match it)."""
+    fields = [("installed from", visible(provenance.source))]
+    if provenance.matches:
+        fields.append(("lock", f"files match {visible(provenance.lock)}"))
+    else:
+        changes = list(provenance.changes)
+        shown = ", ".join(changes[:6]) + (f", +{len(changes) - 6} more" if len(changes) > 6 else "")
+        fields.append(
+            (
+                "lock",
+                f"{len(changes)} CHANGED since the install: {visible(shown)} "
+                "(%skills verify lists them; %skills sync --force restores them)",
+            )
+        )
+    return fields
+
+
+__all__ = [
+    "skills_table",
+    "scripts_table",
+    "skill_detail",
+    "requirements_view",
+    "provenance_fields",
+]

@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any
 
+from skill_magics.notebook import compat
 from skill_magics.notebook.render.html import header_html, message_html, section_body_html
 from skill_magics.notebook.render.sections import TAB_TITLES, sections
 
@@ -47,7 +48,7 @@ class ResultView:
         self.stop_button.on_click(self._on_stop_click)
         self.message = w.HTML()
         self.panes = [w.HTML() for _ in TAB_TITLES]
-        self.tab = w.Tab(children=self.panes, titles=TAB_TITLES)
+        self.tab = compat.tab(self.panes, TAB_TITLES)
         self.widget = w.VBox([self.header, self.stop_button, self.message, self.tab])
         self.widget.add_class("skill-magics-result")
         self.refresh(status_changed=True)

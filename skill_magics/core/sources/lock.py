@@ -1,0 +1,410 @@
+"""``skills-lock.json``: what was installed into a folder, from where, and every file's digest.
+
+One lock per install folder (next to the skill folders it describes). Per skill folder: the
+source, the ref asked for, the commit it resolved to, the subfolder and the skill's path in
+the source, each file's sha256, size and executable bit, and a tree digest over all of them.
+It is JSON with sorted keys and an indent, written atomically (a temporary file, then
+``os.replace``), so a person can read and review it like any other lock file.
+
+A lock may come from someone else (a cloned project): everything read from it is checked
+(folder names, file paths, digests) before it is used.
+
+Also here, because the approval panel of every run and ``%skills show`` ask it: whether an
+installed skill's files still match its lock (:func:`skill_lock_status`).
+
+Example:
+    >>> lock = read_lock(Path(".agents/skills"))
+    >>> lock.skills["pdf"].commit
+    '3f1c...'
+    >>> compare_folder(Path(".agents/skills/pdf"), lock.skills["pdf"])
+    ['changed scripts/extract.py']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from skill_magics.core import fingerprint
+from skill_magics.core.errors import LockFileError, SourceError
+from skill_magics.core.sources.names import folder_name, relative_path
+from skill_magics.core.visible import visible
+
+LOCK_NAME = "skills-lock.json"
+LOCK_VERSION = 1
+MAX_LOCK_BYTES = 32 << 20  # a lock of 10,000 files is about 2 MB
+# Python writes bytecode next to a skill's modules on a run: not a change of the skill.
+IGNORED_DIRS = frozenset({"__pycache__"})
+MAX_DEPTH = 32
+KINDS = ("git", "archive", "folder")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One installed file: its path in the skill folder, sha256, size, executable bit."""
+
+    path: str
+    sha256: str
+    size: int
+    executable: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sha256": self.sha256, "size": self.size}
+        if self.executable:
+            out["executable"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class LockedSkill:
+    """One skill folder of the lock. ``folder`` is its name in the install folder."""
+
+    folder: str
+    name: str  # the name in its SKILL.md (shown; never used as a path)
+    kind: str  # "git", "archive" or "folder"
+    source: str  # the git URL or the archive's / folder's absolute path
+    ref: str | None = None  # the ref asked for (None: the default branch)
+    commit: str | None = None  # what it resolved to (git only)
+    subfolder: str = ""  # the subfolder of the source the install looked in
+    path: str = ""  # the skill's folder in the source ("" when the source is the skill)
+    files: tuple[FileRecord, ...] = ()
+    tree: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.kind,
+            "source": self.source,
+            "ref": self.ref,
+            "commit": self.commit,
+            "subfolder": self.subfolder,
+            "path": self.path,
+            "tree": self.tree,
+            "files": {f.path: f.to_json() for f in self.files},
+        }
+
+    @property
+    def where(self) -> str:
+        """``source@ref (path)``: where updates come from (without the commit)."""
+        text = self.source + (f"@{self.ref}" if self.ref else "")
+        return visible(text + (f" ({self.path})" if self.path else ""))
+
+    @property
+    def origin(self) -> str:
+        """``source@ref (commit abc1234)`` for messages."""
+        text = self.source + (f"@{self.ref}" if self.ref else "")
+        if self.path:
+            text += f" ({self.path})"
+        if self.commit:
+            text += f", commit {self.commit[:12]}"
+        return visible(text)
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A whole ``skills-lock.json``: folder name -> LockedSkill."""
+
+    path: Path
+    skills: dict[str, LockedSkill] = field(default_factory=dict)
+
+    def with_skills(self, skills: list[LockedSkill]) -> Lock:
+        """A copy with ``skills`` added or replaced (by folder)."""
+        merged = dict(self.skills)
+        for skill in skills:
+            merged[skill.folder] = skill
+        return replace(self, skills=merged)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": LOCK_VERSION,
+            "skills": {k: self.skills[k].to_json() for k in sorted(self.skills)},
+        }
+
+
+def tree_digest(files: list[FileRecord] | tuple[FileRecord, ...]) -> str:
+    """SHA-256 over every file's path, digest, size and executable bit (sorted by path)."""
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda r: r.path):
+        line = f"{f.path}\0{f.sha256}\0{f.size}\0{'x' if f.executable else '-'}\n"
+        digest.update(line.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+# -- reading and writing ---------------------------------------------------------------------
+
+
+def lock_path(folder: Path) -> Path:
+    return Path(folder) / LOCK_NAME
+
+
+def read_lock(folder: Path, *, missing_ok: bool = False) -> Lock:
+    """The lock of install folder ``folder``; every field is checked (it may come from
+    someone else). ``missing_ok``: an empty Lock when there is none."""
+    path = lock_path(folder)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_LOCK_BYTES + 1)
+    except FileNotFoundError:
+        if missing_ok:
+            return Lock(path)
+        raise LockFileError(
+            f"No {LOCK_NAME} in {folder}: install skills there first (install_skills / "
+            "%skills install SOURCE --into DIR), or give the folder that holds the lock"
+        ) from None
+    except OSError as exc:
+        raise LockFileError(f"Cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_LOCK_BYTES:
+        raise LockFileError(f"{path} is larger than {MAX_LOCK_BYTES >> 20} MB: not read")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise LockFileError(
+            f"{path} is not valid JSON ({exc}): restore it from version control, or install "
+            "the skills again"
+        ) from None
+    try:
+        return Lock(path, _parse(data))
+    except (SourceError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise LockFileError(
+            f"{path} is not a skills lock this version reads ({visible(str(exc))}): restore "
+            "it, or install the skills again"
+        ) from None
+
+
+def _parse(data: Any) -> dict[str, LockedSkill]:
+    if not isinstance(data, dict) or data.get("version") != LOCK_VERSION:
+        raise ValueError(f"expected version {LOCK_VERSION}")
+    skills = data.get("skills")
+    if not isinstance(skills, dict):
+        raise ValueError("'skills' is not an object")
+    out = {}
+    for key, entry in skills.items():
+        folder = folder_name(str(key))
+        if not isinstance(entry, dict):
+            raise ValueError(f"skill {key!r} is not an object")
+        kind = entry.get("type")
+        if kind not in KINDS:
+            raise ValueError(f"skill {key!r} has type {kind!r}")
+        commit = _optional(entry, "commit")
+        if commit is not None and not _COMMIT.match(commit):
+            raise ValueError(f"skill {key!r} has commit {commit!r}")
+        files = []
+        raw_files = entry.get("files")
+        if not isinstance(raw_files, dict):
+            raise ValueError(f"skill {key!r} has no files object")
+        for rel, rec in raw_files.items():
+            rel = relative_path(str(rel))
+            sha = rec.get("sha256") if isinstance(rec, dict) else None
+            size = rec.get("size") if isinstance(rec, dict) else None
+            if not isinstance(sha, str) or not _SHA256.match(sha):
+                raise ValueError(f"file {rel!r} of {key!r} has no sha256")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise ValueError(f"file {rel!r} of {key!r} has no size")
+            files.append(FileRecord(rel, sha, size, bool(rec.get("executable", False))))
+        files.sort(key=lambda r: r.path)
+        subfolder = str(entry.get("subfolder") or "")
+        path = str(entry.get("path") or "")
+        for value in (subfolder, path):
+            if value:
+                relative_path(value, "source folder")
+        out[folder] = LockedSkill(
+            folder=folder,
+            name=str(entry.get("name") or folder),
+            kind=kind,
+            source=_required(entry, "source"),
+            ref=_optional(entry, "ref"),
+            commit=commit,
+            subfolder=subfolder,
+            path=path,
+            files=tuple(files),
+            tree=tree_digest(files),  # recomputed: a hand-edited digest would prove nothing
+        )
+    return out
+
+
+def _optional(entry: dict, key: str) -> str | None:
+    value = entry.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} is not a string")
+    return value
+
+
+def _required(entry: dict, key: str) -> str:
+    value = _optional(entry, key)
+    if value is None:
+        raise ValueError(f"{key!r} is missing")
+    return value
+
+
+def write_lock(lock: Lock) -> Path:
+    """Write ``lock`` atomically (temporary file in the same folder, then ``os.replace``)."""
+    text = json.dumps(lock.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    folder = lock.path.parent
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".skills-lock-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, lock.path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return lock.path
+
+
+# -- comparing a folder with its lock -------------------------------------------------------
+
+
+def folder_files(folder: Path) -> tuple[dict[str, FileRecord], list[str]]:
+    """({path: FileRecord} for every regular file under ``folder``, [what is not a regular
+    file: "link x", "special x"]). ``__pycache__`` folders are left out."""
+    files: dict[str, FileRecord] = {}
+    other: list[str] = []
+
+    def walk(top: str, rel: str, depth: int) -> None:
+        try:
+            with os.scandir(top) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            other.append(f"unreadable {rel or '.'} ({type(exc).__name__})")
+            return
+        for entry in entries:
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                other.append(f"unreadable {name}")
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                other.append(f"link {name}")
+            elif stat.S_ISDIR(st.st_mode):
+                if entry.name in IGNORED_DIRS:
+                    continue
+                if depth >= MAX_DEPTH:
+                    other.append(f"too deep {name}")
+                    continue
+                walk(entry.path, name, depth + 1)
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    sha = fingerprint.file_sha256(entry.path)
+                except OSError:
+                    other.append(f"unreadable {name}")
+                    continue
+                files[name] = FileRecord(name, sha, st.st_size, bool(st.st_mode & 0o111))
+            else:
+                other.append(f"special {name}")
+
+    walk(os.fspath(folder), "", 0)
+    return files, other
+
+
+MISSING = "removed (the skill folder is missing)"
+
+
+def record_changes(old: dict[str, FileRecord], new: dict[str, FileRecord]) -> list[str]:
+    """``added x`` / ``removed x`` / ``changed x`` / ``mode x (executable: yes)`` for every
+    file that differs from ``old`` to ``new`` (path -> FileRecord), sorted by path."""
+    lines = []
+    for rel in sorted(set(old) | set(new)):
+        before, after = old.get(rel), new.get(rel)
+        if after is None:
+            lines.append(f"removed {rel}")
+        elif before is None:
+            lines.append(f"added {rel}")
+        elif after.sha256 != before.sha256 or after.size != before.size:
+            lines.append(f"changed {rel}")
+        elif after.executable != before.executable:
+            lines.append(f"mode {rel} (executable: {'yes' if after.executable else 'no'})")
+    return [visible(line) for line in lines]
+
+
+def compare_folder(folder: Path, locked: LockedSkill) -> list[str]:
+    """What changed in ``folder`` since it was installed as ``locked``, one line per file:
+    ``added x``, ``removed x``, ``changed x``, ``mode x`` (executable bit), or the folder
+    missing. Empty: the files match the lock."""
+    if not os.path.lexists(folder):
+        return [MISSING]
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return ["changed (the skill folder is no longer a plain folder)"]
+    files, other = folder_files(folder)
+    want = {f.path: f for f in locked.files}
+    odd = {item.partition(" ")[2]: item.partition(" ")[0] for item in other}
+    lines = [line for line in record_changes(want, files) if line.partition(" ")[2] not in odd]
+    for rel, kind in sorted(odd.items()):
+        verb = "changed" if rel in want else "added"
+        what = "a symbolic link" if kind == "link" else f"{kind} entry"
+        lines.append(visible(f"{verb} {rel} (now {what})"))
+    return lines
+
+
+@dataclass(frozen=True)
+class LockStatus:
+    """An installed skill against its lock: where it came from, and what changed since."""
+
+    lock: Path
+    locked: LockedSkill
+    changes: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return not self.changes
+
+    def summary(self, limit: int = 5) -> str:
+        """One line: ``files match skills-lock.json`` or what differs."""
+        if self.matches:
+            return f"files match {self.lock}"
+        shown = ", ".join(self.changes[:limit])
+        more = f" (+{len(self.changes) - limit} more)" if len(self.changes) > limit else ""
+        return f"{len(self.changes)} differ from {self.lock}: {shown}{more}"
+
+
+def skill_lock_status(base_dir: Path) -> LockStatus | None:
+    """The lock status of the skill at ``base_dir`` (its parent's ``skills-lock.json``
+    naming its folder), or None when no lock describes it (one stat when there is none).
+    A lock that cannot be read counts as none here; verify_skills reports it."""
+    base = Path(os.path.abspath(base_dir))
+    path = lock_path(base.parent)
+    if not path.is_file():
+        return None
+    try:
+        lock = read_lock(base.parent)
+    except LockFileError:
+        return None
+    locked = lock.skills.get(base.name)
+    if locked is None:
+        return None
+    return LockStatus(path, locked, tuple(compare_folder(base, locked)))
+
+
+__all__ = [
+    "LOCK_NAME",
+    "FileRecord",
+    "LockedSkill",
+    "Lock",
+    "LockStatus",
+    "tree_digest",
+    "lock_path",
+    "read_lock",
+    "write_lock",
+    "folder_files",
+    "compare_folder",
+    "record_changes",
+    "MISSING",
+    "skill_lock_status",
+]

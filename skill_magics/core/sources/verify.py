@@ -1,0 +1,38 @@
+"""``verify_skills``: every file added, removed or changed since the skills were installed.
+
+Compares each skill folder named in the install folder's ``skills-lock.json`` with the
+digests recorded there (``lock.compare_folder``); nothing is fetched and nothing runs.
+Python's ``__pycache__`` folders are not counted (a run writes them).
+
+Example:
+    >>> verify_skills(".agents/skills")
+    ['pdf: changed scripts/extract.py', 'pdf: added notes.txt']
+"""
+
+from __future__ import annotations
+
+import os
+
+from skill_magics.core.sources.install import install_folder
+from skill_magics.core.sources.lock import Lock, compare_folder, read_lock
+
+
+def verify_skills(folder: str | os.PathLike[str] | None = None) -> list[str]:
+    """One line per file that differs from the lock, ``"<skill folder>: <change>"``, sorted
+    by skill; empty when every installed skill matches. ``folder``: the install folder
+    (default ``./.agents/skills``). LockFileError when it has no readable lock."""
+    path = install_folder(folder)
+    return [
+        f"{name}: {line}"
+        for name, lines in changes_by_skill(read_lock(path)).items()
+        for line in lines
+    ]
+
+
+def changes_by_skill(lock: Lock) -> dict[str, list[str]]:
+    """Skill folder -> what differs from the lock (an empty list: it matches), by name."""
+    folder = lock.path.parent
+    return {name: compare_folder(folder / name, lock.skills[name]) for name in sorted(lock.skills)}
+
+
+__all__ = ["verify_skills", "changes_by_skill"]

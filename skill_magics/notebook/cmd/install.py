@@ -1,0 +1,55 @@
+"""``%skills install SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]``.
+
+Installs skills from a git repository (https, ssh, file:// or a local repository), a
+``.skill``/``.zip`` file or a folder into ``DIR`` (default ``./.agents/skills``), records
+them in its ``skills-lock.json`` and searches the folder (core/sources/install.py). The
+approval panel lists every skill, its files and scripts and the resolved commit.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from skill_magics.notebook.cmd import SkillsHost, _sources
+
+HELP = "SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]: install skills"
+USAGE = "%skills install SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]"
+
+
+def _job(magics: Any, args: list[str]) -> _sources.Job:
+    p = _sources.parser(USAGE)
+    p.add_argument("source")
+    p.add_argument("--skill", action="append", dest="skills")
+    p.add_argument("--ref")
+    p.add_argument("--path", dest="subfolder")
+    p.add_argument("--into")
+    p.add_argument("--force", action="store_true")
+    opts = p.parse_args(args)
+
+    def job(approver: Any, cancel: threading.Event | None) -> None:
+        from skill_magics.core.sources.install import install_skills
+
+        report = install_skills(
+            opts.source,
+            into=opts.into,
+            skills=opts.skills,
+            ref=opts.ref,
+            subfolder=opts.subfolder,
+            force=opts.force,
+            manager=magics.manager,
+            approver=approver,
+            on_message=print,
+            cancel=cancel,
+        )
+        print(report.message)
+
+    return job
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    return _sources.run_sync(magics, _job(magics, args))
+
+
+async def run_async(magics: Any, args: list[str]) -> Any:
+    return await _sources.run_async(magics, _job(magics, args))

@@ -1,0 +1,47 @@
+"""``%skills sync [DIR] [--force]``: re-create the skills of DIR's ``skills-lock.json``.
+
+Each skill comes from its locked commit (or archive / folder) and must give exactly the
+locked digests, else nothing is written (core/sources/update.py). It asks first, like an
+install.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from skill_magics.notebook.cmd import SkillsHost, _sources
+
+HELP = "[DIR] [--force]: re-create the skills a skills-lock.json pins (e.g. on a new machine)"
+USAGE = "%skills sync [DIR] [--force]"
+
+
+def _job(magics: Any, args: list[str]) -> _sources.Job:
+    p = _sources.parser(USAGE)
+    p.add_argument("folder", nargs="?")
+    p.add_argument("--into")
+    p.add_argument("--force", action="store_true")
+    opts = p.parse_args(args)
+
+    def job(approver: Any, cancel: threading.Event | None) -> None:
+        from skill_magics.core.sources.update import sync_skills
+
+        report = sync_skills(
+            opts.folder or opts.into,
+            force=opts.force,
+            manager=magics.manager,
+            approver=approver,
+            on_message=print,
+            cancel=cancel,
+        )
+        print(report.message)
+
+    return job
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    return _sources.run_sync(magics, _job(magics, args))
+
+
+async def run_async(magics: Any, args: list[str]) -> Any:
+    return await _sources.run_async(magics, _job(magics, args))
