@@ -9,9 +9,14 @@ Measures the per-run cost of bubblewrap for a trivial bash script (``echo ok``) 
 rotating order so machine load hits every case equally; median and p95 per case and the
 sandboxed median minus the unsandboxed one (target: at most +10 ms per run). For reference it
 also times bare ``bwrap`` around ``bash`` with ``subprocess.run`` (the floor of any bwrap
-wrapper here), with and without ``--new-session``. With ``--batch N`` it then runs N items
-through ``SkillManager.map`` (the local pool, CPU-count workers) with the sandbox off and
-``workspace-write``, alternating, three rounds each: wall time and the per-item difference.
+wrapper here), with and without ``--new-session``, and the command line ``wrap()`` builds
+(only the folders a run is given, core/run/sandbox_mounts.py) against the same namespaces
+with the whole filesystem bound read-only (``--ro-bind / /``, the layout before issue 17):
+the cost of the mount layout alone. ``--python`` adds a trivial Python script (the kernel's
+interpreter: more folders given) off and in ``workspace-write``. With ``--batch N`` it then
+runs N items through ``SkillManager.map`` (the local pool, CPU-count workers) with the
+sandbox off and ``workspace-write``, alternating, three rounds each: wall time and the
+per-item difference.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per case (default 200)")
     parser.add_argument("--batch", type=int, default=0, help="items of a manager.map batch")
+    parser.add_argument("--python", action="store_true", help="also a trivial .py script")
     args = parser.parse_args()
     why = sandboxing.unavailable_reason()
     if why:
@@ -88,15 +94,17 @@ def main() -> None:
         (base / "scripts").mkdir(parents=True)
         (base / "SKILL.md").write_text("---\nname: bench-skill\ndescription: bench\n---\n")
         (base / "scripts" / "trivial.sh").write_text("echo ok\n")
+        py_main = 'if __name__ == "__main__":\n    print("ok")\n'
+        (base / "scripts" / "trivial.py").write_text(py_main)
         meta = SkillMetadata(name="bench-skill", description="bench", path=base / "SKILL.md")
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
         os.chdir(workspace)
         executor = ScriptExecutor(audit=AuditLog(keep=10))
 
-        def run(mode: str) -> Callable[[], object]:
+        def run(mode: str, script: str = "scripts/trivial.sh") -> Callable[[], object]:
             def one() -> None:
-                res = executor.execute("scripts/trivial.sh", {}, base, meta, sandbox=mode)
+                res = executor.execute(script, {}, base, meta, sandbox=mode)
                 assert res.stdout == "ok\n", res.stderr
 
             return one
@@ -106,8 +114,20 @@ def main() -> None:
         bare = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
                 "--unshare-pid", "--unshare-net", "--die-with-parent"]  # fmt: skip
 
-        def raw(argv: list[str]) -> Callable[[], object]:
+        def raw(argv: list[str] | tuple[str, ...]) -> Callable[[], object]:
             return lambda: subprocess.run(argv, capture_output=True, check=True)
+
+        # The command line a workspace-write run gets, and the same with / bound read-only
+        # instead of the given folders (namespaces, /dev, /proc, private /tmp alike).
+        prepared = executor.prepare("scripts/trivial.sh", {}, base, meta, sandbox="workspace-write")
+        assert prepared.sandbox is not None
+        given = sandboxing.wrap(
+            prepared.sandbox, prepared.command, prepared.env, str(prepared.cwd)
+        ).argv
+        whole = [bwrap, *sandboxing._namespace_args(network=False), "--ro-bind", "/", "/",
+                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                 "--bind", str(workspace), str(workspace), "--ro-bind", str(base), str(base),
+                 "--chdir", str(workspace), "--", *prepared.command]  # fmt: skip
 
         cases = {
             "off": run("off"),
@@ -116,7 +136,12 @@ def main() -> None:
             "raw bash": raw([bash, script]),
             "raw bwrap bash": raw([*bare, "--", bash, script]),
             "raw bwrap --new-session": raw([*bare, "--new-session", "--", bash, script]),
+            "raw wrap(): given folders": raw(given),
+            "raw bwrap: whole / ro": raw(whole),
         }
+        if args.python:
+            cases["off (python)"] = run("off", "scripts/trivial.py")
+            cases["workspace-write (python)"] = run("workspace-write", "scripts/trivial.py")
         times = measure(cases, args.runs)
         batch = measure_batch(Path(tmp), base, args.batch) if args.batch else {}
     print(f"\nper-run time, {args.runs} rotated runs per case (ms); {load_text()} (after)")
@@ -137,6 +162,15 @@ def main() -> None:
         times["raw bwrap bash"]
     )
     print(f"   bare bwrap around bash: +{raw_delta:.2f} ms; --new-session adds {session:+.2f} ms")
+    layout = statistics.median(times["raw wrap(): given folders"]) - statistics.median(
+        times["raw bwrap: whole / ro"]
+    )
+    print(f"   given folders instead of / read-only (raw command lines): {layout:+.2f} ms")
+    if args.python:
+        py = statistics.median(times["workspace-write (python)"]) - statistics.median(
+            times["off (python)"]
+        )
+        print(f"   workspace-write (python)  +{py:.2f} ms over off (python)")
     if batch:
         print(f"\nbatch of {args.batch} items (manager.map, local pool), 3 rounds; {load_text()}")
         for name, walls in batch.items():

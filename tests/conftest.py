@@ -164,3 +164,20 @@ def server():
 
     with ScriptedServer() as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def bwrap() -> str:
+    """A bubblewrap proven to sandbox a run here (else skip, or fail under make test)."""
+    from sandbox_support import require_bwrap
+
+    return require_bwrap()
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_skill, bwrap: str) -> Any:
+    """For sandbox tests: a workspace as the cwd, a fake HOME with planted credentials, and
+    a skills folder (tests/sandbox_support.py: make_box)."""
+    from sandbox_support import make_box
+
+    return make_box(tmp_path, monkeypatch, make_skill)

@@ -132,8 +132,11 @@ class KernelSession:
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
         startup_timeout: float = 90,
+        connection_file: str | Path | None = None,
     ) -> None:
         self.python = python or kernel_python()
+        # None: jupyter_client's choice (a bare KernelManager: a tmpXXXX.json in $TMPDIR).
+        self.connection_file = "" if connection_file is None else str(connection_file)
         self._tmp = Path(tempfile.mkdtemp(prefix="skill-magics-kernel-"))
         self.cwd = Path(cwd) if cwd else self._tmp / "work"
         self.cwd.mkdir(parents=True, exist_ok=True)
@@ -162,7 +165,11 @@ class KernelSession:
         }
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         ksm = KernelSpecManager(kernel_dirs=[str(self._tmp / "kernels")])
-        self.km = KernelManager(kernel_name=_KERNEL_NAME, kernel_spec_manager=ksm)
+        self.km = KernelManager(
+            kernel_name=_KERNEL_NAME,
+            kernel_spec_manager=ksm,
+            connection_file=self.connection_file,
+        )
         self.km.start_kernel(env=self._env(), cwd=str(self.cwd))
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
@@ -469,9 +476,12 @@ def start_kernel(
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
     startup_timeout: float = 90,
+    connection_file: str | Path | None = None,
 ) -> Iterator[KernelSession]:
     """Start a real kernel (``python`` or kernel_python()); always shut it down afterwards."""
-    session = KernelSession(python, env=env, cwd=cwd, startup_timeout=startup_timeout)
+    session = KernelSession(
+        python, env=env, cwd=cwd, startup_timeout=startup_timeout, connection_file=connection_file
+    )
     try:
         yield session.start()
     finally:

@@ -187,6 +187,7 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
         "SKILL_MAGICS_VERSION",
         "SKILL_WORKSPACE",
         "PYTHONDONTWRITEBYTECODE",
+        "SKILL_MAGICS_RUN_ID",  # added at spawn: how the run's daemons are recognized
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 

@@ -20,6 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
+import psutil
 import pytest
 from manager_support import last, manager_for, posix_only
 from process_support import assert_group_gone, pid_alive
@@ -642,3 +643,110 @@ def test_timeout_also_kills_a_child_that_left_the_group(make_skill, tmp_path):
     if survived:
         os.kill(pid, signal.SIGKILL)
     assert not survived
+
+
+# -- daemons: a double fork leaves the group and loses its parent at once -----------------------
+
+_DOUBLE_FORK_PY = """
+import os, time
+if os.fork() == 0:
+    os.setsid()  # the middle process: a new session, then it forks and exits at once
+    if os.fork() == 0:
+        with open({marker!r} + ".tmp", "w") as fh:
+            fh.write(f"{{os.getppid()}} {{os.getpid()}}")
+        os.rename({marker!r} + ".tmp", {marker!r})
+        os.execvp("sleep", ["sleep", "300"])
+    os._exit(0)
+while not os.path.exists({marker!r}) or len(open({marker!r}).read().split()) < 2:
+    time.sleep(0.01)  # exit once the daemon runs (a run that ends first kills it unborn)
+print("launched", flush=True)
+"""
+# The shell way: a subshell whose child detaches with setsid; the subshell exits at once.
+_DOUBLE_FORK_SH = """
+( setsid bash -c 'echo "$PPID $$" > {marker}.tmp && mv {marker}.tmp {marker}; exec sleep 300' \
+    </dev/null >/dev/null 2>&1 & )
+while [ ! -s {marker} ]; do sleep 0.01; done
+echo launched
+"""
+
+
+def _daemon_pids(marker: Path) -> tuple[int, int]:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if marker.exists() and len(marker.read_text().split()) == 2:
+            middle, daemon = (int(x) for x in marker.read_text().split())
+            return middle, daemon
+        time.sleep(0.02)
+    raise AssertionError("the daemon never wrote its pid")
+
+
+def _zombie_children() -> set[int]:
+    out = set()
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+@posix_only
+@pytest.mark.parametrize("kind", ["python", "bash"])
+def test_a_double_forked_daemon_does_not_outlive_the_run(make_skill, tmp_path, kind):
+    marker = tmp_path / "daemon.pid"
+    body = _DOUBLE_FORK_PY if kind == "python" else _DOUBLE_FORK_SH
+    name = "scripts/d.py" if kind == "python" else "scripts/d.sh"
+    make_skill(tmp_path / "s", "dmn", scripts={name: body.format(marker=str(marker))})
+    before = _zombie_children()
+    result = manager_for(tmp_path / "s").execute_skill_script("dmn", "d")
+    assert result.exit_code == 0 and "launched" in result.stdout, result.stderr
+    _middle, daemon = _daemon_pids(marker)
+    deadline = time.monotonic() + 2
+    while pid_alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    survived = pid_alive(daemon)
+    if survived:
+        os.kill(daemon, signal.SIGKILL)
+    assert not survived, "the daemon survived the run"
+    # It and the middle process were re-parented to this process (the subreaper) and reaped:
+    # the run left no zombie here.
+    assert _zombie_children() - before == set()
+
+
+@posix_only
+def test_the_subreaper_leaves_the_kernels_other_children_alone(make_skill, tmp_path):
+    """While a run is in progress this process adopts orphans; its own children and other
+    code's daemons are neither killed nor reaped behind their owners' backs."""
+    # A child of "the kernel" in its own session (the kind a zombie sweep could mistake for
+    # an orphan), exiting with 7 while the run is in progress; its owner waits later.
+    own = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(0.4); raise SystemExit(7)"],
+        start_new_session=True,
+    )
+    # Other code's daemon, orphaned while the run is in progress (so adopted by this
+    # process), with no run id in its environment: not the run's, never killed.
+    other_marker = tmp_path / "other.pid"
+    other = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f"sleep 0.3; ( setsid bash -c 'echo \"$PPID $$\" > {other_marker}; exec sleep 300'"
+            " </dev/null >/dev/null 2>&1 & )",
+        ],
+        env={k: v for k, v in os.environ.items() if k != "SKILL_MAGICS_RUN_ID"},
+    )
+    make_skill(tmp_path / "s", "slow", scripts={"scripts/slow.sh": "sleep 1.2\necho done\n"})
+    result = manager_for(tmp_path / "s").execute_skill_script("slow", "slow")
+    assert result.exit_code == 0 and result.stdout == "done\n"
+    assert own.wait(timeout=5) == 7  # its status was not taken by the run's reaping
+    assert other.wait(timeout=5) == 0
+    _middle, daemon = _daemon_pids(other_marker)
+    try:
+        assert pid_alive(daemon), "another program's daemon was killed by the run"
+    finally:
+        os.kill(daemon, signal.SIGKILL)
+        try:  # adopted by this process during the run: reap it here
+            os.waitpid(daemon, 0)
+        except ChildProcessError:
+            pass

@@ -16,54 +16,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from sandbox_support import require_bwrap
 
 from skill_magics.core.errors import SandboxUnavailableError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.status import AuditOutcome
-
-
-@pytest.fixture(scope="module")
-def bwrap() -> str:
-    return require_bwrap()
-
-
-@pytest.fixture
-def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_skill, bwrap: str):
-    """A workspace (the cwd), a fake HOME with planted credentials, a skills folder."""
-    ws = tmp_path / "ws"
-    home = tmp_path / "home"
-    elsewhere = tmp_path / "elsewhere"
-    for d in (ws, home / ".ssh", home / ".aws", elsewhere):
-        d.mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("-----BEGIN FAKE PRIVATE KEY-----\n")
-    (home / ".aws" / "credentials").write_text("aws_secret_access_key = FAKEAWS\n")
-    (home / ".netrc").write_text("machine x login me password FAKENETRC\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(ws)
-    monkeypatch.delenv(sandboxing.BWRAP_ENV_VAR, raising=False)
-    skills = tmp_path / "skills"
-    skills.mkdir()
-
-    class Box:
-        root = tmp_path
-
-        def __init__(self) -> None:
-            self.ws, self.home, self.elsewhere, self.skills = ws, home, elsewhere, skills
-
-        def skill(self, name: str, scripts: dict[str, str], **meta: str) -> Path:
-            fm: dict = {"name": name, "description": f"Test skill {name}."}
-            if meta:
-                fm["metadata"] = meta
-            return make_skill(skills, name, frontmatter=fm, scripts=scripts)
-
-        def manager(self, **kwargs) -> SkillManager:
-            kwargs.setdefault("sandbox", "workspace-write")
-            return SkillManager([skills], **kwargs)
-
-    return Box()
-
 
 WRITER = """\
     #!/bin/bash
@@ -73,35 +30,45 @@ WRITER = """\
 
 
 def test_workspace_write_can_write_the_workspace_and_its_tmp(box) -> None:
-    box.skill("w", {"scripts/w.sh": WRITER})
+    marker = f"private-tmp-{os.getpid()}-{time.monotonic_ns()}"
+    box.skill("w", {"scripts/w.sh": WRITER + f'echo x > "$TMPDIR/{marker}" && echo tmp-ok\n'})
     res = box.manager().execute_skill_script("w", "w", argv=[str(box.ws)])
     assert res.exit_code == 0, res.stderr
     assert (box.ws / "out.txt").read_text() == "data\n"
     assert res.sandbox is not None
     assert res.sandbox["mode"] == "workspace-write"
     assert res.sandbox["network"] is False
-    assert res.sandbox["writable"][0] == str(box.ws.resolve())
-    tmp = res.sandbox["writable"][1]
-    assert os.listdir(tmp) == []  # the private TMPDIR (a tmpfs) went with the run
+    assert res.sandbox["writable"] == [str(box.ws.resolve()), sandboxing.PRIVATE_TMP]
+    assert "tmp-ok" in res.stdout
+    # The private /tmp (a tmpfs) went with the run: nothing of it reached the host's.
+    assert not (Path("/tmp") / marker).exists()
+    assert not (Path(os.environ.get("TMPDIR", "/tmp")) / marker).exists()
 
 
 def test_workspace_write_cannot_write_anywhere_else(box) -> None:
+    planted = Path("/tmp") / f"planted-{os.getpid()}-{time.monotonic_ns()}"
+    planted.write_text("the host's /tmp\n")
     script = """\
         #!/bin/bash
         for d in "$@"; do echo x > "$d/escaped.txt" 2>/dev/null && echo "WROTE $d"; done
         echo x > "$TMPDIR/t" && echo "tmp ok"
-        test "$(ls -A "$TMPDIR")" = "$(printf '.cache\n.config\nt')" && echo "tmp private"
+        test "$TMPDIR" = /tmp && test ! -e "/tmp/$PLANTED" && echo "tmp private"
         mkdir -p "$XDG_CACHE_HOME/tool" && echo "cache ok"
         echo x > "$SKILL_BASE_DIR/out-in-skill.txt" 2>/dev/null && echo "WROTE skill"
         exit 0
         """
-    skill = box.skill("w", {"scripts/w.sh": script})
-    targets = [box.elsewhere, box.home, box.root, skill, skill / "scripts"]
-    res = box.manager().execute_skill_script("w", "w", argv=[str(t) for t in targets])
+    skill = box.skill("w", {"scripts/w.sh": script.replace("$PLANTED", planted.name)})
+    targets = [box.elsewhere, box.home, skill, skill / "scripts", Path("/etc"), Path("/usr")]
+    res = box.manager().execute_skill_script(
+        "w", "w", argv=[*(str(t) for t in targets), str(box.root)]
+    )
+    planted.unlink()
     assert res.exit_code == 0, res.stderr
-    assert "WROTE" not in res.stdout
+    assert "WROTE" not in res.stdout.replace(f"WROTE {box.root}\n", "")
     assert "tmp ok" in res.stdout and "cache ok" in res.stdout and "tmp private" in res.stdout
-    for target in targets:
+    # box.root lies in /tmp: inside, it is a folder of the run's private /tmp (scratch space
+    # gone with the run), so a write there may succeed but never reaches the host.
+    for target in [*targets, box.root]:
         assert not (target / "escaped.txt").exists()
     assert not (skill / "out-in-skill.txt").exists()
     # The same script without the sandbox does write: the refusals above are the sandbox's.
@@ -430,7 +397,7 @@ def test_mode_names_are_checked(box, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_workspace_write_refuses_the_root_as_workspace(box, monkeypatch) -> None:
     box.skill("w", {"scripts/w.sh": "echo hi\n"})
     monkeypatch.chdir("/")
-    with pytest.raises(SandboxUnavailableError, match="working directory is /"):
+    with pytest.raises(SandboxUnavailableError, match="workspace is the root folder /"):
         box.manager().execute_skill_script("w", "w")
 
 

@@ -126,12 +126,15 @@ class SkillManager:
         sandbox: str | None = None,
         sandbox_network: Sequence[str] | str = (),
         sandbox_deny_read: Sequence[str] | str = (),
+        sandbox_read: Sequence[str] | str = (),
         run_cwd: CwdArg = WORKSPACE,
     ) -> None:
         self._lock = threading.RLock()
         # Sandbox settings and secret values, shared with the executor (docs/architecture.md,
         # *Sandbox and secrets*). sandbox=None: $SKILL_MAGICS_SANDBOX, else "off".
-        self.sandbox_settings = SandboxSettings(sandbox, sandbox_network, sandbox_deny_read)
+        self.sandbox_settings = SandboxSettings(
+            sandbox, sandbox_network, sandbox_deny_read, sandbox_read
+        )
         self.secrets = SecretStore()
         self._requirements: dict[str, tuple[tuple, Requirements]] = {}
         self._hidden: tuple[tuple, list[str]] | None = None
@@ -191,6 +194,15 @@ class SkillManager:
     @sandbox_deny_read.setter
     def sandbox_deny_read(self, paths: Sequence[str] | str) -> None:
         self.sandbox_settings.deny_read = _names(paths)
+
+    @property
+    def sandbox_read(self) -> tuple[str, ...]:
+        """Folders every sandboxed run is given read-only, besides its own (~ is $HOME)."""
+        return self.sandbox_settings.read
+
+    @sandbox_read.setter
+    def sandbox_read(self, paths: Sequence[str] | str) -> None:
+        self.sandbox_settings.read = _names(paths)
 
     def grant_network(self, skill_name: str, *, by: str = "SkillManager.grant_network") -> None:
         """Let ``skill_name`` use the network in its sandboxed runs this session (audited)."""

@@ -199,10 +199,10 @@ class _Boxed:
 
     @property
     def record(self) -> dict[str, Any]:
-        """For the audit record and the result: mode, network, writable paths (real TMPDIR)."""
+        """For the audit record and the result: mode, network, writable paths."""
+        data = self.profile.record()
         if self.command is None:
-            return self.profile.record()
-        data = self.profile.record(self.command.tmpdir)
+            return data
         data["network"] = self.command.network
         return data
 
@@ -378,6 +378,9 @@ class ScriptExecutor:
             self.sandbox,
             prepared.skill_name,
             skill_dir=os.fspath(skill_dir),
+            cwd=os.fspath(prepared.cwd),
+            program=prepared.program,
+            env=prepared.env,
         )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
@@ -690,6 +693,8 @@ class ScriptExecutor:
                 on_output=on_output,
                 cancel=cancel,
                 masks=masks,
+                # A sandboxed run's PID namespace takes its daemons with it already.
+                orphans=boxed is None or boxed.command is None,
             )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown

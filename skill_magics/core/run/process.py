@@ -15,12 +15,14 @@ keeps the pipes open. The group is always killed before the main process is reap
 unreaped (zombie) leader keeps the group id from being reused by an unrelated process.
 
 A child that calls setsid()/setpgid() leaves the group, so killing the group misses it. Once
-a run has lasted ``TREE_POLL_S`` (50 ms), the loop also snapshots the run's process tree
-(psutil) every ``TREE_POLL_S`` and remembers every descendant; when the run ends (exit,
-timeout, cancel, interrupt) those still alive die with the group (checked by creation time,
-so a recycled pid is never hit). Runs shorter than 50 ms pay nothing. Limit: a descendant
-that is born, escapes and loses its parent between two snapshots (< 50 ms) is not seen; a
-cgroup would close that gap, and is not used here (it needs privileges or systemd).
+a run has lasted ``TREE_POLL_S`` (50 ms), the loop also snapshots the run's process tree every
+``TREE_POLL_S`` during the first second, then every ``TREE_POLL_LATER_S`` (250 ms), and
+remembers every descendant; when the run ends (exit, timeout, cancel, interrupt) those still
+alive die with the group (checked by creation time, so a recycled pid is never hit). Runs
+shorter than 50 ms pay no snapshot. A descendant born, detached and orphaned between two
+snapshots (a double fork) is caught on Linux by core/run/orphans.py instead: during a run this
+process is a child subreaper, so the orphan is re-parented here, and it carries the run's id
+in its environment; the run's end kills and reaps it. What still escapes is said there.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.secrets import Masks
 
 logger = logging.getLogger("skill_magics.executor")
@@ -243,6 +246,16 @@ class _Descendants:
                         continue
                 stack.append(child)
 
+    def saw(self, pid: int) -> bool:
+        """Did a snapshot see ``pid`` (this very process: same creation time)?"""
+        proc = self.known.get(pid)
+        if proc is None:
+            return False
+        try:
+            return bool(proc.is_running())  # type: ignore[attr-defined]  # a zombie counts
+        except Exception:  # noqa: BLE001 - psutil.Error: gone
+            return False
+
     def signal_escaped(self, sig: int) -> None:
         """Send ``sig`` to remembered descendants that are alive and outside the group."""
         if not self.known:
@@ -305,10 +318,18 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
     return lambda pid: parents.get(pid, [])
 
 
-def _kill_all(pgid: int, tree: _Descendants | None, sig: int) -> None:
+def _kill_all(
+    pgid: int, tree: _Descendants | None, sig: int, orphans: Orphans | None = None
+) -> None:
+    if orphans is not None:
+        orphans.collect(exclude=pgid)  # before the kill: what it orphans is held already
+        if tree is not None:  # and what the snapshots saw, to be reaped once adopted
+            orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
     if tree is not None:
         tree.signal_escaped(sig)
+    if orphans is not None:
+        orphans.signal(sig)
 
 
 class _Loop:
@@ -494,6 +515,7 @@ def run_process(
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
+    orphans: bool = True,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
 
@@ -501,8 +523,37 @@ def run_process(
     before ``on_output`` sees them (:class:`StreamCapture`).
 
     Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
-    BaseException) kills the whole group before it propagates.
+    BaseException) kills the whole group before it propagates. ``orphans``: also find and
+    kill the run's daemons that left the group (core/run/orphans.py; a sandboxed run's PID
+    namespace does that already).
     """
+    held: Orphans | None = None
+    if orphans and SUBREAPER.enter():
+        run_id = new_run_id()
+        held = Orphans(run_id)
+        env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
+    try:
+        return _run(
+            command, cwd, env, payload, timeout, max_output_size, on_output, cancel, masks, held
+        )
+    finally:
+        if held is not None:
+            held.close()
+            SUBREAPER.leave()
+
+
+def _run(
+    command: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    payload: bytes | None,
+    timeout: float,
+    max_output_size: int,
+    on_output: OnOutput | None,
+    cancel: threading.Event | None,
+    masks: Masks | None,
+    held: Orphans | None,
+) -> ProcessOutcome:
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -533,7 +584,7 @@ def run_process(
                 if now - start >= TREE_POLL_S:
                     tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
-                _kill_all(pgid, tree, signal.SIGTERM)
+                _kill_all(pgid, tree, signal.SIGTERM, held)
                 loop.wait_exit(GRACE_S)
                 break
             if loop.exited:
@@ -553,20 +604,27 @@ def run_process(
                 wait = min(wait, EXIT_POLL_S)
             loop.step(wait)
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
-        # now, while the unreaped leader still pins the group id; so do remembered escapees.
-        _kill_all(pgid, tree, signal.SIGKILL)
+        # now, while the unreaped leader still pins the group id; so do remembered escapees
+        # and the run's orphans (which are then reaped: they are this process's children).
+        _kill_all(pgid, tree, signal.SIGKILL, held)
+        if held is not None:
+            held.reap()
+            held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
         returncode = _reap(proc)
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
         # group running behind the exception.
         if proc.returncode is None:
-            _kill_all(pgid, tree, signal.SIGTERM)
+            _kill_all(pgid, tree, signal.SIGTERM, held)
             try:
                 if loop is not None:
                     loop.wait_exit(GRACE_S)
             finally:
-                _kill_all(pgid, tree, signal.SIGKILL)
+                _kill_all(pgid, tree, signal.SIGKILL, held)
+                if held is not None:
+                    held.reap()
+                    held.reap_zombies(pgid, tree.saw)
                 _reap(proc)
         raise
     finally:

@@ -3,22 +3,27 @@
 Modes (docs/architecture.md, *Sandbox and secrets*):
 
 - ``off``: no sandbox (the run has the user's rights).
-- ``read-only``: the whole filesystem is read-only; only a private TMPDIR is writable.
+- ``read-only``: the run sees only what it needs (core/run/sandbox_mounts.py: system
+  folders, its program's installation and environment, the folders on its PATH, the skill,
+  the workspace), all read-only; only a private ``/tmp`` is writable.
 - ``workspace-write``: like read-only, plus the caller's working directory (the notebook's
-  workspace) is writable. The skill's own folder stays read-only even inside it.
+  workspace) is writable, except its ``.git``, ``.hg`` and virtual environments. The skill's
+  own folder stays read-only even inside it.
 - ``auto``: ``workspace-write`` where bubblewrap works, else no sandbox with one clear note.
 
+A workspace that is ``$HOME``, ``/``, ``/tmp`` or another place sockets live, or that holds
+one, is refused in both sandboxed modes before anything starts (it would be given whole).
 Both sandboxed modes run in their own network namespace (no network unless granted for that
-skill), their own PID namespace (nothing started inside outlives the run), with credential
-paths (``~/.ssh``, ``~/.aws``, ... resolved from ``$HOME``) and the host's service sockets
-hidden. Cache tools keep working: ``XDG_CACHE_HOME`` and ``MPLCONFIGDIR`` point into the
-private TMPDIR.
+skill), their own PID namespace (nothing started inside outlives the run); credential paths
+(``~/.ssh``, ``~/.aws``, ... resolved from ``$HOME``), Jupyter's runtime folders and the
+kernel's connection file are hidden wherever a given folder would include them. Cache tools
+keep working: ``XDG_CACHE_HOME`` and ``MPLCONFIGDIR`` point into the private ``/tmp``.
 
 Example:
     >>> profile = profile_for("workspace-write", SandboxSettings(), "csv-profiler",
     ...                       skill_dir="/skills/csv-profiler", workspace="/home/me/project")
     >>> profile.info().writable
-    ('/home/me/project', '<private TMPDIR>')
+    ('/home/me/project', '<private /tmp>')
 """
 
 from __future__ import annotations
@@ -35,13 +40,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from skill_magics.core.errors import SandboxUnavailableError
+from skill_magics.core.run import sandbox_mounts as mounts
 from skill_magics.core.run.approval import SandboxInfo
+from skill_magics.core.run.sandbox_mounts import Bind
 
 OFF, READ_ONLY, WORKSPACE_WRITE, AUTO = "off", "read-only", "workspace-write", "auto"
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE, AUTO)
 ENV_VAR = "SKILL_MAGICS_SANDBOX"  # the default mode when none is configured
 DEFAULT_MODE = OFF  # see the README, "Sandboxed runs": why off, and when to choose auto
-PRIVATE_TMP = "<private TMPDIR>"  # how the per-run TMPDIR is shown before it exists
+PRIVATE_TMP = "<private /tmp>"  # how the run's own /tmp (its TMPDIR) is shown
+TMP = "/tmp"  # inside the sandbox: a fresh tmpfs per run
 
 # Unreadable in every sandboxed run; "~" is $HOME at the time of the run.
 DEFAULT_DENY_READ: tuple[str, ...] = (
@@ -54,17 +62,17 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.kube",
     "~/.gnupg",
     "~/.git-credentials",
+    "~/.config/gh/hosts.yml",  # GitHub CLI token
+    "~/.pypirc",  # PyPI upload token
+    "~/.npmrc",  # npm registry token
+    "~/.cache/huggingface/token",  # Hugging Face token
+    "~/.cargo/credentials.toml",  # crates.io token (~/.cargo is given when it is on PATH)
+    "~/.cargo/credentials",
 )
-# Unix sockets of host services: a network namespace does not cover sockets in the
-# filesystem, and a read-only mount does not stop connect(), so they are hidden as well.
-HIDDEN_SOCKETS: tuple[str, ...] = (
-    "/run/docker.sock",
-    "/var/run/docker.sock",
-    "/run/containerd",
-    "/run/podman",
-    "/run/dbus",
-    "/run/user",
-)
+# Where host services keep their unix sockets (plus $XDG_RUNTIME_DIR): a network namespace
+# does not cover sockets in the filesystem and a read-only mount does not stop connect(), so
+# these are never given to a run, and a workspace may not be or hold one of them.
+HIDDEN_SOCKETS: tuple[str, ...] = mounts.SOCKET_PLACES
 
 
 def check_mode(value: object) -> str:
@@ -105,7 +113,8 @@ class SandboxSettings:
     """The manager's sandbox configuration, shared with its executor (thread-safe).
 
     ``mode``: the default mode; ``network``: skills granted network; ``deny_read``: extra
-    paths no sandboxed run may read (on top of :data:`DEFAULT_DENY_READ`).
+    paths no sandboxed run may read (on top of :data:`DEFAULT_DENY_READ`); ``read``: extra
+    folders every sandboxed run is given read-only (a data folder outside the workspace).
     """
 
     def __init__(
@@ -113,11 +122,13 @@ class SandboxSettings:
         mode: str | None = None,
         network: Iterable[str] | str | None = (),
         deny_read: Iterable[str] | str | None = (),
+        read: Iterable[str] | str | None = (),
     ) -> None:
         self._lock = threading.Lock()
         self.mode = default_mode() if mode is None else check_mode(mode)
         self._network = set(_names(network))
         self.deny_read = _names(deny_read)
+        self.read = _names(read)
 
     @property
     def network(self) -> tuple[str, ...]:
@@ -148,6 +159,8 @@ class SandboxProfile:
 
     ``mode`` is what the run gets ("read-only" / "workspace-write", or "off" when ``auto``
     found no bubblewrap; ``note`` then says why). ``requested`` is the mode asked for.
+    ``binds`` are the folders the run is given (core/run/sandbox_mounts.py), ``deny_read``
+    the paths hidden wherever a given folder would show them.
     """
 
     mode: str
@@ -157,6 +170,8 @@ class SandboxProfile:
     skill_dir: str = ""
     deny_read: tuple[str, ...] = field(default=(), repr=False)  # existing paths, hidden
     note: str = ""
+    binds: tuple[Bind, ...] = field(default=(), repr=False)
+    home: str = field(default="", repr=False)  # $HOME at plan time: an empty folder inside
 
     @property
     def active(self) -> bool:
@@ -167,6 +182,10 @@ class SandboxProfile:
             return ()
         tmp = tmpdir or PRIVATE_TMP
         return (self.workspace, tmp) if self.workspace else (tmp,)
+
+    def readable(self) -> tuple[str, ...]:
+        """The folders given read-only besides the system's (for the docs and debugging)."""
+        return tuple(b.dest for b in self.binds if not b.writable)
 
     def info(self, tmpdir: str | None = None) -> SandboxInfo:
         """What the approval panel shows (and the result header, and the audit record)."""
@@ -258,11 +277,12 @@ def note_once(note: str) -> bool:
 
 
 def deny_paths(extra: Iterable[str] = (), home: str | None = None) -> tuple[str, ...]:
-    """Existing paths to hide: the defaults, ``extra`` and the host's sockets, ``~`` from
-    $HOME, each also by its real path when it is a symlink."""
+    """Existing paths to hide: the defaults and ``extra`` (``~`` from $HOME), Jupyter's
+    runtime folders and the kernel's connection file, each also by its real path when it is
+    a symlink."""
     home = os.environ.get("HOME", "") if home is None else home
     found: list[str] = []
-    for raw in (*DEFAULT_DENY_READ, *extra, *HIDDEN_SOCKETS):
+    for raw in (*DEFAULT_DENY_READ, *extra):
         path = raw
         if raw == "~" or raw.startswith("~/"):
             if not home:
@@ -279,7 +299,24 @@ def deny_paths(extra: Iterable[str] = (), home: str | None = None) -> tuple[str,
         for candidate in candidates:
             if candidate != "/" and candidate not in found:
                 found.append(candidate)
+    for path in mounts.never_readable():
+        if path != "/" and path not in found:
+            found.append(path)
     return tuple(found)
+
+
+def _refuse_folder(mode: str, skill: str, role: str, folder: str, why: str) -> None:
+    home = os.path.realpath(os.environ.get("HOME", "") or "/")
+    if home != "/" and (folder == "/" or home == folder or home.startswith(folder + "/")):
+        suggestion = os.path.join(home, "work")  # a folder holding $HOME: a project in it
+    else:
+        suggestion = os.path.join(folder, "work")  # /tmp -> /tmp/work: below, not above
+    raise SandboxUnavailableError(
+        f"Sandbox '{mode}' refused for skill '{skill}': the {role} is {why}, and a sandboxed "
+        f"run is given its {role} whole{' to write' if mode == WORKSPACE_WRITE else ''}: work "
+        f"in a subfolder such as {suggestion} (os.makedirs('{suggestion}', exist_ok=True); "
+        f"%cd {suggestion}), or choose sandbox='off'"
+    )
 
 
 def profile_for(
@@ -289,12 +326,17 @@ def profile_for(
     *,
     skill_dir: str,
     workspace: str | None = None,
+    cwd: str | None = None,
+    program: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> SandboxProfile | None:
     """The profile of a run of ``skill`` in ``mode`` (None: ``off``, no sandbox at all).
 
     ``auto`` without a usable bubblewrap gives an ``off`` profile with a note; an explicit
     sandboxed mode raises SandboxUnavailableError (one line) instead: it never silently runs
-    unsandboxed. ``workspace`` defaults to the current working directory.
+    unsandboxed. ``workspace`` defaults to the current working directory; ``cwd`` (the run's
+    working directory), ``program`` (what runs: the interpreter) and ``env`` (its PATH,
+    PYTHONPATH, NODE_PATH) decide the other folders the run is given.
     """
     mode = check_mode(mode)
     if mode == OFF:
@@ -314,37 +356,67 @@ def profile_for(
             "to run unsandboxed where it is unavailable"
         )
     real = WORKSPACE_WRITE if mode == AUTO else mode
-    where = None
-    if real == WORKSPACE_WRITE:
-        where = os.path.realpath(workspace if workspace is not None else os.getcwd())
-        if where == "/":
+    where = os.path.realpath(workspace if workspace is not None else os.getcwd())
+    skill_real = os.path.realpath(skill_dir)
+    run_dir = os.path.realpath(cwd) if cwd is not None else where
+    # Everything given to the run is given whole: a folder holding $HOME or a place where
+    # sockets live would hand over the agent sockets, the kernel's files and, writable,
+    # ~/.bashrc and the IPython startup folder (code that runs later, unconfined).
+    for role, folder in (("workspace", where), ("working directory", run_dir)):
+        reason = mounts.private_place(folder)
+        if reason:
+            _refuse_folder(real, skill, role, folder, reason)
+    reason = mounts.private_place(skill_real)
+    if reason:
+        raise SandboxUnavailableError(
+            f"Sandbox '{real}' refused for skill '{skill}': its folder is {reason}: move the "
+            "skill into a folder of its own"
+        )
+    writable = real == WORKSPACE_WRITE
+    binds: list[Bind] = []
+    for raw in settings.read:  # the user's own grants: given read-only, under the same rule
+        folder = os.path.realpath(os.path.expanduser(raw))
+        reason = mounts.private_place(folder)
+        if reason:
             raise SandboxUnavailableError(
-                f"Sandbox 'workspace-write' refused for skill '{skill}': the working directory "
-                "is /, so everything would be writable: change to a project folder "
-                "(os.chdir / %cd) or choose sandbox='read-only'"
+                f"Sandbox '{real}' refused for skill '{skill}': sandbox_read names {reason}, "
+                "which a run may not be given whole: name the folder the skill needs instead"
             )
+        if os.path.isdir(folder):
+            binds += mounts.given(os.path.expanduser(raw))
+    binds += mounts.given(workspace or where, writable)
+    if writable:  # after the workspace: its hooks and environments stay read-only
+        for path in mounts.protected_in(where):
+            binds.append(Bind(path, path))
+    if not mounts.covered_by_system(run_dir):
+        binds += [b for b in mounts.given(cwd or run_dir) if not _inside_any(b.dest, binds)]
+    # The program's installation and search paths, read-only. Binds are ordered parents
+    # first, so one inside the workspace (the kernel's venv) lands on it: not writable.
+    if program:
+        binds += mounts.program_roots(program)
+    binds += mounts.search_path_roots(env if env is not None else os.environ)
+    binds += mounts.given(skill_dir)  # last: a skill inside the workspace stays read-only
     return SandboxProfile(
         mode=real,
         requested=mode,
         network=settings.has_network(skill),
-        workspace=where,
-        skill_dir=os.path.realpath(skill_dir),
+        workspace=where if writable else None,
+        skill_dir=skill_real,
         deny_read=deny_paths(settings.deny_read),
+        binds=tuple(mounts.order_binds(binds)),
+        home=os.environ.get("HOME", ""),
     )
+
+
+def _inside_any(path: str, binds: Iterable[Bind]) -> bool:
+    return any(path == b.dest or path.startswith(b.dest.rstrip("/") + "/") for b in binds)
 
 
 # -- the bwrap command line --------------------------------------------------------------------
 
 
-def _base_args(*, network: bool) -> list[str]:
+def _namespace_args(*, network: bool) -> list[str]:
     args = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
         # Own PID namespace: when the script's main process exits, the kernel kills whatever
         # it started inside (nothing outlives the run). --die-with-parent: if bwrap itself is
         # killed (the executor's group kill), the namespace goes with it.
@@ -367,20 +439,50 @@ def _base_args(*, network: bool) -> list[str]:
     return args
 
 
-_TMP_MOUNT: list[str] = []
+def _system_args() -> list[str]:
+    """The system folders (read-only; a symlink such as /bin -> usr/bin stays a symlink),
+    a /dev and /proc of the run's own."""
+    args: list[str] = []
+    for folder in mounts.SYSTEM_DIRS:
+        try:
+            if os.path.islink(folder):
+                args += ["--symlink", os.readlink(folder), folder]
+            elif os.path.isdir(folder):
+                args += ["--ro-bind", folder, folder]
+        except OSError:
+            continue
+    return [*args, "--dev", "/dev", "--proc", "/proc"]
 
 
-def _tmp_mountpoint() -> str:
-    """An empty 0700 folder (one per process, removed at exit) where every sandboxed run
-    mounts its own private tmpfs as TMPDIR: each run sees only its own files, and they vanish
-    with its mount namespace. Nothing is written to or removed from the disk per run (an
-    on-disk TMPDIR measured ~7 ms per run just for its removal on this machine's disk)."""
+def _base_args(*, network: bool) -> list[str]:
+    return [*_namespace_args(network=network), *_system_args()]
+
+
+def _etc_targets() -> list[str]:
+    """/etc files that are symlinks out of the given folders (resolv.conf into /run with
+    systemd-resolved): their targets, bound alone, so names resolve when network is granted."""
+    args: list[str] = []
+    for link in ("/etc/resolv.conf", "/etc/hosts"):
+        if not os.path.islink(link):
+            continue
+        target = os.path.realpath(link)
+        if os.path.isfile(target) and not mounts.covered_by_system(target):
+            args += ["--ro-bind", target, target]
+    return args
+
+
+_EMPTY: list[str] = []
+
+
+def _empty_dir() -> str:
+    """An empty 0700 folder (one per process, removed at exit): bound read-only where the
+    run must find an empty folder in a writable place ($HOME under the private /tmp)."""
     with _PROBE_LOCK:
-        if not _TMP_MOUNT or not os.path.isdir(_TMP_MOUNT[0]):
+        if not _EMPTY or not os.path.isdir(_EMPTY[0]):
             path = tempfile.mkdtemp(prefix="skill-magics-sandbox-")
-            _TMP_MOUNT[:] = [path]
+            _EMPTY[:] = [path]
             atexit.register(shutil.rmtree, path, True)
-        return _TMP_MOUNT[0]
+        return _EMPTY[0]
 
 
 @dataclass
@@ -411,28 +513,46 @@ def wrap(
             "(apt-get install bubblewrap)"
         )
     net = profile.network if network is None else network
-    tmpdir = _tmp_mountpoint()
-    cache, mpl = os.path.join(tmpdir, ".cache"), os.path.join(tmpdir, ".config", "matplotlib")
+    cache, mpl = f"{TMP}/.cache", f"{TMP}/.config/matplotlib"
     args = [bwrap, *_base_args(network=net)]
-    # The private TMPDIR: a fresh tmpfs (at most half the RAM, the kernel's default), with
-    # the cache folders tools expect.
-    args += ["--tmpfs", tmpdir, "--dir", cache, "--dir", mpl]
-    if profile.mode == WORKSPACE_WRITE and profile.workspace:
-        args += ["--bind", profile.workspace, profile.workspace]
-    # After the workspace: a skill inside the workspace still cannot rewrite its own code.
-    if profile.skill_dir:
-        args += ["--ro-bind", profile.skill_dir, profile.skill_dir]
+    # The private /tmp: a fresh tmpfs (at most half the RAM, the kernel's default), with the
+    # cache folders tools expect; /var/tmp is the same folder, unless a given folder lies
+    # there (then bwrap makes plain folders on the way to it).
+    args += ["--tmpfs", TMP, "--dir", cache, "--dir", mpl]
+    if not any(b.dest.startswith("/var/tmp/") for b in profile.binds):
+        args += ["--symlink", "../tmp", "/var/tmp"]
+    if net:
+        args += _etc_targets()
+    home = os.path.abspath(profile.home) if os.path.isabs(profile.home) else ""
+    if home and home != "/" and not mounts.covered_by_system(home):
+        # $HOME exists and is empty (read-only, like everything created in the root). Under
+        # the private /tmp, which stays writable, an empty read-only folder is bound on it,
+        # unless a given folder lies below it (then it is scratch space like the rest of
+        # that /tmp, gone with the run).
+        below = any(b.dest.startswith(home.rstrip("/") + "/") for b in profile.binds)
+        if home.startswith(TMP + "/") and not below:
+            args += ["--ro-bind", _empty_dir(), home]
+        else:
+            args += ["--dir", home]
+    shown: list[str] = list(mounts.SYSTEM_DIRS)
+    for bind in profile.binds:
+        args += ["--bind" if bind.writable else "--ro-bind", bind.src, bind.dest]
+        shown.append(bind.dest)
+    given = [Bind(d, d) for d in shown]
+    hidden_dirs = [Bind(p, p) for p in profile.deny_read if os.path.isdir(p)]
     for path in profile.deny_read:
-        if os.path.islink(path):
-            continue  # its target is in the list as well; bwrap mounts on the target
+        if os.path.islink(path) or not _inside_any(path, given):
+            continue  # a symlink's target is in the list; a path in no given folder is absent
+        if _inside_any(path, (d for d in hidden_dirs if d.dest != path)):
+            continue  # inside a hidden folder: hidden with it (and absent from its tmpfs)
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             args += ["--ro-bind", "/dev/null", path]
-    args += ["--chdir", cwd, "--", *command]
+    args += ["--remount-ro", "/", "--chdir", cwd, "--", *command]
     child_env = dict(env)
-    child_env.update(TMPDIR=tmpdir, XDG_CACHE_HOME=cache, MPLCONFIGDIR=mpl)
-    return SandboxedCommand(tuple(args), child_env, tmpdir, net)
+    child_env.update(TMPDIR=TMP, XDG_CACHE_HOME=cache, MPLCONFIGDIR=mpl)
+    return SandboxedCommand(tuple(args), child_env, TMP, net)
 
 
 __all__ = [

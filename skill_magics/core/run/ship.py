@@ -555,6 +555,7 @@ class ExecutorSettings:
     sandbox_mode: str = "off"
     sandbox_network: tuple[str, ...] = ()
     sandbox_deny_read: tuple[str, ...] = ()
+    sandbox_read: tuple[str, ...] = ()
     # The caller's default working directory: "skill" (the worker's copy), "workspace" (the
     # worker's own folder) or a folder that must exist on the worker.
     run_cwd: str = "skill"
@@ -571,13 +572,16 @@ class ExecutorSettings:
             sandbox_mode=str(getattr(sandbox, "mode", "off")),
             sandbox_network=tuple(getattr(sandbox, "network", ())),
             sandbox_deny_read=tuple(getattr(sandbox, "deny_read", ())),
+            sandbox_read=tuple(getattr(sandbox, "read", ())),
             run_cwd=os.fspath(getattr(executor, "run_cwd", "skill")),
         )
 
     def executor_kwargs(self) -> dict[str, Any]:
         from skill_magics.core.run.sandbox import SandboxSettings
 
-        sandbox = SandboxSettings(self.sandbox_mode, self.sandbox_network, self.sandbox_deny_read)
+        sandbox = SandboxSettings(
+            self.sandbox_mode, self.sandbox_network, self.sandbox_deny_read, self.sandbox_read
+        )
         return {
             "timeout": self.timeout,
             "max_output_size": self.max_output_size,

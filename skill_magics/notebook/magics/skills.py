@@ -118,6 +118,11 @@ class SkillMagics(Magics):
         help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
         "other credential defaults (~ is $HOME).",
     ).tag(config=True)
+    sandbox_read = List(
+        Unicode(),
+        help="Folders sandboxed runs are given read-only besides the skill, the workspace and "
+        "their Python (e.g. a data folder); never $HOME or a folder holding it.",
+    ).tag(config=True)
     run_cwd = Unicode(
         "workspace",
         help="Where scripts start: workspace (the notebook's folder, so relative file paths "
@@ -166,6 +171,7 @@ class SkillMagics(Magics):
                     sandbox=self.sandbox,
                     sandbox_network=tuple(self.sandbox_network),
                     sandbox_deny_read=tuple(self.sandbox_deny_read),
+                    sandbox_read=tuple(self.sandbox_read),
                     run_cwd=self.run_cwd,
                 )
             return self._manager
@@ -228,7 +234,7 @@ class SkillMagics(Magics):
             value = tuple(value)
         setattr(manager, change["name"], value)
 
-    @observe("sandbox", "sandbox_network", "sandbox_deny_read")
+    @observe("sandbox", "sandbox_network", "sandbox_deny_read", "sandbox_read")
     def _sandbox_changed(self, change: Any) -> None:
         manager = self._manager  # shared with the executor: no rebuild (core/manager.py)
         if manager is None:

@@ -1,0 +1,267 @@
+"""Daemons that leave an unsandboxed run's process group die with the run (Linux).
+
+A script that daemonizes (``setsid`` and a double fork, ``nohup cmd &`` plus ``disown``,
+python-daemon) leaves the run's process group, so the group kill misses it, and its parent
+exits at once, so the process-tree snapshots (core/run/process.py) may never see it. Two
+things find it anyway:
+
+- **A child subreaper.** While at least one run is in progress, the executor's process (the
+  kernel) is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): a process whose parent
+  dies is re-parented to it instead of to init, so every orphan of a run is a direct child of
+  the kernel at the end of the run. The flag is on only during runs (counted across threads),
+  so orphans of other code in the kernel outside runs still go to init as before.
+- **The run's id.** Each run's environment carries ``SKILL_MAGICS_RUN_ID`` (random, per run),
+  which every descendant inherits. At the end of the run, the kernel's direct children whose
+  environment holds this run's id are the run's orphans: they and everything below them get
+  the run's signals. Other children of the kernel (Jupyter's, a ``subprocess`` call of your
+  own, another run's) never carry it and are never touched.
+
+Orphans are held by pidfd from the moment they are found, so a signal or a wait never hits a
+recycled pid, and the ones that are the kernel's children are reaped (a subreaper must reap
+what it inherits, or they stay zombies); the kernel's other children are never waited for, so
+their owners (``Popen.wait``) still get their exit status.
+
+What escapes: a descendant that clears its environment (``env -i``) *and* leaves the group
+and loses its parent between two tree snapshots; one started after the run's last look (the
+microseconds between the last look and the kill); and everything on systems without
+``PR_SET_CHILD_SUBREAPER``/pidfd (macOS, Windows, Linux < 5.4), where only the snapshots
+apply. Sandboxed runs need none of this: their PID namespace dies with them.
+
+Zombies left: the middle process of a double fork whose daemon had already exited before the
+run ended (nothing alive links it to the run, and it looks like a child the kernel started
+in a session of its own, whose status its owner may still want) stays a zombie, holding one
+process-table entry, until the kernel exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import select
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+logger = logging.getLogger("skill_magics.executor")
+
+RUN_ID_VAR = "SKILL_MAGICS_RUN_ID"
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+REAP_WAIT_S = 0.5  # how long the end of a run waits for killed orphans to be reaped
+
+_LINUX = sys.platform.startswith("linux")
+_HAS_PIDFD = (
+    _LINUX
+    and hasattr(os, "pidfd_open")
+    and hasattr(os, "P_PIDFD")
+    and hasattr(signal, "pidfd_send_signal")
+)
+
+
+class _Subreaper:
+    """The kernel process as a child subreaper while runs are in progress (counted)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._prctl: Callable[..., int] | None = None
+        self.broken = not _HAS_PIDFD  # no prctl or no pidfd: nothing to do here
+
+    def _set(self, on: bool) -> bool:
+        if self._prctl is None:
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                self._prctl = libc.prctl
+            except (OSError, AttributeError):
+                self.broken = True
+                return False
+        if self._prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:  # seccomp, old kernel
+            self.broken = True
+            logger.info("Cannot make this process a child subreaper: orphans go to init")
+            return False
+        return True
+
+    def enter(self) -> bool:
+        """One more run in progress; True when orphans now come to this process."""
+        with self._lock:
+            if self.broken:
+                return False
+            if self._count == 0 and not self._set(True):
+                return False
+            self._count += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            if self._count == 0:
+                return
+            self._count -= 1
+            if self._count == 0:
+                self._set(False)
+
+    @property
+    def active(self) -> bool:
+        with self._lock:
+            return self._count > 0
+
+
+SUBREAPER = _Subreaper()
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(8)
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, process group, session) of ``pid`` from /proc/PID/stat; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) ": comm may hold ")"
+    try:
+        return fields[0].decode(), int(fields[2]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _carries(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return marker in fh.read().split(b"\0")
+    except OSError:  # gone, or a zombie (no environment left)
+        return False
+
+
+class Orphans:
+    """The run's processes outside its group, held by pidfd (see the module docstring)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.marker = f"{RUN_ID_VAR}={run_id}".encode()
+        self.held: dict[int, int] = {}  # pid -> pidfd
+        self.leaders: set[int] = set()  # the held processes' session and group leaders
+
+    def collect(self, exclude: int) -> None:
+        """Find the kernel's children carrying this run's id, and everything below them
+        (before the kill: a process whose parent dies later is already held)."""
+        me = os.getpid()
+        stack = [pid for pid in _children(me) if pid != exclude and _carries(pid, self.marker)]
+        while stack:
+            pid = stack.pop()
+            if pid in self.held or pid == exclude or pid == me:
+                continue
+            try:
+                self.held[pid] = os.pidfd_open(pid)
+            except OSError:  # already gone
+                continue
+            found = _stat(pid)
+            if found is not None:
+                self.leaders.update(found[1:])
+            stack.extend(_children(pid))
+
+    def hold(self, pids: Iterable[int]) -> None:
+        """Hold these processes too (the run's descendants the tree snapshots saw), so they
+        are signalled and, once they are this process's children, reaped."""
+        for pid in pids:
+            if pid not in self.held:
+                try:
+                    self.held[pid] = os.pidfd_open(pid)
+                except OSError:  # gone since
+                    continue
+
+    def signal(self, sig: int) -> None:
+        for fd in self.held.values():
+            try:
+                signal.pidfd_send_signal(fd, sig)
+            except OSError:  # exited already
+                continue
+
+    def reap(self, wait: float = REAP_WAIT_S) -> list[int]:
+        """Wait (bounded) for the held processes to exit; reap those that are this
+        process's children. Returns the pids still alive at the deadline."""
+        deadline = time.monotonic() + wait
+        pending = dict(self.held)
+        while pending:
+            for pid, fd in list(pending.items()):
+                try:
+                    done = os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG)
+                except ChildProcessError:
+                    # Not (or no longer) our child: once it has exited its parent reaps it;
+                    # if that parent dies first, it is re-parented here, so look again.
+                    try:
+                        signal.pidfd_send_signal(fd, 0)
+                    except ProcessLookupError:
+                        del pending[pid]  # reaped by its parent
+                    continue
+                except OSError:
+                    del pending[pid]
+                    continue
+                if done is not None:
+                    del pending[pid]
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                break
+            # Wakes when one exits; a zombie that is not ours keeps its pidfd readable, so
+            # never spin faster than every 2 ms.
+            select.select(list(pending.values()), [], [], min(left, 0.01))
+            time.sleep(min(0.002, max(deadline - time.monotonic(), 0)))
+        return list(pending)
+
+    def reap_zombies(self, run_pgid: int, seen: Callable[[int], bool] | None = None) -> int:
+        """Reap this process's zombie children that exited before they could be seen (a
+        zombie has no environment left to read) when they surely are no one else's to wait
+        for: a session or group leader of the run's held processes (the middle process of a
+        double fork), a member of the run's group, one the run's process-tree snapshots saw
+        (``seen``: same pid and creation time), or one whose session is neither this
+        process's nor its own (it was re-parented here: nothing here forked it). A child
+        this process forked itself (a ``Popen`` elsewhere in the kernel, the run's main
+        process) never matches, so its owner still gets its exit status. Returns how many
+        were reaped."""
+        mine = os.getsid(0)
+        reaped = 0
+        for pid in _children(os.getpid()):
+            if pid == run_pgid:
+                continue  # the run's main process: its Popen reaps it, with its status
+            found = _stat(pid)
+            if found is None or found[0] != "Z":
+                continue
+            _state, pgid, sid = found
+            ours = pid in self.leaders or pgid == run_pgid or sid not in (mine, pid)
+            if not ours and seen is not None:
+                ours = seen(pid)
+            if not ours:
+                continue
+            try:
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG) is not None:
+                    reaped += 1
+            except ChildProcessError:
+                continue
+        return reaped
+
+    def close(self) -> None:
+        for fd in self.held.values():
+            os.close(fd)
+        self.held.clear()
+
+
+__all__ = ["Orphans", "RUN_ID_VAR", "SUBREAPER", "new_run_id"]
