@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from skill_magics.core.errors import ModelCallError
@@ -219,7 +219,7 @@ def _conversation(
 
 def now_iso() -> str:
     """UTC now as skill-creator writes timestamps: ``2026-01-15T10:30:00Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _check_limits(prompt: str, model: str, max_turns: int, max_tokens: int) -> None:
