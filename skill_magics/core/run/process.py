@@ -161,13 +161,7 @@ class ProcessOutcome:
 def _group_kwargs() -> dict:
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    if sys.version_info >= (3, 11):
-        return {"process_group": 0}  # setpgid in the child; keeps the fast vfork path
-    return {"preexec_fn": _setpgid}  # pragma: no cover - Python 3.10
-
-
-def _setpgid() -> None:  # pragma: no cover - runs in the child on Python 3.10
-    os.setpgid(0, 0)
+    return {"process_group": 0}  # setpgid in the child; keeps the fast vfork path
 
 
 def kill_group(pgid: int, sig: int) -> None:

@@ -186,8 +186,16 @@ def _input_lines(
 
 
 def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
-    """(label, plain text) for what else the decision covers: a batch, an install, a sandbox."""
+    """(label, plain text) for what else the decision covers: a scope of model-chosen runs,
+    a batch, an install, a sandbox."""
     rows = []
+    scope = request.scope
+    if scope is not None:
+        rows.append(("Scope", scope.summary()))
+        for i, prompt in enumerate(scope.sample, 1):
+            rows.append((f"prompt {i}", _one_line(prompt)))
+        if scope.agent_runs > len(scope.sample):
+            rows.append(("", f"... {scope.agent_runs - len(scope.sample):,} more agent runs"))
     batch = request.batch
     if batch is not None:
         shown = [_one_line(item) for item in batch.sample]
