@@ -1,14 +1,19 @@
 # Two entry points: `make demo` (JupyterLab on the quickstart notebook) and `make test` (everything).
-# Both create .venv themselves; nothing but python3 (>= 3.10) and make must be pre-installed.
+# Both create .venv themselves; nothing but Python >= 3.11 and make must be pre-installed.
 
-PYTHON ?= python3
+# python3 when it is 3.11+ (3.10 reached end of life in October 2026), else the newest
+# python3.X >= 3.11 on PATH; `make PYTHON=/path/to/python3.12 ...` picks one.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
+  $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && { echo $$p; break; }; \
+  done),python3)
+endif
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 # 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click)
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
-# Where the main venv gets < 7.4 (Python 3.10), kernel-matrix.sh adds the newest 7.x itself.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
 .PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
@@ -17,7 +22,10 @@ MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 # with apt-get when root, else say the exact command and stop.
 define ENSURE_VENV_SUPPORT
 if ! $(PYTHON) -c '' >/dev/null 2>&1; then \
-  echo "$(PYTHON) does not run: install Python >= 3.10 (or: make PYTHON=/path/to/python3)"; exit 1; \
+  echo "$(PYTHON) does not run: install Python >= 3.11 (or: make PYTHON=/path/to/python3)"; exit 1; \
+fi; \
+if ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then \
+  echo "$(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'): skill-magics needs 3.11+ (3.10 reached end of life in October 2026): install python3.11 or newer, or make PYTHON=/path/to/python3.11"; exit 1; \
 fi; \
 if ! $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1; then \
   ver=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
@@ -84,7 +92,8 @@ unit: $(STAMP) sandbox
 kernel-matrix: $(STAMP)
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 
-# Other Pythons found on PATH (3.10-3.13), each in .venv-py/; not part of `make test`.
+# The suite on every supported Python found (3.11+: PATH, pyenv, uv, /usr/bin, /usr/local/bin),
+# each in .venv-py/<version>; `make test` runs it on the newest one other than .venv's.
 python-matrix:
 	bash scripts/python-matrix.sh
 
@@ -101,6 +110,7 @@ test: $(STAMP) browser sandbox
 	$(LINT)
 	$(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
+	$(SANDBOX_REQUIRED) bash scripts/python-matrix.sh --other
 
 bench: $(STAMP) sandbox
 	$(PY) bench/bench_executor.py

@@ -8,11 +8,8 @@
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
 # kernelspec in a temp dir (tests/kernel_fixtures.py).
 #
-# The main venv's own ipykernel is tested by `make test`'s pytest run. When it is older than
-# 7.4 (on Python 3.10 pip resolves 7.3: 7.4 needs 3.11) and no version >= 7.4 is asked for,
-# the newest 7.x is added, so the await path (docs/architecture.md, Waiting for a click) is never left untested: with
-# the matrix Python when it can install it, else with a python3.11+ found on PATH; when
-# neither can, a loud warning says the await path went untested.
+# The main venv's own ipykernel (the newest, 7.4+: the await path of docs/architecture.md,
+# Waiting for a click) is tested by `make test`'s pytest run.
 #
 # The entry "colab" is Google Colab's pinned stack instead of one ipykernel version:
 # a venv from the Python the pins file names (3.13: COLAB_PYTHON, else python3.13 on PATH,
@@ -66,35 +63,13 @@ if [ ! -x "$PYTHON" ]; then
     exit 2
 fi
 
-# Runtime dependencies, minus ipykernel (pinned per venv below), one per line: from
-# pyproject.toml with tomllib (Python >= 3.11), else from the installed package's metadata
-# (Python 3.10; the dev venv has skill-magics installed, and make reinstalls it when
-# pyproject.toml changes).
+# Runtime dependencies from pyproject.toml, minus ipykernel (pinned per venv below), one per line.
 DEPS_TEXT="$("$PYTHON" - <<'EOF'
 import re
-import sys
+import tomllib
 
-def from_pyproject():
-    try:
-        import tomllib
-    except ImportError:
-        return None
-    with open("pyproject.toml", "rb") as fh:
-        return tomllib.load(fh)["project"]["dependencies"]
-
-def from_metadata():
-    from importlib.metadata import PackageNotFoundError, requires
-    try:
-        reqs = requires("skill-magics") or []
-    except PackageNotFoundError:
-        sys.exit("kernel-matrix: cannot read pyproject.toml (no tomllib before Python 3.11) "
-                 "and skill-magics is not installed: run make venv (or pip install -e .)")
-    # Requires-Dist lists the extras too, as 'pkg; extra == "test"': keep the base ones.
-    return [r for r in reqs if not re.search(r"""\bextra\s*==""", r)]
-
-deps = from_pyproject()
-if deps is None:
-    deps = from_metadata()
+with open("pyproject.toml", "rb") as fh:
+    deps = tomllib.load(fh)["project"]["dependencies"]
 for dep in deps:
     if re.split(r"[<>=!~ ;\[(]", dep.strip(), maxsplit=1)[0].lower() != "ipykernel":
         print(dep.strip())
@@ -108,72 +83,11 @@ if [ "$mode" = deps ]; then
 fi
 
 # The venvs use the same base interpreter as the dev venv unless told otherwise.
-# (Python 3.10's sys._base_executable is the venv's own python: prefer the base install's.)
-BASE_PYTHON="${BASE_PYTHON:-$("$PYTHON" -c '
-import os, sys
-base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-print(base if os.access(base, os.X_OK) else getattr(sys, "_base_executable", sys.executable))
-')}"
+BASE_PYTHON="${BASE_PYTHON:-$("$PYTHON" -c 'import sys; print(sys._base_executable)')}"
 
 pyver() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
-# 0 when version $1 >= $2 (dotted, numeric parts)
-version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
-
-# The newest ipykernel 7.x >= 7.4 that Python version $1 can install (pip honours its
-# Requires-Python), or nothing. Downloads one small wheel (cached) with the main venv's pip.
-newest_await_kernel() {
-    local tmp found
-    tmp="$(mktemp -d)"
-    if "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps \
-        --only-binary=:all: --python-version "$1" --dest "$tmp" 'ipykernel>=7.4,<8' \
-        >/dev/null 2>&1; then
-        found="$(cd "$tmp" && ls ipykernel-*.whl 2>/dev/null | head -1)"
-        found="${found#ipykernel-}"
-        echo "${found%%-*}"
-    fi
-    rm -rf "$tmp"
-}
-
-declare -A BASE_FOR=()  # version -> Python creating its venv (default BASE_PYTHON)
 MAIN_IPYKERNEL="$("$PYTHON" -c 'import ipykernel; print(ipykernel.__version__)' 2>/dev/null || echo none)"
 echo "kernel-matrix: the main venv ($PYTHON, Python $(pyver "$PYTHON")) runs ipykernel $MAIN_IPYKERNEL; make test's pytest run tests that one"
-AWAIT_WARNING=""
-if [ "$MAIN_IPYKERNEL" = none ] || ! version_ge "$MAIN_IPYKERNEL" 7.4; then
-    asked=0
-    for version in $VERSIONS; do
-        if [ "$version" != colab ] && version_ge "$version" 7.4; then asked=1; fi
-    done
-    if [ "$asked" = 0 ]; then
-        added=""
-        candidates=("$BASE_PYTHON")
-        for v in 3.11 3.12 3.13 3.14; do
-            command -v "python$v" >/dev/null 2>&1 && candidates+=("python$v")
-        done
-        for cand in "${candidates[@]}"; do
-            cv="$(pyver "$cand")" || continue  # pyenv shims of unselected versions do not run
-            "$cand" -c 'import ensurepip, venv' >/dev/null 2>&1 || continue
-            newest="$(newest_await_kernel "$cv")"
-            if [ -n "$newest" ]; then
-                VERSIONS="$VERSIONS $newest"
-                BASE_FOR[$newest]="$("$cand" -c 'import sys; print(sys.executable)')"
-                added="$newest"
-                echo "kernel-matrix: ipykernel $MAIN_IPYKERNEL < 7.4 in the main venv: adding ipykernel $newest (the await path) to the matrix, with Python $cv ($cand)"
-                break
-            fi
-        done
-        if [ -z "$added" ]; then
-            AWAIT_WARNING="ipykernel >= 7.4 (the await path): NOT TESTED; no Python >= 3.11 with venv support found"
-            cat >&2 <<EOF
-kernel-matrix: ##################################################################
-kernel-matrix: WARNING: the main venv runs ipykernel $MAIN_IPYKERNEL and no Python here can
-kernel-matrix: install ipykernel >= 7.4 (it needs Python >= 3.11): the await path that
-kernel-matrix: JupyterLab users on ipykernel 7.4+ get is NOT tested by this run.
-kernel-matrix: Install python3.11 (or newer) or set BASE_PYTHON to one.
-kernel-matrix: ##################################################################
-EOF
-        fi
-    fi
-fi
 
 # The browser test of the approval click (tests/e2e/test_matrix_kernels_browser.py, marked
 # kernel) runs on each matrix kernel too. Same rule as `make test`: with chromium on PATH it
@@ -275,7 +189,7 @@ if [ "$mode" = plan ]; then
             fi
             continue
         fi
-        echo "kernel-matrix plan: ipykernel $version with $(pyver "${BASE_FOR[$version]:-$BASE_PYTHON}") (${BASE_FOR[$version]:-$BASE_PYTHON})"
+        echo "kernel-matrix plan: ipykernel $version with $(pyver "$BASE_PYTHON") ($BASE_PYTHON)"
     done
     exit 0
 fi
@@ -331,7 +245,7 @@ for version in $VERSIONS; do
         marks="kernel"
         skip=()
         built=0
-        make_venv "$version" "$venv" "${BASE_FOR[$version]:-$BASE_PYTHON}" || built=1
+        make_venv "$version" "$venv" "$BASE_PYTHON" || built=1
         pins=""
     fi
     if [ "$built" != 0 ]; then
@@ -351,8 +265,5 @@ for version in $VERSIONS; do
     fi
     summary="$summary\n  $label: $result ($(($(date +%s) - start)) s, venv $built_s s)"
 done
-if [ -n "$AWAIT_WARNING" ]; then
-    summary="$summary\n  WARNING: $AWAIT_WARNING"
-fi
 printf "kernel-matrix summary:%b\n" "$summary"
 exit $status

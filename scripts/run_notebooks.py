@@ -20,6 +20,7 @@ notebooks in a kernel from its "colab" venv that way).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -76,10 +78,36 @@ def kernel_env(tmp: Path) -> dict[str, str]:
     return env
 
 
+def model_server(nb: nbformat.NotebookNode) -> Any:
+    """The scripted local model server a notebook asks for in its metadata
+    (``"skill_magics": {"model_server": "demo"}``: tests/model_server.py's rule-based
+    ``demo_script``, a test fixture, not a model), or a null context."""
+    if nb.metadata.get("skill_magics", {}).get("model_server") != "demo":
+        return contextlib.nullcontext(None)
+    tests = str(REPO_ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from model_server import ScriptedServer, demo_script
+
+    return ScriptedServer(demo_script)
+
+
+def server_env(server: Any) -> dict[str, str]:
+    """Point the notebook's anthropic client at the scripted server (no real key is used)."""
+    return {
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "scripted-local-server-not-a-key",
+        "SKILL_LAB_MODEL": "scripted-demo",
+    }
+
+
 def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
     """Run a notebook top to bottom in a fresh kernel; raises CellExecutionError on an error."""
     nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory(prefix="skill-magics-nb-") as tmp_name:
+    with (
+        tempfile.TemporaryDirectory(prefix="skill-magics-nb-") as tmp_name,
+        model_server(nb) as server,
+    ):
         tmp = Path(tmp_name)
         workdir = tmp / "work"
         workdir.mkdir()
@@ -92,7 +120,10 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
             allow_errors=False,
             record_timing=False,
         )
-        client.execute(env=kernel_env(tmp))
+        env = kernel_env(tmp)
+        if server is not None:
+            env.update(server_env(server))
+        client.execute(env=env)
     return nb
 
 

@@ -196,6 +196,16 @@ def repo_root_stays_clean() -> Any:
     )
 
 
+@pytest.fixture
+def server():
+    """A local HTTP server speaking the Anthropic and OpenAI wire formats with replies the
+    test scripts (tests/model_server.py): a fixture, never a model."""
+    from model_server import ScriptedServer
+
+    with ScriptedServer() as srv:
+        yield srv
+
+
 @pytest.fixture(scope="module")
 def bwrap() -> str:
     """A bubblewrap proven to sandbox a run here (else skip, or fail under make test)."""

@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 
 KERNEL_PYTHON_ENV = "SKILL_MAGICS_TEST_KERNEL_PYTHON"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _KERNEL_NAME = "skill-magics-test"
 
@@ -147,6 +148,7 @@ class KernelSession:
         self.iopub: list[dict[str, Any]] = []  # every iopub message seen, in order
         self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> latest widget state
         self.every_widget: dict[str, dict[str, Any]] = {}  # the same, closed ones kept
+        self.displayed: set[str] = set()  # model ids of the widget views the kernel displayed
         self._comms_subshell: str | None = None  # see comms_subshell()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -280,24 +282,50 @@ class KernelSession:
 
     # -- widgets (what a browser would do) ----------------------------------------------
     def wait_for_button(self, description: str, *, timeout: float = 60) -> str:
-        """Wait until the kernel shows a Button with this description; returns its comm_id."""
+        """Wait until the kernel shows a Button with this description; returns its comm_id.
+
+        Shown, as in a browser: displayed (see :meth:`shown`), not only opened.
+        """
         deadline = time.monotonic() + timeout
         while True:
             for comm_id, state in self.widgets.items():
-                if state.get("_model_name") == "ButtonModel" and state.get("description") == (
-                    description
+                if (
+                    state.get("_model_name") == "ButtonModel"
+                    and state.get("description") == description
+                    and self.shown(comm_id)
                 ):
                     return comm_id
             self._pump(deadline, f"a button {description!r}")
 
     def wait_for_widget(self, model_name: str, *, timeout: float = 60) -> str:
-        """Wait until the kernel opens a widget of this model (e.g. "PasswordModel")."""
+        """Wait until the kernel shows a widget of this model (e.g. "PasswordModel")."""
         deadline = time.monotonic() + timeout
         while True:
             for comm_id, state in self.widgets.items():
-                if state.get("_model_name") == model_name:
+                if state.get("_model_name") == model_name and self.shown(comm_id):
                     return comm_id
             self._pump(deadline, f"a {model_name}")
+
+    def shown(self, comm_id: str) -> bool:
+        """Whether a browser draws this widget: a displayed widget view is it or holds it
+        (``children``, at any depth).
+
+        Only then can a person click it. Its comm_open alone is too early: ipywidgets opens a
+        Button's comm before the Button takes clicks (its ``on_msg``, then its owner's
+        ``on_click``), so a click sent then is dropped and the cell waits for ever.
+        """
+        stack, seen = list(self.displayed), set()
+        while stack:
+            model_id = stack.pop()
+            if model_id == comm_id:
+                return True
+            if model_id in seen:
+                continue
+            seen.add(model_id)
+            for child in self.widgets.get(model_id, {}).get("children") or ():
+                if isinstance(child, str) and child.startswith("IPY_MODEL_"):
+                    stack.append(child.removeprefix("IPY_MODEL_"))
+        return False
 
     def set_state(self, comm_id: str, state: dict[str, Any], *, subshell: bool = False) -> None:
         """What a browser sends when the person types or ticks: a widget ``update``."""
@@ -318,11 +346,14 @@ class KernelSession:
         }
 
     def buttons_all(self, description: str) -> list[str]:
-        """comm_ids of every Button with this description, oldest first (one per panel)."""
+        """comm_ids of every shown Button with this description, oldest first (one per
+        panel; see :meth:`shown`)."""
         return [
             cid
             for cid, s in self.widgets.items()
-            if s.get("_model_name") == "ButtonModel" and s.get("description") == description
+            if s.get("_model_name") == "ButtonModel"
+            and s.get("description") == description
+            and self.shown(cid)
         ]
 
     def click(self, comm_id: str, *, subshell: bool = False) -> None:
@@ -435,6 +466,10 @@ class KernelSession:
                 self.widgets[content["comm_id"]].update(data.get("state", {}))
         elif mtype == "comm_close":
             self.widgets.pop(content.get("comm_id"), None)
+        elif mtype in ("display_data", "update_display_data", "execute_result"):
+            view = content.get("data", {}).get(WIDGET_VIEW_MIME)
+            if isinstance(view, dict) and view.get("model_id"):
+                self.displayed.add(view["model_id"])
 
     def _idle_seen(self, msg_id: str) -> bool:
         return any(

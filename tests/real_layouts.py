@@ -9,10 +9,16 @@
   programs run three ways
   (``["soffice", ...]`` assigned to a variable, ``["qpdf"] + args``, ``shutil.which("gh")``);
 - ``pep``: a PEP 723 header.
+
+``office``'s validators import ``defusedxml``, as public office skills do: a test that runs
+them or checks that it is installed creates it (``add_skill_venv``, ``add_distribution``),
+never relying on what the running Python happens to have installed.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -149,3 +155,32 @@ def write_all(root: Path) -> Path:
 
 
 __all__ = ["write_creator", "write_office", "write_pep", "write_all", "MISSING_PROGRAM"]
+
+
+def add_distribution(site: Path, name: str, version: str) -> Path:
+    """An installed distribution in ``site``, as pip leaves it: an importable package and its
+    ``.dist-info``. Tests use it instead of whatever the running Python happens to have."""
+    (site / name).mkdir(parents=True, exist_ok=True)
+    (site / name / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "top_level.txt").write_text(f"{name}\n")
+    return site
+
+
+def add_skill_venv(base: Path, packages: dict[str, str]) -> Path:
+    """A real venv in ``base/.venv`` (no pip: fast) holding ``packages`` (name -> version);
+    the skill's scripts run with its python. Returns that python."""
+    venv = base / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    for name, version in packages.items():
+        add_distribution(Path(site), name, version)
+    return python

@@ -136,7 +136,8 @@ def test_200_items_with_failures_and_a_timeout_one_approval(manager: SkillManage
 
 
 def test_a_dataframe_in_and_a_dataframe_out(manager: SkillManager) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     df = pd.DataFrame({"n": [1, 2, 3], "label": ["a", None, "c"], "w": [0.5, float("nan"), 2]})
     res = manager.map("mathx", "square", df, approver=None)
     assert res.counts() == {"completed": 3}

@@ -13,14 +13,13 @@ import threading
 import time
 from pathlib import Path
 
+import distributed
 import psutil
 import pytest
 from process_support import pid_alive
 
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import ship
-
-distributed = pytest.importorskip("distributed")
 
 SCRIPT = """
 import json, os, sys

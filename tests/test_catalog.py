@@ -5,12 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
 from skill_magics.core.context import skills_catalog
-
-skills_ref_prompt = pytest.importorskip("skills_ref.prompt")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,8 +54,6 @@ def _updater():
 
 
 def _requirements(extra: str | None = None) -> list[Requirement]:
-    if sys.version_info < (3, 11):
-        pytest.skip("reads pyproject.toml with tomllib (Python >= 3.11)")
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,15 +81,14 @@ def test_kernel_environment_satisfies_the_package() -> None:
         [kernel_python(), "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     installed = {_canonical(k): v for k, v in json.loads(out).items()}
-    if sys.version_info >= (3, 11):
-        import tomllib
+    import tomllib
 
-        deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-        for dep in map(Requirement, deps):
-            have = installed.get(_canonical(dep.name))
-            assert have is not None and dep.specifier.contains(have, prereleases=True), (
-                f"{dep} not met in the kernel's environment ({have})"
-            )
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    for dep in map(Requirement, deps):
+        have = installed.get(_canonical(dep.name))
+        assert have is not None and dep.specifier.contains(have, prereleases=True), (
+            f"{dep} not met in the kernel's environment ({have})"
+        )
     pins = os.environ.get("SKILL_MAGICS_EXPECT_PINS")
     if pins:
         wanted = {}

@@ -551,7 +551,8 @@ def test_examples_are_valid_skills(example_manager, examples_dir):
 
 
 def test_examples_pass_the_reference_validator(examples_dir):
-    validator = pytest.importorskip("skills_ref.validator")
+    import skills_ref.validator as validator
+
     for skill_dir in sorted(p for p in examples_dir.iterdir() if p.is_dir()):
         assert validator.validate(skill_dir) == [], skill_dir.name
 

@@ -43,7 +43,7 @@ from skill_magics.core.errors import (
 )
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.checks import PreparedRun
-from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.run.payload import MAX_ARGUMENT_DEPTH, normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 ECHO_STDIN_ARGV = (
@@ -925,6 +925,30 @@ def test_deeply_nested_arguments_refused_cleanly(make_skill, tmp_path):
         cur = cur["a"]
     with pytest.raises(ArgumentSerializationError):
         manager.plan("deep", "a", deep)
+    assert len(refusals(manager)) == 1
+
+
+def test_argument_depth_limit_is_the_same_on_every_python(make_skill, tmp_path):
+    """500 levels reach the script; 501 are refused before it starts, whether or not this
+    Python's json.dumps would raise RecursionError there (3.11/3.12 do near 1,000, 3.13 not)."""
+    reader = (
+        "import json, sys\nd = json.load(sys.stdin)\nn = 1\n"
+        "while d['a'] != 0:\n    d = d['a']\n    n += 1\nprint(n)\n"
+    )
+    make_skill(tmp_path, "depth", scripts={"scripts/read.py": reader})
+    manager = manager_for(tmp_path)
+
+    def nested(levels: int) -> dict:
+        value: object = 0
+        for _ in range(levels):
+            value = {"a": value}
+        assert isinstance(value, dict)
+        return value
+
+    result = manager.execute_skill_script("depth", "read", nested(MAX_ARGUMENT_DEPTH))
+    assert result.success and result.stdout.strip() == str(MAX_ARGUMENT_DEPTH), result.stderr
+    with pytest.raises(ArgumentSerializationError, match="more than 500 levels deep"):
+        manager.prepare_skill_script("depth", "read", nested(MAX_ARGUMENT_DEPTH + 1))
     assert len(refusals(manager)) == 1
 
 

@@ -7,16 +7,14 @@ SKILL_MAGICS_EXPECT_IPYKERNEL naming the version, so a mis-built venv cannot pas
 These tests use plain ipywidgets, no skill_magics code: if one fails after an ipykernel
 release, the approval strategy in notebook/waiting.py needs revisiting, not the magics.
 
-The script itself is checked here too: it reads the runtime dependencies without tomllib
-(Python 3.10), and it adds the newest 7.x (the await path) when the main venv's ipykernel is
-older than 7.4, or warns loudly when no Python here can install it; and it requires the
-browser test (tests/e2e/test_matrix_kernels_browser.py) when chromium is there, as make does.
+The script itself is checked here too: it installs the runtime dependencies pyproject.toml
+names, and it requires the browser test (tests/e2e/test_matrix_kernels_browser.py) when
+chromium is there, as make does.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -157,37 +155,13 @@ def _script(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
-def test_runtime_dependencies_are_read_without_tomllib(tmp_path: Path) -> None:
-    """Python 3.10 has no tomllib: with it missing, the script falls back to the installed
-    package's metadata and installs the same list."""
-    shadow = tmp_path / "shadow"
-    shadow.mkdir()
-    (shadow / "tomllib.py").write_text("raise ImportError('absent, as on Python 3.10')\n")
-    plain = _script("--print-deps")
-    assert plain.returncode == 0, plain.stderr
-    fallback = _script("--print-deps", env={"PYTHONPATH": str(shadow)})
-    assert fallback.returncode == 0, fallback.stderr
-    deps = plain.stdout.split("\n")
-    assert fallback.stdout == plain.stdout
-    assert "ipython>=7.34" in deps and not [d for d in deps if d.startswith("ipykernel")]
-    assert not [d for d in deps if "extra" in d], "the extras' requirements are not runtime"
-
-
-@pytest.mark.kernel
-def test_matrix_adds_the_await_kernel_when_the_main_venv_is_older() -> None:
-    """Run with the kernel's Python as the main venv: below 7.4 (the venv Python 3.10 gets)
-    the plan gains the newest 7.x; from 7.4 on it is left as asked."""
-    version = kernel_ipykernel_version()
-    dotted = ".".join(map(str, version))
-    run = _script("--plan", "6.29.5", env={"PYTHON": kernel_python()})
+def test_runtime_dependencies_come_from_pyproject() -> None:
+    """The matrix venvs get the package's runtime dependencies, not its extras' ones."""
+    run = _script("--print-deps")
     assert run.returncode == 0, run.stderr
-    assert f"runs ipykernel {dotted}" in run.stdout
-    planned = [line.split()[3] for line in run.stdout.splitlines() if "plan: ipykernel" in line]
-    if version >= (7, 4):
-        assert planned == ["6.29.5"], run.stdout
-    else:
-        assert planned[0] == "6.29.5" and len(planned) == 2, run.stdout + run.stderr
-        assert tuple(int(x) for x in planned[1].split(".")[:2]) >= (7, 4), run.stdout
+    deps = run.stdout.split("\n")
+    assert "ipython>=7.34" in deps and not [d for d in deps if d.startswith("ipykernel")]
+    assert not [d for d in deps if "extra" in d or "pytest" in d], "extras are not runtime"
 
 
 def test_matrix_requires_the_browser_test_when_chromium_is_there(tmp_path: Path) -> None:
@@ -203,7 +177,7 @@ def test_matrix_requires_the_browser_test_when_chromium_is_there(tmp_path: Path)
     unset.pop("SKILL_MAGICS_E2E_REQUIRED", None)
     unset.pop("KERNEL_MATRIX_VERSIONS", None)
     run = subprocess.run(
-        ["bash", str(SCRIPT), "--plan", "7.4.0"],  # >= 7.4 asked: no wheel look-up
+        ["bash", str(SCRIPT), "--plan", "7.4.0"],
         cwd=REPO,
         env=unset,
         capture_output=True,
@@ -215,33 +189,3 @@ def test_matrix_requires_the_browser_test_when_chromium_is_there(tmp_path: Path)
     kept = _script("--plan", "7.4.0", env={"PATH": path, "SKILL_MAGICS_E2E_REQUIRED": "0"})
     assert kept.returncode == 0, kept.stderr
     assert "SKILL_MAGICS_E2E_REQUIRED=0" in kept.stdout
-
-
-def _python310() -> str | None:
-    for name in ("python3.10", os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):
-        path = shutil.which(name)
-        if path and subprocess.run([path, "-c", "import ensurepip"]).returncode == 0:
-            return path
-    return None
-
-
-@pytest.mark.kernel
-@pytest.mark.skipif(kernel_ipykernel_version() >= (7, 4), reason="main venv below 7.4 only")
-@pytest.mark.skipif(_python310() is None, reason="needs a Python 3.10 (ipykernel 7.4 needs 3.11)")
-def test_matrix_warns_loudly_when_no_python_can_test_the_await_path(tmp_path: Path) -> None:
-    """Only Python 3.10 around: ipykernel 7.4 cannot be installed, and the run says so."""
-    unrunnable = tmp_path / "bin"
-    unrunnable.mkdir()
-    for v in ("3.11", "3.12", "3.13", "3.14"):  # hide the newer Pythons on PATH
-        (unrunnable / f"python{v}").write_text("#!/bin/sh\nexit 127\n")
-        (unrunnable / f"python{v}").chmod(0o755)
-    env = {
-        "PYTHON": kernel_python(),
-        "BASE_PYTHON": _python310(),
-        "PATH": f"{unrunnable}{os.pathsep}{os.environ['PATH']}",
-    }
-    run = _script("--plan", "6.29.5", env=env)
-    assert run.returncode == 0, run.stderr
-    assert "plan: ipykernel 6.29.5 with 3.10" in run.stdout
-    assert "plan: ipykernel 7." not in run.stdout
-    assert "WARNING" in run.stderr and "NOT tested" in run.stderr

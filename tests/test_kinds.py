@@ -8,6 +8,7 @@ shapes are in the conformance corpus (tests/conformance, test_conformance.py).""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -15,13 +16,13 @@ import pytest
 
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.catalog.toplevel import only_definitions
-from skill_magics.core.errors import HelperScriptError
+from skill_magics.core.errors import HelperScriptError, InterpreterNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.status import ScriptRole
 from skill_magics.core.tools import tool_specs
-from tests.real_layouts import write_all
+from tests.real_layouts import add_skill_venv, write_all
 
 OFFERED, RUNNABLE, LIBRARY = ScriptRole.OFFERED, ScriptRole.RUNNABLE, ScriptRole.LIBRARY
 ROLES = {
@@ -173,17 +174,52 @@ def test_module_script_from_the_workspace_cannot_be_shadowed(
     assert out["sys_path0"] == str(manager.get_skill("creator").base_dir.resolve())
 
 
+def test_module_script_in_a_skill_venv_without_dash_p_runs_from_the_skill_only(
+    manager: SkillManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A .venv the user made in the skill folder with an older Python (Ubuntu 22.04's is 3.10):
+    # its python lacks -P. A wrapper stands in for that interpreter; pyvenv.cfg gives its age.
+    base = manager.get_skill("creator").base_dir
+    (base / ".venv" / "bin").mkdir(parents=True)
+    python = base / ".venv" / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    (base / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.10.12\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InterpreterNotFoundError) as info:
+        manager.execute_skill_script("creator", "run_eval", argv=["x"])
+    message = str(info.value)
+    assert "\n" not in message and "is 3.10" in message and "cwd='skill'" in message
+    assert manager.audit.records()[-1].outcome == "refused"
+    # What it must not refuse: the same venv from the skill folder (no -P needed), an
+    # interpreter of unknown version (no pyvenv.cfg), and a venv of a Python with -P.
+    done = manager.execute_skill_script("creator", "run_eval", argv=["SKILL.md"], cwd="skill")
+    assert done.success and done.json()["first"] == "---", done.stderr
+    (base / ".venv" / "pyvenv.cfg").unlink()
+    (tmp_path / "notes.md").write_text("from the workspace\n")
+    done = manager.execute_skill_script("creator", "run_eval", argv=["notes.md"])
+    assert done.success and done.json()["first"] == "from the workspace", done.stderr
+    shutil.rmtree(base / ".venv")
+    add_skill_venv(base, {})
+    done = manager.execute_skill_script("creator", "run_eval", argv=["notes.md"])
+    assert done.success and done.json()["first"] == "from the workspace", done.stderr
+
+
 def test_sibling_imports_run_as_a_file_from_any_cwd(
     manager: SkillManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # validators/base.py imports defusedxml (the skill's requirements.txt): the skill's own
+    # venv has it, whatever the running Python has installed.
+    python = add_skill_venv(manager.get_skill("office").base_dir, {"defusedxml": "0.7.1"})
     monkeypatch.chdir(tmp_path)
     result = manager.execute_skill_script("office", "convert", argv=["a.docx"])
     assert result.success, result.stderr
     assert result.json() == {"converted": ["a.docx"]}
     validate = manager.execute_skill_script("office", "scripts/office/validate.py", cwd="skill")
+    assert validate.success, validate.stderr
     assert validate.json() == {"validator": "BaseValidator"}
     command = manager.plan("office", "convert").prepared.command
-    assert command[0] == sys.executable and command[1].endswith("scripts/convert.py")
+    assert command[0] == str(python) and command[1].endswith("scripts/convert.py")
 
 
 def test_env_has_skill_base_dir_and_workspace_whatever_the_cwd(

@@ -9,16 +9,13 @@ import threading
 import time
 
 import pytest
+from langchain_core.tools import StructuredTool
 from manager_support import RecordingApprover, manager_for
 from process_support import assert_group_gone
 
 from skill_magics.core.run.approval import Decision
 from skill_magics.core.tools import NAME_RE
-
-pytest.importorskip("langchain_core")
-from langchain_core.tools import StructuredTool  # noqa: E402
-
-from skill_magics.langchain import create_tools  # noqa: E402
+from skill_magics.langchain import create_tools
 
 ECHO = "import json, sys\nprint(json.dumps({'in': json.load(sys.stdin), 'argv': sys.argv[1:]}))\n"
 SLEEP = (

@@ -116,9 +116,9 @@ def recorded(shell):
 def out_count(ip) -> int:
     """How many execute_result outputs (a cell's Out) IPython has logged so far.
 
-    IPython 9 keeps them in history_manager.outputs; IPython 8 (Python 3.10) keeps no such
-    log, so there the displayhook's log_output is counted from the first call on (tests call
-    this before the cell they look at).
+    IPython 9 keeps them in history_manager.outputs; IPython 7 and 8 (Colab's 7.34 among
+    them) keep no such log, so there the displayhook's log_output is counted from the first
+    call on (tests call this before the cell they look at).
     """
     outputs = getattr(ip.history_manager, "outputs", None)
     if outputs is not None:

@@ -25,6 +25,7 @@ EXPECTED = [
     "04_batch.ipynb",
     "05_sandbox_secrets.ipynb",
     "06_real_skills.ipynb",
+    "07_skill_lab.ipynb",
 ]
 
 
@@ -152,10 +153,25 @@ MUST_SHOW = {
         "Updated 1 skill in <tmp>/work/.agents/skills: slugify (1 change); up to date: word-count",
         "q3-2025-sales",
     ],
+    # issue 19: the skill lab, run against the scripted local server (tests/model_server.py)
+    "07_skill_lab.ipynb": [
+        "activated: unit-converter",
+        "42.195 km is 26.2188 mi (computed by the unit-converter skill).",
+        "approval: yes once by auto_approve by env SKILL_MAGICS_AUTO_APPROVE",
+        "unit-converter__convert | approval: no by approver | error: True",
+        "5/8 queries passed · precision 67% · recall 50% · accuracy 62% · 0 errors · 24 calls",
+        "test: 2/4 passed · precision 50% · recall 50% · accuracy 50%",
+        "fixed in B: how many gallons are 20 litres of fuel",
+        "max_calls=10 reached | 10 calls | 14 runs not sent",
+        "scripts/convert.py approved for this evaluation",
+        "12/12 runs · with_skill 100% · without_skill 0% · delta +1.00",
+        "iteration-1/eval-marathon-in-miles/with_skill/run-1/grading.json",
+        '"pass_rate": "+1.00"',
+    ],
 }
 
 
-def test_the_three_notebooks_exist() -> None:
+def test_the_notebooks_exist() -> None:
     assert sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")) == EXPECTED
 
 

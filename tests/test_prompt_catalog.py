@@ -6,12 +6,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
 from skill_magics.core.prompt_catalog import MIN_DESCRIPTION, shorten, skills_catalog
 from skill_magics.core.tokens import ESTIMATE_LABEL, TokenCounter
-
-skills_ref_prompt = pytest.importorskip("skills_ref.prompt")
 
 LONG = (
     "Extract text and tables from PDF files, fill in forms, merge and split documents, "
@@ -139,7 +138,8 @@ def test_fits_exactly_changes_nothing(five):
 
 
 def test_counts_per_skill_and_total_with_a_real_tokenizer(five):
-    tiktoken = pytest.importorskip("tiktoken")
+    import tiktoken
+
     # A byte-level BPE encoding built offline: one token per UTF-8 byte.
     encoding = tiktoken.Encoding(
         name="bytes",

@@ -42,6 +42,17 @@ NAMES = [
     "skills_catalog",
     "validate_skill",
     "load_ipython_extension",
+    # the skill lab (issue 19)
+    "run_agent",
+    "run_agent_async",
+    "Transcript",
+    "evaluate_triggers",
+    "evaluate_triggers_async",
+    "TriggerReport",
+    "run_evals",
+    "run_evals_async",
+    "EvalReport",
+    "ModelCallError",
     "install_skills",
     "verify_skills",
     "sync_skills",
@@ -148,6 +159,64 @@ def test_script_executor_signature():
 def test_context_functions_signature():
     assert list(params(skill_magics.build_skill_context))[:2] == ["manager", "names"]
     assert list(params(skill_magics.skills_catalog))[0] == "manager"
+
+
+def test_skill_lab_signatures():
+    """As issue 19 documents them; approver defaults to "the manager's approver"."""
+    from skill_magics.core.manager import USE_DEFAULT
+
+    assert_params(
+        skill_magics.run_agent,
+        [
+            ("client", POS, ...),
+            ("manager", POS, ...),
+            ("prompt", POS, ...),
+            ("model", KW, ...),
+            ("skills", KW, None),
+            ("system", KW, None),
+            ("max_turns", KW, 8),
+            ("max_tokens", KW, 1024),
+            ("approver", KW, USE_DEFAULT),
+        ],
+    )
+    assert_params(
+        skill_magics.evaluate_triggers,
+        [
+            ("client", POS, ...),
+            ("manager", POS, ...),
+            ("skill", POS, ...),
+            ("queries", POS, ...),
+            ("model", KW, ...),
+            ("runs", KW, 3),
+            ("threshold", KW, 0.5),
+            ("description", KW, None),
+            ("skills", KW, None),
+            ("holdout", KW, None),
+            ("seed", KW, 42),
+            ("max_calls", KW, None),
+            ("max_tokens_total", KW, None),
+        ],
+    )
+    assert_params(
+        skill_magics.run_evals,
+        [
+            ("client", POS, ...),
+            ("manager", POS, ...),
+            ("skill", POS, ...),
+            ("model", KW, ...),
+            ("configurations", KW, ("with_skill", "without_skill")),
+            ("runs", KW, 1),
+            ("workspace", KW, None),
+            ("grader", KW, None),
+            ("max_calls", KW, None),
+            ("approver", KW, USE_DEFAULT),
+        ],
+    )
+    for name in ("activated", "tool_calls", "final_text", "usage"):
+        assert isinstance(getattr(skill_magics.Transcript, name), property)
+    for name in ("to_pandas", "to_json", "compare", "chart"):
+        assert callable(getattr(skill_magics.TriggerReport, name))
+    assert isinstance(skill_magics.TriggerReport.summary, property)
 
 
 def test_install_functions_signature():

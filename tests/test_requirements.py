@@ -13,7 +13,7 @@ import pytest
 from skill_magics.core.catalog import distnames
 from skill_magics.core.catalog.requirements import parse_pyproject, parse_requirements_txt
 from skill_magics.core.manager import SkillManager
-from tests.real_layouts import MISSING_PROGRAM, write_all
+from tests.real_layouts import MISSING_PROGRAM, add_distribution, write_all
 
 
 @pytest.fixture
@@ -25,12 +25,17 @@ def by_name(items):
     return {item.name: item for item in items}
 
 
-def test_requirement_file_packages_and_programs(manager: SkillManager) -> None:
+def test_requirement_file_packages_and_programs(
+    manager: SkillManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # defusedxml installed for the kernel's Python, whatever extras the test run has.
+    monkeypatch.syspath_prepend(add_distribution(tmp_path / "site", "defusedxml", "0.7.1"))
     reqs = manager.requirements("office")
     packages = by_name(reqs.packages)
     assert set(packages) == {"defusedxml", "skill-magics-test-absent-pkg"}
     defused = packages["defusedxml"]
-    assert defused.installed and defused.source == "requirements.txt"
+    assert defused.installed and defused.version == "0.7.1"
+    assert defused.source == "requirements.txt"
     assert defused.spec == "defusedxml>=0.7" and defused.imports == ("defusedxml",)
     # base.py imports it; validators/__init__.py and validate.py import base.py.
     assert set(defused.scripts) >= {

@@ -196,7 +196,8 @@ def dask_tmp(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def dask_client(dask_tmp: Path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     saved = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = os.fspath(dask_tmp)  # the worker processes start with it
     try:

@@ -47,7 +47,8 @@ def test_placeholders_fill_one_argv_element_each_never_a_shell() -> None:
 
 
 def test_map_over_a_dataframe_with_placeholders_gives_a_dataframe_back(shell) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     shell.user_ns["df"] = pd.DataFrame(
         {"km": [5.0, 42.195, -1.0], "label": ["5k", "mara thon", "x"]}
     )

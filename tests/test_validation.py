@@ -8,11 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+import skills_ref.validator as skills_ref_validator
 from manager_support import manager_for
 
 from skill_magics.core.validation import check_skill, validate_skill, validate_skills
-
-skills_ref_validator = pytest.importorskip("skills_ref.validator")
 
 # skills-ref's messages -> the code of the Problem that must report the same thing.
 ORACLE = [

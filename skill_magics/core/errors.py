@@ -164,6 +164,19 @@ class LockFileError(SkillMagicsError, ValueError):
     files it pins; nothing was written."""
 
 
+class ModelCallError(SkillMagicsError, RuntimeError):
+    """A request to the model's API failed (an HTTP error status, no connection, a timeout).
+
+    ``kind`` is ``"status"``, ``"connection"`` or ``"timeout"``; ``status_code`` is the HTTP
+    status for ``"status"`` (else None). The skill lab counts these apart from the model's
+    answers (core/lab)."""
+
+    def __init__(self, message: str, kind: str = "status", status_code: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status_code = status_code
+
+
 class UnknownScriptTypeError(SkillMagicsError, ValueError):
     """A file to run is no script: neither its extension nor a shebang names an
     interpreter."""
@@ -203,6 +216,7 @@ __all__ = [
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",
+    "ModelCallError",
     "SkillNameError",
     "SkillTooDeepError",
     "SourceError",

@@ -622,10 +622,17 @@ class SkillManager:
 
     # -- who approves ------------------------------------------------------------------------
 
+    def approver_for(self, approver: ApproverArg, caller: Caller | str) -> Approver | None:
+        """The approver a call is decided by, by the one rule (docs/architecture.md, *Who
+        approves*; ``gate.choose_approver``): ``approver`` (MANAGER_APPROVER: this manager's);
+        None runs unasked for a person's call and is an approver that refuses for a model's.
+        For callers that hand the approver on (the agent loop passes it to every tool call)."""
+        return choose_approver(approver, self.approver, Caller(caller))
+
     def _approver(self, approver: ApproverArg | Answer, caller: Caller | str) -> Any:
         if isinstance(approver, Answer):
             return approver  # a decision already given: the gate settles it
-        return choose_approver(approver, self.approver, Caller(caller))
+        return self.approver_for(approver, caller)
 
 
 __all__ = [

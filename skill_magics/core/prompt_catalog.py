@@ -37,8 +37,8 @@ from __future__ import annotations
 import fnmatch
 import html
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from skill_magics.core.manager import SkillManager
@@ -139,12 +139,15 @@ def skills_catalog(
     format: CatalogFormat = "skills-ref",
     min_description: int = MIN_DESCRIPTION,
     counter: TokenCounter | Any | None = None,
+    descriptions: Mapping[str, str] | None = None,
 ) -> Catalog:
     """The ``<available_skills>`` block (a :class:`Catalog`, a ``str``); see the module doc.
 
     ``include``/``exclude`` are name globs (``"pdf-*"``); ``names`` picks and orders skills
     explicitly (an unknown name raises SkillNotFoundError). ``counter`` counts tokens
-    (default: :func:`core.tokens.default_counter`).
+    (default: :func:`core.tokens.default_counter`). ``descriptions`` (skill name -> text)
+    lists those skills with another description than SKILL.md's, to try one out without
+    editing the file (the skill lab's ``description=``); budgets apply to it as to any.
     """
     if format not in FORMATS:
         raise ValueError(f"format={format!r}: use one of {', '.join(FORMATS)}")
@@ -153,6 +156,11 @@ def skills_catalog(
             raise ValueError(f"{label}={limit!r}: use a number of 0 or more, or None")
     tokenizer = as_counter(counter)
     metas, omitted = _select(manager, names, _patterns(include), _patterns(exclude))
+    if descriptions:
+        metas = [
+            replace(m, description=str(descriptions[m.name])) if m.name in descriptions else m
+            for m in metas
+        ]
     where: dict[str, str] = {}  # SKILL.md -> resolved location, computed once per call
     fitted = _fit(metas, format, max_chars, max_tokens, max(1, min_description), tokenizer, where)
     text, kept, cap, dropped = fitted

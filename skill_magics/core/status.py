@@ -16,13 +16,7 @@ from __future__ import annotations
 import enum
 
 
-class _Name(str, enum.Enum):
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
+class _Name(enum.StrEnum):  # str() and format() give the value
     def __repr__(self) -> str:
         # Shown inside tuples, lists and records exactly as the plain string always was.
         return repr(str(self.value))

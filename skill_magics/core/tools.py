@@ -37,6 +37,7 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,6 +50,7 @@ from skill_magics.core.prompt_catalog import opted_out
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
+from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.secrets import redact_known
 
 ToolFormat = Literal["anthropic", "openai"]
@@ -135,21 +137,32 @@ class ToolSpec:
 
 
 def tool_definitions(
-    manager: SkillManager, format: ToolFormat = "anthropic", skills: list[str] | None = None
+    manager: SkillManager,
+    format: ToolFormat = "anthropic",
+    skills: list[str] | None = None,
+    *,
+    descriptions: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Tool definitions for every skill (or ``skills``): the activation tool, then per skill its
-    prompt tool and its script tools."""
+    prompt tool and its script tools. ``descriptions`` (skill name -> text) replaces a
+    skill's description in its tools' texts (see :func:`tool_specs`)."""
     if format not in ("anthropic", "openai"):
         raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
-    return [spec.definition(format) for spec in tool_specs(manager, skills)]
+    return [spec.definition(format) for spec in tool_specs(manager, skills, descriptions)]
 
 
-def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[ToolSpec]:
+def tool_specs(
+    manager: SkillManager,
+    skills: list[str] | None = None,
+    descriptions: Mapping[str, str] | None = None,
+) -> list[ToolSpec]:
     """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path).
 
     A skill with ``disable-model-invocation: true`` is for people only: no tool of it is
     offered to a model, even when ``skills`` names it, so :func:`handle_tool_call` (which
-    looks names up here) refuses a call to one as an unknown tool.
+    looks names up here) refuses a call to one as an unknown tool. ``descriptions`` (skill
+    name -> text) is the description the tools quote instead of SKILL.md's, to try another
+    one without editing the file; names and inputs stay the same.
     """
     metas = manager.list_skills()
     hidden = {m.name for m in metas if opted_out(m)}
@@ -172,6 +185,8 @@ def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[T
     for skill_name in names:
         skill = manager.get_skill(skill_name)
         description = skill.metadata.description
+        if descriptions and skill_name in descriptions:
+            description = str(descriptions[skill_name])
         specs.append(
             ToolSpec(
                 _unique(prompt_tool_name(skill_name), used, f"skill:{skill_name}"),
@@ -197,7 +212,13 @@ def tool_specs(manager: SkillManager, skills: list[str] | None = None) -> list[T
             )
             name = _unique(name, used, f"script:{skill_name}/{rel}")
             specs.append(
-                ToolSpec(name, "script", skill_name, rel, _script_description(skill, script))
+                ToolSpec(
+                    name,
+                    "script",
+                    skill_name,
+                    rel,
+                    _script_description(skill, script, description),
+                )
             )
     return specs
 
@@ -248,9 +269,10 @@ def _with_hash(readable: str, identity: str) -> str:
     return f"{readable[: MAX_NAME - 9]}_{_digest(identity)}"
 
 
-def find_tool(manager: SkillManager, name: str) -> ToolSpec:
-    """The tool called ``name``; LookupError listing close matches when there is none."""
-    specs = tool_specs(manager)
+def find_tool(manager: SkillManager, name: str, skills: list[str] | None = None) -> ToolSpec:
+    """The tool called ``name`` among the tools of every skill (or of ``skills``: what a
+    model was offered); LookupError listing close matches when there is none."""
+    specs = tool_specs(manager, skills)
     for spec in specs:
         if spec.name == name:
             return spec
@@ -270,6 +292,8 @@ def handle_tool_call(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    skills: list[str] | None = None,
+    cwd: CwdArg | None = None,
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
@@ -278,10 +302,12 @@ def handle_tool_call(
     refused, like every other refusal. ``approver`` defaults to ``manager.approver``; None
     (or no approver at all) refuses: the script does not run (is_error, audited as
     approval_unavailable). A script's stdout (or stderr) beyond ``max_result_chars`` is cut
-    with a note saying so (None: no cap).
+    with a note saying so (None: no cap). ``skills``: only the tools of these skills exist
+    (what the model was offered; a name of another skill's tool is unknown). ``cwd``: where a
+    script starts (None: ``manager.run_cwd``).
     """
     try:
-        content, plan = _plan_call(manager, name, input)
+        content, plan = _plan_call(manager, name, input, skills, cwd)
         if plan is None:
             return tool_result(tool_use_id, content)
         outcome = manager.run_planned(plan, approver, caller=Caller.MODEL)
@@ -299,6 +325,9 @@ async def handle_tool_call_async(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    skills: list[str] | None = None,
+    cwd: CwdArg | None = None,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Like :func:`handle_tool_call`, awaiting the script so the event loop keeps running.
 
@@ -307,12 +336,12 @@ async def handle_tool_call_async(
     task kills the script's process group.
     """
     try:
-        cancel = threading.Event()
+        cancel = cancel if cancel is not None else threading.Event()
         # join=False: nothing has started yet, and a caller's approver may not watch
         # ``cancel`` (a person deciding, or one that asks through this very loop): do not
         # block the loop waiting for it. The abandoned answer is never run.
         content, plan = await await_in_thread(
-            lambda: _plan_call(manager, name, input), cancel, join=False
+            lambda: _plan_call(manager, name, input, skills, cwd), cancel, join=False
         )
         if plan is None:
             return tool_result(tool_use_id, content)
@@ -325,10 +354,16 @@ async def handle_tool_call_async(
     return result_block(tool_use_id, result, max_result_chars)
 
 
-def _plan_call(manager: SkillManager, name: str, input: Any) -> tuple[str, PlannedRun | None]:
+def _plan_call(
+    manager: SkillManager,
+    name: str,
+    input: Any,
+    skills: list[str] | None = None,
+    cwd: CwdArg | None = None,
+) -> tuple[str, PlannedRun | None]:
     """(prompt content, None) for a prompt or activation tool, else ("", the planned run).
     Blocking (file scans, checks): the async path runs it in a worker thread."""
-    spec = find_tool(manager, name)
+    spec = find_tool(manager, name, skills)
     if spec.kind == "activation":
         return activate(manager, spec, input), None
     try:
@@ -340,7 +375,7 @@ def _plan_call(manager: SkillManager, name: str, input: Any) -> tuple[str, Plann
     if spec.kind == "prompt":
         return prompt_content(manager, spec.skill), None
     assert spec.script is not None  # script tools always name their script
-    return "", manager.plan(spec.skill, spec.script, arguments, argv=argv)
+    return "", manager.plan(spec.skill, spec.script, arguments, argv=argv, cwd=cwd)
 
 
 def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
@@ -506,13 +541,13 @@ def _first_line(text: str) -> str:
     return text.split(". ", 1)[0].replace("|", "\\|")
 
 
-def _script_description(skill: Skill, script: ScriptMetadata) -> str:
+def _script_description(skill: Skill, script: ScriptMetadata, description: str) -> str:
     rel = script.path.as_posix()
     doc = (script.description or "").strip()
     head = doc.rstrip(".") + ". " if doc else f"Runs {rel}. "
     return _clip(
         f"{head}Script {rel} ({script.interpreter}) of the '{skill.metadata.name}' skill: "
-        f"{skill.metadata.description} Input: a JSON object sent on stdin; optional 'argv' "
+        f"{description} Input: a JSON object sent on stdin; optional 'argv' "
         "list of strings as command-line arguments."
     )
 

@@ -20,6 +20,7 @@ from traitlets.config import Config
 from skill_magics.notebook import completion
 from skill_magics.notebook.magics import rewrite
 from skill_magics.notebook.magics.context import ContextMagics
+from skill_magics.notebook.magics.skillagent import SkillAgentMagics
 from skill_magics.notebook.magics.skillpy import SkillPyMagics
 from skill_magics.notebook.magics.skillrun import SkillRunMagics
 from skill_magics.notebook.magics.skills import SkillMagics
@@ -40,13 +41,15 @@ def load(shell: Any) -> SkillMagics:
             SkillRunMagics(shell, magics),
             ContextMagics(shell, magics),
             SkillPyMagics(shell, magics),
+            SkillAgentMagics(shell, magics),
         )
         setattr(shell, _PARTS, parts)
-    skillrun, context, skillpy = parts
+    skillrun, context, skillpy, skillagent = parts
     for part in (magics, *parts):
         shell.register_magics(part)
     completion.install(shell, lambda: magics.manager)
-    _batch_display(shell, install=True)  # how core's BatchResult shows itself
+    _core_displays(shell, install=True)  # how core's values show themselves
+    _lab_progress(shell, install=True)
     rewrite.install(  # used per cell, only where the kernel supports the await path
         shell,
         {
@@ -54,9 +57,10 @@ def load(shell: Any) -> SkillMagics:
             "skillpy": skillpy.skillpy_async,
             "skill_context": context.skill_context_async,
             "skills env": magics.skills_env_async,
+            "skillagent": skillagent.skillagent_async,
             **{
-                f"skills {name}": functools.partial(magics.skills_sources_async, name)
-                for name in ("install", "update", "sync")
+                f"skills {name}": functools.partial(magics.skills_subcommand_async, name)
+                for name in ("install", "update", "sync", "evals", "triggers")
             },
         },
     )
@@ -85,28 +89,53 @@ def _configured(shell: Any) -> SkillMagics:
     return magics
 
 
-_BATCH_RESULT = ("skill_magics.core.run.batch_result", "BatchResult")
+# core value (module, class) -> (render module, bundle function): registered by name, so
+# nothing is imported until such a value is shown.
+_DISPLAYS = {
+    ("skill_magics.core.run.batch_result", "BatchResult"): ("batch", "batch_bundle"),
+    ("skill_magics.core.lab.transcript", "Transcript"): ("lab", "transcript_bundle"),
+    ("skill_magics.core.lab.triggers", "TriggerReport"): ("lab", "trigger_report_bundle"),
+    ("skill_magics.core.lab.triggers", "TriggerComparison"): ("lab", "comparison_bundle"),
+    ("skill_magics.core.lab.evals", "EvalReport"): ("lab", "eval_report_bundle"),
+}
 
 
-def _batch_bundle(result: Any) -> dict:
-    from skill_magics.notebook.render.batch import batch_bundle  # on first display only
+def _printer(module: str, function: str) -> Any:
+    def bundle(value: Any) -> dict:
+        import importlib  # on first display only
 
-    return batch_bundle(result)
+        render = importlib.import_module(f"skill_magics.notebook.render.{module}")
+        return getattr(render, function)(value)
+
+    return bundle
 
 
-def _batch_display(shell: Any, *, install: bool) -> None:
-    """Register (by name: nothing is imported now) or remove the printer that shows core's
-    BatchResult as widget + HTML + text (notebook/render/batch.py)."""
+def _core_displays(shell: Any, *, install: bool) -> None:
+    """Register (by name: nothing is imported now) or remove the printers that show core's
+    BatchResult and the skill lab's values as widget + HTML + text (notebook/render/)."""
     formatter = getattr(getattr(shell, "display_formatter", None), "mimebundle_formatter", None)
     if formatter is None:
         return
+    for key, (module, function) in _DISPLAYS.items():
+        if install:
+            formatter.for_type_by_name(*key, _printer(module, function))
+            continue
+        formatter.deferred_printers.pop(key, None)
+        for cls in list(formatter.type_printers):
+            if (cls.__module__, cls.__name__) == key:
+                formatter.type_printers.pop(cls, None)
+
+
+def _lab_progress(shell: Any, *, install: bool) -> None:
+    """The skill lab's default progress display (core/lab/progress.py): a bar or a line."""
+    from skill_magics.core.lab import progress
+
     if install:
-        formatter.for_type_by_name(*_BATCH_RESULT, _batch_bundle)
-        return
-    formatter.deferred_printers.pop(_BATCH_RESULT, None)
-    for cls in list(formatter.type_printers):
-        if (cls.__module__, cls.__name__) == _BATCH_RESULT:
-            formatter.type_printers.pop(cls, None)
+        from skill_magics.notebook.render.lab import lab_progress
+
+        progress.set_display(lab_progress(shell))
+    else:
+        progress.set_display(None)
 
 
 def unload(shell: Any) -> None:
@@ -117,7 +146,8 @@ def unload(shell: Any) -> None:
         magics.manager.stop_warm_servers()
     rewrite.uninstall(shell)
     completion.uninstall(shell)
-    _batch_display(shell, install=False)
+    _core_displays(shell, install=False)
+    _lab_progress(shell, install=False)
     parts = getattr(shell, _PARTS, ())
     magics = getattr(shell, _ATTR, None)
     for part in (*parts, magics):

@@ -27,17 +27,12 @@ from __future__ import annotations
 import ast
 import os
 import re
-import sys
 import threading
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skill_magics.core.catalog.toplevel import only_definitions
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - Python 3.10 reads the plain array form itself
-    _toml = None
 
 MAX_SOURCE_BYTES = 2 << 20  # a "script" larger than this is generated data: not parsed
 
@@ -385,16 +380,12 @@ def pep723_dependencies(text: str) -> tuple[str, ...] | None:
 
 
 def _toml_dependencies(content: str) -> list:
-    if _toml is not None:
-        try:
-            data = _toml.loads(content)
-        except ValueError:
-            return []
-        deps = data.get("dependencies", [])
-        return deps if isinstance(deps, list) else []
-    # Python 3.10 without tomllib: the one key PEP 723 scripts write, as a string array.
-    match = re.search(r"(?ms)^dependencies\s*=\s*\[(.*?)\]", content)
-    return re.findall(r"[\"']([^\"']+)[\"']", match.group(1)) if match else []
+    try:
+        data = tomllib.loads(content)
+    except ValueError:
+        return []
+    deps = data.get("dependencies", [])
+    return deps if isinstance(deps, list) else []
 
 
 class _Visitor(ast.NodeVisitor):
@@ -411,7 +402,7 @@ class _Visitor(ast.NodeVisitor):
 
     # -- imports ---------------------------------------------------------------------------
 
-    def visit_Try(self, node: ast.Try) -> None:
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
         optional = any(_catches_import_error(h) for h in node.handlers)
         self._optional += optional
         for stmt in node.body:

@@ -37,23 +37,19 @@ import os
 import re
 import shutil
 import sys
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# A declared dependency (ipykernel needs it too): the strict PEP 508 parser since 22.0.
+from packaging.requirements import InvalidRequirement, Requirement
 
 from skill_magics.core import envdirs
 from skill_magics.core.catalog import distnames, kinds
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.visible import mark_non_ascii
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - Python 3.10 reads the plain array form itself
-    _toml = None
-
-# A declared dependency (ipykernel needs it too): the strict PEP 508 parser since 22.0.
-from packaging.requirements import InvalidRequirement, Requirement
 
 REQUIREMENT_FILES = ("requirements.txt", "scripts/requirements.txt")
 PYPROJECT_FILES = ("pyproject.toml", "scripts/pyproject.toml")
@@ -542,15 +538,8 @@ def parse_requirements_txt(text: str) -> list[str]:
 def parse_pyproject(text: str) -> list[tuple[str, bool]] | None:
     """[(spec, optional)] from ``[project] dependencies`` and ``optional-dependencies``;
     None when the file is not TOML."""
-    if _toml is None:  # pragma: no cover - Python 3.10: the plain array form only
-        match = re.search(r"(?ms)^dependencies\s*=\s*\[(.*?)\]", text)
-        return (
-            [(s, False) for s in re.findall(r"[\"']([^\"']+)[\"']", match.group(1))]
-            if match
-            else []
-        )
     try:
-        data = _toml.loads(text)
+        data = tomllib.loads(text)
     except ValueError:
         return None
     project = data.get("project", {})

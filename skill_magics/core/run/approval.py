@@ -35,7 +35,7 @@ from typing import Any
 from skill_magics.core.visible import non_ascii_note
 
 
-class Decision(str, enum.Enum):
+class Decision(enum.StrEnum):
     """The three answers a person can give."""
 
     YES_ONCE = "yes_once"
@@ -84,6 +84,24 @@ class InstallInfo:
     packages: tuple[str, ...]
     target: str = ""  # the environment's path
     command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScopeInfo:
+    """Runs a *model* will choose later, all decided by this one answer (an evaluation):
+    what for, and in how many agent runs at most. The request lists the scripts the model
+    may call; it chooses each call's inputs itself, within this scope only."""
+
+    purpose: str  # e.g. "output evaluation of 'csv-profiler' (iteration-3)"
+    agent_runs: int  # conversations the answer covers
+    sample: tuple[str, ...] = ()  # the first prompts
+
+    def summary(self) -> str:
+        runs = f"{self.agent_runs:,} agent run{'s' if self.agent_runs != 1 else ''}"
+        return (
+            f"{self.purpose}: in up to {runs} the model may call the scripts below with "
+            "inputs it chooses; this one answer decides every such call"
+        )
 
 
 @dataclass(frozen=True)
@@ -160,6 +178,23 @@ def no_weaker(run: SandboxInfo | None, approved: SandboxInfo | None) -> bool:
     return set(run.writable) <= set(approved.writable)
 
 
+def no_weaker_within(run: SandboxInfo | None, approved: SandboxInfo | None) -> bool:
+    """Like :func:`no_weaker`, for runs inside an approved *folder*: each path ``run`` may
+    write is one ``approved`` may write, or lies inside one (a scope approved for a
+    workspace covers runs in its subfolders)."""
+    if approved is None or not approved.isolated:
+        return True
+    if run is None or not run.isolated:
+        return False
+    if run.network and not approved.network:
+        return False
+    allowed = [p.rstrip("/") for p in approved.writable]
+    return all(
+        any(path == base or path.startswith(base + "/") for base in allowed)
+        for path in (p.rstrip("/") for p in run.writable)
+    )
+
+
 @dataclass(frozen=True)
 class SecretsInfo:
     """The secrets a skill declares (names only, never values) and which are not set yet:
@@ -193,6 +228,7 @@ class ApprovalRequest:
     provenance: ProvenanceInfo | None = None  # an installed skill: its source, lock state
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
+    scope: ScopeInfo | None = None  # later runs a model chooses, decided by this answer
     # How the processes will start (core/run/warm/): "warm ...", "cold ..."; "" not Python.
     # Shown, never part of what is approved: a warm run is the same run started faster.
     start: str = field(default="", compare=False)
@@ -259,7 +295,7 @@ class Answer:
 Approver = Callable[[ApprovalRequest], "Decision | str | Answer"]
 
 
-class Caller(str, enum.Enum):
+class Caller(enum.StrEnum):
     """Who made a call that may run something; decides what ``approver=None`` means
     (docs/architecture.md, *Who approves*)."""
 
@@ -407,7 +443,9 @@ __all__ = [
     "ProvenanceInfo",
     "SandboxInfo",
     "SecretsInfo",
+    "ScopeInfo",
     "no_weaker",
+    "no_weaker_within",
     "BATCH_SAMPLE",
     "ScriptToApprove",
     "ApprovalRequest",

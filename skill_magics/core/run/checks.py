@@ -625,13 +625,14 @@ def _module_command(
     program, flags = command[0], command[1:-1]  # drop the script path: -m names it
     if run_dir == script.real_base:
         return (program, *flags, "-m", module)
+    # The kernel and managed envs are 3.11+ (requires-python); a venv the skill folder brings
+    # may be older, and its python would stop at the unknown -P with a usage message.
     version = envdirs.python_version(program)
-    if version is None or version < (3, 11):
+    if version is not None and version < (3, 11):
         raise ModuleScriptError(
             f"{rel} runs as 'python -m {module}', which from another folder than the skill "
-            f"needs Python 3.11+ (-P), but {program} is "
-            f"{'of unknown version' if version is None else f'{version[0]}.{version[1]}'}: "
-            "run it with cwd='skill'"
+            f"needs Python 3.11+ (-P), but {program} is {version[0]}.{version[1]}: "
+            "run it with cwd='skill', or rebuild that venv with Python 3.11+"
         )
     root = os.fspath(script.real_base)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

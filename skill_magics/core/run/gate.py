@@ -58,6 +58,7 @@ from skill_magics.core.run.approval import (
     combine_requests,
     decides_alone,
     install_approval_hash,
+    no_weaker_within,
 )
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.sources.lock import folder_files, tree_digest
@@ -176,6 +177,54 @@ class ApprovalGate:
         if missing:  # never happens; if a change made it happen, fail closed
             raise RuntimeError(f"no verdict for requests {missing}")
         return [v for v in verdicts if v is not None]
+
+    def decide_scope(
+        self, request: ApprovalRequest, approver: Approver | None
+    ) -> tuple[Verdict, Approver]:
+        """ONE question for the runs a *model* will choose within ``request.scope`` (an
+        evaluation): (the verdict, the approver for those runs).
+
+        The returned approver answers each later request with this decision, without asking
+        anyone: Yes once (audited per run, "by ... for <purpose>") when it is for the same
+        skill, scripts the scope listed, the code still the approved code (data written
+        meanwhile does not count: :meth:`is_current`) and a sandbox no weaker, inside the
+        scope's folder; No (audited as declined) after a No. Anything else (another skill,
+        Python code, an install, changed code, a weaker sandbox, a question that was never
+        answered) is refused as unavailable, audited, and never asked again.
+        """
+        verdict = self.decide(request, approver)
+        purpose = request.scope.purpose if request.scope is not None else "this scope"
+        listed = {script.path for script in request.scripts}
+        by = f"{verdict.by or BY_APPROVER} for {purpose}"
+
+        def scoped(call: ApprovalRequest) -> Answer:
+            for part in call.requests:
+                inside = (
+                    part.skill_name == request.skill_name
+                    and part.code is None
+                    and part.install is None
+                    and {script.path for script in part.scripts} <= listed
+                    and no_weaker_within(part.sandbox, request.sandbox)
+                )
+                if not inside:
+                    raise ApprovalUnavailable(
+                        f"{describe(call)} is outside the approval given for {purpose}: nothing ran"
+                    )
+            if verdict.status is RunStatus.DECLINED:
+                return Answer(Decision.NO, by)
+            if not verdict.allowed:
+                raise ApprovalUnavailable(
+                    f"{describe(call)}: no approval was given for {purpose} "
+                    f"({verdict.message or verdict.status}); nothing ran"
+                )
+            if not self.is_current(request):
+                raise ApprovalUnavailable(
+                    f"the code of '{request.skill_name}' changed after the approval for "
+                    f"{purpose}; nothing ran: start it again to review the new code"
+                )
+            return Answer(Decision.YES_ONCE, by)
+
+        return verdict, scoped
 
     def settle(self, request: ApprovalRequest, decision: Decision | str, by: str) -> Verdict:
         """Apply a decision given now or later (a click after the cell returned): a Yes for

@@ -1,7 +1,8 @@
 """Strict JSON encoding of script arguments (what a script reads on stdin).
 
 Strict means: a dict with str keys all the way down, finite numbers only, no sets or other
-objects, no cycles; UTF-8 without ASCII escaping; at most 10 MiB of *bytes*.
+objects, no cycles, at most MAX_ARGUMENT_DEPTH levels; UTF-8 without ASCII escaping; at most
+10 MiB of *bytes*.
 
 Example:
     >>> encode_arguments({"name": "Zoë", "sizes": [1, 2.5]})
@@ -23,6 +24,9 @@ from skill_magics.core.audit import safe_repr, safe_str
 from skill_magics.core.errors import ArgumentSerializationError, ArgumentSizeError
 
 MAX_ARGUMENT_BYTES = 10 * 2**20
+# Counted here, not left to json.dumps: it raises RecursionError near 1,000 levels on Python
+# 3.11/3.12 but encodes far deeper on 3.13; and a script's json.load recurses per level too.
+MAX_ARGUMENT_DEPTH = 500
 
 _LEAVES = (str, int, float, bool, type(None))
 
@@ -78,6 +82,11 @@ def validate(arguments: Any) -> None:
                         "represent: use None or a string such as 'NaN'"
                     )
             elif isinstance(item, (dict, list, tuple)):
+                if len(path) + 2 > MAX_ARGUMENT_DEPTH:  # the arguments dict is level 1
+                    raise ArgumentSerializationError(
+                        f"Arguments nest objects/lists more than {MAX_ARGUMENT_DEPTH} levels "
+                        "deep: pass a flatter value (or write it to a file and pass its path)"
+                    )
                 stack.append((item, [*path, step]))
             else:
                 raise _unsupported(item, [*path, step])
@@ -157,4 +166,10 @@ def normalize_argv(argv: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-__all__ = ["MAX_ARGUMENT_BYTES", "validate", "encode_arguments", "normalize_argv"]
+__all__ = [
+    "MAX_ARGUMENT_BYTES",
+    "MAX_ARGUMENT_DEPTH",
+    "validate",
+    "encode_arguments",
+    "normalize_argv",
+]

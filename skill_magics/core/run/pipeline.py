@@ -52,7 +52,18 @@ class ActionPlan:
     act: Callable[[], Any]
 
 
-Planned = PlannedRun | PlanGroup | BatchPlan | InstallPlan | ActionPlan
+@dataclass(frozen=True)
+class ScopePlan:
+    """The ONE approval for runs a *model* will choose later within ``plan.request.scope``
+    (an evaluation, core/lab): step 2 is the gate's scope decision (``gate.decide_scope``);
+    nothing runs now. The outcome's ``value`` is the approver every later run of that scope
+    is decided by, through this same call site (it answers from this decision and never
+    asks again), also after a No."""
+
+    plan: PlannedRun
+
+
+Planned = PlannedRun | PlanGroup | BatchPlan | InstallPlan | ActionPlan | ScopePlan
 # The approver as the call site takes it: resolved (gate.choose_approver), None for "nobody
 # is asked", or an Answer already given (a click on a panel after its cell returned).
 Decider = Approver | Answer | None
@@ -180,6 +191,8 @@ class Pipeline:
         A RunInterrupted from the approver, and KeyboardInterrupt (the group killed first;
         a batch raises BatchInterrupted with its result), propagate.
         """
+        if isinstance(plan, ScopePlan):
+            return self._scope(plan, approver)
         verdicts = self._decide(plan, approver)
         if isinstance(plan, ActionPlan):
             return self._act(plan, verdicts, on_start)
@@ -218,6 +231,11 @@ class Pipeline:
         if cancel is None:
             cancel = threading.Event()
         stop = cancel
+        if isinstance(plan, ScopePlan):
+            scope = plan
+            return await await_in_thread(
+                lambda: self._scope(scope, approver), stop, join=join_approval
+            )
         verdicts = await await_in_thread(
             lambda: self._decide(plan, approver), stop, join=join_approval
         )
@@ -255,7 +273,9 @@ class Pipeline:
 
     # -- step 2 ------------------------------------------------------------------------------
 
-    def _decide(self, plan: Planned, approver: Decider) -> list[Verdict]:
+    def _decide(
+        self, plan: PlannedRun | PlanGroup | BatchPlan | InstallPlan | ActionPlan, approver: Decider
+    ) -> list[Verdict]:
         if isinstance(plan, ActionPlan):
             requests = list(plan.requests)
         else:
@@ -277,6 +297,12 @@ class Pipeline:
         if isinstance(plan, (PlanGroup, ActionPlan)):
             return self.gate.decide_each(requests, approver)
         return [self.gate.decide(requests[0], approver)]
+
+    def _scope(self, plan: ScopePlan, approver: Decider) -> RunOutcome:
+        if isinstance(approver, Answer):
+            raise TypeError("a scope is decided by an approver, not an Answer given before")
+        verdict, scoped = self.gate.decide_scope(_request(plan.plan), approver)
+        return RunOutcome(verdict, value=scoped)
 
     def _act(
         self,
@@ -437,4 +463,5 @@ __all__ = [
     "Pipeline",
     "Planned",
     "RunOutcome",
+    "ScopePlan",
 ]

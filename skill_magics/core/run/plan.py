@@ -19,7 +19,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from skill_magics.core.run.approval import (
     ApprovalRequest,
     ProvenanceInfo,
     SandboxInfo,
+    ScopeInfo,
     ScriptToApprove,
     SecretsInfo,
     code_approval_hash,
@@ -366,6 +367,35 @@ class Planner:
             request = self.request(settings, name, metas, arguments, shown, prepared=runs)
             out.plan = PlannedRun(request, tuple(runs), arguments)
         return out
+
+    def plan_scope(
+        self,
+        settings: RunSettings,
+        skill_name: str,
+        scope: ScopeInfo,
+        *,
+        cwd: CwdArg | None = None,
+    ) -> PlannedRun | None:
+        """The request for runs a model will choose within ``scope``: every offered script of
+        the skill (what its tools offer), each checked as a run in ``cwd`` with no inputs
+        yet. A script a check refuses is audited and left out (its calls will be refused
+        too); None when none may run."""
+        skill = self.finder.get_skill(skill_name)
+        metas: list[ScriptMetadata] = []
+        runs: list[PreparedRun] = []
+        for script in sorted(skill.offered_scripts, key=lambda s: s.path.as_posix()):
+            try:
+                meta, run = self.check_script(
+                    settings, skill_name, script.path.as_posix(), None, None, None, cwd=cwd
+                )
+            except SkillMagicsError:
+                continue  # audited by check_script
+            metas.append(meta)
+            runs.append(run)
+        if not runs:
+            return None
+        request = replace(self.request(settings, skill_name, metas, prepared=runs), scope=scope)
+        return PlannedRun(request, tuple(runs), None)
 
     # -- the request -------------------------------------------------------------------------
 

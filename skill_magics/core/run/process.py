@@ -162,13 +162,7 @@ def group_kwargs() -> dict:
     """Popen keywords that start the child in a process group of its own."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    if sys.version_info >= (3, 11):
-        return {"process_group": 0}  # setpgid in the child; keeps the fast vfork path
-    return {"preexec_fn": _setpgid}  # pragma: no cover - Python 3.10
-
-
-def _setpgid() -> None:  # pragma: no cover - runs in the child on Python 3.10
-    os.setpgid(0, 0)
+    return {"process_group": 0}  # setpgid in the child; keeps the fast vfork path
 
 
 def kill_group(pgid: int, sig: int) -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -273,9 +272,7 @@ class GitSnapshot(Snapshot):
 
     def _cat_file(self) -> subprocess.Popen:
         if self._reader is None:
-            kwargs: dict = (
-                {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-            )
+            kwargs: dict = {"process_group": 0}
             self._reader = subprocess.Popen(
                 [self.git, *self.config, *self._git_dir("cat-file", "--batch")],
                 stdin=subprocess.PIPE,

@@ -186,9 +186,17 @@ def _input_lines(
 
 
 def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
-    """(label, plain text) for what else the decision covers: a batch, an install, a sandbox,
-    how the processes start (warm or cold: the same run either way), secrets."""
+    """(label, plain text) for what else the decision covers: a scope of model-chosen runs,
+    a batch, an install, a sandbox, how the processes start (warm or cold: the same run
+    either way), secrets."""
     rows = []
+    scope = request.scope
+    if scope is not None:
+        rows.append(("Scope", scope.summary()))
+        for i, prompt in enumerate(scope.sample, 1):
+            rows.append((f"prompt {i}", _one_line(prompt)))
+        if scope.agent_runs > len(scope.sample):
+            rows.append(("", f"... {scope.agent_runs - len(scope.sample):,} more agent runs"))
     batch = request.batch
     if batch is not None:
         shown = [_one_line(item) for item in batch.sample]

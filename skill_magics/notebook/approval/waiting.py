@@ -32,7 +32,7 @@ from skill_magics.notebook.compat import ipykernel_version
 SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
 
 
-class Strategy(str, enum.Enum):
+class Strategy(enum.StrEnum):
     AWAIT = "await"
     THREAD = "thread"
     PUMP = "pump"

@@ -35,6 +35,9 @@ AWAITABLE: Mapping[str, str] = {
     "skillpy": "cell",
     "skill_context": "line",
     "skills env": "line",  # an environment install asks first (notebook/cmd/env.py)
+    "skillagent": "cell",  # a model's script calls ask first (notebook/magics/skillagent.py)
+    "skills evals": "line",  # one approval for an evaluation (notebook/cmd/evals.py)
+    "skills triggers": "line",  # requests awaited: progress and interrupts get through
     # installing skill files asks first too (notebook/cmd/install.py, update.py, sync.py)
     "skills install": "line",
     "skills update": "line",

@@ -35,7 +35,6 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
-from skill_magics.core.run.approval import Answer
 from skill_magics.core.status import RunStatus
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
@@ -350,6 +349,8 @@ class SkillRunMagics(SharedMagics):
                 res.on_stop = cancel.set
 
             def work() -> None:
+                from skill_magics.core.run.approval import Answer
+
                 # The gate settles the click (stale files refused, decisions audited); the
                 # run follows through the same call site.
                 try:

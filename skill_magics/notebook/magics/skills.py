@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Any as TraitAny
 from traitlets import (
     Bool,
     CaselessStrEnum,
@@ -159,6 +160,21 @@ class SkillMagics(Magics):
         "work), skill (the skill folder) or a folder path. %%skillrun --cwd overrides it.",
     ).tag(config=True)
 
+    model_client = TraitAny(
+        None,
+        allow_none=True,
+        help="The model client %%skillagent, %skills triggers and %skills evals use when no "
+        "--client is given: the name of a notebook variable holding an anthropic.Anthropic or "
+        "openai.OpenAI client (or async), e.g. %config SkillMagics.model_client = 'client' "
+        "(a client object cannot pass through %config, which copies values), or the client "
+        "itself assigned in Python.",
+    ).tag(config=True)
+    model = Unicode(
+        None,
+        allow_none=True,
+        help="The model name the skill lab's magics use when no --model is given.",
+    ).tag(config=True)
+
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         # Set before traitlets loads the config: config observers run inside super().__init__.
         self._manager: SkillManager | None = None
@@ -265,7 +281,7 @@ class SkillMagics(Magics):
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
         "approvals, revoke NAME|--all, history, catalog, validate, env NAME, "
-        "install SOURCE, verify, sync, update, warm [--stop|NAME]",
+        "install SOURCE, verify, sync, update, triggers NAME, evals NAME, warm [--stop|NAME]",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -285,6 +301,8 @@ class SkillMagics(Magics):
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
         %skills verify [DIR]         files changed since the install (skills-lock.json)
         %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
+        %skills triggers NAME --queries VAR   how often a model activates the skill
+        %skills evals NAME           the skill's evals/evals.json with and without it
         %skills warm                 warm servers (interpreter, preloaded packages, memory,
                                      idle time); --stop stops them; NAME starts a skill's
         """
@@ -315,9 +333,11 @@ class SkillMagics(Magics):
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 
-    async def skills_sources_async(self, name: str, line: str = "") -> Any:
-        """``%skills install|update|sync ...`` on the await path (ipykernel >= 7.4): the
-        approval and the fetch run in a worker thread while the cell awaits."""
+    async def skills_subcommand_async(self, name: str, line: str = "") -> Any:
+        """``%skills NAME ...`` on the await path (ipykernel >= 7.4) for the subcommands
+        with a ``run_async`` (``install``, ``update``, ``sync``, ``evals``, ``triggers``): the
+        approval, the fetch or the model's requests wait in worker threads while the cell
+        awaits, so clicks, progress and Kernel > Interrupt get through."""
         import importlib
 
         try:

@@ -189,6 +189,13 @@ class _Ticking:
         with self._lock:
             self.done(f"{len(result):,} items in {result.wall_s:.2f} s: {line}")
 
+    def finish_text(self, line: str) -> None:
+        """Stop redrawing and leave ``line`` (a lab evaluation's closing summary)."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        with self._lock:
+            self.done(line)
+
     def finish_quietly(self) -> None:
         """Stop redrawing: the batch ended without a result (the cell shows the error)."""
         self._stop.set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from skill_magics.notebook.render.display import Display
@@ -46,7 +46,7 @@ def _when(timestamp: str) -> str:
     except ValueError:
         return str(timestamp)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 

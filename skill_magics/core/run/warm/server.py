@@ -43,7 +43,7 @@ STOP_S = 2.0  # after the request to stop, the server is killed
 LOAD_S = 600.0  # importing a skill's packages takes at most this long
 
 
-class ServerState(str, enum.Enum):
+class ServerState(enum.StrEnum):
     """Where a server is in its life."""
 
     STARTING = "starting"

@@ -1,0 +1,284 @@
+"""The model's client: an ``anthropic`` or ``openai`` SDK client, recognised by its type.
+
+Neither SDK is imported here (both are optional: the ``[lab]`` extra). A client is known by
+the top-level package of a class in its type's MRO (``anthropic.Anthropic``,
+``anthropic.AsyncAnthropic``, ``openai.OpenAI``, ``openai.AzureOpenAI``, their async
+twins, and subclasses of them); it is async when one of those classes' names starts with
+``Async`` (both SDKs name them so). The SDK's own module is only reached through
+``sys.modules``, where the client's existence put it.
+
+A :class:`Provider` speaks one API in the provider's own message format, so a transcript's
+``messages`` can be sent again as they are:
+
+- Anthropic Messages API: ``client.messages.create(model, system, messages, tools,
+  max_tokens)``; tool calls are ``tool_use`` content blocks, results go back as one user
+  message of ``tool_result`` blocks.
+- OpenAI Chat Completions: ``client.chat.completions.create(model, messages, tools,
+  max_completion_tokens)``; the system prompt is the first message, tool calls are the
+  assistant message's ``tool_calls``, each result is a ``tool`` message.
+
+Every API failure (an HTTP error status, no connection, a timeout) becomes one
+:class:`~skill_magics.core.errors.ModelCallError` with its ``kind``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+from skill_magics.core.errors import ModelCallError
+from skill_magics.core.tools import openai_tool_message
+
+ProviderName = Literal["anthropic", "openai"]
+PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call the model made: its id, the tool's name and the input (a dict; the raw
+    text when OpenAI sent arguments that are not JSON)."""
+
+    id: str
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer of the model, whatever the provider."""
+
+    text: str
+    tool_uses: tuple[ToolUse, ...]
+    stop_reason: str  # as the provider said it: end_turn, tool_use, stop, tool_calls, ...
+    input_tokens: int
+    output_tokens: int
+    message: dict[str, Any]  # the assistant message in the provider's format
+    model: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Provider:
+    """A client and how to talk to its API (see the module docstring)."""
+
+    client: Any
+    name: ProviderName
+    is_async: bool
+    sdk: ModuleType | None = field(default=None, repr=False)
+
+    # -- building a request ------------------------------------------------------------------
+
+    def user_message(self, text: str) -> dict[str, Any]:
+        return {"role": "user", "content": text}
+
+    def tool_definitions(self, specs: Any) -> list[dict[str, Any]]:
+        return [spec.definition(self.name) for spec in specs]
+
+    def request(
+        self,
+        *,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int,
+    ) -> dict[str, Any]:
+        """The keyword arguments of the create call."""
+        if self.name == "anthropic":
+            kwargs: dict[str, Any] = {
+                "model": model,
+                "max_tokens": max_tokens,
+                "messages": messages,
+            }
+            if system:
+                kwargs["system"] = system
+            if tools:
+                kwargs["tools"] = tools
+            return kwargs
+        head = [{"role": "system", "content": system}] if system else []
+        kwargs = {
+            "model": model,
+            "messages": head + messages,
+            "max_completion_tokens": max_tokens,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        return kwargs
+
+    def tool_messages(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages carrying tool results (Anthropic ``tool_result`` blocks) back."""
+        if not blocks:
+            return []
+        if self.name == "anthropic":
+            return [{"role": "user", "content": [dict(b) for b in blocks]}]
+        return [openai_tool_message(block) for block in blocks]
+
+    def conversation(self, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+        """The messages of a request as a transcript keeps them (OpenAI's system message
+        included: it is part of what is resent)."""
+        return list(kwargs["messages"])
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _endpoint(self) -> Any:
+        if self.name == "anthropic":
+            return self.client.messages.create
+        return self.client.chat.completions.create
+
+    def send(self, kwargs: dict[str, Any]) -> Reply:
+        """Send a request with a synchronous client."""
+        if self.is_async:
+            raise TypeError(f"{type(self.client).__name__} is async: await send_async()")
+        try:
+            response = self._endpoint()(**kwargs)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse(response)
+
+    async def send_async(self, kwargs: dict[str, Any]) -> Reply:
+        """Send a request with an async client."""
+        if not self.is_async:
+            raise TypeError(f"{type(self.client).__name__} is not async: call send()")
+        try:
+            response = await self._endpoint()(**kwargs)
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return self.parse(response)
+
+    def _error(self, exc: Exception) -> Exception:
+        """A ModelCallError for the SDK's API errors; anything else unchanged (a bug, a
+        TypeError from a bad argument) so it is not mistaken for the provider's failure."""
+        sdk = self.sdk
+        if sdk is None or not isinstance(exc, getattr(sdk, "APIError", ())):
+            return exc
+        label = "Anthropic" if self.name == "anthropic" else "OpenAI"
+        if isinstance(exc, getattr(sdk, "APITimeoutError", ())):
+            return ModelCallError(f"{label} API request timed out: {exc}", "timeout")
+        if isinstance(exc, getattr(sdk, "APIStatusError", ())):
+            status = getattr(exc, "status_code", None)
+            return ModelCallError(
+                f"{label} API answered HTTP {status}: {_first_line(exc)}", "status", status
+            )
+        return ModelCallError(f"{label} API not reachable: {_first_line(exc)}", "connection")
+
+    # -- reading the answer -------------------------------------------------------------------
+
+    def parse(self, response: Any) -> Reply:
+        if self.name == "anthropic":
+            return _parse_anthropic(response)
+        return _parse_openai(response)
+
+
+def provider_for(client: Any) -> Provider:
+    """The :class:`Provider` of ``client``; TypeError (one line, with the fix) for anything
+    that is not an Anthropic or OpenAI SDK client."""
+    if isinstance(client, Provider):
+        return client
+    mro = type(client).__mro__
+    for cls in mro:
+        root = cls.__module__.partition(".")[0]
+        if root in PROVIDERS:
+            family = [c for c in mro if c.__module__.partition(".")[0] == root]
+            is_async = any(c.__name__.startswith("Async") for c in family)
+            return Provider(client, root, is_async, sys.modules.get(root))  # type: ignore[arg-type]
+    raise TypeError(
+        f"client is a {type(client).__module__}.{type(client).__name__}: pass an "
+        "anthropic.Anthropic / AsyncAnthropic or an openai.OpenAI / AsyncOpenAI client "
+        "(pip install 'skill-magics[lab]')"
+    )
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+
+def _dump(value: Any) -> Any:
+    """An SDK model as plain JSON data (what the API returned, None fields left out)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return value
+
+
+def _parse_anthropic(response: Any) -> Reply:
+    blocks = [_dump(b) for b in (getattr(response, "content", None) or [])]
+    texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    uses = tuple(
+        ToolUse(str(b.get("id", "")), str(b.get("name", "")), b.get("input", {}))
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    )
+    usage = getattr(response, "usage", None)
+    input_tokens = sum(
+        int(getattr(usage, key, 0) or 0)
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return Reply(
+        text="\n".join(t for t in texts if t),
+        tool_uses=uses,
+        stop_reason=str(getattr(response, "stop_reason", "") or ""),
+        input_tokens=input_tokens,
+        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+        message={"role": "assistant", "content": blocks},
+        model=str(getattr(response, "model", "") or ""),
+    )
+
+
+def _parse_openai(response: Any) -> Reply:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ModelCallError("OpenAI API answered without a choice", "status")
+    choice = choices[0]
+    message = choice.message
+    text = message.content or ""
+    calls = []
+    uses = []
+    for call in message.tool_calls or []:
+        function = getattr(call, "function", None)
+        if function is None:  # a custom (non-function) tool call: not one of ours
+            continue
+        arguments = function.arguments or ""
+        calls.append(
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": function.name, "arguments": arguments},
+            }
+        )
+        uses.append(ToolUse(str(call.id), str(function.name), _arguments(arguments)))
+    resend: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if calls:
+        resend["tool_calls"] = calls
+    usage = getattr(response, "usage", None)
+    return Reply(
+        text=text,
+        tool_uses=tuple(uses),
+        stop_reason=str(getattr(choice, "finish_reason", "") or ""),
+        input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        message=resend,
+        model=str(getattr(response, "model", "") or ""),
+    )
+
+
+def _arguments(text: str) -> Any:
+    """OpenAI's arguments string as JSON data; the text itself when it is not JSON (the
+    tool call then answers with the decoding error)."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+__all__ = ["PROVIDERS", "Provider", "ProviderName", "Reply", "ToolUse", "provider_for"]

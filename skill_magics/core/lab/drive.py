@@ -1,0 +1,155 @@
+"""The lab's loops are written once, as generators that *ask* for I/O; two drivers answer.
+
+A loop (the agent's conversation, a trigger evaluation, an output evaluation) yields
+:class:`ModelCall` (send a request: the answer is a :class:`~.clients.Reply`, or the
+:class:`~skill_magics.core.errors.ModelCallError` is thrown into the loop) and
+:class:`ToolCall` (run a tool call through ``core/tools.py``, hence the gate: the answer
+is a ``tool_result`` block, never an exception) and :class:`Blocking` (blocking work such
+as an approval that may wait for a person). :func:`drive` answers them in this thread with
+synchronous clients; :func:`drive_async` awaits them (an async client's request, a sync
+client's request or blocking work in a worker thread, the script in its own process group
+that a cancellation kills), so a notebook cell can await the whole loop while approval
+clicks reach the kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from skill_magics.core.errors import ModelCallError
+from skill_magics.core.lab.clients import Provider, Reply
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.approval import Approver
+from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.tools import handle_tool_call, handle_tool_call_async
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """Send ``kwargs`` with ``provider``."""
+
+    provider: Provider
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """Run one tool call the model made (through the gate)."""
+
+    manager: SkillManager
+    name: str
+    input: Any
+    id: str
+    approver: Approver
+    skills: tuple[str, ...]
+    cwd: CwdArg | None = None
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """Blocking work that starts no process (an approval that may wait for a click)."""
+
+    work: Callable[[], Any]
+
+
+Action = ModelCall | ToolCall | Blocking
+Loop = Generator[Action, Any, T]
+
+
+def needs_async(*providers: Provider | None) -> bool:
+    """Must the loop be awaited (an async client among ``providers``)?"""
+    return any(p is not None and p.is_async for p in providers)
+
+
+def drive(loop: Loop[T]) -> T:
+    """Run ``loop`` in this thread (synchronous clients only)."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            action = loop.throw(error) if error is not None else loop.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = _answer(action)
+        except ModelCallError as exc:
+            error = exc
+
+
+async def drive_async(loop: Loop[T], cancel: threading.Event | None = None) -> T:
+    """Await ``loop``: requests of async clients are awaited, blocking work (a sync client's
+    request, an approval) runs in a worker thread, scripts run in their process groups. A
+    cancellation sets ``cancel``: the running script is killed and the loop is closed."""
+    cancel = cancel if cancel is not None else threading.Event()
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                action = loop.throw(error) if error is not None else loop.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            try:
+                value = await _answer_async(action, cancel)
+            except ModelCallError as exc:
+                error = exc
+    finally:
+        loop.close()
+
+
+def _answer(action: Action) -> Any:
+    if isinstance(action, ModelCall):
+        return action.provider.send(action.kwargs)
+    if isinstance(action, ToolCall):
+        return handle_tool_call(
+            action.manager,
+            action.name,
+            action.input,
+            action.id,
+            approver=action.approver,
+            skills=list(action.skills),
+            cwd=action.cwd,
+        )
+    return action.work()
+
+
+async def _answer_async(action: Action, cancel: threading.Event) -> Any:
+    if isinstance(action, ModelCall):
+        provider = action.provider
+        if provider.is_async:
+            reply: Reply = await provider.send_async(action.kwargs)
+            return reply
+        # The HTTP request starts no process: nothing to join when the cell is interrupted.
+        return await await_in_thread(lambda: provider.send(action.kwargs), cancel, join=False)
+    if isinstance(action, ToolCall):
+        return await handle_tool_call_async(
+            action.manager,
+            action.name,
+            action.input,
+            action.id,
+            approver=action.approver,
+            skills=list(action.skills),
+            cwd=action.cwd,
+            cancel=cancel,
+        )
+    return await await_in_thread(action.work, cancel, join=False)
+
+
+__all__ = [
+    "Action",
+    "Blocking",
+    "Loop",
+    "ModelCall",
+    "ToolCall",
+    "drive",
+    "drive_async",
+    "needs_async",
+]

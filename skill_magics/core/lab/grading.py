@@ -1,0 +1,181 @@
+"""Grading an evaluation run: a model judges each assertion, with evidence.
+
+The grader gets the task, the expected output, the run's transcript and the text of its
+output files, and answers with JSON: a verdict and its evidence per assertion, plus claims
+it checked. The burden of proof is on the assertion (no evidence: failed). A reply that
+cannot be read leaves the assertions ungraded (``passed: null``) with the reason as
+evidence, never graded by guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from skill_magics.core.lab.workspace import VIEWER_SKIPS
+
+MAX_FILE_CHARS = 20_000  # of one output file shown to the grader
+MAX_FILES_CHARS = 60_000  # of all output files together
+MAX_TRANSCRIPT_CHARS = 60_000
+
+GRADER_SYSTEM = (
+    "You grade the work of an AI assistant against a list of expectations. For each "
+    "expectation decide whether the transcript and the output files show it is met. Pass "
+    "it only with concrete evidence (quote the text, name the file); when the evidence is "
+    "missing, superficial or contradicts it, fail it. Also list factual claims the "
+    "assistant made and whether the material verifies them. Answer with one JSON object "
+    'and nothing else: {"expectations": [{"text": "<the expectation, verbatim>", '
+    '"passed": true or false, "evidence": "..."}], "claims": [{"claim": "...", "type": '
+    '"factual" or "process" or "quality", "verified": true or false, "evidence": "..."}]}'
+)
+
+
+def grading_prompt(
+    prompt: str,
+    expected_output: str,
+    transcript_md: str,
+    outputs: Path,
+    expectations: list[str],
+) -> str:
+    """The user message for the grader (the expectations are the last section)."""
+    parts = [
+        "## Task given to the assistant",
+        "",
+        prompt,
+        "",
+        "## Expected output",
+        "",
+        expected_output or "(not described)",
+        "",
+        "## Transcript",
+        "",
+        _cap(transcript_md, MAX_TRANSCRIPT_CHARS),
+        "",
+        "## Output files",
+        "",
+        _files(outputs),
+        "",
+        "## Expectations",
+        "",
+    ]
+    parts += [f"{i}. {text}" for i, text in enumerate(expectations, 1)]
+    return "\n".join(parts)
+
+
+def read_grading(
+    text: str, expectations: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """(expectations as ``{text, passed, evidence}`` in the order given, claims, problem).
+
+    Verdicts are matched to the expectations by text, else by position; one the grader
+    left out, or gave no true/false for, is ``passed: None``. ``problem`` says why nothing
+    could be read ("" when the reply was JSON)."""
+    data = _json_object(text)
+    if data is None:
+        reason = "the grader's reply held no JSON object"
+        return [_ungraded(e, reason) for e in expectations], [], reason
+    verdicts = [v for v in data.get("expectations") or [] if isinstance(v, dict)]
+    by_text = {str(v.get("text", "")).strip(): v for v in verdicts}
+    out = []
+    for i, expectation in enumerate(expectations):
+        verdict = by_text.get(expectation.strip())
+        if verdict is None and i < len(verdicts) and not verdicts[i].get("text"):
+            verdict = verdicts[i]
+        if verdict is None and i < len(verdicts) and len(verdicts) == len(expectations):
+            verdict = verdicts[i]
+        if verdict is None:
+            out.append(_ungraded(expectation, "the grader gave no verdict for it"))
+            continue
+        passed = verdict.get("passed")
+        evidence = str(verdict.get("evidence", "")).strip()
+        if not isinstance(passed, bool):
+            out.append(_ungraded(expectation, f"the grader's verdict was {passed!r}"))
+            continue
+        out.append({"text": expectation, "passed": passed, "evidence": evidence})
+    claims = [
+        {
+            "claim": str(c.get("claim", "")),
+            "type": str(c.get("type", "")),
+            "verified": c.get("verified") if isinstance(c.get("verified"), bool) else None,
+            "evidence": str(c.get("evidence", "")),
+        }
+        for c in data.get("claims") or []
+        if isinstance(c, dict) and c.get("claim")
+    ]
+    return out, claims, ""
+
+
+def ungraded(expectations: list[str], reason: str) -> list[dict[str, Any]]:
+    return [_ungraded(e, reason) for e in expectations]
+
+
+def grading_summary(expectations: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{passed, failed, total, pass_rate}``; pass_rate None when nothing was graded."""
+    passed = sum(1 for e in expectations if e["passed"] is True)
+    failed = sum(1 for e in expectations if e["passed"] is False)
+    graded = passed + failed
+    return {
+        "passed": passed,
+        "failed": failed,
+        "total": len(expectations),
+        "pass_rate": round(passed / graded, 4) if graded else None,
+    }
+
+
+def _ungraded(text: str, reason: str) -> dict[str, Any]:
+    return {"text": text, "passed": None, "evidence": f"not graded: {reason}"}
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (fenced or not)."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
+    candidates = [fenced.group(1)] if fenced else []
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _files(outputs: Path) -> str:
+    if not outputs.is_dir():
+        return "(no output folder)"
+    shown: list[str] = []
+    budget = MAX_FILES_CHARS
+    for path in sorted(p for p in outputs.rglob("*") if p.is_file()):
+        rel = path.relative_to(outputs).as_posix()
+        if rel in VIEWER_SKIPS:
+            continue
+        size = path.stat().st_size
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            shown.append(f"### {rel} ({size:,} bytes, binary: not shown)")
+            continue
+        part = _cap(text, min(MAX_FILE_CHARS, max(budget, 0)))
+        budget -= len(part)
+        shown.append(f"### {rel} ({size:,} bytes)\n\n```\n{part}\n```")
+    return "\n\n".join(shown) or "(none)"
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit:,} more characters not shown]"
+
+
+__all__ = [
+    "GRADER_SYSTEM",
+    "grading_prompt",
+    "grading_summary",
+    "read_grading",
+    "ungraded",
+]

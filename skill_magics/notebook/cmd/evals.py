@@ -1,0 +1,114 @@
+"""``%skills evals NAME``: run a skill's ``evals/evals.json`` with and without the skill.
+
+Core runs each prompt through the agent loop per configuration, writes the workspace
+(``<skill>-workspace/iteration-N/...`` with timing.json, grading.json, benchmark.json in
+skill-creator's fields) and grades with ``--grader VAR`` when given (core/lab/evals.py).
+The approval panel asks ONCE for the whole evaluation. On ipykernel >= 7.4 the line is
+awaited (magics/rewrite.py), so that click arrives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.notebook.cmd import SkillsHost
+
+HELP = "NAME [--runs N] [--grader VAR] [--workspace DIR]: evals.json with and without a skill"
+USAGE = (
+    "%skills evals NAME [--model M] [--client VAR] [--grader VAR] [--grader-model M] "
+    "[--runs N] [--configurations with_skill without_skill] [--workspace DIR] "
+    "[--max-calls N] [-o VAR]"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    from skill_magics.notebook.magics.skillagent import LineParser
+
+    p = LineParser("%skills evals", USAGE)
+    p.add_argument("name")
+    p.add_argument("--model", default=None)
+    p.add_argument("--client", default=None)
+    p.add_argument("--grader", default=None)
+    p.add_argument("--grader-model", default=None)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--configurations", nargs="+", default=["with_skill", "without_skill"])
+    p.add_argument("--workspace", default=None)
+    p.add_argument("--max-calls", type=int, default=None)
+    p.add_argument("-o", "--out", default=None)
+    return p
+
+
+def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    from skill_magics.notebook.magics.skillagent import find_client, find_model
+
+    try:
+        opts, rest = parser().parse_known_args(args)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise UsageError(f"{exc}: usage: {USAGE}") from None
+    if rest:
+        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {USAGE}")
+    grader = None
+    if opts.grader is not None:
+        grader = find_client(magics, opts.grader)
+    kwargs = dict(
+        client=find_client(magics, opts.client),
+        skill=opts.name,
+        model=find_model(magics, opts.model),
+        configurations=tuple(opts.configurations),
+        runs=opts.runs,
+        workspace=opts.workspace,
+        grader=grader,
+        grader_model=opts.grader_model,
+        max_calls=opts.max_calls,
+    )
+    return opts, kwargs
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.lab.evals import run_evals
+    from skill_magics.notebook.magics.skillagent import sync_only
+
+    opts, kwargs = _options(magics, args)
+    client = kwargs.pop("client")
+    sync_only(client, "%skills evals")
+    if kwargs["grader"] is not None:
+        sync_only(kwargs["grader"], "%skills evals")
+    from skill_magics.core.run.approval import MANAGER_APPROVER
+
+    approver_of = getattr(magics, "approver", None)
+    approver = approver_of() if callable(approver_of) else MANAGER_APPROVER
+    try:
+        report = run_evals(client, magics.manager, approver=approver, **kwargs)
+    except (SkillMagicsError, ValueError) as exc:
+        raise UsageError(f"{exc}") from None
+    return _store(magics, opts.out, report)
+
+
+async def run_async(magics: Any, args: list[str]) -> Any:
+    """The await path: the one approval and sync requests wait in worker threads while
+    the cell awaits; Kernel > Interrupt kills a running script."""
+    from skill_magics.core.lab.evals import run_evals_async
+
+    opts, kwargs = _options(magics, args)
+    client = kwargs.pop("client")
+    cancel = threading.Event()
+    approver = magics.approver(in_worker=True, cancel=cancel)
+    try:
+        report = await run_evals_async(
+            client, magics.manager, approver=approver, cancel=cancel, **kwargs
+        )
+    except (SkillMagicsError, ValueError) as exc:
+        raise UsageError(f"{exc}") from None
+    return _store(magics, opts.out, report)
+
+
+def _store(magics: Any, out: str | None, value: Any) -> Any:
+    shell = getattr(magics, "shell", None)
+    if out and shell is not None:
+        shell.user_ns[out] = value
+    return value

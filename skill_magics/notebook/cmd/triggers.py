@@ -1,0 +1,110 @@
+"""``%skills triggers NAME --queries VAR [--runs N]``: how often a model activates a skill.
+
+Core sends the requests and counts (core/lab/triggers.py); nothing runs and nobody is asked.
+The client is ``--client VAR`` or ``SkillMagics.model_client``, the model ``--model`` or
+``SkillMagics.model``. ``--description`` tries another description (text, or a variable
+holding it) without editing SKILL.md. A progress line or bar shows while it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.notebook.cmd import SkillsHost
+
+HELP = "NAME --queries VAR [--runs N] [--description TEXT|VAR]: trigger rates of a skill"
+USAGE = (
+    "%skills triggers NAME --queries VAR|FILE [--runs N] [--model M] [--client VAR] "
+    "[--description TEXT|VAR] [--skills A B ...] [--holdout F] [--seed N] [--threshold F] "
+    "[--max-calls N] [--max-tokens-total N] [-o VAR]"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    from skill_magics.notebook.magics.skillagent import LineParser
+
+    p = LineParser("%skills triggers", USAGE)
+    p.add_argument("name")
+    p.add_argument("--queries", required=True)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--model", default=None)
+    p.add_argument("--client", default=None)
+    p.add_argument("--description", default=None)
+    p.add_argument("--skills", nargs="+", default=None)
+    p.add_argument("--holdout", type=float, default=None)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--max-calls", type=int, default=None)
+    p.add_argument("--max-tokens-total", type=int, default=None)
+    p.add_argument("-o", "--out", default=None)
+    return p
+
+
+def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    from skill_magics.notebook.magics.skillagent import find_client, find_model
+
+    try:
+        opts, rest = parser().parse_known_args(args)
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise UsageError(f"{exc}: usage: {USAGE}") from None
+    if rest:
+        raise UsageError(f"Unexpected {' '.join(rest)!r}: usage: {USAGE}")
+    user_ns = getattr(getattr(magics, "shell", None), "user_ns", {})
+    queries = user_ns.get(opts.queries, opts.queries)  # a variable, else a file path
+    description = opts.description
+    if description is not None and description.isidentifier() and description in user_ns:
+        description = user_ns[description]
+    kwargs = dict(
+        client=find_client(magics, opts.client),
+        skill=opts.name,
+        queries=queries,
+        model=find_model(magics, opts.model),
+        runs=opts.runs,
+        threshold=opts.threshold,
+        description=description,
+        skills=opts.skills,
+        holdout=opts.holdout,
+        seed=opts.seed,
+        max_calls=opts.max_calls,
+        max_tokens_total=opts.max_tokens_total,
+    )
+    return opts, kwargs
+
+
+def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.lab.triggers import evaluate_triggers
+    from skill_magics.notebook.magics.skillagent import sync_only
+
+    opts, kwargs = _options(magics, args)
+    sync_only(kwargs["client"], "%skills triggers")
+    client = kwargs.pop("client")
+    try:
+        report = evaluate_triggers(client, magics.manager, **kwargs)
+    except (SkillMagicsError, ValueError) as exc:
+        raise UsageError(f"{exc}") from None
+    return _store(magics, opts.out, report)
+
+
+async def run_async(magics: Any, args: list[str]) -> Any:
+    """The await path: requests of a sync client wait in a worker thread (the progress bar
+    and Kernel > Interrupt get through); an async client is awaited."""
+    from skill_magics.core.lab.triggers import evaluate_triggers_async
+
+    opts, kwargs = _options(magics, args)
+    client = kwargs.pop("client")
+    try:
+        report = await evaluate_triggers_async(client, magics.manager, **kwargs)
+    except (SkillMagicsError, ValueError) as exc:
+        raise UsageError(f"{exc}") from None
+    return _store(magics, opts.out, report)
+
+
+def _store(magics: Any, out: str | None, value: Any) -> Any:
+    shell = getattr(magics, "shell", None)
+    if out and shell is not None:
+        shell.user_ns[out] = value
+    return value

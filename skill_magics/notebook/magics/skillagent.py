@@ -1,0 +1,177 @@
+"""``%%skillagent``: the cell is a prompt; a model works on it with the skills.
+
+    %%skillagent --model claude-sonnet-4-5 --skills unit-converter -o t
+    How many miles is a marathon?
+
+Core runs the loop (core/lab/agent.py): the catalog and tools a real client gives, every
+script call through the gate with the notebook's approval panel. This module parses the
+line, finds the client (``--client VAR``, else ``SkillMagics.model_client``) and the model
+(``--model``, else ``SkillMagics.model``), and returns the Transcript (shown as a widget,
+HTML or text: notebook/render/lab.py). On ipykernel >= 7.4 the cell is awaited
+(magics/rewrite.py), so approval clicks arrive while the model waits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import threading
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from skill_magics.core.errors import SkillMagicsError
+from skill_magics.notebook.magics.skills import SharedMagics, usage_error
+
+NO_CLIENT = (
+    "No model client: pass --client VAR (a variable holding an anthropic.Anthropic or "
+    "openai.OpenAI client) or set %config SkillMagics.model_client = 'VAR'"
+)
+NO_MODEL = "No model name: pass --model NAME or set %config SkillMagics.model = 'NAME'"
+
+
+class LineParser(argparse.ArgumentParser):
+    """An argparse parser for a magic's line that never exits the kernel: every problem
+    (a missing argument too) is a one-line UsageError ending in the usage."""
+
+    def __init__(self, prog: str, usage: str) -> None:
+        super().__init__(prog=prog, add_help=False, exit_on_error=False)
+        self.usage_line = usage
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{message}: usage: {self.usage_line}")
+
+
+def find_client(settings: Any, name: str | None) -> Any:
+    """The client named ``name`` in the notebook, else SkillMagics.model_client."""
+    shell = settings.shell
+    client = settings.model_client
+    label = "SkillMagics.model_client"
+    if name:
+        client, label = name, "--client"
+    if isinstance(client, str):  # a variable's name (what %config can carry)
+        if shell is None or client not in shell.user_ns:
+            raise UsageError(f"{label} {client}: no such variable in the notebook; {NO_CLIENT}")
+        client = shell.user_ns[client]
+    if client is None:
+        raise UsageError(NO_CLIENT)
+    from skill_magics.core.lab.clients import provider_for
+
+    try:
+        provider_for(client)
+    except TypeError as exc:
+        raise UsageError(str(exc)) from None
+    return client
+
+
+def find_model(settings: Any, model: str | None) -> str:
+    chosen = model or settings.model
+    if not chosen:
+        raise UsageError(NO_MODEL)
+    return str(chosen)
+
+
+def is_async(client: Any) -> bool:
+    from skill_magics.core.lab.clients import provider_for
+
+    return provider_for(client).is_async
+
+
+def sync_only(client: Any, what: str) -> None:
+    """An async client needs the await path; say how to get there."""
+    if is_async(client):
+        raise UsageError(
+            f"{type(client).__name__} is an async client: {what} awaits it only on "
+            "ipykernel >= 7.4; use the sync client here (anthropic.Anthropic / openai.OpenAI) "
+            "or call the Python API with await"
+        )
+
+
+@magics_class
+class SkillAgentMagics(SharedMagics):
+    """%%skillagent, sharing SkillMagics' manager, approvals and config (``settings``)."""
+
+    @magic_arguments(name="%skillagent")  # a cell magic: usage reads %%skillagent
+    @argument("--model", default=None, help="the model's name (default: SkillMagics.model)")
+    @argument("--skills", nargs="+", default=None, help="the skills offered (default: all)")
+    @argument("--client", default=None, help="variable holding the client (default: model_client)")
+    @argument("--system", default=None, help="variable holding a system prompt to put first")
+    @argument("--max-turns", type=int, default=8, help="replies at most (default 8)")
+    @argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
+    @argument("-o", "--out", default=None, help="also store the Transcript in this variable")
+    @cell_magic
+    def skillagent(self, line: str, cell: str = "") -> Any:
+        """Let a model work on the cell with the skills: %%skillagent [--model M] [--skills A B]
+        [--client VAR] [-o VAR]
+
+        The model sees the <available_skills> catalog, the activate_skill tool and the
+        skills' script tools; each script it calls asks for approval first. Returns the
+        Transcript (messages, steps with timing, activated, tool_calls, final_text, usage).
+        """
+        from skill_magics.core.lab.agent import run_agent
+
+        opts, client, model = self._parse(line, cell)
+        sync_only(client, "%%skillagent")
+        try:
+            transcript = run_agent(
+                client,
+                self.manager,
+                cell.strip(),
+                model=model,
+                skills=opts.skills,
+                system=self._system(opts.system),
+                max_turns=opts.max_turns,
+                max_tokens=opts.max_tokens,
+                approver=self.settings.approver(),
+            )
+        except (SkillMagicsError, ValueError) as exc:
+            raise usage_error(exc) from None
+        return self._store(opts.out, transcript)
+
+    async def skillagent_async(self, line: str, cell: str) -> Any:
+        """The await path: approvals wait in worker threads while the cell awaits; a kernel
+        interrupt kills a running script and ends the conversation."""
+        from skill_magics.core.lab.agent import run_agent_async
+
+        opts, client, model = self._parse(line, cell)
+        cancel = threading.Event()
+        try:
+            transcript = await run_agent_async(
+                client,
+                self.manager,
+                cell.strip(),
+                model=model,
+                skills=opts.skills,
+                system=self._system(opts.system),
+                max_turns=opts.max_turns,
+                max_tokens=opts.max_tokens,
+                approver=self.settings.approver(in_worker=True, cancel=cancel),
+                cancel=cancel,
+            )
+        except (SkillMagicsError, ValueError) as exc:
+            raise usage_error(exc) from None
+        return self._store(opts.out, transcript)
+
+    def _parse(self, line: str, cell: str) -> tuple[argparse.Namespace, Any, str]:
+        try:
+            opts = self.skillagent.parser.parse_args(shlex.split(line))
+        except ValueError as exc:
+            raise UsageError(
+                f"Cannot parse the %%skillagent line: {exc}; check the quotes"
+            ) from None
+        if not cell.strip():
+            raise UsageError("%%skillagent needs a prompt: write it in the cell below the line")
+        return opts, find_client(self.settings, opts.client), find_model(self.settings, opts.model)
+
+    def _system(self, name: str | None) -> str | None:
+        if name is None:
+            return None
+        value = self._shell.user_ns.get(name)
+        if not isinstance(value, str):
+            raise UsageError(f"--system {name}: name a variable holding the system prompt text")
+        return value
+
+
+__all__ = ["LineParser", "SkillAgentMagics", "find_client", "find_model", "sync_only"]
