@@ -948,7 +948,7 @@ def test_argument_depth_limit_is_the_same_on_every_python(make_skill, tmp_path):
     result = manager.execute_skill_script("depth", "read", nested(MAX_ARGUMENT_DEPTH))
     assert result.success and result.stdout.strip() == str(MAX_ARGUMENT_DEPTH), result.stderr
     with pytest.raises(ArgumentSerializationError, match="more than 500 levels deep"):
-        manager.prepare_skill_script("depth", "read", nested(MAX_ARGUMENT_DEPTH + 1))
+        manager.plan("depth", "read", nested(MAX_ARGUMENT_DEPTH + 1))
     assert len(refusals(manager)) == 1
 
 

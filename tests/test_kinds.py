@@ -16,7 +16,7 @@ import pytest
 
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.catalog.toplevel import only_definitions
-from skill_magics.core.errors import HelperScriptError, InterpreterNotFoundError
+from skill_magics.core.errors import HelperScriptError, ModuleScriptError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.run.executor import ScriptExecutor
@@ -186,7 +186,7 @@ def test_module_script_in_a_skill_venv_without_dash_p_runs_from_the_skill_only(
     python.chmod(0o755)
     (base / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.10.12\n")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InterpreterNotFoundError) as info:
+    with pytest.raises(ModuleScriptError) as info:
         manager.execute_skill_script("creator", "run_eval", argv=["x"])
     message = str(info.value)
     assert "\n" not in message and "is 3.10" in message and "cwd='skill'" in message

@@ -159,3 +159,24 @@ def test_the_async_twin_gives_the_same_outcome(skills: Path) -> None:
     done, declined = asyncio.run(main())
     assert done.status is RunStatus.COMPLETED and seen == ["ok\n"]
     assert declined.status is RunStatus.DECLINED and not ran(skills, "one", "b.py")
+
+
+def test_a_scope_is_decided_once_and_its_approver_answers_later_calls(
+    skills: Path, tmp_path: Path
+) -> None:
+    from skill_magics.core.run.approval import ScopeInfo
+    from skill_magics.core.run.pipeline import ScopePlan
+
+    manager = manager_for(skills, run_cwd="skill")
+    work = tmp_path / "work"
+    work.mkdir()
+    scope = ScopeInfo(purpose="an evaluation", agent_runs=2)
+    plan = manager.planner.plan_scope(manager.settings, "one", scope, cwd=str(work))
+    assert plan is not None
+    asked = RecordingApprover("yes_once")
+    outcome = manager.run_planned(ScopePlan(plan), asked, caller=Caller.MODEL)
+    assert outcome.allowed and len(asked.requests) == 1 and callable(outcome.value)
+    later = manager.run_planned(manager.plan("one", "a"), outcome.value, caller=Caller.MODEL)
+    assert later.status is RunStatus.COMPLETED and len(asked.requests) == 1  # not asked again
+    nobody = manager.run_planned(ScopePlan(plan), None, caller=Caller.MODEL)
+    assert nobody.status is RunStatus.APPROVAL_UNAVAILABLE

@@ -56,7 +56,8 @@ def test_what_the_scope_does_not_cover_is_refused_never_asked(tmp_path, make_ski
     v = manager.gate.decide(other, scoped)
     assert v.status is RunStatus.APPROVAL_UNAVAILABLE and "outside the approval" in v.message
     skill = manager.get_skill("marker")
-    code = manager.planner.plan_code(skill, Path(sys.executable), "print(1)").request
+    python = Path(sys.executable)
+    code = manager.planner.plan_code(manager.settings, skill, python, "print(1)").request
     assert manager.gate.decide(code, scoped).status is RunStatus.APPROVAL_UNAVAILABLE
     # Data the skill's folder gained meanwhile does not matter; changed code does.
     (skills / "marker" / "notes.txt").write_text("data\n")
