@@ -133,7 +133,7 @@ make_colab_venv() {
     local venv="$1" base="$2"
     local stamp="$venv/.skill-magics-matrix"
     local want
-    want="colab $(sha256sum "$COLAB_PINS" | cut -c1-16) ${DEPS[*]} (Python $(pyver "$base"))"
+    want="colab[lab] $(sha256sum "$COLAB_PINS" | cut -c1-16) ${DEPS[*]} (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
@@ -161,8 +161,9 @@ make_colab_venv() {
         echo "kernel-matrix: pin the new dependency (or fix the version) in $COLAB_PINS" >&2
         return 1
     fi
-    # What `%pip install skill-magics` does on Colab: it must move none of the pins.
-    if ! "${pip[@]}" install -e "$ROOT" -c "$COLAB_PINS" >>"$log" 2>&1; then
+    # What `%pip install skill-magics[lab]` does on Colab: it must move none of the pins. The
+    # [lab] extra (the model SDKs) is there because the example notebooks include the lab's.
+    if ! "${pip[@]}" install -e "$ROOT[lab]" -c "$COLAB_PINS" >>"$log" 2>&1; then
         tail -30 "$log" >&2
         echo "kernel-matrix: skill-magics does not install beside $COLAB_PINS (log above): loosen pyproject.toml's ranges" >&2
         return 1
