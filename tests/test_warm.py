@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -23,6 +25,7 @@ import pytest
 from manager_support import manager_for, posix_only
 from process_support import assert_group_gone, wait_for_text
 
+from skill_magics.core import paths
 from skill_magics.core.run import warm
 from skill_magics.core.run.warm import launch
 
@@ -572,6 +575,7 @@ out = {
     "caps": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")],
     "tmp_at_start": seen,
     "outside": attempt(lambda: write(sys.argv[2])),
+    "host": attempt(lambda: write(sys.argv[5])),
     "etc": attempt(lambda: write("/etc/skill-magics-warm-probe")),
     "skill": attempt(lambda: write(os.path.join(os.environ["SKILL_BASE_DIR"], "x"))),
     "workspace": attempt(lambda: write(os.path.join(sys.argv[3], "from-run.txt"))),
@@ -602,15 +606,21 @@ def sandboxed(tmp_path: Path, make_skill, monkeypatch: pytest.MonkeyPatch):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    # A folder the host can write that lies outside both /tmp and the workspace, wherever
+    # pytest's TMPDIR is.
+    host = Path(tempfile.mkdtemp(prefix="skill-magics-host-", dir="/var/tmp"))
     argv = [
         str(listener.getsockname()[1]),
         str(tmp_path / "outside.txt"),
         str(workspace),
         str(denied),
+        str(host / "outside.txt"),
     ]
     yield manager, argv, tmp_path
     listener.close()
     warm.stop_servers()
+    assert not (host / "outside.txt").exists()
+    shutil.rmtree(host)
 
 
 def test_a_sandboxed_warm_run_keeps_every_guarantee_of_a_cold_one(sandboxed) -> None:
@@ -626,9 +636,11 @@ def test_a_sandboxed_warm_run_keeps_every_guarantee_of_a_cold_one(sandboxed) -> 
     assert "left-in-tmp" not in b["tmp_at_start"][0] and b["tmp_at_start"][1] == []
     assert {".cache", ".config"} <= set(b["tmp_at_start"][0])
     # Writes go to the workspace and the run's own /tmp (a path under the host's /tmp is the
-    # run's /tmp: nothing reaches the host there); the system folders and the skill are
-    # read-only; the deny list is hidden; /dev is the run's own, as cold.
-    assert b["outside"] == "ok" and b["etc"] == b["skill"] == "OSError"
+    # run's /tmp: nothing reaches the host there; elsewhere it is refused); the system
+    # folders and the skill are read-only; the deny list is hidden; /dev is the run's own.
+    under_tmp = paths.inside(str(tmp_path.resolve()), "/tmp")
+    assert (b["outside"] == "ok") is under_tmp
+    assert b["host"] != "ok" and b["etc"] == b["skill"] == "OSError"
     assert b["workspace"] == b["dev"] == "ok" and b["denied"] == "FileNotFoundError"
     # Its own loopback: a server on the host's 127.0.0.1 is not there.
     assert b["local_server"] == "ConnectionRefusedError"
