@@ -15,7 +15,8 @@ A run is warm only when everything a cold run would see can be reproduced in a f
 - no module of the skill named like a module the server holds (``scripts/json.py`` would be
   imported fresh by a cold run, but the server already has ``json``);
 - sandboxed runs: a server in a bwrap sandbox of the same profile, in which a run can get its
-  own namespaces (the server checks this when it starts, else says why not).
+  own namespaces (the server checks this when it starts, else says why not), started by a
+  Python that is not the skill's own (its first step holds capabilities in the sandbox).
 
 ``warm_start="auto"`` (the default): warm when the server is ready; otherwise the run starts
 cold and, when the script imports third-party packages, its server starts in the background.
@@ -34,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skill_magics.core import envdirs
+from skill_magics.core import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
@@ -132,6 +133,8 @@ class WarmLauncher:
             return Cold(why)
         profile = prepared.sandbox
         sandboxed = profile is not None and profile.active
+        if sandboxed and skills_own_python(prepared):
+            return Cold(OWN_PYTHON_SANDBOXED)
         tmpdir = None
         run_env = dict(env)
         if sandboxed:
@@ -176,16 +179,23 @@ class WarmLauncher:
             while not server.ready.wait(0.05) and time.monotonic() < end:
                 if cancel is not None and cancel.is_set():
                     return Cold("stopped while its warm server started")
+        if server.loading and mode != AUTO:  # importing another script's packages
+            end = time.monotonic() + WAIT_S
+            while not server.loaded.wait(0.05) and time.monotonic() < end:
+                if cancel is not None and cancel.is_set():
+                    return Cold("stopped while its warm server imported packages")
         if not server.usable:
             if server.state is ServerState.STARTING:
                 return Cold(f"warm server still starting after {WAIT_S:g} s")
             return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
-        why = _shadowed(prepared, target, server)
+        if server.loading:
+            return Cold("warm server importing packages")
+        why = _shadowed(prepared, target, server, run_env)
         if why:
             return Cold(why)
         wanted_names = [n for n in preload() if n not in server.report.loaded]
         if wanted_names:
-            POOL.extend(key, server, wanted_names)
+            POOL.extend(key, server, wanted_names)  # imported once no run is in flight
         spec = _spec(prepared, target, run_env)
         return Ticket(server, spec, tmpdir, network)
 
@@ -243,11 +253,34 @@ def describe(prepared: PreparedRun) -> str:
         return "cold (warm_start=off)"
     target = parse_target(prepared)
     why = target if isinstance(target, str) else _env_problem(prepared.env)
+    profile = prepared.sandbox
+    if not why and profile is not None and profile.active and skills_own_python(prepared):
+        why = OWN_PYTHON_SANDBOXED
     if why:
         return f"cold: {why}"
     if prepared.warm == ON:
         return "warm: forked from a server that imported its packages"
     return "warm when its server is ready (warm_start=auto), else cold"
+
+
+OWN_PYTHON_SANDBOXED = (
+    "the skill's own Python starts sandboxed runs cold (a warm sandbox's first step would "
+    "run it holding capabilities)"
+)
+
+
+def skills_own_python(prepared: PreparedRun) -> bool:
+    """Is the run's Python the skill's own (its venv: the program, its folder and the
+    pyvenv.cfg that picks the standard library are the skill's files)? Starting it runs
+    the skill's code, which a sandboxed warm server's first step must never do: it holds
+    CAP_SYS_ADMIN where no mount is locked yet (zygote.stage1)."""
+    if prepared.script is None:
+        return False
+    base = prepared.script.real_base
+    program = prepared.program
+    return paths.inside(os.path.realpath(os.path.dirname(program)), base) or paths.inside(
+        os.path.realpath(program), base
+    )
 
 
 def parse_target(prepared: PreparedRun) -> Target | str:
@@ -354,6 +387,7 @@ def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict
         "module": target.module,
         "target": target.target,
         "umask": current_umask(),
+        "rlimits": current_rlimits(),
     }
     return spec
 
@@ -387,13 +421,40 @@ def current_umask() -> int:
 _UMASK_LOCK = threading.Lock()
 
 
+def current_rlimits() -> list[tuple[int, int, int]]:
+    """This process's resource limits now, which a cold child inherits: (which, soft,
+    hard) for each (the server's are those of when it started)."""
+    import resource
+
+    out = []
+    for which in _RLIMITS:
+        try:
+            soft, hard = resource.getrlimit(which)
+        except (OSError, ValueError):
+            continue
+        out.append((which, soft, hard))
+    return out
+
+
+def _rlimit_ids() -> tuple[int, ...]:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return ()
+    return tuple(sorted({getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")}))
+
+
+_RLIMITS = _rlimit_ids()
+
+
 # -- a skill's modules that the server already holds -----------------------------------------
 
 _LOCAL: dict[str, tuple[int, frozenset[str]]] = {}
 
 
 def _local_modules(folder: str) -> frozenset[str]:
-    """Top-level names a folder on sys.path provides (modules and regular packages)."""
+    """Top-level names a folder on sys.path provides (modules, sourceless ``.pyc`` modules,
+    extension modules and regular packages)."""
     try:
         mtime = os.stat(folder).st_mtime_ns
     except OSError:
@@ -408,6 +469,8 @@ def _local_modules(folder: str) -> frozenset[str]:
                 name = entry.name
                 if name.endswith(".py"):
                     names.add(name[:-3])
+                elif name.endswith(".pyc"):  # imported without a source, as python does
+                    names.add(name[:-4])
                 elif name.endswith(".so") or name.endswith(".pyd"):
                     names.add(name.split(".", 1)[0])
                 elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
@@ -421,17 +484,18 @@ def _local_modules(folder: str) -> frozenset[str]:
     return found
 
 
-def _shadowed(prepared: PreparedRun, target: Target, server: WarmServer) -> str:
+def _shadowed(
+    prepared: PreparedRun, target: Target, server: WarmServer, env: Mapping[str, str]
+) -> str:
     """Why a cold run would import one of the skill's own modules where the server already
-    holds a module of that name ('' when none)."""
+    holds a module of that name ('' when none): from any folder the cold run's sys.path puts
+    before the server's own (the script's folder, or the cwd for ``-m``; PYTHONPATH)."""
     assert prepared.script is not None
-    folders = []
-    if target.module:
-        folders.append(os.fspath(prepared.script.real_base))
-    else:
-        folders.append(os.path.dirname(os.path.realpath(target.target)))
     held = server.report.modules
-    for folder in folders:
+    server_path = {os.path.realpath(p) for p in server.path}
+    for folder in _path_front(prepared, target, env):
+        if os.path.realpath(folder) in server_path:
+            continue  # the server imported from there too: the same modules
         clash = sorted(_local_modules(folder) & held)
         if clash:
             return (
@@ -439,6 +503,28 @@ def _shadowed(prepared: PreparedRun, target: Target, server: WarmServer) -> str:
                 "holds (a cold run imports the skill's)"
             )
     return ""
+
+
+def _path_front(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> list[str]:
+    """The folders a cold ``python [flags] script`` puts in front of its installation's
+    sys.path: the script's folder (the cwd for ``-m``) unless safe-path, then PYTHONPATH
+    (relative entries from the run's cwd) unless -E/-I."""
+    flags = set(target.flags)
+    isolated = "-I" in flags
+    ignore_env = isolated or "-E" in flags
+    safe = isolated or "-P" in flags or (not ignore_env and bool(env.get("PYTHONSAFEPATH")))
+    cwd = os.fspath(prepared.cwd)
+    out = []
+    if not safe:
+        if target.module:
+            out.append(cwd)
+        else:
+            out.append(os.path.dirname(os.path.realpath(target.target)))
+    if not ignore_env:
+        for entry in env.get("PYTHONPATH", "").split(os.pathsep):
+            if entry:
+                out.append(os.path.normpath(os.path.join(cwd, entry)))
+    return out
 
 
 # -- preloading ----------------------------------------------------------------------------
@@ -499,7 +585,8 @@ def run_warm(
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
         run_id = new_run_id()
         held = Orphans(run_id)
-        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}}
+        # First in the block /proc/PID/environ shows: a daemon forked without exec has it.
+        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_first": RUN_ID_VAR}
     try:
         return _run_warm(
             ticket,

@@ -31,8 +31,11 @@ CPython's startup builds them, every other descriptor closed, ``__main__`` a fre
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
 server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
-the line cache dropped. A package that prints or starts a Python thread while it is imported
-is reported unsafe and not preloaded (a fork would not show that output or carry that thread).
+the line cache dropped, the caller's resource limits (sent in the spec), and the block
+/proc/self/environ shows rewritten with the run's environment (its run id first: the
+client finds a daemon that forks without exec by it). A package that prints, starts a
+Python thread or keeps a file descriptor open while it is imported is reported unsafe and
+not preloaded (a fork would not show that output, carry that thread or keep that file).
 Uncaught exceptions print the same traceback (the server's own frames cut off) and exit 1;
 KeyboardInterrupt exits by SIGINT; SystemExit prints and exits as the interpreter does; the end
 joins threads, runs atexit, flushes (exit 120 when stdout cannot be flushed) and clears the
@@ -43,7 +46,8 @@ a user namespace where it holds CAP_SYS_ADMIN; stage1 mounts a spare /proc (so t
 may mount their own), enters a nested user namespace (every mount of the sandbox becomes
 locked: nothing run later can unmount the deny list or remount anything writable) and execs
 the server. Each run's child then unshares its own mount, PID, IPC, UTS (and, without
-network, network) namespaces, mounts a fresh TMPDIR, /dev/shm and /proc, and the script runs
+network, network) namespaces, mounts a fresh TMPDIR, /dev (with /dev/shm and a devpts of
+its own) and /proc (its machine-wide parts read-only, as bwrap covers them), and the script runs
 as PID 2 under a small init (PID 1, as in bwrap), with every capability dropped and
 no_new_privs set: the same view a cold sandboxed run gets.
 """
@@ -111,6 +115,8 @@ _CAP_V3 = 0x20080522
 
 _libc = None
 _SPARE_PROC = ".skill-magics-proc"  # stage1's spare /proc, in the server's /tmp
+_DEVPTS = "newinstance,ptmxmode=0666,mode=620"  # bwrap's options for a run's /dev/pts
+_PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # bound read-only, as bwrap does
 
 
 def _c():
@@ -291,6 +297,7 @@ class Server:
                 continue
             out_before = _written()
             threads_before = _thread_names()
+            fds_before = _open_fds()
             try:
                 __import__(name)
             except BaseException as exc:  # noqa: BLE001 - a package that fails is not preloaded
@@ -298,10 +305,15 @@ class Server:
                 continue
             self.loaded.append(name)
             started_threads = sorted(_thread_names() - threads_before)
+            kept = sorted(set(_open_fds()) - set(fds_before))
             if started_threads:
                 unsafe[name] = f"it starts Python threads ({', '.join(started_threads[:3])})"
             elif _written() != out_before:
                 unsafe[name] = "it prints while it is imported"
+            elif kept:
+                # Closed in every run's child, the package's handle would then name whatever
+                # the script opens next under that number (its log lines in the script's file).
+                unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
         gc.collect()
         gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
         _State.take()
@@ -313,6 +325,7 @@ class Server:
             "os_threads": _os_threads(),
             "modules": extra,
             "fds": _open_fds(),
+            "sources": _sources(),
             "seconds": time.monotonic() - started,
         }
 
@@ -514,10 +527,43 @@ def _os_threads():
 
 
 def _open_fds():
+    """The descriptors open now (not the one listing them: it is closed by then)."""
     try:
-        return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        listed = [int(fd) for fd in os.listdir("/proc/self/fd")]
     except OSError:
         return []
+    out = []
+    for fd in sorted(listed):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.append(fd)
+    return out
+
+
+def _fd_name(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return str(fd)
+
+
+def _sources():
+    """The files of the modules held here that lie outside the interpreter's standard
+    library and its site-packages (an editable install's source tree, a PYTHONPATH folder):
+    edited in place, they change no folder the client watches, so it watches these files."""
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    out = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or path.startswith(stdlib):
+            continue
+        parts = path.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts:
+            continue
+        out.add(path)
+    return sorted(out)
 
 
 def _drop_own_dir():
@@ -642,8 +688,12 @@ def _private_dev(scratch):
                 os.symlink(os.readlink(entry.path), target)
             elif entry.is_dir():
                 os.mkdir(target, 0o755)
-                if os.path.ismount(entry.path) and entry.name != "shm":
-                    _mount(entry.path, target, None, MS_BIND | MS_REC)  # devpts
+                if entry.name == "pts" and os.path.ismount(entry.path):
+                    # A devpts instance of the run's own, as bwrap --dev gives a cold run: the
+                    # terminals other runs of this server open are not there.
+                    _mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC, _DEVPTS)
+                elif os.path.ismount(entry.path) and entry.name != "shm":
+                    _mount(entry.path, target, None, MS_BIND | MS_REC)
             else:
                 with open(target, "w"):
                     pass
@@ -672,6 +722,7 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
         os.close(read)
         _die_with_parent(leader)
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _cover_proc()
         if probe:
             _drop_all_caps()
             os.write(write, _STATUS.pack(0))
@@ -693,6 +744,17 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
     if probe:
         os._exit(0 if status == 0 else 3)
     _exit_as(status)
+
+
+def _cover_proc():
+    """Read-only binds over the parts of /proc that reach the whole machine (sysrq-trigger,
+    irq, bus, sys), as bwrap --proc covers them for a cold run."""
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    for name in _PROC_COVERS:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, flags)
 
 
 def _init(script, write):
@@ -793,6 +855,8 @@ def _reset(spec):
         pass
     os.environ.clear()  # unsetenv for each: C code sees the run's environment too
     os.environ.update(spec["env"])
+    _show_environ(spec["env"], spec.get("environ_first"))
+    _set_rlimits(spec.get("rlimits", ()))
     _std_streams()
     for name, hook in _State.hooks.items():
         setattr(sys, name, hook)
@@ -824,6 +888,64 @@ def _reset(spec):
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "seed"):
         torch.seed()
+
+
+def _show_environ(env, first=None):
+    """Write the run's environment over the block /proc/self/environ shows (the server's,
+    inherited by the fork; os.environ no longer points into it), as far as it holds, with
+    ``first`` (the run's id) first: core/run/orphans.py finds a run's daemons by it, and a
+    daemon that forks without exec keeps this block, as a cold run's does."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50, 51)
+    except (OSError, ValueError, IndexError):
+        return
+    size = end - start
+    names = sorted(env, key=lambda name: name != first)
+    data = b""
+    for name in names:
+        entry = os.fsencode(name) + b"=" + os.fsencode(env[name]) + b"\0"
+        if len(data) + len(entry) > size:
+            break
+        data += entry
+    if size <= 0 or (first in env and not data):
+        return
+    try:
+        fd = os.open("/proc/self/mem", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        os.pwrite(fd, data.ljust(size, b"\0"), start)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _set_rlimits(limits):
+    """The caller's resource limits as they are now (a cold child inherits them; the
+    server has those of when it started). A hard limit above ours cannot be had: then the
+    soft one as close as it can."""
+    if not limits:
+        return
+    import resource
+
+    for which, soft, hard in limits:
+        try:
+            if resource.getrlimit(which) == (soft, hard):
+                continue
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError):
+            try:
+                cur_hard = resource.getrlimit(which)[1]
+                if cur_hard != resource.RLIM_INFINITY and (
+                    soft == resource.RLIM_INFINITY or soft > cur_hard
+                ):
+                    soft = cur_hard
+                resource.setrlimit(which, (soft, cur_hard))
+            except (OSError, ValueError):
+                pass
 
 
 def _std_streams():
@@ -1011,10 +1133,11 @@ def serve(args):
     _FORK_FILTER.append(warnings.filters[0])
     _State.take()
     _drop_own_dir()
+    import resource  # noqa: F401  # every run's child sets its limits (_set_rlimits)
+
     if sandbox is not None:
         # What every sandboxed run's child needs, loaded once here instead of per run.
         import fcntl  # noqa: F401
-        import resource  # noqa: F401
 
         _c()
     _SERVER = Server(ctl_fd, sandbox)
