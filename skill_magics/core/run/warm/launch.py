@@ -68,6 +68,7 @@ _STARTUP_VARS = (
     "PYTHONMALLOCSTATS",
     "PYTHONSHOWREFCOUNT",
 )
+ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # zygote.SLOT_VAR
 # Per run and per skill, never part of a server's environment.
 _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
 
@@ -365,7 +366,10 @@ def _make_server(
     python = target.python
     serve = [python, *target.flags, ZYGOTE, "serve", "{fd}"]
     if profile is None:
-        return WarmServer(key, serve, env, label=python)
+        # First in its environment, so first in the block /proc/PID/environ shows: each run
+        # writes its run id there (zygote._mark_environ); the server unsets it at once.
+        slotted = {ENVIRON_SLOT: "." * 44, **env}
+        return WarmServer(key, serve, slotted, label=python)
     from skill_magics.core.run import sandbox as sandboxing
 
     assert tmpdir is not None
@@ -585,8 +589,9 @@ def run_warm(
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
         run_id = new_run_id()
         held = Orphans(run_id)
-        # First in the block /proc/PID/environ shows: a daemon forked without exec has it.
-        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_first": RUN_ID_VAR}
+        # Also in the block /proc/PID/environ shows: a daemon forked without exec has it.
+        mark = f"{RUN_ID_VAR}={run_id}"
+        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_mark": mark}
     try:
         return _run_warm(
             ticket,

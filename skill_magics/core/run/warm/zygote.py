@@ -31,10 +31,10 @@ CPython's startup builds them, every other descriptor closed, ``__main__`` a fre
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
 server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
-the line cache dropped, the caller's resource limits (sent in the spec), and the block
-/proc/self/environ shows rewritten with the run's environment (its run id first: the
-client finds a daemon that forks without exec by it). A package that prints, starts a
-Python thread or keeps a file descriptor open while it is imported is reported unsafe and
+the line cache dropped, the caller's resource limits (sent in the spec), and the run's id
+written into the block /proc/self/environ shows (over a slot kept for it: the client finds
+a daemon that forks without exec by it). A package that prints, starts a Python thread or
+keeps a file descriptor open while it is imported is reported unsafe and
 not preloaded (a fork would not show that output, carry that thread or keep that file).
 Uncaught exceptions print the same traceback (the server's own frames cut off) and exit 1;
 KeyboardInterrupt exits by SIGINT; SystemExit prints and exits as the interpreter does; the end
@@ -115,6 +115,7 @@ _CAP_V3 = 0x20080522
 
 _libc = None
 _SPARE_PROC = ".skill-magics-proc"  # stage1's spare /proc, in the server's /tmp
+SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in an unsandboxed server's environment
 _DEVPTS = "newinstance,ptmxmode=0666,mode=620"  # bwrap's options for a run's /dev/pts
 _PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # bound read-only, as bwrap does
 
@@ -855,7 +856,9 @@ def _reset(spec):
         pass
     os.environ.clear()  # unsetenv for each: C code sees the run's environment too
     os.environ.update(spec["env"])
-    _show_environ(spec["env"], spec.get("environ_first"))
+    mark = spec.get("environ_mark")
+    if mark:
+        _mark_environ(mark)
     _set_rlimits(spec.get("rlimits", ()))
     _std_streams()
     for name, hook in _State.hooks.items():
@@ -890,34 +893,28 @@ def _reset(spec):
         torch.seed()
 
 
-def _show_environ(env, first=None):
-    """Write the run's environment over the block /proc/self/environ shows (the server's,
-    inherited by the fork; os.environ no longer points into it), as far as it holds, with
-    ``first`` (the run's id) first: core/run/orphans.py finds a run's daemons by it, and a
-    daemon that forks without exec keeps this block, as a cold run's does."""
+def _mark_environ(entry):
+    """Write ``entry`` (``SKILL_MAGICS_RUN_ID=...``) into the block /proc/self/environ shows,
+    over the slot the client put first in the server's environment for this (SLOT_VAR):
+    core/run/orphans.py finds a run's daemons by that entry, and a daemon that forks
+    without exec keeps this block, which is the server's. Only the slot is written: a C
+    library may still point into the rest (a getenv() result kept since its import)."""
     try:
         with open("/proc/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50, 51)
+        fd = os.open("/proc/self/mem", os.O_RDWR)
     except (OSError, ValueError, IndexError):
         return
-    size = end - start
-    names = sorted(env, key=lambda name: name != first)
-    data = b""
-    for name in names:
-        entry = os.fsencode(name) + b"=" + os.fsencode(env[name]) + b"\0"
-        if len(data) + len(entry) > size:
-            break
-        data += entry
-    if size <= 0 or (first in env and not data):
-        return
     try:
-        fd = os.open("/proc/self/mem", os.O_RDWR)
-    except OSError:
-        return
-    try:
-        os.pwrite(fd, data.ljust(size, b"\0"), start)
-    except OSError:
+        block = os.pread(fd, min(end - start, 4096), start)
+        if not block.startswith(SLOT_VAR.encode() + b"="):
+            return
+        slot = block.index(b"\0")  # the slot's length, its NUL excluded
+        data = os.fsencode(entry) + b"\0"
+        if len(data) <= slot + 1:
+            os.pwrite(fd, data.ljust(slot + 1, b"\0"), start)
+    except (OSError, ValueError):
         pass
     finally:
         os.close(fd)
@@ -1133,6 +1130,7 @@ def serve(args):
     _FORK_FILTER.append(warnings.filters[0])
     _State.take()
     _drop_own_dir()
+    os.environ.pop(SLOT_VAR, None)  # nothing imported here ever sees it: the block keeps it
     import resource  # noqa: F401  # every run's child sets its limits (_set_rlimits)
 
     if sandbox is not None:
