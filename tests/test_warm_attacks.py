@@ -316,6 +316,24 @@ def test_a_sourceless_skill_module_named_like_a_server_module_runs_cold(
     assert res.start == "cold" and "'json'" in res.start_note
 
 
+def test_a_skill_module_named_like_what_the_server_itself_uses_runs_cold(
+    tmp_path: Path, make_skill
+) -> None:
+    # The server's own machinery (ctypes for the parent-death signal, resource for the
+    # limits) is in every child before the script runs: a skill's module of that name is
+    # the skill's in a cold run.
+    base = make_skill(
+        tmp_path / "skills",
+        "own-ctypes",
+        scripts={"scripts/who.py": "import ctypes\nprint(ctypes.WHO)\n"},
+    )
+    (base / "scripts" / "ctypes.py").write_text("WHO = 'the skill'\n")
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    res = manager.execute_skill_script("own-ctypes", "who", approver=None)
+    assert res.stdout == "the skill\n", res.stderr
+    assert res.start == "cold" and "'ctypes'" in res.start_note
+
+
 # -- sandboxed runs of one server: nothing shared the cold runs do not share -----------------
 
 PTYS = """
