@@ -35,6 +35,7 @@ pytest.importorskip("pandas")
 
 @pytest.fixture(autouse=True)
 def _stop_servers():
+    warm.stop_servers()  # each test starts with only its own servers
     yield
     warm.stop_servers()
 
@@ -441,3 +442,41 @@ def test_servers_stop_when_the_kernel_is_killed_though_it_forked(
         assert _gone(server, within=10), "the warm server outlived its kernel"
     finally:
         os.killpg(kernel.pid, signal.SIGKILL)
+
+
+# -- the server holds no secret: not in its environment, not anywhere in its memory -----------
+
+
+def test_no_secret_value_is_anywhere_in_the_servers_memory(tmp_path: Path, make_skill) -> None:
+    import uuid
+
+    make_skill(
+        tmp_path / "skills",
+        "secretive",
+        frontmatter={
+            "name": "secretive",
+            "description": "Reads a token.",
+            "metadata": {"secrets": "WARM_MEM_TOKEN"},
+        },
+        scripts={"scripts/use.py": "import os, pandas\nprint(len(os.environ['WARM_MEM_TOKEN']))\n"},
+    )
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    value = f"tok-{uuid.uuid4().hex}"
+    manager.provide_secret("secretive", "WARM_MEM_TOKEN", value)
+    for _ in range(3):
+        res = manager.execute_skill_script("secretive", "use", approver=None)
+        assert res.start == "warm" and res.stdout == f"{len(value)}\n"
+    (server,) = warm.POOL.servers()
+    found = 0
+    with open(f"/proc/{server.pid}/maps") as maps, open(f"/proc/{server.pid}/mem", "rb") as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if "r" not in perms:
+                continue
+            low, high = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(low)
+                found += mem.read(high - low).count(value.encode())
+            except (OSError, ValueError, OverflowError):
+                continue  # [vvar] and the like
+    assert found == 0
