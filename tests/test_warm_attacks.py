@@ -317,6 +317,28 @@ def test_a_sourceless_skill_module_named_like_a_server_module_runs_cold(
     assert res.start == "cold" and "'json'" in res.start_note
 
 
+def test_a_folder_of_the_skill_that_becomes_a_package_is_seen_at_the_next_run(
+    tmp_path: Path, make_skill
+) -> None:
+    base = make_skill(
+        tmp_path / "skills",
+        "grows-json",
+        scripts={"scripts/who.py": "import json\nprint(getattr(json, 'WHO', 'stdlib'))\n"},
+    )
+    folder = base / "scripts" / "json"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("data, not a package\n")
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    first = manager.execute_skill_script("grows-json", "who", approver=None)
+    assert (first.start, first.stdout) == ("warm", "stdlib\n")  # a folder loses to json
+    before = (base / "scripts").stat().st_mtime_ns
+    (folder / "__init__.py").write_text("WHO = 'the skill'\n")  # scripts/ keeps its mtime
+    assert (base / "scripts").stat().st_mtime_ns == before
+    res = manager.execute_skill_script("grows-json", "who", approver=None)
+    assert res.stdout == "the skill\n", res.stderr
+    assert res.start == "cold" and "'json'" in res.start_note
+
+
 def test_a_skill_module_named_like_what_the_server_itself_uses_runs_cold(
     tmp_path: Path, make_skill
 ) -> None:

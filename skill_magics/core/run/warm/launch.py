@@ -26,6 +26,7 @@ do this too). ``"off"``: always cold.
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import sys
@@ -453,20 +454,23 @@ _RLIMITS = _rlimit_ids()
 
 # -- a skill's modules that the server already holds -----------------------------------------
 
-_LOCAL: dict[str, tuple[int, frozenset[str]]] = {}
+_LOCAL: dict[str, tuple[int, frozenset[str], tuple[tuple[str, int], ...]]] = {}
+_PACKAGE_INITS = tuple(f"__init__{suffix}" for suffix in importlib.machinery.all_suffixes())
 
 
 def _local_modules(folder: str) -> frozenset[str]:
     """Top-level names a folder on sys.path provides (modules, sourceless ``.pyc`` modules,
-    extension modules and regular packages)."""
+    extension modules and regular packages). Remembered while the folder and its other
+    subfolders keep their mtimes (an ``__init__.py`` added to one changes only its own)."""
     try:
         mtime = os.stat(folder).st_mtime_ns
     except OSError:
         return frozenset()
     hit = _LOCAL.get(folder)
-    if hit is not None and hit[0] == mtime:
+    if hit is not None and hit[0] == mtime and all(_mtime(d) == m for d, m in hit[2]):
         return hit[1]
     names = set()
+    plain: list[tuple[str, int]] = []  # subfolders that are no package (yet)
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
@@ -477,15 +481,25 @@ def _local_modules(folder: str) -> frozenset[str]:
                     names.add(name[:-4])
                 elif name.endswith(".so") or name.endswith(".pyd"):
                     names.add(name.split(".", 1)[0])
-                elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
-                    names.add(name)
+                elif entry.is_dir():
+                    if any(os.path.exists(os.path.join(entry.path, i)) for i in _PACKAGE_INITS):
+                        names.add(name)
+                    else:
+                        plain.append((entry.path, _mtime(entry.path)))
     except OSError:
         pass
     found = frozenset(names)
     if len(_LOCAL) > 1024:
         _LOCAL.clear()
-    _LOCAL[folder] = (mtime, found)
+    _LOCAL[folder] = (mtime, found, tuple(plain))
     return found
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _shadowed(
