@@ -110,7 +110,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
-CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
+CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 8, 12, 21
 _CAP_V3 = 0x20080522
 
 _libc = None
@@ -227,10 +227,11 @@ def stage1(args):
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     if uid != 0:
-        # A non-root uid loses its capabilities at exec unless they are ambient.
+        # A non-root uid loses its capabilities at exec unless they are ambient: the server
+        # keeps what its runs' children use (mounts, dropping capabilities, their loopback).
         eff0, perm0, _inh0, eff1, perm1, _inh1 = _capget()
         _caps((eff0, perm0, perm0, eff1, perm1, perm1))
-        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP):
+        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP, CAP_NET_ADMIN):
             _check(_c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
     env = dict(os.environ)
     if note:
