@@ -273,15 +273,21 @@ OWN_PYTHON_SANDBOXED = (
 
 def skills_own_python(prepared: PreparedRun) -> bool:
     """Is the run's Python the skill's own (its venv: the program, its folder and the
-    pyvenv.cfg that picks the standard library are the skill's files)? Starting it runs
-    the skill's code, which a sandboxed warm server's first step must never do: it holds
-    CAP_SYS_ADMIN where no mount is locked yet (zygote.stage1)."""
+    pyvenv.cfg that picks the standard library are the skill's files, or wherever its
+    ``venv`` symlink leads)? Starting it runs the skill's code, which a sandboxed warm
+    server's first step must never do: it holds CAP_SYS_ADMIN where no mount is locked yet
+    (zygote.stage1)."""
     if prepared.script is None:
         return False
     base = prepared.script.real_base
     program = prepared.program
-    return paths.inside(os.path.realpath(os.path.dirname(program)), base) or paths.inside(
-        os.path.realpath(program), base
+    return any(
+        paths.inside(path, base)
+        for path in (
+            os.path.abspath(program),  # chosen from the skill's folder: the skill's choice
+            os.path.realpath(os.path.dirname(program)),
+            os.path.realpath(program),
+        )
     )
 
 
