@@ -243,6 +243,36 @@ def test_resource_limits_are_the_callers_now_as_for_a_cold_run(tmp_path: Path, m
     assert json.loads(hot.stdout)["RLIMIT_NOFILE"][0] == 256
 
 
+SCHED = """
+import json, os
+import pandas
+print(json.dumps([sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0)]))
+"""
+
+
+def test_cpu_affinity_and_priority_are_the_callers_now(tmp_path: Path, make_skill) -> None:
+    make_skill(tmp_path / "skills", "sched", scripts={"scripts/sched.py": SCHED})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    assert manager.execute_skill_script("sched", "sched", approver=None).start == "warm"
+    cpus = os.sched_getaffinity(0)
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    # A Dask worker pinned to a core; a notebook that lowers its runs' priority (only root
+    # may raise it back afterwards: then this test does both).
+    os.sched_setaffinity(0, {min(cpus)})
+    if os.geteuid() == 0:
+        os.setpriority(os.PRIO_PROCESS, 0, nice + 3)
+    try:
+        cold = manager.execute_skill_script("sched", "sched", approver=None, warm=False)
+        hot = manager.execute_skill_script("sched", "sched", approver=None)
+    finally:
+        os.sched_setaffinity(0, cpus)
+        if os.geteuid() == 0:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+    assert hot.start == "warm"
+    assert json.loads(hot.stdout) == json.loads(cold.stdout)
+    assert json.loads(hot.stdout)[0] == [min(cpus)]
+
+
 # -- a run in flight is never held up by an import for another script ------------------------
 
 

@@ -399,6 +399,7 @@ def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict
         "target": target.target,
         "umask": current_umask(),
         "rlimits": current_rlimits(),
+        "sched": current_sched(),
     }
     return spec
 
@@ -444,6 +445,21 @@ def current_rlimits() -> list[tuple[int, int, int]]:
         except (OSError, ValueError):
             continue
         out.append((which, soft, hard))
+    return out
+
+
+def current_sched() -> dict[str, Any]:
+    """This process's nice value and CPU affinity now (a cold child inherits them; a
+    notebook or a Dask worker may have changed them since the server started)."""
+    out: dict[str, Any] = {}
+    try:
+        out["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    except OSError:
+        pass
+    try:
+        out["cpus"] = sorted(os.sched_getaffinity(0))
+    except OSError:
+        pass
     return out
 
 

@@ -31,7 +31,8 @@ CPython's startup builds them, every other descriptor closed, ``__main__`` a fre
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
 server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
-the line cache dropped, the caller's resource limits (sent in the spec), and the run's id
+the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
+the spec), and the run's id
 written into the block /proc/self/environ shows (over a slot kept for it: the client finds
 a daemon that forks without exec by it). A package that prints, starts a Python thread or
 keeps a file descriptor open while it is imported is reported unsafe and
@@ -861,6 +862,7 @@ def _reset(spec):
     if mark:
         _mark_environ(mark)
     _set_rlimits(spec.get("rlimits", ()))
+    _set_sched(spec.get("sched", {}))
     _std_streams()
     for name, hook in _State.hooks.items():
         setattr(sys, name, hook)
@@ -944,6 +946,23 @@ def _set_rlimits(limits):
                 resource.setrlimit(which, (soft, cur_hard))
             except (OSError, ValueError):
                 pass
+
+
+def _set_sched(sched):
+    """The caller's nice value and CPU affinity now (a lower priority than the server's
+    cannot be raised back without privilege: then as close as it can)."""
+    nice = sched.get("nice")
+    try:
+        if nice is not None and os.getpriority(os.PRIO_PROCESS, 0) != nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        pass
+    cpus = sched.get("cpus")
+    try:
+        if cpus and sorted(os.sched_getaffinity(0)) != cpus:
+            os.sched_setaffinity(0, cpus)
+    except OSError:
+        pass
 
 
 def _std_streams():
