@@ -316,6 +316,31 @@ def test_an_import_for_another_script_never_delays_a_runs_end(
     assert slow.stdout == "slow done\n" and slow.exit_code == 0
 
 
+def test_reload_lets_a_warm_run_in_flight_finish(tmp_path: Path, make_skill) -> None:
+    make_skill(
+        tmp_path / "skills",
+        "slow",
+        scripts={"scripts/slow.py": "import pandas, time\ntime.sleep(1.5)\nprint('finished')\n"},
+    )
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    assert manager.execute_skill_script("slow", "slow", approver=None).start == "warm"
+    (server,) = warm.POOL.servers()
+    got: dict = {}
+    thread = threading.Thread(
+        target=lambda: got.update(res=manager.execute_skill_script("slow", "slow", approver=None))
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while server.in_flight == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    manager.reload()  # %skills reload while the run goes on (a cold run would finish)
+    assert server not in warm.POOL.servers()  # no new run starts from it
+    thread.join()
+    res = got["res"]
+    assert (res.start, res.exit_code, res.stdout) == ("warm", 0, "finished\n"), res.stderr
+    assert _gone(server.pid)  # stopped with its last run
+
+
 # -- the skill's own modules, wherever a cold run would find them ----------------------------
 
 

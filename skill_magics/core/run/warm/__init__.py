@@ -80,11 +80,12 @@ def servers() -> list[ServerInfo]:
     return POOL.infos()
 
 
-def stop_servers() -> int:
-    """Stop every warm server of this process; returns how many were running."""
+def stop_servers(*, wait_for_runs: bool = False) -> int:
+    """Stop every warm server of this process; returns how many were running.
+    ``wait_for_runs``: one with runs in flight stops when they end (else they are killed)."""
     from skill_magics.core.run.warm.pool import POOL
 
-    return POOL.stop()
+    return POOL.stop(wait_for_runs=wait_for_runs)
 
 
 def warm_up(

@@ -186,8 +186,13 @@ class Pool:
         with self._lock:
             return list(self._servers.values())
 
-    def stop(self, servers: Sequence[WarmServer] | None = None) -> int:
-        """Stop ``servers`` (None: all of them); returns how many were running."""
+    def stop(
+        self, servers: Sequence[WarmServer] | None = None, *, wait_for_runs: bool = False
+    ) -> int:
+        """Stop ``servers`` (None: all of them); returns how many were running. With
+        ``wait_for_runs`` a server with runs in flight only takes no new one and stops when
+        its last run ends (``%skills reload`` must not kill a run a cold start would let
+        finish); else they are killed with it (the kernel is going away)."""
         with self._lock:
             chosen = list(self._servers.values()) if servers is None else list(servers)
             for key, server in list(self._servers.items()):
@@ -200,6 +205,8 @@ class Pool:
         for server in chosen:
             if server.state is not ServerState.STOPPED:
                 count += 1
+            if wait_for_runs and not server.retire():
+                continue  # the end of its last run stops it (WarmServer.finished)
             server.stop()
         return count
 

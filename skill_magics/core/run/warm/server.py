@@ -299,6 +299,13 @@ class WarmServer:
             return True
         return any(file_stamp(path) != stamp for path, stamp in list(self.sources.items()))
 
+    def retire(self) -> bool:
+        """Take no new run; True when none is in flight (stop it now), else the end of the
+        last one stops it."""
+        with self._send_lock:
+            self.retired = True
+            return self.in_flight == 0
+
     def want(self, names: Sequence[str]) -> None:
         """Import ``names`` too, once no run of this server is in flight: the end of the
         next run submits ``on_idle`` (the run asking is about to fork; an import started
