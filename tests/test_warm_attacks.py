@@ -216,6 +216,30 @@ def test_a_package_that_keeps_a_file_open_is_not_preloaded(
     assert "keeps_open" in server.excluded and "pandas" in server.report.loaded
 
 
+def test_a_package_that_writes_without_a_newline_when_imported_is_not_preloaded(
+    tmp_path: Path, make_skill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "half_line.py").write_text(
+        "import sys\nOUT = sys.stdout  # its own handle\nOUT.write('loading... ')\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    make_skill(
+        tmp_path / "skills",
+        "halfline",
+        scripts={"scripts/run.py": "import half_line, pandas\nprint('done')\n"},
+    )
+    manager = manager_for(
+        tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
+    )
+    manager.executor.warm.preload = lambda prepared: ("half_line", "pandas")
+    cold = manager.execute_skill_script("halfline", "run", approver=None, warm=False)
+    hot = manager.execute_skill_script("halfline", "run", approver=None)
+    assert cold.stdout == "loading... done\n"
+    assert (hot.start, hot.stdout) == ("warm", cold.stdout)
+
+
 # -- a cold run's place in the process: rlimits set by the kernel after the server started ----
 
 LIMITS = """

@@ -507,7 +507,14 @@ def _top(names):
 
 
 def _written():
-    """Bytes written to the server's stdout/stderr so far (both are its log file)."""
+    """Bytes written to the server's stdout/stderr so far (both are its log file), what
+    their buffers hold included (a write without a newline is not in the file yet, and a
+    run's child would never flush it where a cold run prints it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
     try:
         return (os.fstat(1).st_size, os.fstat(2).st_size)
     except OSError:
