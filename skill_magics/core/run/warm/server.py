@@ -399,9 +399,9 @@ class WarmServer:
         except BaseException:
             self.finished()
             raise
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         memfd = -1
         try:
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
             memfd = os.memfd_create("skill-magics-run", os.MFD_CLOEXEC)
             view = memoryview(spec)
             while view:
