@@ -405,6 +405,31 @@ def test_a_sourceless_skill_module_named_like_a_server_module_runs_cold(
     assert res.start == "cold" and "'json'" in res.start_note
 
 
+def test_a_skills_sitecustomize_a_cold_start_runs_makes_the_run_cold(
+    tmp_path: Path, make_skill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module script run from another folder: python -P -m scripts.main with the skill
+    # root on PYTHONPATH, where site finds the skill's sitecustomize.py at startup.
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    base = make_skill(
+        tmp_path / "skills",
+        "customized",
+        scripts={
+            "scripts/main.py": "import pandas\nfrom .lib import VALUE\nprint(VALUE)\n",
+            "scripts/lib.py": "VALUE = 'main ran'\n",
+        },
+    )
+    (base / "sitecustomize.py").write_text("import sys\nprint('customized', file=sys.stderr)\n")
+    monkeypatch.chdir(workspace)
+    manager = manager_for(tmp_path / "skills", warm_start="on")  # runs start in the workspace
+    cold = manager.execute_skill_script("customized", "main", approver=None, warm=False)
+    hot = manager.execute_skill_script("customized", "main", approver=None)
+    assert (cold.stdout, cold.stderr) == ("main ran\n", "customized\n")
+    assert (hot.stdout, hot.stderr) == (cold.stdout, cold.stderr)
+    assert hot.start == "cold" and "'sitecustomize'" in hot.start_note
+
+
 def test_a_folder_of_the_skill_that_becomes_a_package_is_seen_at_the_next_run(
     tmp_path: Path, make_skill
 ) -> None:

@@ -524,19 +524,28 @@ def _mtime(path: str) -> int:
         return 0
 
 
+_STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})  # what site imports at start
+
+
 def _shadowed(
     prepared: PreparedRun, target: Target, server: WarmServer, env: Mapping[str, str]
 ) -> str:
     """Why a cold run would import one of the skill's own modules where the server already
     holds a module of that name ('' when none): from any folder the cold run's sys.path puts
-    before the server's own (the script's folder, or the cwd for ``-m``; PYTHONPATH)."""
+    before the server's own (the script's folder, or the cwd for ``-m``; PYTHONPATH). A
+    ``sitecustomize``/``usercustomize`` on PYTHONPATH counts too: a cold start runs it
+    before the script (site imports it), the server never does."""
     assert prepared.script is not None
     held = server.report.modules
+    if "-S" not in target.flags:
+        hooks = _STARTUP_HOOKS
+    else:
+        hooks = frozenset()
     server_path = {os.path.realpath(p) for p in server.path}
-    for folder in _path_front(prepared, target, env):
+    for folder, at_startup in _path_front(prepared, target, env):
         if os.path.realpath(folder) in server_path:
             continue  # the server imported from there too: the same modules
-        clash = sorted(_local_modules(folder) & held)
+        clash = sorted(_local_modules(folder) & (held | hooks if at_startup else held))
         if clash:
             return (
                 f"the skill's own module {clash[0]!r} has the name of a module the warm server "
@@ -545,9 +554,12 @@ def _shadowed(
     return ""
 
 
-def _path_front(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> list[str]:
+def _path_front(
+    prepared: PreparedRun, target: Target, env: Mapping[str, str]
+) -> list[tuple[str, bool]]:
     """The folders a cold ``python [flags] script`` puts in front of its installation's
-    sys.path: the script's folder (the cwd for ``-m``) unless safe-path, then PYTHONPATH
+    sys.path, each with whether it is there at startup (when site runs): the script's
+    folder (the cwd for ``-m``; added after startup) unless safe-path, then PYTHONPATH
     (relative entries from the run's cwd) unless -E/-I."""
     flags = set(target.flags)
     isolated = "-I" in flags
@@ -557,13 +569,13 @@ def _path_front(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -
     out = []
     if not safe:
         if target.module:
-            out.append(cwd)
+            out.append((cwd, False))
         else:
-            out.append(os.path.dirname(os.path.realpath(target.target)))
+            out.append((os.path.dirname(os.path.realpath(target.target)), False))
     if not ignore_env:
         for entry in env.get("PYTHONPATH", "").split(os.pathsep):
             if entry:
-                out.append(os.path.normpath(os.path.join(cwd, entry)))
+                out.append((os.path.normpath(os.path.join(cwd, entry)), True))
     return out
 
 
