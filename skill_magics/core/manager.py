@@ -293,12 +293,13 @@ class SkillManager:
 
     def reload(self) -> None:
         """Forget everything loaded and scan the directories again on next use; the warm
-        servers stop (the next runs start new ones)."""
+        servers stop (at once, or when their runs in flight end; the next runs start new
+        ones)."""
         self.finder.reload()
         self.requirements_cache.clear()
         with self._lock:
             self._hidden = None
-        warm.stop_servers()
+        warm.stop_servers(wait_for_runs=True)
 
     # -- warm start (core/run/warm/) ----------------------------------------------------------
 
@@ -328,9 +329,11 @@ class SkillManager:
         idle time (``%skills warm``)."""
         return warm.servers()
 
-    def stop_warm_servers(self) -> int:
-        """Stop every warm server of this process; returns how many were running."""
-        return warm.stop_servers()
+    def stop_warm_servers(self, *, wait_for_runs: bool = False) -> int:
+        """Stop every warm server of this process; returns how many were running.
+        ``wait_for_runs``: a server with runs in flight stops when they end (else they are
+        killed with it)."""
+        return warm.stop_servers(wait_for_runs=wait_for_runs)
 
     def _preload(self, prepared: Any) -> tuple[str, ...]:
         """What a run's warm server should import: the installed packages its script needs

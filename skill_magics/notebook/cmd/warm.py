@@ -27,7 +27,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     if opts.stop:
         if opts.name:
             PARSER.error("--stop takes no skill name")
-        count = manager.stop_warm_servers()
+        count = manager.stop_warm_servers(wait_for_runs=True)  # a run in flight ends as it would
         print(f"Stopped {count} warm server{'s' if count != 1 else ''}")
         return None
     if opts.name:

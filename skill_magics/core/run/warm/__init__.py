@@ -19,11 +19,9 @@ Example:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from skill_magics.core import paths
 from skill_magics.core.run.warm.modes import (
     AUTO,
     ENV_VAR,
@@ -82,11 +80,12 @@ def servers() -> list[ServerInfo]:
     return POOL.infos()
 
 
-def stop_servers() -> int:
-    """Stop every warm server of this process; returns how many were running."""
+def stop_servers(*, wait_for_runs: bool = False) -> int:
+    """Stop every warm server of this process; returns how many were running.
+    ``wait_for_runs``: one with runs in flight stops when they end (else they are killed)."""
     from skill_magics.core.run.warm.pool import POOL
 
-    return POOL.stop()
+    return POOL.stop(wait_for_runs=wait_for_runs)
 
 
 def warm_up(
@@ -104,8 +103,9 @@ def warm_up(
     run would be (refusals raise, audited); nothing of the skill runs, so a skill whose own
     venv would run the scripts is left to its first approved run (its Python, site and
     packages are the skill's code)."""
-    from skill_magics.core.run.warm.launch import Cold
+    from skill_magics.core.run.warm.launch import Cold, skills_own_python
     from skill_magics.core.run.warm.pool import POOL
+    from skill_magics.core.run.warm.server import ServerBusy
 
     skill = planner.finder.get_skill(skill_name)
     chosen = scripts or [
@@ -119,9 +119,7 @@ def warm_up(
         )
         prepared = replace(prepared, warm=ON)
         rel = prepared.script_rel.as_posix()
-        if paths.inside(
-            os.path.realpath(os.path.dirname(prepared.program)), prepared.script.real_base
-        ):
+        if skills_own_python(prepared):
             # The skill's own venv: starting its Python runs the skill's code (site, .pth,
             # its packages). That waits for an approved run, which starts the server.
             out.append(WarmUp(rel, note="the skill's own venv starts with its first approved run"))
@@ -135,6 +133,8 @@ def warm_up(
         if missing:
             try:
                 got.load(missing)
+            except ServerBusy:  # runs of it in flight: imported when they end
+                got.want(missing)
             except OSError as exc:
                 out.append(WarmUp(rel, note=f"warm server stopped: {exc}"))
                 continue

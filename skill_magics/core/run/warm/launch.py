@@ -15,7 +15,8 @@ A run is warm only when everything a cold run would see can be reproduced in a f
 - no module of the skill named like a module the server holds (``scripts/json.py`` would be
   imported fresh by a cold run, but the server already has ``json``);
 - sandboxed runs: a server in a bwrap sandbox of the same profile, in which a run can get its
-  own namespaces (the server checks this when it starts, else says why not).
+  own namespaces (the server checks this when it starts, else says why not), started by a
+  Python that is not the skill's own (its first step holds capabilities in the sandbox).
 
 ``warm_start="auto"`` (the default): warm when the server is ready; otherwise the run starts
 cold and, when the script imports third-party packages, its server starts in the background.
@@ -25,6 +26,7 @@ do this too). ``"off"``: always cold.
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import sys
@@ -34,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skill_magics.core import envdirs
+from skill_magics.core import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
@@ -67,6 +69,7 @@ _STARTUP_VARS = (
     "PYTHONMALLOCSTATS",
     "PYTHONSHOWREFCOUNT",
 )
+ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # zygote.SLOT_VAR
 # Per run and per skill, never part of a server's environment.
 _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
 
@@ -132,6 +135,8 @@ class WarmLauncher:
             return Cold(why)
         profile = prepared.sandbox
         sandboxed = profile is not None and profile.active
+        if sandboxed and skills_own_python(prepared):
+            return Cold(OWN_PYTHON_SANDBOXED)
         tmpdir = None
         run_env = dict(env)
         if sandboxed:
@@ -176,16 +181,23 @@ class WarmLauncher:
             while not server.ready.wait(0.05) and time.monotonic() < end:
                 if cancel is not None and cancel.is_set():
                     return Cold("stopped while its warm server started")
+        if server.loading and mode != AUTO:  # importing another script's packages
+            end = time.monotonic() + WAIT_S
+            while not server.loaded.wait(0.05) and time.monotonic() < end:
+                if cancel is not None and cancel.is_set():
+                    return Cold("stopped while its warm server imported packages")
         if not server.usable:
             if server.state is ServerState.STARTING:
                 return Cold(f"warm server still starting after {WAIT_S:g} s")
             return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
-        why = _shadowed(prepared, target, server)
+        if server.loading:
+            return Cold("warm server importing packages")
+        why = _shadowed(prepared, target, server, run_env)
         if why:
             return Cold(why)
         wanted_names = [n for n in preload() if n not in server.report.loaded]
         if wanted_names:
-            POOL.extend(key, server, wanted_names)
+            POOL.extend(key, server, wanted_names)  # imported once no run is in flight
         spec = _spec(prepared, target, run_env)
         return Ticket(server, spec, tmpdir, network)
 
@@ -243,11 +255,40 @@ def describe(prepared: PreparedRun) -> str:
         return "cold (warm_start=off)"
     target = parse_target(prepared)
     why = target if isinstance(target, str) else _env_problem(prepared.env)
+    profile = prepared.sandbox
+    if not why and profile is not None and profile.active and skills_own_python(prepared):
+        why = OWN_PYTHON_SANDBOXED
     if why:
         return f"cold: {why}"
     if prepared.warm == ON:
         return "warm: forked from a server that imported its packages"
     return "warm when its server is ready (warm_start=auto), else cold"
+
+
+OWN_PYTHON_SANDBOXED = (
+    "the skill's own Python starts sandboxed runs cold (a warm sandbox's first step would "
+    "run it holding capabilities)"
+)
+
+
+def skills_own_python(prepared: PreparedRun) -> bool:
+    """Is the run's Python the skill's own (its venv: the program, its folder and the
+    pyvenv.cfg that picks the standard library are the skill's files, or wherever its
+    ``venv`` symlink leads)? Starting it runs the skill's code, which a sandboxed warm
+    server's first step must never do: it holds CAP_SYS_ADMIN where no mount is locked yet
+    (zygote.stage1)."""
+    if prepared.script is None:
+        return False
+    base = prepared.script.real_base
+    program = prepared.program
+    return any(
+        paths.inside(path, base)
+        for path in (
+            os.path.abspath(program),  # chosen from the skill's folder: the skill's choice
+            os.path.realpath(os.path.dirname(program)),
+            os.path.realpath(program),
+        )
+    )
 
 
 def parse_target(prepared: PreparedRun) -> Target | str:
@@ -332,7 +373,10 @@ def _make_server(
     python = target.python
     serve = [python, *target.flags, ZYGOTE, "serve", "{fd}"]
     if profile is None:
-        return WarmServer(key, serve, env, label=python)
+        # First in its environment, so first in the block /proc/PID/environ shows: each run
+        # writes its run id there (zygote._mark_environ); the server unsets it at once.
+        slotted = {ENVIRON_SLOT: "." * 44, **env}
+        return WarmServer(key, serve, slotted, label=python)
     from skill_magics.core.run import sandbox as sandboxing
 
     assert tmpdir is not None
@@ -354,6 +398,8 @@ def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict
         "module": target.module,
         "target": target.target,
         "umask": current_umask(),
+        "rlimits": current_rlimits(),
+        "sched": current_sched(),
     }
     return spec
 
@@ -387,58 +433,150 @@ def current_umask() -> int:
 _UMASK_LOCK = threading.Lock()
 
 
+def current_rlimits() -> list[tuple[int, int, int]]:
+    """This process's resource limits now, which a cold child inherits: (which, soft,
+    hard) for each (the server's are those of when it started)."""
+    import resource
+
+    out = []
+    for which in _RLIMITS:
+        try:
+            soft, hard = resource.getrlimit(which)
+        except (OSError, ValueError):
+            continue
+        out.append((which, soft, hard))
+    return out
+
+
+def current_sched() -> dict[str, Any]:
+    """This process's nice value and CPU affinity now (a cold child inherits them; a
+    notebook or a Dask worker may have changed them since the server started)."""
+    out: dict[str, Any] = {}
+    try:
+        out["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    except OSError:
+        pass
+    try:
+        out["cpus"] = sorted(os.sched_getaffinity(0))
+    except OSError:
+        pass
+    return out
+
+
+def _rlimit_ids() -> tuple[int, ...]:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return ()
+    return tuple(sorted({getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")}))
+
+
+_RLIMITS = _rlimit_ids()
+
+
 # -- a skill's modules that the server already holds -----------------------------------------
 
-_LOCAL: dict[str, tuple[int, frozenset[str]]] = {}
+_LOCAL: dict[str, tuple[int, frozenset[str], tuple[tuple[str, int], ...]]] = {}
+_PACKAGE_INITS = tuple(f"__init__{suffix}" for suffix in importlib.machinery.all_suffixes())
 
 
 def _local_modules(folder: str) -> frozenset[str]:
-    """Top-level names a folder on sys.path provides (modules and regular packages)."""
+    """Top-level names a folder on sys.path provides (modules, sourceless ``.pyc`` modules,
+    extension modules and regular packages). Remembered while the folder and its other
+    subfolders keep their mtimes (an ``__init__.py`` added to one changes only its own)."""
     try:
         mtime = os.stat(folder).st_mtime_ns
     except OSError:
         return frozenset()
     hit = _LOCAL.get(folder)
-    if hit is not None and hit[0] == mtime:
+    if hit is not None and hit[0] == mtime and all(_mtime(d) == m for d, m in hit[2]):
         return hit[1]
     names = set()
+    plain: list[tuple[str, int]] = []  # subfolders that are no package (yet)
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 name = entry.name
                 if name.endswith(".py"):
                     names.add(name[:-3])
+                elif name.endswith(".pyc"):  # imported without a source, as python does
+                    names.add(name[:-4])
                 elif name.endswith(".so") or name.endswith(".pyd"):
                     names.add(name.split(".", 1)[0])
-                elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
-                    names.add(name)
+                elif entry.is_dir():
+                    if any(os.path.exists(os.path.join(entry.path, i)) for i in _PACKAGE_INITS):
+                        names.add(name)
+                    else:
+                        plain.append((entry.path, _mtime(entry.path)))
     except OSError:
         pass
     found = frozenset(names)
     if len(_LOCAL) > 1024:
         _LOCAL.clear()
-    _LOCAL[folder] = (mtime, found)
+    _LOCAL[folder] = (mtime, found, tuple(plain))
     return found
 
 
-def _shadowed(prepared: PreparedRun, target: Target, server: WarmServer) -> str:
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+_STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})  # what site imports at start
+
+
+def _shadowed(
+    prepared: PreparedRun, target: Target, server: WarmServer, env: Mapping[str, str]
+) -> str:
     """Why a cold run would import one of the skill's own modules where the server already
-    holds a module of that name ('' when none)."""
+    holds a module of that name ('' when none): from any folder the cold run's sys.path puts
+    before the server's own (the script's folder, or the cwd for ``-m``; PYTHONPATH). A
+    ``sitecustomize``/``usercustomize`` on PYTHONPATH counts too: a cold start runs it
+    before the script (site imports it), the server never does."""
     assert prepared.script is not None
-    folders = []
-    if target.module:
-        folders.append(os.fspath(prepared.script.real_base))
-    else:
-        folders.append(os.path.dirname(os.path.realpath(target.target)))
     held = server.report.modules
-    for folder in folders:
-        clash = sorted(_local_modules(folder) & held)
+    if "-S" not in target.flags:
+        hooks = _STARTUP_HOOKS
+    else:
+        hooks = frozenset()
+    server_path = {os.path.realpath(p) for p in server.path}
+    for folder, at_startup in _path_front(prepared, target, env):
+        if os.path.realpath(folder) in server_path:
+            continue  # the server imported from there too: the same modules
+        clash = sorted(_local_modules(folder) & (held | hooks if at_startup else held))
         if clash:
             return (
                 f"the skill's own module {clash[0]!r} has the name of a module the warm server "
                 "holds (a cold run imports the skill's)"
             )
     return ""
+
+
+def _path_front(
+    prepared: PreparedRun, target: Target, env: Mapping[str, str]
+) -> list[tuple[str, bool]]:
+    """The folders a cold ``python [flags] script`` puts in front of its installation's
+    sys.path, each with whether it is there at startup (when site runs): the script's
+    folder (the cwd for ``-m``; added after startup) unless safe-path, then PYTHONPATH
+    (relative entries from the run's cwd) unless -E/-I."""
+    flags = set(target.flags)
+    isolated = "-I" in flags
+    ignore_env = isolated or "-E" in flags
+    safe = isolated or "-P" in flags or (not ignore_env and bool(env.get("PYTHONSAFEPATH")))
+    cwd = os.fspath(prepared.cwd)
+    out = []
+    if not safe:
+        if target.module:
+            out.append((cwd, False))
+        else:
+            out.append((os.path.dirname(os.path.realpath(target.target)), False))
+    if not ignore_env:
+        for entry in env.get("PYTHONPATH", "").split(os.pathsep):
+            if entry:
+                out.append((os.path.normpath(os.path.join(cwd, entry)), True))
+    return out
 
 
 # -- preloading ----------------------------------------------------------------------------
@@ -499,7 +637,9 @@ def run_warm(
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
         run_id = new_run_id()
         held = Orphans(run_id)
-        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}}
+        # Also in the block /proc/PID/environ shows: a daemon forked without exec has it.
+        mark = f"{RUN_ID_VAR}={run_id}"
+        spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_mark": mark}
     try:
         return _run_warm(
             ticket,

@@ -20,7 +20,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from skill_magics.core.run.warm.server import STARTER, ServerKey, ServerState, WarmServer
+from skill_magics.core.run.warm.server import (
+    STARTER,
+    ServerBusy,
+    ServerKey,
+    ServerState,
+    WarmServer,
+)
 
 FAILED_RETRY_S = 300.0  # a key whose server failed is tried again after this long
 MAX_SERVERS = 8  # per process: a new one beyond this stops the least recently used idle one
@@ -116,6 +122,7 @@ class Pool:
                 stop = stop or self._evict()
                 server = make()
                 server.excluded.update(self._excluded.get(key, {}))
+                server.on_idle = functools.partial(self._load_pending, key, server)
                 names = list(dict.fromkeys(preload()))
                 self._servers[key] = server
                 self._asked[key] = set(names)
@@ -149,32 +156,43 @@ class Pool:
         return None
 
     def extend(self, key: ServerKey, server: WarmServer, names: Sequence[str]) -> None:
-        """Import ``names`` too (another skill's packages), on the starter thread; runs go
-        on meanwhile (a package not preloaded yet is imported by the run itself)."""
+        """Import ``names`` too (another script's packages) once no run of ``server`` is in
+        flight (an import blocks the server); runs go on meanwhile (a package not preloaded
+        yet is imported by the run itself)."""
         with self._lock:
             asked = self._asked.setdefault(key, set())
             new = [n for n in names if n not in asked]
             if not new:
                 return
             asked.update(new)
+        server.want(new)
 
-        def load() -> None:
-            if server.usable:
-                try:
-                    server.load([n for n in new if n not in server.excluded])
-                except OSError:
-                    pass
-            if server.tainted:  # the next run gets a server without them
-                self.server_for(key)
-
-        STARTER.submit(load)
+    def _load_pending(self, key: ServerKey, server: WarmServer) -> None:
+        """On the starter thread, when ``server``'s last run ended: import what was asked."""
+        names = server.take_pending()
+        if not names or not server.usable:
+            return
+        try:
+            server.load(names)
+        except ServerBusy:  # a run started meanwhile: its end tries again
+            server.want(names)
+            return
+        except OSError:
+            return
+        if server.tainted:  # the next run gets a server without them
+            self.server_for(key)
 
     def servers(self) -> list[WarmServer]:
         with self._lock:
             return list(self._servers.values())
 
-    def stop(self, servers: Sequence[WarmServer] | None = None) -> int:
-        """Stop ``servers`` (None: all of them); returns how many were running."""
+    def stop(
+        self, servers: Sequence[WarmServer] | None = None, *, wait_for_runs: bool = False
+    ) -> int:
+        """Stop ``servers`` (None: all of them); returns how many were running. With
+        ``wait_for_runs`` a server with runs in flight only takes no new one and stops when
+        its last run ends (``%skills reload`` must not kill a run a cold start would let
+        finish); else they are killed with it (the kernel is going away)."""
         with self._lock:
             chosen = list(self._servers.values()) if servers is None else list(servers)
             for key, server in list(self._servers.items()):
@@ -187,6 +205,8 @@ class Pool:
         for server in chosen:
             if server.state is not ServerState.STOPPED:
                 count += 1
+            if wait_for_runs and not server.retire():
+                continue  # the end of its last run stops it (WarmServer.finished)
             server.stop()
         return count
 

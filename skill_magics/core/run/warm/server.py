@@ -64,12 +64,18 @@ class ServerKey:
     sandbox: tuple[Any, ...] | None = None
 
 
+class ServerBusy(OSError):
+    """The server cannot import now: runs of it are in flight (an import blocks the server,
+    and with it the news of their ends)."""
+
+
 @dataclass
 class LoadReport:
     """What the server imported (``loaded``), what failed and why, what must not be
-    preloaded (``unsafe``: it prints while imported, or starts a Python thread), its OS
-    threads, and every top-level module it holds (a skill's own module of the same name
-    would not be imported fresh)."""
+    preloaded (``unsafe``: it prints while imported, starts a Python thread or keeps a file
+    open), its OS threads, every top-level module it holds (a skill's own module of the same
+    name would not be imported fresh) and the module files outside its installation's
+    folders (``sources``: watched, an in-place edit makes the server stale)."""
 
     loaded: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
@@ -77,6 +83,7 @@ class LoadReport:
     os_threads: int = 0
     modules: frozenset[str] = frozenset()
     fds: list[int] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -103,6 +110,7 @@ class WarmServer:
         self.python_version = ""
         self.path: list[str] = []  # folders on its sys.path (their mtimes: staleness)
         self.stamp: tuple[int, ...] = ()
+        self.sources: dict[str, int] = {}  # module files outside site-packages: their stamps
         self.report = LoadReport()
         self.started_at = 0.0
         self.last_used = time.monotonic()
@@ -112,6 +120,11 @@ class WarmServer:
         self.retired = False  # stale: no new runs; stopped when the last one ends
         self.excluded: dict[str, str] = {}  # packages never preloaded here, and why
         self.tainted = False  # an unsafe package was imported: no run may fork from here
+        self.loading = False  # importing (after it started): no run may fork meanwhile
+        self.loaded = threading.Event()  # set while not loading
+        self.loaded.set()
+        self.pending: list[str] = []  # packages to import once no run is in flight
+        self.on_idle: Callable[[], object] | None = None  # imports ``pending`` (the pool's)
         self._ctl: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -186,14 +199,26 @@ class WarmServer:
 
     def load(self, names: Sequence[str]) -> LoadReport:
         """Import ``names`` in the server (those it has are skipped); the report says what
-        it holds now. Raises OSError when the server is gone."""
+        it holds now. Raises ServerBusy while runs of it are in flight (the server answers
+        nothing while it imports: their ends would wait, a timeout could fire on a run that
+        had finished), OSError when the server is gone."""
         ctl = self._ctl
         if ctl is None:
             raise OSError("the warm server is not running")
         with self._load_lock:
             with self._send_lock:
-                ctl.send(b"L" + json.dumps(list(names)).encode())
-            data, _pid = _recv_creds(ctl, LOAD_S)
+                if self.in_flight:
+                    raise ServerBusy("runs of the warm server are in progress")
+                self.loading = True
+                self.loaded.clear()
+            try:
+                with self._send_lock:
+                    ctl.send(b"L" + json.dumps(list(names)).encode())
+                data, _pid = _recv_creds(ctl, LOAD_S)
+            finally:
+                with self._send_lock:
+                    self.loading = False
+                    self.loaded.set()
         if not data.startswith(b"L"):
             raise OSError(self._exit_reason("the server went away while importing"))
         raw = json.loads(data[1:])
@@ -204,6 +229,7 @@ class WarmServer:
             os_threads=int(raw.get("os_threads", 0)),
             modules=frozenset(raw.get("modules", [])),
             fds=list(raw.get("fds", [])),
+            sources=[str(p) for p in raw.get("sources", [])],
             seconds=float(raw.get("seconds", 0.0)),
         )
         self._apply(report)
@@ -211,6 +237,10 @@ class WarmServer:
 
     def _apply(self, report: LoadReport) -> None:
         self.report = report
+        for path in report.sources:
+            # Stamped when first seen: a later import must not hide an edit made since.
+            if path not in self.sources:
+                self.sources[path] = file_stamp(path)
         if report.unsafe:
             # Its output would be missing from every run, or its thread (maybe holding a
             # lock): no run may start from this process. A new one leaves these out.
@@ -263,8 +293,30 @@ class WarmServer:
         )
 
     def stale(self) -> bool:
-        """Have its packages changed since it started (an install, a rebuilt environment)?"""
-        return bool(self.stamp) and env_stamp(self.key.python, self.path) != self.stamp
+        """Have its packages changed since it started (an install, a rebuilt environment, a
+        module's source outside site-packages edited in place)?"""
+        if self.stamp and env_stamp(self.key.python, self.path) != self.stamp:
+            return True
+        return any(file_stamp(path) != stamp for path, stamp in list(self.sources.items()))
+
+    def retire(self) -> bool:
+        """Take no new run; True when none is in flight (stop it now), else the end of the
+        last one stops it."""
+        with self._send_lock:
+            self.retired = True
+            return self.in_flight == 0
+
+    def want(self, names: Sequence[str]) -> None:
+        """Import ``names`` too, once no run of this server is in flight: the end of the
+        next run submits ``on_idle`` (the run asking is about to fork; an import started
+        now would send it cold)."""
+        with self._send_lock:
+            self.pending.extend(n for n in names if n not in self.pending)
+
+    def take_pending(self) -> list[str]:
+        with self._send_lock:
+            names, self.pending = self.pending, []
+        return [n for n in names if n not in self.excluded]
 
     def stop(self) -> None:
         """Stop the server (its running children are killed with it)."""
@@ -321,7 +373,9 @@ class WarmServer:
         server (it belongs to the parent)."""
         ctl, self._ctl = self._ctl, None
         if ctl is not None:
-            ctl.detach()
+            # Closed here (the parent's copy stays open): a copy left open in a long-lived
+            # child would keep the server from seeing its client go away (EOF).
+            ctl.close()
         self.state = ServerState.STOPPED
 
     # -- runs --------------------------------------------------------------------------------
@@ -335,10 +389,20 @@ class WarmServer:
         ctl = self._ctl
         if ctl is None:
             raise OSError("the warm server is not running")
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        memfd = os.memfd_create("skill-magics-run", os.MFD_CLOEXEC)
+        with self._send_lock:
+            if self.loading:  # the request would wait behind the import
+                raise OSError("the warm server is importing packages")
+            self.in_flight += 1  # before the request: no import starts behind it
+            self.runs += 1
         try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except BaseException:
+            self.finished()
+            raise
+        memfd = -1
+        try:
+            ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+            memfd = os.memfd_create("skill-magics-run", os.MFD_CLOEXEC)
             view = memoryview(spec)
             while view:
                 view = view[os.write(memfd, view) :]
@@ -347,13 +411,12 @@ class WarmServer:
                 socket.send_fds(ctl, [b"R"], fds)
         except BaseException:
             ours.close()
+            self.finished()
             raise
         finally:
             theirs.close()
-            os.close(memfd)
-        with self._send_lock:
-            self.in_flight += 1
-            self.runs += 1
+            if memfd >= 0:
+                os.close(memfd)
         child = WarmChild(self, ours)
         try:
             child.wait_started(timeout)
@@ -367,9 +430,13 @@ class WarmServer:
         with self._send_lock:
             self.in_flight -= 1
             self.last_used = time.monotonic()
-            last = self.retired and self.in_flight == 0
+            idle = self.in_flight == 0
+            last = self.retired and idle
+            load = idle and bool(self.pending) and not self.retired
         if last:
             STARTER.submit(self.stop)
+        elif load and self.on_idle is not None:
+            STARTER.submit(self.on_idle)
 
 
 class WarmChild(Child):
@@ -481,6 +548,15 @@ def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]
     return data, pid
 
 
+def file_stamp(path: str) -> int:
+    """A file as it is now (0: gone): a write changes its mtime, a replacement its inode."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    return st.st_mtime_ns ^ st.st_ino ^ st.st_size
+
+
 def env_stamp(python: str, folders: Sequence[str]) -> tuple[int, ...]:
     """The interpreter file and its import folders as they are now: an install, an upgrade
     or a rebuilt environment changes one of these mtimes."""
@@ -546,6 +622,7 @@ if sys.platform.startswith("linux"):  # pragma: no branch
 __all__ = [
     "HELLO_S",
     "LoadReport",
+    "ServerBusy",
     "ServerKey",
     "ServerState",
     "STARTER",
@@ -553,4 +630,5 @@ __all__ = [
     "WarmServer",
     "ZYGOTE",
     "env_stamp",
+    "file_stamp",
 ]

@@ -31,8 +31,12 @@ CPython's startup builds them, every other descriptor closed, ``__main__`` a fre
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
 server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
-the line cache dropped. A package that prints or starts a Python thread while it is imported
-is reported unsafe and not preloaded (a fork would not show that output or carry that thread).
+the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
+the spec), and the run's id
+written into the block /proc/self/environ shows (over a slot kept for it: the client finds
+a daemon that forks without exec by it). A package that prints, starts a Python thread or
+keeps a file descriptor open while it is imported is reported unsafe and
+not preloaded (a fork would not show that output, carry that thread or keep that file).
 Uncaught exceptions print the same traceback (the server's own frames cut off) and exit 1;
 KeyboardInterrupt exits by SIGINT; SystemExit prints and exits as the interpreter does; the end
 joins threads, runs atexit, flushes (exit 120 when stdout cannot be flushed) and clears the
@@ -43,7 +47,8 @@ a user namespace where it holds CAP_SYS_ADMIN; stage1 mounts a spare /proc (so t
 may mount their own), enters a nested user namespace (every mount of the sandbox becomes
 locked: nothing run later can unmount the deny list or remount anything writable) and execs
 the server. Each run's child then unshares its own mount, PID, IPC, UTS (and, without
-network, network) namespaces, mounts a fresh TMPDIR, /dev/shm and /proc, and the script runs
+network, network) namespaces, mounts a fresh TMPDIR, /dev (with /dev/shm and a devpts of
+its own) and /proc (its machine-wide parts read-only, as bwrap covers them), and the script runs
 as PID 2 under a small init (PID 1, as in bwrap), with every capability dropped and
 no_new_privs set: the same view a cold sandboxed run gets.
 """
@@ -95,7 +100,7 @@ _MAXFDS = 8
 _ZYGOTE_FILE = __file__  # frames of this file are cut from a run's traceback
 _ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
 
-# Linux constants (ctypes is loaded only by the sandbox and PDEATHSIG code).
+# Linux constants (ctypes: for the sandbox and the children's PDEATHSIG, loaded by serve()).
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -106,11 +111,14 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
-CAP_SETPCAP, CAP_SYS_ADMIN = 8, 21
+CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 8, 12, 21
 _CAP_V3 = 0x20080522
 
 _libc = None
 _SPARE_PROC = ".skill-magics-proc"  # stage1's spare /proc, in the server's /tmp
+SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in an unsandboxed server's environment
+_DEVPTS = "newinstance,ptmxmode=0666,mode=620"  # bwrap's options for a run's /dev/pts
+_PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # bound read-only, as bwrap does
 
 
 def _c():
@@ -220,10 +228,11 @@ def stage1(args):
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
     if uid != 0:
-        # A non-root uid loses its capabilities at exec unless they are ambient.
+        # A non-root uid loses its capabilities at exec unless they are ambient: the server
+        # keeps what its runs' children use (mounts, dropping capabilities, their loopback).
         eff0, perm0, _inh0, eff1, perm1, _inh1 = _capget()
         _caps((eff0, perm0, perm0, eff1, perm1, perm1))
-        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP):
+        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP, CAP_NET_ADMIN):
             _check(_c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
     env = dict(os.environ)
     if note:
@@ -291,6 +300,7 @@ class Server:
                 continue
             out_before = _written()
             threads_before = _thread_names()
+            fds_before = _open_fds()
             try:
                 __import__(name)
             except BaseException as exc:  # noqa: BLE001 - a package that fails is not preloaded
@@ -298,10 +308,15 @@ class Server:
                 continue
             self.loaded.append(name)
             started_threads = sorted(_thread_names() - threads_before)
+            kept = sorted(set(_open_fds()) - set(fds_before))
             if started_threads:
                 unsafe[name] = f"it starts Python threads ({', '.join(started_threads[:3])})"
             elif _written() != out_before:
                 unsafe[name] = "it prints while it is imported"
+            elif kept:
+                # Closed in every run's child, the package's handle would then name whatever
+                # the script opens next under that number (its log lines in the script's file).
+                unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
         gc.collect()
         gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
         _State.take()
@@ -313,6 +328,7 @@ class Server:
             "os_threads": _os_threads(),
             "modules": extra,
             "fds": _open_fds(),
+            "sources": _sources(),
             "seconds": time.monotonic() - started,
         }
 
@@ -491,7 +507,14 @@ def _top(names):
 
 
 def _written():
-    """Bytes written to the server's stdout/stderr so far (both are its log file)."""
+    """Bytes written to the server's stdout/stderr so far (both are its log file), what
+    their buffers hold included (a write without a newline is not in the file yet, and a
+    run's child would never flush it where a cold run prints it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
     try:
         return (os.fstat(1).st_size, os.fstat(2).st_size)
     except OSError:
@@ -514,10 +537,43 @@ def _os_threads():
 
 
 def _open_fds():
+    """The descriptors open now (not the one listing them: it is closed by then)."""
     try:
-        return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        listed = [int(fd) for fd in os.listdir("/proc/self/fd")]
     except OSError:
         return []
+    out = []
+    for fd in sorted(listed):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.append(fd)
+    return out
+
+
+def _fd_name(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return str(fd)
+
+
+def _sources():
+    """The files of the modules held here that lie outside the interpreter's standard
+    library and its site-packages (an editable install's source tree, a PYTHONPATH folder):
+    edited in place, they change no folder the client watches, so it watches these files."""
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    out = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or path.startswith(stdlib):
+            continue
+        parts = path.split(os.sep)
+        if "site-packages" in parts or "dist-packages" in parts:
+            continue
+        out.add(path)
+    return sorted(out)
 
 
 def _drop_own_dir():
@@ -642,8 +698,12 @@ def _private_dev(scratch):
                 os.symlink(os.readlink(entry.path), target)
             elif entry.is_dir():
                 os.mkdir(target, 0o755)
-                if os.path.ismount(entry.path) and entry.name != "shm":
-                    _mount(entry.path, target, None, MS_BIND | MS_REC)  # devpts
+                if entry.name == "pts" and os.path.ismount(entry.path):
+                    # A devpts instance of the run's own, as bwrap --dev gives a cold run: the
+                    # terminals other runs of this server open are not there.
+                    _mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC, _DEVPTS)
+                elif os.path.ismount(entry.path) and entry.name != "shm":
+                    _mount(entry.path, target, None, MS_BIND | MS_REC)
             else:
                 with open(target, "w"):
                     pass
@@ -672,6 +732,7 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
         os.close(read)
         _die_with_parent(leader)
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _cover_proc()
         if probe:
             _drop_all_caps()
             os.write(write, _STATUS.pack(0))
@@ -693,6 +754,17 @@ def _sandbox_chain(sandbox, probe=False, sock=None):
     if probe:
         os._exit(0 if status == 0 else 3)
     _exit_as(status)
+
+
+def _cover_proc():
+    """Read-only binds over the parts of /proc that reach the whole machine (sysrq-trigger,
+    irq, bus, sys), as bwrap --proc covers them for a cold run."""
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    for name in _PROC_COVERS:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, flags)
 
 
 def _init(script, write):
@@ -793,6 +865,11 @@ def _reset(spec):
         pass
     os.environ.clear()  # unsetenv for each: C code sees the run's environment too
     os.environ.update(spec["env"])
+    mark = spec.get("environ_mark")
+    if mark:
+        _mark_environ(mark)
+    _set_rlimits(spec.get("rlimits", ()))
+    _set_sched(spec.get("sched", {}))
     _std_streams()
     for name, hook in _State.hooks.items():
         setattr(sys, name, hook)
@@ -824,6 +901,75 @@ def _reset(spec):
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "seed"):
         torch.seed()
+
+
+def _mark_environ(entry):
+    """Write ``entry`` (``SKILL_MAGICS_RUN_ID=...``) into the block /proc/self/environ shows,
+    over the slot the client put first in the server's environment for this (SLOT_VAR):
+    core/run/orphans.py finds a run's daemons by that entry, and a daemon that forks
+    without exec keeps this block, which is the server's. Only the slot is written: a C
+    library may still point into the rest (a getenv() result kept since its import)."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50, 51)
+        fd = os.open("/proc/self/mem", os.O_RDWR)
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        block = os.pread(fd, min(end - start, 4096), start)
+        if not block.startswith(SLOT_VAR.encode() + b"="):
+            return
+        slot = block.index(b"\0")  # the slot's length, its NUL excluded
+        data = os.fsencode(entry) + b"\0"
+        if len(data) <= slot + 1:
+            os.pwrite(fd, data.ljust(slot + 1, b"\0"), start)
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(fd)
+
+
+def _set_rlimits(limits):
+    """The caller's resource limits as they are now (a cold child inherits them; the
+    server has those of when it started). A hard limit above ours cannot be had: then the
+    soft one as close as it can."""
+    if not limits:
+        return
+    import resource
+
+    for which, soft, hard in limits:
+        try:
+            if resource.getrlimit(which) == (soft, hard):
+                continue
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError):
+            try:
+                cur_hard = resource.getrlimit(which)[1]
+                if cur_hard != resource.RLIM_INFINITY and (
+                    soft == resource.RLIM_INFINITY or soft > cur_hard
+                ):
+                    soft = cur_hard
+                resource.setrlimit(which, (soft, cur_hard))
+            except (OSError, ValueError):
+                pass
+
+
+def _set_sched(sched):
+    """The caller's nice value and CPU affinity now (a lower priority than the server's
+    cannot be raised back without privilege: then as close as it can)."""
+    nice = sched.get("nice")
+    try:
+        if nice is not None and os.getpriority(os.PRIO_PROCESS, 0) != nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError:
+        pass
+    cpus = sched.get("cpus")
+    try:
+        if cpus and sorted(os.sched_getaffinity(0)) != cpus:
+            os.sched_setaffinity(0, cpus)
+    except OSError:
+        pass
 
 
 def _std_streams():
@@ -1011,12 +1157,15 @@ def serve(args):
     _FORK_FILTER.append(warnings.filters[0])
     _State.take()
     _drop_own_dir()
-    if sandbox is not None:
-        # What every sandboxed run's child needs, loaded once here instead of per run.
-        import fcntl  # noqa: F401
-        import resource  # noqa: F401
+    os.environ.pop(SLOT_VAR, None)  # nothing imported here ever sees it: the block keeps it
+    # What every run's child needs (its limits, its parent-death signal), loaded once here
+    # instead of per run (ctypes: 1.7 ms), and so among the modules the server reports: a
+    # skill's own ctypes.py runs cold.
+    import resource  # noqa: F401
 
-        _c()
+    _c()
+    if sandbox is not None:
+        import fcntl  # noqa: F401
     _SERVER = Server(ctl_fd, sandbox)
     _SERVER.hello()
     job = _SERVER.serve()
