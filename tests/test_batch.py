@@ -299,9 +299,15 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
         assert os.getpid() not in ppids and len(ppids) <= 2
         workers = {psutil.Process(p).ppid() for p in ppids}
         assert {psutil.Process(w).ppid() for w in workers} == {os.getpid()}
-        # They ran a copy of the skill, unpacked in the worker's temp directory.
-        copy = Path(res[0].json()["cwd"])
-        assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
+        # They ran a copy of the skill, unpacked in the worker's temp directory: each worker
+        # process its own (in a folder named after it).
+        copies = {Path(item.json()["cwd"]) for item in res}
+        assert len(copies) == len({item.worker for item in res})
+        for copy in copies:
+            assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
+    with ProcessPoolExecutor(1) as pool:  # one worker: the next item finds the copy below
+        res1 = manager.map("mathx", "square", [{"n": 2}], executor=pool, approver=Asker())
+        copy = Path(res1[0].json()["cwd"])
         # A copy that differs from the approved files is refused, and audited here...
         (copy / "scripts" / "square.py").write_text("print('tampered')\n")
         before = len(manager.audit.records())

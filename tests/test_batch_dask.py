@@ -19,7 +19,7 @@ import pytest
 from process_support import pid_alive
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship
+from skill_magics.core.run import ship, ship_owner
 
 SCRIPT = """
 import json, os, sys
@@ -95,15 +95,22 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
 def test_a_copy_that_differs_on_a_worker_is_refused_and_audited(cluster, skills: Path) -> None:
     _, client = cluster
     manager = SkillManager([skills], run_cwd="skill")
-    res = manager.map("doubler", "double", [{"n": 1}], executor=client, approver=None)
-    copy = Path(res[0].json()["cwd"])
-    (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
+    # Each worker process keeps its own copy: have every worker unpack it, then change them all.
+    bundle = ship.SkillBundle.pack(skills / "doubler", "doubler", None)
+    copies = client.run(bundle.unpack)
+    assert len(set(copies.values())) == len(copies) == 2
+    for copy in copies.values():
+        (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
     res = manager.map("doubler", "double", [{"n": 2}], executor=client, approver=None)
     assert res.counts() == {"refused": 1}, res.text()
     assert "approved fingerprint" in res[0].message
     refused = [r for r in manager.audit.records() if r.outcome == "refused"]
     assert refused and "fingerprint" in refused[-1].reason
     assert res[0].worker in client.run(os.getpid).keys()
+    # The refused copy was removed; the other worker's goes too, so later tests unpack afresh.
+    for address, copy in copies.items():
+        client.run(ship_owner.remove, copy, workers=[address])
+    assert not any(copy.exists() for copy in copies.values())
 
 
 def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
