@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from process_support import pid_alive
+from process_support import pid_alive, start_times
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
@@ -227,12 +227,14 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
 ) -> None:
     cancel = threading.Event()
     pid_dir = skills / "mathx" / "pids"
+    starts: dict[int, int | None] = {}
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 20
         while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.1)
+        starts.update(start_times(_pids(skills)))  # while they surely run: pid reuse shows
         cancel.set()  # what the Stop button does
 
     threading.Thread(target=stop_when_running, daemon=True).start()
@@ -252,7 +254,8 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
     assert res.stopped == "cancelled"
     pids = _pids(skills)
     assert len(pids) == 4  # two items, each a script and its background grandchild
-    assert not [p for p in pids if pid_alive(p)], "orphans left running"
+    assert sorted(starts) == sorted(pids) and None not in starts.values()
+    assert not [p for p in pids if pid_alive(p, starts[p])], "orphans left running"
     batch = manager.audit.records()[-1]
     assert batch.arguments == "batch of 20 items" and batch.outcome == "interrupted"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import distributed
 import psutil
 import pytest
-from process_support import pid_alive
+from process_support import pid_alive, start_times
 
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import ship, ship_owner
@@ -131,12 +131,15 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
     manager = SkillManager([skills], run_cwd="skill")
     cancel = threading.Event()
     pid_files = [tmp_path / f"{i}.pids" for i in range(12)]
+    starts: dict[int, int | None] = {}
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 30
         while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.2)
+        running = [int(x) for p in pid_files if _written(p) for x in p.read_text().split()]
+        starts.update(start_times(running))  # while they surely run: pid reuse shows
         cancel.set()
 
     threading.Thread(target=stop_when_running, daemon=True).start()
@@ -154,9 +157,9 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
     assert pids
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p, starts.get(p)) for p in pids):
         time.sleep(0.1)
-    assert not [p for p in pids if pid_alive(p)], "orphans left on the workers"
+    assert not [p for p in pids if pid_alive(p, starts.get(p))], "orphans left on the workers"
 
 
 def _written(path) -> bool:
