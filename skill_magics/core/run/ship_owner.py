@@ -4,9 +4,9 @@ docs/architecture.md, *Batch runs*: every process that unpacks shipped skills (a
 pool worker, a Dask worker) keeps its copies in a folder of its own under the per-user
 shipping root, named ``<pid>-<start>-<host>``: its pid, its start time (``/proc/<pid>/stat``
 field 22, clock ticks since boot; a random number where there is no /proc) and a digest of
-the boot and PID namespace it runs in (pids are only comparable within one). Only the owner creates,
-replaces or removes anything in its folder, so no process can pull a copy from under
-another's running items; the owner removes its folder when it exits (``atexit`` and
+the boot and PID namespace it runs in (pids are only comparable within one). Only the owner
+creates, replaces or removes anything in its folder, so no process can pull a copy from
+under another's running items; the owner removes its folder when it exits (``atexit`` and
 ``multiprocessing``'s finalizers: pool and Dask worker processes leave through those, not
 through ``atexit``).
 
@@ -125,12 +125,24 @@ _LOCK = threading.Lock()
 def _me() -> tuple[Owner, Mode]:
     pid = os.getpid()
     found = _CURRENT.get(pid)
-    if found is None:  # first use in this process (a forked child gets its own)
-        mode, start, host = _identity()
-        found = (Owner(pid, start, host), mode)
-        _CURRENT.clear()
-        _CURRENT[pid] = found
+    if found is None:
+        with _LOCK:  # once per process (a forked child gets its own): one random start
+            found = _CURRENT.get(pid)
+            if found is None:
+                mode, start, host = _identity()
+                found = (Owner(pid, start, host), mode)
+                _CURRENT.clear()
+                _CURRENT[pid] = found
     return found
+
+
+def _after_fork() -> None:
+    global _LOCK
+    _LOCK = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def current() -> Owner:
