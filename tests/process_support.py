@@ -63,9 +63,33 @@ def wait_for_text(path: Path, timeout: float = 60) -> str:
     raise AssertionError(f"{path} never appeared: the script did not start")
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process: a zombie has already died, so it does not count."""
+def start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/<pid>/stat``: when the process started (clock ticks since boot),
+    which tells it from a later process given the same pid. None when there is no such
+    process (or no /proc)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from the last ")".
+    return int(data[data.rfind(b")") + 2 :].split()[19])
+
+
+def pid_alive(pid: int, start: int | None = None) -> bool:
+    """Whether ``pid`` is a live process: a zombie has already died, so it does not count.
+
+    ``start``: the process's start time (``start_time(pid)``, taken while it surely ran).
+    Given, a process that now holds ``pid`` but started at another time is a different
+    one (the pid was reused), so the one asked about is not alive."""
+    try:
+        alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+    if alive and start is not None and os.path.exists("/proc/self/stat"):
+        return start_time(pid) == start
+    return alive
+
+
+def start_times(pids: Sequence[int]) -> dict[int, int | None]:
+    """pid -> start time, for ``pid_alive(pid, starts[pid])`` later."""
+    return {pid: start_time(pid) for pid in pids}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from process_support import pid_alive
+from process_support import pid_alive, start_times
 
 from skill_magics.core.errors import (
     ApprovalDeclined,
@@ -227,12 +227,14 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
 ) -> None:
     cancel = threading.Event()
     pid_dir = skills / "mathx" / "pids"
+    starts: dict[int, int | None] = {}
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 20
         while sum(_written(p) for p in pid_dir.glob("*.txt")) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.1)
+        starts.update(start_times(_pids(skills)))  # while they surely run: pid reuse shows
         cancel.set()  # what the Stop button does
 
     threading.Thread(target=stop_when_running, daemon=True).start()
@@ -252,7 +254,8 @@ def test_stop_mid_batch_kills_every_group_and_cancels_the_rest(
     assert res.stopped == "cancelled"
     pids = _pids(skills)
     assert len(pids) == 4  # two items, each a script and its background grandchild
-    assert not [p for p in pids if pid_alive(p)], "orphans left running"
+    assert sorted(starts) == sorted(pids) and None not in starts.values()
+    assert not [p for p in pids if pid_alive(p, starts[p])], "orphans left running"
     batch = manager.audit.records()[-1]
     assert batch.arguments == "batch of 20 items" and batch.outcome == "interrupted"
 
@@ -299,9 +302,15 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
         assert os.getpid() not in ppids and len(ppids) <= 2
         workers = {psutil.Process(p).ppid() for p in ppids}
         assert {psutil.Process(w).ppid() for w in workers} == {os.getpid()}
-        # They ran a copy of the skill, unpacked in the worker's temp directory.
-        copy = Path(res[0].json()["cwd"])
-        assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
+        # They ran a copy of the skill, unpacked in the worker's temp directory: each worker
+        # process its own (in a folder named after it).
+        copies = {Path(item.json()["cwd"]) for item in res}
+        assert len(copies) == len({item.worker for item in res})
+        for copy in copies:
+            assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
+    with ProcessPoolExecutor(1) as pool:  # one worker: the next item finds the copy below
+        res1 = manager.map("mathx", "square", [{"n": 2}], executor=pool, approver=Asker())
+        copy = Path(res1[0].json()["cwd"])
         # A copy that differs from the approved files is refused, and audited here...
         (copy / "scripts" / "square.py").write_text("print('tampered')\n")
         before = len(manager.audit.records())

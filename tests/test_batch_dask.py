@@ -16,10 +16,10 @@ from pathlib import Path
 import distributed
 import psutil
 import pytest
-from process_support import pid_alive
+from process_support import pid_alive, start_times
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship
+from skill_magics.core.run import ship, ship_owner
 
 SCRIPT = """
 import json, os, sys
@@ -95,15 +95,22 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
 def test_a_copy_that_differs_on_a_worker_is_refused_and_audited(cluster, skills: Path) -> None:
     _, client = cluster
     manager = SkillManager([skills], run_cwd="skill")
-    res = manager.map("doubler", "double", [{"n": 1}], executor=client, approver=None)
-    copy = Path(res[0].json()["cwd"])
-    (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
+    # Each worker process keeps its own copy: have every worker unpack it, then change them all.
+    bundle = ship.SkillBundle.pack(skills / "doubler", "doubler", None)
+    copies = client.run(bundle.unpack)
+    assert len(set(copies.values())) == len(copies) == 2
+    for copy in copies.values():
+        (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
     res = manager.map("doubler", "double", [{"n": 2}], executor=client, approver=None)
     assert res.counts() == {"refused": 1}, res.text()
     assert "approved fingerprint" in res[0].message
     refused = [r for r in manager.audit.records() if r.outcome == "refused"]
     assert refused and "fingerprint" in refused[-1].reason
     assert res[0].worker in client.run(os.getpid).keys()
+    # The refused copy was removed; the other worker's goes too, so later tests unpack afresh.
+    for address, copy in copies.items():
+        client.run(ship_owner.remove, copy, workers=[address])
+    assert not any(copy.exists() for copy in copies.values())
 
 
 def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
@@ -124,12 +131,15 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
     manager = SkillManager([skills], run_cwd="skill")
     cancel = threading.Event()
     pid_files = [tmp_path / f"{i}.pids" for i in range(12)]
+    starts: dict[int, int | None] = {}
 
     def stop_when_running() -> None:
         deadline = time.monotonic() + 30
         while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.2)
+        running = [int(x) for p in pid_files if _written(p) for x in p.read_text().split()]
+        starts.update(start_times(running))  # while they surely run: pid reuse shows
         cancel.set()
 
     threading.Thread(target=stop_when_running, daemon=True).start()
@@ -147,9 +157,9 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
     assert pids
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(pid_alive(p, starts.get(p)) for p in pids):
         time.sleep(0.1)
-    assert not [p for p in pids if pid_alive(p)], "orphans left on the workers"
+    assert not [p for p in pids if pid_alive(p, starts.get(p))], "orphans left on the workers"
 
 
 def _written(path) -> bool:

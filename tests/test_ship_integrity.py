@@ -36,7 +36,7 @@ import pytest
 from skill_magics.core import envdirs
 from skill_magics.core.errors import SkillNameError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship
+from skill_magics.core.run import ship, ship_owner
 
 SCRIPT = """
 import json, os, sys
@@ -149,8 +149,10 @@ def test_a_name_that_differs_from_its_folder_still_runs_on_a_process_pool(
     assert res.counts() == {"completed": 4}, res.text()
     copy = Path(res[0].json()["cwd"])
     area = worker_tmp / f"{ship.SHIP_DIR_NAME}-{os.geteuid()}"
-    # The copy is <area>/<digest>/<the skill's folder>: the name appears nowhere in it.
-    assert copy.parent.parent == area and copy.name == "precious"
+    # The copy is <area>/<worker process>/<digest>/<the skill's folder>: the name appears
+    # nowhere in it.
+    assert copy.parents[2] == area and copy.name == "precious"
+    assert ship_owner.Owner.parse(copy.parents[1].name) is not None
     assert name not in os.fspath(copy.relative_to(worker_tmp))
     assert _outside(worker_tmp) == before
 
@@ -163,7 +165,8 @@ def test_the_bundle_itself_refuses_a_name_that_is_not_one_folder(
     with pytest.raises(SkillNameError, match="one folder name"):
         ship.SkillBundle.pack(base, HOSTILE, None)
     bundle = ship.SkillBundle.pack(base, "precious", None)
-    assert bundle.location().parent.parent == ship.ship_root()
+    assert bundle.location().parents[2] == ship.ship_root()
+    assert bundle.location().parents[1].name == ship_owner.current().name
 
 
 @pytest.mark.parametrize("folder", ["precious", "x..", "a b", "x\nz", "\u0440df"])
@@ -242,7 +245,7 @@ def test_on_dask_a_dotdot_name_deletes_and_creates_nothing(
     res = manager.map("Other Tools", "show", [{"n": 1}, {"n": 2}], executor=dask_client)
     assert res.counts() == {"completed": 2}, res.text()
     copy = Path(res[0].json()["cwd"])
-    assert copy.parent.parent == dask_tmp / f"{ship.SHIP_DIR_NAME}-{os.geteuid()}"
+    assert copy.parents[2] == dask_tmp / f"{ship.SHIP_DIR_NAME}-{os.geteuid()}"
     assert copy.name == "other"
     assert (victim / "keep.txt").read_text() == "precious data\n"
     assert _outside(dask_tmp) == before
@@ -274,60 +277,71 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
+def _worker_location(pool: ProcessPoolExecutor, skill: Path) -> Path:
+    """Where the pool's (one) worker process will keep its copy of ``skill``: in its own
+    folder, so that is where a squatter's copy must be to be found."""
+    return pool.submit(ship.SkillBundle.pack(skill, skill.name, None).location).result()
+
+
 @needs_root
 def test_another_users_copy_with_the_same_files_is_never_used(
     mathx: Path, worker_tmp: Path
 ) -> None:
     manager = SkillManager([mathx.parent], run_cwd="skill")
-    location = ship.SkillBundle.pack(mathx, "mathx", None).location()
-    location.parent.mkdir(parents=True)
-    _plant(location, mathx, OTHER_UID)
-    assert os.lstat(location).st_uid == OTHER_UID
-    with ProcessPoolExecutor(2) as pool:
+    with ProcessPoolExecutor(1) as pool:
+        location = _worker_location(pool, mathx)
+        location.parent.mkdir(parents=True)
+        _plant(location, mathx, OTHER_UID)
+        assert os.lstat(location).st_uid == OTHER_UID
         res = manager.map("mathx", "show", [{"n": i} for i in range(4)], executor=pool)
-    assert res.counts() == {"completed": 4}, res.text()
-    copy = Path(res[0].json()["cwd"])
-    assert copy == location
-    # What ran is a fresh private copy of ours: the planted one was moved aside and removed.
-    st = os.lstat(copy)
-    assert st.st_uid == os.geteuid() and _mode(copy) == 0o700
-    assert not (copy / "planted-by-someone-else").exists()
-    for root, dirs, files in os.walk(copy):
-        for name in [*dirs, *files]:
-            path = Path(root, name)
-            assert os.lstat(path).st_uid == os.geteuid(), path
-            assert not _mode(path) & 0o077, (path, oct(_mode(path)))
-    # The whole chain from the root down is this user's, and nobody else may write in it.
-    for folder in (copy.parent, copy.parent.parent):
-        assert os.lstat(folder).st_uid == os.geteuid() and not _mode(folder) & 0o022
+        assert res.counts() == {"completed": 4}, res.text()
+        copy = Path(res[0].json()["cwd"])
+        assert copy == location
+        # What ran is a fresh private copy of ours: the planted one was moved aside and removed.
+        st = os.lstat(copy)
+        assert st.st_uid == os.geteuid() and _mode(copy) == 0o700
+        assert not (copy / "planted-by-someone-else").exists()
+        for root, dirs, files in os.walk(copy):
+            for name in [*dirs, *files]:
+                path = Path(root, name)
+                assert os.lstat(path).st_uid == os.geteuid(), path
+                assert not _mode(path) & 0o077, (path, oct(_mode(path)))
+        # The whole chain from the root down is this user's, and nobody else may write in it.
+        for folder in copy.parents[:3]:
+            assert os.lstat(folder).st_uid == os.geteuid() and not _mode(folder) & 0o022
 
 
 @needs_root
-def test_another_users_digest_folder_is_replaced(mathx: Path, worker_tmp: Path) -> None:
+@pytest.mark.parametrize("level", [1, 2], ids=["digest-folder", "process-folder"])
+def test_another_users_folder_on_the_way_is_replaced(
+    mathx: Path, worker_tmp: Path, level: int
+) -> None:
     manager = SkillManager([mathx.parent], run_cwd="skill")
-    location = ship.SkillBundle.pack(mathx, "mathx", None).location()
-    location.parent.parent.mkdir(mode=0o700)
-    location.parent.mkdir(mode=0o777)
-    _plant(location, mathx, OTHER_UID)
-    os.chown(location.parent, OTHER_UID, OTHER_UID)
-    os.chmod(location.parent, 0o777)
     with ProcessPoolExecutor(1) as pool:
+        location = _worker_location(pool, mathx)
+        location.parent.mkdir(parents=True, mode=0o700)
+        _plant(location, mathx, OTHER_UID)
+        for folder in location.parents[:level]:
+            os.chown(folder, OTHER_UID, OTHER_UID)
+            os.chmod(folder, 0o777)
         res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
-    assert res.counts() == {"completed": 1}, res.text()
-    assert os.lstat(location.parent).st_uid == os.geteuid() and _mode(location.parent) == 0o700
-    assert os.lstat(location).st_uid == os.geteuid() and _mode(location) == 0o700
+        assert res.counts() == {"completed": 1}, res.text()
+        assert Path(res[0].json()["cwd"]) == location
+        # What was another user's is ours now, and private (made afresh: 0700).
+        for folder in (location, *location.parents[:level]):
+            assert os.lstat(folder).st_uid == os.geteuid() and _mode(folder) == 0o700
 
 
 @needs_root
 def test_a_copy_of_ours_that_others_may_write_is_replaced(mathx: Path, worker_tmp: Path) -> None:
     manager = SkillManager([mathx.parent], run_cwd="skill")
-    location = ship.SkillBundle.pack(mathx, "mathx", None).location()
-    location.parent.mkdir(parents=True)
-    _plant(location, mathx, os.geteuid())  # ours, but 0777 (say, made under umask 0)
     with ProcessPoolExecutor(1) as pool:
+        location = _worker_location(pool, mathx)
+        location.parent.mkdir(parents=True)
+        _plant(location, mathx, os.geteuid())  # ours, but 0777 (say, made under umask 0)
         res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
-    assert res.counts() == {"completed": 1}, res.text()
-    assert _mode(location) == 0o700 and not (location / "planted-by-someone-else").exists()
+        assert res.counts() == {"completed": 1}, res.text()
+        assert _mode(location) == 0o700 and not (location / "planted-by-someone-else").exists()
 
 
 @needs_root
@@ -363,17 +377,18 @@ def test_copies_are_private_whatever_the_umask(mathx: Path, worker_tmp: Path) ->
     try:
         with ProcessPoolExecutor(1) as pool:
             res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+            assert res.ok, res.text()
+            copy = Path(res[0].json()["cwd"])
+            # Looked at while the worker runs (its copies go when it exits).
+            assert [_mode(folder) for folder in copy.parents[:3]] == [0o700] * 3
+            for root, dirs, files in os.walk(copy):
+                for name in dirs:
+                    assert _mode(Path(root, name)) == 0o700
+                for name in files:
+                    assert _mode(Path(root, name)) in (0o600, 0o700), name
+            assert _mode(copy / "scripts" / "show.py") == 0o700  # the exec bit survives
     finally:
         os.umask(old)
-    assert res.ok, res.text()
-    copy = Path(res[0].json()["cwd"])
-    assert _mode(copy.parent.parent) == 0o700 and _mode(copy.parent) == 0o700
-    for root, dirs, files in os.walk(copy):
-        for name in dirs:
-            assert _mode(Path(root, name)) == 0o700
-        for name in files:
-            assert _mode(Path(root, name)) in (0o600, 0o700), name
-    assert _mode(copy / "scripts" / "show.py") == 0o700  # the exec bit survives
 
 
 def test_a_temp_folder_others_can_rename_in_is_refused(mathx: Path, worker_tmp: Path) -> None:

@@ -7,7 +7,7 @@ import io
 
 import pytest
 from IPython.core.error import UsageError
-from process_support import pid_alive
+from process_support import pid_alive, start_times
 
 from skill_magics.core.run.batch_result import BatchResult
 from skill_magics.core.run.template import fill_argv, placeholders
@@ -159,10 +159,14 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
     progress = WidgetProgress(10, "hang.hang", on_stop=cancel.set)
     pid_files = [tmp_path / f"{i}.pids" for i in range(10)]
 
+    starts: dict[int, int | None] = {}
+
     def click_when_running() -> None:
         deadline = time.monotonic() + 20
         while sum(_written(p) for p in pid_files) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
+        running = [int(x) for p in pid_files if _written(p) for x in p.read_text().split()]
+        starts.update(start_times(running))  # while they surely run: pid reuse shows
         progress.stop_button.click()
 
     threading.Thread(target=click_when_running, daemon=True).start()
@@ -179,7 +183,8 @@ def test_the_stop_button_of_the_progress_bar_stops_the_batch(tmp_path, make_skil
     assert res.counts() == {"interrupted": 2, "cancelled": 8}, res.text()
     assert progress.stop_button.disabled and progress.stop_button.description == "Stopping…"
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
-    assert len(pids) == 4 and not [pid for pid in pids if pid_alive(pid)]
+    assert len(pids) == 4 and sorted(starts) == sorted(pids)
+    assert not [pid for pid in pids if pid_alive(pid, starts[pid])]
 
 
 def _written(path) -> bool:

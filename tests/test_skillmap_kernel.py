@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kernel_fixtures import kernel_ipykernel_version, start_kernel
-from process_support import pid_alive, wait_for_text
+from process_support import pid_alive, start_times, wait_for_text
 
 pytestmark = pytest.mark.kernel
 
@@ -32,8 +32,8 @@ def test_one_click_approves_the_batch_and_stop_ends_it(tmp_path: Path, make_skil
             "%%skillrun hang.hang --map rows --workers 2 -o res -- {path}\n", allow_stdin=True
         )
         k.click(k.wait_for_button("Yes once", timeout=60))  # ONE approval for 8 items
-        wait_for_text(pid_files[0])
-        wait_for_text(pid_files[1])
+        running = [int(x) for p in pid_files[:2] for x in wait_for_text(p).split()]
+        starts = start_times(running)  # while they surely run: pid reuse shows
         k.click(k.wait_for_button("Stop", timeout=60))
         r = k.collect(msg_id, timeout=60)
         assert r.ok, r.error_text
@@ -52,4 +52,4 @@ def test_one_click_approves_the_batch_and_stop_ends_it(tmp_path: Path, make_skil
         )
         assert r.stdout.strip() == "['approved']"
     pids = [int(x) for p in pid_files if p.exists() for x in p.read_text().split()]
-    assert len(pids) == 4 and not [p for p in pids if pid_alive(p)]
+    assert len(pids) == 4 and not [p for p in pids if pid_alive(p, starts.get(p))]

@@ -188,12 +188,15 @@ class TerminalIPython:
 
 
 def _env(tmp_path: Path, examples_dir: Path) -> tuple[dict[str, str], Path]:
-    """Environment and working directory for an isolated IPython over copied examples."""
-    skills = tmp_path / "skills-copy"
-    shutil.copytree(examples_dir, skills)
+    """Environment and working directory for an isolated IPython over copied examples.
+
+    The copy is inside the working directory, so tables show it as ``./skills-copy/...``
+    (render/paths.py: display_path) whatever the length of the temp folder's path."""
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
+    skills = work / "skills-copy"
+    shutil.copytree(examples_dir, skills)
     env = dict(os.environ)
     for name in ("SKILL_MAGICS_AUTO_APPROVE", "PYTHONSTARTUP", "COLUMNS", "LINES"):
         env.pop(name, None)
@@ -240,8 +243,9 @@ def test_skills_prints_an_aligned_text_table(ipython: TerminalIPython) -> None:
     for line in [lines[header], *rows.values()]:
         for start in columns[1:]:  # every column starts at the separator's dashes
             assert line[start - 2 : start] == "  " and line[start] != " ", (start, line)
-    for line in rows.values():
-        assert "skills-copy" in line[columns[3] :], line  # location: our copy
+    for name, line in rows.items():
+        # location: our copy, relative to the working directory, whole (not shortened)
+        assert line[columns[3] :] == f"./skills-copy/{name}", line
         assert line[columns[2] :].split()[0].isdigit(), line  # scripts: a count
     assert rows["demo-behaviours"][columns[2] :].split()[0] == "5"
 

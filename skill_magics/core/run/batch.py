@@ -251,7 +251,7 @@ class _Shipped:
 
         if is_dask_client(executor):
             self.dask = DaskSubmitter(executor)
-            self.signal = DaskCancel(f"skill-magics-cancel-{runner.batch_id}")
+            self.signal = DaskCancel(f"skill-magics-cancel-{runner.batch_id}", executor)
             self.signal.clear()
         else:
             self.signal = ship.new_file_flag()
@@ -279,7 +279,11 @@ class _Shipped:
         loop, not one blocking round trip per item from a callback thread)."""
         from distributed import as_completed
 
-        self._completed = as_completed([], with_results=True, raise_errors=False)
+        # On this client's loop: the default client's may be another cluster's, whose
+        # closing would leave this batch waiting forever.
+        self._completed = as_completed(
+            [], loop=self.dask.client.loop, with_results=True, raise_errors=False
+        )
         self._index_of: dict[str, int] = {}
         self._index_lock = threading.Lock()
         self._closing = threading.Event()

@@ -44,15 +44,18 @@ def connect(address: str) -> Any:
 class DaskCancel:
     """The batch's cancel signal on the cluster (a ``distributed.Event``); picklable."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, client: Any = None) -> None:
         self.name = name
+        self._client = client  # the batch's Client (None: the default one); never pickled
         self._event: Any = None
 
     def _get(self) -> Any:
         if self._event is None:
             from distributed import Event
 
-            self._event = Event(self.name)
+            # On the batch's own cluster: the default client is the newest one, which may
+            # be another cluster's (two clients in one process).
+            self._event = Event(self.name, client=self._client)
         return self._event
 
     def bind(self) -> None:

@@ -15,8 +15,13 @@ Skills that cannot travel are refused before anything is asked to run: a skill w
 ``venv/`` (an installed environment is tied to its machine), symlinks or special files.
 
 Where copies live (docs/architecture.md, *Batch runs*): ``$TMPDIR/skill-magics-shipped-<uid>/
-<digest>/<folder>``, where ``<digest>`` hashes the packed files and ``<folder>`` is the skill
-folder's own last component; the skill's *name* never becomes a path. The per-user root, the
+<owner>/<digest>/<folder>``, where ``<owner>`` names this process (pid, start time, boot and
+PID namespace: core/run/ship_owner.py), ``<digest>`` hashes the packed files and ``<folder>``
+is the skill folder's own last component; the skill's *name* never becomes a path. Only the
+owner writes, replaces or removes anything in its folder, so another process of this user
+(another kernel's workers, another test suite) can never pull a copy from under running
+items; the folder goes when its process exits, and the folder of one that died without
+cleaning up is swept once it is provably dead. The per-user root, the owner's folder, the
 digest folder and the copy are created private (0700, whatever the umask) and trusted only
 while they are real folders (never followed through a symlink) owned by this user with no
 group/other write, checked from the root down before every item; a copy that fails is moved
@@ -55,6 +60,7 @@ from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.run import ship_owner
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import RunStatus
@@ -201,9 +207,10 @@ class SkillBundle:
         return hashlib.sha256(text).hexdigest()[:24]
 
     def location(self) -> Path:
-        """Where this process keeps its copy: ``<ship_root()>/<digest>/<folder>``."""
+        """Where this process keeps its copy: ``<ship_root()>/<owner>/<digest>/<folder>``
+        (``<owner>``: this process, ship_owner.current())."""
         folder = self.folder if paths.folder_name_problem(self.folder) is None else DEFAULT_FOLDER
-        return ship_root() / self.digest / folder
+        return ship_root() / ship_owner.current().name / self.digest / folder
 
     def unpack(self) -> Path:
         """This process's verified copy (unpacked on first use); raises ShippedSkillMismatch
@@ -215,7 +222,7 @@ class SkillBundle:
                 _private_parents(target)
             except OSError as exc:  # e.g. a temp folder this user may not write in
                 raise ShipAreaError(
-                    f"The shipping folder {target.parent.parent} cannot be made ({exc}): "
+                    f"The shipping folder {target.parents[2]} cannot be made ({exc}): "
                     "nothing ran; point TMPDIR at a folder of this user"
                 ) from exc
             if not _trusted_copy(target):
@@ -275,8 +282,8 @@ class SkillBundle:
             try:
                 os.rename(staging, target)  # atomic: the copy appears whole or not at all
             except OSError as exc:
-                # Another process of this user unpacked it first (a full folder is there):
-                # the caller checks whatever is there before using it.
+                # Something is there already (only this process writes in its folder, so
+                # never another's copy): the caller checks whatever is there before use.
                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                     raise SkillMagicsError(
                         f"Could not unpack skill {self.name!r} into {parent}: {exc}; check "
@@ -329,12 +336,16 @@ def _open_private_dir(name: str, dir_fd: int | None, create: bool) -> tuple[int,
 
 
 def _private_parents(target: Path) -> None:
-    """Make sure the shipping root and the digest folder above ``target`` are this user's
-    private folders: the root is created 0700 (refused when it is not ours), the digest
-    folder is created 0700, or replaced when it is not ours."""
-    root = target.parent.parent
+    """Make sure the shipping root, this process's folder and the digest folder above
+    ``target`` are this user's private folders: the root is created 0700 (refused when it is
+    not ours); the other two, which only this process uses, are created 0700, or replaced
+    when they are not ours. This process's folder is removed when it exits
+    (ship_owner.adopt), and the folders of dead processes are swept when it is first made."""
+    own = target.parent.parent
+    root = own.parent
     if not _OWNERS:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ship_owner.adopt(own)
         return
     _check_temp_parent(root.parent)
     fd, trusted = _open_private_dir(os.fspath(root), None, create=True)
@@ -345,23 +356,34 @@ def _private_parents(target: Path) -> None:
                 "user's, writable by others, or a symlink): nothing ran; remove it, or point "
                 "TMPDIR at a private folder"
             )
-        digest = target.parent.name
-        sub, sub_trusted = _open_private_dir(digest, fd, create=True)
-        if sub >= 0:
-            os.close(sub)
-        if not sub_trusted:
-            _discard(target.parent)
-            sub, sub_trusted = _open_private_dir(digest, fd, create=True)
-            if sub >= 0:
-                os.close(sub)
-            if not sub_trusted:
-                raise ShipAreaError(
-                    f"The shipping folder {target.parent} is not a private folder of this "
-                    "user and could not be replaced: nothing ran; remove it"
-                )
+        own_fd = _private_child(fd, own)
+        try:
+            ship_owner.adopt(own)
+            os.close(_private_child(own_fd, target.parent))
+        finally:
+            os.close(own_fd)
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _private_child(parent_fd: int, folder: Path) -> int:
+    """An fd of ``folder`` (in the folder open as ``parent_fd``), created private, or
+    replaced when it is not this user's private folder."""
+    sub, trusted = _open_private_dir(folder.name, parent_fd, create=True)
+    if not trusted:
+        if sub >= 0:
+            os.close(sub)
+        _discard(folder)
+        sub, trusted = _open_private_dir(folder.name, parent_fd, create=True)
+        if not trusted:
+            if sub >= 0:
+                os.close(sub)
+            raise ShipAreaError(
+                f"The shipping folder {folder} is not a private folder of this user and "
+                "could not be replaced: nothing ran; remove it"
+            )
+    return sub
 
 
 def _check_temp_parent(folder: Path) -> None:
@@ -517,25 +539,10 @@ def _member_parts(member: str) -> tuple[str, ...] | None:
 
 
 def _discard(copy: Path) -> None:
-    """Move ``copy`` aside (one rename in our own folder) and remove it; a symlink is
-    removed, never followed."""
-    try:
-        st = os.lstat(copy)
-    except OSError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        try:
-            os.unlink(copy)
-        except OSError:
-            pass
-        return
-    aside = copy.with_name(f".rejected-{uuid.uuid4().hex}")
-    try:
-        os.replace(copy, aside)
-    except OSError:
-        return
+    """Move ``copy`` aside (one rename in this process's own folder) and remove it; a
+    symlink is removed, never followed."""
     _TRUSTED.pop(os.fspath(copy), None)
-    shutil.rmtree(aside, ignore_errors=True)
+    ship_owner.remove(copy)
 
 
 def _is_digest(value: str) -> bool:
