@@ -314,10 +314,18 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
 
 
 def _kill_all(
-    pgid: int, tree: _Descendants | None, sig: int, orphans: Orphans | None = None
+    pgid: int,
+    tree: _Descendants | None,
+    sig: int,
+    orphans: Orphans | None = None,
+    exited: bool = False,
 ) -> None:
+    """Signal the group, the escapees the snapshots saw and the run's orphans. ``exited``:
+    the main process has surely exited (Child.has_exited), which lets the orphan search
+    settle in one look when nothing is left (core/run/orphans.py)."""
     if orphans is not None:
-        orphans.collect(exclude=pgid)  # before the kill: what it orphans is held already
+        # Before the kill: what it orphans is held already.
+        orphans.collect(exclude=pgid, exited=exited)
         if tree is not None:  # and what the snapshots saw, to be reaped once adopted
             orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
@@ -360,6 +368,11 @@ class Child:
     def close(self) -> None:
         """Release what the child holds beyond its pipes (the loop closes those)."""
 
+    def has_exited(self) -> bool:
+        """After the loop saw the exit: has the main process surely exited (it is a zombie
+        or reaped, so its children were re-parented already)? False when unsure."""
+        return False
+
 
 class _PopenChild(Child):
     """A process started here with subprocess.Popen."""
@@ -389,6 +402,9 @@ class _PopenChild(Child):
                 return True
             return info is not None
         return self.proc.poll() is not None  # pragma: no cover - no waitid(): reaps
+
+    def has_exited(self) -> bool:
+        return True  # the loop saw its pidfd readable or waitid(WNOWAIT) report it
 
     def reap(self) -> int:
         try:
@@ -683,7 +699,7 @@ def drive(
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
-        _kill_all(pgid, tree, signal.SIGKILL, held)
+        _kill_all(pgid, tree, signal.SIGKILL, held, loop.exited and child.has_exited())
         if held is not None:
             held.reap()
             held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id

@@ -430,6 +430,11 @@ class WarmChild(Child):
     def poll_exit(self) -> bool:
         return self.returncode is not None or self.on_exit_fd()
 
+    def has_exited(self) -> bool:
+        # The server sends the status once waitid(WNOWAIT) saw the exit; a lost server says
+        # nothing about the child.
+        return self.returncode is not None and not self.lost
+
     def reap(self) -> int:
         deadline = time.monotonic() + 10
         while self.returncode is None and time.monotonic() < deadline:
