@@ -256,15 +256,17 @@ def read_inside(
         os.close(fd)
 
 
-def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int) -> bool:
+def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int | None) -> bool:
     """Does ``candidate`` still resolve to the very file ``script`` describes, with no
-    setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns``? (For caches: a False
-    answer only means "check again from scratch".)"""
+    setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns`` (None: whatever it
+    is)? (For caches: a False answer only means "check again from scratch".)"""
     real, st = realpath_stat(os.path.normpath(candidate))
     if st is None or real != str(script.real) or _identity(st) != script.identity:
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         return False
+    if base_mtime_ns is None:
+        return True
     try:
         return os.stat(script.real_base).st_mtime_ns == base_mtime_ns
     except OSError:
@@ -351,10 +353,17 @@ def folder_name_problem(name: str) -> str | None:
     return None
 
 
+_GOOD_NAMES: set[str] = set()  # names that passed: the check is a pure function of the text
+
+
 def check_skill_name(name: str, folder: str | None = None) -> None:
     """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name."""
+    if name in _GOOD_NAMES:  # every run checks its skill's name: decide each name once
+        return
     why = folder_name_problem(name)
     if why is None:
+        if type(name) is str and len(_GOOD_NAMES) < 4096:
+            _GOOD_NAMES.add(name)
         return
     example = folder if folder and folder_name_problem(folder) is None else "my-skill"
     raise SkillNameError(

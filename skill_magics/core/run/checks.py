@@ -102,6 +102,11 @@ _BASE_ENV_SET = frozenset(BASE_ENV)
 _BASE_ENV_BYTES = frozenset(os.fsencode(name) for name in BASE_ENV)
 
 
+# The last environment _base_env read (bytes snapshot) and what it kept: comparing two
+# snapshots (C level, values compared by identity first) costs less than decoding again.
+_LAST_BASE_ENV: list[tuple[dict[bytes, bytes], dict[str, str]] | None] = [None]
+
+
 def _base_env() -> dict[str, str]:
     """The inherited part of the minimal environment: BASE_ENV names and LC_* from os.environ.
 
@@ -112,13 +117,18 @@ def _base_env() -> dict[str, str]:
     """
     data = getattr(os.environ, "_data", None)
     if not _WINDOWS and isinstance(data, dict):
-        enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
         snapshot = dict(data)  # one C-level copy: another thread may be editing os.environ
-        return {
+        last = _LAST_BASE_ENV[0]
+        if last is not None and last[0] == snapshot:  # unchanged since the last run
+            return dict(last[1])
+        enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        env = {
             key.decode(enc, errors): value.decode(enc, errors)  # what os.fsdecode does
             for key, value in snapshot.items()
             if key in _BASE_ENV_BYTES or key[:3] == b"LC_"
         }
+        _LAST_BASE_ENV[0] = (snapshot, env)  # one store: a reader sees a pair or the other
+        return dict(env)
     source = os.environ
     env = {}
     for key in list(source):
@@ -190,7 +200,9 @@ class _Resolved:
     script: paths.ResolvedScript
     spec: InterpreterSpec
     command: tuple[str, ...]  # interpreter, its flags, the script's real path
-    base_mtime_ns: int
+    # The skill dir's mtime when a new venv/ there changes the program (Python scripts);
+    # None: nothing in the skill dir but the script itself decides the answer.
+    base_mtime_ns: int | None
 
 
 class RunChecks:
@@ -456,10 +468,10 @@ class RunChecks:
         """Path checks + interpreter for a script, reused while nothing relevant changed.
 
         A cached answer is used only after re-resolving the script's real path and finding the
-        same file (device, inode, mtime, size), no setuid/setgid bits, the same skill dir
-        mtime (a new venv/ changes it), the same PATH and allow-list, and the interpreter
-        still executable. Everything else is decided afresh, so the cache only saves time
-        (~50 us of a ~1.4 ms spawn).
+        same file (device, inode, mtime, size), no setuid/setgid bits, for a Python script
+        the same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and
+        the interpreter still executable. Everything else is decided afresh, so the cache
+        only saves time (~50 us of a ~1.4 ms spawn).
         """
         if not self.use_cache:
             return self._resolve_now(settings, script_path, skill_base_dir)
@@ -505,7 +517,10 @@ class RunChecks:
             )
         program = self._program(spec, script.real_base, script.relative, name)
         command = (program, *spec.argv[1:], str(script.real))
-        return _Resolved(script, spec, command, base_mtime_ns)
+        # Other programs come from PATH (part of the cache key) and the script's own first
+        # line (its identity): the skill dir's mtime need not be read again for them.
+        python = spec.script_type == "python"
+        return _Resolved(script, spec, command, base_mtime_ns if python else None)
 
     def _program(self, spec: InterpreterSpec, base: Path, rel: Path, name: str) -> str:
         """Absolute path of the program that runs the script."""

@@ -156,6 +156,7 @@ class ScriptExecutor:
         *,
         on_output: OnOutput | None = None,
         cancel: threading.Event | None = None,
+        just_checked: bool = False,
     ) -> ScriptExecutionResult:
         """Spawn and wait; returns the result (timeouts and signals are results, not errors).
 
@@ -164,13 +165,19 @@ class ScriptExecutor:
         as they arrive, in this thread: keep it cheap. Setting ``cancel`` stops the whole
         process group. KeyboardInterrupt kills the group, is audited as "interrupted" and
         re-raised.
+
+        ``just_checked``: the checks made ``prepared`` in this same call, right before, and
+        nothing waited in between (no approval: :meth:`execute`, a batch's item). They
+        resolved and stat'ed the file (RunChecks._resolve: the same path, identity, type and
+        mode tests the re-check makes), so the re-check would repeat them microseconds later
+        and is skipped.
         """
         audit_base = (
             prepared.skill_name,
             prepared.script_rel.as_posix(),
             prepared.arguments_preview,
         )
-        if prepared.script is not None:
+        if prepared.script is not None and not just_checked:
             started = time.monotonic()
             try:
                 paths.recheck(prepared.script)  # the file may have changed during approval
@@ -486,7 +493,7 @@ class ScriptExecutor:
             module=module,
             warm=warm,
         )
-        return self.run(prepared, on_output=on_output, cancel=cancel)
+        return self.run(prepared, on_output=on_output, cancel=cancel, just_checked=True)
 
 
 def _ms_since(started: float) -> float:

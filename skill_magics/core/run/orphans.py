@@ -39,6 +39,7 @@ process-table entry, until the kernel exits.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import secrets
@@ -116,17 +117,52 @@ class _Subreaper:
 SUBREAPER = _Subreaper()
 
 
+class _RunIds:
+    """Run ids: a random prefix per process, then a counter. Unique is what matters (a
+    process carrying another run's id only gets itself killed by that run, and one that
+    wants to escape can clear its environment anyway), so one random draw per process
+    instead of one per run (a system call)."""
+
+    def __init__(self) -> None:
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked copy of this process draws anew
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self.prefix = secrets.token_hex(5)
+        self.count = itertools.count(1)  # next() is atomic under the GIL
+        self.pid = os.getpid()  # this process, without a system call per run
+
+    def new(self) -> str:
+        return f"{self.prefix}{next(self.count):06x}"
+
+
+_IDS = _RunIds()
+
+
 def new_run_id() -> str:
-    return secrets.token_hex(8)
+    return _IDS.new()
 
 
-def _read_proc(path: str) -> bytes:
+_SHORT_READ = 2048
+
+
+def _read_proc(path: str, seq_file: bool = False) -> bytes:
     """A small /proc file whole: open, read to EOF, close (no buffered file object: this
-    runs at the end of every run)."""
+    runs at the end of every run).
+
+    ``seq_file``: the file is a list of small records (``task/TID/children``). Such a read
+    stops short of the request only at the end of the list or when the next record does
+    not fit the kernel's buffer (a page at least, fs/seq_file.c); so a read of less than
+    ``_SHORT_READ`` bytes, with records of a few bytes, was the end: no second read."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
+        chunk = os.read(fd, 65536)
+        if seq_file and len(chunk) < _SHORT_READ:
+            return chunk
+        chunks = [chunk]
+        while chunk:
+            chunk = os.read(fd, 65536)
             chunks.append(chunk)
     finally:
         os.close(fd)
@@ -142,7 +178,8 @@ def _children(pid: int) -> list[int]:
         return out
     for tid in tids:
         try:
-            out.extend(int(x) for x in _read_proc(f"/proc/{pid}/task/{tid}/children").split())
+            found = _read_proc(f"/proc/{pid}/task/{tid}/children", seq_file=True)
+            out.extend(int(x) for x in found.split())
         except (OSError, ValueError):
             continue
     return out
@@ -158,11 +195,11 @@ def _adopted() -> list[int]:
     cost a read each. The other threads' children are processes this process forked itself
     (a run's main process, a Popen elsewhere), never a run's orphans.
     """
-    me = os.getpid()
+    me = _IDS.pid
     if not threading.main_thread().is_alive():  # interpreter shutdown: look everywhere
         return _children(me)
     try:
-        return [int(x) for x in _read_proc(f"/proc/{me}/task/{me}/children").split()]
+        return [int(x) for x in _read_proc(f"/proc/{me}/task/{me}/children", True).split()]
     except (OSError, ValueError):
         return _children(me)
 
@@ -207,7 +244,7 @@ class Orphans:
         told us it exited), and theirs are below them; so when this look finds no child but
         it, nothing of the run is left anywhere, nor can become this process's child later:
         :meth:`reap_zombies` has nothing to look for (``settled``)."""
-        me = os.getpid()
+        me = _IDS.pid
         adopted = [pid for pid in _adopted() if pid != exclude]
         if exited and not adopted and not self.held:
             self.settled = True

@@ -31,6 +31,21 @@ MAX_ARGUMENT_DEPTH = 500
 _LEAVES = (str, int, float, bool, type(None))
 
 
+_FLAT = frozenset({str, int, bool, type(None)})  # exact types: a subclass takes the walk
+
+
+def _flat(arguments: dict) -> bool:
+    """Is ``arguments`` one level of str keys and plain leaves (finite floats included)?
+    True means :func:`validate` has nothing to refuse; False only means "walk it"."""
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or (
+            kind not in _FLAT and (kind is not float or not math.isfinite(value))
+        ):
+            return False
+    return True
+
+
 def _fmt(path: list[str]) -> str:
     return "arguments" + "".join(path)
 
@@ -41,6 +56,8 @@ def validate(arguments: Any) -> None:
     Iterative (deep nesting cannot hit the recursion limit) and path-aware for cycles: a
     list shared twice is fine (JSON just repeats it), a list containing itself is not.
     """
+    if type(arguments) is dict and _flat(arguments):
+        return  # the usual shape (a row, a few options): no walk needed
     if not isinstance(arguments, dict):
         raise ArgumentSerializationError(
             f"Arguments must be a dict (a JSON object), got {type(arguments).__name__}: "

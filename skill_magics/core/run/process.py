@@ -31,6 +31,7 @@ import codecs
 import errno
 import logging
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -39,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.secrets import Masks
@@ -335,6 +336,28 @@ def _kill_all(
         orphans.signal(sig)
 
 
+class Pipe:
+    """Our end of one of a run's pipes: a bare descriptor. The loop reads and writes it with
+    os.read/os.write, so it needs no file object (whose creation costs an fstat)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    @property
+    def closed(self) -> bool:
+        return self.fd < 0
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
 class Child:
     """A started run as the loop drives it: the main process (its pid is its group id), our
     ends of its pipes, how to notice its exit without reaping it, and how to reap it.
@@ -344,9 +367,9 @@ class Child:
     """
 
     pid: int
-    stdin: IO[bytes] | None
-    stdout: IO[bytes]
-    stderr: IO[bytes]
+    stdin: Pipe | None  # None: stdin was /dev/null, or the payload was written already
+    stdout: Pipe
+    stderr: Pipe
     reaped = False
 
     def exit_fd(self) -> int | None:
@@ -377,13 +400,14 @@ class Child:
 class _PopenChild(Child):
     """A process started here with subprocess.Popen."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(
+        self, proc: subprocess.Popen, stdin: Pipe | None, stdout: Pipe, stderr: Pipe
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
-        self.stdin = proc.stdin
-        assert proc.stdout is not None and proc.stderr is not None  # both pipes are opened
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
         self.pidfd: int | None = None
 
     def exit_fd(self) -> int | None:
@@ -441,7 +465,7 @@ class _Loop:
         )
         self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
         self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
-        self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
+        self.readers: dict[int, tuple[StreamCapture, Pipe]] = {}
         self.on_output = on_output
         self.exited = False
         self.exit_fd: int | None = None
@@ -629,22 +653,67 @@ def _run(
     held: Orphans | None,
 ) -> ProcessOutcome:
     start = time.monotonic()
+    # The pipes are made here, not by Popen: it would wrap its ends in file objects (an fstat
+    # each) that the loop never uses. A payload that fits the pipe is written before the
+    # spawn and its write end closed: the script reads it, then EOF, as before.
+    theirs: list[int] = []  # the child's ends: closed here once it has them
+    ours: list[int] = []
+    stdin: Pipe | None = None
     try:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE if payload is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            shell=False,
-            bufsize=0,
-            **group_kwargs(),
-        )
-    except OSError as exc:
-        raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-    child = _PopenChild(proc)
+        if payload is None:
+            child_in: int = subprocess.DEVNULL
+        else:
+            child_in, in_w = _pipe(theirs, ours)
+            if len(payload) <= _PREFILL:
+                _write_all(in_w, payload)
+                os.close(ours.pop())
+                payload = None
+            else:
+                stdin = Pipe(in_w)
+        out_r, out_w = _pipe(ours, theirs)
+        err_r, err_w = _pipe(ours, theirs)
+        try:
+            proc = subprocess.Popen(
+                command,
+                stdin=child_in,
+                stdout=out_w,
+                stderr=err_w,
+                cwd=cwd,
+                env=env,
+                shell=False,
+                bufsize=0,
+                **group_kwargs(),
+            )
+        except OSError as exc:
+            raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
     return drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
+
+
+# A write of at most PIPE_BUF bytes to a new, empty pipe never blocks: every pipe holds at
+# least one page (even past the per-user pipe buffer limits), and PIPE_BUF is at most that.
+_PREFILL = getattr(select, "PIPE_BUF", 512)
+
+
+def _pipe(reader: list[int], writer: list[int]) -> tuple[int, int]:
+    """A pipe (both ends close-on-exec); its ends are appended to ``reader``/``writer``."""
+    r, w = os.pipe2(os.O_CLOEXEC) if hasattr(os, "pipe2") else os.pipe()
+    reader.append(r)
+    writer.append(w)
+    return r, w
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def drive(
@@ -741,6 +810,7 @@ def drive(
 
 __all__ = [
     "Child",
+    "Pipe",
     "drive",
     "group_kwargs",
     "GRACE_S",

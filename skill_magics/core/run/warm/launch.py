@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import envdirs
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
+from skill_magics.core.run.process import OnOutput, Pipe, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
 from skill_magics.core.run.warm.pool import POOL
 from skill_magics.core.run.warm.server import (
@@ -556,9 +556,9 @@ def _run_warm(
     finally:
         for fd in theirs:
             os.close(fd)
-    child.stdin = open(stdin_w, "wb", buffering=0) if stdin_w >= 0 else None  # noqa: SIM115
-    child.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115
-    child.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
+    child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
+    child.stdout = Pipe(out_r)
+    child.stderr = Pipe(err_r)
     outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
     if child.failure is not None:
         raise child.failure

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from skill_magics.core.run.process import Child, SpawnError, group_kwargs
+from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")
 
@@ -379,7 +379,7 @@ class WarmChild(Child):
         self.server = server
         self.sock = sock
         self.pid = 0
-        self.stdin: IO[bytes] | None = None
+        self.stdin: Pipe | None = None
         self.returncode: int | None = None
         self.failure: SpawnError | None = None  # it could not start (cwd missing)
         self.lost = False  # the server went away: the status is unknown
