@@ -174,8 +174,10 @@ class AuditRecord:
         if not isinstance(self.arguments, str):
             self.arguments = arguments_preview(self.arguments)
         self.arguments = truncate(self.arguments)
-        self.script = str(self.script)
-        self.outcome = AuditOutcome(self.outcome)  # a misspelt outcome fails here, not in a log
+        if type(self.script) is not str:
+            self.script = str(self.script)
+        if type(self.outcome) is not AuditOutcome:
+            self.outcome = AuditOutcome(self.outcome)  # a misspelt one fails here, not in a log
 
     @classmethod
     def now(
@@ -196,9 +198,9 @@ class AuditRecord:
         return cls(
             utc_now(),
             skill,
-            str(script),
+            script if type(script) is str else str(script),
             arguments,
-            AuditOutcome(outcome),
+            outcome if type(outcome) is AuditOutcome else AuditOutcome(outcome),
             exit_code,
             reason,
             duration_ms,

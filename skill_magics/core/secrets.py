@@ -69,6 +69,7 @@ SECRET_KEYS = (
     "api-keys",
     "api_keys",
 )
+_SECRET_KEY_SET = frozenset(SECRET_KEYS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names a secret may not take: they steer the interpreter or the run itself, not a credential.
 _RESERVED = frozenset(
@@ -115,6 +116,8 @@ def rejected_secrets(metadata: Any) -> tuple[str, ...]:
 
 def _all_names(metadata: Any) -> list[str]:
     extra = getattr(metadata, "metadata", metadata)
+    if type(extra) is dict and _SECRET_KEY_SET.isdisjoint(extra):
+        return []  # every run asks: the usual answer without the walk
     if not isinstance(extra, Mapping):
         return []
     names: list[str] = []

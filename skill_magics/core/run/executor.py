@@ -172,26 +172,20 @@ class ScriptExecutor:
         mode tests the re-check makes), so the re-check would repeat them microseconds later
         and is skipped.
         """
-        audit_base = (
-            prepared.skill_name,
-            prepared.script_rel.as_posix(),
-            prepared.arguments_preview,
-        )
         if prepared.script is not None and not just_checked:
             started = time.monotonic()
             try:
                 paths.recheck(prepared.script)  # the file may have changed during approval
             except SkillMagicsError as exc:
-                self.audit.refused(*audit_base, exc, duration_ms=_ms_since(started))
+                self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
                 raise
-        return self._spawn_and_wait(prepared, on_output, cancel, audit_base)
+        return self._spawn_and_wait(prepared, on_output, cancel)
 
     def _spawn_and_wait(
         self,
         prepared: PreparedRun,
         on_output: OnOutput | None,
         cancel: threading.Event | None,
-        audit_base: tuple[str, str, str],
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
@@ -204,7 +198,7 @@ class ScriptExecutor:
             else:
                 boxed = self._warm_box(prepared, how.ticket)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
-            self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
+            self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise
         shown = None if boxed is None else boxed.record
         # No secret value leaves a run, wherever a script printed it: both streams are
@@ -247,7 +241,7 @@ class ScriptExecutor:
             return self._spawn_failed(prepared, exc, time.monotonic() - start, how)
         except BaseException as exc:
             self.audit.event(
-                *audit_base,
+                *_audit_base(prepared),
                 AuditOutcome.INTERRUPTED,
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
@@ -494,6 +488,12 @@ class ScriptExecutor:
             warm=warm,
         )
         return self.run(prepared, on_output=on_output, cancel=cancel, just_checked=True)
+
+
+def _audit_base(prepared: PreparedRun) -> tuple[str, str, str]:
+    """What a record of ``prepared`` names: skill, script, arguments (worked out when the
+    record is made: a secret given since is masked too)."""
+    return prepared.skill_name, prepared.script_rel.as_posix(), prepared.arguments_preview
 
 
 def _ms_since(started: float) -> float:

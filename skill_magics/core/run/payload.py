@@ -29,6 +29,9 @@ MAX_ARGUMENT_BYTES = 10 * 2**20
 MAX_ARGUMENT_DEPTH = 500
 
 _LEAVES = (str, int, float, bool, type(None))
+# json.dumps with these options builds an encoder per call; this one is built once (its
+# encode() keeps no state between calls).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 _FLAT = frozenset({str, int, bool, type(None)})  # exact types: a subclass takes the walk
@@ -128,7 +131,7 @@ def encode_arguments(arguments: Any, limit: int = MAX_ARGUMENT_BYTES) -> bytes:
     """``arguments`` as strict UTF-8 JSON bytes; raises ArgumentSerializationError/SizeError."""
     validate(arguments)
     try:
-        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        text = _ENCODER.encode(arguments)
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ArgumentSerializationError(

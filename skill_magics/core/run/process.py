@@ -30,6 +30,7 @@ from __future__ import annotations
 import codecs
 import errno
 import logging
+import math
 import os
 import select
 import selectors
@@ -445,6 +446,46 @@ class _PopenChild(Child):
             self.pidfd = None
 
 
+class _Poller:
+    """poll(2) on the run's few descriptors (select() is limited to fds < 1024), straight
+    from the select module: ``poll`` also says which pipes have hung up. Elsewhere, a
+    selector (no hang-up news: such a pipe is read to its end one poll later)."""
+
+    def __init__(self) -> None:
+        self._poll = select.poll() if hasattr(select, "poll") else None
+        self._sel = None if self._poll is not None else selectors.DefaultSelector()
+
+    def register(self, fd: int, write: bool = False) -> None:
+        if self._poll is not None:
+            self._poll.register(fd, select.POLLOUT if write else select.POLLIN)
+        else:  # pragma: no cover - Windows
+            assert self._sel is not None
+            self._sel.register(fd, selectors.EVENT_WRITE if write else selectors.EVENT_READ)
+
+    def unregister(self, fd: int) -> None:
+        if self._poll is not None:
+            self._poll.unregister(fd)
+        else:  # pragma: no cover - Windows
+            assert self._sel is not None
+            self._sel.unregister(fd)
+
+    def poll(self, wait: float) -> list[tuple[int, bool]]:
+        """Ready descriptors within ``wait`` seconds, each with "has it hung up?"."""
+        if self._poll is not None:
+            # Rounded up, as selectors does: a wait rounded down to 0 ms would spin.
+            ready = self._poll.poll(math.ceil(max(wait, 0.0) * 1000))
+            return [(fd, bool(events & _HUP)) for fd, events in ready]
+        assert self._sel is not None  # pragma: no cover - Windows
+        return [(key.fd, False) for key, _ in self._sel.select(max(wait, 0.0))]
+
+    def close(self) -> None:
+        if self._sel is not None:  # pragma: no cover - Windows
+            self._sel.close()
+
+
+_HUP = getattr(select, "POLLHUP", 0) | getattr(select, "POLLERR", 0)
+
+
 class _Loop:
     """State of one run; lives only inside _drive."""
 
@@ -458,11 +499,7 @@ class _Loop:
     ) -> None:
         self.child = child
         # poll() when there is one (select() is limited to fds < 1024), else the default.
-        self.sel: selectors.BaseSelector = (
-            selectors.PollSelector()
-            if hasattr(selectors, "PollSelector")
-            else selectors.DefaultSelector()  # pragma: no cover
-        )
+        self.sel = _Poller()
         self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
         self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
         self.readers: dict[int, tuple[StreamCapture, Pipe]] = {}
@@ -476,16 +513,16 @@ class _Loop:
         for capture, pipe in ((self.stdout, child.stdout), (self.stderr, child.stderr)):
             fd = pipe.fileno()
             self.readers[fd] = (capture, pipe)
-            self.sel.register(fd, selectors.EVENT_READ)
+            self.sel.register(fd)
         self.exit_fd = child.exit_fd()
         if self.exit_fd is not None:
-            self.sel.register(self.exit_fd, selectors.EVENT_READ)
+            self.sel.register(self.exit_fd)
         if child.stdin is not None:
             self.stdin_fd = child.stdin.fileno()
             os.set_blocking(self.stdin_fd, False)
             # Most payloads fit the pipe: write now and skip a loop iteration.
             if self._write_stdin():
-                self.sel.register(self.stdin_fd, selectors.EVENT_WRITE)
+                self.sel.register(self.stdin_fd, write=True)
 
     # -- stdin -------------------------------------------------------------------------------
     def _write_stdin(self) -> bool:
@@ -513,19 +550,25 @@ class _Loop:
         self.stdin_fd = None
 
     # -- stdout / stderr ---------------------------------------------------------------------
-    def _read(self, fd: int) -> None:
+    def _read(self, fd: int, hung_up: bool = False) -> None:
+        """Read what is there. ``hung_up``: poll saw no writer left, so what the pipe held
+        then is all it will ever hold; a read shorter than asked emptied it, which is its
+        end (no further poll and read per stream). A writer that opens the pipe anew after
+        the poll (through /proc/PID/fd) is not the run's: it is not waited for, and never
+        blocks this loop (a read here follows a poll, or ends the stream)."""
         capture, pipe = self.readers[fd]
         try:
             data = os.read(fd, READ_CHUNK)
         except BlockingIOError:
             return
-        if not data:
-            self.sel.unregister(fd)
-            del self.readers[fd]
-            pipe.close()
-            self._emit(capture.name, capture.finish())
-            return
-        self._emit(capture.name, capture.feed(data))
+        if data:
+            self._emit(capture.name, capture.feed(data))
+            if not hung_up or len(data) >= READ_CHUNK:
+                return
+        self.sel.unregister(fd)
+        del self.readers[fd]
+        pipe.close()
+        self._emit(capture.name, capture.finish())
 
     def _emit(self, name: str, text: str) -> None:
         if text and self.on_output is not None:
@@ -544,8 +587,7 @@ class _Loop:
 
     def step(self, wait: float) -> None:
         """One select(): handle every ready fd."""
-        for key, _mask in self.sel.select(max(wait, 0.0)):
-            fd = key.fd
+        for fd, hung_up in self.sel.poll(wait):
             if fd == self.exit_fd:
                 if self.child.on_exit_fd():
                     self.exited = True
@@ -555,7 +597,7 @@ class _Loop:
                 if not self._write_stdin():
                     self.sel.unregister(fd)
             elif fd in self.readers:
-                self._read(fd)
+                self._read(fd, hung_up)
         if self.exit_fd is None and not self.exited and self.readers:
             self._poll_exit()
 
