@@ -83,10 +83,11 @@ def _encoded_preview(encoded: bytes, tail: str) -> str:
     piece only until the first ARGUMENTS_PREVIEW_CHARS characters are known."""
     limit = ARGUMENTS_PREVIEW_CHARS
     masks = known_masks()
-    if not masks:  # nothing to mask: the cheap cut (4 bytes per character at most)
-        return truncate(
-            " ".join(filter(None, (encoded[: limit * 4].decode("utf-8", "ignore"), tail)))
-        )
+    if not masks.values:  # nothing to mask: the cheap cut (4 bytes per character at most)
+        text = encoded[: limit * 4].decode("utf-8", "ignore")
+        if tail:
+            text = f"{text} {tail}" if text else tail
+        return text if len(text) <= limit else truncate(text)
     decoder = codecs.getincrementaldecoder("utf-8")("ignore")
 
     def pieces() -> Iterator[str]:
@@ -173,7 +174,9 @@ class AuditRecord:
     def __post_init__(self) -> None:
         if not isinstance(self.arguments, str):
             self.arguments = arguments_preview(self.arguments)
-        self.arguments = truncate(self.arguments)
+        # A short text with no secret known is what truncate() would give back unchanged.
+        if len(self.arguments) > ARGUMENTS_PREVIEW_CHARS or known_masks().values:
+            self.arguments = truncate(self.arguments)
         if type(self.script) is not str:
             self.script = str(self.script)
         if type(self.outcome) is not AuditOutcome:
@@ -242,7 +245,7 @@ class AuditLog:
         Every text is redacted again here (values provided since the record was made, a
         record built elsewhere): whole texts, never cut ones, so nothing is lost."""
         masks = known_masks()
-        if masks:
+        if masks.values:
             rec.arguments = masks.redact(rec.arguments)
             rec.script = masks.redact(rec.script)
             if rec.reason is not None:

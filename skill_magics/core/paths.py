@@ -256,12 +256,15 @@ def read_inside(
         os.close(fd)
 
 
-def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int | None) -> bool:
-    """Does ``candidate`` still resolve to the very file ``script`` describes, with no
-    setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns`` (None: whatever it
-    is)? (For caches: a False answer only means "check again from scratch".)"""
-    real, st = realpath_stat(os.path.normpath(candidate))
-    if st is None or real != str(script.real) or _identity(st) != script.identity:
+def unchanged(
+    script: ResolvedScript, candidate: str, base_mtime_ns: int | None, real_str: str = ""
+) -> bool:
+    """Does ``candidate`` (normalised) still resolve to the very file ``script`` describes,
+    with no setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns`` (None:
+    whatever it is)? ``real_str``: ``str(script.real)``, when the caller has it. (For caches:
+    a False answer only means "check again from scratch".)"""
+    real, st = realpath_stat(candidate)
+    if st is None or real != (real_str or str(script.real)) or _identity(st) != script.identity:
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         return False

@@ -200,6 +200,7 @@ class _Resolved:
     script: paths.ResolvedScript
     spec: InterpreterSpec
     command: tuple[str, ...]  # interpreter, its flags, the script's real path
+    candidate: str  # the path as given, joined to the skill dir and normalised
     # The skill dir's mtime when a new venv/ there changes the program (Python scripts);
     # None: nothing in the skill dir but the script itself decides the answer.
     base_mtime_ns: int | None
@@ -309,7 +310,7 @@ class RunChecks:
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
         paths.check_skill_name(metadata.name, os.path.basename(base_abs))
         _check_tools(metadata)
-        resolved = self._resolve(settings, script_path, skill_base_dir)
+        resolved = self._resolve(settings, script_path, skill_base_dir, base_abs)
         script, spec, command = resolved.script, resolved.spec, resolved.command
         run_dir = workdir.resolve_cwd(cwd, script.real_base)
         argv_t = normalize_argv(argv) if argv is not None else ()
@@ -318,8 +319,9 @@ class RunChecks:
         else:
             payload = encode_arguments({} if arguments is None else arguments)
         env = child_env(settings, metadata, base_abs)
-        if module is None:
-            module = kinds.module_for(script.real_base, script.relative.as_posix())
+        if module is None:  # (only a .py file can be a module: no call for the others)
+            rel = script.relative.as_posix()
+            module = kinds.module_for(script.real_base, rel) if rel.endswith(".py") else ""
         if module:
             command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
@@ -464,6 +466,7 @@ class RunChecks:
         settings: RunSettings,
         script_path: str | os.PathLike[str],
         skill_base_dir: str | os.PathLike[str],
+        base_abs: str = "",
     ) -> _Resolved:
         """Path checks + interpreter for a script, reused while nothing relevant changed.
 
@@ -475,13 +478,13 @@ class RunChecks:
         """
         if not self.use_cache:
             return self._resolve_now(settings, script_path, skill_base_dir)
-        base_abs = os.path.abspath(skill_base_dir)
+        base_abs = base_abs or os.path.abspath(skill_base_dir)
         shown = os.fspath(script_path)
-        key = (base_abs, shown, os.environ.get("PATH", ""), settings.allowed)
+        key = (base_abs, shown, _path_var(), settings.allowed)
         hit = self._resolved.get(key)
         if (
             hit is not None
-            and paths.unchanged(hit.script, os.path.join(base_abs, shown), hit.base_mtime_ns)
+            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns, hit.command[-1])
             and os.access(hit.command[0], os.X_OK)  # the interpreter was not uninstalled
             # A managed env built (or removed) since changes which Python runs .py scripts.
             and (hit.spec.script_type != "python" or hit.command[0] == _python(base_abs))
@@ -520,7 +523,8 @@ class RunChecks:
         # Other programs come from PATH (part of the cache key) and the script's own first
         # line (its identity): the skill dir's mtime need not be read again for them.
         python = spec.script_type == "python"
-        return _Resolved(script, spec, command, base_mtime_ns if python else None)
+        candidate = os.path.normpath(os.path.join(os.path.abspath(skill_base_dir), script_path))
+        return _Resolved(script, spec, command, candidate, base_mtime_ns if python else None)
 
     def _program(self, spec: InterpreterSpec, base: Path, rel: Path, name: str) -> str:
         """Absolute path of the program that runs the script."""
@@ -563,6 +567,15 @@ class RunChecks:
             with self._cache_lock:
                 self._which_cache[key] = found
         return found
+
+
+def _path_var() -> str | bytes:
+    """$PATH now, for a cache key: os.environ's own bytes value when it has one (no decode
+    and no Mapping machinery per run), else the decoded text."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict) and not _WINDOWS:
+        return data.get(b"PATH", b"")
+    return os.environ.get("PATH", "")
 
 
 def _python(base: str | os.PathLike[str]) -> str:

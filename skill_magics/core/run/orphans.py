@@ -193,10 +193,12 @@ def _adopted() -> list[int]:
     since Linux 3.19, and pidfd, which this needs, came in 5.3), so while the main thread
     lives one read of its children file finds every orphan, where a kernel's 5-10 threads
     cost a read each. The other threads' children are processes this process forked itself
-    (a run's main process, a Popen elsewhere), never a run's orphans.
+    (a run's main process, a Popen elsewhere), never a run's orphans. CPython's main thread
+    lives as long as the process (it returns into exit(), never pthread_exit()); while the
+    interpreter shuts down, every thread's list is read anyway.
     """
     me = _IDS.pid
-    if not threading.main_thread().is_alive():  # interpreter shutdown: look everywhere
+    if sys.is_finalizing():
         return _children(me)
     try:
         return [int(x) for x in _read_proc(f"/proc/{me}/task/{me}/children", True).split()]
@@ -283,6 +285,8 @@ class Orphans:
     def reap(self, wait: float = REAP_WAIT_S) -> list[int]:
         """Wait (bounded) for the held processes to exit; reap those that are this
         process's children. Returns the pids still alive at the deadline."""
+        if not self.held:
+            return []
         deadline = time.monotonic() + wait
         pending = dict(self.held)
         while pending:

@@ -32,6 +32,23 @@ _LEAVES = (str, int, float, bool, type(None))
 # json.dumps with these options builds an encoder per call; this one is built once (its
 # encode() keeps no state between calls).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# And json's C encoder itself, made once with the same options, where there is one. It
+# skips the check for cycles: validate() has refused them already.
+_C_ENCODE = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None,
+        _ENCODER.default,
+        json.encoder.encode_basestring,
+        None,
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,
+        False,
+        False,
+    )
+    if getattr(json.encoder, "c_make_encoder", None) is not None
+    else None
+)
 
 
 _FLAT = frozenset({str, int, bool, type(None)})  # exact types: a subclass takes the walk
@@ -131,7 +148,7 @@ def encode_arguments(arguments: Any, limit: int = MAX_ARGUMENT_BYTES) -> bytes:
     """``arguments`` as strict UTF-8 JSON bytes; raises ArgumentSerializationError/SizeError."""
     validate(arguments)
     try:
-        text = _ENCODER.encode(arguments)
+        text = "".join(_C_ENCODE(arguments, 0)) if _C_ENCODE else _ENCODER.encode(arguments)
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ArgumentSerializationError(

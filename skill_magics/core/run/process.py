@@ -328,7 +328,7 @@ def _kill_all(
     if orphans is not None:
         # Before the kill: what it orphans is held already.
         orphans.collect(exclude=pgid, exited=exited)
-        if tree is not None:  # and what the snapshots saw, to be reaped once adopted
+        if tree is not None and tree.known:  # and what the snapshots saw, reaped once adopted
             orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
     if tree is not None:
@@ -385,8 +385,9 @@ class Child:
         """Has the main process exited? Never reaps it."""
         raise NotImplementedError
 
-    def reap(self) -> int:
-        """Wait for the exited (or killed) main process; its status, -N for signal N."""
+    def reap(self, exited: bool = False) -> int:
+        """Wait for the exited (or killed) main process; its status, -N for signal N.
+        ``exited``: it surely has exited already (:meth:`has_exited`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -431,7 +432,15 @@ class _PopenChild(Child):
     def has_exited(self) -> bool:
         return True  # the loop saw its pidfd readable or waitid(WNOWAIT) report it
 
-    def reap(self) -> int:
+    def reap(self, exited: bool = False) -> int:
+        if exited and self.proc.returncode is None:
+            # A zombie already (``has_exited``): one waitpid, not Popen.wait's timed loop.
+            try:
+                _pid, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped elsewhere: Popen knows how to say so
+                pass
+            else:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - uninterruptible sleep
@@ -469,14 +478,14 @@ class _Poller:
             assert self._sel is not None
             self._sel.unregister(fd)
 
-    def poll(self, wait: float) -> list[tuple[int, bool]]:
-        """Ready descriptors within ``wait`` seconds, each with "has it hung up?"."""
+    def poll(self, wait: float) -> list[tuple[int, int]]:
+        """Ready descriptors within ``wait`` seconds, each with its events (``& _HUP``:
+        it has hung up; a selector never says so)."""
         if self._poll is not None:
             # Rounded up, as selectors does: a wait rounded down to 0 ms would spin.
-            ready = self._poll.poll(math.ceil(max(wait, 0.0) * 1000))
-            return [(fd, bool(events & _HUP)) for fd, events in ready]
+            return self._poll.poll(math.ceil(wait * 1000) if wait > 0 else 0)
         assert self._sel is not None  # pragma: no cover - Windows
-        return [(key.fd, False) for key, _ in self._sel.select(max(wait, 0.0))]
+        return [(key.fd, 0) for key, _ in self._sel.select(max(wait, 0.0))]
 
     def close(self) -> None:
         if self._sel is not None:  # pragma: no cover - Windows
@@ -562,7 +571,9 @@ class _Loop:
         except BlockingIOError:
             return
         if data:
-            self._emit(capture.name, capture.feed(data))
+            text = capture.feed(data)
+            if text and self.on_output is not None:
+                self._emit(capture.name, text)
             if not hung_up or len(data) >= READ_CHUNK:
                 return
         self.sel.unregister(fd)
@@ -587,7 +598,7 @@ class _Loop:
 
     def step(self, wait: float) -> None:
         """One select(): handle every ready fd."""
-        for fd, hung_up in self.sel.poll(wait):
+        for fd, events in self.sel.poll(wait):
             if fd == self.exit_fd:
                 if self.child.on_exit_fd():
                     self.exited = True
@@ -597,7 +608,7 @@ class _Loop:
                 if not self._write_stdin():
                     self.sel.unregister(fd)
             elif fd in self.readers:
-                self._read(fd, hung_up)
+                self._read(fd, bool(events & _HUP))
         if self.exit_fd is None and not self.exited and self.readers:
             self._poll_exit()
 
@@ -798,11 +809,14 @@ def drive(
                 while loop.readers and time.monotonic() < end:
                     loop.step(end - time.monotonic())
                 break
-            tree.maybe_snapshot(now)
-            wait = min(deadline - now, tree.due(now))
+            wait = deadline - now
+            if tree.enabled:  # (inline: this runs a few times per run, every run)
+                if now >= tree.next_at:
+                    tree.maybe_snapshot(now)
+                wait = min(wait, max(tree.next_at - now, 0.0))
             if cancel is not None:
                 wait = min(wait, CANCEL_POLL_S)
-            if not loop.watching:
+            if loop.exit_fd is None and not loop.exited:  # nothing tells us: poll the pid
                 if loop._poll_exit():
                     continue
                 wait = min(wait, EXIT_POLL_S)
@@ -814,7 +828,7 @@ def drive(
         if held is not None:
             held.reap()
             held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
-        returncode = child.reap()
+        returncode = child.reap(loop.exited and child.has_exited())
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the

@@ -435,7 +435,7 @@ class WarmChild(Child):
         # nothing about the child.
         return self.returncode is not None and not self.lost
 
-    def reap(self) -> int:
+    def reap(self, exited: bool = False) -> int:
         deadline = time.monotonic() + 10
         while self.returncode is None and time.monotonic() < deadline:
             try:
