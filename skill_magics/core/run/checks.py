@@ -117,10 +117,12 @@ def _base_env() -> dict[str, str]:
     """
     data = getattr(os.environ, "_data", None)
     if not _WINDOWS and isinstance(data, dict):
-        snapshot = dict(data)  # one C-level copy: another thread may be editing os.environ
         last = _LAST_BASE_ENV[0]
-        if last is not None and last[0] == snapshot:  # unchanged since the last run
+        # One C-level comparison (bytes values: no Python code runs, so no other thread
+        # edits os.environ meanwhile): unchanged since the last run, nothing to decode.
+        if last is not None and last[0] == data:
             return dict(last[1])
+        snapshot = dict(data)  # one C-level copy: another thread may be editing os.environ
         enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
         env = {
             key.decode(enc, errors): value.decode(enc, errors)  # what os.fsdecode does
@@ -312,7 +314,11 @@ class RunChecks:
         _check_tools(metadata)
         resolved = self._resolve(settings, script_path, skill_base_dir, base_abs)
         script, spec, command = resolved.script, resolved.spec, resolved.command
-        run_dir = workdir.resolve_cwd(cwd, script.real_base)
+        run_dir = (
+            script.real_base
+            if cwd is None or cwd == workdir.SKILL
+            else workdir.resolve_cwd(cwd, script.real_base)
+        )
         argv_t = normalize_argv(argv) if argv is not None else ()
         if arguments is None and argv is not None:
             payload = None  # argv mode: the script reads nothing on stdin

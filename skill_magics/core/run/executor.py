@@ -49,7 +49,13 @@ from skill_magics.core.run.settings import (
     RunSettings,
 )
 from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.run.warm.launch import Ticket, WarmLauncher, WarmUnavailable, run_warm
+from skill_magics.core.run.warm.launch import (
+    Ticket,
+    WarmLauncher,
+    WarmUnavailable,
+    quick_cold,
+    run_warm,
+)
 from skill_magics.core.secrets import SecretStore
 from skill_magics.core.status import AuditOutcome
 
@@ -282,6 +288,9 @@ class ScriptExecutor:
         profile = prepared.sandbox
         if profile is not None and profile.active:
             sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
+        why = quick_cold(prepared)  # a bash script, say: no need to ask the launcher
+        if why:
+            return _Start(note=why)
         try:
             got = self.warm.ticket(prepared, env, network, cancel=cancel)
         except Exception as exc:  # noqa: BLE001 - a bug here must not fail the run

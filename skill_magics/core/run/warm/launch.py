@@ -250,12 +250,24 @@ def describe(prepared: PreparedRun) -> str:
     return "warm when its server is ready (warm_start=auto), else cold"
 
 
-def parse_target(prepared: PreparedRun) -> Target | str:
-    """The run's interpreter, flags and target, or why it cannot be warm."""
-    if not sys.platform.startswith("linux"):
+def quick_cold(prepared: PreparedRun) -> str:
+    """Why ``prepared`` starts cold whatever a server could do ('' when that depends on the
+    rest of :meth:`WarmLauncher.ticket`): asked first, for every run."""
+    if not _LINUX:
         return f"warm start needs Linux (this is {sys.platform})"
     if prepared.script is None or prepared.interpreter.script_type != "python":
         return "warm start is for Python scripts"
+    return ""
+
+
+_LINUX = sys.platform.startswith("linux")
+
+
+def parse_target(prepared: PreparedRun) -> Target | str:
+    """The run's interpreter, flags and target, or why it cannot be warm."""
+    why = quick_cold(prepared)
+    if why:
+        return why
     command, argv = prepared.command, prepared.argv
     head = command[: len(command) - len(argv)] if argv else command
     module = len(head) >= 3 and head[-2] == "-m"
@@ -573,6 +585,7 @@ __all__ = [
     "WarmUnavailable",
     "describe",
     "parse_target",
+    "quick_cold",
     "preload_names",
     "run_warm",
     "script_imports",
