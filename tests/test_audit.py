@@ -231,3 +231,23 @@ def test_command_refusal_records_a_duration(make_skill, tmp_path):
             label="<python -c>",
         )
     assert manager.audit.records()[-1].duration_ms > 0
+
+
+def test_record_timestamps_are_iso_utc_with_milliseconds_as_datetime_writes_them():
+    """utc_now formats the second once per second; what it gives must be what
+    datetime.now(UTC).isoformat(timespec="milliseconds") gives."""
+    import re
+    from datetime import UTC, datetime, timedelta
+
+    from skill_magics.core.audit import utc_now
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamps = [utc_now() for _ in range(3)] + [
+        AuditLog().event("s", "x.sh", "", "completed").timestamp
+    ]
+    after = datetime.now(UTC) + timedelta(milliseconds=1)
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", stamp), stamp
+        parsed = datetime.fromisoformat(stamp)
+        assert parsed.tzinfo == UTC and before <= parsed <= after
+        assert parsed.isoformat(timespec="milliseconds") == stamp
