@@ -59,7 +59,9 @@ WRITE_CHUNK = 1 << 16
 
 OnOutput = Callable[[str, str], object]
 
-_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")  # looked up once, not per stream
+# What codecs' incremental UTF-8 decoder does, without a decoder object per stream: decode
+# what is complete, keep the bytes of a character cut by the read for the next one.
+_UTF8_DECODE = codecs.utf_8_decode
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 # Linux with CONFIG_PROC_CHILDREN (every mainstream kernel): direct children per thread.
@@ -88,7 +90,7 @@ class StreamCapture:
     masks: Masks | None = None
 
     def __post_init__(self) -> None:
-        self._decoder = _UTF8_DECODER(errors="replace")
+        self._pending = b""  # the start of a character the last read cut
         self._redactor = self.masks.stream() if self.masks else None
 
     def feed(self, data: bytes) -> str:
@@ -97,7 +99,7 @@ class StreamCapture:
         if self.truncated:
             return ""
         if self._redactor is not None:
-            return self._keep(self._redactor.feed(self._decoder.decode(data)))
+            return self._keep(self._redactor.feed(self._decode(data)))
         room = self.cap - self.kept_bytes
         if len(data) > room:
             # Cut at the cap. Bytes of a character straddling the cut stay in the decoder and
@@ -105,9 +107,17 @@ class StreamCapture:
             data = data[:room]
             self.truncated = True
         self.kept_bytes += len(data)
-        text = self._decoder.decode(data)
+        text = self._decode(data)
         if text:
             self.pieces.append(text)
+        return text
+
+    def _decode(self, data: bytes, final: bool = False) -> str:
+        """UTF-8 text of ``data`` after what was pending; invalid bytes become U+FFFD."""
+        if self._pending:
+            data = self._pending + data
+        text, used = _UTF8_DECODE(data, "replace", final)
+        self._pending = data[used:] if used < len(data) else b""
         return text
 
     def _keep(self, text: str) -> str:
@@ -129,7 +139,7 @@ class StreamCapture:
         """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
         if self.truncated:
             return ""
-        text = self._decoder.decode(b"", final=True)
+        text = self._decode(b"", final=True)
         if self._redactor is not None:
             return self._keep(self._redactor.feed(text) + self._redactor.flush())
         if text:
