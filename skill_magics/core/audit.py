@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.secrets import cut_known, known_masks, redact_known
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.status import NOTABLE_VALUES, AuditOutcome
 from skill_magics.core.visible import visible
 
 logger = logging.getLogger("skill_magics.audit")
@@ -263,7 +263,7 @@ class AuditLog:
                 rec.reason = masks.redact(rec.reason)
             if rec.start_note:
                 rec.start_note = masks.redact(rec.start_note)
-        level = logging.WARNING if rec.outcome.notable else logging.INFO
+        level = logging.WARNING if rec.outcome._value_ in NOTABLE_VALUES else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(
                 level,
@@ -324,18 +324,19 @@ class AuditLog:
         start_note: str = "",
     ) -> AuditRecord:
         """Build a record stamped now and record it (declines, unavailable approval, ...)."""
-        return self.record(
-            AuditRecord.now(
+        return self.record(  # what AuditRecord.now does, one call less: every run records
+            AuditRecord(
+                utc_now(),
                 skill,
-                script,
+                script if type(script) is str else str(script),
                 arguments,
-                outcome,
-                exit_code=exit_code,
-                reason=reason,
-                duration_ms=duration_ms,
-                sandbox=sandbox,
-                start=start,
-                start_note=start_note,
+                outcome if type(outcome) is AuditOutcome else AuditOutcome(outcome),
+                exit_code,
+                reason,
+                duration_ms,
+                sandbox,
+                start,
+                start_note,
             )
         )
 

@@ -341,9 +341,9 @@ def _kill_all(
         if tree is not None and tree.known:  # and what the snapshots saw, reaped once adopted
             orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
-    if tree is not None:
+    if tree is not None and tree.known:
         tree.signal_escaped(sig)
-    if orphans is not None:
+    if orphans is not None and orphans.held:
         orphans.signal(sig)
 
 
@@ -835,7 +835,7 @@ def drive(
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
         _kill_all(pgid, tree, signal.SIGKILL, held, loop.exited and child.has_exited())
-        if held is not None:
+        if held is not None and not held.settled:
             held.reap()
             held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
         returncode = child.reap(loop.exited and child.has_exited())
