@@ -450,7 +450,9 @@ class _PopenChild(Child):
             except ChildProcessError:  # reaped elsewhere: Popen knows how to say so
                 pass
             else:
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.proc.returncode = code = os.waitstatus_to_exitcode(status)
+                self.reaped = True
+                return code
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - uninterruptible sleep
