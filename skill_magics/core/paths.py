@@ -359,8 +359,10 @@ def folder_name_problem(name: str) -> str | None:
 _GOOD_NAMES: set[str] = set()  # names that passed: the check is a pure function of the text
 
 
-def check_skill_name(name: str, folder: str | None = None) -> None:
-    """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name."""
+def check_skill_name(name: str, folder: str | None = None, *, folder_of: str = "") -> None:
+    """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name.
+    ``folder`` (or the last part of the path ``folder_of``): the skill's folder, suggested
+    as the name in the error."""
     if name in _GOOD_NAMES:  # every run checks its skill's name: decide each name once
         return
     why = folder_name_problem(name)
@@ -368,6 +370,8 @@ def check_skill_name(name: str, folder: str | None = None) -> None:
         if type(name) is str and len(_GOOD_NAMES) < 4096:
             _GOOD_NAMES.add(name)
         return
+    if folder is None and folder_of:
+        folder = os.path.basename(folder_of)
     example = folder if folder and folder_name_problem(folder) is None else "my-skill"
     raise SkillNameError(
         f"Skill name {name!r} cannot be used: {why}, and a skill's name must work as one "

@@ -106,7 +106,8 @@ def declared_secrets(metadata: Any) -> tuple[str, ...]:
     carry a credential (PATH, LD_*, PYTHON*, SKILL_*, ...), are left out: see
     :func:`rejected_secrets`.
     """
-    return tuple(n for n in _all_names(metadata) if _is_allowed(n))
+    names = _all_names(metadata)
+    return tuple(n for n in names if _is_allowed(n)) if names else ()
 
 
 def rejected_secrets(metadata: Any) -> tuple[str, ...]:

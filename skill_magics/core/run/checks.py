@@ -203,6 +203,7 @@ class _Resolved:
     spec: InterpreterSpec
     command: tuple[str, ...]  # interpreter, its flags, the script's real path
     candidate: str  # the path as given, joined to the skill dir and normalised
+    rel: str  # the script relative to the skill, with "/" (``script.relative``)
     # The skill dir's mtime when a new venv/ there changes the program (Python scripts);
     # None: nothing in the skill dir but the script itself decides the answer.
     base_mtime_ns: int | None
@@ -308,10 +309,11 @@ class RunChecks:
         warm: str,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
-        base_abs = os.path.abspath(skill_base_dir)
+        base_abs = _abspath(skill_base_dir)
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
-        paths.check_skill_name(metadata.name, os.path.basename(base_abs))
-        _check_tools(metadata)
+        paths.check_skill_name(metadata.name, folder_of=base_abs)
+        if metadata.allowed_tools:  # None or empty: the skill declares no restriction
+            _check_tools(metadata)
         resolved = self._resolve(settings, script_path, skill_base_dir, base_abs)
         script, spec, command = resolved.script, resolved.spec, resolved.command
         run_dir = (
@@ -326,7 +328,7 @@ class RunChecks:
             payload = encode_arguments({} if arguments is None else arguments)
         env = child_env(settings, metadata, base_abs)
         if module is None:  # (only a .py file can be a module: no call for the others)
-            rel = script.relative.as_posix()
+            rel = resolved.rel
             module = kinds.module_for(script.real_base, rel) if rel.endswith(".py") else ""
         if module:
             command = _module_command(command, module, script, run_dir, env)
@@ -486,7 +488,9 @@ class RunChecks:
             return self._resolve_now(settings, script_path, skill_base_dir)
         base_abs = base_abs or os.path.abspath(skill_base_dir)
         shown = os.fspath(script_path)
-        key = (base_abs, shown, _path_var(), settings.allowed)
+        data = _ENV_DATA if _ENV_DATA is getattr(os.environ, "_data", None) else None
+        path_var = data.get(b"PATH", b"") if data is not None else os.environ.get("PATH", "")
+        key = (base_abs, shown, path_var, settings.allowed)
         hit = self._resolved.get(key)
         if (
             hit is not None
@@ -530,7 +534,8 @@ class RunChecks:
         # line (its identity): the skill dir's mtime need not be read again for them.
         python = spec.script_type == "python"
         candidate = os.path.normpath(os.path.join(os.path.abspath(skill_base_dir), script_path))
-        return _Resolved(script, spec, command, candidate, base_mtime_ns if python else None)
+        rel = script.relative.as_posix()
+        return _Resolved(script, spec, command, candidate, rel, base_mtime_ns if python else None)
 
     def _program(self, spec: InterpreterSpec, base: Path, rel: Path, name: str) -> str:
         """Absolute path of the program that runs the script."""
@@ -575,13 +580,22 @@ class RunChecks:
         return found
 
 
-def _path_var() -> str | bytes:
-    """$PATH now, for a cache key: os.environ's own bytes value when it has one (no decode
-    and no Mapping machinery per run), else the decoded text."""
-    data = getattr(os.environ, "_data", None)
-    if isinstance(data, dict) and not _WINDOWS:
-        return data.get(b"PATH", b"")
-    return os.environ.get("PATH", "")
+# os.environ's own bytes mapping (POSIX): $PATH for a cache key is read from it, without a
+# decode or the Mapping machinery per run. Checked to still be os.environ's on every use.
+_ENV_DATA = None if _WINDOWS else getattr(os.environ, "_data", None)
+
+_ABS: dict[str, str] = {}  # absolute skill dirs as given -> normalised (a pure function)
+
+
+def _abspath(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath``, remembered for absolute paths (every run asks for its skill's)."""
+    text = os.fspath(path)
+    found = _ABS.get(text)
+    if found is None:
+        found = os.path.abspath(text)
+        if os.path.isabs(text) and len(_ABS) < 1024:
+            _ABS[text] = found
+    return found
 
 
 def _python(base: str | os.PathLike[str]) -> str:

@@ -467,43 +467,29 @@ class _PopenChild(Child):
             self.pidfd = None
 
 
-class _Poller:
-    """poll(2) on the run's few descriptors (select() is limited to fds < 1024), straight
-    from the select module: ``poll`` also says which pipes have hung up. Elsewhere, a
-    selector (no hang-up news: such a pipe is read to its end one poll later)."""
+class _Selector:
+    """select.poll's interface (register, unregister, poll in ms) over a selector, where
+    there is no poll(2) (Windows). It never reports a hang-up."""
 
     def __init__(self) -> None:
-        self._poll = select.poll() if hasattr(select, "poll") else None
-        self._sel = None if self._poll is not None else selectors.DefaultSelector()
+        self._sel = selectors.DefaultSelector()
 
-    def register(self, fd: int, write: bool = False) -> None:
-        if self._poll is not None:
-            self._poll.register(fd, select.POLLOUT if write else select.POLLIN)
-        else:  # pragma: no cover - Windows
-            assert self._sel is not None
-            self._sel.register(fd, selectors.EVENT_WRITE if write else selectors.EVENT_READ)
+    def register(self, fd: int, events: int) -> None:
+        self._sel.register(fd, selectors.EVENT_WRITE if events == _OUT else selectors.EVENT_READ)
 
     def unregister(self, fd: int) -> None:
-        if self._poll is not None:
-            self._poll.unregister(fd)
-        else:  # pragma: no cover - Windows
-            assert self._sel is not None
-            self._sel.unregister(fd)
+        self._sel.unregister(fd)
 
-    def poll(self, wait: float) -> list[tuple[int, int]]:
-        """Ready descriptors within ``wait`` seconds, each with its events (``& _HUP``:
-        it has hung up; a selector never says so)."""
-        if self._poll is not None:
-            # Rounded up, as selectors does: a wait rounded down to 0 ms would spin.
-            return self._poll.poll(math.ceil(wait * 1000) if wait > 0 else 0)
-        assert self._sel is not None  # pragma: no cover - Windows
-        return [(key.fd, 0) for key, _ in self._sel.select(max(wait, 0.0))]
+    def poll(self, ms: int) -> list[tuple[int, int]]:
+        return [(key.fd, 0) for key, _ in self._sel.select(ms / 1000)]
 
     def close(self) -> None:
-        if self._sel is not None:  # pragma: no cover - Windows
-            self._sel.close()
+        self._sel.close()
 
 
+_POLL = getattr(select, "poll", None)
+_IN = getattr(select, "POLLIN", 1)
+_OUT = getattr(select, "POLLOUT", 4)
 _HUP = getattr(select, "POLLHUP", 0) | getattr(select, "POLLERR", 0)
 
 
@@ -519,8 +505,9 @@ class _Loop:
         masks: Masks | None = None,
     ) -> None:
         self.child = child
-        # poll() when there is one (select() is limited to fds < 1024), else the default.
-        self.sel = _Poller()
+        # poll(2) when there is one (select() is limited to fds < 1024): called straight, its
+        # events say which pipes hung up; else a selector with the same interface.
+        self.sel: Any = _POLL() if _POLL is not None else _Selector()
         self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
         self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
         self.readers: dict[int, tuple[StreamCapture, Pipe]] = {}
@@ -532,18 +519,18 @@ class _Loop:
         self.offset = 0
 
         for capture, pipe in ((self.stdout, child.stdout), (self.stderr, child.stderr)):
-            fd = pipe.fileno()
+            fd = pipe.fd
             self.readers[fd] = (capture, pipe)
-            self.sel.register(fd)
+            self.sel.register(fd, _IN)
         self.exit_fd = child.exit_fd()
         if self.exit_fd is not None:
-            self.sel.register(self.exit_fd)
+            self.sel.register(self.exit_fd, _IN)
         if child.stdin is not None:
             self.stdin_fd = child.stdin.fileno()
             os.set_blocking(self.stdin_fd, False)
             # Most payloads fit the pipe: write now and skip a loop iteration.
             if self._write_stdin():
-                self.sel.register(self.stdin_fd, write=True)
+                self.sel.register(self.stdin_fd, _OUT)
 
     # -- stdin -------------------------------------------------------------------------------
     def _write_stdin(self) -> bool:
@@ -590,8 +577,11 @@ class _Loop:
                 return
         self.sel.unregister(fd)
         del self.readers[fd]
-        pipe.close()
-        self._emit(capture.name, capture.finish())
+        pipe.fd = -1
+        os.close(fd)
+        text = capture.finish()
+        if text and self.on_output is not None:
+            self._emit(capture.name, text)
 
     def _emit(self, name: str, text: str) -> None:
         if text and self.on_output is not None:
@@ -610,7 +600,8 @@ class _Loop:
 
     def step(self, wait: float) -> None:
         """One select(): handle every ready fd."""
-        for fd, events in self.sel.poll(wait):
+        # In ms, rounded up as selectors does: a wait rounded down to 0 ms would spin.
+        for fd, events in self.sel.poll(math.ceil(wait * 1000) if wait > 0 else 0):
             if fd == self.exit_fd:
                 if self.child.on_exit_fd():
                     self.exited = True
@@ -664,7 +655,8 @@ class _Loop:
             pipe.close()
             self.readers.pop(fd, None)
         self.child.close()
-        self.sel.close()
+        if _POLL is None:  # pragma: no cover - Windows
+            self.sel.close()
 
 
 def run_process(
@@ -728,15 +720,21 @@ def _run(
         if payload is None:
             child_in: int = subprocess.DEVNULL
         else:
-            child_in, in_w = _pipe(theirs, ours)
+            child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            theirs.append(child_in)
+            ours.append(in_w)
             if len(payload) <= _PREFILL:
                 _write_all(in_w, payload)
                 os.close(ours.pop())
                 payload = None
             else:
                 stdin = Pipe(in_w)
-        out_r, out_w = _pipe(ours, theirs)
-        err_r, err_w = _pipe(ours, theirs)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+        ours.append(out_r)
+        theirs.append(out_w)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+        ours.append(err_r)
+        theirs.append(err_w)
         try:
             proc = subprocess.Popen(
                 command,
@@ -767,12 +765,7 @@ def _run(
 _PREFILL = getattr(select, "PIPE_BUF", 512)
 
 
-def _pipe(reader: list[int], writer: list[int]) -> tuple[int, int]:
-    """A pipe (both ends close-on-exec); its ends are appended to ``reader``/``writer``."""
-    r, w = os.pipe2(os.O_CLOEXEC) if hasattr(os, "pipe2") else os.pipe()
-    reader.append(r)
-    writer.append(w)
-    return r, w
+_PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
 def _write_all(fd: int, data: bytes) -> None:
