@@ -99,6 +99,10 @@ class _Start:
         return "warm" if self.ticket is not None else "cold"
 
 
+_COLD = _Start()
+_COLD_BECAUSE: dict[str, _Start] = {}  # the few notes quick_cold gives: one value each
+
+
 def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:g} s"
 
@@ -195,14 +199,16 @@ class ScriptExecutor:
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
-            env = self._env(prepared)
-            network = self.network_for(prepared)
+            env = self._env(prepared) if prepared.secrets else prepared.env
+            network = self.network_for(prepared) if prepared.sandbox is not None else True
             how = self._start(prepared, env, network, cancel)
             command: tuple[str, ...] = ()
-            if how.ticket is None:
-                command, env, boxed = self._isolated_command(prepared, env, network)
-            else:
+            if how.ticket is not None:
                 boxed = self._warm_box(prepared, how.ticket)
+            elif prepared.sandbox is None:  # nothing to wrap
+                command, boxed = prepared.command, None
+            else:
+                command, env, boxed = self._isolated_command(prepared, env, network)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise
@@ -284,13 +290,16 @@ class ScriptExecutor:
         """Warm or cold (core/run/warm/): a warm start that cannot be had is a cold start
         that says why, never a failed run."""
         if prepared.warm == warm_modes.OFF:
-            return _Start()
+            return _COLD
         profile = prepared.sandbox
         if profile is not None and profile.active:
             sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
         why = quick_cold(prepared)  # a bash script, say: no need to ask the launcher
         if why:
-            return _Start(note=why)
+            found = _COLD_BECAUSE.get(why)
+            if found is None:
+                found = _COLD_BECAUSE[why] = _Start(note=why)
+            return found
         try:
             got = self.warm.ticket(prepared, env, network, cancel=cancel)
         except Exception as exc:  # noqa: BLE001 - a bug here must not fail the run
@@ -356,7 +365,8 @@ class ScriptExecutor:
         boxed: _Boxed | None = None,
         how: _Start | None = None,
     ) -> ScriptExecutionResult:
-        how = how or _Start()
+        how = how or _COLD
+        start = how.name
         rel = prepared.script_rel.as_posix()
         stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
@@ -422,7 +432,7 @@ class ScriptExecutor:
             reason=reason,
             duration_ms=duration_ms,
             sandbox=shown,
-            start=how.name,
+            start=start,
             start_note=how.note,
         )
         return ScriptExecutionResult(
@@ -439,7 +449,7 @@ class ScriptExecutor:
             stdout_bytes=out.stdout.total_bytes,
             stderr_bytes=out.stderr.total_bytes,
             sandbox=shown,
-            start=how.name,
+            start=start,
             start_note=how.note,
         )
 

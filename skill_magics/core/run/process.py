@@ -688,76 +688,63 @@ def run_process(
         held = Orphans(run_id)
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
     try:
-        return _run(
-            command, cwd, env, payload, timeout, max_output_size, on_output, cancel, masks, held
+        start = time.monotonic()
+        # The pipes are made here, not by Popen: it would wrap its ends in file objects (an
+        # fstat each) that the loop never uses. A payload that fits the pipe is written
+        # before the spawn and its write end closed: the script reads it, then EOF, as before.
+        theirs: list[int] = []  # the child's ends: closed here once it has them
+        ours: list[int] = []
+        stdin: Pipe | None = None
+        try:
+            if payload is None:
+                child_in: int = subprocess.DEVNULL
+            else:
+                child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+                theirs.append(child_in)
+                ours.append(in_w)
+                written = os.write(in_w, payload) if len(payload) <= _PREFILL else 0
+                if written == len(payload):
+                    os.close(ours.pop())
+                    payload = None
+                else:  # the loop writes it (or the rest: never, a small write is atomic)
+                    payload = payload[written:]
+                    stdin = Pipe(in_w)
+            out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            ours.append(out_r)
+            theirs.append(out_w)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            ours.append(err_r)
+            theirs.append(err_w)
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=child_in,
+                    stdout=out_w,
+                    stderr=err_w,
+                    cwd=cwd,
+                    env=env,
+                    shell=False,
+                    bufsize=0,
+                    **_GROUP,
+                )
+            except OSError as exc:
+                raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
+        return drive(
+            child, start, payload, timeout, max_output_size, on_output, cancel, masks, held
         )
     finally:
         if held is not None:
-            held.close()
+            if held.held:
+                held.close()
             SUBREAPER.leave()
-
-
-def _run(
-    command: Sequence[str],
-    cwd: str | os.PathLike[str],
-    env: Mapping[str, str] | None,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None,
-    cancel: threading.Event | None,
-    masks: Masks | None,
-    held: Orphans | None,
-) -> ProcessOutcome:
-    start = time.monotonic()
-    # The pipes are made here, not by Popen: it would wrap its ends in file objects (an fstat
-    # each) that the loop never uses. A payload that fits the pipe is written before the
-    # spawn and its write end closed: the script reads it, then EOF, as before.
-    theirs: list[int] = []  # the child's ends: closed here once it has them
-    ours: list[int] = []
-    stdin: Pipe | None = None
-    try:
-        if payload is None:
-            child_in: int = subprocess.DEVNULL
-        else:
-            child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-            theirs.append(child_in)
-            ours.append(in_w)
-            if len(payload) <= _PREFILL:
-                _write_all(in_w, payload)
-                os.close(ours.pop())
-                payload = None
-            else:
-                stdin = Pipe(in_w)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-        ours.append(out_r)
-        theirs.append(out_w)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-        ours.append(err_r)
-        theirs.append(err_w)
-        try:
-            proc = subprocess.Popen(
-                command,
-                stdin=child_in,
-                stdout=out_w,
-                stderr=err_w,
-                cwd=cwd,
-                env=env,
-                shell=False,
-                bufsize=0,
-                **group_kwargs(),
-            )
-        except OSError as exc:
-            raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-    except BaseException:
-        for fd in ours:
-            os.close(fd)
-        raise
-    finally:
-        for fd in theirs:
-            os.close(fd)
-    child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
-    return drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
 
 
 # A write of at most PIPE_BUF bytes to a new, empty pipe never blocks: every pipe holds at
@@ -765,13 +752,8 @@ def _run(
 _PREFILL = getattr(select, "PIPE_BUF", 512)
 
 
+_GROUP = group_kwargs()  # the same for every run
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def drive(
