@@ -61,7 +61,7 @@ def arguments_preview(
     """
     parts: list[str] = []
     if encoded is not None:
-        tail = " ".join(_argv_preview(argv)) if argv is not None else ""
+        tail = " ".join(_argv_preview(argv)) if argv else ""  # (no argv, or empty: no text)
         return _encoded_preview(encoded, tail)
     if arguments is not None:
         if isinstance(arguments, str):
