@@ -132,6 +132,7 @@ class _RunIds:
         self.prefix = secrets.token_hex(5)
         self.count = itertools.count(1)  # next() is atomic under the GIL
         self.pid = os.getpid()  # this process, without a system call per run
+        self.children = f"/proc/{self.pid}/task/{self.pid}/children"  # its main thread's
 
     def new(self) -> str:
         return f"{self.prefix}{next(self.count):06x}"
@@ -201,7 +202,7 @@ def _adopted() -> list[int]:
     if sys.is_finalizing():
         return _children(me)
     try:
-        return [int(x) for x in _read_proc(f"/proc/{me}/task/{me}/children", True).split()]
+        return list(map(int, _read_proc(_IDS.children, True).split()))
     except (OSError, ValueError):
         return _children(me)
 
@@ -247,7 +248,9 @@ class Orphans:
         it, nothing of the run is left anywhere, nor can become this process's child later:
         :meth:`reap_zombies` has nothing to look for (``settled``)."""
         me = _IDS.pid
-        adopted = [pid for pid in _adopted() if pid != exclude]
+        adopted = _adopted()
+        if exclude in adopted:
+            adopted.remove(exclude)
         if exited and not adopted and not self.held:
             self.settled = True
             return
