@@ -811,11 +811,12 @@ def drive(
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
-        _kill_all(pgid, tree, signal.SIGKILL, held, loop.exited and child.has_exited())
+        exited = loop.exited and child.has_exited()
+        _kill_all(pgid, tree, signal.SIGKILL, held, exited)
         if held is not None and not held.settled:
             held.reap()
             held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
-        returncode = child.reap(loop.exited and child.has_exited())
+        returncode = child.reap(exited)
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
