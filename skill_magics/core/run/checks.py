@@ -182,6 +182,15 @@ class PreparedRun:
     warm: str = warm_modes.OFF
     warm_idle: float = DEFAULT_WARM_IDLE
 
+    @classmethod
+    def of_fields(cls, values: dict[str, Any]) -> PreparedRun:
+        """A PreparedRun from a dict holding every field (RunChecks, for every run): one
+        store, where a frozen dataclass's __init__ sets each field with a call of its own.
+        ``values`` becomes the instance's; tests check it names every field."""
+        run = object.__new__(cls)
+        object.__setattr__(run, "__dict__", values)
+        return run
+
     @property
     def program(self) -> str:
         """The executable that will run (the resolved interpreter)."""
@@ -333,21 +342,25 @@ class RunChecks:
         if module:
             command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
-        return PreparedRun(
-            skill_name=metadata.name,
-            script_rel=script.relative,
-            script=script,
-            interpreter=spec,
-            command=command + argv_t,
-            payload=payload,
-            env=env,
-            cwd=run_dir,
-            timeout=limit,
-            label_preview=None,
-            argv=argv_t,
-            max_output_size=settings.max_output_size,
-            warm=warm,
-            warm_idle=settings.warm_idle_timeout,
+        return PreparedRun.of_fields(
+            {
+                "skill_name": metadata.name,
+                "script_rel": script.relative,
+                "script": script,
+                "interpreter": spec,
+                "command": command + argv_t,
+                "payload": payload,
+                "env": env,
+                "cwd": run_dir,
+                "timeout": limit,
+                "label_preview": None,
+                "argv": argv_t,
+                "sandbox": None,
+                "secrets": (),
+                "max_output_size": settings.max_output_size,
+                "warm": warm,
+                "warm_idle": settings.warm_idle_timeout,
+            }
         )
 
     def _isolate(
@@ -725,13 +738,24 @@ def _arg_max() -> int:
     return value
 
 
+_FAST_LIMIT: list[int] = []  # what the fast path's bound must fit (both limits at once)
+
+
+def _fast_limit() -> int:
+    limit = _arg_max() - _ARG_MARGIN
+    if _MAX_ARG_STRLEN is not None:
+        limit = min(limit, _MAX_ARG_STRLEN)
+    _FAST_LIMIT.append(limit)
+    return limit
+
+
 def _check_exec_size(command: Sequence[str], env: Mapping[str, str], rel: Path) -> None:
     """Refuse, before spawning, a command line the kernel would reject (E2BIG)."""
     # Fast path (every ordinary run): UTF-8 needs at most 4 bytes per character, so when
     # even that bound fits both limits, nothing needs encoding (~1 us instead of ~8 us).
     chars = sum(map(len, command)) + sum(map(len, env)) + sum(map(len, env.values()))
     bound = 4 * chars + 16 * (len(command) + len(env))
-    if bound <= min(_arg_max() - _ARG_MARGIN, _MAX_ARG_STRLEN or bound):
+    if bound <= (_FAST_LIMIT[0] if _FAST_LIMIT else _fast_limit()):
         return
     pointer = 8  # each string costs a pointer in argv[]/envp[] too
     total = 0
