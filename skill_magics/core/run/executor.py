@@ -56,7 +56,7 @@ from skill_magics.core.run.warm.launch import (
     quick_cold,
     run_warm,
 )
-from skill_magics.core.secrets import SecretStore
+from skill_magics.core.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.status import AuditOutcome
 
 logger = logging.getLogger("skill_magics.executor")
@@ -216,6 +216,11 @@ class ScriptExecutor:
         # No secret value leaves a run, wherever a script printed it: both streams are
         # redacted as they are read, before the output cap and before on_output sees them.
         masks = self.secrets.masks() if len(self.secrets) else None
+        draft: list[tuple[str, str, Masks]] = []
+
+        def started() -> None:  # the record's texts, made while the script runs
+            draft.append(_texts(prepared))
+
         try:
             outcome = None
             if how.ticket is not None:
@@ -228,6 +233,7 @@ class ScriptExecutor:
                         on_output=on_output,
                         cancel=cancel,
                         masks=masks,
+                        started=started,
                     )
                 except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
                     how = _Start(note=str(exc))
@@ -246,6 +252,7 @@ class ScriptExecutor:
                     masks=masks,
                     # A sandboxed run's PID namespace takes its daemons with it already.
                     orphans=boxed is None or not boxed.active,
+                    started=started,
                 )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
@@ -262,7 +269,8 @@ class ScriptExecutor:
                 start_note=how.note,
             )
             raise
-        return self._finish(prepared, outcome, boxed=boxed, how=how)
+        texts = draft[0] if draft else None
+        return self._finish(prepared, outcome, boxed=boxed, how=how, texts=texts)
 
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
@@ -364,10 +372,15 @@ class ScriptExecutor:
         *,
         boxed: _Boxed | None = None,
         how: _Start | None = None,
+        texts: tuple[str, str, Masks] | None = None,
     ) -> ScriptExecutionResult:
         how = how or _COLD
+        # The script's name and the arguments' text, made while it ran (_texts), unless a
+        # secret became known since: then again, redacted before the cut as always.
+        if texts is None or texts[2] is not known_masks():
+            texts = _texts(prepared)
+        rel, arguments = texts[0], texts[1]
         start = how.name
-        rel = prepared.script_rel.as_posix()
         stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
         sandboxed = boxed is not None and boxed.active
@@ -426,7 +439,7 @@ class ScriptExecutor:
         self.audit.event(
             prepared.skill_name,
             rel,
-            prepared.arguments_preview,
+            arguments,
             outcome,
             exit_code=exit_code,
             reason=reason,
@@ -507,6 +520,12 @@ class ScriptExecutor:
             warm=warm,
         )
         return self.run(prepared, on_output=on_output, cancel=cancel, just_checked=True)
+
+
+def _texts(prepared: PreparedRun) -> tuple[str, str, Masks]:
+    """What a run's record names (script, arguments), and the secrets they were masked with."""
+    masks = known_masks()
+    return prepared.script_rel.as_posix(), prepared.arguments_preview, masks
 
 
 def _audit_base(prepared: PreparedRun) -> tuple[str, str, str]:

@@ -671,6 +671,7 @@ def run_process(
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
     orphans: bool = True,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
 
@@ -680,7 +681,7 @@ def run_process(
     Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
     BaseException) kills the whole group before it propagates. ``orphans``: also find and
     kill the run's daemons that left the group (core/run/orphans.py; a sandboxed run's PID
-    namespace does that already).
+    namespace does that already). ``started``: see :func:`drive`.
     """
     held: Orphans | None = None
     if orphans and SUBREAPER.enter():
@@ -738,7 +739,16 @@ def run_process(
                 os.close(fd)
         child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
         return drive(
-            child, start, payload, timeout, max_output_size, on_output, cancel, masks, held
+            child,
+            start,
+            payload,
+            timeout,
+            max_output_size,
+            on_output,
+            cancel,
+            masks,
+            held,
+            started,
         )
     finally:
         if held is not None:
@@ -766,17 +776,23 @@ def drive(
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
     held: Orphans | None = None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Drive a started ``child`` to its end (see the module docstring): feed stdin, read
     both pipes, kill the group on timeout, cancel or any exception, reap. ``start`` is when
     the run began (time.monotonic()): the timeout counts from there. ``masks``: secret values
-    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py)."""
+    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py);
+    ``started``: called once in this thread, before the loop first waits (work that may as
+    well be done while the script runs; what it raises stops the run like a KeyboardInterrupt
+    does)."""
     pgid = child.pid
     loop: _Loop | None = None
     tree = _Descendants(child.pid, pgid, start)
     timed_out = cancelled = False
     try:
         loop = _Loop(child, payload, max_output_size, on_output, masks)
+        if started is not None:
+            started()
         deadline = start + timeout
         while loop.readers or not loop.exited:
             now = time.monotonic()

@@ -497,6 +497,7 @@ def run_warm(
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Fork the run from its server and drive it like a cold one (process.drive).
 
@@ -505,7 +506,7 @@ def run_warm(
     they are re-parented to this process, a child subreaper during runs, through the
     server). Raises WarmUnavailable when the server cannot fork it (nothing ran),
     SpawnError when the child could not start (its cwd vanished: exit 126 as for a cold
-    run)."""
+    run). ``started``: see process.drive."""
     held: Orphans | None = None
     spec = ticket.spec
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
@@ -523,6 +524,7 @@ def run_warm(
             cancel,
             masks,
             held,
+            started,
         )
     finally:
         if held is not None:
@@ -540,6 +542,7 @@ def _run_warm(
     cancel: threading.Event | None,
     masks: Masks | None,
     held: Orphans | None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     start = time.monotonic()
     server = ticket.server
@@ -571,7 +574,9 @@ def _run_warm(
     child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
     child.stdout = Pipe(out_r)
     child.stderr = Pipe(err_r)
-    outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
+    outcome = drive(
+        child, start, payload, timeout, max_output_size, on_output, cancel, masks, held, started
+    )
     if child.failure is not None:
         raise child.failure
     return outcome
