@@ -187,6 +187,9 @@ def kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+_TREE_WATCH = sys.platform != "win32"  # elsewhere the group kill is all there is
+
+
 class _Descendants:
     """Every process the run started, remembered so one that leaves the group dies too.
 
@@ -787,7 +790,10 @@ def drive(
     does)."""
     pgid = child.pid
     loop: _Loop | None = None
-    tree = _Descendants(child.pid, pgid, start)
+    # The run's process tree is first looked at once it has lasted TREE_POLL_S: most runs
+    # end before, and never make one.
+    tree: _Descendants | None = None
+    tree_at = start + TREE_POLL_S if _TREE_WATCH else float("inf")
     timed_out = cancelled = False
     try:
         loop = _Loop(child, payload, max_output_size, on_output, masks)
@@ -800,6 +806,7 @@ def drive(
             if stop or now >= deadline:
                 cancelled, timed_out = stop, not stop
                 if now - start >= TREE_POLL_S:
+                    tree = tree or _Descendants(child.pid, pgid, start)
                     tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
                 _kill_all(pgid, tree, signal.SIGTERM, held)
@@ -813,10 +820,11 @@ def drive(
                     loop.step(end - time.monotonic())
                 break
             wait = deadline - now
-            if tree.enabled:  # (inline: this runs a few times per run, every run)
-                if now >= tree.next_at:
-                    tree.maybe_snapshot(now)
-                wait = min(wait, max(tree.next_at - now, 0.0))
+            if now >= tree_at:
+                tree = tree or _Descendants(child.pid, pgid, start)
+                tree.maybe_snapshot(now)
+                tree_at = tree.next_at if tree.enabled else float("inf")
+            wait = min(wait, max(tree_at - now, 0.0))
             if cancel is not None:
                 wait = min(wait, CANCEL_POLL_S)
             if loop.exit_fd is None and not loop.exited:  # nothing tells us: poll the pid
@@ -831,7 +839,8 @@ def drive(
         _kill_all(pgid, tree, signal.SIGKILL, held, exited)
         if held is not None and not held.settled:
             held.reap()
-            held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
+            # Before the leader is reaped: its group id.
+            held.reap_zombies(pgid, tree.saw if tree is not None else None)
         returncode = child.reap(exited)
         loop.final_drain()
     except BaseException:
@@ -846,7 +855,7 @@ def drive(
                 _kill_all(pgid, tree, signal.SIGKILL, held)
                 if held is not None:
                     held.reap()
-                    held.reap_zombies(pgid, tree.saw)
+                    held.reap_zombies(pgid, tree.saw if tree is not None else None)
                 child.reap()
         raise
     finally:
