@@ -146,7 +146,8 @@ def _unsupported(value: Any, path: list[str]) -> ArgumentSerializationError:
 
 def encode_arguments(arguments: Any, limit: int = MAX_ARGUMENT_BYTES) -> bytes:
     """``arguments`` as strict UTF-8 JSON bytes; raises ArgumentSerializationError/SizeError."""
-    validate(arguments)
+    if type(arguments) is not dict or not _flat(arguments):  # (flat: nothing to refuse)
+        validate(arguments)
     try:
         text = "".join(_C_ENCODE(arguments, 0)) if _C_ENCODE else _ENCODER.encode(arguments)
         data = text.encode("utf-8")
