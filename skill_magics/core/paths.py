@@ -264,7 +264,10 @@ def unchanged(
     whatever it is)? ``real_str``: ``str(script.real)``, when the caller has it. (For caches:
     a False answer only means "check again from scratch".)"""
     real, st = realpath_stat(candidate)
-    if st is None or real != (real_str or str(script.real)) or _identity(st) != script.identity:
+    if st is None or real != (real_str or str(script.real)):
+        return False
+    # _identity(st), inline: this runs for every run.
+    if (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) != script.identity:
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         return False

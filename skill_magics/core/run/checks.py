@@ -280,6 +280,10 @@ class RunChecks:
         ``settings.warm_start`` says (None); only the launch differs (core/run/warm/).
         """
         started = time.monotonic()
+        # warm_modes.choose, inline (every run asks)
+        start_mode = (
+            settings.warm_start if warm is None else (warm_modes.ON if warm else warm_modes.OFF)
+        )
         try:
             prepared = self._script(
                 settings,
@@ -291,7 +295,7 @@ class RunChecks:
                 timeout,
                 settings.run_cwd if cwd is None else cwd,
                 module,
-                warm_modes.choose(settings.warm_start, warm),  # type: ignore[arg-type]
+                start_mode,  # type: ignore[arg-type]
             )
             return self._isolate(settings, prepared, sandbox, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
@@ -375,7 +379,8 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        chosen = sandboxing.check_mode(settings.sandbox if mode is None else mode)
+        wanted = settings.sandbox if mode is None else mode
+        chosen = wanted if wanted == sandboxing.OFF else sandboxing.check_mode(wanted)
         profile = None
         if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
             profile = sandboxing.profile_for(

@@ -139,6 +139,8 @@ class StreamCapture:
         """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
         if self.truncated:
             return ""
+        if not self._pending and self._redactor is None:
+            return ""  # nothing cut by the last read: nothing left to decode
         text = self._decode(b"", final=True)
         if self._redactor is not None:
             return self._keep(self._redactor.feed(text) + self._redactor.flush())
