@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_warm.py            # the default sizes (a few minutes)
     .venv/bin/python bench/bench_warm.py --quick    # fewer runs, for a smoke check
     .venv/bin/python bench/bench_warm.py --full     # the cold batch at 1,000 rows too (slow)
+    .venv/bin/python bench/bench_warm.py --bash     # only section 5 (full sizes, ~15 s)
 
 Side by side, in one process, every ratio from runs interleaved (A B B A) so the machine's
 load hits both sides alike:
@@ -237,6 +238,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the cold batch at 1,000 rows")
     parser.add_argument("--runs", type=int, help="per-run samples (default 20; quick 6)")
     parser.add_argument("--cold-rows", type=int, help="rows of the cold batch (default 60)")
+    parser.add_argument("--bash", action="store_true", help="only section 5 (bash)")
     args = parser.parse_args()
     runs = args.runs or (6 if args.quick else 20)
     rows = 200 if args.quick else 1000
@@ -251,65 +253,8 @@ def main() -> None:
         base = make_skill(Path(tmp))
         manager = SkillManager([tmp], run_cwd="skill", warm_start="on")
         try:
-            t = per_run(manager, runs)
-            ratio = t["cold"] / t["warm"]
-            print(f"\n1. pandas script per run ({runs} cold, {runs * 5} warm; {load()})")
-            print(
-                f"   cold {t['cold']:.1f} ms · warm {t['warm']:.2f} ms · {ratio:.1f}x "
-                f"(target >= 20x: {verdict(ratio >= 20)})"
-            )
-
-            from skill_magics.core.run.sandbox import unavailable_reason
-
-            if not unavailable_reason():
-                boxed = SkillManager(
-                    [tmp], run_cwd="skill", warm_start="on", sandbox="workspace-write"
-                )
-                here = os.getcwd()
-                os.chdir(tmp)  # the workspace: the temp folder, never the repository
-                try:
-                    t = per_run(boxed, max(4, runs // 2))
-                finally:
-                    os.chdir(here)
-                print(
-                    f"   sandboxed (workspace-write): cold {t['cold']:.1f} ms · warm "
-                    f"{t['warm']:.2f} ms · {t['cold'] / t['warm']:.1f}x"
-                )
-
-            hot = batch_rate(manager, rows, True)
-            cold = batch_rate(manager, cold_rows, False)
-            hot2 = batch_rate(manager, rows, True)
-            hot = (hot + hot2) / 2
-            ratio = hot / cold
-            print(f"\n2. map of the pandas script on 2 workers ({load()})")
-            print(
-                f"   cold {cold:.1f} items/s ({cold_rows} rows) · warm {hot:.0f} items/s "
-                f"({rows} rows, twice) · {ratio:.1f}x (target >= 20x: {verdict(ratio >= 20)})"
-            )
-
-            script = str(base / "scripts" / "total.py")
-            t_bare = bare_fork(script, runs * 3)
-
-            def hot_run() -> None:
-                manager.execute_skill_script("bench-warm", "total", ROW, approver=None, warm=True)
-
-            t_ours = interleaved(hot_run, hot_run, runs * 3)[0]
-            t_bare += bare_fork(script, runs * 3)
-            ratio = median_ms(t_ours) / median_ms(t_bare)
-            print(f"\n3. warm run vs bare fork + runpy.run_path in one process ({load()})")
-            print(
-                f"   bare {median_ms(t_bare):.2f} ms · warm run {median_ms(t_ours):.2f} ms · "
-                f"{ratio:.2f}x (target <= 1.5x: {verdict(ratio <= 1.5)})"
-            )
-
-            m = memory(manager)
-            print("\n4. memory")
-            print(
-                f"   server RSS {m['server_rss'] / 2**20:.0f} MiB · a run: RSS "
-                f"{m['run_rss'] / 2**20:.0f} MiB, PSS {m['run_pss'] / 2**20:.1f} MiB "
-                "(most of its RSS is the server's pages, shared)"
-            )
-
+            if not args.bash:
+                pandas_sections(manager, base, tmp, runs, rows, cold_rows)
             b = bash(manager, base, bash_runs, bash_items)
             ratio = b["ours"] / b["raw"]
             speedup = b["serial"] / b["pool"]
@@ -329,6 +274,68 @@ def main() -> None:
         finally:
             warm.stop_servers()
     print(f"\n{load()}")
+
+
+def pandas_sections(
+    manager: SkillManager, base: Path, tmp: str, runs: int, rows: int, cold_rows: int
+) -> None:
+    """Sections 1-4: the pandas script cold and warm, its batch, the bare fork, memory."""
+    t = per_run(manager, runs)
+    ratio = t["cold"] / t["warm"]
+    print(f"\n1. pandas script per run ({runs} cold, {runs * 5} warm; {load()})")
+    print(
+        f"   cold {t['cold']:.1f} ms · warm {t['warm']:.2f} ms · {ratio:.1f}x "
+        f"(target >= 20x: {verdict(ratio >= 20)})"
+    )
+
+    from skill_magics.core.run.sandbox import unavailable_reason
+
+    if not unavailable_reason():
+        boxed = SkillManager([tmp], run_cwd="skill", warm_start="on", sandbox="workspace-write")
+        here = os.getcwd()
+        os.chdir(tmp)  # the workspace: the temp folder, never the repository
+        try:
+            t = per_run(boxed, max(4, runs // 2))
+        finally:
+            os.chdir(here)
+        print(
+            f"   sandboxed (workspace-write): cold {t['cold']:.1f} ms · warm "
+            f"{t['warm']:.2f} ms · {t['cold'] / t['warm']:.1f}x"
+        )
+
+    hot = batch_rate(manager, rows, True)
+    cold = batch_rate(manager, cold_rows, False)
+    hot2 = batch_rate(manager, rows, True)
+    hot = (hot + hot2) / 2
+    ratio = hot / cold
+    print(f"\n2. map of the pandas script on 2 workers ({load()})")
+    print(
+        f"   cold {cold:.1f} items/s ({cold_rows} rows) · warm {hot:.0f} items/s "
+        f"({rows} rows, twice) · {ratio:.1f}x (target >= 20x: {verdict(ratio >= 20)})"
+    )
+
+    script = str(base / "scripts" / "total.py")
+    t_bare = bare_fork(script, runs * 3)
+
+    def hot_run() -> None:
+        manager.execute_skill_script("bench-warm", "total", ROW, approver=None, warm=True)
+
+    t_ours = interleaved(hot_run, hot_run, runs * 3)[0]
+    t_bare += bare_fork(script, runs * 3)
+    ratio = median_ms(t_ours) / median_ms(t_bare)
+    print(f"\n3. warm run vs bare fork + runpy.run_path in one process ({load()})")
+    print(
+        f"   bare {median_ms(t_bare):.2f} ms · warm run {median_ms(t_ours):.2f} ms · "
+        f"{ratio:.2f}x (target <= 1.5x: {verdict(ratio <= 1.5)})"
+    )
+
+    m = memory(manager)
+    print("\n4. memory")
+    print(
+        f"   server RSS {m['server_rss'] / 2**20:.0f} MiB · a run: RSS "
+        f"{m['run_rss'] / 2**20:.0f} MiB, PSS {m['run_pss'] / 2**20:.1f} MiB "
+        "(most of its RSS is the server's pages, shared)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,55 @@ def test_command_refusal_records_a_duration(make_skill, tmp_path):
             label="<python -c>",
         )
     assert manager.audit.records()[-1].duration_ms > 0
+
+
+def test_record_timestamps_are_iso_utc_with_milliseconds_as_datetime_writes_them():
+    """utc_now formats the second once per second; what it gives must be what
+    datetime.now(UTC).isoformat(timespec="milliseconds") gives."""
+    import re
+    from datetime import UTC, datetime, timedelta
+
+    from skill_magics.core.audit import utc_now
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamps = [utc_now() for _ in range(3)] + [
+        AuditLog().event("s", "x.sh", "", "completed").timestamp
+    ]
+    after = datetime.now(UTC) + timedelta(milliseconds=1)
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", stamp), stamp
+        parsed = datetime.fromisoformat(stamp)
+        assert parsed.tzinfo == UTC and before <= parsed <= after
+        assert parsed.isoformat(timespec="milliseconds") == stamp
+
+
+def test_a_secret_known_only_while_the_run_goes_is_masked_before_the_cut(make_skill, tmp_path):
+    """The record's argument text is made while the script runs (executor: _texts); a value
+    that becomes a known secret meanwhile, straddling the 256-character cut, must still be
+    masked whole: the text is made again, redacted first and then cut."""
+    from skill_magics.core.secrets import REDACTED, SecretStore
+
+    value = "tok-" + "9" * 20
+    marker = tmp_path / "running"
+    wait = f"touch {marker}; while [ ! -e {marker}.go ]; do sleep 0.01; done\necho ok\n"
+    make_skill(tmp_path / "s", "late", scripts={"scripts/wait.sh": wait})
+    manager = manager_for(tmp_path / "s")
+    store = SecretStore()  # another store of this process: its values are masked everywhere
+    arguments = {"pad": "x" * 230, "key": value}  # the value crosses character 256
+
+    def provide() -> None:
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        store.provide("other", "TOKEN", value)
+        (tmp_path / "running.go").touch()
+
+    helper = threading.Thread(target=provide)
+    helper.start()
+    result = manager.execute_skill_script("late", "wait", arguments)
+    helper.join()
+    assert result.stdout == "ok\n", result.stderr
+    record = manager.audit.records()[-1]
+    assert record.outcome == "completed"
+    assert value[:4] not in record.arguments and "999" not in record.arguments
+    assert REDACTED[:2] in record.arguments or record.arguments.endswith("…")

@@ -191,6 +191,45 @@ def test_minimal_env_is_exactly_the_base_names_and_locale(
     } <= set(expected) | {"PWD", "SHLVL", "_", "LC_CTYPE"}
 
 
+def test_the_minimal_env_follows_os_environ_from_run_to_run(
+    tmp_path: Path, executor: Runner, monkeypatch, make_skill
+) -> None:
+    """The inherited part is decoded again only when os.environ changed (checks.py,
+    _base_env): a change, an addition or a removal between two runs is seen by the next."""
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    first = executor.prepare("scripts/env.py", {}, base, meta).env
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    monkeypatch.setenv("LC_NEW", "x")
+    second = executor.prepare("scripts/env.py", {}, base, meta).env
+    monkeypatch.delenv("LC_NEW")
+    third = executor.prepare("scripts/env.py", {}, base, meta).env
+    assert (first["LANG"], second["LANG"], third["LANG"]) == ("C.UTF-8",) + ("de_DE.UTF-8",) * 2
+    assert "LC_NEW" not in first and second["LC_NEW"] == "x" and "LC_NEW" not in third
+    second["MINE"] = "1"  # each run's environment is its own
+    assert "MINE" not in executor.prepare("scripts/env.py", {}, base, meta).env
+
+
+def test_a_prepared_run_holds_every_field(tmp_path: Path, executor: Runner, make_skill) -> None:
+    """The checks build a PreparedRun from one dict (PreparedRun.of_fields): it must name every
+    field, and equal what the dataclass's own constructor makes of the same values."""
+    import dataclasses
+
+    from skill_magics.core.run.checks import PreparedRun
+
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
+    )
+    prepared = executor.prepare("scripts/env.py", {"a": 1}, base, meta)
+    names = {f.name for f in dataclasses.fields(PreparedRun)}
+    assert set(vars(prepared)) == names
+    assert prepared == PreparedRun(**{name: getattr(prepared, name) for name in names})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prepared.command = ("/bin/sh",)  # type: ignore[misc]
+
+
 def test_skill_version_none_is_empty(tmp_path: Path, executor: Runner, make_skill) -> None:
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True

@@ -711,6 +711,62 @@ def test_a_double_forked_daemon_does_not_outlive_the_run(make_skill, tmp_path, k
 
 
 @posix_only
+def test_a_daemon_of_a_run_started_by_another_thread_does_not_outlive_it(make_skill, tmp_path):
+    """Orphans go to the subreaper's main thread (core/run/orphans.py reads only its
+    children): a run started by a worker thread, as a batch's are, still finds them."""
+    marker = tmp_path / "daemon.pid"
+    make_skill(
+        tmp_path / "s", "dmn", scripts={"scripts/d.sh": _DOUBLE_FORK_SH.format(marker=marker)}
+    )
+    manager = manager_for(tmp_path / "s")
+    before = _zombie_children()
+    results = []
+    worker = threading.Thread(
+        target=lambda: results.append(manager.execute_skill_script("dmn", "d"))
+    )
+    worker.start()
+    worker.join(timeout=30)
+    assert results and results[0].exit_code == 0, results
+    _middle, daemon = _daemon_pids(marker)
+    deadline = time.monotonic() + 2
+    while pid_alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    survived = pid_alive(daemon)
+    if survived:
+        os.kill(daemon, signal.SIGKILL)
+    assert not survived, "the daemon survived the run"
+    assert _zombie_children() - before == set()
+
+
+_LEAVES_ZOMBIES = """
+# A background child, and the grandchild of a subshell that exits at once (re-parented
+# here): both exit before the script, as zombies that must be reaped here, not kept.
+( sleep 0.01 ) &
+( ( true ) & )
+sleep 0.05
+echo done
+"""
+
+
+@posix_only
+def test_short_runs_leave_neither_processes_nor_zombies(make_skill, tmp_path):
+    """The end of a run settles in one look only when nothing of it is left (its main
+    process exited and no orphan is there); runs that leave exited children behind are
+    still reaped."""
+    make_skill(
+        tmp_path / "s",
+        "z",
+        scripts={"scripts/quick.sh": "echo ok\n", "scripts/zomb.sh": _LEAVES_ZOMBIES},
+    )
+    manager = manager_for(tmp_path / "s")
+    before = _zombie_children()
+    for _ in range(5):
+        assert manager.execute_skill_script("z", "quick").stdout == "ok\n"
+        assert manager.execute_skill_script("z", "zomb").stdout == "done\n"
+    assert _zombie_children() - before == set()
+
+
+@posix_only
 def test_the_subreaper_leaves_the_kernels_other_children_alone(make_skill, tmp_path):
     """While a run is in progress this process adopts orphans; its own children and other
     code's daemons are neither killed nor reaped behind their owners' backs."""

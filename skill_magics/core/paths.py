@@ -256,15 +256,23 @@ def read_inside(
         os.close(fd)
 
 
-def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int) -> bool:
-    """Does ``candidate`` still resolve to the very file ``script`` describes, with no
-    setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns``? (For caches: a False
-    answer only means "check again from scratch".)"""
-    real, st = realpath_stat(os.path.normpath(candidate))
-    if st is None or real != str(script.real) or _identity(st) != script.identity:
+def unchanged(
+    script: ResolvedScript, candidate: str, base_mtime_ns: int | None, real_str: str = ""
+) -> bool:
+    """Does ``candidate`` (normalised) still resolve to the very file ``script`` describes,
+    with no setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns`` (None:
+    whatever it is)? ``real_str``: ``str(script.real)``, when the caller has it. (For caches:
+    a False answer only means "check again from scratch".)"""
+    real, st = realpath_stat(candidate)
+    if st is None or real != (real_str or str(script.real)):
+        return False
+    # _identity(st), inline: this runs for every run.
+    if (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) != script.identity:
         return False
     if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         return False
+    if base_mtime_ns is None:
+        return True
     try:
         return os.stat(script.real_base).st_mtime_ns == base_mtime_ns
     except OSError:
@@ -351,11 +359,22 @@ def folder_name_problem(name: str) -> str | None:
     return None
 
 
-def check_skill_name(name: str, folder: str | None = None) -> None:
-    """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name."""
+_GOOD_NAMES: set[str] = set()  # names that passed: the check is a pure function of the text
+
+
+def check_skill_name(name: str, folder: str | None = None, *, folder_of: str = "") -> None:
+    """Raise SkillNameError (one line naming the fix) unless ``name`` is one folder name.
+    ``folder`` (or the last part of the path ``folder_of``): the skill's folder, suggested
+    as the name in the error."""
+    if name in _GOOD_NAMES:  # every run checks its skill's name: decide each name once
+        return
     why = folder_name_problem(name)
     if why is None:
+        if type(name) is str and len(_GOOD_NAMES) < 4096:
+            _GOOD_NAMES.add(name)
         return
+    if folder is None and folder_of:
+        folder = os.path.basename(folder_of)
     example = folder if folder and folder_name_problem(folder) is None else "my-skill"
     raise SkillNameError(
         f"Skill name {name!r} cannot be used: {why}, and a skill's name must work as one "

@@ -69,6 +69,7 @@ SECRET_KEYS = (
     "api-keys",
     "api_keys",
 )
+_SECRET_KEY_SET = frozenset(SECRET_KEYS)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names a secret may not take: they steer the interpreter or the run itself, not a credential.
 _RESERVED = frozenset(
@@ -105,7 +106,8 @@ def declared_secrets(metadata: Any) -> tuple[str, ...]:
     carry a credential (PATH, LD_*, PYTHON*, SKILL_*, ...), are left out: see
     :func:`rejected_secrets`.
     """
-    return tuple(n for n in _all_names(metadata) if _is_allowed(n))
+    names = _all_names(metadata)
+    return tuple(n for n in names if _is_allowed(n)) if names else ()
 
 
 def rejected_secrets(metadata: Any) -> tuple[str, ...]:
@@ -115,6 +117,8 @@ def rejected_secrets(metadata: Any) -> tuple[str, ...]:
 
 def _all_names(metadata: Any) -> list[str]:
     extra = getattr(metadata, "metadata", metadata)
+    if type(extra) is dict and _SECRET_KEY_SET.isdisjoint(extra):
+        return []  # every run asks: the usual answer without the walk
     if not isinstance(extra, Mapping):
         return []
     names: list[str] = []

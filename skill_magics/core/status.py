@@ -83,7 +83,7 @@ class AuditOutcome(_Name):
     @property
     def notable(self) -> bool:
         """Outcomes someone should notice in a log (logged as warnings)."""
-        return self in _NOTABLE
+        return self._value_ in NOTABLE_VALUES
 
 
 _NOTABLE = frozenset(
@@ -95,5 +95,7 @@ _NOTABLE = frozenset(
         AuditOutcome.INTERRUPTED,
     }
 )
+# Their values (a str hashes in C; an Enum member through Python): every record asks.
+NOTABLE_VALUES = frozenset(outcome.value for outcome in _NOTABLE)
 
-__all__ = ["RunStatus", "AuditOutcome", "ScriptRole"]
+__all__ = ["RunStatus", "AuditOutcome", "NOTABLE_VALUES", "ScriptRole"]

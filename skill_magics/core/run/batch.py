@@ -603,15 +603,18 @@ class BatchRunner:
                     self.plan.timeout,
                     sandbox=self.plan.sandbox,
                     cwd=self.plan.cwd,
-                    warm=self.plan.warm,
+                    # Under "auto" an item waits for its warm server (in_batch): decided
+                    # here, so the item's PreparedRun is made once, not made and replaced.
+                    warm=self._warm(),
                 )
-                prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
                 # As late as possible: right before this item's process starts.
                 stale = self._check_current()
                 if stale:
                     item.status, item.message = RunStatus.REFUSED, stale
                     return item
-                result = self.executor.run(prepared, cancel=self.cancel)
+                # The item's checks ran just above, and only the code watch since: the
+                # executor's re-check of the file would repeat them (no approval waits here).
+                result = self.executor.run(prepared, cancel=self.cancel, just_checked=True)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)
                 return item
@@ -622,6 +625,11 @@ class BatchRunner:
         finally:
             with self._lock:
                 self._running -= 1
+
+    def _warm(self) -> bool:
+        """The items' start (core/run/warm/): the plan's, where "auto" means "on"."""
+        mode = warm_modes.choose(self.plan.settings.warm_start, self.plan.warm)  # type: ignore[arg-type]
+        return warm_modes.in_batch(mode) == warm_modes.ON
 
     def _resolved(self, args: Any, argv: tuple[str, ...] | None) -> Resolved:
         """The skill and script, resolved once and again every RESOLVE_S (a change of code

@@ -102,6 +102,11 @@ _BASE_ENV_SET = frozenset(BASE_ENV)
 _BASE_ENV_BYTES = frozenset(os.fsencode(name) for name in BASE_ENV)
 
 
+# The last environment _base_env read (bytes snapshot) and what it kept: comparing two
+# snapshots (C level, values compared by identity first) costs less than decoding again.
+_LAST_BASE_ENV: list[tuple[dict[bytes, bytes], dict[str, str]] | None] = [None]
+
+
 def _base_env() -> dict[str, str]:
     """The inherited part of the minimal environment: BASE_ENV names and LC_* from os.environ.
 
@@ -112,13 +117,20 @@ def _base_env() -> dict[str, str]:
     """
     data = getattr(os.environ, "_data", None)
     if not _WINDOWS and isinstance(data, dict):
-        enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        last = _LAST_BASE_ENV[0]
+        # One C-level comparison (bytes values: no Python code runs, so no other thread
+        # edits os.environ meanwhile): unchanged since the last run, nothing to decode.
+        if last is not None and last[0] == data:
+            return dict(last[1])
         snapshot = dict(data)  # one C-level copy: another thread may be editing os.environ
-        return {
+        enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+        env = {
             key.decode(enc, errors): value.decode(enc, errors)  # what os.fsdecode does
             for key, value in snapshot.items()
             if key in _BASE_ENV_BYTES or key[:3] == b"LC_"
         }
+        _LAST_BASE_ENV[0] = (snapshot, env)  # one store: a reader sees a pair or the other
+        return dict(env)
     source = os.environ
     env = {}
     for key in list(source):
@@ -170,6 +182,15 @@ class PreparedRun:
     warm: str = warm_modes.OFF
     warm_idle: float = DEFAULT_WARM_IDLE
 
+    @classmethod
+    def of_fields(cls, values: dict[str, Any]) -> PreparedRun:
+        """A PreparedRun from a dict holding every field (RunChecks, for every run): one
+        store, where a frozen dataclass's __init__ sets each field with a call of its own.
+        ``values`` becomes the instance's; tests check it names every field."""
+        run = object.__new__(cls)
+        object.__setattr__(run, "__dict__", values)
+        return run
+
     @property
     def program(self) -> str:
         """The executable that will run (the resolved interpreter)."""
@@ -190,7 +211,11 @@ class _Resolved:
     script: paths.ResolvedScript
     spec: InterpreterSpec
     command: tuple[str, ...]  # interpreter, its flags, the script's real path
-    base_mtime_ns: int
+    candidate: str  # the path as given, joined to the skill dir and normalised
+    rel: str  # the script relative to the skill, with "/" (``script.relative``)
+    # The skill dir's mtime when a new venv/ there changes the program (Python scripts);
+    # None: nothing in the skill dir but the script itself decides the answer.
+    base_mtime_ns: int | None
 
 
 class RunChecks:
@@ -255,6 +280,10 @@ class RunChecks:
         ``settings.warm_start`` says (None); only the launch differs (core/run/warm/).
         """
         started = time.monotonic()
+        # warm_modes.choose, inline (every run asks)
+        start_mode = (
+            settings.warm_start if warm is None else (warm_modes.ON if warm else warm_modes.OFF)
+        )
         try:
             prepared = self._script(
                 settings,
@@ -266,7 +295,7 @@ class RunChecks:
                 timeout,
                 settings.run_cwd if cwd is None else cwd,
                 module,
-                warm_modes.choose(settings.warm_start, warm),  # type: ignore[arg-type]
+                start_mode,  # type: ignore[arg-type]
             )
             return self._isolate(settings, prepared, sandbox, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
@@ -293,39 +322,49 @@ class RunChecks:
         warm: str,
     ) -> PreparedRun:
         limit = settings.timeout if timeout is None else check_timeout(timeout)
-        base_abs = os.path.abspath(skill_base_dir)
+        base_abs = _abspath(skill_base_dir)
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
-        paths.check_skill_name(metadata.name, os.path.basename(base_abs))
-        _check_tools(metadata)
-        resolved = self._resolve(settings, script_path, skill_base_dir)
+        paths.check_skill_name(metadata.name, folder_of=base_abs)
+        if metadata.allowed_tools:  # None or empty: the skill declares no restriction
+            _check_tools(metadata)
+        resolved = self._resolve(settings, script_path, skill_base_dir, base_abs)
         script, spec, command = resolved.script, resolved.spec, resolved.command
-        run_dir = workdir.resolve_cwd(cwd, script.real_base)
+        run_dir = (
+            script.real_base
+            if cwd is None or cwd == workdir.SKILL
+            else workdir.resolve_cwd(cwd, script.real_base)
+        )
         argv_t = normalize_argv(argv) if argv is not None else ()
         if arguments is None and argv is not None:
             payload = None  # argv mode: the script reads nothing on stdin
         else:
             payload = encode_arguments({} if arguments is None else arguments)
         env = child_env(settings, metadata, base_abs)
-        if module is None:
-            module = kinds.module_for(script.real_base, script.relative.as_posix())
+        if module is None:  # (only a .py file can be a module: no call for the others)
+            rel = resolved.rel
+            module = kinds.module_for(script.real_base, rel) if rel.endswith(".py") else ""
         if module:
             command = _module_command(command, module, script, run_dir, env)
         _check_exec_size(command + argv_t, env, script.relative)
-        return PreparedRun(
-            skill_name=metadata.name,
-            script_rel=script.relative,
-            script=script,
-            interpreter=spec,
-            command=command + argv_t,
-            payload=payload,
-            env=env,
-            cwd=run_dir,
-            timeout=limit,
-            label_preview=None,
-            argv=argv_t,
-            max_output_size=settings.max_output_size,
-            warm=warm,
-            warm_idle=settings.warm_idle_timeout,
+        return PreparedRun.of_fields(
+            {
+                "skill_name": metadata.name,
+                "script_rel": script.relative,
+                "script": script,
+                "interpreter": spec,
+                "command": command + argv_t,
+                "payload": payload,
+                "env": env,
+                "cwd": run_dir,
+                "timeout": limit,
+                "label_preview": None,
+                "argv": argv_t,
+                "sandbox": None,
+                "secrets": (),
+                "max_output_size": settings.max_output_size,
+                "warm": warm,
+                "warm_idle": settings.warm_idle_timeout,
+            }
         )
 
     def _isolate(
@@ -340,7 +379,8 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        chosen = sandboxing.check_mode(settings.sandbox if mode is None else mode)
+        wanted = settings.sandbox if mode is None else mode
+        chosen = wanted if wanted == sandboxing.OFF else sandboxing.check_mode(wanted)
         profile = None
         if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
             profile = sandboxing.profile_for(
@@ -452,24 +492,27 @@ class RunChecks:
         settings: RunSettings,
         script_path: str | os.PathLike[str],
         skill_base_dir: str | os.PathLike[str],
+        base_abs: str = "",
     ) -> _Resolved:
         """Path checks + interpreter for a script, reused while nothing relevant changed.
 
         A cached answer is used only after re-resolving the script's real path and finding the
-        same file (device, inode, mtime, size), no setuid/setgid bits, the same skill dir
-        mtime (a new venv/ changes it), the same PATH and allow-list, and the interpreter
-        still executable. Everything else is decided afresh, so the cache only saves time
-        (~50 us of a ~1.4 ms spawn).
+        same file (device, inode, mtime, size), no setuid/setgid bits, for a Python script
+        the same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and
+        the interpreter still executable. Everything else is decided afresh, so the cache
+        only saves time (~50 us of a ~1.4 ms spawn).
         """
         if not self.use_cache:
             return self._resolve_now(settings, script_path, skill_base_dir)
-        base_abs = os.path.abspath(skill_base_dir)
+        base_abs = base_abs or os.path.abspath(skill_base_dir)
         shown = os.fspath(script_path)
-        key = (base_abs, shown, os.environ.get("PATH", ""), settings.allowed)
+        data = _ENV_DATA if _ENV_DATA is getattr(os.environ, "_data", None) else None
+        path_var = data.get(b"PATH", b"") if data is not None else os.environ.get("PATH", "")
+        key = (base_abs, shown, path_var, settings.allowed)
         hit = self._resolved.get(key)
         if (
             hit is not None
-            and paths.unchanged(hit.script, os.path.join(base_abs, shown), hit.base_mtime_ns)
+            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns, hit.command[-1])
             and os.access(hit.command[0], os.X_OK)  # the interpreter was not uninstalled
             # A managed env built (or removed) since changes which Python runs .py scripts.
             and (hit.spec.script_type != "python" or hit.command[0] == _python(base_abs))
@@ -505,7 +548,12 @@ class RunChecks:
             )
         program = self._program(spec, script.real_base, script.relative, name)
         command = (program, *spec.argv[1:], str(script.real))
-        return _Resolved(script, spec, command, base_mtime_ns)
+        # Other programs come from PATH (part of the cache key) and the script's own first
+        # line (its identity): the skill dir's mtime need not be read again for them.
+        python = spec.script_type == "python"
+        candidate = os.path.normpath(os.path.join(os.path.abspath(skill_base_dir), script_path))
+        rel = script.relative.as_posix()
+        return _Resolved(script, spec, command, candidate, rel, base_mtime_ns if python else None)
 
     def _program(self, spec: InterpreterSpec, base: Path, rel: Path, name: str) -> str:
         """Absolute path of the program that runs the script."""
@@ -548,6 +596,24 @@ class RunChecks:
             with self._cache_lock:
                 self._which_cache[key] = found
         return found
+
+
+# os.environ's own bytes mapping (POSIX): $PATH for a cache key is read from it, without a
+# decode or the Mapping machinery per run. Checked to still be os.environ's on every use.
+_ENV_DATA = None if _WINDOWS else getattr(os.environ, "_data", None)
+
+_ABS: dict[str, str] = {}  # absolute skill dirs as given -> normalised (a pure function)
+
+
+def _abspath(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath``, remembered for absolute paths (every run asks for its skill's)."""
+    text = os.fspath(path)
+    found = _ABS.get(text)
+    if found is None:
+        found = os.path.abspath(text)
+        if os.path.isabs(text) and len(_ABS) < 1024:
+            _ABS[text] = found
+    return found
 
 
 def _python(base: str | os.PathLike[str]) -> str:
@@ -677,13 +743,24 @@ def _arg_max() -> int:
     return value
 
 
+_FAST_LIMIT: list[int] = []  # what the fast path's bound must fit (both limits at once)
+
+
+def _fast_limit() -> int:
+    limit = _arg_max() - _ARG_MARGIN
+    if _MAX_ARG_STRLEN is not None:
+        limit = min(limit, _MAX_ARG_STRLEN)
+    _FAST_LIMIT.append(limit)
+    return limit
+
+
 def _check_exec_size(command: Sequence[str], env: Mapping[str, str], rel: Path) -> None:
     """Refuse, before spawning, a command line the kernel would reject (E2BIG)."""
     # Fast path (every ordinary run): UTF-8 needs at most 4 bytes per character, so when
     # even that bound fits both limits, nothing needs encoding (~1 us instead of ~8 us).
     chars = sum(map(len, command)) + sum(map(len, env)) + sum(map(len, env.values()))
     bound = 4 * chars + 16 * (len(command) + len(env))
-    if bound <= min(_arg_max() - _ARG_MARGIN, _MAX_ARG_STRLEN or bound):
+    if bound <= (_FAST_LIMIT[0] if _FAST_LIMIT else _fast_limit()):
         return
     pointer = 8  # each string costs a pointer in argv[]/envp[] too
     total = 0

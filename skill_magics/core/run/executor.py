@@ -49,8 +49,14 @@ from skill_magics.core.run.settings import (
     RunSettings,
 )
 from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.run.warm.launch import Ticket, WarmLauncher, WarmUnavailable, run_warm
-from skill_magics.core.secrets import SecretStore
+from skill_magics.core.run.warm.launch import (
+    Ticket,
+    WarmLauncher,
+    WarmUnavailable,
+    quick_cold,
+    run_warm,
+)
+from skill_magics.core.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.status import AuditOutcome
 
 logger = logging.getLogger("skill_magics.executor")
@@ -91,6 +97,10 @@ class _Start:
     @property
     def name(self) -> str:
         return "warm" if self.ticket is not None else "cold"
+
+
+_COLD = _Start()
+_COLD_BECAUSE: dict[str, _Start] = {}  # the few notes quick_cold gives: one value each
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -156,6 +166,7 @@ class ScriptExecutor:
         *,
         on_output: OnOutput | None = None,
         cancel: threading.Event | None = None,
+        just_checked: bool = False,
     ) -> ScriptExecutionResult:
         """Spawn and wait; returns the result (timeouts and signals are results, not errors).
 
@@ -164,45 +175,52 @@ class ScriptExecutor:
         as they arrive, in this thread: keep it cheap. Setting ``cancel`` stops the whole
         process group. KeyboardInterrupt kills the group, is audited as "interrupted" and
         re-raised.
+
+        ``just_checked``: the checks made ``prepared`` in this same call, right before, and
+        nothing waited in between (no approval: :meth:`execute`, a batch's item). They
+        resolved and stat'ed the file (RunChecks._resolve: the same path, identity, type and
+        mode tests the re-check makes), so the re-check would repeat them microseconds later
+        and is skipped.
         """
-        audit_base = (
-            prepared.skill_name,
-            prepared.script_rel.as_posix(),
-            prepared.arguments_preview,
-        )
-        if prepared.script is not None:
+        if prepared.script is not None and not just_checked:
             started = time.monotonic()
             try:
                 paths.recheck(prepared.script)  # the file may have changed during approval
             except SkillMagicsError as exc:
-                self.audit.refused(*audit_base, exc, duration_ms=_ms_since(started))
+                self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
                 raise
-        return self._spawn_and_wait(prepared, on_output, cancel, audit_base)
+        return self._spawn_and_wait(prepared, on_output, cancel)
 
     def _spawn_and_wait(
         self,
         prepared: PreparedRun,
         on_output: OnOutput | None,
         cancel: threading.Event | None,
-        audit_base: tuple[str, str, str],
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
-            env = self._env(prepared)
-            network = self.network_for(prepared)
+            env = self._env(prepared) if prepared.secrets else prepared.env
+            network = self.network_for(prepared) if prepared.sandbox is not None else True
             how = self._start(prepared, env, network, cancel)
             command: tuple[str, ...] = ()
-            if how.ticket is None:
-                command, env, boxed = self._isolated_command(prepared, env, network)
-            else:
+            if how.ticket is not None:
                 boxed = self._warm_box(prepared, how.ticket)
+            elif prepared.sandbox is None:  # nothing to wrap
+                command, boxed = prepared.command, None
+            else:
+                command, env, boxed = self._isolated_command(prepared, env, network)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
-            self.audit.refused(*audit_base, exc, duration_ms=_ms_since(start))
+            self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise
         shown = None if boxed is None else boxed.record
         # No secret value leaves a run, wherever a script printed it: both streams are
         # redacted as they are read, before the output cap and before on_output sees them.
         masks = self.secrets.masks() if len(self.secrets) else None
+        draft: list[tuple[str, str, Masks]] = []
+
+        def started() -> None:  # the record's texts, made while the script runs
+            draft.append(_texts(prepared))
+
         try:
             outcome = None
             if how.ticket is not None:
@@ -215,6 +233,7 @@ class ScriptExecutor:
                         on_output=on_output,
                         cancel=cancel,
                         masks=masks,
+                        started=started,
                     )
                 except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
                     how = _Start(note=str(exc))
@@ -233,6 +252,7 @@ class ScriptExecutor:
                     masks=masks,
                     # A sandboxed run's PID namespace takes its daemons with it already.
                     orphans=boxed is None or not boxed.active,
+                    started=started,
                 )
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
@@ -240,7 +260,7 @@ class ScriptExecutor:
             return self._spawn_failed(prepared, exc, time.monotonic() - start, how)
         except BaseException as exc:
             self.audit.event(
-                *audit_base,
+                *_audit_base(prepared),
                 AuditOutcome.INTERRUPTED,
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
@@ -249,7 +269,8 @@ class ScriptExecutor:
                 start_note=how.note,
             )
             raise
-        return self._finish(prepared, outcome, boxed=boxed, how=how)
+        texts = draft[0] if draft else None
+        return self._finish(prepared, outcome, boxed=boxed, how=how, texts=texts)
 
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
@@ -277,10 +298,16 @@ class ScriptExecutor:
         """Warm or cold (core/run/warm/): a warm start that cannot be had is a cold start
         that says why, never a failed run."""
         if prepared.warm == warm_modes.OFF:
-            return _Start()
+            return _COLD
         profile = prepared.sandbox
         if profile is not None and profile.active:
             sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
+        why = quick_cold(prepared)  # a bash script, say: no need to ask the launcher
+        if why:
+            found = _COLD_BECAUSE.get(why)
+            if found is None:
+                found = _COLD_BECAUSE[why] = _Start(note=why)
+            return found
         try:
             got = self.warm.ticket(prepared, env, network, cancel=cancel)
         except Exception as exc:  # noqa: BLE001 - a bug here must not fail the run
@@ -345,9 +372,15 @@ class ScriptExecutor:
         *,
         boxed: _Boxed | None = None,
         how: _Start | None = None,
+        texts: tuple[str, str, Masks] | None = None,
     ) -> ScriptExecutionResult:
-        how = how or _Start()
-        rel = prepared.script_rel.as_posix()
+        how = how or _COLD
+        # The script's name and the arguments' text, made while it ran (_texts), unless a
+        # secret became known since: then again, redacted before the cut as always.
+        if texts is None or texts[2] is not known_masks():
+            texts = _texts(prepared)
+        rel, arguments = texts[0], texts[1]
+        start = how.name
         stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
         sandboxed = boxed is not None and boxed.active
@@ -406,13 +439,13 @@ class ScriptExecutor:
         self.audit.event(
             prepared.skill_name,
             rel,
-            prepared.arguments_preview,
+            arguments,
             outcome,
             exit_code=exit_code,
             reason=reason,
             duration_ms=duration_ms,
             sandbox=shown,
-            start=how.name,
+            start=start,
             start_note=how.note,
         )
         return ScriptExecutionResult(
@@ -429,7 +462,7 @@ class ScriptExecutor:
             stdout_bytes=out.stdout.total_bytes,
             stderr_bytes=out.stderr.total_bytes,
             sandbox=shown,
-            start=how.name,
+            start=start,
             start_note=how.note,
         )
 
@@ -486,7 +519,19 @@ class ScriptExecutor:
             module=module,
             warm=warm,
         )
-        return self.run(prepared, on_output=on_output, cancel=cancel)
+        return self.run(prepared, on_output=on_output, cancel=cancel, just_checked=True)
+
+
+def _texts(prepared: PreparedRun) -> tuple[str, str, Masks]:
+    """What a run's record names (script, arguments), and the secrets they were masked with."""
+    masks = known_masks()
+    return prepared.script_rel.as_posix(), prepared.arguments_preview, masks
+
+
+def _audit_base(prepared: PreparedRun) -> tuple[str, str, str]:
+    """What a record of ``prepared`` names: skill, script, arguments (worked out when the
+    record is made: a secret given since is masked too)."""
+    return prepared.skill_name, prepared.script_rel.as_posix(), prepared.arguments_preview
 
 
 def _ms_since(started: float) -> float:

@@ -16,6 +16,10 @@ things find it anyway:
   the run's signals. Other children of the kernel (Jupyter's, a ``subprocess`` call of your
   own, another run's) never carry it and are never touched.
 
+Cost: when a run's main process has exited and the kernel's main thread has no other child,
+nothing of the run is left (its living descendants were re-parented here when it exited),
+so the end of the run takes one read of ``/proc/self/task/PID/children`` and no zombie sweep.
+
 Orphans are held by pidfd from the moment they are found, so a signal or a wait never hits a
 recycled pid, and the ones that are the kernel's children are reaped (a subreaper must reap
 what it inherits, or they stay zombies); the kernel's other children are never waited for, so
@@ -35,6 +39,7 @@ process-table entry, until the kernel exits.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import secrets
@@ -112,11 +117,61 @@ class _Subreaper:
 SUBREAPER = _Subreaper()
 
 
+class _RunIds:
+    """Run ids: a random prefix per process, then a counter. Unique is what matters (a
+    process carrying another run's id only gets itself killed by that run, and one that
+    wants to escape can clear its environment anyway), so one random draw per process
+    instead of one per run (a system call)."""
+
+    def __init__(self) -> None:
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked copy of this process draws anew
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self.prefix = secrets.token_hex(5)
+        self.count = itertools.count(1)  # next() is atomic under the GIL
+        self.pid = os.getpid()  # this process, without a system call per run
+        self.children = f"/proc/{self.pid}/task/{self.pid}/children"  # its main thread's
+
+    def new(self) -> str:
+        return f"{self.prefix}{next(self.count):06x}"
+
+
+_IDS = _RunIds()
+
+
 def new_run_id() -> str:
-    return secrets.token_hex(8)
+    return _IDS.new()
+
+
+_SHORT_READ = 2048
+
+
+def _read_proc(path: str, seq_file: bool = False) -> bytes:
+    """A small /proc file whole: open, read to EOF, close (no buffered file object: this
+    runs at the end of every run).
+
+    ``seq_file``: the file is a list of small records (``task/TID/children``). Such a read
+    stops short of the request only at the end of the list or when the next record does
+    not fit the kernel's buffer (a page at least, fs/seq_file.c); so a read of less than
+    ``_SHORT_READ`` bytes, with records of a few bytes, was the end: no second read."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunk = os.read(fd, 65536)
+        if seq_file and len(chunk) < _SHORT_READ:
+            return chunk
+        chunks = [chunk]
+        while chunk:
+            chunk = os.read(fd, 65536)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _children(pid: int) -> list[int]:
+    """Direct children of every thread of ``pid``."""
     out: list[int] = []
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -124,18 +179,38 @@ def _children(pid: int) -> list[int]:
         return out
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                out.extend(int(x) for x in fh.read().split())
+            found = _read_proc(f"/proc/{pid}/task/{tid}/children", seq_file=True)
+            out.extend(int(x) for x in found.split())
         except (OSError, ValueError):
             continue
     return out
 
 
+def _adopted() -> list[int]:
+    """This process's children that an orphan can be among: those of its main thread.
+
+    An orphan goes to the first live thread of its subreaper (kernel/exit.c,
+    find_new_reaper: find_alive_thread walks the thread list from the group leader; so
+    since Linux 3.19, and pidfd, which this needs, came in 5.3), so while the main thread
+    lives one read of its children file finds every orphan, where a kernel's 5-10 threads
+    cost a read each. The other threads' children are processes this process forked itself
+    (a run's main process, a Popen elsewhere), never a run's orphans. CPython's main thread
+    lives as long as the process (it returns into exit(), never pthread_exit()); while the
+    interpreter shuts down, every thread's list is read anyway.
+    """
+    me = _IDS.pid
+    if sys.is_finalizing():
+        return _children(me)
+    try:
+        return list(map(int, _read_proc(_IDS.children, True).split()))
+    except (OSError, ValueError):
+        return _children(me)
+
+
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """(state, process group, session) of ``pid`` from /proc/PID/stat; None when gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
+        data = _read_proc(f"/proc/{pid}/stat")
     except OSError:
         return None
     fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) ": comm may hold ")"
@@ -147,8 +222,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
 
 def _carries(pid: int, marker: bytes) -> bool:
     try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return marker in fh.read().split(b"\0")
+        return marker in _read_proc(f"/proc/{pid}/environ").split(b"\0")
     except OSError:  # gone, or a zombie (no environment left)
         return False
 
@@ -160,12 +234,27 @@ class Orphans:
         self.marker = f"{RUN_ID_VAR}={run_id}".encode()
         self.held: dict[int, int] = {}  # pid -> pidfd
         self.leaders: set[int] = set()  # the held processes' session and group leaders
+        # A look found nothing of the run left: its main process had exited and no orphan
+        # (alive or a zombie) was there. Nothing can be re-parented here after that.
+        self.settled = False
 
-    def collect(self, exclude: int) -> None:
+    def collect(self, exclude: int, exited: bool = False) -> None:
         """Find the kernel's children carrying this run's id, and everything below them
-        (before the kill: a process whose parent dies later is already held)."""
-        me = os.getpid()
-        stack = [pid for pid in _children(me) if pid != exclude and _carries(pid, self.marker)]
+        (before the kill: a process whose parent dies later is already held).
+
+        ``exited``: the run's main process (``exclude``) has exited. Its living descendants
+        were then re-parented here at its exit (before it became a zombie, which is what
+        told us it exited), and theirs are below them; so when this look finds no child but
+        it, nothing of the run is left anywhere, nor can become this process's child later:
+        :meth:`reap_zombies` has nothing to look for (``settled``)."""
+        me = _IDS.pid
+        adopted = _adopted()
+        if exclude in adopted:
+            adopted.remove(exclude)
+        if exited and not adopted and not self.held:
+            self.settled = True
+            return
+        stack = [pid for pid in adopted if _carries(pid, self.marker)]
         while stack:
             pid = stack.pop()
             if pid in self.held or pid == exclude or pid == me:
@@ -199,6 +288,8 @@ class Orphans:
     def reap(self, wait: float = REAP_WAIT_S) -> list[int]:
         """Wait (bounded) for the held processes to exit; reap those that are this
         process's children. Returns the pids still alive at the deadline."""
+        if not self.held:
+            return []
         deadline = time.monotonic() + wait
         pending = dict(self.held)
         while pending:
@@ -237,9 +328,11 @@ class Orphans:
         this process forked itself (a ``Popen`` elsewhere in the kernel, the run's main
         process) never matches, so its owner still gets its exit status. Returns how many
         were reaped."""
+        if self.settled:
+            return 0
         mine = os.getsid(0)
         reaped = 0
-        for pid in _children(os.getpid()):
+        for pid in _adopted():
             if pid == run_pgid:
                 continue  # the run's main process: its Popen reaps it, with its status
             found = _stat(pid)

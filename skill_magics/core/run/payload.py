@@ -29,6 +29,41 @@ MAX_ARGUMENT_BYTES = 10 * 2**20
 MAX_ARGUMENT_DEPTH = 500
 
 _LEAVES = (str, int, float, bool, type(None))
+# json.dumps with these options builds an encoder per call; this one is built once (its
+# encode() keeps no state between calls).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# And json's C encoder itself, made once with the same options, where there is one. It
+# skips the check for cycles: validate() has refused them already.
+_C_ENCODE = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None,
+        _ENCODER.default,
+        json.encoder.encode_basestring,
+        None,
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,
+        False,
+        False,
+    )
+    if getattr(json.encoder, "c_make_encoder", None) is not None
+    else None
+)
+
+
+_FLAT = frozenset({str, int, bool, type(None)})  # exact types: a subclass takes the walk
+
+
+def _flat(arguments: dict) -> bool:
+    """Is ``arguments`` one level of str keys and plain leaves (finite floats included)?
+    True means :func:`validate` has nothing to refuse; False only means "walk it"."""
+    for key, value in arguments.items():
+        kind = type(value)
+        if type(key) is not str or (
+            kind not in _FLAT and (kind is not float or not math.isfinite(value))
+        ):
+            return False
+    return True
 
 
 def _fmt(path: list[str]) -> str:
@@ -41,6 +76,8 @@ def validate(arguments: Any) -> None:
     Iterative (deep nesting cannot hit the recursion limit) and path-aware for cycles: a
     list shared twice is fine (JSON just repeats it), a list containing itself is not.
     """
+    if type(arguments) is dict and _flat(arguments):
+        return  # the usual shape (a row, a few options): no walk needed
     if not isinstance(arguments, dict):
         raise ArgumentSerializationError(
             f"Arguments must be a dict (a JSON object), got {type(arguments).__name__}: "
@@ -109,9 +146,10 @@ def _unsupported(value: Any, path: list[str]) -> ArgumentSerializationError:
 
 def encode_arguments(arguments: Any, limit: int = MAX_ARGUMENT_BYTES) -> bytes:
     """``arguments`` as strict UTF-8 JSON bytes; raises ArgumentSerializationError/SizeError."""
-    validate(arguments)
+    if type(arguments) is not dict or not _flat(arguments):  # (flat: nothing to refuse)
+        validate(arguments)
     try:
-        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        text = "".join(_C_ENCODE(arguments, 0)) if _C_ENCODE else _ENCODER.encode(arguments)
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ArgumentSerializationError(

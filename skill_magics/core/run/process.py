@@ -30,7 +30,9 @@ from __future__ import annotations
 import codecs
 import errno
 import logging
+import math
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -39,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.secrets import Masks
@@ -57,7 +59,9 @@ WRITE_CHUNK = 1 << 16
 
 OnOutput = Callable[[str, str], object]
 
-_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")  # looked up once, not per stream
+# What codecs' incremental UTF-8 decoder does, without a decoder object per stream: decode
+# what is complete, keep the bytes of a character cut by the read for the next one.
+_UTF8_DECODE = codecs.utf_8_decode
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 # Linux with CONFIG_PROC_CHILDREN (every mainstream kernel): direct children per thread.
@@ -86,7 +90,7 @@ class StreamCapture:
     masks: Masks | None = None
 
     def __post_init__(self) -> None:
-        self._decoder = _UTF8_DECODER(errors="replace")
+        self._pending = b""  # the start of a character the last read cut
         self._redactor = self.masks.stream() if self.masks else None
 
     def feed(self, data: bytes) -> str:
@@ -95,7 +99,7 @@ class StreamCapture:
         if self.truncated:
             return ""
         if self._redactor is not None:
-            return self._keep(self._redactor.feed(self._decoder.decode(data)))
+            return self._keep(self._redactor.feed(self._decode(data)))
         room = self.cap - self.kept_bytes
         if len(data) > room:
             # Cut at the cap. Bytes of a character straddling the cut stay in the decoder and
@@ -103,9 +107,17 @@ class StreamCapture:
             data = data[:room]
             self.truncated = True
         self.kept_bytes += len(data)
-        text = self._decoder.decode(data)
+        text = self._decode(data)
         if text:
             self.pieces.append(text)
+        return text
+
+    def _decode(self, data: bytes, final: bool = False) -> str:
+        """UTF-8 text of ``data`` after what was pending; invalid bytes become U+FFFD."""
+        if self._pending:
+            data = self._pending + data
+        text, used = _UTF8_DECODE(data, "replace", final)
+        self._pending = data[used:] if used < len(data) else b""
         return text
 
     def _keep(self, text: str) -> str:
@@ -127,7 +139,9 @@ class StreamCapture:
         """End of stream: an incomplete trailing character becomes U+FFFD (unless truncated)."""
         if self.truncated:
             return ""
-        text = self._decoder.decode(b"", final=True)
+        if not self._pending and self._redactor is None:
+            return ""  # nothing cut by the last read: nothing left to decode
+        text = self._decode(b"", final=True)
         if self._redactor is not None:
             return self._keep(self._redactor.feed(text) + self._redactor.flush())
         if text:
@@ -173,6 +187,9 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+_TREE_WATCH = sys.platform != "win32"  # elsewhere the group kill is all there is
 
 
 class _Descendants:
@@ -314,17 +331,47 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
 
 
 def _kill_all(
-    pgid: int, tree: _Descendants | None, sig: int, orphans: Orphans | None = None
+    pgid: int,
+    tree: _Descendants | None,
+    sig: int,
+    orphans: Orphans | None = None,
+    exited: bool = False,
 ) -> None:
+    """Signal the group, the escapees the snapshots saw and the run's orphans. ``exited``:
+    the main process has surely exited (Child.has_exited), which lets the orphan search
+    settle in one look when nothing is left (core/run/orphans.py)."""
     if orphans is not None:
-        orphans.collect(exclude=pgid)  # before the kill: what it orphans is held already
-        if tree is not None:  # and what the snapshots saw, to be reaped once adopted
+        # Before the kill: what it orphans is held already.
+        orphans.collect(exclude=pgid, exited=exited)
+        if tree is not None and tree.known:  # and what the snapshots saw, reaped once adopted
             orphans.hold(pid for pid in list(tree.known) if pid != pgid and tree.saw(pid))
     kill_group(pgid, sig)
-    if tree is not None:
+    if tree is not None and tree.known:
         tree.signal_escaped(sig)
-    if orphans is not None:
+    if orphans is not None and orphans.held:
         orphans.signal(sig)
+
+
+class Pipe:
+    """Our end of one of a run's pipes: a bare descriptor. The loop reads and writes it with
+    os.read/os.write, so it needs no file object (whose creation costs an fstat)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    @property
+    def closed(self) -> bool:
+        return self.fd < 0
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 class Child:
@@ -336,9 +383,9 @@ class Child:
     """
 
     pid: int
-    stdin: IO[bytes] | None
-    stdout: IO[bytes]
-    stderr: IO[bytes]
+    stdin: Pipe | None  # None: stdin was /dev/null, or the payload was written already
+    stdout: Pipe
+    stderr: Pipe
     reaped = False
 
     def exit_fd(self) -> int | None:
@@ -353,24 +400,31 @@ class Child:
         """Has the main process exited? Never reaps it."""
         raise NotImplementedError
 
-    def reap(self) -> int:
-        """Wait for the exited (or killed) main process; its status, -N for signal N."""
+    def reap(self, exited: bool = False) -> int:
+        """Wait for the exited (or killed) main process; its status, -N for signal N.
+        ``exited``: it surely has exited already (:meth:`has_exited`)."""
         raise NotImplementedError
 
     def close(self) -> None:
         """Release what the child holds beyond its pipes (the loop closes those)."""
 
+    def has_exited(self) -> bool:
+        """After the loop saw the exit: has the main process surely exited (it is a zombie
+        or reaped, so its children were re-parented already)? False when unsure."""
+        return False
+
 
 class _PopenChild(Child):
     """A process started here with subprocess.Popen."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(
+        self, proc: subprocess.Popen, stdin: Pipe | None, stdout: Pipe, stderr: Pipe
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
-        self.stdin = proc.stdin
-        assert proc.stdout is not None and proc.stderr is not None  # both pipes are opened
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
         self.pidfd: int | None = None
 
     def exit_fd(self) -> int | None:
@@ -390,7 +444,20 @@ class _PopenChild(Child):
             return info is not None
         return self.proc.poll() is not None  # pragma: no cover - no waitid(): reaps
 
-    def reap(self) -> int:
+    def has_exited(self) -> bool:
+        return True  # the loop saw its pidfd readable or waitid(WNOWAIT) report it
+
+    def reap(self, exited: bool = False) -> int:
+        if exited and self.proc.returncode is None:
+            # A zombie already (``has_exited``): one waitpid, not Popen.wait's timed loop.
+            try:
+                _pid, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:  # reaped elsewhere: Popen knows how to say so
+                pass
+            else:
+                self.proc.returncode = code = os.waitstatus_to_exitcode(status)
+                self.reaped = True
+                return code
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - uninterruptible sleep
@@ -405,6 +472,32 @@ class _PopenChild(Child):
             self.pidfd = None
 
 
+class _Selector:
+    """select.poll's interface (register, unregister, poll in ms) over a selector, where
+    there is no poll(2) (Windows). It never reports a hang-up."""
+
+    def __init__(self) -> None:
+        self._sel = selectors.DefaultSelector()
+
+    def register(self, fd: int, events: int) -> None:
+        self._sel.register(fd, selectors.EVENT_WRITE if events == _OUT else selectors.EVENT_READ)
+
+    def unregister(self, fd: int) -> None:
+        self._sel.unregister(fd)
+
+    def poll(self, ms: int) -> list[tuple[int, int]]:
+        return [(key.fd, 0) for key, _ in self._sel.select(ms / 1000)]
+
+    def close(self) -> None:
+        self._sel.close()
+
+
+_POLL = getattr(select, "poll", None)
+_IN = getattr(select, "POLLIN", 1)
+_OUT = getattr(select, "POLLOUT", 4)
+_HUP = getattr(select, "POLLHUP", 0) | getattr(select, "POLLERR", 0)
+
+
 class _Loop:
     """State of one run; lives only inside _drive."""
 
@@ -417,15 +510,12 @@ class _Loop:
         masks: Masks | None = None,
     ) -> None:
         self.child = child
-        # poll() when there is one (select() is limited to fds < 1024), else the default.
-        self.sel: selectors.BaseSelector = (
-            selectors.PollSelector()
-            if hasattr(selectors, "PollSelector")
-            else selectors.DefaultSelector()  # pragma: no cover
-        )
+        # poll(2) when there is one (select() is limited to fds < 1024): called straight, its
+        # events say which pipes hung up; else a selector with the same interface.
+        self.sel: Any = _POLL() if _POLL is not None else _Selector()
         self.stdout = StreamCapture("stdout", max_output_size, masks=masks)
         self.stderr = StreamCapture("stderr", max_output_size, masks=masks)
-        self.readers: dict[int, tuple[StreamCapture, IO[bytes]]] = {}
+        self.readers: dict[int, tuple[StreamCapture, Pipe]] = {}
         self.on_output = on_output
         self.exited = False
         self.exit_fd: int | None = None
@@ -434,18 +524,18 @@ class _Loop:
         self.offset = 0
 
         for capture, pipe in ((self.stdout, child.stdout), (self.stderr, child.stderr)):
-            fd = pipe.fileno()
+            fd = pipe.fd
             self.readers[fd] = (capture, pipe)
-            self.sel.register(fd, selectors.EVENT_READ)
+            self.sel.register(fd, _IN)
         self.exit_fd = child.exit_fd()
         if self.exit_fd is not None:
-            self.sel.register(self.exit_fd, selectors.EVENT_READ)
+            self.sel.register(self.exit_fd, _IN)
         if child.stdin is not None:
             self.stdin_fd = child.stdin.fileno()
             os.set_blocking(self.stdin_fd, False)
             # Most payloads fit the pipe: write now and skip a loop iteration.
             if self._write_stdin():
-                self.sel.register(self.stdin_fd, selectors.EVENT_WRITE)
+                self.sel.register(self.stdin_fd, _OUT)
 
     # -- stdin -------------------------------------------------------------------------------
     def _write_stdin(self) -> bool:
@@ -473,19 +563,30 @@ class _Loop:
         self.stdin_fd = None
 
     # -- stdout / stderr ---------------------------------------------------------------------
-    def _read(self, fd: int) -> None:
+    def _read(self, fd: int, hung_up: bool = False) -> None:
+        """Read what is there. ``hung_up``: poll saw no writer left, so what the pipe held
+        then is all it will ever hold; a read shorter than asked emptied it, which is its
+        end (no further poll and read per stream). A writer that opens the pipe anew after
+        the poll (through /proc/PID/fd) is not the run's: it is not waited for, and never
+        blocks this loop (a read here follows a poll, or ends the stream)."""
         capture, pipe = self.readers[fd]
         try:
             data = os.read(fd, READ_CHUNK)
         except BlockingIOError:
             return
-        if not data:
-            self.sel.unregister(fd)
-            del self.readers[fd]
-            pipe.close()
-            self._emit(capture.name, capture.finish())
-            return
-        self._emit(capture.name, capture.feed(data))
+        if data:
+            text = capture.feed(data)
+            if text and self.on_output is not None:
+                self._emit(capture.name, text)
+            if not hung_up or len(data) >= READ_CHUNK:
+                return
+        self.sel.unregister(fd)
+        del self.readers[fd]
+        pipe.fd = -1
+        os.close(fd)
+        text = capture.finish()
+        if text and self.on_output is not None:
+            self._emit(capture.name, text)
 
     def _emit(self, name: str, text: str) -> None:
         if text and self.on_output is not None:
@@ -504,8 +605,8 @@ class _Loop:
 
     def step(self, wait: float) -> None:
         """One select(): handle every ready fd."""
-        for key, _mask in self.sel.select(max(wait, 0.0)):
-            fd = key.fd
+        # In ms, rounded up as selectors does: a wait rounded down to 0 ms would spin.
+        for fd, events in self.sel.poll(math.ceil(wait * 1000) if wait > 0 else 0):
             if fd == self.exit_fd:
                 if self.child.on_exit_fd():
                     self.exited = True
@@ -515,7 +616,7 @@ class _Loop:
                 if not self._write_stdin():
                     self.sel.unregister(fd)
             elif fd in self.readers:
-                self._read(fd)
+                self._read(fd, bool(events & _HUP))
         if self.exit_fd is None and not self.exited and self.readers:
             self._poll_exit()
 
@@ -559,7 +660,8 @@ class _Loop:
             pipe.close()
             self.readers.pop(fd, None)
         self.child.close()
-        self.sel.close()
+        if _POLL is None:  # pragma: no cover - Windows
+            self.sel.close()
 
 
 def run_process(
@@ -574,6 +676,7 @@ def run_process(
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
     orphans: bool = True,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
 
@@ -583,7 +686,7 @@ def run_process(
     Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
     BaseException) kills the whole group before it propagates. ``orphans``: also find and
     kill the run's daemons that left the group (core/run/orphans.py; a sandboxed run's PID
-    namespace does that already).
+    namespace does that already). ``started``: see :func:`drive`.
     """
     held: Orphans | None = None
     if orphans and SUBREAPER.enter():
@@ -591,44 +694,81 @@ def run_process(
         held = Orphans(run_id)
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
     try:
-        return _run(
-            command, cwd, env, payload, timeout, max_output_size, on_output, cancel, masks, held
+        start = time.monotonic()
+        # The pipes are made here, not by Popen: it would wrap its ends in file objects (an
+        # fstat each) that the loop never uses. A payload that fits the pipe is written
+        # before the spawn and its write end closed: the script reads it, then EOF, as before.
+        theirs: list[int] = []  # the child's ends: closed here once it has them
+        ours: list[int] = []
+        stdin: Pipe | None = None
+        try:
+            if payload is None:
+                child_in: int = subprocess.DEVNULL
+            else:
+                child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+                theirs.append(child_in)
+                ours.append(in_w)
+                written = os.write(in_w, payload) if len(payload) <= _PREFILL else 0
+                if written == len(payload):
+                    os.close(ours.pop())
+                    payload = None
+                else:  # the loop writes it (or the rest: never, a small write is atomic)
+                    payload = payload[written:]
+                    stdin = Pipe(in_w)
+            out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            ours.append(out_r)
+            theirs.append(out_w)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            ours.append(err_r)
+            theirs.append(err_w)
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=child_in,
+                    stdout=out_w,
+                    stderr=err_w,
+                    cwd=cwd,
+                    env=env,
+                    shell=False,
+                    bufsize=0,
+                    **_GROUP,
+                )
+            except OSError as exc:
+                raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+        except BaseException:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
+        return drive(
+            child,
+            start,
+            payload,
+            timeout,
+            max_output_size,
+            on_output,
+            cancel,
+            masks,
+            held,
+            started,
         )
     finally:
         if held is not None:
-            held.close()
+            if held.held:
+                held.close()
             SUBREAPER.leave()
 
 
-def _run(
-    command: Sequence[str],
-    cwd: str | os.PathLike[str],
-    env: Mapping[str, str] | None,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None,
-    cancel: threading.Event | None,
-    masks: Masks | None,
-    held: Orphans | None,
-) -> ProcessOutcome:
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE if payload is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            shell=False,
-            bufsize=0,
-            **group_kwargs(),
-        )
-    except OSError as exc:
-        raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-    child = _PopenChild(proc)
-    return drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
+# A write of at most PIPE_BUF bytes to a new, empty pipe never blocks: every pipe holds at
+# least one page (even past the per-user pipe buffer limits), and PIPE_BUF is at most that.
+_PREFILL = getattr(select, "PIPE_BUF", 512)
+
+
+_GROUP = group_kwargs()  # the same for every run
+_PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
 def drive(
@@ -641,17 +781,26 @@ def drive(
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
     held: Orphans | None = None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Drive a started ``child`` to its end (see the module docstring): feed stdin, read
     both pipes, kill the group on timeout, cancel or any exception, reap. ``start`` is when
     the run began (time.monotonic()): the timeout counts from there. ``masks``: secret values
-    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py)."""
+    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py);
+    ``started``: called once in this thread, before the loop first waits (work that may as
+    well be done while the script runs; what it raises stops the run like a KeyboardInterrupt
+    does)."""
     pgid = child.pid
     loop: _Loop | None = None
-    tree = _Descendants(child.pid, pgid, start)
+    # The run's process tree is first looked at once it has lasted TREE_POLL_S: most runs
+    # end before, and never make one.
+    tree: _Descendants | None = None
+    tree_at = start + TREE_POLL_S if _TREE_WATCH else float("inf")
     timed_out = cancelled = False
     try:
         loop = _Loop(child, payload, max_output_size, on_output, masks)
+        if started is not None:
+            started()
         deadline = start + timeout
         while loop.readers or not loop.exited:
             now = time.monotonic()
@@ -659,6 +808,7 @@ def drive(
             if stop or now >= deadline:
                 cancelled, timed_out = stop, not stop
                 if now - start >= TREE_POLL_S:
+                    tree = tree or _Descendants(child.pid, pgid, start)
                     tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
                 _kill_all(pgid, tree, signal.SIGTERM, held)
@@ -671,11 +821,15 @@ def drive(
                 while loop.readers and time.monotonic() < end:
                     loop.step(end - time.monotonic())
                 break
-            tree.maybe_snapshot(now)
-            wait = min(deadline - now, tree.due(now))
+            wait = deadline - now
+            if now >= tree_at:
+                tree = tree or _Descendants(child.pid, pgid, start)
+                tree.maybe_snapshot(now)
+                tree_at = tree.next_at if tree.enabled else float("inf")
+            wait = min(wait, max(tree_at - now, 0.0))
             if cancel is not None:
                 wait = min(wait, CANCEL_POLL_S)
-            if not loop.watching:
+            if loop.exit_fd is None and not loop.exited:  # nothing tells us: poll the pid
                 if loop._poll_exit():
                     continue
                 wait = min(wait, EXIT_POLL_S)
@@ -683,11 +837,13 @@ def drive(
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
-        _kill_all(pgid, tree, signal.SIGKILL, held)
-        if held is not None:
+        exited = loop.exited and child.has_exited()
+        _kill_all(pgid, tree, signal.SIGKILL, held, exited)
+        if held is not None and not held.settled:
             held.reap()
-            held.reap_zombies(pgid, tree.saw)  # before the leader is reaped: its group id
-        returncode = child.reap()
+            # Before the leader is reaped: its group id.
+            held.reap_zombies(pgid, tree.saw if tree is not None else None)
+        returncode = child.reap(exited)
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
@@ -701,7 +857,7 @@ def drive(
                 _kill_all(pgid, tree, signal.SIGKILL, held)
                 if held is not None:
                     held.reap()
-                    held.reap_zombies(pgid, tree.saw)
+                    held.reap_zombies(pgid, tree.saw if tree is not None else None)
                 child.reap()
         raise
     finally:
@@ -725,6 +881,7 @@ def drive(
 
 __all__ = [
     "Child",
+    "Pipe",
     "drive",
     "group_kwargs",
     "GRACE_S",

@@ -81,6 +81,8 @@ def check_mode(value: object) -> str:
     Accepts underscores and any case (``"workspace_write"``); anything else is a one-line
     ValueError naming the choices.
     """
+    if type(value) is str and value in MODES:  # already canonical (every run asks)
+        return value
     if isinstance(value, str):
         mode = value.strip().lower().replace("_", "-")
         if mode in MODES:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.run.process import OnOutput, ProcessOutcome, drive
+from skill_magics.core.run.process import OnOutput, Pipe, ProcessOutcome, drive
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
 from skill_magics.core.run.warm.pool import POOL
 from skill_magics.core.run.warm.server import (
@@ -291,12 +291,24 @@ def skills_own_python(prepared: PreparedRun) -> bool:
     )
 
 
-def parse_target(prepared: PreparedRun) -> Target | str:
-    """The run's interpreter, flags and target, or why it cannot be warm."""
-    if not sys.platform.startswith("linux"):
+def quick_cold(prepared: PreparedRun) -> str:
+    """Why ``prepared`` starts cold whatever a server could do ('' when that depends on the
+    rest of :meth:`WarmLauncher.ticket`): asked first, for every run."""
+    if not _LINUX:
         return f"warm start needs Linux (this is {sys.platform})"
     if prepared.script is None or prepared.interpreter.script_type != "python":
         return "warm start is for Python scripts"
+    return ""
+
+
+_LINUX = sys.platform.startswith("linux")
+
+
+def parse_target(prepared: PreparedRun) -> Target | str:
+    """The run's interpreter, flags and target, or why it cannot be warm."""
+    why = quick_cold(prepared)
+    if why:
+        return why
     command, argv = prepared.command, prepared.argv
     head = command[: len(command) - len(argv)] if argv else command
     module = len(head) >= 3 and head[-2] == "-m"
@@ -623,6 +635,7 @@ def run_warm(
     on_output: OnOutput | None = None,
     cancel: threading.Event | None = None,
     masks: Masks | None = None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     """Fork the run from its server and drive it like a cold one (process.drive).
 
@@ -631,7 +644,7 @@ def run_warm(
     they are re-parented to this process, a child subreaper during runs, through the
     server). Raises WarmUnavailable when the server cannot fork it (nothing ran),
     SpawnError when the child could not start (its cwd vanished: exit 126 as for a cold
-    run)."""
+    run). ``started``: see process.drive."""
     held: Orphans | None = None
     spec = ticket.spec
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
@@ -651,6 +664,7 @@ def run_warm(
             cancel,
             masks,
             held,
+            started,
         )
     finally:
         if held is not None:
@@ -668,6 +682,7 @@ def _run_warm(
     cancel: threading.Event | None,
     masks: Masks | None,
     held: Orphans | None,
+    started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
     start = time.monotonic()
     server = ticket.server
@@ -696,10 +711,12 @@ def _run_warm(
     finally:
         for fd in theirs:
             os.close(fd)
-    child.stdin = open(stdin_w, "wb", buffering=0) if stdin_w >= 0 else None  # noqa: SIM115
-    child.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115
-    child.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
-    outcome = drive(child, start, payload, timeout, max_output_size, on_output, cancel, masks, held)
+    child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
+    child.stdout = Pipe(out_r)
+    child.stderr = Pipe(err_r)
+    outcome = drive(
+        child, start, payload, timeout, max_output_size, on_output, cancel, masks, held, started
+    )
     if child.failure is not None:
         raise child.failure
     return outcome
@@ -713,6 +730,7 @@ __all__ = [
     "WarmUnavailable",
     "describe",
     "parse_target",
+    "quick_cold",
     "preload_names",
     "run_warm",
     "script_imports",

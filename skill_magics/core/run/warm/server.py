@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from skill_magics.core.run.process import Child, SpawnError, group_kwargs
+from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")
 
@@ -446,7 +446,7 @@ class WarmChild(Child):
         self.server = server
         self.sock = sock
         self.pid = 0
-        self.stdin: IO[bytes] | None = None
+        self.stdin: Pipe | None = None
         self.returncode: int | None = None
         self.failure: SpawnError | None = None  # it could not start (cwd missing)
         self.lost = False  # the server went away: the status is unknown
@@ -497,7 +497,12 @@ class WarmChild(Child):
     def poll_exit(self) -> bool:
         return self.returncode is not None or self.on_exit_fd()
 
-    def reap(self) -> int:
+    def has_exited(self) -> bool:
+        # The server sends the status once waitid(WNOWAIT) saw the exit; a lost server says
+        # nothing about the child.
+        return self.returncode is not None and not self.lost
+
+    def reap(self, exited: bool = False) -> int:
         deadline = time.monotonic() + 10
         while self.returncode is None and time.monotonic() < deadline:
             try:
