@@ -74,6 +74,7 @@ MUST_SHOW = {
         "same results: True",
         "cold: {'cold': 24}",
         "warm: {'warm': 24}",
+        "preloaded: pandas",  # the batch waited for its server to import pandas
         "Stopped 1 warm server",
     ],
     "01_quickstart.ipynb": [

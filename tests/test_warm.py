@@ -510,6 +510,42 @@ def test_auto_starts_the_server_after_a_cold_run_and_warm_up_waits(
     assert off.start == "cold" and off.start_note == ""
 
 
+def test_a_batch_waits_for_packages_its_busy_server_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_skill
+) -> None:
+    """A server started for a script that imports nothing (warm=True) is asked for pandas by
+    a batch of another script: the batch's items wait for the import instead of each
+    importing pandas again in a server that, never idle, would never load it."""
+    make_skill(
+        tmp_path,
+        "mixed",
+        scripts={
+            "scripts/plain.py": "print('plain')\n",
+            "scripts/frame.py": (
+                "import json, sys\n"
+                "preloaded = 'pandas' in sys.modules\n"
+                "import pandas as pd\n"
+                "print(json.dumps({'preloaded': preloaded, 'n': int(pd.Series([1, 2]).sum())}))\n"
+            ),
+        },
+    )
+    monkeypatch.setenv("WARM_DRAIN_KEY", uuid.uuid4().hex)  # a server of this test's own
+    manager = manager_for(tmp_path, env_passthrough="WARM_DRAIN_KEY")
+    first = manager.execute_skill_script("mixed", "plain", approver=None, warm=True)
+    assert first.start == "warm", first.start_note
+
+    def ours() -> list[warm.WarmServer]:
+        return [s for s in warm.POOL.servers() if dict(s.key.env).get("WARM_DRAIN_KEY")]
+
+    (server,) = ours()
+    assert "pandas" not in server.report.loaded
+    res = manager.map("mixed", "frame", [{"i": i} for i in range(12)], max_workers=2, approver=None)
+    assert res.counts() == {"completed": 12}
+    assert {item.result.start for item in res} == {"warm"}
+    assert [item.json()["preloaded"] for item in res] == [True] * 12
+    assert [s.report.loaded for s in ours()] == [["pandas"]]
+
+
 def test_packages_that_print_or_start_threads_are_not_preloaded(
     skills: Path, make_skill, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

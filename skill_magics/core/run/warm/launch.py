@@ -120,10 +120,12 @@ class WarmLauncher:
         network: bool,
         *,
         cancel: threading.Event | None = None,
+        again: bool = False,
     ) -> Ticket | Cold:
         """Warm (a Ticket) or cold (why). ``env``: the run's environment with its secret
         values; ``network``: the sandbox's network now (a grant given while approving);
-        ``cancel`` set stops a wait for the server (the run then starts cold and stops)."""
+        ``cancel`` set stops a wait for the server (the run then starts cold and stops);
+        ``again``: asked once more after waiting for an import (no second wait)."""
         mode = prepared.warm
         if mode == OFF:
             return Cold()
@@ -197,7 +199,18 @@ class WarmLauncher:
             return Cold(why)
         wanted_names = [n for n in preload() if n not in server.report.loaded]
         if wanted_names:
-            POOL.extend(key, server, wanted_names)  # imported once no run is in flight
+            # Imported once no run is in flight; a run that waits for its server (a batch
+            # item, warm=True) waits for them too, then asks again (a server that turned
+            # out unsafe with them is replaced).
+            POOL.extend(key, server, wanted_names, drain=mode != AUTO)
+        if server.draining and mode != AUTO and not again:
+            end = time.monotonic() + WAIT_S
+            while not server.loaded.wait(0.05) and time.monotonic() < end:
+                if cancel is not None and cancel.is_set():
+                    return Cold("stopped while its warm server imported packages")
+            return self.ticket(prepared, env, network, cancel=cancel, again=True)
+        if server.draining or server.loading:
+            return Cold("warm server importing packages")
         spec = _spec(prepared, target, run_env)
         return Ticket(server, spec, tmpdir, network)
 

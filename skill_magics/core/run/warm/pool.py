@@ -155,29 +155,35 @@ class Pool:
         self._asked.pop(key, None)
         return None
 
-    def extend(self, key: ServerKey, server: WarmServer, names: Sequence[str]) -> None:
+    def extend(
+        self, key: ServerKey, server: WarmServer, names: Sequence[str], *, drain: bool = False
+    ) -> None:
         """Import ``names`` too (another script's packages) once no run of ``server`` is in
-        flight (an import blocks the server); runs go on meanwhile (a package not preloaded
-        yet is imported by the run itself)."""
+        flight (an import blocks the server). Without ``drain`` runs go on meanwhile (a
+        package not preloaded yet is imported by the run itself); with it no new run forks
+        until the import is done (:meth:`WarmServer.want`)."""
         with self._lock:
             asked = self._asked.setdefault(key, set())
-            new = [n for n in names if n not in asked]
+            new = [n for n in names if n not in asked and n not in server.excluded]
             if not new:
                 return
             asked.update(new)
-        server.want(new)
+        if server.want(new, drain=drain) and drain and server.on_idle is not None:
+            STARTER.submit(server.on_idle)  # idle already: no run's end would start it
 
     def _load_pending(self, key: ServerKey, server: WarmServer) -> None:
         """On the starter thread, when ``server``'s last run ended: import what was asked."""
         names = server.take_pending()
         if not names or not server.usable:
+            server.end_drain()
             return
         try:
             server.load(names)
         except ServerBusy:  # a run started meanwhile: its end tries again
-            server.want(names)
+            server.want(names, drain=server.draining)
             return
         except OSError:
+            server.end_drain()
             return
         if server.tainted:  # the next run gets a server without them
             self.server_for(key)

@@ -121,9 +121,12 @@ class WarmServer:
         self.excluded: dict[str, str] = {}  # packages never preloaded here, and why
         self.tainted = False  # an unsafe package was imported: no run may fork from here
         self.loading = False  # importing (after it started): no run may fork meanwhile
-        self.loaded = threading.Event()  # set while not loading
+        self.loaded = threading.Event()  # set while neither loading nor draining
         self.loaded.set()
         self.pending: list[str] = []  # packages to import once no run is in flight
+        # A run that waits for its packages (a batch item, warm=True) asked for an import:
+        # no new run forks until the runs in flight end and the import is done.
+        self.draining = False
         self.on_idle: Callable[[], object] | None = None  # imports ``pending`` (the pool's)
         self._ctl: socket.socket | None = None
         self._send_lock = threading.Lock()
@@ -218,6 +221,7 @@ class WarmServer:
             finally:
                 with self._send_lock:
                     self.loading = False
+                    self.draining = False
                     self.loaded.set()
         if not data.startswith(b"L"):
             raise OSError(self._exit_reason("the server went away while importing"))
@@ -306,12 +310,25 @@ class WarmServer:
             self.retired = True
             return self.in_flight == 0
 
-    def want(self, names: Sequence[str]) -> None:
+    def want(self, names: Sequence[str], *, drain: bool = False) -> bool:
         """Import ``names`` too, once no run of this server is in flight: the end of the
-        next run submits ``on_idle`` (the run asking is about to fork; an import started
-        now would send it cold)."""
+        last run submits ``on_idle``. ``drain``: the asking run waits for them (a batch
+        item: else every item of a busy batch would import them itself, and the server,
+        never idle, would never load them), so no new run forks until they are loaded.
+        Returns True when nothing is in flight (the caller starts the import now)."""
         with self._send_lock:
             self.pending.extend(n for n in names if n not in self.pending)
+            if drain and self.pending and not self.retired:
+                self.draining = True
+                self.loaded.clear()
+            return self.in_flight == 0
+
+    def end_drain(self) -> None:
+        """Nothing (more) to import: runs fork again."""
+        with self._send_lock:
+            self.draining = False
+            if not self.loading:
+                self.loaded.set()
 
     def take_pending(self) -> list[str]:
         with self._send_lock:
@@ -325,6 +342,7 @@ class WarmServer:
                 return
             self.state = ServerState.STOPPED
         self.ready.set()
+        self.end_drain()  # whoever waits for an import sees the server gone
         ctl = self._ctl
         if ctl is not None:
             try:
@@ -390,7 +408,7 @@ class WarmServer:
         if ctl is None:
             raise OSError("the warm server is not running")
         with self._send_lock:
-            if self.loading:  # the request would wait behind the import
+            if self.loading or self.draining:  # the request would wait behind the import
                 raise OSError("the warm server is importing packages")
             self.in_flight += 1  # before the request: no import starts behind it
             self.runs += 1
