@@ -521,6 +521,16 @@ class LabPage:
     def output_text(self, index: int) -> str:
         return self.cell(index).locator(".jp-OutputArea").inner_text()
 
+    def wait_output(self, index: int, needle: str, *, timeout: float = 30) -> str:
+        """Cell ``index``'s output once it shows ``needle`` (or the last text after
+        ``timeout``): a widget's new state can reach the page after the cell's prompt did."""
+        deadline = time.monotonic() + timeout
+        text = self.output_text(index)
+        while needle not in text and time.monotonic() < deadline:
+            time.sleep(0.2)
+            text = self.output_text(index)
+        return text
+
     def button(self, index: int, label: str) -> Any:
         """The ipywidgets Button labelled ``label`` in cell ``index``'s output."""
         return self.cell(index).locator(

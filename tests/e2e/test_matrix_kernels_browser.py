@@ -94,7 +94,7 @@ def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str) -> Non
     # -- %%skillrun: click while the cell waits; the result completes; the next cell sees it --
     _click_yes_once_while_running(lab, 2)
     lab.wait_cell_done(2, timeout=90)
-    result = lab.output_text(2)
+    result = lab.wait_output(2, "completed")
     assert "completed" in result, f"ipykernel {version}: %%skillrun result view: {result!r}"
     lab.wait_cell_done(3, timeout=60)
     seen = lab.output_text(3)
