@@ -546,6 +546,52 @@ def test_a_batch_waits_for_packages_its_busy_server_lacks(
     assert [s.report.loaded for s in ours()] == [["pandas"]]
 
 
+def test_a_long_run_in_flight_holds_a_batch_back_only_briefly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make_skill
+) -> None:
+    """The import a batch asks for waits for the runs in flight; a long one holds the batch
+    back only DRAIN_S (then items go on without the package) and the import happens once the
+    server is idle."""
+    make_skill(
+        tmp_path,
+        "slowmix",
+        scripts={
+            "scripts/nap.py": "import sys, time\ntime.sleep(float(sys.argv[1]))\n",
+            "scripts/frame.py": "import pandas as pd\nprint(int(pd.Series([1, 2]).sum()))\n",
+        },
+    )
+    monkeypatch.setenv("WARM_LONG_KEY", uuid.uuid4().hex)
+    monkeypatch.setattr(launch, "DRAIN_S", 1.0)
+    manager = manager_for(tmp_path, env_passthrough="WARM_LONG_KEY")
+
+    def ours() -> list[warm.WarmServer]:
+        return [s for s in warm.POOL.servers() if dict(s.key.env).get("WARM_LONG_KEY")]
+
+    napping: list = []
+    sleeper = threading.Thread(
+        target=lambda: napping.append(
+            manager.execute_skill_script("slowmix", "nap", argv=["10"], approver=None, warm=True)
+        )
+    )
+    sleeper.start()
+    deadline = time.monotonic() + 60
+    while not (ours() and ours()[0].in_flight) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    res = manager.map(
+        "slowmix", "frame", [{"i": i} for i in range(6)], max_workers=2, approver=None
+    )
+    assert res.counts() == {"completed": 6}
+    assert {item.result.start for item in res} == {"warm"}
+    assert [item.result.stdout for item in res] == ["3\n"] * 6
+    assert ours()[0].in_flight == 1, "the batch waited for the long run to end"
+    sleeper.join(30)
+    assert napping and napping[0].start == "warm" and napping[0].exit_code == 0
+    deadline = time.monotonic() + 30
+    while "pandas" not in ours()[0].report.loaded and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ours()[0].report.loaded == ["pandas"]
+
+
 def test_packages_that_print_or_start_threads_are_not_preloaded(
     skills: Path, make_skill, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from skill_magics.core.secrets import Masks
 
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
+DRAIN_S = 15.0  # "on": how long runs wait for the runs in flight before an extra import
 
 # Flags a warm server can start with exactly as the cold run would (others: cold).
 _PLAIN_FLAGS = frozenset({"-u", "-O", "-OO", "-B", "-E", "-s", "-I", "-P", "-b", "-bb", "-q", "-S"})
@@ -204,10 +205,15 @@ class WarmLauncher:
             # out unsafe with them is replaced).
             POOL.extend(key, server, wanted_names, drain=mode != AUTO)
         if server.draining and mode != AUTO and not again:
-            end = time.monotonic() + WAIT_S
-            while not server.loaded.wait(0.05) and time.monotonic() < end:
+            end = time.monotonic() + DRAIN_S
+            while not server.loaded.wait(0.05):
                 if cancel is not None and cancel.is_set():
                     return Cold("stopped while its warm server imported packages")
+                if time.monotonic() > end:
+                    # A long run in flight holds the import back: stop holding runs for it
+                    # (it still happens once the server is idle); they go on without it.
+                    server.end_drain()
+                    break
             return self.ticket(prepared, env, network, cancel=cancel, again=True)
         if server.draining or server.loading:
             return Cold("warm server importing packages")
