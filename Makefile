@@ -16,7 +16,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
+.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -46,19 +46,53 @@ if ! $(PYTHON) -c 'import ensurepip' >/dev/null 2>&1; then \
 fi
 endef
 
-$(STAMP): pyproject.toml
+# The environment comes from the committed lock (uv.lock: every package and its hash, for
+# Python 3.11+), so a fresh machine installs exactly what passed; `make lock` refreshes it
+# and `make test-latest` tries the newest releases instead. uv itself is bootstrapped with
+# pip at the version the lock names. The package's own dependency ranges stay ranges.
+UV       := $(VENV)/bin/uv
+UV_SYNC  := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never $(UV) sync --locked --inexact --python $(PY)
+LOCK_MSG := uv.lock does not match pyproject.toml: run 'make lock' and commit uv.lock
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(UV): uv.lock
 	@$(ENSURE_VENV_SUPPORT)
-	$(PYTHON) -m venv $(VENV)
-	@echo "Installing skill-magics with its test, e2e and langchain extras into $(VENV) (log: $(VENV)/pip-install.log)"
-	@( $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test,e2e,langchain]' ) \
-	  >$(VENV)/pip-install.log 2>&1 || ( tail -50 $(VENV)/pip-install.log; echo "pip install failed (log above)"; exit 1 )
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	@uv_version=$$($(PYTHON) scripts/lock_version.py uv) && \
+	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$$uv_version" >$(VENV)/pip-install.log 2>&1 || \
+	  ( tail -20 $(VENV)/pip-install.log; echo "could not install uv (log above)"; exit 1 )
+	@touch $(UV)
+
+$(STAMP): pyproject.toml uv.lock $(UV)
+	@echo "Installing skill-magics with all its extras from uv.lock into $(VENV) (log: $(VENV)/uv-sync.log)"
+	@$(UV_SYNC) --all-extras >$(VENV)/uv-sync.log 2>&1 || \
+	  ( tail -30 $(VENV)/uv-sync.log; echo "uv sync failed (log above; if it says the lock needs updating: $(LOCK_MSG))"; exit 1 )
 	touch $(STAMP)
+
+# The demo needs the package, JupyterLab and what the example notebooks import (the [demo]
+# extra), nothing of the test tooling.
+$(DEMO_STAMP): pyproject.toml uv.lock $(UV)
+	@echo "Installing skill-magics and JupyterLab from uv.lock into $(VENV) (log: $(VENV)/uv-sync.log)"
+	@$(UV_SYNC) --extra demo >$(VENV)/uv-sync.log 2>&1 || \
+	  ( tail -30 $(VENV)/uv-sync.log; echo "uv sync failed (log above; if it says the lock needs updating: $(LOCK_MSG))"; exit 1 )
+	touch $(DEMO_STAMP)
 
 venv: $(STAMP)
 
+# Re-resolve uv.lock from pyproject.toml (newest versions that fit, for Python 3.11+); commit it.
+lock: $(UV)
+	$(UV) lock --upgrade
+	@echo "uv.lock refreshed: run 'make test', then commit uv.lock"
+
+# The suite against the newest release of every dependency (no lock), in its own venv: what a
+# user installing today gets. Not part of `make test`; the CI workflow runs it on a schedule.
+test-latest: browser sandbox
+	@$(ENSURE_VENV_SUPPORT)
+	PYTHON=$(PYTHON) $(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) bash scripts/test-latest.sh
+
 # Serves copies of notebooks/ from .demo/ (git-ignored; JupyterLab autosaves what it shows).
 # `make clean` keeps .demo/: it may hold your edits. DEMO_FRESH=1 starts from fresh copies.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	PORT=$(PORT) PYTHON=$(PY) bash scripts/demo.sh
 
 # Debian's chromium for the browser test; playwright never downloads a browser here.
@@ -110,7 +144,12 @@ test: $(STAMP) browser sandbox
 	$(LINT)
 	$(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
+	bash scripts/pyyaml-floor.sh
 	$(SANDBOX_REQUIRED) bash scripts/python-matrix.sh --other
+
+# The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
+pyyaml-floor: $(STAMP)
+	bash scripts/pyyaml-floor.sh
 
 bench: $(STAMP) sandbox
 	$(PY) bench/bench_executor.py
@@ -120,4 +159,4 @@ bench: $(STAMP) sandbox
 	$(PY) bench/bench_warm.py
 
 clean:
-	rm -rf $(VENV) .venv-matrix .venv-py build dist *.egg-info
+	rm -rf $(VENV) .venv-matrix .venv-py .venv-latest build dist *.egg-info

@@ -2,8 +2,9 @@
 # Run the real-kernel tests (pytest -m kernel) once per supported ipykernel version.
 #
 # Each version gets its own venv under .venv-matrix/ipykernel-X (created on first use, reused
-# afterwards; pip's cache makes re-creation cheap). The venv holds the kernel only: ipykernel==X
-# plus the package's runtime dependencies, and a .pth file pointing at this checkout (an
+# until uv.lock changes; uv's cache makes re-creation cheap). The venv holds the kernel only:
+# ipykernel==X plus the runtime dependencies as uv.lock pins them (scripts/locked-install.sh),
+# and a .pth file pointing at this checkout (an
 # editable install without build artefacts in the repo). pytest itself runs from the main venv
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
 # kernelspec in a temp dir (tests/kernel_fixtures.py).
@@ -25,7 +26,7 @@
 #   e.g.  scripts/kernel-matrix.sh                  (7.4.0 7.3.0 6.29.5 colab)
 #         scripts/kernel-matrix.sh 6.29.5 -- -x -k click
 #         scripts/kernel-matrix.sh colab -- -k stdin
-#         scripts/kernel-matrix.sh --print-deps     the runtime dependencies it installs
+#         scripts/kernel-matrix.sh --print-deps     the locked runtime dependencies it installs
 #         scripts/kernel-matrix.sh --plan [VERSION...]   versions and Pythons; installs nothing
 #   KERNEL_MATRIX_VERSIONS="..."             default versions when none are given
 #   PYTHON=.venv/bin/python                  the Python that runs pytest
@@ -77,8 +78,13 @@ EOF
 )"
 DEPS=()
 if [ -n "$DEPS_TEXT" ]; then mapfile -t DEPS <<<"$DEPS_TEXT"; fi
+# The matrix venvs hold what uv.lock pins for the runtime dependencies, ipykernel replaced.
+locked_runtime() {
+    "$ROOT/.venv/bin/uv" export --locked --quiet --format requirements.txt --no-hashes \
+        --no-emit-project | grep -E '^[A-Za-z0-9]' | grep -viE '^ipykernel[ =]'
+}
 if [ "$mode" = deps ]; then
-    printf '%s\n' "${DEPS[@]}"
+    locked_runtime
     exit 0
 fi
 
@@ -198,19 +204,19 @@ fi
 make_venv() {
     local version="$1" venv="$2" base="$3"
     local stamp="$venv/.skill-magics-matrix"
-    local want="ipykernel==$version ${DEPS[*]} (Python $(pyver "$base"))"
+    local want="ipykernel==$version lock $(sha256sum uv.lock | cut -c1-16) (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
     echo "kernel-matrix: creating $venv ($want)"
     rm -rf "$venv"
     "$base" -m venv "$venv"
-    # pip's output goes to a log (this machine's extra index prints many harmless warnings);
-    # it is shown when the install fails.
-    if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "ipykernel==$version" "${DEPS[@]}" >"$venv/pip-install.log" 2>&1; then
+    # uv.lock's runtime pins with ipykernel==X instead of the lock's: only what that version
+    # alone needs is resolved anew. The output goes to a log, shown when the install fails.
+    if ! bash "$ROOT/scripts/locked-install.sh" "$venv/bin/python" --no-project \
+        --replace "ipykernel==$version" >"$venv/pip-install.log" 2>&1; then
         cat "$venv/pip-install.log" >&2
-        echo "kernel-matrix: pip could not install ipykernel==$version (log above)" >&2
+        echo "kernel-matrix: could not install uv.lock's runtime pins with ipykernel==$version (log above)" >&2
         return 1
     fi
     local site

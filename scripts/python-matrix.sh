@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run the suite (all but the browser test; the kernel matrix is scripts/kernel-matrix.sh) under
 # every supported Python found here (3.11+: requires-python in pyproject.toml), each in its own
-# venv under .venv-py/<version> holding the package (editable) with the extras `make venv`
-# installs, so the same tests run and none skips for a missing extra.
+# venv under .venv-py/<version> holding the package (editable) and uv.lock's pins of its test,
+# e2e and langchain extras (scripts/locked-install.sh), so the same tests run on the same
+# versions and none skips for a missing extra.
 #
 #   scripts/python-matrix.sh                  every supported Python found (see below)
 #   scripts/python-matrix.sh PY...            just those interpreters (names or paths)
@@ -154,14 +155,15 @@ for entry in "${found[@]}"; do
     venv="$VENVS/$version"
     start=$(date +%s)
     stamp="$venv/.installed"
-    # Rebuilt when pyproject.toml changes or the venv belongs to another interpreter.
-    want="$(realpath "$py") $(sha256sum pyproject.toml | cut -c1-16)"
+    # Rebuilt when pyproject.toml or uv.lock changes, or the venv belongs to another interpreter.
+    want="$(realpath "$py") $(sha256sum pyproject.toml uv.lock | cut -c1-16 | tr '\n' ' ')"
     if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         echo "python-matrix: Python $version: creating $venv (log: $venv/pip-install.log)"
         rm -rf "$venv"
+        # What uv.lock pins for that Python (the lock is universal: 3.11+).
         if ! "$py" -m venv "$venv" >/dev/null 2>&1 ||
-            ! { "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-                -e '.[test,e2e,langchain]' >"$venv/pip-install.log" 2>&1; }; then
+            ! { bash scripts/locked-install.sh "$venv/bin/python" --extra test --extra e2e \
+                --extra langchain >"$venv/pip-install.log" 2>&1; }; then
             tail -30 "$venv/pip-install.log" 2>/dev/null
             echo "python-matrix: Python $version: venv or pip install FAILED"
             summary="$summary\n  Python $version ($py): venv or pip install FAILED"

@@ -437,6 +437,33 @@ def test_nesting_limit_boundary():
 
 
 @posix_only
+@pytest.mark.parametrize("opener", ["[", "{a: "])
+def test_our_nesting_message_speaks_first_whatever_libyaml_stops(opener):
+    # PyYAML 6.0.4's libyaml stops deep flow nesting itself while its scanner looks ahead
+    # ("exceeded maximum nesting depth", default 1000 levels); our limit must still be the
+    # one a skill author reads. A libyaml limit below ours makes that happen at depth 100;
+    # PyYAML without the control (6.0 to 6.0.3, scripts/pyyaml-floor.sh) runs the same text.
+    closer = "]" if opener == "[" else "}"
+    text = "x: " + opener * 100 + "1" + closer * 100 + "\n"
+    cyaml = getattr(yaml, "_yaml", None)
+    get_level = getattr(cyaml, "_get_max_nest_level", None)
+    set_level = getattr(cyaml, "_set_max_nest_level", None)
+    before = get_level() if get_level is not None else -1
+    try:
+        if set_level is not None and before != -1:
+            set_level(MAX_DEPTH // 2)
+        with pytest.raises(SkillParseError, match=f"more than {MAX_DEPTH} levels deep.*flatten it"):
+            parse_frontmatter_yaml(text)
+        # Not every libyaml error is taken for nesting: a broken document keeps its own.
+        with pytest.raises(SkillParseError) as broken:
+            parse_frontmatter_yaml("x: " + "[" * 30 + "\n" + "y: " * 80 + "\n")
+        assert "levels deep" not in str(broken.value)
+    finally:
+        if set_level is not None and before != -1:
+            set_level(before)
+
+
+@posix_only
 def test_long_flat_frontmatter_is_not_mistaken_for_deep_nesting():
     # Far more ':' and '-' than MAX_DEPTH: the cheap bound is exceeded, the exact scan passes.
     lines = "".join(f"  key-{i}: 'value - {i}: with colons'\n" for i in range(200))

@@ -155,13 +155,20 @@ def _script(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
-def test_runtime_dependencies_come_from_pyproject() -> None:
-    """The matrix venvs get the package's runtime dependencies, not its extras' ones."""
+def test_runtime_dependencies_come_from_the_lock() -> None:
+    """The matrix venvs get uv.lock's pins of the runtime dependencies (the kernel's own
+    version replaced), not the extras' packages, and not whatever the index serves today."""
+    import tomllib
+
     run = _script("--print-deps")
     assert run.returncode == 0, run.stderr
-    deps = run.stdout.split("\n")
-    assert "ipython>=7.34" in deps and not [d for d in deps if d.startswith("ipykernel")]
-    assert not [d for d in deps if "extra" in d or "pytest" in d], "extras are not runtime"
+    deps = [d.split(" ;")[0] for d in run.stdout.splitlines()]
+    with open(REPO / "uv.lock", "rb") as fh:
+        locked = {p["name"]: p.get("version") for p in tomllib.load(fh)["package"]}
+    assert f"ipython=={locked['ipython']}" in deps and f"pyyaml=={locked['pyyaml']}" in deps
+    assert not [d for d in deps if d.startswith("ipykernel")], "each venv pins its own"
+    assert not [d for d in deps if d.split("==")[0] in ("pytest", "hypothesis", "jupyterlab")]
+    assert all("==" in d for d in deps), deps
 
 
 def test_matrix_requires_the_browser_test_when_chromium_is_there(tmp_path: Path) -> None:

@@ -397,8 +397,24 @@ def _check_depth(yaml_text: str) -> None:
     # ordinary frontmatter (~15 of them) skips the exact scan (~half the cost of a load).
     if sum(map(yaml_text.count, "[{-?:")) <= MAX_DEPTH:
         return
+    try:
+        _scan_depth(_Loader, yaml_text)
+    except yaml.YAMLError:
+        if _Loader is yaml.SafeLoader:
+            raise
+        # libyaml 0.2.5+ as bundled by PyYAML >= 6.0.4 stops deep flow nesting itself while
+        # its scanner looks ahead, before our count reaches MAX_DEPTH, and in its own words
+        # ("exceeded maximum nesting depth"). The pure-Python scanner has no such limit and
+        # keeps its stacks on the heap, so it finds our limit whatever libyaml does; any
+        # other error stands as libyaml reported it.
+        _scan_depth(yaml.SafeLoader, yaml_text)
+        raise
+
+
+def _scan_depth(loader_type: type, yaml_text: str) -> None:
+    """Walk the parser's events (no composing), raising SkillParseError past MAX_DEPTH."""
     depth = 0
-    loader = _Loader(yaml_text)  # the event parser keeps its stack on the heap: any depth is safe
+    loader = loader_type(yaml_text)  # the event parser keeps its stack on the heap
     try:
         while loader.check_event():
             event = loader.get_event()
