@@ -46,7 +46,8 @@ def _machine_paths() -> list[tuple[re.Pattern[str], str]]:
     """Paths of the machine that ran the notebook, longest first, and what a reader sees."""
     tmp = re.escape(tempfile.gettempdir().rstrip("/"))
     pairs = [
-        (re.escape(str(REPO_ROOT)) + "/?", ""),  # the repo: paths become repo-relative
+        # the repo: paths become repo-relative; a sibling such as <repo>-tmp is not the repo
+        (re.escape(str(REPO_ROOT)) + r"(?:/|(?![^\s\"'<>]))", ""),
         (re.escape(sys.base_prefix) + "/", "<python>/"),
         (re.escape(sys.prefix) + "/", "<venv>/"),
         (tmp + r"/[^\s\"'<>/]+", "<tmp>"),  # the run's temp dirs (workdir, scratch)
