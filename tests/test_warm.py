@@ -556,10 +556,17 @@ def test_a_long_run_in_flight_holds_a_batch_back_only_briefly(
         tmp_path,
         "slowmix",
         scripts={
-            "scripts/nap.py": "import sys, time\ntime.sleep(float(sys.argv[1]))\n",
+            # Naps until the test says so (at most 120 s): however slow a busy machine makes
+            # the batch, the long run is still in flight when the batch ends.
+            "scripts/nap.py": (
+                "import os, sys, time\nend = time.monotonic() + 120\n"
+                "while not os.path.exists(sys.argv[1]) and time.monotonic() < end:\n"
+                "    time.sleep(0.05)\n"
+            ),
             "scripts/frame.py": "import pandas as pd\nprint(int(pd.Series([1, 2]).sum()))\n",
         },
     )
+    wake = tmp_path / "wake-up"
     monkeypatch.setenv("WARM_LONG_KEY", uuid.uuid4().hex)
     monkeypatch.setattr(launch, "DRAIN_S", 1.0)
     manager = manager_for(tmp_path, env_passthrough="WARM_LONG_KEY")
@@ -570,7 +577,9 @@ def test_a_long_run_in_flight_holds_a_batch_back_only_briefly(
     napping: list = []
     sleeper = threading.Thread(
         target=lambda: napping.append(
-            manager.execute_skill_script("slowmix", "nap", argv=["10"], approver=None, warm=True)
+            manager.execute_skill_script(
+                "slowmix", "nap", argv=[str(wake)], approver=None, warm=True, timeout=150
+            )
         )
     )
     sleeper.start()
@@ -584,6 +593,7 @@ def test_a_long_run_in_flight_holds_a_batch_back_only_briefly(
     assert {item.result.start for item in res} == {"warm"}
     assert [item.result.stdout for item in res] == ["3\n"] * 6
     assert ours()[0].in_flight == 1, "the batch waited for the long run to end"
+    wake.touch()
     sleeper.join(30)
     assert napping and napping[0].start == "warm" and napping[0].exit_code == 0
     deadline = time.monotonic() + 30
