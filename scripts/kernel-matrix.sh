@@ -2,8 +2,9 @@
 # Run the real-kernel tests (pytest -m kernel) once per supported ipykernel version.
 #
 # Each version gets its own venv under .venv-matrix/ipykernel-X (created on first use, reused
-# afterwards; pip's cache makes re-creation cheap). The venv holds the kernel only: ipykernel==X
-# plus the package's runtime dependencies, and a .pth file pointing at this checkout (an
+# afterwards; pip's cache makes re-creation cheap). The venv holds the kernel: ipykernel==X
+# plus the package's runtime dependencies and its [lab] extra (the model SDKs: the lab's
+# approval paths are clicked there too), and a .pth file pointing at this checkout (an
 # editable install without build artefacts in the repo). pytest itself runs from the main venv
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
 # kernelspec in a temp dir (tests/kernel_fixtures.py).
@@ -77,6 +78,11 @@ EOF
 )"
 DEPS=()
 if [ -n "$DEPS_TEXT" ]; then mapfile -t DEPS <<<"$DEPS_TEXT"; fi
+# The [lab] extra (the model SDKs) too: the lab's approval paths (%%skillagent, %skills evals)
+# are clicked in these kernels like the others (tests/test_vscode_kernel.py).
+LAB_TEXT="$("$PYTHON" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["lab"]))')"
+LAB_DEPS=()
+if [ -n "$LAB_TEXT" ]; then mapfile -t LAB_DEPS <<<"$LAB_TEXT"; fi
 if [ "$mode" = deps ]; then
     printf '%s\n' "${DEPS[@]}"
     exit 0
@@ -198,7 +204,7 @@ fi
 make_venv() {
     local version="$1" venv="$2" base="$3"
     local stamp="$venv/.skill-magics-matrix"
-    local want="ipykernel==$version ${DEPS[*]} (Python $(pyver "$base"))"
+    local want="ipykernel==$version ${DEPS[*]} ${LAB_DEPS[*]} (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
@@ -208,7 +214,7 @@ make_venv() {
     # pip's output goes to a log (this machine's extra index prints many harmless warnings);
     # it is shown when the install fails.
     if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "ipykernel==$version" "${DEPS[@]}" >"$venv/pip-install.log" 2>&1; then
+        "ipykernel==$version" "${DEPS[@]}" "${LAB_DEPS[@]}" >"$venv/pip-install.log" 2>&1; then
         cat "$venv/pip-install.log" >&2
         echo "kernel-matrix: pip could not install ipykernel==$version (log above)" >&2
         return 1

@@ -14,11 +14,14 @@ comm relay, approval/relay.py); 7.0-7.3 block (the relay); 6.x pumps. The matrix
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 from kernel_fixtures import KernelSession, kernel_ipykernel_version, start_kernel
+from lab_support import lab_skills
+from model_server import Call, Scripted, call, say
 from sources_support import make_collection
 
 from tests.real_layouts import write_pep
@@ -67,7 +70,7 @@ def _start(k: KernelSession, mode: str) -> None:
     assert r.stdout.strip() == want, (r.stdout, r.error_text)
 
 
-def _click(k: KernelSession, code: str, label: str, *, ok: bool = True) -> None:
+def _click(k: KernelSession, code: str, label: str, *, ok: bool | None = True) -> None:
     """Run ``code``; when its (new) panel shows, click ``label`` the VS Code way; the cell
     must then finish because of the click and record that decision."""
     before = len(k.buttons_all("No"))
@@ -168,3 +171,68 @@ def test_skills_env(tmp_path: Path, mode: str) -> None:
             _click(k, "%skills env pep" + line, label, ok=label != "No")
             built = bool(list(envs.rglob("bin")))
             assert built == (label != "No")
+
+
+# -- the lab: a model's script calls (%%skillagent) and an evaluation (%skills evals) -----
+
+
+def lab_script(c: Call) -> Scripted:
+    """The model: activate ``marker``, call its script, then report what came back."""
+    if c.system.startswith("You grade"):
+        return say(json.dumps({"expectations": [], "claims": []}))
+    done = [name for name, _ in c.calls_made]
+    if "<available_skills>" not in c.system:
+        return say("no skills here")
+    if not done:
+        return call("activate_skill", {"name": "marker"})
+    if len(done) == 1:
+        return call("marker__mark", {"from": "vscode"})
+    return say("result: " + c.tool_results[-1]["content"].strip())
+
+
+def _lab_kernel(tmp_path: Path, make_skill, server, mode: str):
+    skills = lab_skills(make_skill, tmp_path / "skills")
+    server.script = lab_script
+    k = start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path)
+    return k, skills, (
+        "import anthropic\n"
+        f"client = anthropic.Anthropic(base_url={server.url!r}, "
+        "api_key='test-key-not-a-secret', max_retries=0, timeout=20)"
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_skillagent(tmp_path: Path, make_skill, server, mode: str) -> None:
+    cell = "%%skillagent --model m1 --client client -o t\nmark it please\n"
+    kernel, skills, make_client = _lab_kernel(tmp_path, make_skill, server, mode)
+    with kernel as k:
+        _start(k, mode)
+        assert k.execute(make_client).ok
+        for label in ORDER:
+            (skills / "marker" / "ran.marker").unlink(missing_ok=True)
+            _click(k, cell, label)
+            approval = _value(k, "t.tool_calls[-1].approval")
+            assert approval.startswith(DECISION[label].replace("_", " ")), approval
+            assert (skills / "marker" / "ran.marker").exists() == (label != "No")
+        _no_new_panel(k, cell)
+        assert _value(k, "t.tool_calls[-1].approval").startswith("not asked (an approval given")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_skills_evals(tmp_path: Path, make_skill, server, mode: str) -> None:
+    kernel, skills, make_client = _lab_kernel(tmp_path, make_skill, server, mode)
+    evals = skills / "marker" / "evals"
+    evals.mkdir()
+    prompts = [{"id": 1, "prompt": "mark one", "assertions": ["says result"]}]
+    (evals / "evals.json").write_text(json.dumps({"skill_name": "marker", "evals": prompts}))
+    with kernel as k:
+        _start(k, mode)
+        assert k.execute(make_client).ok
+        for n, label in enumerate(ORDER):
+            line = (
+                "%skills evals marker --client client --model m --grader client "
+                f"--workspace {tmp_path / f'ws{n}'} -o ev"
+            )
+            _click(k, line, label, ok=label != "No")
+            if label != "No":
+                assert _value(k, "[r.status for r in ev.runs]") == "['completed', 'completed']"
