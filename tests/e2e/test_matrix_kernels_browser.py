@@ -41,7 +41,20 @@ SKILLRUN = "%%skillrun unit-converter.convert -o r -- --value 3 --from km --to m
 CONTEXT = """ctx = %skill_context csv-profiler --args '{"path": "data/sample.csv"}'"""
 
 
-def _notebook(kernelspec: str) -> nbformat.NotebookNode:
+# JupyterLab 4.4+ sends widget comms on kernel subshells when the kernel supports them, per
+# its "Kernel Comms over subshells" setting (@jupyterlab/apputils-extension:kernels-settings,
+# commsOverSubshells, default "perCommTarget"). "disabled" makes it speak like VS Code: every
+# comm_msg on the main shell, no subshell ever created. On ipykernel >= 7.4 that run also
+# turns autoawait off, so the magics block and the click must come through the comm relay.
+SETTINGS = "lab/api/settings/@jupyterlab/apputils-extension:kernels-settings"
+SUBSHELLS = {"subshells": "perCommTarget", "no-subshells": "disabled"}
+COUNT_SUBSHELLS = (
+    "_t = getattr(get_ipython().kernel, 'shell_channel_thread', None)\n"
+    "print('SUBSHELLS', len(_t.manager.list_subshell()) if _t else 'none')"
+)
+
+
+def _notebook(kernelspec: str, blocking: bool = False) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": kernelspec,
@@ -52,13 +65,14 @@ def _notebook(kernelspec: str) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell(
             "import ipykernel, sys\nprint('KERNEL', ipykernel.__version__, sys.executable)"
         ),
-        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell(SETUP + ("\n%autoawait off" if blocking else "")),
         nbformat.v4.new_code_cell(SKILLRUN),
         nbformat.v4.new_code_cell("print('SKILLRUN', r.status, r.stdout.strip())"),
         nbformat.v4.new_code_cell(CONTEXT),
         nbformat.v4.new_code_cell(
             "import re\nprint('CONTEXT', *re.findall(r'status=\"[a-z_]+\"', ctx))"
         ),
+        nbformat.v4.new_code_cell(COUNT_SUBSHELLS),
     ]
     return nb
 
@@ -74,14 +88,26 @@ def _click_yes_once_while_running(lab, index: int) -> None:
     button.click()
 
 
-def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str) -> None:
+@pytest.fixture(params=sorted(SUBSHELLS))
+def comms(request, lab_server):
+    """JupyterLab's commsOverSubshells for this run (read by the page when it loads)."""
+    raw = f'{{"commsOverSubshells": "{SUBSHELLS[request.param]}"}}'
+    lab_server.api("PUT", SETTINGS, {"raw": raw})
+    try:
+        yield request.param
+    finally:
+        lab_server.api("PUT", SETTINGS, {"raw": "{}"})
+
+
+def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str, comms: str) -> None:
     kernel_version = kernel_ipykernel_version()
     version = ".".join(map(str, kernel_version))
     expected = os.environ.get("SKILL_MAGICS_EXPECT_IPYKERNEL")
     if expected:  # under kernel-matrix.sh: a mis-built venv must not pass quietly
         assert version == expected, f"matrix venv runs ipykernel {version}, not {expected}"
 
-    name = lab.add_notebook(_notebook(kernel_under_test), "matrix-kernel.ipynb")
+    blocking = comms == "no-subshells" and kernel_version >= (7, 4)
+    name = lab.add_notebook(_notebook(kernel_under_test, blocking), f"matrix-{comms}.ipynb")
     lab.open_notebook(name)
     lab.run_all()
 
@@ -109,4 +135,8 @@ def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str) -> Non
     assert 'CONTEXT status="completed"' in seen, (
         f"ipykernel {version}: %skill_context after the click: {seen!r}"
     )
+    lab.wait_cell_done(6, timeout=60)
+    subshells = lab.output_text(6)
+    if kernel_version >= (7,) and comms == "no-subshells":
+        assert "SUBSHELLS 0" in subshells, f"JupyterLab must have opened none: {subshells!r}"
     lab.screenshot("done")
