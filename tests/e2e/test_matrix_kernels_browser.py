@@ -1,9 +1,10 @@
 """The approval click in real JupyterLab + headless Chromium, on the kernel under test.
 
 How a click reaches a cell that waits for it depends on ipykernel (docs/architecture.md,
-*Waiting for a click*): a top-level await on >= 7.4, JupyterLab's comms subshell on 7.0-7.3,
-pumping on 6.x. The other browser tests run the server venv's own kernel only; this one runs a
-notebook whose kernelspec (conftest's kernel_under_test) points at
+*Waiting for a click*): a top-level await on >= 7.4, the comm relay on a blocking 7.x wait,
+pumping on 6.x; it must not depend on whether JupyterLab sends comms on subshells, so the
+test runs with them on and off. The other browser tests run the server venv's own kernel
+only; this one runs a notebook whose kernelspec (conftest's kernel_under_test) points at
 kernel_fixtures.kernel_python(). It is marked ``kernel``, so scripts/kernel-matrix.sh runs it
 once per matrix venv (JupyterLab itself always comes from the main venv), and ``make test``'s
 main pytest run covers the main venv's kernel (7.4, the await path). ``make test`` passes the
