@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +238,18 @@ def test_skills_evals(tmp_path: Path, make_skill, server, mode: str) -> None:
             _click(k, line, label, ok=label != "No")
             if label != "No":
                 assert _value(k, "[r.status for r in ev.runs]") == "['completed', 'completed']"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_skillpy(skills: Path, tmp_path: Path, mode: str) -> None:
+    venv = skills / "vs-skill" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    cell = "%%skillpy vs-skill -o out\nimport sys\nprint(sys.prefix)"
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path) as k:
+        _start(k, mode)
+        for label in ORDER:
+            _click(k, cell, label, ok=label != "No")
+            if label != "No":
+                prefix = _value(k, "out['stdout'].strip()")
+                assert Path(prefix).resolve() == venv.resolve()
+        _no_new_panel(k, cell)
