@@ -253,3 +253,27 @@ def test_skillpy(skills: Path, tmp_path: Path, mode: str) -> None:
                 prefix = _value(k, "out['stdout'].strip()")
                 assert Path(prefix).resolve() == venv.resolve()
         _no_new_panel(k, cell)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forged_click_decides_nothing(skills: Path, tmp_path: Path, mode: str) -> None:
+    """A click signed with another key (someone who can reach the port but lacks the
+    connection file's key) is dropped, relayed or not; the real click still decides."""
+    from jupyter_client.session import Session
+
+    with start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path) as k:
+        _start(k, mode)
+        msg_id = k.submit('%%skillrun vs-skill.echo -o res\n{"k": 1}', allow_stdin=True)
+        yes = k.wait_for_button("Yes once", timeout=60)
+        forger = Session(key=b"not-the-kernel-key", session=k.kc.session.session)
+        forged = forger.msg(
+            "comm_msg",
+            {"comm_id": yes, "data": {"method": "custom", "content": {"event": "click"}}},
+        )
+        forger.send(k.kc.shell_channel.socket, forged)
+        k.drain(3.0)
+        assert not k._idle_seen(msg_id), "a forged click must not end the wait"
+        k.click_until_handled(k.buttons_all("No")[-1], msg_id)
+        r = k.collect(msg_id, timeout=120)
+        assert r.ok, r.error_text
+        assert _value(k, "res.status") == "declined"
