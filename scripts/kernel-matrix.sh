@@ -2,8 +2,9 @@
 # Run the real-kernel tests (pytest -m kernel) once per supported ipykernel version.
 #
 # Each version gets its own venv under .venv-matrix/ipykernel-X (created on first use, reused
-# until uv.lock changes; uv's cache makes re-creation cheap). The venv holds the kernel only:
-# ipykernel==X plus the runtime dependencies as uv.lock pins them (scripts/locked-install.sh),
+# until uv.lock changes; uv's cache makes re-creation cheap). The venv holds the kernel:
+# ipykernel==X plus the runtime dependencies and the [lab] extra (the model SDKs: the lab's
+# approval paths are clicked there too) as uv.lock pins them (scripts/locked-install.sh),
 # and a .pth file pointing at this checkout (an
 # editable install without build artefacts in the repo). pytest itself runs from the main venv
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
@@ -78,10 +79,12 @@ EOF
 )"
 DEPS=()
 if [ -n "$DEPS_TEXT" ]; then mapfile -t DEPS <<<"$DEPS_TEXT"; fi
-# The matrix venvs hold what uv.lock pins for the runtime dependencies, ipykernel replaced.
+# The matrix venvs hold what uv.lock pins for the runtime dependencies and the
+# [lab] extra (the lab's approval paths are clicked there too: tests/test_vscode_kernel.py),
+# ipykernel replaced.
 locked_runtime() {
     "$ROOT/.venv/bin/uv" export --locked --quiet --format requirements.txt --no-hashes \
-        --no-emit-project | grep -E '^[A-Za-z0-9]' | grep -viE '^ipykernel[ =]'
+        --no-emit-project --extra lab | grep -E '^[A-Za-z0-9]' | grep -viE '^ipykernel[ =]'
 }
 if [ "$mode" = deps ]; then
     locked_runtime
@@ -204,7 +207,7 @@ fi
 make_venv() {
     local version="$1" venv="$2" base="$3"
     local stamp="$venv/.skill-magics-matrix"
-    local want="ipykernel==$version lock $(sha256sum uv.lock | cut -c1-16) (Python $(pyver "$base"))"
+    local want="ipykernel==$version [lab] lock $(sha256sum uv.lock | cut -c1-16) (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
@@ -213,7 +216,7 @@ make_venv() {
     "$base" -m venv "$venv"
     # uv.lock's runtime pins with ipykernel==X instead of the lock's: only what that version
     # alone needs is resolved anew. The output goes to a log, shown when the install fails.
-    if ! bash "$ROOT/scripts/locked-install.sh" "$venv/bin/python" --no-project \
+    if ! bash "$ROOT/scripts/locked-install.sh" "$venv/bin/python" --no-project --extra lab \
         --replace "ipykernel==$version" >"$venv/pip-install.log" 2>&1; then
         cat "$venv/pip-install.log" >&2
         echo "kernel-matrix: could not install uv.lock's runtime pins with ipykernel==$version (log above)" >&2

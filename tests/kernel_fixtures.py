@@ -359,10 +359,11 @@ class KernelSession:
     def click(self, comm_id: str, *, subshell: bool = False) -> None:
         """Click a Button: the comm_msg JupyterLab's widget manager sends.
 
-        ``subshell=False``: on the main shell (JupyterLab without subshells, ipykernel 6.x).
-        ``subshell=True``: on a kernel subshell, as JupyterLab >= 4.4 does by default on
-        ipykernel >= 7 ("comms over subshells"); needed on 7.0-7.3, where a click on the main
-        shell is only handled after the running cell ends.
+        ``subshell=False``: on the main shell (VS Code, JupyterLab without subshells,
+        ipykernel 6.x). ``subshell=True``: on a kernel subshell, as JupyterLab >= 4.4 does by
+        default on ipykernel >= 7 ("comms over subshells"). A bare 7.0-7.3 kernel handles a
+        main-shell click only after the running cell ends; skill_magics' approval panel gets
+        it either way (approval/relay.py).
         """
         msg = self.kc.session.msg(
             "comm_msg",

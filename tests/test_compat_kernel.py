@@ -122,7 +122,8 @@ def test_completion_answers_over_the_kernel(skills: Path, tmp_path: Path) -> Non
 
 
 def _subshell() -> bool:
-    """ipykernel 7.0-7.3 gets widget messages during a cell only on a frontend subshell."""
+    """On ipykernel 7.0-7.3 send widget messages on a subshell, as JupyterLab does (the main
+    shell works too: tests/test_vscode_kernel.py)."""
     return (7, 0) <= kernel_ipykernel_version() < (7, 4)
 
 

@@ -54,8 +54,9 @@ def test_headless_gives_approval_unavailable_at_once(skills_dir, tmp_path):
 
 
 def _click_on_subshell() -> bool:
-    """ipykernel 7.0-7.3 deliver a click to a waiting cell only on a subshell: click there,
-    as JupyterLab >= 4.4 does by default (comms over subshells). Elsewhere the main shell."""
+    """On ipykernel 7.0-7.3 click on a subshell, as JupyterLab >= 4.4 does by default (comms
+    over subshells); the main shell elsewhere (tests/test_vscode_kernel.py clicks there on
+    every kernel)."""
     return (7, 0) <= kernel_ipykernel_version() < (7, 4)
 
 

@@ -1,13 +1,13 @@
 """``%skills env`` in a real Jupyter kernel: the install's approval panel is clicked (the
-comm_msg a browser sends) while the cell awaits (ipykernel >= 7.4) or pumps (6.x, as on
-Colab), then the environment is built (real PyPI)."""
+comm_msg a browser sends) while the cell awaits (ipykernel >= 7.4), relays (7.x) or pumps (6.x, as
+on Colab), then the environment is built (real PyPI)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from kernel_fixtures import kernel_ipykernel_version, start_kernel
+from kernel_fixtures import start_kernel
 
 from tests.real_layouts import write_pep
 
@@ -19,10 +19,6 @@ MANAGER = (
 )
 
 
-@pytest.mark.skipif(
-    (7, 0) <= kernel_ipykernel_version() < (7, 4),
-    reason="ipykernel 7.0-7.3 gets the click only on a frontend subshell",
-)
 @pytest.mark.parametrize("label", ["Yes once", "No"])
 def test_env_install_waits_for_the_click(tmp_path: Path, label: str) -> None:
     skills = tmp_path / "skills"

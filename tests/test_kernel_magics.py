@@ -188,8 +188,9 @@ def test_interrupt_while_waiting_for_a_click_withdraws_the_panel(skills_dir, tmp
 
 
 def _blocking_click_supported() -> bool:
-    version = kernel_ipykernel_version()
-    return version >= (7, 4) or version < (7, 0)
+    """A click on the main shell (no subshell: VS Code) reaches a waiting cell on every
+    supported kernel: awaited (>= 7.4), relayed (7.x), pumped (6.x)."""
+    return True
 
 
 @pytest.mark.skipif(
@@ -412,37 +413,6 @@ def test_pending_display_updated_after_later_click(skills_dir, tmp_path):
         assert "Decision: Yes once (button 'Yes once'" in decided["data"]["text/plain"]
         r = k.execute("print(res.status, _ is res)", allow_stdin=True)
         assert r.stdout.strip() == "completed True"
-
-
-@pytest.mark.skipif(
-    not (7, 0) <= kernel_ipykernel_version() < (7, 4),
-    reason="ipykernel 7.0-7.3 only: there a click reaches a waiting cell only via a subshell",
-)
-def test_no_subshell_on_7_0_to_7_3_returns_pending_and_a_later_click_runs(skills_dir, tmp_path):
-    """A frontend that creates no subshell (VS Code, plain jupyter_client): the click would
-    queue behind the waiting cell on the main shell, so the cell must not block for
-    approval_timeout. It returns a pending result at once; the click, handled on the main
-    shell once it is idle, runs the script and fills that result."""
-    with start_kernel(env=_env(skills_dir), cwd=tmp_path) as k:
-        _load(k)
-        # No create_subshell_request: the strategy must see that no subshell exists.
-        r = k.execute(
-            '%%skillrun kernel-skill.echo -o res\n{"k": 5}', allow_stdin=True, timeout=120
-        )
-        assert r.ok, r.error_text
-        assert r.duration_s < 30, "no subshell: must not wait for a click that cannot arrive"
-        assert {"Yes once", "Yes in session", "No"} <= set(k.buttons()), "buttons stay live"
-        r = k.execute("print(res.status, res.exit_code)", allow_stdin=True)
-        assert r.stdout.strip() == "pending None"
-        shown = _displays(k)
-        (display_id,) = [i for i, m in shown.items() if "Waiting for approval" in str(m[0])]
-        k.click(k.buttons()["Yes once"])  # on the main shell, idle now
-        deadline = time.monotonic() + 60
-        while "completed" not in _displays(k)[display_id][-1]["data"]["text/plain"]:
-            assert time.monotonic() < deadline, "the click must run the script and fill the view"
-            k.drain(0.3)
-        r = k.execute("print(res.status, res.stdout.strip())", allow_stdin=True)
-        assert r.stdout.strip() == 'completed {"got": {"k": 5}, "argv": []}'
 
 
 @pytest.mark.skipif(not _subshells_supported(), reason="kernel subshells need ipykernel >= 7")

@@ -169,6 +169,20 @@ def show_widget(widget: Any) -> Any:
     return handle
 
 
+def widget_ids(widget: Any) -> list[str]:
+    """The model (comm) ids of ``widget`` and every widget it holds, at any depth."""
+    found: list[str] = []
+    stack = [widget]
+    while stack:
+        item = stack.pop()
+        model_id = getattr(item, "model_id", None)
+        if not isinstance(model_id, str) or model_id in found:
+            continue
+        found.append(model_id)
+        stack.extend(getattr(item, "children", None) or ())
+    return found
+
+
 def tab(children: Sequence[Any], titles: Sequence[str]) -> Any:
     """An ipywidgets Tab with these pages and titles."""
     import ipywidgets as w
@@ -201,6 +215,7 @@ __all__ = [
     "remove_completer",
     "widget_view",
     "show_widget",
+    "widget_ids",
     "tab",
     "tab_titles",
 ]

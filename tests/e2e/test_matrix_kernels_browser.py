@@ -1,9 +1,10 @@
 """The approval click in real JupyterLab + headless Chromium, on the kernel under test.
 
 How a click reaches a cell that waits for it depends on ipykernel (docs/architecture.md,
-*Waiting for a click*): a top-level await on >= 7.4, JupyterLab's comms subshell on 7.0-7.3,
-pumping on 6.x. The other browser tests run the server venv's own kernel only; this one runs a
-notebook whose kernelspec (conftest's kernel_under_test) points at
+*Waiting for a click*): a top-level await on >= 7.4, the comm relay on a blocking 7.x wait,
+pumping on 6.x; it must not depend on whether JupyterLab sends comms on subshells, so the
+test runs with them on and off. The other browser tests run the server venv's own kernel
+only; this one runs a notebook whose kernelspec (conftest's kernel_under_test) points at
 kernel_fixtures.kernel_python(). It is marked ``kernel``, so scripts/kernel-matrix.sh runs it
 once per matrix venv (JupyterLab itself always comes from the main venv), and ``make test``'s
 main pytest run covers the main venv's kernel (7.4, the await path). ``make test`` passes the
@@ -41,7 +42,20 @@ SKILLRUN = "%%skillrun unit-converter.convert -o r -- --value 3 --from km --to m
 CONTEXT = """ctx = %skill_context csv-profiler --args '{"path": "data/sample.csv"}'"""
 
 
-def _notebook(kernelspec: str) -> nbformat.NotebookNode:
+# JupyterLab 4.4+ sends widget comms on kernel subshells when the kernel supports them, per
+# its "Kernel Comms over subshells" setting (@jupyterlab/apputils-extension:kernels-settings,
+# commsOverSubshells, default "perCommTarget"). "disabled" makes it speak like VS Code: every
+# comm_msg on the main shell, no subshell ever created. On ipykernel >= 7.4 that run also
+# turns autoawait off, so the magics block and the click must come through the comm relay.
+SETTINGS = "lab/api/settings/@jupyterlab/apputils-extension:kernels-settings"
+SUBSHELLS = {"subshells": "perCommTarget", "no-subshells": "disabled"}
+COUNT_SUBSHELLS = (
+    "_t = getattr(get_ipython().kernel, 'shell_channel_thread', None)\n"
+    "print('SUBSHELLS', len(_t.manager.list_subshell()) if _t else 'none')"
+)
+
+
+def _notebook(kernelspec: str, blocking: bool = False) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": kernelspec,
@@ -52,13 +66,14 @@ def _notebook(kernelspec: str) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell(
             "import ipykernel, sys\nprint('KERNEL', ipykernel.__version__, sys.executable)"
         ),
-        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell(SETUP + ("\n%autoawait off" if blocking else "")),
         nbformat.v4.new_code_cell(SKILLRUN),
         nbformat.v4.new_code_cell("print('SKILLRUN', r.status, r.stdout.strip())"),
         nbformat.v4.new_code_cell(CONTEXT),
         nbformat.v4.new_code_cell(
             "import re\nprint('CONTEXT', *re.findall(r'status=\"[a-z_]+\"', ctx))"
         ),
+        nbformat.v4.new_code_cell(COUNT_SUBSHELLS),
     ]
     return nb
 
@@ -74,14 +89,26 @@ def _click_yes_once_while_running(lab, index: int) -> None:
     button.click()
 
 
-def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str) -> None:
+@pytest.fixture(params=sorted(SUBSHELLS))
+def comms(request, lab_server):
+    """JupyterLab's commsOverSubshells for this run (read by the page when it loads)."""
+    raw = f'{{"commsOverSubshells": "{SUBSHELLS[request.param]}"}}'
+    lab_server.api("PUT", SETTINGS, {"raw": raw})
+    try:
+        yield request.param
+    finally:
+        lab_server.api("PUT", SETTINGS, {"raw": "{}"})
+
+
+def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str, comms: str) -> None:
     kernel_version = kernel_ipykernel_version()
     version = ".".join(map(str, kernel_version))
     expected = os.environ.get("SKILL_MAGICS_EXPECT_IPYKERNEL")
     if expected:  # under kernel-matrix.sh: a mis-built venv must not pass quietly
         assert version == expected, f"matrix venv runs ipykernel {version}, not {expected}"
 
-    name = lab.add_notebook(_notebook(kernel_under_test), "matrix-kernel.ipynb")
+    blocking = comms == "no-subshells" and kernel_version >= (7, 4)
+    name = lab.add_notebook(_notebook(kernel_under_test, blocking), f"matrix-{comms}.ipynb")
     lab.open_notebook(name)
     lab.run_all()
 
@@ -109,4 +136,8 @@ def test_approval_click_on_kernel_under_test(lab, kernel_under_test: str) -> Non
     assert 'CONTEXT status="completed"' in seen, (
         f"ipykernel {version}: %skill_context after the click: {seen!r}"
     )
+    lab.wait_cell_done(6, timeout=60)
+    subshells = lab.output_text(6)
+    if kernel_version >= (7,) and comms == "no-subshells":
+        assert "SUBSHELLS 0" in subshells, f"JupyterLab must have opened none: {subshells!r}"
     lab.screenshot("done")

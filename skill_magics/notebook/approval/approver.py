@@ -22,7 +22,8 @@ Example:
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from IPython.display import display
@@ -34,9 +35,10 @@ from skill_magics.core.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
-from skill_magics.notebook.approval import waiting
+from skill_magics.notebook.approval import relay, waiting
 from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
 from skill_magics.notebook.approval.waiting import Strategy
+from skill_magics.notebook.compat import widget_ids
 
 WAIT_INTERRUPTED = "the cell was interrupted while waiting for approval; nothing ran"
 PROMPT_INTERRUPTED = "interrupted at the approval prompt; nothing ran"
@@ -75,6 +77,7 @@ class NotebookApprover:
         self.in_worker = in_worker
         self.cancel = cancel
         self.pending_ok = pending_ok
+        self.relay_failed = False  # RELAY: the kernel did not take the relay (approval/relay.py)
         self.strategy = waiting.choose(
             settings.shell, in_coroutine=in_worker, mode=settings.approval_ui
         )
@@ -120,18 +123,26 @@ class NotebookApprover:
             if self.settings.approval_ui == "nonblocking":
                 why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
             else:
-                why = "this kernel cannot deliver a click to a waiting cell"
+                why = (
+                    "this kernel cannot deliver a click to a waiting cell (%config "
+                    "SkillMagics.approval_ui = 'stdin' asks in an input box instead)"
+                )
             raise ApprovalUnavailable(unavailable_message(names, why))
-        panel = self.show_panel(request)
         if strategy is Strategy.NONBLOCKING:
-            raise ApprovalPending("Waiting for a click on the approval panel", panel)
-        try:
-            self._wait(panel)
-        except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
-            raise self._interrupted(panel) from None
-        except BaseException:
-            panel.withdraw("the wait for a click failed; nothing ran")  # no live buttons left
-            raise
+            raise ApprovalPending(
+                "Waiting for a click on the approval panel", self.show_panel(request)
+            )
+        panel = self.make_panel(request)
+        # RELAY: the panel's widget messages come to this thread from the moment it shows.
+        with self._relayed(panel) as inbox:
+            self.display_panel(panel)
+            try:
+                self._wait(panel, inbox)
+            except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
+                raise self._interrupted(panel) from None
+            except BaseException:
+                panel.withdraw("the wait for a click failed; nothing ran")  # no live buttons
+                raise
         if self.cancel is not None and self.cancel.is_set():
             # Interrupted, even if a click arrived at the same moment: the cell is ending and
             # must not leave a "Yes in session" behind.
@@ -142,24 +153,46 @@ class NotebookApprover:
 
     def show_panel(self, request: ApprovalRequest) -> Any:
         """Display Yes once / Yes in session / No for ``request`` (kept in ``panels``)."""
+        panel = self.make_panel(request)
+        self.display_panel(panel)
+        return panel
+
+    def make_panel(self, request: ApprovalRequest) -> Any:
+        """The panel for ``request``, its widgets built (kept in ``panels``), not shown yet."""
         from skill_magics.notebook.approval.panel import ApprovalPanel
 
         panel = ApprovalPanel(request, on_inputs=self.apply_inputs)
+        panel.widget  # noqa: B018 - build it now: the relay needs its widgets' comm ids
         panels = self.settings.panels
         panels.append(panel)
         del panels[:-MAX_PANELS]
+        return panel
+
+    def display_panel(self, panel: Any) -> None:
         handle = display(panel, display_id=True)
         if handle is not None:
             # Re-render once decided, so the saved notebook's fallback says what was decided.
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
-        return panel
 
-    def _wait(self, panel: Any) -> None:
+    @contextmanager
+    def _relayed(self, panel: Any) -> Iterator[Any]:
+        """RELAY: divert the panel's widget messages to this thread (approval/relay.py)."""
+        kernel = waiting.get_kernel(self.settings.shell)
+        if self.strategy is not Strategy.RELAY or kernel is None:
+            yield None
+            return
+        with relay.diverted(kernel, widget_ids(panel.widget)) as inbox:
+            self.relay_failed = inbox is None
+            yield inbox
+
+    def _wait(self, panel: Any, inbox: Any) -> None:
         shell, timeout = self.settings.shell, self.settings.approval_timeout
+        if self.strategy is Strategy.RELAY and inbox is None:
+            return  # the relay could not be set up: no click can come; _no_click says so
         if self.strategy is Strategy.PUMP:
             waiting.wait_pumping(shell, panel.event, timeout)
-        elif self.strategy is Strategy.THREAD:
-            waiting.wait_for_click(shell, panel.event, timeout, stop=self.cancel)
+        elif self.strategy in (Strategy.RELAY, Strategy.THREAD):
+            waiting.wait_for_click(shell, panel.event, timeout, stop=self.cancel, inbox=inbox)
         else:  # AWAIT: the gate runs in a worker thread, the kernel's loop delivers the click
             waiting.wait_event(panel.event, timeout, stop=self.cancel)
 
@@ -168,14 +201,12 @@ class NotebookApprover:
         if self.pending_ok:
             raise ApprovalPending("Waiting for a click on the approval panel", panel)
         panel.close()
-        names = request.skill_names
-        if waiting.no_click_can_arrive(self.settings.shell):
+        if self.relay_failed:
             why = (
-                "no click can reach this waiting cell: ipykernel 7.0-7.3 delivers it only "
-                "through a frontend subshell, and none was opened (upgrade to ipykernel >= 7.4, "
-                "or pre-approve with auto_approve)"
+                "this kernel did not let the click through to the waiting cell (%config "
+                "SkillMagics.approval_ui = 'stdin' asks in an input box instead)"
             )
-            raise ApprovalUnavailable(unavailable_message(names, why))
+            raise ApprovalUnavailable(unavailable_message(request.skill_names, why))
         raise ApprovalUnavailable(
             f"No decision within {self.settings.approval_timeout:g} s for "
             f"{request.skill_name}: nothing ran. Run the cell again, or raise "

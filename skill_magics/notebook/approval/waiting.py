@@ -1,12 +1,13 @@
 """How a cell can wait for an approval click (docs/architecture.md, *Waiting for a click*).
 
-Which strategy works depends on the kernel (measured in JupyterLab 4.6 + ipywidgets 8.1.9):
+Which strategy works depends on the kernel, and must not depend on the frontend: JupyterLab
+sends widget messages on kernel subshells (ipykernel >= 7), VS Code and JupyterLab with
+subshells off on the main shell, which the waiting cell itself blocks.
 
-- ipykernel >= 7.4: only a top-level ``await`` (see magics/rewrite.py) lets widget messages in;
-- ipykernel 7.0-7.3: clicks arrive on a subshell thread, so a ``threading.Event`` wait works,
-  but only through a subshell, which JupyterLab opens when the panel's widget comm opens:
-  when none appears within SUBSHELL_GRACE_S the click would queue behind the waiting cell,
-  so stop waiting (:func:`wait_for_click`);
+- ipykernel >= 7.4, the cell awaits (magics/rewrite.py): the kernel dispatches widget
+  messages while a top-level ``await`` is pending (AWAIT);
+- ipykernel 7.x, a blocking wait: the panel's widget messages are relayed from the kernel's
+  shell channel thread to the waiting thread, which handles them (RELAY, approval/relay.py);
 - ipykernel 6.x: pump ``kernel.do_one_iteration()`` (deferring other cells, replayed later);
 - anything else, or after ``approval_timeout``: do not block; a later click runs the script.
 
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from skill_magics.notebook.approval import relay
 from skill_magics.notebook.compat import ipykernel_version
 
 SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels immediate
@@ -34,6 +36,7 @@ SLICE_S = 0.25  # wait granularity: short enough that Kernel > Interrupt feels i
 
 class Strategy(enum.StrEnum):
     AWAIT = "await"
+    RELAY = "relay"
     THREAD = "thread"
     PUMP = "pump"
     NONBLOCKING = "nonblocking"
@@ -75,35 +78,13 @@ def supports_await(shell: Any) -> bool:
     return getattr(shell, "loop_runner", None) is _asyncio_runner
 
 
-def subshell_count(kernel: Any) -> int | None:
-    """How many subshells the kernel has (ipykernel >= 7), or None when it cannot tell.
-
-    0 when subshells are disabled or no frontend created one. Reads the subshell manager
-    without creating it (its lazy creation asserts the kernel's main thread) and is safe from
-    any thread (``list_subshell`` takes the manager's lock).
-    """
-    if kernel is None:
-        return None
-    if getattr(kernel, "_supports_kernel_subshells", True) is False:
-        return 0
-    thread = getattr(kernel, "shell_channel_thread", None)
-    if thread is None:
-        return 0 if hasattr(kernel, "_supports_kernel_subshells") else None
-    manager = getattr(thread, "_manager", None)
-    if manager is None:  # created when the kernel starts; no manager, no subshell
-        return 0
-    try:
-        return len(manager.list_subshell())
-    except Exception:  # a future ipykernel without list_subshell(): cannot tell
-        return None
-
-
 def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     """Pick the waiting strategy for this cell.
 
     ``mode`` is ``SkillMagics.approval_ui``: "auto", "widgets" (force a blocking widget wait:
-    await in a coroutine, else a thread event), "nonblocking", or "stdin"/"terminal" (ask
-    with ``input()``: the frontend's input box in a kernel, else a terminal).
+    await in a coroutine, else the relay where the kernel has one, else a thread event),
+    "nonblocking", or "stdin"/"terminal" (ask with ``input()``: the frontend's input box in
+    a kernel, else a terminal).
     """
     kernel = get_kernel(shell)
     if kernel is not None and not stdin_allowed(kernel):
@@ -115,16 +96,18 @@ def choose(shell: Any, *, in_coroutine: bool, mode: str = "auto") -> Strategy:
     if mode == "nonblocking":
         return Strategy.NONBLOCKING
     if mode == "widgets":
-        return Strategy.AWAIT if in_coroutine else Strategy.THREAD
+        if in_coroutine:
+            return Strategy.AWAIT
+        return Strategy.RELAY if relay.available(kernel) else Strategy.THREAD
     if kernel is None:
         return Strategy.TERMINAL if _stdin_is_tty() else Strategy.UNAVAILABLE
     version = ipykernel_version() or (0,)
     if in_coroutine and version >= (7, 4):
         return Strategy.AWAIT
-    if (7, 0) <= version < (7, 4):
-        # The click can only reach this thread through a subshell; wait_for_click() gives up
-        # early when none appears once the panel is shown.
-        return Strategy.THREAD
+    if version >= (7, 0) and relay.available(kernel):
+        # Blocking: the shell channel thread hands the panel's messages to this thread,
+        # whether the frontend sent them on a subshell (JupyterLab) or not (VS Code).
+        return Strategy.RELAY
     if (6, 0) <= version < (7, 0) and hasattr(kernel, "do_one_iteration"):
         return Strategy.PUMP
     return Strategy.NONBLOCKING
@@ -154,43 +137,22 @@ def wait_event(event: threading.Event, timeout: float, stop: threading.Event | N
     return True
 
 
-SUBSHELL_GRACE_S = 5.0  # how long a shown panel waits for the frontend to open a subshell
-
-
-def needs_subshell(shell: Any) -> bool:
-    """True on ipykernel 7.0-7.3, where a click reaches a blocked cell only via a subshell."""
-    return get_kernel(shell) is not None and (7, 0) <= (ipykernel_version() or (0,)) < (7, 4)
-
-
 def wait_for_click(
     shell: Any,
     event: threading.Event,
     timeout: float,
     stop: threading.Event | None = None,
-    grace: float = SUBSHELL_GRACE_S,
+    inbox: Any = None,
 ) -> bool:
-    """The THREAD strategy's wait for a click on a panel just shown; True when clicked.
+    """The blocking wait for a click on a panel just shown; True when clicked.
 
-    On ipykernel 7.0-7.3 the click comes through a subshell, and JupyterLab creates one only
-    when a widget comm opens (the panel's), removing it when its last comm closes. So give a
-    subshell ``grace`` seconds to appear; when none does (VS Code, a plain jupyter_client
-    client, subshells off) stop at once instead of blocking for all of ``timeout``: the
-    caller falls back to a pending result that a later click fills.
+    ``inbox``: the relay's (RELAY: approval/relay.py ``diverted``), whose messages are
+    handled here; without one, a plain wait for a click handled on another thread (THREAD).
     """
     kernel = get_kernel(shell)
-    start = time.monotonic()
-    if needs_subshell(shell):
-        while subshell_count(kernel) == 0:
-            if wait_event(event, SLICE_S, stop):
-                return True
-            if time.monotonic() - start >= grace or (stop is not None and stop.is_set()):
-                return False
-    return wait_event(event, max(0.0, timeout - (time.monotonic() - start)), stop)
-
-
-def no_click_can_arrive(shell: Any) -> bool:
-    """After :func:`wait_for_click` gave up: True when that was for want of a subshell."""
-    return needs_subshell(shell) and subshell_count(get_kernel(shell)) == 0
+    if inbox is not None and kernel is not None:
+        return relay.wait(kernel, inbox, event, timeout, stop, SLICE_S)
+    return wait_event(event, timeout, stop)
 
 
 def wait_pumping(shell: Any, event: threading.Event, timeout: float) -> bool:
@@ -369,13 +331,9 @@ __all__ = [
     "get_kernel",
     "stdin_allowed",
     "supports_await",
-    "subshell_count",
     "choose",
     "wait_event",
     "wait_for_click",
-    "needs_subshell",
-    "no_click_can_arrive",
-    "SUBSHELL_GRACE_S",
     "wait_pumping",
     "ask_terminal",
 ]

@@ -215,7 +215,8 @@ def run_map(magics: Any, line: str, cell: str) -> BatchResult:
     run = plan_map(magics, line, cell)
     approver = magics.settings.approver()
     cancel = threading.Event()
-    stoppable = approver.strategy is Strategy.THREAD  # clicks arrive on another thread
+    # Stop: a click handled on another thread (a JupyterLab subshell) while this one runs
+    stoppable = approver.strategy in (Strategy.RELAY, Strategy.THREAD)
     progress = _Progress(magics, run, approver, cancel.set if stoppable else None)
     try:
         outcome = magics.manager.run_planned(

@@ -157,7 +157,7 @@ class SkillRunMagics(SharedMagics):
         run = self._plan(line, cell)
         approver = self.settings.approver(pending_ok=True)
         # Stop works where clicks arrive on another thread while this one runs the script.
-        view = _RunView(self, run, stoppable=approver.strategy is Strategy.THREAD)
+        view = _RunView(self, run, stoppable=approver.strategy in (Strategy.RELAY, Strategy.THREAD))
         try:
             outcome = self.manager.run_planned(
                 run.plan,
