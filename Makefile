@@ -16,7 +16,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint bench venv browser sandbox clean
+.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -120,6 +120,11 @@ LINT = $(VENV)/bin/ruff check skill_magics tests bench scripts notebooks && \
 lint: $(STAMP)
 	$(LINT)
 
+# The documentation site from docs/ (Sphinx + MyST; notebooks with their saved outputs, never
+# executed): any warning fails. Open build/docs/index.html.
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs
+
 unit: $(STAMP) sandbox
 	$(SANDBOX_REQUIRED) $(PY) -m pytest -q -m "not e2e and not notebooks"
 
@@ -142,6 +147,7 @@ e2e: $(STAMP) browser
 
 test: $(STAMP) browser sandbox
 	$(LINT)
+	$(MAKE) docs
 	$(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 	bash scripts/pyyaml-floor.sh

@@ -1,13 +1,13 @@
 """LangChain adapter: a skill's scripts (and its prompt) as ``StructuredTool`` objects.
 
-Optional: needs ``pip install skill-magics[langchain]`` (langchain-core). Tool names are the
-same as ``core.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a sync ``func`` and
-a real ``coroutine``: the async path awaits the script in slices, so other tasks keep running
-and cancelling the task kills the script. A failed, declined or refused run raises
-``ToolException`` with the reason; ``handle_tool_error=True`` hands that text to the agent.
-Input nested deeper than ``core.tools.MAX_INPUT_DEPTH`` is refused the same way (and audited)
-before LangChain itself sees it: its callbacks print the input, which raises RecursionError
-for deep enough input.
+Optional: needs langchain-core (``pip install langchain-core``, or the ``[langchain]`` extra).
+Tool names are the same as ``core.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a
+sync ``func`` and a real ``coroutine``: the async path awaits the script in slices, so other
+tasks keep running and cancelling the task kills the script. A failed, declined or refused run
+raises ``ToolException`` with the reason; ``handle_tool_error=True`` hands that text to the
+agent. Input nested deeper than ``core.tools.MAX_INPUT_DEPTH`` is refused the same way (and
+audited) before LangChain itself sees it: its callbacks print the input, which raises
+RecursionError for deep enough input.
 
 Example:
     >>> from skill_magics.langchain import create_tools
@@ -32,7 +32,9 @@ from skill_magics.core.tools import (
     tool_specs,
 )
 
-INSTALL_HINT = "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
+# Names the package itself: skill-magics is not on PyPI yet, so `skill-magics[langchain]` would
+# not resolve (the extra, from a clone: pip install -e '.[langchain]').
+INSTALL_HINT = "skill_magics.langchain needs langchain-core: pip install langchain-core"
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,7 @@ def test_missing_langchain_gives_one_line_install_hint():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "skill_magics.langchain needs langchain-core: pip install skill-magics[langchain]"
+        "skill_magics.langchain needs langchain-core: pip install langchain-core"
     )
 
 

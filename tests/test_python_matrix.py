@@ -1,5 +1,5 @@
 """scripts/python-matrix.sh: which Pythons it finds, which it skips and why, and that a Python
-that fails makes the run fail (docs: README, Set up).
+that fails makes the run fail (docs/setup.md).
 
 Real processes on real files: the interpreters it searches are the running Python (linked
 under other names) and small stand-ins for ones this machine may not have (a Python 3.9, a

@@ -103,7 +103,7 @@ def test_unix_sockets_outside_the_workspace_are_unreachable(box, mode: str, netw
             assert f"refused {places[name]}" in res.stdout, (name, res.stdout)
         assert f"got {places['workspace']} pong" in res.stdout
         # Abstract sockets belong to the network namespace: the host's are out of reach
-        # unless the skill is granted the network (README, "Sandboxed runs").
+        # unless the skill is granted the network (docs/sandbox.md).
         abstract = "got" if network else "refused"
         assert f"{abstract} {places['abstract']}" in res.stdout
         # Control: unsandboxed, the same script reaches every one of them.

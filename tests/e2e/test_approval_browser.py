@@ -12,15 +12,13 @@ One notebook, Run > Run All Cells, then a person's clicks while the cells are st
     cell 7  prints the statuses
 
 The marker files prove what ran: touch_marker.py writes the file it is given, so a declined
-run must leave no file behind. Screenshots go to the test's tmp dir; with
-SKILL_MAGICS_UPDATE_SCREENSHOTS=1 the approval panel and the finished result are also saved as
-docs/images/approval.png and docs/images/result.png (for the README).
+run must leave no file behind. Screenshots go to the test's tmp dir (the README's pictures are
+made by scripts/screenshots.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -31,7 +29,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SKILL = "demo-behaviours.touch_marker"
 BUTTONS = ("Yes once", "Yes in session", "No")
 
@@ -85,19 +82,12 @@ def _stdout_tab_text(lab, index: int) -> str:
 
 @pytest.fixture
 def markers() -> Iterator[Path]:
-    # Short path on purpose: it appears in the approval panel and in the README screenshot.
+    # Short path on purpose: it appears in the approval panel.
     path = Path(tempfile.mkdtemp(prefix="markers-"))
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def _save_for_readme(shot: Path, name: str) -> None:
-    if os.environ.get("SKILL_MAGICS_UPDATE_SCREENSHOTS") == "1":
-        target = REPO_ROOT / "docs" / "images" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, target)
 
 
 def test_approval_buttons_in_jupyterlab(lab, markers: Path) -> None:
@@ -108,7 +98,7 @@ def test_approval_buttons_in_jupyterlab(lab, markers: Path) -> None:
     # -- Yes once, clicked while cell 1 is running ------------------------------------------
     _wait_buttons(lab, 1)
     panel = lab.cell(1).locator(".skill-magics-approval-panel")
-    _save_for_readme(lab.screenshot("approval-panel", locator=lab.cell(1)), "approval.png")
+    lab.screenshot("approval-panel", locator=lab.cell(1))
     lab.screenshot("approval-page")
     assert "touch_marker.py" in panel.inner_text(), "the panel names the script to approve"
     assert not (markers / "once").exists(), "nothing may run before the click"
@@ -120,7 +110,7 @@ def test_approval_buttons_in_jupyterlab(lab, markers: Path) -> None:
     lab.wait_cell_done(2, timeout=60)
     assert f"NEXT CELL SAW {markers / 'once'}" in lab.output_text(2)
     lab.screenshot("yes-once-page")
-    _save_for_readme(lab.screenshot("yes-once-result", locator=lab.cell(1)), "result.png")
+    lab.screenshot("yes-once-result", locator=lab.cell(1))
 
     # -- No: declined, nothing ran -----------------------------------------------------------
     _click_while_running(lab, 3, "No")

@@ -1,10 +1,10 @@
 """Dask as a batch backend: a ``distributed.Client`` or a scheduler address.
 
-Imported only when a batch is given one (``skill-magics[dask]``): nothing here imports
-``distributed`` at module level. docs/architecture.md, *Batch runs*: the shared part of the
-batch (the packed skill, the settings) is scattered to every worker once; each item is one
-task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a ``distributed.Event``
-named after the batch is the cancel signal the workers poll.
+Imported only when a batch is given one (``dask[distributed]``, the ``[dask]`` extra): nothing
+here imports ``distributed`` at module level. docs/architecture.md, *Batch runs*: the shared
+part of the batch (the packed skill, the settings) is scattered to every worker once; each item
+is one task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a
+``distributed.Event`` named after the batch is the cancel signal the workers poll.
 
 Example:
     >>> from distributed import Client
@@ -30,7 +30,7 @@ def connect(address: str) -> Any:
         from distributed import Client
     except ImportError:
         raise SkillMagicsError(
-            f"executor={address!r} needs Dask: pip install 'skill-magics[dask]'"
+            f"executor={address!r} needs Dask: pip install 'dask[distributed]'"
         ) from None
     try:
         return Client(address, timeout="10s")

@@ -2,7 +2,7 @@
 packages and gets only what is missing (docs/architecture.md, *Real skills*).
 
 The installer is ``uv`` when it is on PATH or installed as the ``uv`` Python package
-(``pip install skill-magics[env]``), else the standard library's ``venv`` plus pip. Steps::
+(``pip install uv``; the ``[env]`` extra), else the standard library's ``venv`` plus pip. Steps::
 
     uv venv --python <kernel python> <envs>/<skill>/env-<key>-<id>
     (a .pth file listing the kernel's site-packages folders, so pandas is not reinstalled)
@@ -85,9 +85,7 @@ def choose_installer(installer: str | None = None) -> tuple[str, str | None]:
         return PIP, None
     uv = find_uv()
     if uv is None and installer == UV:
-        raise EnvironmentBuildError(
-            "uv was asked for but is not installed: pip install 'skill-magics[env]' (or uv)"
-        )
+        raise EnvironmentBuildError("uv was asked for but is not installed: pip install uv")
     return (UV, uv) if uv is not None else (PIP, None)
 
 

@@ -47,7 +47,7 @@ from skill_magics.core.run.sandbox_mounts import Bind
 OFF, READ_ONLY, WORKSPACE_WRITE, AUTO = "off", "read-only", "workspace-write", "auto"
 MODES = (OFF, READ_ONLY, WORKSPACE_WRITE, AUTO)
 ENV_VAR = "SKILL_MAGICS_SANDBOX"  # the default mode when none is configured
-DEFAULT_MODE = OFF  # see the README, "Sandboxed runs": why off, and when to choose auto
+DEFAULT_MODE = OFF  # see docs/sandbox.md: why off, and when to choose auto
 PRIVATE_TMP = "<private /tmp>"  # how the run's own /tmp (its TMPDIR) is shown
 TMP = "/tmp"  # inside the sandbox: a fresh tmpfs per run
 
@@ -216,7 +216,7 @@ def unavailable_reason() -> str:
     if not sys.platform.startswith("linux"):
         return (
             f"sandboxing needs bubblewrap on Linux and this is {sys.platform} "
-            "(see the README, 'Sandboxed runs', for macOS and Windows)"
+            "(see docs/sandbox.md, 'macOS and Windows')"
         )
     bwrap = find_bwrap()
     if bwrap is None:

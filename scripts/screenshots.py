@@ -1,0 +1,133 @@
+"""Remake the README's screenshots from the real UI: JupyterLab in headless Chromium.
+
+    .venv/bin/python scripts/screenshots.py [--out docs/images]
+
+Starts JupyterLab from this venv (isolated settings, a temporary root, a random token: the
+same start-up as tests/e2e/conftest.py, whose helpers it uses) and drives Debian's Chromium
+with Playwright (never a downloaded browser). The notebook is the README tour's first run:
+`%%skillrun unit-converter.convert -o marathon -- --value 42.195 --from km --to mi`.
+approval.png is that cell while its approval panel waits for a click; after a click on
+"Yes once", result.png is that cell's result: header and tabs, stdout selected. Everything started
+here is stopped at the end, failures included. Slow (JupyterLab start-up): not part of
+`make test`, whose browser test drives the same flow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_CELL = "%%skillrun unit-converter.convert -o marathon -- --value 42.195 --from km --to mi"
+
+
+def _e2e_helpers():
+    # tests/e2e/conftest.py holds the JupyterLab start/stop and the page helpers; loaded by
+    # path so this script needs no pytest run (tests/ on sys.path for kernel_fixtures).
+    sys.path.insert(0, str(REPO / "tests"))
+    spec = importlib.util.spec_from_file_location("e2e_helpers", REPO / "tests/e2e/conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext skill_magics\n%skills add --examples"),
+        nbformat.v4.new_code_cell(RUN_CELL),
+        nbformat.v4.new_code_cell(
+            "print(f\"A marathon is {marathon.json()['result']:.2f} miles\")"
+        ),
+    ]
+    return nb
+
+
+def make(out: Path) -> list[Path]:
+    """Write approval.png and result.png into ``out``; returns their paths."""
+    from playwright.sync_api import sync_playwright
+
+    e2e = _e2e_helpers()
+    chromium = e2e.find_chromium()
+    if chromium is None:
+        raise SystemExit(
+            "no Chromium found: apt-get install -y chromium (or SKILL_MAGICS_CHROMIUM)"
+        )
+    base = Path(tempfile.mkdtemp(prefix="skill-magics-shots-"))
+    root = base / "root"
+    root.mkdir()
+    server = e2e.start_lab(base, root)
+    pw = sync_playwright().start()
+    context = None
+    try:
+        context = pw.chromium.launch_persistent_context(
+            user_data_dir=str(base / "profile"),
+            executable_path=chromium,
+            headless=True,
+            args=e2e.CHROMIUM_FLAGS,
+            viewport={"width": 1100, "height": 900},
+            device_scale_factor=1,
+            timeout=90_000,
+        )
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        lab = e2e.LabPage(page, server, base)
+        name = lab.add_notebook(_notebook(), "tour.ipynb")
+        lab.open_notebook(name)
+        lab.run_all()
+        for label in ("Yes once", "Yes in session", "No"):
+            lab.button(1, label).wait_for(state="visible")
+        time.sleep(0.5)  # let the panel's layout settle before the picture
+        out.mkdir(parents=True, exist_ok=True)
+        approval, result = out / "approval.png", out / "result.png"
+        lab.cell(1).screenshot(path=str(approval))
+        lab.button(1, "Yes once").click()
+        lab.wait_cell_done(2, timeout=120)
+        view = lab.cell(1).locator(".skill-magics-result").last
+        view.wait_for(state="visible")
+        text = lab.wait_output(1, "completed")
+        if "completed" not in text:
+            raise SystemExit(f"the run did not complete; the cell shows:\n{text}")
+        tab = view.locator(".lm-TabBar-tab", has_text=re.compile(r"^\s*stdout\s*$"))
+        tab.click()
+        time.sleep(0.5)
+        # The output holding the result (prompt, header, tabs), not the answered panel above it.
+        lab.cell(1).locator(
+            ".jp-OutputArea-child", has=page.locator(".skill-magics-result")
+        ).last.screenshot(path=str(result))
+        if "A marathon is 26.22 miles" not in lab.output_text(2):
+            raise SystemExit(f"the next cell did not read the value: {lab.output_text(2)!r}")
+        return [approval, result]
+    finally:
+        if context is not None:
+            context.close()
+        pw.stop()
+        e2e.stop_lab(server)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
+    args = parser.parse_args()
+    for path in make(args.out):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
