@@ -58,9 +58,12 @@ DEMO_STAMP := $(VENV)/.installed-demo
 $(UV): uv.lock
 	@$(ENSURE_VENV_SUPPORT)
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
-	@uv_version=$$($(PYTHON) scripts/lock_version.py uv) && \
-	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$$uv_version" >$(VENV)/pip-install.log 2>&1 || \
-	  ( tail -20 $(VENV)/pip-install.log; echo "could not install uv (log above)"; exit 1 )
+	@want=$$($(PYTHON) scripts/lock_version.py uv) || exit 1; \
+	if [ "$$($(UV) --version 2>/dev/null | cut -d' ' -f2)" != "$$want" ]; then \
+	  { $(PY) -m pip --version || $(PY) -m ensurepip; } >$(VENV)/pip-install.log 2>&1; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$$want" >>$(VENV)/pip-install.log 2>&1 || \
+	  { tail -20 $(VENV)/pip-install.log; echo "could not install uv $$want (log above)"; exit 1; }; \
+	fi
 	@touch $(UV)
 
 $(STAMP): pyproject.toml uv.lock $(UV)
