@@ -445,7 +445,8 @@ def test_unknown_skill_and_script_one_line(shell, capsys):
     err = failed_one_line(shell, capsys, "%%skillrun echo-skil.echo\n{}")
     assert "SkillNotFoundError" in err and "did you mean 'echo-skill'" in err
     err = failed_one_line(shell, capsys, "%%skillrun echo-skill.ech\n{}")
-    assert "ScriptNotFoundError" in err and "scripts/echo.py" in err
+    assert "ScriptNotFoundError" in err and "did you mean echo-skill.echo?" in err
+    assert "add_dir" not in err  # a magic's user is told the magic (issue 31)
 
 
 def test_failed_plan_fails_the_cell_and_keeps_no_stale_value(shell, capsys):

@@ -66,12 +66,47 @@ def test_csv_profiler_with_path_and_with_text(example_manager):
     assert len(y["top"]) == 1
 
 
-def test_csv_profiler_refuses_paths_outside_the_skill(example_manager):
+def test_csv_profiler_refuses_paths_outside_the_callers_folder_and_the_skill(example_manager):
     result = example_manager.execute_skill_script(
         "csv-profiler", "profile.py", {"path": "../../../../etc/passwd"}
     )
     assert result.exit_code == 1
-    assert "outside the skill directory" in result.stderr
+    assert "no file '../../../../etc/passwd' in" in result.stderr
+    assert '{"path": "mine.csv"}' in result.stderr  # names the fix
+
+
+def test_csv_profiler_reads_a_csv_beside_the_notebook(example_manager, tmp_path, monkeypatch):
+    # Issue 31: {"path": "mine.csv"} in the caller's folder was looked up in the skill folder.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "mine.csv").write_text("city,temp\nOslo,4\nLima,19\n", encoding="utf-8")
+    (tmp_path / "data" / "sample.csv").write_text("own\n1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the caller's folder (a notebook's)
+    result = example_manager.execute_skill_script("csv-profiler", "profile", {"path": "mine.csv"})
+    assert result.success, result.stderr
+    assert result.json()["rows"] == 2
+    # The caller's file wins over the skill's bundled one of the same name...
+    own = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}
+    )
+    assert [c["name"] for c in own.json()["columns"]] == ["own"]
+    # ...and cwd="skill" keeps the old rule: the skill folder's files, not the caller's.
+    in_skill = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}, cwd="skill"
+    )
+    assert in_skill.json()["rows"] == 8
+    missing = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "mine.csv"}, cwd="skill"
+    )
+    assert missing.exit_code == 1 and "no file 'mine.csv'" in missing.stderr
+
+
+def test_csv_profiler_falls_back_to_its_bundled_sample(example_manager, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no data/sample.csv here: the skill's own is used
+    result = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}
+    )
+    assert result.success, result.stderr
+    assert result.json()["rows"] == 8
 
 
 def test_text_tools_bash_json_and_argv(example_manager):

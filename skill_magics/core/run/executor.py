@@ -393,7 +393,7 @@ class ScriptExecutor:
             exit_code, outcome = TIMEOUT_EXIT_CODE, AuditOutcome.TIMEOUT
             reason = (
                 f"Timeout: {rel} exceeded {_fmt_seconds(prepared.timeout)} and was stopped; "
-                "raise timeout= if it needs longer"
+                "if it needs longer, raise the limit (%%skillrun --timeout N; Python: timeout=N)"
             )
             stderr = _append_line(stderr, reason)
             logger.warning(

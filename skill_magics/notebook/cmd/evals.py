@@ -15,7 +15,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 
 HELP = "NAME [--runs N] [--grader VAR] [--workspace DIR]: evals.json with and without a skill"
@@ -85,7 +85,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     try:
         report = run_evals(client, magics.manager, approver=approver, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 
@@ -103,7 +103,7 @@ async def run_async(magics: Any, args: list[str]) -> Any:
             client, magics.manager, approver=approver, cancel=cancel, **kwargs
         )
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 
 HELP = "NAME --queries VAR [--runs N] [--description TEXT|VAR]: trigger rates of a skill"
@@ -85,7 +85,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     try:
         report = evaluate_triggers(client, magics.manager, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 
@@ -99,7 +99,7 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     try:
         report = await evaluate_triggers_async(client, magics.manager, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 

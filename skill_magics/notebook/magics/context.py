@@ -294,7 +294,9 @@ def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
             exclude=opts.exclude,
             format=opts.format,
         )
-    except (SkillMagicsError, ValueError) as exc:
+    except SkillMagicsError as exc:
+        raise UsageError(exc.magic_text()) from None
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
     text = CatalogText(catalog)
     shell = getattr(magics, "shell", None)

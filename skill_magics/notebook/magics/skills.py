@@ -391,7 +391,10 @@ class SharedMagics(Magics):
 
 def usage_error(exc: BaseException) -> UsageError:
     """The one-line error IPython shows without a traceback ("UsageError: ...")."""
-    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, SkillMagicsError) else str(exc)
+    if isinstance(exc, SkillMagicsError):  # in the magics' words (%skills add DIR, not add_dir)
+        text = f"{type(exc).__name__}: {exc.magic_text()}"
+    else:
+        text = str(exc)
     return UsageError(text.replace("\n", " "))
 
 

@@ -1,0 +1,96 @@
+"""A newcomer's first day in a real kernel (issue 31; jupyter_client, no mocks).
+
+- a skill (or a ./skills folder) written after the first ``%skills`` is listed and runs
+  without ``%skills reload``;
+- every message a magic user sees names the magic or flag (``%skills add DIR``,
+  ``--timeout N``, ``unit-converter.convert``), not the Python call;
+- csv-profiler reads ``{"path": "mine.csv"}`` beside the notebook.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kernel_fixtures import start_kernel
+
+pytestmark = pytest.mark.kernel
+
+HI = "#!/usr/bin/env python3\nprint('hi from second')\n"
+SLOW = "#!/usr/bin/env python3\nimport time\ntime.sleep(30)\n"
+
+
+def _skill(root: Path, name: str, scripts: dict[str, str]) -> None:
+    folder = root / name
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: Test skill {name}.\n---\n# {name}\n", encoding="utf-8"
+    )
+    for rel, text in scripts.items():
+        (folder / rel).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def newcomer(tmp_path_factory):
+    """One kernel in an empty notebook folder (no ./skills yet; HOME empty too)."""
+    work = tmp_path_factory.mktemp("work")
+    home = tmp_path_factory.mktemp("home")
+    env = {"HOME": str(home), "SKILL_MAGICS_PATH": "", "SKILL_MAGICS_AUTO_APPROVE": "*"}
+    with start_kernel(env=env, cwd=work) as k:
+        r = k.execute("%load_ext skill_magics", allow_stdin=False)
+        assert r.ok, r.error_text
+        yield k, work
+
+
+def test_a_skills_folder_made_after_the_first_listing_is_seen(newcomer):
+    k, work = newcomer
+    r = k.execute("%skills", allow_stdin=False)
+    assert r.ok, r.error_text
+    assert "second" not in r.text()
+    _skill(work / "skills", "second", {"scripts/hi.py": HI, "scripts/slow.py": SLOW})
+    r = k.execute("%skills", allow_stdin=False)
+    assert r.ok, r.error_text
+    assert "second" in r.text(), "the listing shows what is on disk now"
+    _skill(work / "skills", "third", {"scripts/hi.py": HI})
+    r = k.execute("%%skillrun third.hi\n", allow_stdin=False, timeout=60)
+    assert r.ok, r.error_text  # found by the rescan a miss triggers, no %skills reload
+    assert "hi from second" in r.text()
+
+
+def test_errors_name_the_magic_not_the_python_call(newcomer):
+    k, work = newcomer
+    r = k.execute("%%skillrun nope.hi\n", allow_stdin=False)
+    assert not r.ok
+    error = r.error_text
+    assert "%skills add DIR" in error and "add_dir" not in error, error
+    assert "list_skills" not in error, error
+    _skill(work / "skills", "unit-converter", {"scripts/convert.py": HI})
+    r = k.execute("%%skillrun unit-converter.convrt\n", allow_stdin=False)
+    assert not r.ok
+    assert "did you mean unit-converter.convert?" in r.error_text, r.error_text
+    assert "scripts/convert.py" not in r.error_text, r.error_text
+
+
+def test_the_timeout_note_names_the_flag(newcomer):
+    k, work = newcomer
+    if not (work / "skills" / "second").exists():
+        _skill(work / "skills", "second", {"scripts/hi.py": HI, "scripts/slow.py": SLOW})
+    r = k.execute("%%skillrun second.slow --timeout 1 -o res\n", allow_stdin=False, timeout=60)
+    assert r.ok, r.error_text
+    r = k.execute("print(res.status); print(res.stderr)", allow_stdin=False)
+    assert "--timeout N" in r.stdout, r.stdout
+
+
+def test_csv_profiler_reads_a_csv_beside_the_notebook(newcomer):
+    k, work = newcomer
+    (work / "mine.csv").write_text("city,temp\nOslo,4\nLima,19\nRome,15\n", encoding="utf-8")
+    r = k.execute("%skills add --examples", allow_stdin=False)
+    assert r.ok, r.error_text
+    r = k.execute(
+        '%%skillrun csv-profiler.profile -o prof\n{"path": "mine.csv"}\n',
+        allow_stdin=False,
+        timeout=60,
+    )
+    assert r.ok, r.error_text
+    r = k.execute("print(prof.status, prof.json()['rows'])", allow_stdin=False)
+    assert r.stdout.strip() == "completed 3", r.stdout
