@@ -26,7 +26,8 @@ from lab_support import (
 from manager_support import RecordingApprover, manager_for, outcomes
 from model_server import Scripted, call, say
 
-from skill_magics import run_agent, run_agent_async
+from skill_magics import evaluate_triggers, run_agent, run_agent_async
+from skill_magics.core.errors import ModelAuthError
 from skill_magics.core.lab.clients import provider_for
 from skill_magics.core.lab.offer import SKILLS_NOTE
 from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep
@@ -204,6 +205,42 @@ def test_an_api_error_ends_the_conversation_with_an_error_step(server, manager, 
     assert t.stop_reason == "error" and "HTTP 500" in t.error
     assert isinstance(t.steps[-1], ErrorStep) and t.steps[-1].error == "status"
     assert t.activated == ["notes"] and t.errors == 1
+
+
+def test_a_client_without_a_key_is_one_line_naming_the_fix_before_any_request(
+    server, manager, monkeypatch
+):
+    # Issue 31: anthropic.Anthropic() is made without a key; the SDK's TypeError came out of
+    # every lab cell as a 21,000-character traceback through our frames.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    keyless = anthropic.Anthropic(base_url=server.url, max_retries=0)
+    with pytest.raises(ModelAuthError) as err:
+        run_agent(keyless, manager, "x", model="m")
+    text = str(err.value)
+    assert "\n" not in text and len(text) < 300, text
+    assert "ANTHROPIC_API_KEY" in text and "base_url=" in text and "Ollama or vLLM" in text
+    with pytest.raises(ModelAuthError):
+        evaluate_triggers(
+            keyless, manager, "marker", [{"query": "q", "should_trigger": True}], model="m"
+        )
+    assert server.calls == []  # found before any request
+    # What must NOT be refused: a key-less SDK client given a key explicitly works.
+    server.script = lambda c: say("hi")
+    keyed = anthropic.Anthropic(base_url=server.url, api_key="local", max_retries=0)
+    assert run_agent(keyed, manager, "x", model="m").final_text == "hi"
+
+
+@pytest.mark.parametrize("kind", SYNC_CLIENTS)
+def test_a_rejected_key_stops_the_lab_at_once_with_one_line(server, manager, kind):
+    server.script = lambda c: Scripted(status=401, error="invalid x-api-key")
+    with pytest.raises(ModelAuthError) as err:
+        run_agent(make_client(kind, server.url), manager, "x", model="m")
+    assert "rejected the key (HTTP 401" in str(err.value) and "base_url=" in str(err.value)
+    queries = [{"query": f"q{i}", "should_trigger": True} for i in range(4)]
+    with pytest.raises(ModelAuthError):
+        evaluate_triggers(make_client(kind, server.url), manager, "marker", queries, model="m")
+    assert len(server.calls) == 2, "one request each, not one failure per query and run"
 
 
 def test_a_timeout_is_an_error_step(server, manager):

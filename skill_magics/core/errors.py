@@ -196,6 +196,15 @@ class ModelCallError(SkillMagicsError, RuntimeError):
         self.status_code = status_code
 
 
+class ModelAuthError(ModelCallError):
+    """The model's API cannot be used with these credentials: no key (found before any
+    request) or a key the API rejected (HTTP 401/403). Not transient, so a lab run stops at
+    the first one instead of counting every request as failed; the message names the fix."""
+
+    def __init__(self, message: str, status_code: int | None = None):
+        super().__init__(message, "auth", status_code)
+
+
 class UnknownScriptTypeError(SkillMagicsError, ValueError):
     """A file to run is no script: neither its extension nor a shebang names an
     interpreter."""
@@ -237,6 +246,7 @@ __all__ = [
     "WorkingDirectoryError",
     "EnvironmentBuildError",
     "ModelCallError",
+    "ModelAuthError",
     "SkillNameError",
     "SkillTooDeepError",
     "SourceError",

@@ -63,6 +63,8 @@ def find_client(settings: Any, name: str | None) -> Any:
         provider_for(client)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
+    except SkillMagicsError as exc:  # no key: one line naming the fix (ModelAuthError)
+        raise usage_error(exc) from None
     return client
 
 
