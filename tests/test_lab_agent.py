@@ -30,7 +30,7 @@ from skill_magics import evaluate_triggers, run_agent, run_agent_async
 from skill_magics.core.errors import ModelAuthError
 from skill_magics.core.lab.clients import provider_for
 from skill_magics.core.lab.offer import SKILLS_NOTE
-from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep
+from skill_magics.core.lab.transcript import STAND_IN_LABEL, ErrorStep, ModelStep, ToolStep
 
 
 @pytest.fixture
@@ -362,3 +362,23 @@ def test_bad_arguments_fail_before_anything_is_sent(server, manager):
     with pytest.raises(ValueError, match="max_turns=0"):
         run_agent(client, manager, "x", model="m", max_turns=0)
     assert server.calls == []
+
+
+def test_a_scripted_or_recorded_reply_is_labelled_wherever_it_is_shown(server, manager):
+    # Issue 31: a replayed reply is never presented as a model's.
+    server.script = lambda c: say("26.2188 mi")
+    client = make_client("anthropic", server.url)
+    t = run_agent(client, manager, "x", model="scripted-demo")  # the server echoes the name
+    (step,) = t.model_steps
+    assert step.answered_by == "scripted-demo" and step.label == STAND_IN_LABEL
+    assert t.stand_in
+    label = "a recording or scripted, not a model's answers"
+    assert label in t.text() and STAND_IN_LABEL in t.text()
+    assert label in t.to_markdown()
+    from skill_magics.notebook.render.lab import step_html, transcript_header_html
+
+    assert label in transcript_header_html(t) and STAND_IN_LABEL in step_html(step)
+    # What must NOT be labelled: a reply under any other model name.
+    real = run_agent(client, manager, "x", model="claude-sonnet-4-5")
+    assert not real.stand_in and real.model_steps[0].label == "model"
+    assert "not a model" not in real.text()
