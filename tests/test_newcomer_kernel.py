@@ -94,3 +94,39 @@ def test_csv_profiler_reads_a_csv_beside_the_notebook(newcomer):
     assert r.ok, r.error_text
     r = k.execute("print(prof.status, prof.json()['rows'])", allow_stdin=False)
     assert r.stdout.strip() == "completed 3", r.stdout
+
+
+def test_the_lab_magic_with_a_rejected_key_is_one_line(newcomer, server):
+    # Issue 31: every lab cell printed a 21,000-27,000-character traceback.
+    from model_server import Scripted
+
+    k, _ = newcomer
+    server.script = lambda c: Scripted(status=401, error="invalid x-api-key")
+    r = k.execute(
+        "import anthropic\n"
+        f"bad = anthropic.Anthropic(base_url={server.url!r}, api_key='wrong', max_retries=0)",
+        allow_stdin=False,
+    )
+    assert r.ok, r.error_text
+    r = k.execute("%%skillagent --client bad --model m -o t\nconvert 3 km\n", allow_stdin=False)
+    assert not r.ok
+    text = r.text() + r.error_text
+    assert "rejected the key (HTTP 401" in text and "ANTHROPIC_API_KEY" in text, text
+    assert "Traceback" not in text and len(r.error_text) < 600, text
+
+
+def test_the_lab_magic_without_a_key_says_where_a_model_would_answer(newcomer):
+    k, _ = newcomer
+    r = k.execute(
+        "import os, anthropic\n"
+        "os.environ.pop('ANTHROPIC_API_KEY', None); os.environ.pop('ANTHROPIC_AUTH_TOKEN', None)\n"
+        "keyless = anthropic.Anthropic()",
+        allow_stdin=False,
+    )
+    assert r.ok, r.error_text
+    r = k.execute("%%skillagent --client keyless --model m -o t\nconvert 3 km\n", allow_stdin=False)
+    assert r.ok, r.error_text  # the notebook goes on (a teacher without a key)
+    assert "No model answered here: a model would get this prompt" in r.stdout
+    assert "No Anthropic API key: set ANTHROPIC_API_KEY" in r.stdout
+    r = k.execute("print(t)", allow_stdin=False)
+    assert r.stdout.strip() == "None"
