@@ -527,3 +527,25 @@ def test_an_edit_that_breaks_skill_md_stops_runs_until_fixed(tmp_path, make_skil
     assert "# x" in manager.get_skill("edited").content  # still readable
     skill_md.write_text(good)
     assert manager.execute_skill_script("edited", "a").stdout == "ran\n"
+
+
+def test_a_missing_package_gets_the_hint_naming_skills_env(tmp_path, make_skill):
+    # Issue 31 item 5: a ModuleNotFoundError for a package the panel listed got no hint.
+    make_skill(
+        tmp_path,
+        "needs-pkg",
+        scripts={
+            "scripts/run.py": "import json\nimport no_such_pkg_i31.sub\n",
+            # the skill's own module, not found the way this script looks for it
+            "scripts/local.py": "raise ModuleNotFoundError(\"No module named 'helpers_i31'\")\n",
+            "helpers_i31.py": "X = 1\n",
+        },
+    )
+    manager = SkillManager([tmp_path])
+    result = manager.execute_skill_script("needs-pkg", "run")
+    assert result.exit_code == 1
+    assert "Hint: the package for 'no_such_pkg_i31' is not installed" in result.stderr
+    assert "%skills env needs-pkg" in result.stderr
+    # Not a package to install: the skill's own module gets no such hint.
+    local = manager.execute_skill_script("needs-pkg", "local")
+    assert "ModuleNotFoundError" in local.stderr and "Hint:" not in local.stderr
