@@ -134,7 +134,7 @@ def test_the_lab_magic_without_a_key_says_where_a_model_would_answer(newcomer):
 
 def test_a_missing_package_names_skills_env(newcomer):
     k, work = newcomer
-    _skill(work / "skills", "needs-pkg", {"scripts/run.py": "import no_such_pkg_i31\n"})
+    _skill(work / "skills", "needs-pkg", {"scripts/run.py": "import no_such_pkg_i31\n\nprint(1)\n"})
     r = k.execute("%%skillrun needs-pkg.run -o r\n", allow_stdin=False, timeout=60)
     assert r.ok, r.error_text
     r = k.execute("print(r.status); print(r.stderr)", allow_stdin=False)
