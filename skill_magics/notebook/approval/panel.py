@@ -121,7 +121,8 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     if is_skill_install(request):
         return _install_text(request, full)
     if not request.is_combined:
-        lines = [f"Approval needed: skill '{_name(request.skill_name)}' wants to run:"]
+        wants = "wants packages installed" if env_only(request) else "wants to run"
+        lines = [f"Approval needed: skill '{_name(request.skill_name)}' {wants}:"]
         lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
         lines += _script_lines(request, "  ")
         lines += _input_lines(request, "  ", full)
@@ -174,10 +175,12 @@ def _input_lines(
         lines.append(f"{indent}Python code:")
         code = _safe_block(request.code if full else first_lines(request.code))
         lines += [f"{indent}  " + line for line in code.splitlines()]
-    # json.dumps escapes newlines inside values, so the only real newlines are its indentation.
-    args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
-    lines.append(f"{indent}arguments (stdin JSON{', every script' if every else ''}): " + args[0])
-    lines += [f"{indent}  " + line for line in args[1:]]
+    if shows_arguments(request):
+        # json.dumps escapes newlines inside values: the only real newlines are its indentation.
+        args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
+        every_note = ", every script" if every else ""
+        lines.append(f"{indent}arguments (stdin JSON{every_note}): " + args[0])
+        lines += [f"{indent}  " + line for line in args[1:]]
     if request.argv:
         lines.append(
             f"{indent}argv{' (every script)' if every else ''}: " + _safe(_words(request.argv))
@@ -308,7 +311,11 @@ def summary_html(request: ApprovalRequest) -> str:
         rows += _input_rows(request)
         rows += _extra_rows(request)
         rows += _preview_rows(request)
-        title = "Approve running this skill script?"
+        title = (
+            "Approve installing packages for this skill?"
+            if env_only(request)
+            else "Approve running this skill script?"
+        )
     else:
         shared = request.shares_inputs
         count = sum(len(part.scripts) for part in request.parts)
@@ -360,8 +367,22 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
     return rows
 
 
+def env_only(request: ApprovalRequest) -> bool:
+    """A package install into the skill's environment (``%skills env``): nothing of the
+    skill runs."""
+    return request.install is not None and not request.scripts
+
+
+def shows_arguments(request: ApprovalRequest) -> bool:
+    """Is there stdin JSON worth a row? Not for an install, nor an empty ``{}`` (an
+    argv-only run shows its argv instead)."""
+    return not env_only(request) and request.arguments not in (None, {})
+
+
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
-    rows = [(f"Arguments{label}", _pre(arguments_text(request.arguments)))]
+    rows = []
+    if shows_arguments(request):
+        rows.append((f"Arguments{label}", _pre(arguments_text(request.arguments))))
     if request.argv:
         rows.append((f"argv{label}", f"<code>{_esc(_words(request.argv))}</code>"))
     if request.code is not None:
