@@ -721,3 +721,16 @@ def test_skillrun_no_approval_flag_refused_while_approval_required():
     assert magics.settings.require_approval is True
     with pytest.raises(UsageError):
         magics._plan("anything.a --no-approval", "")
+
+
+def test_the_skills_help_names_every_subcommand():
+    # Issue 31 item 12: %skills? left env out of its table.
+    from skill_magics.notebook import cmd
+    from skill_magics.notebook.magics.skills import SkillMagics
+
+    doc = SkillMagics.skills.__doc__ or ""
+    missing = [name for name in cmd.names() if f"%skills {name}" not in doc and name != "list"]
+    # several subcommands share a line ("remove DIR | reload | dirs")
+    missing = [name for name in missing if f"| {name}" not in doc and f" {name} " not in doc]
+    assert missing == [], f"%skills? does not name {missing}"
+    assert "%skills env NAME" in doc

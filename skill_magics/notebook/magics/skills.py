@@ -297,6 +297,8 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills env NAME             install what the skill's scripts lack into its own
+                                     environment (asks first) [--rebuild] [--installer uv|pip]
         %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
         %skills verify [DIR]         files changed since the install (skills-lock.json)
