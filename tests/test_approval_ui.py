@@ -487,3 +487,9 @@ def test_panels_show_only_rows_that_mean_something():
     # What must NOT be hidden: real stdin arguments.
     with_args = replace(CSV, arguments={"path": "x.csv"})
     assert "Arguments" in summary_html(with_args) and "x.csv" in summary_text(with_args)
+
+
+def test_a_panel_of_the_persons_own_run_names_no_other_asker():
+    # What must NOT appear: the model's line on a person's own %%skillrun panel.
+    panel = ApprovalPanel(CSV)
+    assert "model is asking" not in panel._repr_mimebundle_()["text/plain"]

@@ -554,9 +554,12 @@ class ApprovalPanel:
     so no value stays in the widget state a notebook saves.
     """
 
-    def __init__(self, request: ApprovalRequest, on_inputs: OnInputs | None = None) -> None:
+    def __init__(
+        self, request: ApprovalRequest, on_inputs: OnInputs | None = None, asker: str = ""
+    ) -> None:
         self.request = request
         self.on_inputs = on_inputs
+        self.asker = asker  # shown first: who is asking when it is not the person (a model)
         self.secret_fields: dict[tuple[str, str], Any] = {}  # (skill, name) -> Password
         self.network_boxes: dict[str, Any] = {}  # skill -> Checkbox
         self.decision: Decision | None = None
@@ -603,7 +606,7 @@ class ApprovalPanel:
         self._status = w.HTML("")
         self._widget = w.VBox(
             [
-                w.HTML(summary_html(self.request)),
+                w.HTML(self._asker_html() + summary_html(self.request)),
                 *self._input_widgets(w),
                 w.HBox(list(self._buttons.values())),
                 self._status,
@@ -612,6 +615,11 @@ class ApprovalPanel:
         self._widget.add_class("skill-magics-approval-panel")
         if self.decision is not None:
             self._show_decision()
+
+    def _asker_html(self) -> str:
+        if not self.asker:
+            return ""
+        return f"<div style='color:#8a4b00'><b>{html.escape(self.asker)}</b></div>"
 
     def _tooltips(self) -> dict[Decision, str]:
         if is_skill_install(self.request):
@@ -732,7 +740,8 @@ class ApprovalPanel:
     # -- display ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # The widget view for live frontends plus readable fallbacks for saved notebooks.
-        text, page = summary_text(self.request), summary_html(self.request)
+        text = (f"{self.asker}\n" if self.asker else "") + summary_text(self.request)
+        page = self._asker_html() + summary_html(self.request)
         outcome = self.outcome_text()
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome

@@ -29,6 +29,10 @@ NO_CLIENT = (
     "No model client: pass --client VAR (a variable holding an anthropic.Anthropic or "
     "openai.OpenAI client) or set %config SkillMagics.model_client = 'VAR'"
 )
+MODEL_ASKS = (
+    "The model is asking: it chose this script and its inputs while working on your prompt "
+    "(%%skillagent). No runs nothing; the model is told so."
+)
 NO_MODEL = "No model name: pass --model NAME or set %config SkillMagics.model = 'NAME'"
 
 
@@ -141,7 +145,7 @@ class SkillAgentMagics(SharedMagics):
                 system=self._system(opts.system),
                 max_turns=opts.max_turns,
                 max_tokens=opts.max_tokens,
-                approver=self.settings.approver(),
+                approver=self.settings.approver(asker=MODEL_ASKS),
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
@@ -167,7 +171,7 @@ class SkillAgentMagics(SharedMagics):
                 system=self._system(opts.system),
                 max_turns=opts.max_turns,
                 max_tokens=opts.max_tokens,
-                approver=self.settings.approver(in_worker=True, cancel=cancel),
+                approver=self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS),
                 cancel=cancel,
             )
         except (SkillMagicsError, ValueError) as exc:

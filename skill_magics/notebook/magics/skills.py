@@ -359,11 +359,15 @@ class SkillMagics(Magics):
         in_worker: bool = False,
         cancel: threading.Event | None = None,
         pending_ok: bool = False,
+        asker: str = "",
     ) -> NotebookApprover:
-        """The approver every magic passes to the gate, configured from these settings."""
+        """The approver every magic passes to the gate, configured from these settings
+        (``asker``: who wants the runs when it is not the person, shown first in the panel)."""
         from skill_magics.notebook.approval.approver import NotebookApprover
 
-        return NotebookApprover(self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok)
+        return NotebookApprover(
+            self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok, asker=asker
+        )
 
 
 class SharedMagics(Magics):
