@@ -480,6 +480,8 @@ def test_panels_show_only_rows_that_mean_something():
     text = summary_text(env)
     assert text.splitlines()[0] == "Approval needed: skill 'pdf' wants packages installed:"
     assert "arguments" not in text
+    tips = {b.description: b.tooltip for b in ApprovalPanel(env).buttons.values()}
+    assert tips["Yes once"] == "Install these packages this time" and "Run" not in str(tips)
     argv_only = replace(CSV, arguments={}, argv=("--top", "3"))
     assert "Arguments" not in summary_html(argv_only) and "--top 3" in summary_html(argv_only)
     assert "arguments (stdin" not in summary_text(argv_only)

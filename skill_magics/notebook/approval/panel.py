@@ -624,6 +624,8 @@ class ApprovalPanel:
     def _tooltips(self) -> dict[Decision, str]:
         if is_skill_install(self.request):
             return _TOOLTIPS_INSTALL
+        if env_only(self.request):
+            return _TOOLTIPS_ENV
         return _TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS
 
     def _input_widgets(self, w: Any) -> list[Any]:
@@ -769,6 +771,14 @@ _TOOLTIPS_SEVERAL = {
 _TOOLTIPS_INSTALL = {
     Decision.YES_ONCE: "Install these files",
     Decision.YES_IN_SESSION: "Install them; don't ask again for these exact files this session",
+    Decision.NO: "Install nothing",
+}
+
+_TOOLTIPS_ENV = {
+    Decision.YES_ONCE: "Install these packages this time",
+    Decision.YES_IN_SESSION: (
+        "Install them; don't ask again for these packages of this skill this session"
+    ),
     Decision.NO: "Install nothing",
 }
 
