@@ -102,12 +102,16 @@ def server_env(server: Any) -> dict[str, str]:
     }
 
 
-def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
-    """Run a notebook top to bottom in a fresh kernel; raises CellExecutionError on an error."""
+def execute(path: Path, *, timeout: int = 180, keyless: bool = False) -> nbformat.NotebookNode:
+    """Run a notebook top to bottom in a fresh kernel; raises CellExecutionError on an error.
+
+    ``keyless``: as a reader without an API key runs it (no model server, no ANTHROPIC_* or
+    OPENAI_* variables)."""
     nb = nbformat.read(path, as_version=4)
+    server_cm = contextlib.nullcontext(None) if keyless else model_server(nb)
     with (
         tempfile.TemporaryDirectory(prefix="skill-magics-nb-") as tmp_name,
-        model_server(nb) as server,
+        server_cm as server,
     ):
         tmp = Path(tmp_name)
         workdir = tmp / "work"
@@ -122,6 +126,9 @@ def execute(path: Path, *, timeout: int = 180) -> nbformat.NotebookNode:
             record_timing=False,
         )
         env = kernel_env(tmp)
+        if keyless:
+            for name in [n for n in env if n.startswith(("ANTHROPIC_", "OPENAI_"))]:
+                del env[name]
         if server is not None:
             env.update(server_env(server))
         client.execute(env=env)

@@ -164,3 +164,16 @@ def test_activation_tool_enum_and_call(pdf, tmp_path, make_skill):
 
 def test_no_skills_no_activation_tool(tmp_path):
     assert tool_definitions(manager_for(tmp_path)) == []
+
+
+def test_skill_content_and_skill_context_share_one_readable_rule(tmp_path, make_skill):
+    # Issue 31 item 8: the same SKILL.md reads the same in both formats.
+    from skill_magics.core.context import build_skill_context
+    from skill_magics.core.manager import SkillManager
+
+    make_skill(tmp_path, "chem", body="# Chem\nWrite H<sub>2</sub>O; `a && b`.\n")
+    manager = SkillManager([tmp_path])
+    for fmt in ("skill_context", "skill_content"):
+        text = build_skill_context(manager, "chem", run_scripts=False, format=fmt)
+        assert "H<sub>2</sub>O; `a && b`." in text, fmt
+        assert "&lt;sub&gt;" not in text and "&amp;&amp;" not in text, fmt

@@ -461,3 +461,37 @@ def test_a_failed_wait_withdraws_the_panel(make_skill, tmp_path, monkeypatch):
     assert panel.withdrawn and panel.decision is None
     panel.buttons["yes_once"].click()  # a late click decides nothing
     assert panel.decision is None
+
+
+def test_panels_show_only_rows_that_mean_something():
+    # Issue 31 item 12: "%skills env pdf" was titled "Approve running this skill script?";
+    # env panels and argv-only runs showed "Arguments {}".
+    from dataclasses import replace
+
+    from skill_magics.core.run.approval import InstallInfo
+
+    env = ApprovalRequest(
+        skill_name="pdf",
+        scripts=(),
+        install=InstallInfo(packages=("pypdf",), target="/envs/pdf", command=("uv", "pip")),
+    )
+    assert "Approve installing packages for this skill?" in summary_html(env)
+    assert "Arguments" not in summary_html(env)
+    text = summary_text(env)
+    assert text.splitlines()[0] == "Approval needed: skill 'pdf' wants packages installed:"
+    assert "arguments" not in text
+    tips = {b.description: b.tooltip for b in ApprovalPanel(env).buttons.values()}
+    assert tips["Yes once"] == "Install these packages this time" and "Run" not in str(tips)
+    argv_only = replace(CSV, arguments={}, argv=("--top", "3"))
+    assert "Arguments" not in summary_html(argv_only) and "--top 3" in summary_html(argv_only)
+    assert "arguments (stdin" not in summary_text(argv_only)
+    assert "argv: --top 3" in summary_text(argv_only)
+    # What must NOT be hidden: real stdin arguments.
+    with_args = replace(CSV, arguments={"path": "x.csv"})
+    assert "Arguments" in summary_html(with_args) and "x.csv" in summary_text(with_args)
+
+
+def test_a_panel_of_the_persons_own_run_names_no_other_asker():
+    # What must NOT appear: the model's line on a person's own %%skillrun panel.
+    panel = ApprovalPanel(CSV)
+    assert "model is asking" not in panel._repr_mimebundle_()["text/plain"]

@@ -82,6 +82,35 @@ def test_args_from_a_variable_and_bad_args(shell, capsys):
     assert result.result is None
 
 
+def test_each_skill_gets_its_own_args(shell, make_skill, capsys):
+    # Issue 31 item 6: --args went to every skill's references alike.
+    make_skill(shell.skills_root, "echo2", scripts={"scripts/echo.py": ECHO}, body=BODY)
+    get_magics(shell).manager.reload()
+    shell.run_cell("%config SkillMagics.require_approval = False")
+    shell.user_ns["second"] = {"b": 2}
+    ctx = shell.run_cell(
+        "%skill_context echo echo2 --args 'echo={\"a\": 1}' --args echo2=second"
+    ).result
+    outs = {
+        ctx_el.get("id"): ctx_el.find(".//script_output").text
+        for ctx_el in ET.fromstring(ctx).iter("skill_context")
+    }
+    assert outs == {"echo": '{"a": 1}\n', "echo2": '{"b": 2}\n'}
+    # One for all, one for a skill: the named one gets its own, the other the shared one.
+    ctx = shell.run_cell(
+        "%skill_context echo echo2 --args '{\"all\": 0}' --args 'echo2={\"b\": 3}'"
+    ).result
+    outs = {
+        el.get("id"): el.find(".//script_output").text
+        for el in ET.fromstring(ctx).iter("skill_context")
+    }
+    assert outs == {"echo": '{"all": 0}\n', "echo2": '{"b": 3}\n'}
+    capsys.readouterr()
+    result = shell.run_cell("%skill_context echo echo2 --args '{}' --args '{}'")
+    assert result.result is None
+    assert "NAME=JSON" in capsys.readouterr().err
+
+
 def test_unknown_skill_is_an_element_not_an_error(shell):
     ctx = shell.run_cell("%skill_context ecko").result
     root = ET.fromstring(ctx)

@@ -317,7 +317,7 @@ def test_reload_add_dir_remove_dir(tmp_path, make_skill):
     manager = SkillManager([tmp_path / "a"])
     assert [m.name for m in manager.list_skills()] == ["one"]
     make_skill(tmp_path / "a", "two")
-    assert [m.name for m in manager.list_skills()] == ["one"]  # cached until reload
+    assert [m.name for m in manager.list_skills()] == ["one", "two"]  # on disk now
     manager.reload()
     assert [m.name for m in manager.list_skills()] == ["one", "two"]
     make_skill(tmp_path / "b", "three")
@@ -608,3 +608,59 @@ def test_content_survives_broken_edits_and_reports_deletion(tmp_path, make_skill
     md.unlink()
     with pytest.raises(SkillNotFoundError, match="is gone .*reload"):
         skill.content  # noqa: B018
+
+
+# -- skills appear when they appear (issue 31) ----------------------------------------------
+
+
+def test_a_skill_written_after_the_first_listing_is_found_without_reload(tmp_path, make_skill):
+    make_skill(tmp_path / "skills", "first", scripts={"scripts/hi.py": "print(1)\n"})
+    manager = SkillManager([tmp_path / "skills"])
+    assert [m.name for m in manager.list_skills()] == ["first"]
+    first = manager.get_skill("first")
+    make_skill(tmp_path / "skills", "second", scripts={"scripts/hi.py": "print(2)\n"})
+    assert manager.get_skill("second").name == "second"  # a miss rescans before the error
+    assert [m.name for m in manager.list_skills()] == ["first", "second"]
+    assert manager.get_skill("first") is first, "an unchanged skill keeps its loaded state"
+
+
+def test_a_skills_folder_made_later_is_listed(tmp_path, make_skill):
+    manager = SkillManager([tmp_path / "skills"])  # does not exist yet
+    assert manager.list_skills() == []
+    make_skill(tmp_path / "skills" / "group", "late")  # nested: the group folder is new too
+    assert [m.name for m in manager.list_skills()] == ["late"]
+    make_skill(tmp_path / "skills" / "group", "later")  # inside a folder already scanned
+    assert [m.name for m in manager.list_skills()] == ["late", "later"]
+    shutil.rmtree(tmp_path / "skills" / "group" / "late")
+    assert [m.name for m in manager.list_skills()] == ["later"]  # a removal shows too
+
+
+def test_an_unchanged_tree_is_not_scanned_again(tmp_path, make_skill, monkeypatch):
+    # What must NOT happen: a rescan per lookup when nothing changed (one stat per folder).
+    make_skill(tmp_path / "skills", "only")
+    manager = SkillManager([tmp_path / "skills"])
+    manager.list_skills()
+    scans = []
+    original = manager.finder._scan
+    monkeypatch.setattr(manager.finder, "_scan", lambda: scans.append(1) or original())
+    for _ in range(3):
+        manager.list_skills()
+        with pytest.raises(SkillNotFoundError):
+            manager.get_skill("missing")
+    assert scans == []
+
+
+def test_not_found_names_the_fix_in_python_and_in_magic_words(tmp_path, make_skill):
+    make_skill(tmp_path, "unit-converter", scripts={"scripts/convert.py": "print(1)\n"})
+    manager = SkillManager([tmp_path])
+    with pytest.raises(SkillNotFoundError) as err:
+        manager.get_skill("nope")
+    python, magic = str(err.value), err.value.magic_text()
+    assert "manager.list_skills()" in python and "manager.add_dir(path)" in python
+    assert "%skills add DIR" in magic and "%skills;" in magic
+    assert "add_dir" not in magic and "list_skills" not in magic
+    with pytest.raises(ScriptNotFoundError) as err:
+        manager.finder.resolve_script("unit-converter", "convrt")
+    assert "'scripts/convert.py'" in str(err.value)
+    magic = err.value.magic_text()
+    assert "did you mean unit-converter.convert?" in magic and "scripts/convert.py" not in magic

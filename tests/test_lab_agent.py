@@ -26,10 +26,11 @@ from lab_support import (
 from manager_support import RecordingApprover, manager_for, outcomes
 from model_server import Scripted, call, say
 
-from skill_magics import run_agent, run_agent_async
+from skill_magics import evaluate_triggers, run_agent, run_agent_async
+from skill_magics.core.errors import ModelAuthError
 from skill_magics.core.lab.clients import provider_for
 from skill_magics.core.lab.offer import SKILLS_NOTE
-from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep
+from skill_magics.core.lab.transcript import STAND_IN_LABEL, ErrorStep, ModelStep, ToolStep
 
 
 @pytest.fixture
@@ -206,6 +207,42 @@ def test_an_api_error_ends_the_conversation_with_an_error_step(server, manager, 
     assert t.activated == ["notes"] and t.errors == 1
 
 
+def test_a_client_without_a_key_is_one_line_naming_the_fix_before_any_request(
+    server, manager, monkeypatch
+):
+    # Issue 31: anthropic.Anthropic() is made without a key; the SDK's TypeError came out of
+    # every lab cell as a 21,000-character traceback through our frames.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    keyless = anthropic.Anthropic(base_url=server.url, max_retries=0)
+    with pytest.raises(ModelAuthError) as err:
+        run_agent(keyless, manager, "x", model="m")
+    text = str(err.value)
+    assert "\n" not in text and len(text) < 300, text
+    assert "ANTHROPIC_API_KEY" in text and "base_url=" in text and "Ollama or vLLM" in text
+    with pytest.raises(ModelAuthError):
+        evaluate_triggers(
+            keyless, manager, "marker", [{"query": "q", "should_trigger": True}], model="m"
+        )
+    assert server.calls == []  # found before any request
+    # What must NOT be refused: a key-less SDK client given a key explicitly works.
+    server.script = lambda c: say("hi")
+    keyed = anthropic.Anthropic(base_url=server.url, api_key="local", max_retries=0)
+    assert run_agent(keyed, manager, "x", model="m").final_text == "hi"
+
+
+@pytest.mark.parametrize("kind", SYNC_CLIENTS)
+def test_a_rejected_key_stops_the_lab_at_once_with_one_line(server, manager, kind):
+    server.script = lambda c: Scripted(status=401, error="invalid x-api-key")
+    with pytest.raises(ModelAuthError) as err:
+        run_agent(make_client(kind, server.url), manager, "x", model="m")
+    assert "rejected the key (HTTP 401" in str(err.value) and "base_url=" in str(err.value)
+    queries = [{"query": f"q{i}", "should_trigger": True} for i in range(4)]
+    with pytest.raises(ModelAuthError):
+        evaluate_triggers(make_client(kind, server.url), manager, "marker", queries, model="m")
+    assert len(server.calls) == 2, "one request each, not one failure per query and run"
+
+
 def test_a_timeout_is_an_error_step(server, manager):
     server.queue(Scripted(text="late", delay=3))
     t = run_agent(make_client("openai", server.url, timeout=0.5), manager, "x", model="m")
@@ -325,3 +362,23 @@ def test_bad_arguments_fail_before_anything_is_sent(server, manager):
     with pytest.raises(ValueError, match="max_turns=0"):
         run_agent(client, manager, "x", model="m", max_turns=0)
     assert server.calls == []
+
+
+def test_a_scripted_or_recorded_reply_is_labelled_wherever_it_is_shown(server, manager):
+    # Issue 31: a replayed reply is never presented as a model's.
+    server.script = lambda c: say("26.2188 mi")
+    client = make_client("anthropic", server.url)
+    t = run_agent(client, manager, "x", model="scripted-demo")  # the server echoes the name
+    (step,) = t.model_steps
+    assert step.answered_by == "scripted-demo" and step.label == STAND_IN_LABEL
+    assert t.stand_in
+    label = "a recording or scripted, not a model's answers"
+    assert label in t.text() and STAND_IN_LABEL in t.text()
+    assert label in t.to_markdown()
+    from skill_magics.notebook.render.lab import step_html, transcript_header_html
+
+    assert label in transcript_header_html(t) and STAND_IN_LABEL in step_html(step)
+    # What must NOT be labelled: a reply under any other model name.
+    real = run_agent(client, manager, "x", model="claude-sonnet-4-5")
+    assert not real.stand_in and real.model_steps[0].label == "model"
+    assert "not a model" not in real.text()

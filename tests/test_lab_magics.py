@@ -70,6 +70,10 @@ def test_skillagent_runs_the_cell_as_a_prompt_with_a_click(shell, server):
     assert (shell.skills_root / "marker" / "ran.marker").exists()
     panel = get_magics(shell).panels[-1]
     assert [s.path for s in panel.request.scripts] == ["scripts/mark.py"]
+    # Issue 31 item 12: the panel says the model is asking, not the person.
+    shown = panel._repr_mimebundle_()
+    assert shown["text/plain"].startswith("The model is asking: it chose this script")
+    assert "The model is asking" in shown["text/html"]
     assert server.calls[0].prompt == "mark it please" and server.calls[0].model == "m1"
     # It shows itself as the conversation in HTML, and as text.
     bundle, _ = shell.display_formatter.format(t)

@@ -66,12 +66,47 @@ def test_csv_profiler_with_path_and_with_text(example_manager):
     assert len(y["top"]) == 1
 
 
-def test_csv_profiler_refuses_paths_outside_the_skill(example_manager):
+def test_csv_profiler_refuses_paths_outside_the_callers_folder_and_the_skill(example_manager):
     result = example_manager.execute_skill_script(
         "csv-profiler", "profile.py", {"path": "../../../../etc/passwd"}
     )
     assert result.exit_code == 1
-    assert "outside the skill directory" in result.stderr
+    assert "no file '../../../../etc/passwd' in" in result.stderr
+    assert '{"path": "mine.csv"}' in result.stderr  # names the fix
+
+
+def test_csv_profiler_reads_a_csv_beside_the_notebook(example_manager, tmp_path, monkeypatch):
+    # Issue 31: {"path": "mine.csv"} in the caller's folder was looked up in the skill folder.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "mine.csv").write_text("city,temp\nOslo,4\nLima,19\n", encoding="utf-8")
+    (tmp_path / "data" / "sample.csv").write_text("own\n1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the caller's folder (a notebook's)
+    result = example_manager.execute_skill_script("csv-profiler", "profile", {"path": "mine.csv"})
+    assert result.success, result.stderr
+    assert result.json()["rows"] == 2
+    # The caller's file wins over the skill's bundled one of the same name...
+    own = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}
+    )
+    assert [c["name"] for c in own.json()["columns"]] == ["own"]
+    # ...and cwd="skill" keeps the old rule: the skill folder's files, not the caller's.
+    in_skill = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}, cwd="skill"
+    )
+    assert in_skill.json()["rows"] == 8
+    missing = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "mine.csv"}, cwd="skill"
+    )
+    assert missing.exit_code == 1 and "no file 'mine.csv'" in missing.stderr
+
+
+def test_csv_profiler_falls_back_to_its_bundled_sample(example_manager, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no data/sample.csv here: the skill's own is used
+    result = example_manager.execute_skill_script(
+        "csv-profiler", "profile", {"path": "data/sample.csv"}
+    )
+    assert result.success, result.stderr
+    assert result.json()["rows"] == 8
 
 
 def test_text_tools_bash_json_and_argv(example_manager):
@@ -492,3 +527,25 @@ def test_an_edit_that_breaks_skill_md_stops_runs_until_fixed(tmp_path, make_skil
     assert "# x" in manager.get_skill("edited").content  # still readable
     skill_md.write_text(good)
     assert manager.execute_skill_script("edited", "a").stdout == "ran\n"
+
+
+def test_a_missing_package_gets_the_hint_naming_skills_env(tmp_path, make_skill):
+    # Issue 31 item 5: a ModuleNotFoundError for a package the panel listed got no hint.
+    make_skill(
+        tmp_path,
+        "needs-pkg",
+        scripts={
+            "scripts/run.py": "import json\nimport no_such_pkg_i31.sub\n",
+            # the skill's own module, not found the way this script looks for it
+            "scripts/local.py": "raise ModuleNotFoundError(\"No module named 'helpers_i31'\")\n",
+            "helpers_i31.py": "X = 1\n",
+        },
+    )
+    manager = SkillManager([tmp_path])
+    result = manager.execute_skill_script("needs-pkg", "run")
+    assert result.exit_code == 1
+    assert "Hint: the package for 'no_such_pkg_i31' is not installed" in result.stderr
+    assert "%skills env needs-pkg" in result.stderr
+    # Not a package to install: the skill's own module gets no such hint.
+    local = manager.execute_skill_script("needs-pkg", "local")
+    assert "ModuleNotFoundError" in local.stderr and "Hint:" not in local.stderr

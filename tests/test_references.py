@@ -401,3 +401,40 @@ def test_a_fence_language_tag_is_not_a_command(tmp_path, make_skill):
         ("scripts/convert.sh", True),
         ("scripts/extract.py", True),
     ]
+
+
+def test_markdown_named_in_prose_or_with_another_case_is_read(tmp_path, make_skill):
+    # Issue 31 item 7: Anthropic's pdf skill says "read FORMS.md" in prose; the file is
+    # forms.md. It was left out of %skill_context (and --refs content) on Linux.
+    from skill_magics.core.catalog.references import case_match, scan_skill
+    from skill_magics.core.manager import SkillManager
+
+    make_skill(
+        tmp_path,
+        "pdf",
+        body="# PDF\nSee REFERENCE.md. To fill a form, read FORMS.md and follow it.\n"
+        "Not here: NOTES.md. A URL: https://example.com/GUIDE.md\n",
+        files={
+            "forms.md": "# Forms\nRun `python scripts/fill.py`.\n",
+            "reference.md": "# Ref\n",
+            "guide.md": "# not named\n",
+        },
+        scripts={"scripts/fill.py": "print(1)\n"},
+    )
+    skill = SkillManager([tmp_path]).get_skill("pdf")
+    refs, linked = scan_skill(skill)
+    assert linked == ["reference.md", "forms.md"]  # on-disk names, in the order named
+    assert [r.path for r in refs] == ["scripts/fill.py"]
+    assert case_match(tmp_path / "pdf", "FORMS.md") == "forms.md"
+    assert case_match(tmp_path / "pdf", "forms.md") == "forms.md"
+    assert case_match(tmp_path / "pdf", "NOTES.md") is None
+
+
+def test_two_files_differing_only_in_case_match_neither(tmp_path):
+    # What must NOT happen: guessing between a.md and A.md.
+    from skill_magics.core.catalog.references import case_match
+
+    (tmp_path / "a.md").write_text("x")
+    (tmp_path / "A.md").write_text("y")
+    assert case_match(tmp_path, "a.md") == "a.md"  # exact wins
+    assert case_match(tmp_path, "A.MD") is None

@@ -118,6 +118,10 @@ def test_skill_detail_shows_metadata_markdown_scripts_and_references(tmp_path: P
     assert "allowed-tools  Bash(python:*) Read" in text
     assert "metadata       author=me" in text
     assert "--- SKILL.md ---\n# Title" in text
+    # Issue 31 item 12: scripts and what is missing before the long SKILL.md.
+    assert text.index("--- scripts ---") < text.index("--- references ---")
+    assert text.index("--- references ---") < text.index("--- SKILL.md ---")
+    assert detail.html.index("<strong>scripts</strong>") < detail.html.index("SKILL.md (")
     assert "yes in session" in text and "Run it." in text and "More." not in text
     assert "references/guide.md" in text and "description is long" in text
     shown = check_display(detail)

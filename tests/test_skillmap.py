@@ -221,3 +221,19 @@ def test_cwd_and_sandbox_options_apply_to_every_item(shell, tmp_path) -> None:
     (skills / "where.py").write_text(code)
     result = shell.run_cell_magic("skillrun", f"units.where --map rows --cwd {tmp_path}", "\n")
     assert [item.stdout.strip() for item in result] == [str(tmp_path)] * 2, result.text()
+
+
+def test_the_progress_bar_keeps_the_eta_on_its_line():
+    # Issue 31 item 12: the ETA wrapped under the bar at 1400 px. The bar has a fixed width,
+    # the label takes the rest of one no-wrap row and cuts with an ellipsis.
+    from skill_magics.core.run.batch import BatchProgress
+    from skill_magics.notebook.render.batch import WidgetProgress
+
+    progress = WidgetProgress(200, "unit-converter.convert", on_stop=lambda: None)
+    assert progress.widget.layout.flex_flow == "row nowrap"
+    assert progress.bar.layout.width == "240px" and progress.bar.layout.flex == "0 0 auto"
+    snap = BatchProgress(total=200, done=120, failed=3, running=2, cancelled=0, elapsed_s=4.1)
+    progress.update(snap)
+    progress.draw("120/200 done · 3 failed · 2 running · 4.1 s elapsed · ETA 2.7 s")
+    assert "white-space:nowrap" in progress.label.value and "ETA 2.7 s" in progress.label.value
+    progress.widget.close()

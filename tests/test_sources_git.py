@@ -68,6 +68,12 @@ def test_installs_every_skill_of_a_collection_with_hidden_folders_and_a_lock(wor
     into = work / "work" / ".agents" / "skills"
     assert report.folder == into and sorted(report.names) == COLLECTION_SKILLS
     assert "installing all of them" in said[0] and "gh-fix-ci" in said[0]  # said before asking
+    # Issue 31 item 13: which of them are hidden (.system, ...) is said, before asking too.
+    hidden = (
+        "Note: 2 skills of these sit in hidden folders (.curated: gh-fix-ci; .system: "
+        "skill-installer) and are included; to leave them out, name the ones you want"
+    )
+    assert any(line.startswith(hidden) for line in said), said
     # one question for all of them, listing each skill's files, scripts and the commit
     assert len(approver.requests) == 1
     parts = {p.skill_name: p.skill_install for p in approver.requests[0].requests}
@@ -391,6 +397,7 @@ def test_a_plain_folder_leaves_environments_out_and_refuses_links(work):
     assert report.names == ["csv-peek"]
     assert sorted(tree_files(work / "into" / "csv-peek")) == ["SKILL.md", "scripts/peek.py"]
     assert any("left out installed environments" in s for s in said)
+    assert not any("hidden folders" in s for s in said)  # none hidden: nothing said
     locked = read_lock(work / "into").skills["csv-peek"]
     assert (locked.kind, locked.commit, locked.source) == ("folder", None, str(src))
     os.symlink(work / "home", src / "csv-peek" / "home-link")

@@ -281,3 +281,22 @@ def test_validate_skills_by_name_path_and_all(tmp_path, make_skill):
 
     with pytest.raises(SkillNotFoundError):
         validate_skills(manager, ["goood"])
+
+
+def test_a_reference_named_with_another_case_is_a_warning(tmp_path, make_skill):
+    # Issue 31 item 7: "read FORMS.md" with forms.md on disk said "no problems found".
+    d = make_skill(
+        tmp_path,
+        "pdf",
+        body="# PDF\nRead FORMS.md and [the reference](REFERENCE.md); see guide.md too.\n",
+        files={"forms.md": "# Forms\n", "reference.md": "# Ref\n", "guide.md": "# Guide\n"},
+    )
+    problems = check_skill(d)
+    mismatch = {p.message for p in problems if p.code == "case-mismatch"}
+    assert mismatch == {
+        "FORMS.md is named but the file is forms.md",
+        "REFERENCE.md is named but the file is reference.md",
+    }
+    # What must NOT be reported: a name with the file's own case, or a prose .md name that
+    # is no file of the skill (it may be another project's README.md).
+    assert not any("guide.md" in str(p) or "missing-reference" == p.code for p in problems)

@@ -94,7 +94,7 @@ def test_the_approval_panel_says_how_it_will_start(shell) -> None:
     plan = magics.manager.plan("numbers", "rng", {}, warm=True)
     assert "Start: warm" in summary_text(plan.request)
     plan = magics.manager.plan("numbers", "rng", {}, warm=False)
-    assert "Start: cold (warm_start=off)" in summary_text(plan.request)
+    assert "Start: cold (warm start off for this run: --cold" in summary_text(plan.request)
     # The start is shown, never approved: the request's approval key does not change.
     assert (
         plan.request.content_hash == magics.manager.plan("numbers", "rng", {}).request.content_hash

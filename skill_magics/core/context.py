@@ -124,6 +124,7 @@ def build_skill_context(
     cancel: threading.Event | None = None,
     format: ContextFormat = "skill_context",
     max_resources: int = MAX_RESOURCES,
+    arguments_by_skill: Mapping[str, Any] | None = None,
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
@@ -139,7 +140,8 @@ def build_skill_context(
     nobody is asked. "Yes in session" approves each skill at its own fingerprint; No or
     unavailable approval gives each asked skill's scripts that status. A skill whose files
     changed since the request runs nothing (``status="refused"``).
-    ``arguments`` go to every referenced script as JSON on stdin. ``argv`` (a list for every
+    ``arguments`` go to every referenced script as JSON on stdin; ``arguments_by_skill``
+    (skill name -> arguments) gives one skill's scripts theirs instead. ``argv`` (a list for every
     script, or a mapping of relative path -> list) is passed verbatim; flags written in
     SKILL.md are never executed. ``approver`` defaults to ``manager.approver``; None: nobody
     is asked (you decided, *Who approves*).
@@ -159,12 +161,20 @@ def build_skill_context(
     wanted = [names] if isinstance(names, str) else list(dict.fromkeys(names))
     if not wanted:
         raise ValueError("build_skill_context needs at least one skill name")
+    per_skill = dict(arguments_by_skill or {})
+    unknown = sorted(set(per_skill) - set(wanted))
+    if unknown:
+        raise ValueError(
+            f"arguments_by_skill names {', '.join(map(repr, unknown))}, not among the skills "
+            f"asked for ({', '.join(wanted)}): use one of those names"
+        )
     loaded = [_load(manager, name) for name in wanted]
     plans: dict[int, ReferencePlan] = {}
     if run_scripts:
         for i, item in enumerate(loaded):
             if isinstance(item, tuple):
-                plans[i] = _plan(manager, item[0], item[2], arguments, argv)
+                args = per_skill.get(wanted[i], arguments)
+                plans[i] = _plan(manager, item[0], item[2], args, argv)
     ran = _run(manager, list(plans.values()), approver, cancel)
     parts = []
     for i, item in enumerate(loaded):

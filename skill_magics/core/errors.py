@@ -17,10 +17,29 @@ class SkillMagicsError(Exception):
     Its text is always one line: a name or path taken from a skill or from the caller may
     hold newlines, terminal escapes or bidi overrides, and those are shown visibly (``\\n``,
     ``\\x1b``, ``⟨U+202E⟩``) instead of breaking or forging the line.
+
+    ``magic`` is the same message in the words of the magics (``%skills add DIR`` where the
+    text says ``manager.add_dir(path)``): a magic shows :meth:`magic_text`, Python ``str()``.
     """
+
+    magic: str | None = None
+
+    def __init__(self, *args: object, magic: str | None = None) -> None:
+        super().__init__(*args)
+        if magic is not None:
+            self.magic = magic
 
     def __str__(self) -> str:
         return visible(super().__str__())
+
+    def magic_text(self) -> str:
+        """The message for a magic's user (one line; ``str()`` when there is no other)."""
+        return visible(self.magic) if self.magic is not None else str(self)
+
+
+def magic_words(exc: BaseException) -> str:
+    """``exc``'s message as a magic's user should read it (see SkillMagicsError.magic)."""
+    return exc.magic_text() if isinstance(exc, SkillMagicsError) else str(exc)
 
 
 class SkillNotFoundError(SkillMagicsError, LookupError):
@@ -177,6 +196,15 @@ class ModelCallError(SkillMagicsError, RuntimeError):
         self.status_code = status_code
 
 
+class ModelAuthError(ModelCallError):
+    """The model's API cannot be used with these credentials: no key (found before any
+    request) or a key the API rejected (HTTP 401/403). Not transient, so a lab run stops at
+    the first one instead of counting every request as failed; the message names the fix."""
+
+    def __init__(self, message: str, status_code: int | None = None):
+        super().__init__(message, "auth", status_code)
+
+
 class UnknownScriptTypeError(SkillMagicsError, ValueError):
     """A file to run is no script: neither its extension nor a shebang names an
     interpreter."""
@@ -193,6 +221,7 @@ class CommandError(SkillMagicsError, ValueError):
 
 
 __all__ = [
+    "magic_words",
     "SkillMagicsError",
     "SkillNotFoundError",
     "ScriptNotFoundError",
@@ -217,6 +246,7 @@ __all__ = [
     "WorkingDirectoryError",
     "EnvironmentBuildError",
     "ModelCallError",
+    "ModelAuthError",
     "SkillNameError",
     "SkillTooDeepError",
     "SourceError",

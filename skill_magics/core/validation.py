@@ -51,7 +51,7 @@ from skill_magics.core.catalog.frontmatter import (
     split_frontmatter,
 )
 from skill_magics.core.catalog.kinds import may_run
-from skill_magics.core.catalog.references import find_references
+from skill_magics.core.catalog.references import PROSE_MD_RE, case_match, find_references
 from skill_magics.core.errors import SkillParseError
 from skill_magics.core.interpreters import (
     DEFAULT_ALLOWED,
@@ -579,6 +579,10 @@ def _reference_problems(skill_dir: Path, file: str, text: str, body: str) -> lis
     for number, line in enumerate(lines, start=first_line):
         targets = [m.group(1) for m in _DOC_PATH.finditer(line)]
         targets += [m.group(1) for m in _LINK.finditer(line)]
+        for m in PROSE_MD_RE.finditer(line):  # "read FORMS.md": a mismatch only, if any
+            name = m.group("name")
+            if name not in seen and not (skill_dir / name).exists() and case_match(skill_dir, name):
+                targets.append(name)
         for target in targets:
             clean = target.split("#", 1)[0].split("?", 1)[0]
             if not clean or _SCHEME.match(target) or target.startswith("#") or clean in seen:
@@ -593,6 +597,17 @@ def _reference_problems(skill_dir: Path, file: str, text: str, body: str) -> lis
                         f"{clean} points outside the skill",
                         "ship the file inside the skill folder and use a relative path",
                         "missing-reference",
+                        line=number,
+                    )
+                )
+            elif not (skill_dir / clean).exists() and case_match(skill_dir, clean):
+                problems.append(
+                    Problem(
+                        file,
+                        f"{clean} is named but the file is {case_match(skill_dir, clean)}",
+                        "write the name with the file's case: Linux and a model's sandbox "
+                        "are case-sensitive (it is read here anyway)",
+                        "case-mismatch",
                         line=number,
                     )
                 )

@@ -2,8 +2,16 @@
 
 Escaping rules (what ``xml.etree.ElementTree.fromstring`` gives back is the exact input):
 
-- text: ``&`` ``<`` ``>`` become entities; ``\\r`` becomes ``&#13;`` (a parser would
-  otherwise normalise it to ``\\n``).
+- text (one rule for ``<skill_context>``, ``<skill_content>`` and the catalog): a model
+  reads it, so code must stay code: text holding ``<`` or ``&`` goes in CDATA sections
+  (``H<sub>2</sub>O`` and ``a && b`` read as written, not ``H&lt;sub&gt;``). Outside them,
+  as character references: ``\\r`` (``&#13;``: a parser would normalise it to ``\\n``), the
+  ``>`` of a ``]]>`` (which would end the section), and every ``<`` that opens a tag of the
+  envelope itself (``</instructions>``, ``<skill_context``, ...: :data:`ENVELOPE_TAGS`),
+  so a skill's files can never show a model, or a parser, an envelope tag of their own.
+  Entities everywhere (the old rule) kept that safety but made every snippet of HTML,
+  XML, JSX or shell with ``&&`` unreadable; CDATA alone would have let a skill write a
+  literal ``</skill_context>`` a model might take for the real end.
 - attributes: as text, plus ``"`` and tab/newline as character references (a parser
   would otherwise turn them into spaces).
 - characters XML 1.0 cannot carry at all (NUL and the other C0 controls except tab, LF,
@@ -33,6 +41,36 @@ _BACKSLASH_ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
 _NEEDS_BACKSLASH = re.compile("[\\\\\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 SANITIZED_ATTR = "sanitized"
+
+# The tags our envelopes are made of (context.py, activation.py, prompt_catalog.py): a "<"
+# opening one of them inside a text is always written as "&lt;".
+ENVELOPE_TAGS = (
+    "skill_contexts",
+    "skill_context",
+    "skill_contents",
+    "skill_content",
+    "skill_resources",
+    "instructions",
+    "active_resources",
+    "reference_files",
+    "execution_directive",
+    "script_output",
+    "stdout",
+    "stderr",
+    "file",
+    "error",
+    "available_skills",
+    "skill",
+    "name",
+    "description",
+    "location",
+)
+_CDATA_NEEDED = re.compile("[<&]")
+_BREAK = re.compile(
+    r"\r|(?<=\]\])>|<(?=[\s/]*(?:" + "|".join(ENVELOPE_TAGS) + r")(?![\w\-.:]))",
+    re.IGNORECASE,
+)
+_BREAK_MAP = {"\r": "&#13;", ">": "&gt;", "<": "&lt;"}
 
 
 def has_forbidden(value: str) -> bool:
@@ -71,8 +109,23 @@ def sanitize(value: str) -> tuple[str, bool]:
 
 
 def escape_text(value: str) -> str:
-    """Escape element text (the value must already be free of forbidden characters)."""
-    return _TEXT_SPECIAL.sub(lambda m: _TEXT_MAP[m.group(0)], value)
+    """Element text by the rule above (the value must already be free of forbidden
+    characters): as is when it needs nothing, else CDATA sections and character references."""
+    if not _TEXT_SPECIAL.search(value):
+        return value
+    out: list[str] = []
+    start = 0
+    for m in _BREAK.finditer(value):
+        out.append(_segment(value[start : m.start()]))
+        out.append(_BREAK_MAP[m.group(0)])
+        start = m.end()
+    out.append(_segment(value[start:]))
+    return "".join(out)
+
+
+def _segment(text: str) -> str:
+    """A run of text without a break character: CDATA when it holds ``<`` or ``&``."""
+    return f"<![CDATA[{text}]]>" if _CDATA_NEEDED.search(text) else text
 
 
 def escape_attr(value: str) -> str:
@@ -138,6 +191,7 @@ __all__ = [
     "unescape_backslashes",
     "sanitize",
     "escape_text",
+    "ENVELOPE_TAGS",
     "escape_attr",
     "attrs",
     "start_tag",

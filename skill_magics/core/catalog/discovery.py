@@ -60,6 +60,9 @@ class _Index:
     skills: dict[str, SkillMetadata] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # dir name -> why it was skipped
+    # (path, mtime_ns) of every folder the scan looked into, -1 for a configured one that was
+    # missing: a skill folder added (or a ./skills made) later changes one of them.
+    folders: tuple[tuple[str, int], ...] = ()
 
 
 def _as_dirs(value: DirsArg) -> list[Path]:
@@ -148,14 +151,32 @@ class SkillFinder:
     # -- listing ---------------------------------------------------------------------------
 
     def list_skills(self) -> list[SkillMetadata]:
-        """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
-        index = self._ensure_index()
+        """Every usable skill's metadata, sorted by name: what is on disk now (a folder that
+        changed since the last scan is scanned again). Reads frontmatter only."""
+        index = self.refresh()
         return [index.skills[name] for name in sorted(index.skills)]
+
+    def refresh(self) -> _Index:
+        """The index, scanned again when a folder changed since the last scan (one stat per
+        folder the scan looked into: a new skill folder, a ./skills made later). Skills whose
+        SKILL.md stays where it was keep their loaded state."""
+        with self._lock:
+            index = self._index
+            if index is None or not _changed(index.folders):
+                return self._ensure_index()
+            fresh = self._scan()
+            self._skills = {
+                name: skill
+                for name, skill in self._skills.items()
+                if name in fresh.skills and fresh.skills[name].path == skill.metadata.path
+            }
+            self._index = fresh
+            return fresh
 
     @property
     def warnings(self) -> list[str]:
         """Skipped skills, name clashes and spec warnings, each naming the path and reason."""
-        return list(self._ensure_index().warnings)
+        return list(self.refresh().warnings)
 
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached)."""
@@ -166,20 +187,32 @@ class SkillFinder:
                 return skill
             metadata = index.skills.get(name)
             if metadata is None:
-                raise SkillNotFoundError(self._not_found_message(name, index))
+                index = self.refresh()  # written to disk since the last scan?
+                metadata = index.skills.get(name)
+            if metadata is None:
+                raise SkillNotFoundError(
+                    self._not_found_message(name, index, magic=False),
+                    magic=self._not_found_message(name, index, magic=True),
+                )
             skill = Skill(metadata, detector=self._detector)
             self._skills[name] = skill
             return skill
 
-    def _not_found_message(self, name: str, index: _Index) -> str:
+    def _not_found_message(self, name: str, index: _Index, *, magic: bool) -> str:
+        """The error, in the words of the magics or of Python (``magic``)."""
         if name in index.skipped:
             return f"Skill {name!r} was skipped: {index.skipped[name]}"
         close = difflib.get_close_matches(name, list(index.skills), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
         where = ", ".join(str(d) for d in self._dirs) or "(no directories)"
+        listing, add = (
+            ("%skills", "%skills add DIR")
+            if magic
+            else ("manager.list_skills()", "manager.add_dir(path)")
+        )
         return (
-            f"No skill named {name!r}{hint} List skills with manager.list_skills() or %skills; "
-            f"searched {where}: add a directory with add_dir(path) or ${ENV_VAR}"
+            f"No skill named {name!r}{hint} List skills with {listing}; searched {where} "
+            f"(rescanned just now): add a directory with {add} or ${ENV_VAR}"
         )
 
     def _ensure_index(self) -> _Index:
@@ -192,8 +225,9 @@ class SkillFinder:
         index = _Index()
         owner: dict[str, Path] = {}  # skill name -> winning SKILL.md
         seen_skills: set[tuple] = set()  # so overlapping dirs do not look like clashes
+        folders: dict[str, int] = {}
         for root in self._dirs:
-            for skill_md, identity in _find_skill_files(root):
+            for skill_md, identity in _find_skill_files(root, folders):
                 if identity in seen_skills:
                     continue
                 seen_skills.add(identity)
@@ -217,6 +251,7 @@ class SkillFinder:
                 index.skills[metadata.name] = metadata
         for name in index.skills:
             index.skipped.pop(name, None)
+        index.folders = tuple(folders.items())
         return index
 
     def resolve_script(
@@ -227,18 +262,24 @@ class SkillFinder:
         return skill, skill.find_script(script)
 
 
-def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple[Path, tuple]]:
+def _find_skill_files(
+    root: Path, folders: dict[str, int] | None = None, max_depth: int = MAX_SCAN_DEPTH
+) -> list[tuple[Path, tuple]]:
     """(SKILL.md, identity) pairs under ``root`` (root itself may be a skill); depth-bounded.
 
     The identity is the directory's (st_dev, st_ino): it detects symlink loops and the same
     skill reached twice, at one stat per directory (realpath would lstat every component).
+    ``folders`` gets each folder looked into with its mtime (-1: missing), for :func:`_changed`.
     """
     found: list[tuple[Path, tuple]] = []
     visited: set[tuple[int, int]] = set()
+    seen = {} if folders is None else folders
 
     def walk(path: str, depth: int) -> None:
+        seen.setdefault(path, -1)
         try:
             st = os.stat(path)
+            seen[path] = st.st_mtime_ns
             key = (st.st_dev, st.st_ino)
             if key in visited:
                 return  # symlink loop or a directory reached twice
@@ -265,6 +306,19 @@ def _find_skill_files(root: Path, max_depth: int = MAX_SCAN_DEPTH) -> list[tuple
 
     walk(os.fspath(root), 0)
     return found
+
+
+def _changed(folders: tuple[tuple[str, int], ...]) -> bool:
+    """Has any folder the last scan looked into changed (entries added, removed, renamed), or
+    a missing one appeared? One stat each."""
+    for path, mtime in folders:
+        try:
+            now = os.stat(path).st_mtime_ns
+        except OSError:
+            now = -1
+        if now != mtime:
+            return True
+    return False
 
 
 def _is_file(entry: os.DirEntry) -> bool:

@@ -104,6 +104,9 @@ _LINK_RE = re.compile(
 )
 _REF_LINK_RE = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*<?(?P<target>[^\s>]+)>?", re.MULTILINE)
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+# A markdown file named in prose ("read FORMS.md and follow its instructions", Anthropic's
+# pdf skill): a reference like a link. Only names of files that exist in the skill count.
+PROSE_MD_RE = re.compile(r"(?<![\w/.\-\[(<])(?P<name>[\w\-]+(?:/[\w\-]+)*\.(?:md|markdown))\b")
 _STOP_FLAGS = {"-m", "-c", "-e", "--version", "-V", "--help", "-h"}
 
 
@@ -356,6 +359,11 @@ def _candidates(
         _link(found, m.start(), target, linked_md, source_dir, base)
     for m in _REF_LINK_RE.finditer(text):
         _link(found, m.start("target"), m.group("target"), linked_md, source_dir, base)
+    if linked_md is not None:
+        for m in PROSE_MD_RE.finditer(text):
+            at = m.start("name")
+            if not (_within(at, link_spans) or _within(at, url_spans)):
+                _link(found, at, m.group("name"), linked_md, source_dir, base)
     return found
 
 
@@ -401,8 +409,31 @@ def _link(
         found.append(_Candidate(pos, target, stripped, True, relative_to_file=stripped == target))
     elif ext in ("md", "markdown") and linked_md is not None:
         rel, inside = _normalise(posixpath.join(source_dir, stripped))
+        rel = (case_match(base, rel) or rel) if inside else rel
         if inside and rel not in linked_md and rel != "SKILL.md" and _inside_file(base, rel):
             linked_md.append(rel)
+
+
+def case_match(base: Path, rel: str) -> str | None:
+    """``rel`` as it is on disk when only its case differs (``FORMS.md`` for ``forms.md``:
+    written on a case-insensitive system, read on Linux); ``rel`` when it exists as written;
+    None when no single file matches. Each folder is listed, not followed: a name matching
+    two entries (``a.md`` and ``A.md``) matches none."""
+    if (base / rel).is_file():
+        return rel
+    here = os.fspath(base)
+    parts = []
+    for part in rel.split("/"):
+        try:
+            with os.scandir(here) as entries:
+                hits = [e.name for e in entries if e.name.lower() == part.lower()]
+        except OSError:
+            return None
+        if len(hits) != 1:
+            return None
+        parts.append(hits[0])
+        here = os.path.join(here, hits[0])
+    return "/".join(parts) if os.path.isfile(here) else None
 
 
 def _strip_base(value: str) -> str:
@@ -516,6 +547,8 @@ def _skill_name(skill: object) -> str:
 
 
 __all__ = [
+    "PROSE_MD_RE",
+    "case_match",
     "MODULE_RUN_RE",
     "MarkdownScan",
     "markdown_signature",

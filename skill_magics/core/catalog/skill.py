@@ -82,8 +82,9 @@ class Skill:
         try:
             st = os.stat(path)
         except FileNotFoundError:
+            gone = f"SKILL.md of skill {self.name!r} is gone ({path}): run "
             raise SkillNotFoundError(
-                f"SKILL.md of skill {self.name!r} is gone ({path}): run manager.reload()"
+                gone + "manager.reload()", magic=gone + "%skills reload"
             ) from None
         # ctime and inode too: a same-size edit with its mtime put back is still an edit.
         key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
@@ -269,7 +270,10 @@ class Skill:
                     f"Script {query!r} in skill {self.name!r} matches {len(hits)} scripts "
                     f"({', '.join(paths)}): pass the relative path, e.g. {paths[0]!r}"
                 )
-        raise ScriptNotFoundError(_not_found_message(self.name, query, scripts))
+        raise ScriptNotFoundError(
+            _not_found_message(self.name, query, scripts),
+            magic=_not_found_message(self.name, query, scripts, magic=True),
+        )
 
     def _check_inside(self, query: str) -> None:
         # A path that leaves the skill is a security problem, not a typo: say so.
@@ -303,25 +307,45 @@ def _listing(scripts: list[ScriptMetadata]) -> str:
     return ", ".join(s.path.as_posix() for s in scripts)
 
 
-def _not_found_message(skill: str, query: str, scripts: list[ScriptMetadata]) -> str:
+def _not_found_message(
+    skill: str, query: str, scripts: list[ScriptMetadata], *, magic: bool = False
+) -> str:
+    """The error; ``magic``: suggestions as a magic names them (``skill.stem``)."""
     if not scripts:
         return (
             f"Skill {skill!r} has no scripts (looked in scripts/ and the skill root for "
             f"known extensions or a shebang), so {query!r} cannot run"
         )
-    candidates: dict[str, str] = {}
+    candidates: dict[str, ScriptMetadata] = {}
     for s in scripts:
         for key in (s.name, s.path.name, s.path.as_posix()):
-            candidates.setdefault(key, s.path.as_posix())
+            candidates.setdefault(key, s)
     close = difflib.get_close_matches(query, list(candidates), n=3, cutoff=0.6)
     hint = ""
     if close:
-        suggestions = sorted({candidates[c] for c in close})
-        hint = f"; did you mean {' or '.join(repr(c) for c in suggestions)}?"
+        suggestions = sorted({_call_name(skill, candidates[c], scripts, magic) for c in close})
+        hint = f"; did you mean {' or '.join(suggestions)}?"
+    if magic:
+        names = ", ".join(_call_name(skill, s, scripts, True) for s in scripts)
+        return (
+            f"Skill {skill!r} has no script {query!r}{hint or '.'} Available: {names} "
+            "(run one with %%skillrun SKILL.SCRIPT)"
+        )
     return (
         f"Skill {skill!r} has no script {query!r}{hint or '.'} Available: {_listing(scripts)} "
         "(pass a name, file name or relative path)"
     )
+
+
+def _call_name(
+    skill: str, script: ScriptMetadata, scripts: list[ScriptMetadata], magic: bool
+) -> str:
+    """How a person names ``script``: ``'scripts/x.py'`` in Python; ``skill.x`` for a magic
+    (``skill.scripts/x.py`` when another script shares the stem)."""
+    if not magic:
+        return repr(script.path.as_posix())
+    unique = sum(1 for s in scripts if s.name == script.name) == 1
+    return f"{skill}.{script.name if unique else script.path.as_posix()}"
 
 
 __all__ = ["Skill", "REFERENCE_DIRS"]

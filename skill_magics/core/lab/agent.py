@@ -180,6 +180,7 @@ def _conversation(
                 reply.output_tokens,
                 started,
                 time.monotonic() - t0,
+                answered_by=reply.model,
             )
         )
         messages.append(reply.message)

@@ -18,7 +18,11 @@ A :class:`Provider` speaks one API in the provider's own message format, so a tr
   assistant message's ``tool_calls``, each result is a ``tool`` message.
 
 Every API failure (an HTTP error status, no connection, a timeout) becomes one
-:class:`~skill_magics.core.errors.ModelCallError` with its ``kind``.
+:class:`~skill_magics.core.errors.ModelCallError` with its ``kind``. A client without a key
+(``anthropic.Anthropic()`` is made without one) is refused by :func:`provider_for` before any
+request, and a key the API rejects (HTTP 401/403) is a
+:class:`~skill_magics.core.errors.ModelAuthError`: one line naming the environment variable,
+or ``base_url`` to a local OpenAI-compatible server (Ollama, vLLM).
 """
 
 from __future__ import annotations
@@ -29,11 +33,25 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.errors import ModelAuthError, ModelCallError
 from skill_magics.core.tools import openai_tool_message
 
 ProviderName = Literal["anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
+KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+LABELS = {"anthropic": "Anthropic", "openai": "OpenAI"}
+LOCAL_SERVER = (
+    "or use a local OpenAI-compatible server such as Ollama or vLLM: "
+    "openai.OpenAI(base_url='http://localhost:11434/v1', api_key='local')"
+)
+
+
+def no_key_message(name: str) -> str:
+    """The one line for a client that has no key."""
+    return (
+        f"No {LABELS[name]} API key: set {KEY_VARS[name]} before starting Jupyter (or pass "
+        f"api_key= to the client), {LOCAL_SERVER}"
+    )
 
 
 @dataclass(frozen=True)
@@ -155,9 +173,19 @@ class Provider:
         """A ModelCallError for the SDK's API errors; anything else unchanged (a bug, a
         TypeError from a bad argument) so it is not mistaken for the provider's failure."""
         sdk = self.sdk
+        label = LABELS[self.name]
+        if isinstance(exc, TypeError) and "authentication" in str(exc):
+            # the anthropic SDK's own check when a request is sent without credentials
+            return ModelAuthError(no_key_message(self.name))
         if sdk is None or not isinstance(exc, getattr(sdk, "APIError", ())):
             return exc
-        label = "Anthropic" if self.name == "anthropic" else "OpenAI"
+        status = getattr(exc, "status_code", None)
+        if status in (401, 403):
+            return ModelAuthError(
+                f"{label} API rejected the key (HTTP {status}: {_first_line(exc)}): check "
+                f"{KEY_VARS[self.name]} (or the client's api_key=), {LOCAL_SERVER}",
+                status,
+            )
         if isinstance(exc, getattr(sdk, "APITimeoutError", ())):
             return ModelCallError(f"{label} API request timed out: {exc}", "timeout")
         if isinstance(exc, getattr(sdk, "APIStatusError", ())):
@@ -186,12 +214,23 @@ def provider_for(client: Any) -> Provider:
         if root in PROVIDERS:
             family = [c for c in mro if c.__module__.partition(".")[0] == root]
             is_async = any(c.__name__.startswith("Async") for c in family)
-            return Provider(client, root, is_async, sys.modules.get(root))  # type: ignore[arg-type]
+            provider = Provider(client, root, is_async, sys.modules.get(root))  # type: ignore[arg-type]
+            check_credentials(provider)
+            return provider
     raise TypeError(
         f"client is a {type(client).__module__}.{type(client).__name__}: pass an "
         "anthropic.Anthropic / AsyncAnthropic or an openai.OpenAI / AsyncOpenAI client "
         "(pip install 'skill-magics[lab]')"
     )
+
+
+def check_credentials(provider: Provider) -> None:
+    """ModelAuthError (one line, the fix) for a client holding no key at all: found here, not
+    by a request per query. Clients the SDK cannot make without a key (openai) pass."""
+    client = provider.client
+    keys = [getattr(client, attr, None) for attr in ("api_key", "auth_token")]
+    if hasattr(client, "api_key") and not any(keys):
+        raise ModelAuthError(no_key_message(provider.name))
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -281,4 +320,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-__all__ = ["PROVIDERS", "Provider", "ProviderName", "Reply", "ToolUse", "provider_for"]
+__all__ = [
+    "PROVIDERS",
+    "check_credentials",
+    "no_key_message",
+    "Provider",
+    "ProviderName",
+    "Reply",
+    "ToolUse",
+    "provider_for",
+]

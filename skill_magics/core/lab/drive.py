@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.errors import ModelAuthError, ModelCallError
 from skill_magics.core.lab.clients import Provider, Reply
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Approver
@@ -79,6 +79,9 @@ def drive(loop: Loop[T]) -> T:
         value, error = None, None
         try:
             value = _answer(action)
+        except ModelAuthError:
+            loop.close()  # every further request would fail the same way: stop, one line
+            raise
         except ModelCallError as exc:
             error = exc
 
@@ -99,6 +102,8 @@ async def drive_async(loop: Loop[T], cancel: threading.Event | None = None) -> T
             value, error = None, None
             try:
                 value = await _answer_async(action, cancel)
+            except ModelAuthError:
+                raise  # not transient (the loop is closed below)
             except ModelCallError as exc:
                 error = exc
     finally:

@@ -48,6 +48,24 @@ class ModelStep:
     started_at: str
     seconds: float
     kind: str = "model"
+    answered_by: str = ""  # the model name the API reported for this reply
+
+    @property
+    def label(self) -> str:
+        """``model``, or what a stand-in's reply is (see :func:`stand_in`)."""
+        return STAND_IN_LABEL if stand_in(self.answered_by) else "model"
+
+
+# A server that replays recorded replies or answers by rule (tests/model_server.py) reports
+# a model name starting with one of these; its replies are then labelled so everywhere they
+# are shown, never presented as a model's.
+STAND_IN_PREFIXES = ("recording", "recorded", "scripted", "replay")
+STAND_IN_LABEL = "recorded/scripted reply, not a model"
+
+
+def stand_in(model_name: str) -> bool:
+    """Did a stand-in (a recording, a scripted server) answer, by the model name it gave?"""
+    return model_name.strip().lower().startswith(STAND_IN_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -167,6 +185,11 @@ class Transcript:
             1 for s in self.tool_calls if s.is_error
         )
 
+    @property
+    def stand_in(self) -> bool:
+        """A recording or a scripted server answered (labelled wherever it is shown)."""
+        return any(step.label != "model" for step in self.model_steps)
+
     def summary(self) -> str:
         usage = self.usage
         bits = [
@@ -184,6 +207,8 @@ class Transcript:
         lines = [f"Transcript · {self.summary()}"]
         lines.append(f"skills offered: {', '.join(self.skills) or '(none)'}")
         lines.append(f"activated: {', '.join(self.activated) or '(none)'}")
+        if self.stand_in:
+            lines.append("Replies below are a recording or scripted, not a model's answers.")
         if self.error:
             lines.append(f"error: {self.error}")
         lines.append(f"[user] {self.prompt}")
@@ -202,13 +227,18 @@ class Transcript:
             f"- tokens: {self.usage.input_tokens} in, {self.usage.output_tokens} out",
             f"- duration: {self.seconds:.2f} s",
         ]
+        if self.stand_in:
+            out.append("- replies: a recording or scripted, not a model's answers")
         if self.error:
             out.append(f"- error: {self.error}")
         out += ["", "## System prompt", "", _fence(self.system or "(none)"), ""]
         out += ["## User", "", self.prompt, ""]
         for step in self.steps:
             if isinstance(step, ModelStep):
-                out += [f"## Model (turn {step.turn}, {step.seconds:.2f} s)", ""]
+                out += [
+                    f"## {step.label.capitalize()} (turn {step.turn}, {step.seconds:.2f} s)",
+                    "",
+                ]
                 if step.text:
                     out += [step.text, ""]
                 for use in step.tool_uses:
@@ -294,7 +324,7 @@ def step_lines(step: Step) -> list[str]:
     """A step as a few terminal lines (texts cut to PREVIEW characters)."""
     if isinstance(step, ModelStep):
         head = (
-            f"[model · turn {step.turn} · {step.seconds:.2f} s · "
+            f"[{step.label} · turn {step.turn} · {step.seconds:.2f} s · "
             f"{step.input_tokens:,}+{step.output_tokens:,} tokens · {step.stop_reason}]"
         )
         lines = [head]

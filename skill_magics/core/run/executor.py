@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -393,7 +394,7 @@ class ScriptExecutor:
             exit_code, outcome = TIMEOUT_EXIT_CODE, AuditOutcome.TIMEOUT
             reason = (
                 f"Timeout: {rel} exceeded {_fmt_seconds(prepared.timeout)} and was stopped; "
-                "raise timeout= if it needs longer"
+                "if it needs longer, raise the limit (%%skillrun --timeout N; Python: timeout=N)"
             )
             stderr = _append_line(stderr, reason)
             logger.warning(
@@ -424,6 +425,10 @@ class ScriptExecutor:
             )
         else:
             outcome = AuditOutcome.COMPLETED if exit_code == 0 else AuditOutcome.FAILED
+            if exit_code != 0:
+                hint = missing_module_hint(prepared.skill_name, stderr, prepared.env)
+                if hint:
+                    stderr = _append_line(stderr, hint)
         for capture in (out.stdout, out.stderr):
             if capture.truncated:
                 logger.warning(
@@ -537,6 +542,31 @@ def _audit_base(prepared: PreparedRun) -> tuple[str, str, str]:
 def _ms_since(started: float) -> float:
     """Milliseconds since ``started`` (time.monotonic()), never 0: every attempt took time."""
     return max((time.monotonic() - started) * 1000, 1e-3)
+
+
+# The last line CPython prints for an import that found nothing (a module name, dotted).
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][A-Za-z0-9_.]{0,99})'")
+
+
+def missing_module_hint(skill: str, stderr: str, env: Mapping[str, str]) -> str:
+    """The fix for a script that died of a package its Python lacks ('' when not that): the
+    managed environment installs what the skill needs. A module of the skill's own files is
+    not a package to install, so it gets no hint."""
+    found = _NO_MODULE.findall(stderr[-4000:])
+    if not found:
+        return ""
+    top = found[-1].partition(".")[0]
+    base = env.get("SKILL_BASE_DIR", "")
+    if base and any(
+        os.path.lexists(os.path.join(base, where, top + ext))
+        for where in ("", "scripts")
+        for ext in ("", ".py")
+    ):
+        return ""
+    return (
+        f"Hint: the package for {top!r} is not installed for this skill: %skills env {skill} "
+        f"installs what the skill needs (Python: manager.prepare_env({skill!r}))"
+    )
 
 
 def _append_line(text: str, line: str) -> str:

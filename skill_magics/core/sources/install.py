@@ -55,6 +55,7 @@ from skill_magics.core.sources.lock import (
 )
 from skill_magics.core.sources.snapshot import (
     FolderSnapshot,
+    FoundSkill,
     Snapshot,
     StagedSkill,
     choose_skills,
@@ -441,6 +442,9 @@ def _install(
             f"{'all of them' if len(chosen) == len(found) else plural(len(chosen), 'skill')}: "
             f"{names} (choose with --skill NAME, skills=[...])",
         )
+        hidden = hidden_note(chosen)
+        if hidden:
+            notes.append(hidden)
     for note in notes:
         say(on_message, f"Note: {note}")
     staged = stage(snap, chosen, tmp)
@@ -504,6 +508,25 @@ def _install(
         tuple(done),
         tuple(notes),
         _summary("Installed", done, source, snap.commit, folder, lock_file),
+    )
+
+
+def hidden_note(chosen: Sequence[FoundSkill]) -> str:
+    """Which of the skills installed by "all" sit in hidden folders (openai/skills keeps
+    ``.system`` and ``.experimental`` ones there: not meant for everyone), '' when none."""
+    groups: dict[str, list[str]] = {}
+    for skill in chosen:
+        parts = skill.path.split("/")[:-1]
+        hidden = [p for p in parts if p.startswith(".")]
+        if hidden:
+            groups.setdefault(hidden[0], []).append(skill.folder)
+    if not groups:
+        return ""
+    listed = "; ".join(f"{folder}: {', '.join(names)}" for folder, names in sorted(groups.items()))
+    count = sum(len(v) for v in groups.values())
+    return (
+        f"{plural(count, 'skill')} of these sit in hidden folders ({listed}) and are "
+        "included; to leave them out, name the ones you want (--skill NAME, skills=[...])"
     )
 
 

@@ -72,8 +72,10 @@ class NotebookApprover:
         in_worker: bool = False,
         cancel: threading.Event | None = None,
         pending_ok: bool = False,
+        asker: str = "",
     ) -> None:
         self.settings = settings
+        self.asker = asker  # who wants the run, when not the person (a model: %%skillagent)
         self.in_worker = in_worker
         self.cancel = cancel
         self.pending_ok = pending_ok
@@ -161,7 +163,7 @@ class NotebookApprover:
         """The panel for ``request``, its widgets built (kept in ``panels``), not shown yet."""
         from skill_magics.notebook.approval.panel import ApprovalPanel
 
-        panel = ApprovalPanel(request, on_inputs=self.apply_inputs)
+        panel = ApprovalPanel(request, on_inputs=self.apply_inputs, asker=self.asker)
         panel.widget  # noqa: B018 - build it now: the relay needs its widgets' comm ids
         panels = self.settings.panels
         panels.append(panel)
@@ -255,13 +257,13 @@ class NotebookApprover:
                 for problem in self.apply_inputs(part.skill_name, {name: value}, False, "getpass"):
                     print(problem)
 
-    @staticmethod
-    def _ask_terminal(request: ApprovalRequest, by: str) -> Answer:
+    def _ask_terminal(self, request: ApprovalRequest, by: str) -> Answer:
         from skill_magics.notebook.approval.panel import summary_text
 
+        head = f"{self.asker}\n" if self.asker else ""
         try:
             answer = waiting.ask_terminal(
-                summary_text(request), full=summary_text(request, full=True)
+                head + summary_text(request), full=head + summary_text(request, full=True)
             )
         except KeyboardInterrupt:  # Ctrl-C at the prompt: nothing runs
             raise RunInterrupted(PROMPT_INTERRUPTED) from None

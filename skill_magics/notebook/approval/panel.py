@@ -121,7 +121,8 @@ def summary_text(request: ApprovalRequest, *, full: bool = False) -> str:
     if is_skill_install(request):
         return _install_text(request, full)
     if not request.is_combined:
-        lines = [f"Approval needed: skill '{_name(request.skill_name)}' wants to run:"]
+        wants = "wants packages installed" if env_only(request) else "wants to run"
+        lines = [f"Approval needed: skill '{_name(request.skill_name)}' {wants}:"]
         lines += [f"  WARNING: {_safe(note)}" for note in request.name_notes]
         lines += _script_lines(request, "  ")
         lines += _input_lines(request, "  ", full)
@@ -174,10 +175,12 @@ def _input_lines(
         lines.append(f"{indent}Python code:")
         code = _safe_block(request.code if full else first_lines(request.code))
         lines += [f"{indent}  " + line for line in code.splitlines()]
-    # json.dumps escapes newlines inside values, so the only real newlines are its indentation.
-    args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
-    lines.append(f"{indent}arguments (stdin JSON{', every script' if every else ''}): " + args[0])
-    lines += [f"{indent}  " + line for line in args[1:]]
+    if shows_arguments(request):
+        # json.dumps escapes newlines inside values: the only real newlines are its indentation.
+        args = _safe_block(arguments_text(request.arguments, 300)).splitlines() or ["{}"]
+        every_note = ", every script" if every else ""
+        lines.append(f"{indent}arguments (stdin JSON{every_note}): " + args[0])
+        lines += [f"{indent}  " + line for line in args[1:]]
     if request.argv:
         lines.append(
             f"{indent}argv{' (every script)' if every else ''}: " + _safe(_words(request.argv))
@@ -308,7 +311,11 @@ def summary_html(request: ApprovalRequest) -> str:
         rows += _input_rows(request)
         rows += _extra_rows(request)
         rows += _preview_rows(request)
-        title = "Approve running this skill script?"
+        title = (
+            "Approve installing packages for this skill?"
+            if env_only(request)
+            else "Approve running this skill script?"
+        )
     else:
         shared = request.shares_inputs
         count = sum(len(part.scripts) for part in request.parts)
@@ -360,8 +367,22 @@ def _script_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
     return rows
 
 
+def env_only(request: ApprovalRequest) -> bool:
+    """A package install into the skill's environment (``%skills env``): nothing of the
+    skill runs."""
+    return request.install is not None and not request.scripts
+
+
+def shows_arguments(request: ApprovalRequest) -> bool:
+    """Is there stdin JSON worth a row? Not for an install, nor an empty ``{}`` (an
+    argv-only run shows its argv instead)."""
+    return not env_only(request) and request.arguments not in (None, {})
+
+
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
-    rows = [(f"Arguments{label}", _pre(arguments_text(request.arguments)))]
+    rows = []
+    if shows_arguments(request):
+        rows.append((f"Arguments{label}", _pre(arguments_text(request.arguments))))
     if request.argv:
         rows.append((f"argv{label}", f"<code>{_esc(_words(request.argv))}</code>"))
     if request.code is not None:
@@ -533,9 +554,12 @@ class ApprovalPanel:
     so no value stays in the widget state a notebook saves.
     """
 
-    def __init__(self, request: ApprovalRequest, on_inputs: OnInputs | None = None) -> None:
+    def __init__(
+        self, request: ApprovalRequest, on_inputs: OnInputs | None = None, asker: str = ""
+    ) -> None:
         self.request = request
         self.on_inputs = on_inputs
+        self.asker = asker  # shown first: who is asking when it is not the person (a model)
         self.secret_fields: dict[tuple[str, str], Any] = {}  # (skill, name) -> Password
         self.network_boxes: dict[str, Any] = {}  # skill -> Checkbox
         self.decision: Decision | None = None
@@ -582,7 +606,7 @@ class ApprovalPanel:
         self._status = w.HTML("")
         self._widget = w.VBox(
             [
-                w.HTML(summary_html(self.request)),
+                w.HTML(self._asker_html() + summary_html(self.request)),
                 *self._input_widgets(w),
                 w.HBox(list(self._buttons.values())),
                 self._status,
@@ -592,9 +616,16 @@ class ApprovalPanel:
         if self.decision is not None:
             self._show_decision()
 
+    def _asker_html(self) -> str:
+        if not self.asker:
+            return ""
+        return f"<div style='color:#8a4b00'><b>{html.escape(self.asker)}</b></div>"
+
     def _tooltips(self) -> dict[Decision, str]:
         if is_skill_install(self.request):
             return _TOOLTIPS_INSTALL
+        if env_only(self.request):
+            return _TOOLTIPS_ENV
         return _TOOLTIPS_SEVERAL if self.request.is_combined else _TOOLTIPS
 
     def _input_widgets(self, w: Any) -> list[Any]:
@@ -711,7 +742,8 @@ class ApprovalPanel:
     # -- display ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # The widget view for live frontends plus readable fallbacks for saved notebooks.
-        text, page = summary_text(self.request), summary_html(self.request)
+        text = (f"{self.asker}\n" if self.asker else "") + summary_text(self.request)
+        page = self._asker_html() + summary_html(self.request)
         outcome = self.outcome_text()
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome
@@ -739,6 +771,14 @@ _TOOLTIPS_SEVERAL = {
 _TOOLTIPS_INSTALL = {
     Decision.YES_ONCE: "Install these files",
     Decision.YES_IN_SESSION: "Install them; don't ask again for these exact files this session",
+    Decision.NO: "Install nothing",
+}
+
+_TOOLTIPS_ENV = {
+    Decision.YES_ONCE: "Install these packages this time",
+    Decision.YES_IN_SESSION: (
+        "Install them; don't ask again for these packages of this skill this session"
+    ),
     Decision.NO: "Install nothing",
 }
 

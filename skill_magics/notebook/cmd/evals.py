@@ -15,8 +15,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.magics.skillagent import MissingKey
 
 HELP = "NAME [--runs N] [--grader VAR] [--workspace DIR]: evals.json with and without a skill"
 USAGE = (
@@ -73,7 +74,10 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.lab.evals import run_evals
     from skill_magics.notebook.magics.skillagent import sync_only
 
-    opts, kwargs = _options(magics, args)
+    try:
+        opts, kwargs = _options(magics, args)
+    except MissingKey as exc:
+        return _keyless(magics, args, exc)
     client = kwargs.pop("client")
     sync_only(client, "%skills evals")
     if kwargs["grader"] is not None:
@@ -85,7 +89,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     try:
         report = run_evals(client, magics.manager, approver=approver, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 
@@ -94,7 +98,10 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     the cell awaits; Kernel > Interrupt kills a running script."""
     from skill_magics.core.lab.evals import run_evals_async
 
-    opts, kwargs = _options(magics, args)
+    try:
+        opts, kwargs = _options(magics, args)
+    except MissingKey as exc:
+        return _keyless(magics, args, exc)
     client = kwargs.pop("client")
     cancel = threading.Event()
     approver = magics.approver(in_worker=True, cancel=cancel)
@@ -103,8 +110,21 @@ async def run_async(magics: Any, args: list[str]) -> Any:
             client, magics.manager, approver=approver, cancel=cancel, **kwargs
         )
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
+
+
+def _keyless(magics: Any, args: list[str], exc: MissingKey) -> None:
+    """No key: what a model would have been asked, then the fix."""
+    opts, _ = parser().parse_known_args(args)
+    cap = f", at most {opts.max_calls} requests" if opts.max_calls else ""
+    exc.note(
+        f"a model would work on each prompt of {opts.name}'s evals/evals.json, "
+        f"{opts.runs} runs each with and without the skill{cap}"
+    )
+    user_ns = getattr(getattr(magics, "shell", None), "user_ns", {})
+    if opts.out:
+        user_ns[opts.out] = None
 
 
 def _store(magics: Any, out: str | None, value: Any) -> Any:

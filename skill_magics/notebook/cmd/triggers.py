@@ -13,8 +13,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.magics.skillagent import MissingKey
 
 HELP = "NAME --queries VAR [--runs N] [--description TEXT|VAR]: trigger rates of a skill"
 USAGE = (
@@ -79,13 +80,16 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.lab.triggers import evaluate_triggers
     from skill_magics.notebook.magics.skillagent import sync_only
 
-    opts, kwargs = _options(magics, args)
+    try:
+        opts, kwargs = _options(magics, args)
+    except MissingKey as exc:
+        return _keyless(magics, args, exc)
     sync_only(kwargs["client"], "%skills triggers")
     client = kwargs.pop("client")
     try:
         report = evaluate_triggers(client, magics.manager, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
 
 
@@ -94,13 +98,29 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     and Kernel > Interrupt get through); an async client is awaited."""
     from skill_magics.core.lab.triggers import evaluate_triggers_async
 
-    opts, kwargs = _options(magics, args)
+    try:
+        opts, kwargs = _options(magics, args)
+    except MissingKey as exc:
+        return _keyless(magics, args, exc)
     client = kwargs.pop("client")
     try:
         report = await evaluate_triggers_async(client, magics.manager, **kwargs)
     except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(f"{exc}") from None
+        raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
+
+
+def _keyless(magics: Any, args: list[str], exc: MissingKey) -> None:
+    """No key: how many requests a model would have been sent, then the fix."""
+    opts, _ = parser().parse_known_args(args)
+    user_ns = getattr(getattr(magics, "shell", None), "user_ns", {})
+    queries = user_ns.get(opts.queries, opts.queries)
+    count = len(queries) if hasattr(queries, "__len__") and not isinstance(queries, str) else 0
+    asked = f"each of the {count} queries" if count else f"each query of {opts.queries}"
+    cap = f", at most {opts.max_calls} requests" if opts.max_calls else ""
+    exc.note(f"a model would be asked {asked} {opts.runs} times with {opts.name!r} offered{cap}")
+    if opts.out:
+        user_ns[opts.out] = None
 
 
 def _store(magics: Any, out: str | None, value: Any) -> Any:

@@ -134,8 +134,10 @@ class ContextMagics(SharedMagics):
     @argument("--no-run", action="store_true", help="do not run the referenced scripts")
     @argument(
         "--args",
+        action="append",
         default=None,
-        help="JSON sent to every referenced script on stdin, or a variable name holding it",
+        help="JSON sent to every referenced script on stdin, or a variable name holding it; "
+        "NAME=JSON (repeat --args) gives skill NAME's scripts their own",
     )
     @argument(
         "--refs",
@@ -158,7 +160,8 @@ class ContextMagics(SharedMagics):
         """Build the <skill_context> prompt envelope: %skill_context NAME [NAME...] [options]
 
         Runs the scripts SKILL.md references (after one approval), and returns a str you can
-        pass to a model. --no-run lists them without running; --args JSON feeds them stdin.
+        pass to a model. --no-run lists them without running; --args JSON feeds them stdin
+        (--args NAME=JSON, repeated: each skill its own).
         """
         from skill_magics.core.context import build_skill_context
 
@@ -189,7 +192,18 @@ class ContextMagics(SharedMagics):
             raise UsageError(
                 f"Cannot parse the %skill_context line: {exc}; check the quotes"
             ) from None
-        opts.arguments = self._arguments(opts.args)
+        opts.arguments, opts.by_skill = None, {}
+        for value in opts.args or []:
+            name, eq, rest = value.partition("=")
+            if eq and name in opts.names:  # NAME=JSON: JSON never starts with "name="
+                opts.by_skill[name] = self._arguments(rest)
+            elif opts.arguments is None:
+                opts.arguments = self._arguments(value)
+            else:
+                raise UsageError(
+                    "--args for every skill given twice: use one --args JSON, or NAME=JSON "
+                    f"for each of {', '.join(opts.names)}"
+                )
         return opts
 
     def _arguments(self, raw: str | None) -> Any:
@@ -214,6 +228,7 @@ class ContextMagics(SharedMagics):
         options = dict(
             run_scripts=not opts.no_run,
             arguments=opts.arguments,
+            arguments_by_skill=opts.by_skill,
             include_references=opts.refs,
             approver=approver,
             format=opts.format,
@@ -294,7 +309,9 @@ def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
             exclude=opts.exclude,
             format=opts.format,
         )
-    except (SkillMagicsError, ValueError) as exc:
+    except SkillMagicsError as exc:
+        raise UsageError(exc.magic_text()) from None
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
     text = CatalogText(catalog)
     shell = getattr(magics, "shell", None)

@@ -22,14 +22,30 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 NO_CLIENT = (
     "No model client: pass --client VAR (a variable holding an anthropic.Anthropic or "
     "openai.OpenAI client) or set %config SkillMagics.model_client = 'VAR'"
 )
+MODEL_ASKS = (
+    "The model is asking: it chose this script and its inputs while working on your prompt "
+    "(%%skillagent). No runs nothing; the model is told so."
+)
 NO_MODEL = "No model name: pass --model NAME or set %config SkillMagics.model = 'NAME'"
+
+
+class MissingKey(UsageError):
+    """The model client has no key at all (``anthropic.Anthropic()`` without
+    ANTHROPIC_API_KEY). The lab's magics catch it and say where a model would answer,
+    with the one line naming the fix, instead of failing the cell: a notebook read or
+    taught without a key still runs top to bottom (a key the API rejects does fail it)."""
+
+    def note(self, what: str) -> None:
+        """Print what a model would have been asked here, then the fix (stdout)."""
+        print(f"No model answered here: {what}.")
+        print(str(self))
 
 
 class LineParser(argparse.ArgumentParser):
@@ -63,6 +79,8 @@ def find_client(settings: Any, name: str | None) -> Any:
         provider_for(client)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
+    except SkillMagicsError as exc:  # no key: one line naming the fix (ModelAuthError)
+        raise MissingKey(magic_words(exc)) from None
     return client
 
 
@@ -112,7 +130,10 @@ class SkillAgentMagics(SharedMagics):
         """
         from skill_magics.core.lab.agent import run_agent
 
-        opts, client, model = self._parse(line, cell)
+        try:
+            opts, client, model = self._parse(line, cell)
+        except MissingKey as exc:
+            return self._keyless(line, exc)
         sync_only(client, "%%skillagent")
         try:
             transcript = run_agent(
@@ -124,7 +145,7 @@ class SkillAgentMagics(SharedMagics):
                 system=self._system(opts.system),
                 max_turns=opts.max_turns,
                 max_tokens=opts.max_tokens,
-                approver=self.settings.approver(),
+                approver=self.settings.approver(asker=MODEL_ASKS),
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
@@ -135,7 +156,10 @@ class SkillAgentMagics(SharedMagics):
         interrupt kills a running script and ends the conversation."""
         from skill_magics.core.lab.agent import run_agent_async
 
-        opts, client, model = self._parse(line, cell)
+        try:
+            opts, client, model = self._parse(line, cell)
+        except MissingKey as exc:
+            return self._keyless(line, exc)
         cancel = threading.Event()
         try:
             transcript = await run_agent_async(
@@ -147,12 +171,32 @@ class SkillAgentMagics(SharedMagics):
                 system=self._system(opts.system),
                 max_turns=opts.max_turns,
                 max_tokens=opts.max_tokens,
-                approver=self.settings.approver(in_worker=True, cancel=cancel),
+                approver=self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS),
                 cancel=cancel,
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
         return self._store(opts.out, transcript)
+
+    def _keyless(self, line: str, exc: MissingKey) -> None:
+        """No key: what the model would have been given (the real offer), then the fix;
+        ``-o VAR`` is set to None so a later cell can tell."""
+        from skill_magics.core.lab.offer import make_offer
+
+        opts = self.skillagent.parser.parse_args(shlex.split(line))
+        try:
+            offer = make_offer(self.manager, opts.skills)
+        except (SkillMagicsError, ValueError) as bad:
+            raise usage_error(bad) from None
+        tools = ", ".join(spec.name for spec in offer.specs) or "(none)"
+        exc.note(
+            f"a model would get this prompt with a system prompt of {len(offer.system):,} "
+            f"characters (the <available_skills> catalog of {', '.join(offer.skills)}) and "
+            f"the tools {tools}"
+        )
+        if opts.out:
+            self._shell.user_ns[opts.out] = None
+        return None
 
     def _parse(self, line: str, cell: str) -> tuple[argparse.Namespace, Any, str]:
         try:
@@ -174,4 +218,4 @@ class SkillAgentMagics(SharedMagics):
         return value
 
 
-__all__ = ["LineParser", "SkillAgentMagics", "find_client", "find_model", "sync_only"]
+__all__ = ["LineParser", "MissingKey", "SkillAgentMagics", "find_client", "find_model", "sync_only"]

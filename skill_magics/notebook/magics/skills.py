@@ -297,6 +297,8 @@ class SkillMagics(Magics):
         %skills catalog              the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
+        %skills env NAME             install what the skill's scripts lack into its own
+                                     environment (asks first) [--rebuild] [--installer uv|pip]
         %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
         %skills verify [DIR]         files changed since the install (skills-lock.json)
@@ -357,11 +359,15 @@ class SkillMagics(Magics):
         in_worker: bool = False,
         cancel: threading.Event | None = None,
         pending_ok: bool = False,
+        asker: str = "",
     ) -> NotebookApprover:
-        """The approver every magic passes to the gate, configured from these settings."""
+        """The approver every magic passes to the gate, configured from these settings
+        (``asker``: who wants the runs when it is not the person, shown first in the panel)."""
         from skill_magics.notebook.approval.approver import NotebookApprover
 
-        return NotebookApprover(self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok)
+        return NotebookApprover(
+            self, in_worker=in_worker, cancel=cancel, pending_ok=pending_ok, asker=asker
+        )
 
 
 class SharedMagics(Magics):
@@ -391,7 +397,10 @@ class SharedMagics(Magics):
 
 def usage_error(exc: BaseException) -> UsageError:
     """The one-line error IPython shows without a traceback ("UsageError: ...")."""
-    text = f"{type(exc).__name__}: {exc}" if isinstance(exc, SkillMagicsError) else str(exc)
+    if isinstance(exc, SkillMagicsError):  # in the magics' words (%skills add DIR, not add_dir)
+        text = f"{type(exc).__name__}: {exc.magic_text()}"
+    else:
+        text = str(exc)
     return UsageError(text.replace("\n", " "))
 
 

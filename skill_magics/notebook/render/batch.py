@@ -231,21 +231,40 @@ class TextProgress(_Ticking):
         self.stream.flush()
 
 
+def _one_line(markup: str) -> str:
+    """The progress text as one line: cut with an ellipsis, never wrapped."""
+    return (
+        "<span style='white-space:nowrap;overflow:hidden;text-overflow:ellipsis;"
+        f"display:block'>{markup}</span>"
+    )
+
+
 class WidgetProgress(_Ticking):
     """An ipywidgets bar with done / failed / running / elapsed / ETA, and a Stop button."""
 
     def __init__(self, total: int, name: str, *, on_stop: Any = None) -> None:
         import ipywidgets as w
 
-        self.bar = w.IntProgress(value=0, min=0, max=max(total, 1), bar_style="info")
-        self.label = w.HTML(f"<code>{_e(name)}</code>: starting {total:,} items")
+        # One line however wide the page: the bar keeps its width, the label takes the rest
+        # and never wraps (the ETA wrapped under the bar at 1400 px).
+        self.bar = w.IntProgress(
+            value=0,
+            min=0,
+            max=max(total, 1),
+            bar_style="info",
+            layout=w.Layout(width="240px", flex="0 0 auto"),
+        )
+        self.label = w.HTML(
+            _one_line(f"<code>{_e(name)}</code>: starting {total:,} items"),
+            layout=w.Layout(flex="1 1 auto", overflow="hidden"),
+        )
         self.stop_button = w.Button(
             description="Stop", button_style="danger", icon="stop", tooltip="Stop the batch"
         )
         self._on_stop = on_stop
         self.stop_button.on_click(self._stop_clicked)
         children = [self.bar, self.label] + ([self.stop_button] if on_stop else [])
-        self.widget = w.HBox(children)
+        self.widget = w.HBox(children, layout=w.Layout(flex_flow="row nowrap", width="100%"))
         self.widget.add_class("skill-magics-batch-progress")
         self.handle = compat.show_widget(self.widget)
         super().__init__(total, name)
@@ -263,7 +282,7 @@ class WidgetProgress(_Ticking):
                 self.bar.value = snap.done
             if snap.failed and self.bar.bar_style != "warning":
                 self.bar.bar_style = "warning"
-        value = f"<code>{_e(self.name)}</code>: {_e(line)}"
+        value = _one_line(f"<code>{_e(self.name)}</code>: {_e(line)}")
         if self.label.value != value:
             self.label.value = value
 

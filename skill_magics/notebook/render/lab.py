@@ -69,6 +69,11 @@ def transcript_header_html(t: Any) -> str:
         f"<div><small>skills offered: {_e(', '.join(t.skills) or '(none)')} · activated: "
         f"<strong>{_e(', '.join(t.activated) or '(none)')}</strong></small></div>"
     )
+    if t.stand_in:
+        lines.append(
+            "<div style='color:#a31515'><b>Replies below are a recording or scripted, not a "
+            "model's answers.</b></div>"
+        )
     if t.error:
         lines.append(f"<div style='color:#a31515'>{_e(t.error)}</div>")
     return "".join(lines)
@@ -78,7 +83,7 @@ def step_html(step: Any) -> str:
     kind = step.kind
     if kind == "model":
         head = (
-            f"<b>model</b> · turn {step.turn} · {step.seconds:.2f} s · "
+            f"<b>{_e(step.label)}</b> · turn {step.turn} · {step.seconds:.2f} s · "
             f"{step.input_tokens:,}+{step.output_tokens:,} tokens · {_e(step.stop_reason)}"
         )
         body = _pre(step.text) if step.text else ""

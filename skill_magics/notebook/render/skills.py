@@ -198,9 +198,10 @@ def skill_detail(
     requirements: Any = None,
     provenance: Any = None,
 ) -> Display:
-    """``%skills show NAME``: metadata, rendered SKILL.md, the offered scripts, the ones
-    other scripts import (apart: they run when asked, but are not offered), the modules
-    that do nothing when run, requirements, references.
+    """``%skills show NAME``: metadata, the offered scripts, the ones other scripts import
+    (apart: they run when asked, but are not offered), the modules that do nothing when
+    run, requirements (what is missing), references, then the rendered SKILL.md (often
+    long: what a person acts on comes first).
 
     ``secrets``: each declared secret -> whether a value is set (values are never shown).
     ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
@@ -228,7 +229,7 @@ def skill_detail(
     text_parts = ["\n".join(f"{k.ljust(width)}  {v}" for k, v in fields)]
     if warnings:
         text_parts.append(warnings_text(warnings))
-    text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
+    # What a person acts on (scripts, what is missing) comes before the long SKILL.md.
     text_parts.append("--- scripts ---\n" + script_view.text)
     if runnable_view is not None:
         text_parts.append(f"--- {RUNNABLE_TITLE} ---\n" + runnable_view.text)
@@ -238,6 +239,7 @@ def skill_detail(
         text_parts.append("--- requirements ---\n" + req_view.text)
     if references:
         text_parts.append("--- references ---\n" + "\n".join(references))
+    text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
 
     field_rows = "".join(
         f'<tr><th style="text-align:left;vertical-align:top">{html.escape(k)}</th>'
@@ -248,8 +250,6 @@ def skill_detail(
         f"<h3><code>{html.escape(meta.name)}</code></h3>",
         f"<table>{field_rows}</table>",
         warnings_html(warnings),
-        "<details open><summary>SKILL.md</summary>"
-        f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>",
         f"<p><strong>scripts</strong></p>{script_view.html}",
     ]
     for title, view in ((RUNNABLE_TITLE, runnable_view), (LIBRARY_TITLE, library_view)):
@@ -263,6 +263,10 @@ def skill_detail(
     if references:
         items = "".join(f"<li><code>{html.escape(r)}</code></li>" for r in references)
         html_parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
+    html_parts.append(
+        f"<details open><summary>SKILL.md ({len(content):,} characters)</summary>"
+        f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>"
+    )
     body = "".join(html_parts)
     # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
     text = visible("\n\n".join(text_parts), keep="\n\t")

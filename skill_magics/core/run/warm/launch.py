@@ -271,7 +271,7 @@ def describe(prepared: PreparedRun) -> str:
     if prepared.script is None or prepared.interpreter.script_type != "python":
         return ""
     if prepared.warm == OFF:
-        return "cold (warm_start=off)"
+        return "cold (warm start off for this run: --cold, warm=False or warm_start=off)"
     target = parse_target(prepared)
     why = target if isinstance(target, str) else _env_problem(prepared.env)
     profile = prepared.sandbox

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Profile CSV data column by column and print the profile as JSON.
 
-Reads JSON on stdin: {"csv": "<text>"} or {"path": "data/sample.csv"} (relative to the
-skill directory), with optional "delimiter" and "top". Flag --top N overrides "top".
+Reads JSON on stdin: {"csv": "<text>"} or {"path": "mine.csv"}, with optional "delimiter"
+and "top". Flag --top N overrides "top". A relative path is looked up in the folder the run
+starts in (the caller's: a notebook's folder), then in the skill folder (its bundled
+data/sample.csv); a path outside both is refused.
 """
 
 from __future__ import annotations
@@ -69,13 +71,27 @@ def load_text(args: dict) -> str:
     if "csv" in args:
         return str(args["csv"])
     if "path" in args:
-        base = os.path.realpath(os.environ.get("SKILL_BASE_DIR") or os.getcwd())
-        target = os.path.realpath(os.path.join(base, str(args["path"])))
-        if os.path.commonpath([base, target]) != base:
-            sys.exit(f"path {args['path']!r} is outside the skill directory; pass CSV text instead")
-        with open(target, encoding="utf-8-sig", newline="") as fh:
+        with open(find_file(str(args["path"])), encoding="utf-8-sig", newline="") as fh:
             return fh.read()
-    sys.exit('pass {"csv": "<text>"} or {"path": "data/sample.csv"} as JSON on stdin')
+    sys.exit('pass {"csv": "<text>"} or {"path": "mine.csv"} as JSON on stdin')
+
+
+def find_file(path: str) -> str:
+    """``path`` in the run's folder (the caller's), else in the skill folder; refused outside
+    both, so a caller (or a model) cannot make the profiler read the rest of the disk."""
+    folders = [os.path.realpath(os.getcwd())]
+    skill = os.environ.get("SKILL_BASE_DIR")
+    if skill and os.path.realpath(skill) not in folders:
+        folders.append(os.path.realpath(skill))
+    for base in folders:
+        target = os.path.realpath(os.path.join(base, path))
+        inside = any(os.path.commonpath([f, target]) == f for f in folders)
+        if inside and os.path.isfile(target):
+            return target
+    sys.exit(
+        f"no file {path!r} in {' or '.join(folders)}: pass a path inside your folder "
+        '(e.g. {"path": "mine.csv"}) or the CSV text as {"csv": ...}'
+    )
 
 
 def main() -> None:
