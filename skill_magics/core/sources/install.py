@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
@@ -47,6 +47,7 @@ from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, Appr
 from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources.lock import (
     LockedSkill,
+    computed_hash,
     folder_files,
     read_lock,
     record_changes,
@@ -61,7 +62,14 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
     stage,
 )
-from skill_magics.core.sources.spec import ARCHIVE, FOLDER, GIT, SourceSpec, parse_source
+from skill_magics.core.sources.spec import (
+    ARCHIVE,
+    FOLDER,
+    GIT,
+    WELL_KNOWN,
+    SourceSpec,
+    parse_source,
+)
 from skill_magics.core.status import AuditOutcome
 from skill_magics.core.visible import visible
 
@@ -126,8 +134,14 @@ def install_folder(into: str | os.PathLike[str] | None) -> Path:
     return folder
 
 
-def open_snapshot(spec: SourceSpec, *, cancel: threading.Event | None = None) -> Snapshot:
-    """The source's files: a fetched git commit, a checked archive or a folder's listing."""
+def open_snapshot(
+    spec: SourceSpec,
+    *,
+    cancel: threading.Event | None = None,
+    wanted: Sequence[str] | None = None,
+) -> Snapshot:
+    """The source's files: a fetched git commit, a checked archive or a folder's listing, or
+    a well-known index's skills (``wanted``: only these are downloaded)."""
     if spec.kind == GIT:
         from skill_magics.core.sources.git import GitSnapshot
 
@@ -138,6 +152,10 @@ def open_snapshot(spec: SourceSpec, *, cancel: threading.Event | None = None) ->
         return ZipSnapshot(spec)
     if spec.kind == FOLDER:
         return FolderSnapshot(spec)
+    if spec.kind == WELL_KNOWN:
+        from skill_magics.core.sources.wellknown import open_index
+
+        return open_index(spec, wanted)
     raise ValueError(f"unknown source kind {spec.kind!r}")
 
 
@@ -191,6 +209,7 @@ def locked_entry(
         path=staged.found.path,
         files=staged.files,
         tree=staged.tree,
+        computed_hash=computed_hash(staged.staged),
     )
 
 
@@ -411,7 +430,7 @@ def install_skills(
     with audited(manager, os.fspath(source), "install"):
         folder = install_folder(into)
         spec = parse_source(source, ref=ref, subfolder=subfolder)
-        with open_snapshot(spec, cancel=cancel) as snap:
+        with open_snapshot(spec, cancel=cancel, wanted=wanted) as snap:
             with tempfile.TemporaryDirectory(prefix="skill-magics-stage-") as tmp:
                 return _install(
                     manager, snap, folder, wanted, force, approver, on_message, Path(tmp)
@@ -466,7 +485,9 @@ def _install(
                 item,
                 target,
                 status,
-                locked_entry(spec, snap.commit, item, name),
+                replace(
+                    locked_entry(spec, snap.commit, item, name), **snap.lock_fields(item.found.path)
+                ),
                 tuple(changes or ()),
             )
         )
