@@ -411,6 +411,7 @@ def install_skills(
     approver: ApproverArg = MANAGER_APPROVER,
     on_message: OnMessage | None = None,
     cancel: threading.Event | None = None,
+    verify: Callable[[StagedSkill], None] | None = None,
 ) -> InstallReport:
     """Install skills from ``source`` into ``into`` and record them in its skills-lock.json.
 
@@ -423,7 +424,9 @@ def install_skills(
     Installing passes the gate (``approver``; the default is the manager's, None asks
     nobody): one approval lists every skill, its files and scripts and the commit. Raises
     SourceError / UnsafeArchiveError / SkillExistsError (nothing written), ApprovalDeclined /
-    ApprovalUnavailable (nothing installed).
+    ApprovalUnavailable (nothing installed). ``verify(staged)``: called for each staged
+    skill before anyone is asked (another tool's hash, ``foreign_locks.py``); it raises to
+    refuse.
     """
     manager = manager if manager is not None else SkillManager()
     wanted = [skills] if isinstance(skills, str) else (list(skills) if skills is not None else None)
@@ -433,7 +436,7 @@ def install_skills(
         with open_snapshot(spec, cancel=cancel, wanted=wanted) as snap:
             with tempfile.TemporaryDirectory(prefix="skill-magics-stage-") as tmp:
                 return _install(
-                    manager, snap, folder, wanted, force, approver, on_message, Path(tmp)
+                    manager, snap, folder, wanted, force, approver, on_message, Path(tmp), verify
                 )
 
 
@@ -446,6 +449,7 @@ def _install(
     approver: ApproverArg,
     on_message: OnMessage | None,
     tmp: Path,
+    verify: Callable[[StagedSkill], None] | None = None,
 ) -> InstallReport:
     spec = snap.spec
     found = find_skills(snap)
@@ -463,6 +467,9 @@ def _install(
     for note in notes:
         say(on_message, f"Note: {note}")
     staged = stage(snap, chosen, tmp)
+    if verify is not None:
+        for item in staged:
+            verify(item)
     plans = []
     conflicts = []
     for item in staged:
