@@ -16,6 +16,7 @@ PARSER.add_argument("name")
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.run.plan import provenance_info
+    from skill_magics.core.secrets import secret_forms
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
@@ -29,6 +30,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
         skill,
         approved=approved,
         secrets=manager.secret_status(skill.name),
+        secret_forms=secret_forms(skill.current_metadata()),  # which form declared each
         requirements=manager.requirements(skill.name),
         provenance=provenance_info(skill.base_dir),  # installed: does it match its lock?
     )

@@ -197,12 +197,16 @@ def skill_detail(
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
     provenance: Any = None,
+    secret_forms: Mapping[str, str] | None = None,
+    plugin: Any = None,
 ) -> Display:
     """``%skills show NAME``: metadata, rendered SKILL.md, the offered scripts, the ones
     other scripts import (apart: they run when asked, but are not offered), the modules
     that do nothing when run, requirements, references.
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``secrets``: each declared secret -> whether a value is set (values are never shown);
+    ``secret_forms``: the form(s) that declared it (``required-secrets``, ``env (secret:
+    true)``, ``requires.env``, ...). ``plugin``: the Agent Plugin the skill came with.
     ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
     still match its skills-lock.json)."""
     meta = _metadata(skill)
@@ -215,8 +219,16 @@ def skill_detail(
     warnings = list(getattr(meta, "warnings", None) or [])
     fields = _fields(meta, skill)
     if secrets:
-        shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
+        forms = secret_forms or {}
+        shown = ", ".join(
+            f"{k} ({'set' if v else 'not set'}"
+            + (f"; declared in {forms[k]}" if forms.get(k) else "")
+            + ")"
+            for k, v in secrets.items()
+        )
         fields.append(("secrets", shown))
+    if plugin is not None:
+        fields += plugin_fields(plugin)
     if provenance is not None:
         fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
@@ -267,6 +279,15 @@ def skill_detail(
     # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
     text = visible("\n\n".join(text_parts), keep="\n\t")
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
+
+
+def plugin_fields(plugin: Any) -> list[tuple[str, str]]:
+    """("plugin", its name and folder) and ("mcp servers", offered, never started here)."""
+    fields = [("plugin", f"{visible(plugin.name)} ({visible(str(plugin.root))})")]
+    if plugin.mcp_servers:
+        names = ", ".join(visible(m.describe()) for m in plugin.mcp_servers)
+        fields.append(("mcp servers", f"{names} ({plugin.mcp_note})"))
+    return fields
 
 
 def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
