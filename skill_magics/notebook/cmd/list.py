@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
@@ -22,4 +23,17 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
             skills.append(manager.get_skill(meta.name))
         except Exception:  # listed but unloadable: show its frontmatter row anyway
             skills.append(meta)
-    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs)
+    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs, plugins=_plugins(skills))
+
+
+def _plugins(skills: list[Any]) -> list[tuple[Any, list[str]]]:
+    """(Plugin, its skills' names) for the skills that came in an Agent Plugin."""
+    from skill_magics.core.catalog.plugins import plugin_of
+
+    found: dict[str, tuple[Any, list[str]]] = {}
+    for skill in skills:
+        meta = getattr(skill, "metadata", skill)  # a Skill, or the metadata of an unloadable one
+        plugin = plugin_of(Path(meta.path).parent)
+        if plugin is not None:
+            found.setdefault(str(plugin.root), (plugin, []))[1].append(meta.name)
+    return [found[k] for k in sorted(found)]

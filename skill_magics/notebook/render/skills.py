@@ -75,8 +75,11 @@ def skills_table(
     *,
     script_counts: Mapping[str, int] | None = None,
     dirs: Sequence[Any] | None = None,
+    plugins: Sequence[tuple[Any, Sequence[str]]] = (),
 ) -> Display:
-    """Name, shortened description, scripts count, location; warnings listed beneath."""
+    """Name, shortened description, scripts count, location; warnings listed beneath.
+    ``plugins``: (Plugin, its skills' names) for the skills that came in an Agent Plugin,
+    listed under the plugin's name with the MCP servers it offers."""
     items = list(skills)
     headers = ["name", "description", "scripts", "location"]
     rows = []
@@ -98,10 +101,34 @@ def skills_table(
         where = ", ".join(display_path(d) for d in dirs) if dirs else "the configured directories"
         text = f"No skills found in {where}. Add a directory with %skills add DIR."
         body = f"<p>{html.escape(text)}</p>"
+    if plugins:
+        lines = plugin_lines(plugins)
+        text += "\n\n--- plugins ---\n" + "\n".join(lines)
+        body += (
+            "<p><b>plugins</b></p><ul>"
+            + "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines)
+            + "</ul>"
+        )
     if warnings:
         text += "\n\n" + warnings_text(warnings)
         body += warnings_html(warnings)
     return Display(text, f'<div class="skill-magics-skills">{body}</div>')
+
+
+def plugin_lines(plugins: Sequence[tuple[Any, Sequence[str]]]) -> list[str]:
+    """Per plugin: its name, folder and skills; its MCP servers (offered, not started); its
+    manifest problems."""
+    lines = []
+    for plugin, names in plugins:
+        lines.append(
+            f"{visible(plugin.name)} ({display_path(plugin.root)}): skills "
+            + ", ".join(visible(n) for n in names)
+        )
+        if plugin.mcp_servers:
+            servers = ", ".join(visible(m.describe()) for m in plugin.mcp_servers)
+            lines.append(f"  MCP servers: {servers} ({plugin.mcp_note})")
+        lines += [f"  note: {visible(p)}" for p in plugin.problems]
+    return lines
 
 
 def _approval_state(approved: bool | None) -> str:
