@@ -1,7 +1,8 @@
 """``%skills install SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]``.
 
 Installs skills from a git repository (https, ssh, file:// or a local repository), a
-``.skill``/``.zip`` file or a folder into ``DIR`` (default ``./.agents/skills``), records
+site's well-known index (``https://HOST``: ``/.well-known/agent-skills/index.json``, each
+artifact's digest verified), a ``.skill``/``.zip`` file or a folder into ``DIR`` (default ``./.agents/skills``), records
 them in its ``skills-lock.json`` and searches the folder (core/sources/install.py). The
 approval panel lists every skill, its files and scripts and the resolved commit.
 """
