@@ -57,21 +57,24 @@ def require_cli() -> list[str]:
     return [node, str(CLI)]
 
 
-def skills_add(cli: list[str], project: Path, home: Path, source: str, *extra: str) -> dict:
-    """``skills add SOURCE --yes --agent claude-code`` in ``project`` (HOME=``home``), no
-    telemetry; returns the lock it wrote (project, or the global v3 one with ``-g``)."""
-    env = {
+def _env(home: Path) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "DISABLE_TELEMETRY": "1",
         "DO_NOT_TRACK": "1",
         "CI": "1",
     }
+
+
+def skills_add(cli: list[str], project: Path, home: Path, source: str, *extra: str) -> dict:
+    """``skills add SOURCE --yes --agent claude-code`` in ``project`` (HOME=``home``), no
+    telemetry; returns the lock it wrote (project, or the global v3 one with ``-g``)."""
     argv = [*cli, "add", source, "--yes", "--agent", "claude-code", *extra]
     done = subprocess.run(
         argv,
         cwd=project,
-        env=env,
+        env=_env(home),
         capture_output=True,
         text=True,
         timeout=120,
@@ -80,3 +83,19 @@ def skills_add(cli: list[str], project: Path, home: Path, source: str, *extra: s
     assert done.returncode == 0, done.stdout + done.stderr
     lock = home / ".agents" / ".skill-lock.json" if "-g" in extra else project / "skills-lock.json"
     return json.loads(lock.read_text())
+
+
+def skills_restore(cli: list[str], project: Path, home: Path) -> str:
+    """``skills experimental_install`` in ``project``: restores what its skills-lock.json
+    names into ``project/.agents/skills``; returns what it printed."""
+    done = subprocess.run(
+        [*cli, "experimental_install"],
+        cwd=project,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr

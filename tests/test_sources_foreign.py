@@ -7,12 +7,13 @@ SHA checked against real git."""
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 from manager_support import posix_only
-from npm_support import require_cli, skills_add
+from npm_support import require_cli, skills_add, skills_restore
 from sources_support import commit_all, git, skill_md, tree_files, write_files
 
 from skill_magics.core.errors import LockFileError, SourceError
@@ -199,3 +200,22 @@ def test_gh_skill_metadata_is_read_and_its_tree_sha_verified_on_a_real_git_sourc
             repo, into=work / "other", skills=["skills/pdf"], approver=None, verify=_verifier([bad])
         )
     assert not (work / "other" / "pdf").exists()
+
+
+def test_the_real_skills_cli_restores_from_the_lock_we_write(work, cli):
+    make_source(work / "src")
+    ours = work / "proj" / ".agents" / "skills"
+    install_skills(work / "src", into=ours, skills=["alpha", "beta"], approver=None)
+    written = json.loads((ours / "skills-lock.json").read_text())
+    assert written["skills"]["alpha"]["sourceType"] == "local"
+    assert written["skills"]["alpha"]["skillPath"] == "skills/alpha/SKILL.md"
+    elsewhere = work / "restore"
+    elsewhere.mkdir()
+    shutil.copy(ours / "skills-lock.json", elsewhere / "skills-lock.json")
+    out = skills_restore(cli, elsewhere, work / "clihome")
+    assert "Restored" in out
+    for name in ("alpha", "beta"):
+        restored = elsewhere / ".agents" / "skills" / name
+        got = {k: v for k, v in tree_files(restored).items() if not k.startswith("node_modules/")}
+        assert got == tree_files(ours / name)  # the CLI copies node_modules; we leave it out
+        assert computed_hash(restored) == written["skills"][name]["computedHash"]

@@ -104,6 +104,25 @@ class LockedSkill:
             out["digest"] = self.digest
         if self.computed_hash:
             out["computedHash"] = self.computed_hash
+        out.update(self.cli_fields())
+        return out
+
+    def cli_fields(self) -> dict[str, str]:
+        """The ``skills`` CLI's v1 entry fields derived from this one (written, never read
+        back), so that tool can restore from our lock: ``sourceType``, ``skillPath``, and
+        ``sourceUrl`` for git. An archive has no such source type: none are written."""
+        if self.kind == "archive":
+            return {}
+        out = {"skillPath": f"{self.path}/SKILL.md" if self.path else "SKILL.md"}
+        if self.kind == WELL_KNOWN:
+            out["sourceType"] = WELL_KNOWN
+        elif self.kind == "folder":
+            out["sourceType"] = "local"
+        elif self.source.startswith("https://github.com/"):
+            out["sourceType"] = "github"
+        else:
+            out["sourceType"] = "gitlab" if self.source.startswith("https://gitlab.com/") else "git"
+            out["sourceUrl"] = self.source
         return out
 
     @property

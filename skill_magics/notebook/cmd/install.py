@@ -2,8 +2,9 @@
 
 Installs skills from a git repository (https, ssh, file:// or a local repository), a
 site's well-known index (``https://HOST``: ``/.well-known/agent-skills/index.json``, each
-artifact's digest verified), a ``.skill``/``.zip`` file or a folder into ``DIR`` (default ``./.agents/skills``), records
-them in its ``skills-lock.json`` and searches the folder (core/sources/install.py). The
+artifact's digest verified), a ``.skill``/``.zip`` file or a folder into ``DIR`` (default
+``./.agents/skills``), records them in its ``skills-lock.json`` and searches the folder
+(core/sources/install.py). The
 approval panel lists every skill, its files and scripts and the resolved commit.
 """
 
