@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 
 import pytest
 from manager_support import posix_only
 from sources_support import skill_md, tree_files
 from wellknown_support import Site, digest, entry, serve, tar_gz, zip_bytes
 
-from skill_magics.core.errors import SourceError, UnsafeArchiveError
+from skill_magics.core.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.lock import computed_hash, read_lock
 from skill_magics.core.sources.update import sync_skills, update_skills
@@ -169,3 +170,27 @@ def test_an_index_that_is_not_one_and_plain_http_are_refused_naming_the_fix(work
     site.index([url_elsewhere | {"digest": digest(b"x"), "description": "x"}])
     with pytest.raises(SourceError, match="not an https URL"):
         install_skills(site.base, into=work / "into", approver=None)
+
+
+def test_redirects_are_followed_only_to_urls_the_index_could_name(work, site):
+    data = tar_gz(CSV_FILES)
+    site.publish("/real/csv.tar.gz", data)
+    site.redirects["/a/csv.tar.gz"] = site.base + "/real/csv.tar.gz"  # same machine: followed
+    site.index([entry("csv", "archive", site.base + "/a/csv.tar.gz", data)])
+    report = install_skills(site.base, into=work / "into", approver=None)
+    assert report.names == ["csv"] and site.hits["/real/csv.tar.gz"] == 1
+    site.redirects["/a/csv.tar.gz"] = "http://example.com/csv.tar.gz"  # plain http elsewhere
+    with pytest.raises(SourceError, match="which is not https") as err:
+        install_skills(site.base, into=work / "other", approver=None)
+    assert "\n" not in str(err.value) and not str(err.value).startswith("Cannot fetch")
+    assert not (work / "other").exists() or not any((work / "other").iterdir())
+
+
+def test_an_interrupt_stops_the_download_and_leaves_nothing(work, site):
+    data = tar_gz(CSV_FILES)
+    site.index([entry("csv", "archive", site.publish("/a/csv.tar.gz", data), data)])
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(RunInterrupted, match="interrupted; nothing was installed"):
+        install_skills(site.base, into=work / "into", approver=None, cancel=cancel)
+    assert not list((work / "tmp").iterdir())

@@ -21,6 +21,7 @@ class Site:
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
+        self.redirects: dict[str, str] = {}  # path -> Location
         self.hits: dict[str, int] = {}
         self.base = ""
 
@@ -75,6 +76,12 @@ def serve(site: Site) -> Iterator[Site]:
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             path = self.path.split("?")[0]
             site.hits[path] = site.hits.get(path, 0) + 1
+            if path in site.redirects:
+                self.send_response(302)
+                self.send_header("Location", site.redirects[path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             data = site.files.get(path)
             if data is None:
                 self.send_error(404)

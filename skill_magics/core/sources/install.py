@@ -155,7 +155,7 @@ def open_snapshot(
     if spec.kind == WELL_KNOWN:
         from skill_magics.core.sources.wellknown import open_index
 
-        return open_index(spec, wanted)
+        return open_index(spec, wanted, cancel)
     raise ValueError(f"unknown source kind {spec.kind!r}")
 
 

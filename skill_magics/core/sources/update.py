@@ -252,7 +252,7 @@ def _open_group(
     from skill_magics.core.sources.wellknown import open_pinned
 
     if pinned:
-        return open_pinned(spec, [(s.path, s.url or "", s.digest or "") for s in group])
+        return open_pinned(spec, [(s.path, s.url or "", s.digest or "") for s in group], cancel)
     return open_snapshot(spec, cancel=cancel, wanted=[s.path for s in group])
 
 

@@ -26,6 +26,7 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urljoin, urlsplit
 
-from skill_magics.core.errors import SourceError
+from skill_magics.core.errors import RunInterrupted, SourceError
 from skill_magics.core.sources.names import name_problem
 from skill_magics.core.sources.snapshot import (
     FILE,
@@ -97,8 +98,15 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def fetch(url: str, index: str, limit: int, out: BinaryIO | None = None) -> bytes:
-    """The bytes at ``url`` (at most ``limit``; into ``out`` when given, returning b"")."""
+def fetch(
+    url: str,
+    index: str,
+    limit: int,
+    out: BinaryIO | None = None,
+    cancel: threading.Event | None = None,
+) -> bytes:
+    """The bytes at ``url`` (at most ``limit``; into ``out`` when given, returning b"").
+    ``cancel`` set (Kernel > Interrupt): RunInterrupted between chunks."""
     if not allowed_url(url, index):
         raise SourceError(
             f"{visible(url)} is not an https URL; nothing was installed. Ask the site to publish "
@@ -111,6 +119,10 @@ def fetch(url: str, index: str, limit: int, out: BinaryIO | None = None) -> byte
     try:
         with opener.open(request, timeout=TIMEOUT_S) as response:
             while True:
+                if cancel is not None and cancel.is_set():
+                    raise RunInterrupted(
+                        f"Fetching {visible(url)} was interrupted; nothing was installed"
+                    )
                 chunk = response.read(1 << 16)
                 if not chunk:
                     break
@@ -123,6 +135,8 @@ def fetch(url: str, index: str, limit: int, out: BinaryIO | None = None) -> byte
                     data += chunk
                 else:
                     out.write(chunk)
+    except (SourceError, RunInterrupted):
+        raise  # a refused redirect or a size over the limit: already one line naming the fix
     except urllib.error.HTTPError as exc:
         raise SourceError(
             f"{visible(url)} answered HTTP {exc.code}; nothing was installed. Check the address "
@@ -209,8 +223,14 @@ def parse_index(data: Any, index: str) -> list[IndexEntry]:
 class WellKnownSnapshot(Snapshot):
     """The chosen entries' files under ``<name>/``, each artifact's digest verified first."""
 
-    def __init__(self, spec: SourceSpec, entries: Sequence[IndexEntry]) -> None:
+    def __init__(
+        self,
+        spec: SourceSpec,
+        entries: Sequence[IndexEntry],
+        cancel: threading.Event | None = None,
+    ) -> None:
         super().__init__(spec)
+        self.cancel = cancel
         self.tmp = Path(tempfile.mkdtemp(prefix="skill-magics-wellknown-"))
         self.inner: list[Snapshot] = []
         self.where: dict[str, tuple[Snapshot, Entry]] = {}
@@ -225,7 +245,7 @@ class WellKnownSnapshot(Snapshot):
     def _add(self, entry: IndexEntry) -> None:
         path = self.tmp / f"{entry.name}.download"
         with open(path, "wb") as fh:
-            fetch(entry.url, self.spec.location, MAX_TOTAL_BYTES, fh)
+            fetch(entry.url, self.spec.location, MAX_TOTAL_BYTES, fh, self.cancel)
         digest = "sha256:" + _file_sha256(path)
         if digest != entry.digest:
             raise SourceError(
@@ -306,7 +326,11 @@ def _open_archive(path: Path, name: str) -> Snapshot:
     )
 
 
-def open_index(spec: SourceSpec, wanted: Sequence[str] | None = None) -> WellKnownSnapshot:
+def open_index(
+    spec: SourceSpec,
+    wanted: Sequence[str] | None = None,
+    cancel: threading.Event | None = None,
+) -> WellKnownSnapshot:
     """The index's skills (``wanted``: only these, by name), downloaded and verified."""
     entries = read_index(spec.location)
     if wanted is not None:
@@ -318,14 +342,19 @@ def open_index(spec: SourceSpec, wanted: Sequence[str] | None = None) -> WellKno
                 + ", ".join(sorted(by_name))
             )
         entries = [by_name[w.strip().strip("/")] for w in dict.fromkeys(wanted)]
-    return WellKnownSnapshot(spec, entries)
+    return WellKnownSnapshot(spec, entries, cancel)
 
 
-def open_pinned(spec: SourceSpec, pins: Sequence[tuple[str, str, str]]) -> WellKnownSnapshot:
+def open_pinned(
+    spec: SourceSpec,
+    pins: Sequence[tuple[str, str, str]],
+    cancel: threading.Event | None = None,
+) -> WellKnownSnapshot:
     """The locked artifacts ``(name, url, digest)`` again, each required to have its digest
     (the index is not read: a sync restores what was locked)."""
     # The kind is told by the artifact's first bytes (the lock keeps url and digest only).
-    return WellKnownSnapshot(spec, [IndexEntry(n, "", url, digest) for n, url, digest in pins])
+    entries = [IndexEntry(n, "", url, digest) for n, url, digest in pins]
+    return WellKnownSnapshot(spec, entries, cancel)
 
 
 __all__ = [
