@@ -66,6 +66,13 @@ def test_install_from_a_well_known_index_then_verify_update_and_sync(shell, site
         ]
     )
     into = shell.work / "work" / ".agents" / "skills"
+    # the person sees what the site offers (only the index is fetched), then chooses
+    result = shell.run_cell(f"%skills install {site.base} --list")
+    assert result.error_in_exec is None, result.error_in_exec
+    listing = capsys.readouterr().out
+    assert "3 skill(s) in" in listing and "  csv    archive   The csv skill" in listing
+    assert "evil" in listing and f"%skills install {site.base} --skill NAME" in listing
+    assert "/a/csv.tar.gz" not in site.hits and not into.exists()
     result = run(shell, f"%skills install {site.base} --skill csv --skill notes", "Yes once")
     assert result.error_in_exec is None, result.error_in_exec
     out = capsys.readouterr().out

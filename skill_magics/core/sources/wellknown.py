@@ -326,6 +326,28 @@ def _open_archive(path: Path, name: str) -> Snapshot:
     )
 
 
+def index_listing(source: str) -> str:
+    """What the index at ``source`` (``https://HOST`` or its index URL) offers, one skill a
+    line (name, type, description), and how to install some: nothing is downloaded but the
+    index. SourceError when ``source`` is not a well-known index."""
+    from skill_magics.core.sources.spec import WELL_KNOWN, parse_source
+
+    spec = parse_source(source)
+    if spec.kind != WELL_KNOWN:
+        raise SourceError(
+            f"{visible(source)} is not a site's well-known index: --list needs https://HOST "
+            "(or its /.well-known/agent-skills/index.json)"
+        )
+    entries = read_index(spec.location)
+    width = max(len(e.name) for e in entries)
+    lines = [f"{len(entries)} skill(s) in {visible(spec.location)}:"]
+    lines += [
+        f"  {e.name.ljust(width)}  {e.kind:<8}  {visible(e.description)[:100]}" for e in entries
+    ]
+    lines.append(f"Install some with %skills install {visible(source)} --skill NAME [--skill ...]")
+    return "\n".join(lines)
+
+
 def open_index(
     spec: SourceSpec,
     wanted: Sequence[str] | None = None,
@@ -363,6 +385,7 @@ __all__ = [
     "open_index",
     "open_pinned",
     "read_index",
+    "index_listing",
     "parse_index",
     "fetch",
     "SCHEMA_V2",
