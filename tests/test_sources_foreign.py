@@ -15,6 +15,8 @@ import pytest
 from manager_support import posix_only
 from npm_support import require_cli, skills_add, skills_restore
 from sources_support import commit_all, git, skill_md, tree_files, write_files
+from wellknown_support import Site, serve, tar_gz
+from wellknown_support import entry as index_entry
 
 from skill_magics.core.errors import LockFileError, SourceError
 from skill_magics.core.sources.foreign_locks import (
@@ -219,3 +221,32 @@ def test_the_real_skills_cli_restores_from_the_lock_we_write(work, cli):
         got = {k: v for k, v in tree_files(restored).items() if not k.startswith("node_modules/")}
         assert got == tree_files(ours / name)  # the CLI copies node_modules; we leave it out
         assert computed_hash(restored) == written["skills"][name]["computedHash"]
+
+
+def test_well_known_both_ways_with_the_real_cli(work, cli):
+    """The CLI installs from our local site and locks it; sync_from verifies its
+    computedHash. Our lock of the same site is restored by the CLI."""
+    notes = skill_md("notes", "Take notes.").encode()
+    csv = tar_gz({"SKILL.md": skill_md("csv", "Read CSVs.").encode(), "run.py": b"print(1)\n"})
+    with serve(Site()) as site:
+        site.index(
+            [
+                index_entry("notes", "skill-md", site.publish("/notes.md", notes), notes),
+                index_entry("csv", "archive", site.publish("/csv.tar.gz", csv), csv),
+            ]
+        )
+        lock = skills_add(cli, work / "proj", work / "clihome", site.base)
+        assert {e["sourceType"] for e in lock["skills"].values()} == {"well-known"}
+        reports = sync_from(work / "proj" / "skills-lock.json", into=work / "into", approver=None)
+        assert sorted(reports[0].names) == ["csv", "notes"]
+        ours = read_lock(work / "into")
+        for name, cli_entry in lock["skills"].items():
+            assert ours.skills[name].computed_hash == cli_entry["computedHash"]
+        restore = work / "restore"
+        restore.mkdir()
+        shutil.copy(work / "into" / "skills-lock.json", restore / "skills-lock.json")
+        skills_restore(cli, restore, work / "clihome")
+        for name in ("csv", "notes"):
+            assert tree_files(restore / ".agents" / "skills" / name) == tree_files(
+                work / "into" / name
+            )

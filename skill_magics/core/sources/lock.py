@@ -113,10 +113,10 @@ class LockedSkill:
         ``sourceUrl`` for git. An archive has no such source type: none are written."""
         if self.kind == "archive":
             return {}
+        if self.kind == WELL_KNOWN:  # the CLI finds the index from the site's address
+            return {"sourceType": WELL_KNOWN, "sourceUrl": self.source.split("/.well-known/")[0]}
         out = {"skillPath": f"{self.path}/SKILL.md" if self.path else "SKILL.md"}
-        if self.kind == WELL_KNOWN:
-            out["sourceType"] = WELL_KNOWN
-        elif self.kind == "folder":
+        if self.kind == "folder":
             out["sourceType"] = "local"
         elif self.source.startswith("https://github.com/"):
             out["sourceType"] = "github"
