@@ -124,3 +124,18 @@ def test_a_name_declared_twice_differently_warns_and_the_same_twice_does_not(tmp
     fm_same = {"name": "same", "description": "Declares KEY twice the same way.", **same}
     ok = check_skill(make_skill(root, "same", frontmatter=fm_same))
     assert not [p for p in ok if p.code == "secret-declared-twice"]
+
+
+@pytest.mark.parametrize("label", ["agentskills-env", "hermes-requires"])
+def test_each_new_form_reaches_a_sandboxed_script_and_is_redacted(box, make_skill, label):
+    extra, _form = FORMS[label]
+    fm = {"name": label, "description": f"Declares KEY as {label}.", **extra}
+    make_skill(box.skills, label, frontmatter=fm, scripts={"scripts/echo.sh": ECHO})
+    box.skill("other", {"scripts/echo.sh": ECHO})
+    manager = box.manager()
+    manager.provide_secret(label, "KEY", VALUE)
+    result = manager.execute_skill_script(label, "echo")
+    assert result.sandbox is not None and result.sandbox["mode"] == "workspace-write"
+    assert hashlib.sha256(VALUE.encode()).hexdigest() in result.stdout
+    assert f"key={REDACTED}" in result.stdout and VALUE not in result.stdout
+    assert "key=<unset>" in manager.execute_skill_script("other", "echo").stdout
