@@ -146,9 +146,10 @@ def test_a_lock_without_a_hash_or_from_node_modules_is_refused_naming_the_fix(wo
     with pytest.raises(SourceError, match="not a branch, tag or commit"):
         read_foreign(lock)
     # our own lock is named, not misread
-    lock.write_text(json.dumps({"version": 1, "skills": {"x": {"type": "git", "files": {}}}}))
-    with pytest.raises(LockFileError, match="skill-magics' own lock: use %skills sync"):
-        read_foreign(lock)
+    for own in ({"type": "git", "files": {}}, {"type": "git", "files": {}, "sourceType": "git"}):
+        lock.write_text(json.dumps({"version": 1, "skills": {"x": own}}))
+        with pytest.raises(LockFileError, match="skill-magics' own lock: use %skills sync"):
+            read_foreign(lock)
 
 
 def test_git_tree_sha_is_gits_own(work):

@@ -154,6 +154,7 @@ def test_hostile_archives_are_refused_in_one_line_and_nothing_is_written(work, s
     with pytest.raises((UnsafeArchiveError, SourceError)) as err:
         install_skills(site.base, into=into, approver=None)
     assert words in str(err.value) and "\n" not in str(err.value)
+    assert "Ask the site to" in str(err.value)  # the fix is named
     assert not into.exists() or not any(into.iterdir())
     assert not list((work / "tmp").iterdir())  # downloads and staging removed
 

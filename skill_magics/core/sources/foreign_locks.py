@@ -130,7 +130,8 @@ def read_foreign(path: str | os.PathLike[str]) -> tuple[str, list[ForeignSkill]]
         raise LockFileError(f"{visible(str(where))} has no 'skills' object: not a skills lock")
     version = data.get("version")
     entries = data["skills"]
-    if version == 1 and all(isinstance(e, dict) and "sourceType" in e for e in entries.values()):
+    ours = any(isinstance(e, dict) and "files" in e and "type" in e for e in entries.values())
+    if version == 1 and not ours:
         return f"{where.name} v1", [
             _cli_entry(str(k), e, where.parent, f"{where.name} v1", COMPUTED, "computedHash")
             for k, e in entries.items()
@@ -182,7 +183,8 @@ def _cli_entry(
     if ref is not None:
         ref = check_ref(ref)
     if kind == "github":
-        if source is None or not _OWNER_REPO.match(source):
+        source = (source or "").removeprefix("https://github.com/").removesuffix(".git")
+        if not _OWNER_REPO.match(source):
             raise LockFileError(f"{what}: source {visible(str(source))!r} is not OWNER/REPO")
         location = f"https://github.com/{source}"
     elif kind in ("git", "gitlab"):

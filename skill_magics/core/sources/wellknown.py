@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urljoin, urlsplit
 
-from skill_magics.core.errors import RunInterrupted, SourceError
+from skill_magics.core.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.sources.names import name_problem
 from skill_magics.core.sources.snapshot import (
     FILE,
@@ -264,7 +264,13 @@ class WellKnownSnapshot(Snapshot):
             self.entries.append(item)
             self.where[item.path] = (self, item)
             return
-        inner = _open_archive(path, entry.name)
+        try:
+            inner = _open_archive(path, entry.name)
+        except UnsafeArchiveError as exc:
+            raise UnsafeArchiveError(
+                f"{exc}. Ask the site to republish {entry.name}, or leave it out (choose others "
+                "with --skill NAME)"
+            ) from None
         self.inner.append(inner)
         found = find_skills(inner)
         if len(found) != 1:
