@@ -5,10 +5,12 @@ fix, nothing written; what must not be refused (the good entries of the same ind
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tempfile
 import threading
+import zipfile
 
 import pytest
 from manager_support import posix_only
@@ -135,12 +137,26 @@ def test_a_wrong_digest_refuses_the_install_but_not_the_other_entries(work, site
     assert site.hits["/evil.md"] == evil_hits  # what was not chosen is not downloaded
 
 
+def zip_link() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("SKILL.md", NOTES_MD)
+        info = zipfile.ZipInfo("evil")
+        info.external_attr = 0o120777 << 16  # a symbolic link
+        zf.writestr(info, "/etc/passwd")
+    return buf.getvalue()
+
+
 HOSTILE = {
     "dotdot": (lambda: tar_gz({"SKILL.md": NOTES_MD, "../escape.py": b"x"}), "climbs out"),
     "absolute": (lambda: tar_gz({"SKILL.md": NOTES_MD, "/etc/evil": b"x"}), "absolute path"),
     "symlink": (lambda: tar_gz({"SKILL.md": NOTES_MD, "x": ("symlink", "/etc/passwd")}), "link"),
     "hardlink": (lambda: tar_gz({"SKILL.md": NOTES_MD, "x": ("hardlink", "/etc/passwd")}), "link"),
+    "device": (lambda: tar_gz({"SKILL.md": NOTES_MD, "tty": ("device", "")}), "device"),
+    "bomb": (lambda: tar_gz({"SKILL.md": NOTES_MD, "zeros": bytes(101_000_000)}), "limits"),
+    "git-dir": (lambda: tar_gz({"SKILL.md": NOTES_MD, ".git/config": b"x"}), ".git"),
     "zip-dotdot": (lambda: zip_bytes({"SKILL.md": NOTES_MD, "../x.py": b"x"}), "climbs out"),
+    "zip-link": (lambda: zip_link(), "symbolic link"),
     "not-archive": (lambda: b"\x00\x01 plain bytes", "neither zip nor tar.gz"),
 }
 
@@ -195,3 +211,11 @@ def test_an_interrupt_stops_the_download_and_leaves_nothing(work, site):
     with pytest.raises(RunInterrupted, match="interrupted; nothing was installed"):
         install_skills(site.base, into=work / "into", approver=None, cancel=cancel)
     assert not list((work / "tmp").iterdir())
+
+
+def test_index_names_that_could_be_paths_are_refused(work, site):
+    for name in ("../evil", "a/b", ".git"):
+        site.index([entry(name, "skill-md", site.publish("/x.md", NOTES_MD), NOTES_MD)])
+        with pytest.raises(SourceError, match="cannot be a folder name"):
+            install_skills(site.base, into=work / "into", approver=None)
+    assert not (work / "into").exists()

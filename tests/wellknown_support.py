@@ -46,13 +46,14 @@ def tar_gz(
     files: dict[str, bytes | tuple[str, str]], *, modes: dict[str, int] | None = None
 ) -> bytes:
     """A tar.gz of ``files``: bytes are files; ("symlink", target) / ("hardlink", target)
-    are links."""
+    are links, ("device", "") a character device."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
             if isinstance(data, tuple):
-                info.type = tarfile.SYMTYPE if data[0] == "symlink" else tarfile.LNKTYPE
+                kinds = {"symlink": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE}
+                info.type = kinds.get(data[0], tarfile.CHRTYPE)  # "device": a character device
                 info.linkname = data[1]
                 tar.addfile(info)
                 continue
