@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,22 @@ def plugin_of(base_dir: str | os.PathLike[str]) -> Plugin | None:
     return read_plugin(base.parent.parent)
 
 
+def group_by_plugin(
+    skills: Iterable[tuple[str, str | os.PathLike[str]]],
+) -> list[tuple[Plugin, list[str]]]:
+    """(Plugin, its skills' names) for the ``(name, base_dir)`` pairs that came in a plugin,
+    by plugin folder: what ``%skills`` lists, and where an MCP host will find the servers
+    the plugins offer (``Plugin.mcp_servers``)."""
+    found: dict[Path, tuple[Plugin, list[str]]] = {}
+    for name, base in skills:
+        plugin = plugin_of(base)
+        if plugin is not None:
+            found.setdefault(plugin.root, (plugin, []))[1].append(name)
+    return [found[k] for k in sorted(found)]
+
+
 __all__ = [
+    "group_by_plugin",
     "Plugin",
     "McpServer",
     "MCP_NOTE",

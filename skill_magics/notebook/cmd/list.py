@@ -28,12 +28,8 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 
 def _plugins(skills: list[Any]) -> list[tuple[Any, list[str]]]:
     """(Plugin, its skills' names) for the skills that came in an Agent Plugin."""
-    from skill_magics.core.catalog.plugins import plugin_of
+    from skill_magics.core.catalog.plugins import group_by_plugin
 
-    found: dict[str, tuple[Any, list[str]]] = {}
-    for skill in skills:
-        meta = getattr(skill, "metadata", skill)  # a Skill, or the metadata of an unloadable one
-        plugin = plugin_of(Path(meta.path).parent)
-        if plugin is not None:
-            found.setdefault(str(plugin.root), (plugin, []))[1].append(meta.name)
-    return [found[k] for k in sorted(found)]
+    # a Skill, or the SkillMetadata of one that cannot load: both know their SKILL.md
+    metas = [getattr(skill, "metadata", skill) for skill in skills]
+    return group_by_plugin((meta.name, Path(meta.path).parent) for meta in metas)
