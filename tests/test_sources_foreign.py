@@ -251,3 +251,59 @@ def test_well_known_both_ways_with_the_real_cli(work, cli):
             assert tree_files(restore / ".agents" / "skills" / name) == tree_files(
                 work / "into" / name
             )
+
+
+def test_github_and_git_entries_map_to_sources_checked_as_typed(work):
+    lock = work / "skills-lock.json"
+    lock.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "skills": {
+                    "pdf": {
+                        "source": "anthropics/skills",
+                        "sourceType": "github",
+                        "ref": "main",
+                        "skillPath": "skills/pdf/SKILL.md",
+                        "computedHash": "b" * 64,
+                    },
+                    "root": {
+                        "source": "https://git.example.com/team/tools.git",
+                        "sourceUrl": "https://git.example.com/team/tools.git",
+                        "sourceType": "git",
+                        "skillPath": "SKILL.md",
+                        "computedHash": "c" * 64,
+                    },
+                },
+            }
+        )
+    )
+    what, skills = read_foreign(lock)
+    assert what == "skills-lock.json v1"
+    assert [(s.source, s.ref, s.want, s.scheme, s.expected) for s in skills] == [
+        ("https://github.com/anthropics/skills", "main", "skills/pdf", "computedHash", "b" * 64),
+        ("https://git.example.com/team/tools.git", None, "", "computedHash", "c" * 64),
+    ]
+    global_lock = work / ".skill-lock.json"
+    global_lock.write_text(
+        json.dumps(
+            {
+                "version": 3,
+                "skills": {
+                    "pdf": {
+                        "source": "anthropics/skills",
+                        "sourceType": "github",
+                        "sourceUrl": "https://github.com/anthropics/skills.git",
+                        "skillPath": "skills/pdf/SKILL.md",
+                        "skillFolderHash": "d" * 40,
+                    }
+                },
+            }
+        )
+    )
+    (skill,) = read_foreign(global_lock)[1]
+    assert (skill.source, skill.want, skill.scheme) == (
+        "https://github.com/anthropics/skills",
+        "skills/pdf",
+        TREE_SHA,
+    )
