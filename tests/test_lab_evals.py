@@ -18,7 +18,7 @@ from skill_magics import EvalReport, run_evals
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 # skill-creator references/schemas.md, field by field.
-EVAL_METADATA = {"eval_id", "eval_name", "prompt", "assertions"}
+EVAL_METADATA = {"eval_id", "eval_name", "prompt", "expectations"}
 GRADING = {
     "expectations",
     "summary",

@@ -9,7 +9,11 @@ are strings in the Agent Skills spec)::
 Also accepted (docs/architecture.md, *Sandbox and secrets*): commas instead of spaces, a YAML
 list, a mapping ``NAME: description``, the keys ``secret``, ``required-secrets``,
 ``required_secrets``, ``requiredSecrets``, ``env-secrets``, ``api-keys`` (under ``metadata``
-or at the top level of the frontmatter, which the parser keeps in ``metadata``).
+or at the top level of the frontmatter, which the parser keeps in ``metadata``), and the
+forms other tools write: ``env: {NAME: {description, secret: true}}`` (agentskills#86; an
+``env`` entry without ``secret: true`` is not a secret) and ``requires: {env: [NAME]}``
+(hermes-agent). :func:`secret_declarations` says which form declared each name (``%skills
+show``); :func:`secret_conflicts` names a name declared twice differently (validation).
 
 Values live in a :class:`SecretStore`, in memory only: never on disk, in the audit log or in
 a notebook. A value reaches only runs of the skill it was provided for, and every occurrence
@@ -69,7 +73,9 @@ SECRET_KEYS = (
     "api-keys",
     "api_keys",
 )
-_SECRET_KEY_SET = frozenset(SECRET_KEYS)
+ENV_FORM = "env"  # env: {NAME: {description, secret: true}}
+REQUIRES_FORM = "requires"  # requires: {env: [NAME, ...]}
+_SECRET_KEY_SET = frozenset((*SECRET_KEYS, ENV_FORM, REQUIRES_FORM))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Names a secret may not take: they steer the interpreter or the run itself, not a credential.
 _RESERVED = frozenset(
@@ -119,13 +125,107 @@ def _all_names(metadata: Any) -> list[str]:
     extra = getattr(metadata, "metadata", metadata)
     if type(extra) is dict and _SECRET_KEY_SET.isdisjoint(extra):
         return []  # every run asks: the usual answer without the walk
+    return list(dict.fromkeys(d.name for d in secret_declarations(metadata) if d.secret))
+
+
+@dataclass(frozen=True)
+class SecretDeclaration:
+    """One name as one form declares it. ``secret`` False: an ``env`` entry without
+    ``secret: true`` (a plain variable, kept to spot a name declared both ways)."""
+
+    name: str
+    form: str  # "secrets", "required-secrets", ..., "env (secret: true)", "requires.env"
+    description: str = ""
+    secret: bool = True
+
+
+def _declared(value: Any, form: str) -> list[SecretDeclaration]:
+    if isinstance(value, Mapping):
+        out = []
+        for key, item in value.items():
+            about = item if isinstance(item, str) else ""
+            if isinstance(item, Mapping):
+                about = str(item.get("description") or "")
+            out.append(SecretDeclaration(str(key), form, about))
+        return out
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                out.append(
+                    SecretDeclaration(item["name"], form, str(item.get("description") or ""))
+                )
+            elif isinstance(item, str):
+                out += [SecretDeclaration(n, form) for n in name_list(item)]
+        return out
+    return [SecretDeclaration(n, form) for n in _words(value)]
+
+
+def secret_declarations(metadata: Any) -> list[SecretDeclaration]:
+    """Every declaration of a secret name (and every ``env`` entry), in the order of the forms
+    (``SecretDeclaration.form`` says which)."""
+    extra = getattr(metadata, "metadata", metadata)
     if not isinstance(extra, Mapping):
         return []
-    names: list[str] = []
+    out: list[SecretDeclaration] = []
     for key in SECRET_KEYS:
         if key in extra:
-            names += _words(extra[key])
-    return list(dict.fromkeys(names))
+            out += _declared(extra[key], key)
+    env = extra.get(ENV_FORM)
+    if isinstance(env, Mapping):
+        for key, item in env.items():
+            spec = item if isinstance(item, Mapping) else {}
+            about = str(spec.get("description") or "")
+            secret = spec.get("secret") is True
+            form = "env (secret: true)" if secret else "env"
+            out.append(SecretDeclaration(str(key), form, about, secret))
+    requires = extra.get(REQUIRES_FORM)
+    if isinstance(requires, Mapping) and "env" in requires:
+        out += _declared(requires["env"], "requires.env")
+    return out
+
+
+def secret_forms(metadata: Any) -> dict[str, str]:
+    """Each accepted secret name -> the forms that declare it ("required-secrets, env
+    (secret: true)"), for ``%skills show``."""
+    forms: dict[str, list[str]] = {}
+    for d in secret_declarations(metadata):
+        if d.secret and _is_allowed(d.name) and d.form not in forms.setdefault(d.name, []):
+            forms[d.name].append(d.form)
+    return {name: ", ".join(found) for name, found in forms.items()}
+
+
+def secret_conflicts(metadata: Any) -> list[str]:
+    """One line per name declared twice differently: a secret in one form and a plain
+    ``env`` entry in another, two different descriptions, or two spellings differing only in
+    case (an environment is case-sensitive: the script would get one of them)."""
+    by_name: dict[str, list[SecretDeclaration]] = {}
+    for d in secret_declarations(metadata):
+        by_name.setdefault(d.name, []).append(d)
+    lines = []
+    for name, decls in by_name.items():
+        if len(decls) < 2 and not any(d.secret for d in decls):
+            continue
+        kinds = {d.secret for d in decls}
+        if len(kinds) > 1 and any(d.secret for d in decls):
+            secret = next(d.form for d in decls if d.secret)
+            plain = next(d.form for d in decls if not d.secret)
+            lines.append(
+                f"{name} is declared a secret ({secret}) and a plain variable ({plain}): "
+                "declare it once"
+            )
+            continue
+        about = {d.description for d in decls if d.description}
+        if len(about) > 1:
+            forms = ", ".join(dict.fromkeys(d.form for d in decls))
+            lines.append(f"{name} is described differently in {forms}: declare it once")
+    secrets = [n for n, decls in by_name.items() if any(d.secret for d in decls)]
+    folded: dict[str, str] = {}
+    for name in secrets:
+        other = folded.setdefault(name.upper(), name)
+        if other != name:
+            lines.append(f"{other} and {name} differ only in case: declare one of them")
+    return lines
 
 
 class SecretStore:
@@ -514,4 +614,8 @@ __all__ = [
     "known_masks",
     "redact_known",
     "rejected_secrets",
+    "SecretDeclaration",
+    "secret_declarations",
+    "secret_forms",
+    "secret_conflicts",
 ]

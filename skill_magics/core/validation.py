@@ -64,6 +64,7 @@ from skill_magics.core.interpreters import (
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.paths import folder_name_problem
 from skill_magics.core.prompt_catalog import entry_text
+from skill_magics.core.secrets import secret_conflicts
 from skill_magics.core.tokens import TokenCounter, as_counter
 
 # The reference validator's limits and fields (the Agent Skills specification).
@@ -357,6 +358,16 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def _secret_declaration_problems(file: str, data: dict[str, Any]) -> list[Problem]:
+    """A secret name declared twice differently (core/secrets.py reads every form)."""
+    extra = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    merged = {k: v for k, v in data.items() if k not in SPEC_FIELDS} | dict(extra or {})
+    return [
+        Problem(file, line.rsplit(": ", 1)[0], line.rsplit(": ", 1)[1], "secret-declared-twice")
+        for line in secret_conflicts(merged)
+    ]
+
+
 def _metadata_problems(file: str, data: dict[str, Any], skill_dir: Path) -> list[Problem]:
     problems: list[Problem] = []
     for key in sorted(set(map(str, data)) - SPEC_FIELDS):
@@ -370,6 +381,7 @@ def _metadata_problems(file: str, data: dict[str, Any], skill_dir: Path) -> list
                 "unknown-field",
             )
         )
+    problems += _secret_declaration_problems(file, data)
     if "name" not in data:
         problems.append(
             Problem(

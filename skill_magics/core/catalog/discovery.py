@@ -22,6 +22,7 @@ from pathlib import Path
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
+from skill_magics.core.catalog.plugins import PLUGIN_FILE, is_plugin, plugin_skill_dirs
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.models import ScriptMetadata, SkillMetadata
@@ -292,6 +293,11 @@ def _find_skill_files(
             if entry.name in SKILL_FILES and _is_file(entry):
                 found.append((Path(entry.path), key))
                 return  # a skill's own subdirectories are its scripts and data, not skills
+        if any(e.name == PLUGIN_FILE for e in entries) and is_plugin(path):
+            # An Agent Plugin: its skills are skills/<name>/ only (catalog/plugins.py).
+            for folder in plugin_skill_dirs(path):
+                walk(folder, depth + 2)
+            return
         if depth >= max_depth:
             return
         for entry in entries:

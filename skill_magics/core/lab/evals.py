@@ -1,9 +1,10 @@
 """Output evaluation: a skill's ``evals/evals.json`` run with and without the skill.
 
 ``evals/evals.json`` is the Agent Skills guide's format (skill-creator's too):
-``{"skill_name", "evals": [{"id", "prompt", "expected_output", "files", "assertions"}]}``;
-skill-creator names the last field ``expectations`` (both are read). An optional ``name``
-(or ``eval_name``) names the eval's folder, else its id.
+``{"skill_name", "evals": [{"id", "prompt", "expected_output", "files", "expectations"}]}``;
+older files name the last field ``assertions`` (agentskills PR #506 renamed it; both are
+read, ``expectations`` is what this writes, in ``eval_metadata.json`` too). An optional
+``name`` (or ``eval_name``) names the eval's folder, else its id.
 
 Each prompt runs through the agent loop (core/lab/agent.py) ``runs`` times per
 configuration: ``with_skill`` (the skill alone in the catalog, its activation and script
@@ -72,7 +73,7 @@ CONFIGURATIONS = ("with_skill", "without_skill")
 EVALS_FILE = "evals/evals.json"
 FORMAT_HINT = (
     '{"skill_name": "...", "evals": [{"id": 1, "prompt": "...", "expected_output": "...", '
-    '"files": [], "assertions": ["..."]}]}'
+    '"files": [], "expectations": ["..."]}]}'
 )
 GRADER_MAX_TOKENS = 2048
 RESPONSE_FILE = "response.md"  # the model's final answer, so the viewer shows it
@@ -88,7 +89,11 @@ class EvalCase:
     prompt: str
     expected_output: str = ""
     files: tuple[str, ...] = ()
-    assertions: tuple[str, ...] = ()
+    assertions: tuple[str, ...] = ()  # written as ``expectations``; both names are read
+
+    @property
+    def expectations(self) -> tuple[str, ...]:
+        return self.assertions
 
 
 @dataclass
@@ -392,7 +397,7 @@ def _evaluate(report: EvalReport, s: _Settings) -> Loop[EvalReport]:
                 "eval_id": case.id,
                 "eval_name": case.name,
                 "prompt": case.prompt,
-                "assertions": list(case.assertions),
+                "expectations": list(case.assertions),
             }
             write_json(eval_dir / "eval_metadata.json", metadata)
             for config in report.configurations:
@@ -469,7 +474,7 @@ def _one_run(
             "eval_id": case.id,
             "eval_name": case.name,
             "prompt": case.prompt,
-            "assertions": list(case.assertions),
+            "expectations": list(case.assertions),
         },
     )
     inputs = _copy_inputs(s.skill_dir, case.files, outputs)

@@ -5,6 +5,11 @@ output files, and answers with JSON: a verdict and its evidence per assertion, p
 it checked. The burden of proof is on the assertion (no evidence: failed). A reply that
 cannot be read leaves the assertions ungraded (``passed: null``) with the reason as
 evidence, never graded by guess.
+
+Field names: this writes ``expectations`` (``[{text, passed, evidence}]``, what
+skill-creator's ``aggregate_benchmark.py`` reads, agentskills PR #506); it reads
+``expectations`` and the older ``assertion_results`` (entries with ``text`` or
+``assertion``), in a grader's reply and in a ``grading.json`` (:func:`load_grading`).
 """
 
 from __future__ import annotations
@@ -76,12 +81,12 @@ def read_grading(
     if data is None:
         reason = "the grader's reply held no JSON object"
         return [_ungraded(e, reason) for e in expectations], [], reason
-    verdicts = [v for v in data.get("expectations") or [] if isinstance(v, dict)]
-    by_text = {str(v.get("text", "")).strip(): v for v in verdicts}
+    verdicts = [v for v in _verdicts(data) if isinstance(v, dict)]
+    by_text = {_verdict_text(v).strip(): v for v in verdicts}
     out = []
     for i, expectation in enumerate(expectations):
         verdict = by_text.get(expectation.strip())
-        if verdict is None and i < len(verdicts) and not verdicts[i].get("text"):
+        if verdict is None and i < len(verdicts) and not _verdict_text(verdicts[i]):
             verdict = verdicts[i]
         if verdict is None and i < len(verdicts) and len(verdicts) == len(expectations):
             verdict = verdicts[i]
@@ -105,6 +110,47 @@ def read_grading(
         if isinstance(c, dict) and c.get("claim")
     ]
     return out, claims, ""
+
+
+VERDICT_KEYS = ("expectations", "assertion_results")  # the new name first
+_TEXT_KEYS = ("text", "expectation", "assertion")
+
+
+def _verdicts(data: dict[str, Any]) -> list[Any]:
+    for key in VERDICT_KEYS:
+        value = data.get(key)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def _verdict_text(verdict: dict[str, Any]) -> str:
+    return next((str(verdict[k]) for k in _TEXT_KEYS if isinstance(verdict.get(k), str)), "")
+
+
+def load_grading(path: Path) -> dict[str, Any]:
+    """A ``grading.json`` written by this or another tool, with its verdicts as
+    ``expectations: [{text, passed, evidence}]`` whichever name it used (``assertion_results``
+    with ``assertion`` texts: the older one); its other fields kept. ValueError in one line."""
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path} is not readable JSON ({exc})") from None
+    if not isinstance(data, dict) or not any(isinstance(data.get(k), list) for k in VERDICT_KEYS):
+        raise ValueError(f"{path} has no 'expectations' (or 'assertion_results') list")
+    out = {k: v for k, v in data.items() if k not in VERDICT_KEYS}
+    out["expectations"] = [
+        {
+            "text": _verdict_text(v),
+            "passed": v.get("passed") if isinstance(v.get("passed"), bool) else None,
+            "evidence": str(v.get("evidence", "")),
+        }
+        for v in _verdicts(data)
+        if isinstance(v, dict)
+    ]
+    if not isinstance(out.get("summary"), dict):
+        out["summary"] = grading_summary(out["expectations"])
+    return out
 
 
 def ungraded(expectations: list[str], reason: str) -> list[dict[str, Any]]:
@@ -177,5 +223,7 @@ __all__ = [
     "grading_prompt",
     "grading_summary",
     "read_grading",
+    "load_grading",
+    "VERDICT_KEYS",
     "ungraded",
 ]

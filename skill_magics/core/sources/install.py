@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
@@ -47,6 +47,7 @@ from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, Appr
 from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources.lock import (
     LockedSkill,
+    computed_hash,
     folder_files,
     read_lock,
     record_changes,
@@ -62,7 +63,14 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
     stage,
 )
-from skill_magics.core.sources.spec import ARCHIVE, FOLDER, GIT, SourceSpec, parse_source
+from skill_magics.core.sources.spec import (
+    ARCHIVE,
+    FOLDER,
+    GIT,
+    WELL_KNOWN,
+    SourceSpec,
+    parse_source,
+)
 from skill_magics.core.status import AuditOutcome
 from skill_magics.core.visible import visible
 
@@ -127,8 +135,14 @@ def install_folder(into: str | os.PathLike[str] | None) -> Path:
     return folder
 
 
-def open_snapshot(spec: SourceSpec, *, cancel: threading.Event | None = None) -> Snapshot:
-    """The source's files: a fetched git commit, a checked archive or a folder's listing."""
+def open_snapshot(
+    spec: SourceSpec,
+    *,
+    cancel: threading.Event | None = None,
+    wanted: Sequence[str] | None = None,
+) -> Snapshot:
+    """The source's files: a fetched git commit, a checked archive or a folder's listing, or
+    a well-known index's skills (``wanted``: only these are downloaded)."""
     if spec.kind == GIT:
         from skill_magics.core.sources.git import GitSnapshot
 
@@ -139,6 +153,10 @@ def open_snapshot(spec: SourceSpec, *, cancel: threading.Event | None = None) ->
         return ZipSnapshot(spec)
     if spec.kind == FOLDER:
         return FolderSnapshot(spec)
+    if spec.kind == WELL_KNOWN:
+        from skill_magics.core.sources.wellknown import open_index
+
+        return open_index(spec, wanted, cancel)
     raise ValueError(f"unknown source kind {spec.kind!r}")
 
 
@@ -192,6 +210,7 @@ def locked_entry(
         path=staged.found.path,
         files=staged.files,
         tree=staged.tree,
+        computed_hash=computed_hash(staged.staged),
     )
 
 
@@ -393,6 +412,7 @@ def install_skills(
     approver: ApproverArg = MANAGER_APPROVER,
     on_message: OnMessage | None = None,
     cancel: threading.Event | None = None,
+    verify: Callable[[StagedSkill], None] | None = None,
 ) -> InstallReport:
     """Install skills from ``source`` into ``into`` and record them in its skills-lock.json.
 
@@ -405,17 +425,19 @@ def install_skills(
     Installing passes the gate (``approver``; the default is the manager's, None asks
     nobody): one approval lists every skill, its files and scripts and the commit. Raises
     SourceError / UnsafeArchiveError / SkillExistsError (nothing written), ApprovalDeclined /
-    ApprovalUnavailable (nothing installed).
+    ApprovalUnavailable (nothing installed). ``verify(staged)``: called for each staged
+    skill before anyone is asked (another tool's hash, ``foreign_locks.py``); it raises to
+    refuse.
     """
     manager = manager if manager is not None else SkillManager()
     wanted = [skills] if isinstance(skills, str) else (list(skills) if skills is not None else None)
     with audited(manager, os.fspath(source), "install"):
         folder = install_folder(into)
         spec = parse_source(source, ref=ref, subfolder=subfolder)
-        with open_snapshot(spec, cancel=cancel) as snap:
+        with open_snapshot(spec, cancel=cancel, wanted=wanted) as snap:
             with tempfile.TemporaryDirectory(prefix="skill-magics-stage-") as tmp:
                 return _install(
-                    manager, snap, folder, wanted, force, approver, on_message, Path(tmp)
+                    manager, snap, folder, wanted, force, approver, on_message, Path(tmp), verify
                 )
 
 
@@ -428,6 +450,7 @@ def _install(
     approver: ApproverArg,
     on_message: OnMessage | None,
     tmp: Path,
+    verify: Callable[[StagedSkill], None] | None = None,
 ) -> InstallReport:
     spec = snap.spec
     found = find_skills(snap)
@@ -448,6 +471,9 @@ def _install(
     for note in notes:
         say(on_message, f"Note: {note}")
     staged = stage(snap, chosen, tmp)
+    if verify is not None:
+        for item in staged:
+            verify(item)
     plans = []
     conflicts = []
     for item in staged:
@@ -470,7 +496,9 @@ def _install(
                 item,
                 target,
                 status,
-                locked_entry(spec, snap.commit, item, name),
+                replace(
+                    locked_entry(spec, snap.commit, item, name), **snap.lock_fields(item.found.path)
+                ),
                 tuple(changes or ()),
             )
         )

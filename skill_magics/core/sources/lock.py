@@ -28,6 +28,7 @@ import os
 import re
 import stat
 import tempfile
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,10 @@ MAX_LOCK_BYTES = 32 << 20  # a lock of 10,000 files is about 2 MB
 # Python writes bytecode next to a skill's modules on a run: not a change of the skill.
 IGNORED_DIRS = frozenset({"__pycache__"})
 MAX_DEPTH = 32
-KINDS = ("git", "archive", "folder")
+WELL_KNOWN = "well-known"
+KINDS = ("git", "archive", "folder", WELL_KNOWN)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -78,9 +81,13 @@ class LockedSkill:
     path: str = ""  # the skill's folder in the source ("" when the source is the skill)
     files: tuple[FileRecord, ...] = ()
     tree: str = ""
+    url: str | None = None  # well-known: the artifact's URL (``source`` is the index)
+    digest: str | None = None  # well-known: ``sha256:...`` of the artifact, as the index said
+    # The ``skills`` CLI's folder hash (:func:`computed_hash`), so that tool can read our lock.
+    computed_hash: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "type": self.kind,
             "source": self.source,
@@ -91,6 +98,32 @@ class LockedSkill:
             "tree": self.tree,
             "files": {f.path: f.to_json() for f in self.files},
         }
+        if self.url is not None:
+            out["url"] = self.url
+        if self.digest is not None:
+            out["digest"] = self.digest
+        if self.computed_hash:
+            out["computedHash"] = self.computed_hash
+        out.update(self.cli_fields())
+        return out
+
+    def cli_fields(self) -> dict[str, str]:
+        """The ``skills`` CLI's v1 entry fields derived from this one (written, never read
+        back), so that tool can restore from our lock: ``sourceType``, ``skillPath``, and
+        ``sourceUrl`` for git. An archive has no such source type: none are written."""
+        if self.kind == "archive":
+            return {}
+        if self.kind == WELL_KNOWN:  # the CLI finds the index from the site's address
+            return {"sourceType": WELL_KNOWN, "sourceUrl": self.source.split("/.well-known/")[0]}
+        out = {"skillPath": f"{self.path}/SKILL.md" if self.path else "SKILL.md"}
+        if self.kind == "folder":
+            out["sourceType"] = "local"
+        elif self.source.startswith("https://github.com/"):
+            out["sourceType"] = "github"
+        else:
+            out["sourceType"] = "gitlab" if self.source.startswith("https://gitlab.com/") else "git"
+            out["sourceUrl"] = self.source
+        return out
 
     @property
     def where(self) -> str:
@@ -128,6 +161,66 @@ class Lock:
             "version": LOCK_VERSION,
             "skills": {k: self.skills[k].to_json() for k in sorted(self.skills)},
         }
+
+
+def computed_hash(folder: Path) -> str:
+    """The ``skills`` CLI's ``computedHash`` of a skill folder: SHA-256 over every regular
+    file, sorted by path as JavaScript's ``localeCompare`` sorts them, each path (UTF-8, ``/``)
+    followed by the file's bytes with no separator; ``.git`` and ``node_modules`` folders
+    skipped at any depth, links and empty folders contribute nothing."""
+    found: list[tuple[str, str]] = []
+
+    def walk(top: str, rel: str, depth: int) -> None:
+        with os.scandir(top) as it:
+            for entry in it:
+                name = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in (".git", "node_modules") and depth < MAX_DEPTH:
+                        walk(entry.path, name, depth + 1)
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((name, entry.path))
+
+    walk(os.fspath(folder), "", 0)
+    found.sort(key=lambda item: locale_key(item[0]))
+    digest = hashlib.sha256()
+    for rel, full in found:
+        digest.update(rel.encode("utf-8", "surrogateescape"))
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(full, flags), "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 16), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+# ICU's root collation of printable ASCII (what ``"a".localeCompare("b")`` uses in Node with
+# an English or root locale), measured with Node 20: spaces and punctuation before digits
+# before letters, a letter's cases equal at the first level.
+_ICU_ASCII = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_PRIMARY = {c: i for i, c in enumerate(_ICU_ASCII)}
+
+
+def locale_key(text: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A sort key giving ``localeCompare``'s order: letters compared without case or accents
+    first, then accents, then case (lower before upper). Exact for ASCII; other characters
+    sort by their base letter, then by code point (an approximation of ICU)."""
+    primary: list[int] = []
+    secondary: list[int] = []
+    tertiary: list[int] = []
+    for ch in text:
+        low = ch.lower() if ch.isascii() else ch
+        rank = _PRIMARY.get(low)
+        accent = 0
+        if rank is None:
+            base = unicodedata.normalize("NFD", ch)
+            rank = _PRIMARY.get(base[0].lower()) if base[0].isascii() else None
+            if rank is not None and len(base) > 1:
+                accent = ord(base[1])
+            else:
+                rank = 1000 + ord(ch.lower())
+        primary.append(rank)
+        secondary.append(accent)
+        tertiary.append(1 if ch != ch.lower() else 0)
+    return tuple(primary), tuple(secondary), tuple(tertiary)
 
 
 def tree_digest(files: list[FileRecord] | tuple[FileRecord, ...]) -> str:
@@ -216,6 +309,16 @@ def _parse(data: Any) -> dict[str, LockedSkill]:
         for value in (subfolder, path):
             if value:
                 relative_path(value, "source folder")
+        url = _optional(entry, "url")
+        digest = _optional(entry, "digest")
+        if kind == WELL_KNOWN:
+            if url is None or not url.startswith(("https://", "http://")):
+                raise ValueError(f"skill {key!r} has no artifact url")
+            if digest is None or not _DIGEST.match(digest):
+                raise ValueError(f"skill {key!r} has digest {digest!r}")
+        chash = _optional(entry, "computedHash") or ""
+        if chash and not _SHA256.match(chash):
+            raise ValueError(f"skill {key!r} has computedHash {chash!r}")
         out[folder] = LockedSkill(
             folder=folder,
             name=str(entry.get("name") or folder),
@@ -227,6 +330,9 @@ def _parse(data: Any) -> dict[str, LockedSkill]:
             path=path,
             files=tuple(files),
             tree=tree_digest(files),  # recomputed: a hand-edited digest would prove nothing
+            url=url if kind == WELL_KNOWN else None,
+            digest=digest if kind == WELL_KNOWN else None,
+            computed_hash=chash,
         )
     return out
 
@@ -399,6 +505,9 @@ __all__ = [
     "Lock",
     "LockStatus",
     "tree_digest",
+    "computed_hash",
+    "locale_key",
+    "WELL_KNOWN",
     "lock_path",
     "read_lock",
     "write_lock",

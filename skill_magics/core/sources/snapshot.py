@@ -26,7 +26,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from skill_magics.core.catalog.discovery import SKILL_FILES
 from skill_magics.core.catalog.frontmatter import parse_skill_md
@@ -86,6 +86,10 @@ class Snapshot:
         sink = _Capped(limit)
         self.copy_to(entry, sink)  # type: ignore[arg-type]
         return bytes(sink.data)
+
+    def lock_fields(self, path: str) -> dict[str, Any]:
+        """Extra lock fields of the skill at ``path`` (a well-known artifact's url and digest)."""
+        return {}
 
     def close(self) -> None:
         """Remove whatever the snapshot holds on disk (always safe to call again)."""

@@ -32,6 +32,7 @@ from skill_magics.core.visible import visible
 GIT = "git"
 ARCHIVE = "archive"
 FOLDER = "folder"
+WELL_KNOWN = "well-known"  # an index at https://HOST/.well-known/agent-skills/index.json
 ARCHIVE_SUFFIXES = (".skill", ".zip")
 
 _SCP = re.compile(r"^(?P<user>[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?P<path>[^/\\].*)$")
@@ -105,6 +106,11 @@ def parse_source(
             GIT, location, ref or check_ref(browse.group("ref")), sub or check_subfolder(path)
         )
     scheme = _SCHEME.match(text)
+    index = well_known_index(text) if scheme is not None else None
+    if index is not None:
+        if ref:
+            raise SourceError("A well-known index has no refs: leave out ref (--ref)")
+        return SourceSpec(WELL_KNOWN, index, None, sub)
     if scheme is not None:
         name = scheme.group("scheme").lower()
         if scheme.group("sep") == "::" or name not in ("https", "ssh", "file"):
@@ -126,6 +132,56 @@ def parse_source(
             raise SourceError(f"The URL {text!r} holds whitespace")
         return SourceSpec(GIT, text, ref, sub)
     return _local(Path(text).expanduser(), ref, sub)
+
+
+_NOT_WELL_KNOWN = frozenset({"github.com", "gitlab.com", "huggingface.co"})
+_WELL_KNOWN_DIRS = ("/.well-known/agent-skills", "/.well-known/skills")
+
+
+def well_known_index(text: str) -> str | None:
+    """The index URL when ``text`` names a site's well-known skills index: ``https://HOST``
+    (``/.well-known/agent-skills/index.json`` is added) or a URL into ``/.well-known/
+    agent-skills/`` (or the older ``/.well-known/skills/``). ``http://`` only for this machine
+    (loopback): the digests are checked either way, but who is asked must see the real site.
+    None: not such a URL (a git URL, say)."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(text)
+        host = (url.hostname or "").lower()
+        url.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return None
+    if url.scheme.lower() not in ("https", "http") or not host or host in _NOT_WELL_KNOWN:
+        return None
+    path = url.path
+    marker = next((m for m in _WELL_KNOWN_DIRS if m in path + "/"), None)
+    if path not in ("", "/") and marker is None:
+        return None
+    if url.scheme.lower() == "http" and not is_loopback(host):
+        raise SourceError(
+            f"The source {visible(text)!r} uses plain http: use https:// (http only reaches a "
+            "server on this machine)"
+        )
+    if re.search(r"\s", text) or url.query or url.fragment or url.username:
+        raise SourceError(f"The URL {visible(text)!r} holds whitespace, a query or a user name")
+    base = f"{url.scheme.lower()}://{url.netloc}"
+    if marker is None:
+        return f"{base}{_WELL_KNOWN_DIRS[0]}/index.json"
+    head = path[: path.index(marker) + len(marker)]
+    return f"{base}{head}/index.json"
+
+
+def is_loopback(host: str) -> bool:
+    """Is ``host`` this machine (``localhost`` or a loopback address)?"""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _local(path: Path, ref: str | None, sub: str) -> SourceSpec:
@@ -211,7 +267,10 @@ __all__ = [
     "GIT",
     "ARCHIVE",
     "FOLDER",
+    "WELL_KNOWN",
     "SourceSpec",
+    "well_known_index",
+    "is_loopback",
     "parse_source",
     "check_ref",
     "check_subfolder",

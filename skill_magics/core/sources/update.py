@@ -48,9 +48,16 @@ from skill_magics.core.sources.install import (
     say,
     use_folder,
 )
-from skill_magics.core.sources.lock import MISSING, Lock, LockedSkill, read_lock, record_changes
+from skill_magics.core.sources.lock import (
+    MISSING,
+    Lock,
+    LockedSkill,
+    computed_hash,
+    read_lock,
+    record_changes,
+)
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
-from skill_magics.core.sources.spec import SourceSpec, parse_source
+from skill_magics.core.sources.spec import WELL_KNOWN, SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
 from skill_magics.core.visible import visible
 
@@ -105,7 +112,7 @@ def sync_skills(
                 staged, path / locked.folder, RESTORED, locked, tuple(states[locked.folder])
             )
 
-        plans = _fetch_and_plan(todo, lambda s: s.commit or s.ref, plan, cancel)
+        plans = _fetch_and_plan(todo, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
         return _apply(manager, path, lock, plans, "sync", approver, write=False)
 
 
@@ -136,7 +143,14 @@ def update_skills(
         )
 
         def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
-            now = replace(locked, commit=snap.commit, files=staged.files, tree=staged.tree)
+            now = replace(
+                locked,
+                commit=snap.commit,
+                files=staged.files,
+                tree=staged.tree,
+                computed_hash=computed_hash(staged.staged),
+                **snap.lock_fields(locked.path),
+            )
             target = path / locked.folder
             local = states[locked.folder]
             if staged.tree == locked.tree:
@@ -204,8 +218,11 @@ def _fetch_and_plan(
     ref_of: Callable[[LockedSkill], str | None],
     plan: PlanFn,
     cancel: threading.Event | None,
+    *,
+    pinned: bool = False,
 ) -> tuple[list[CopyPlan], tempfile.TemporaryDirectory]:
-    """One fetch per (source, ref); each skill staged and turned into a plan."""
+    """One fetch per (source, ref); each skill staged and turned into a plan. A well-known
+    source: ``pinned`` (sync) fetches the locked artifacts, else the index is read again."""
     tmp = tempfile.TemporaryDirectory(prefix="skill-magics-stage-")
     plans: list[CopyPlan] = []
     try:
@@ -216,7 +233,7 @@ def _fetch_and_plan(
             spec = locked_spec(group[0], ref or None)
             dest = Path(tmp.name) / str(i)
             dest.mkdir()
-            with open_snapshot(spec, cancel=cancel) as snap:
+            with _open_group(spec, group, cancel, pinned) as snap:
                 for locked in group:
                     found = skill_at(snap, locked.path, locked.folder)
                     (staged,) = stage(snap, [found], dest)
@@ -225,6 +242,18 @@ def _fetch_and_plan(
         tmp.cleanup()
         raise
     return plans, tmp
+
+
+def _open_group(
+    spec: SourceSpec, group: list[LockedSkill], cancel: threading.Event | None, pinned: bool
+) -> Snapshot:
+    if spec.kind != WELL_KNOWN:
+        return open_snapshot(spec, cancel=cancel)
+    from skill_magics.core.sources.wellknown import open_pinned
+
+    if pinned:
+        return open_pinned(spec, [(s.path, s.url or "", s.digest or "") for s in group], cancel)
+    return open_snapshot(spec, cancel=cancel, wanted=[s.path for s in group])
 
 
 def _apply(

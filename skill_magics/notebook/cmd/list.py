@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
@@ -22,4 +23,13 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
             skills.append(manager.get_skill(meta.name))
         except Exception:  # listed but unloadable: show its frontmatter row anyway
             skills.append(meta)
-    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs)
+    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs, plugins=_plugins(skills))
+
+
+def _plugins(skills: list[Any]) -> list[tuple[Any, list[str]]]:
+    """(Plugin, its skills' names) for the skills that came in an Agent Plugin."""
+    from skill_magics.core.catalog.plugins import group_by_plugin
+
+    # a Skill, or the SkillMetadata of one that cannot load: both know their SKILL.md
+    metas = [getattr(skill, "metadata", skill) for skill in skills]
+    return group_by_plugin((meta.name, Path(meta.path).parent) for meta in metas)

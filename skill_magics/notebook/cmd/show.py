@@ -15,7 +15,9 @@ PARSER.add_argument("name")
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.catalog.plugins import plugin_of
     from skill_magics.core.run.plan import provenance_info
+    from skill_magics.core.secrets import secret_forms
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
@@ -29,6 +31,8 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
         skill,
         approved=approved,
         secrets=manager.secret_status(skill.name),
+        secret_forms=secret_forms(skill.current_metadata()),  # which form declared each
         requirements=manager.requirements(skill.name),
         provenance=provenance_info(skill.base_dir),  # installed: does it match its lock?
+        plugin=plugin_of(skill.base_dir),  # came in an Agent Plugin: its name, MCP servers
     )

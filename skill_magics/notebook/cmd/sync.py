@@ -3,6 +3,11 @@
 Each skill comes from its locked commit (or archive / folder) and must give exactly the
 locked digests, else nothing is written (core/sources/update.py). It asks first, like an
 install.
+
+``%skills sync --from PATH [--into DIR]``: install exactly the skills another tool's lock
+names (the ``skills`` CLI's ``skills-lock.json`` v1 or ``~/.agents/.skill-lock.json`` v3, or
+a folder of skills carrying ``gh skill`` metadata), each hash verified first
+(core/sources/foreign_locks.py).
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
 
-HELP = "[DIR] [--force]: re-create the skills a skills-lock.json pins (e.g. on a new machine)"
-USAGE = "%skills sync [DIR] [--force]"
+HELP = (
+    "[DIR] [--force] | --from PATH [--into DIR]: re-create the skills a skills-lock.json pins "
+    "(e.g. on a new machine), or install what another tool's lock names, verified"
+)
+USAGE = "%skills sync [DIR] [--force] | %skills sync --from PATH [--into DIR] [--force]"
 
 
 def _job(magics: Any, args: list[str]) -> _sources.Job:
@@ -21,10 +29,26 @@ def _job(magics: Any, args: list[str]) -> _sources.Job:
     p.add_argument("folder", nargs="?")
     p.add_argument("--into")
     p.add_argument("--force", action="store_true")
+    p.add_argument("--from", dest="source")
     opts = p.parse(args)
 
     def job(approver: Any, cancel: threading.Event | None) -> None:
         from skill_magics.core.sources.update import sync_skills
+
+        if opts.source:
+            from skill_magics.core.sources.foreign_locks import sync_from
+
+            for one in sync_from(
+                opts.source,
+                into=opts.into or opts.folder,
+                force=opts.force,
+                manager=magics.manager,
+                approver=approver,
+                on_message=print,
+                cancel=cancel,
+            ):
+                print(one.message)
+            return
 
         report = sync_skills(
             opts.folder or opts.into,

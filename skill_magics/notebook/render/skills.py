@@ -75,8 +75,11 @@ def skills_table(
     *,
     script_counts: Mapping[str, int] | None = None,
     dirs: Sequence[Any] | None = None,
+    plugins: Sequence[tuple[Any, Sequence[str]]] = (),
 ) -> Display:
-    """Name, shortened description, scripts count, location; warnings listed beneath."""
+    """Name, shortened description, scripts count, location; warnings listed beneath.
+    ``plugins``: (Plugin, its skills' names) for the skills that came in an Agent Plugin,
+    listed under the plugin's name with the MCP servers it offers."""
     items = list(skills)
     headers = ["name", "description", "scripts", "location"]
     rows = []
@@ -98,10 +101,34 @@ def skills_table(
         where = ", ".join(display_path(d) for d in dirs) if dirs else "the configured directories"
         text = f"No skills found in {where}. Add a directory with %skills add DIR."
         body = f"<p>{html.escape(text)}</p>"
+    if plugins:
+        lines = plugin_lines(plugins)
+        text += "\n\n--- plugins ---\n" + "\n".join(lines)
+        body += (
+            "<p><b>plugins</b></p><ul>"
+            + "".join(f"<li>{html.escape(line.strip())}</li>" for line in lines)
+            + "</ul>"
+        )
     if warnings:
         text += "\n\n" + warnings_text(warnings)
         body += warnings_html(warnings)
     return Display(text, f'<div class="skill-magics-skills">{body}</div>')
+
+
+def plugin_lines(plugins: Sequence[tuple[Any, Sequence[str]]]) -> list[str]:
+    """Per plugin: its name, folder and skills; its MCP servers (offered, not started); its
+    manifest problems."""
+    lines = []
+    for plugin, names in plugins:
+        lines.append(
+            f"{visible(plugin.name)} ({display_path(plugin.root)}): skills "
+            + ", ".join(visible(n) for n in names)
+        )
+        if plugin.mcp_servers:
+            servers = ", ".join(visible(m.describe()) for m in plugin.mcp_servers)
+            lines.append(f"  MCP servers: {servers} ({plugin.mcp_note})")
+        lines += [f"  note: {visible(p)}" for p in plugin.problems]
+    return lines
 
 
 def _approval_state(approved: bool | None) -> str:
@@ -197,13 +224,17 @@ def skill_detail(
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
     provenance: Any = None,
+    secret_forms: Mapping[str, str] | None = None,
+    plugin: Any = None,
 ) -> Display:
     """``%skills show NAME``: metadata, the offered scripts, the ones other scripts import
     (apart: they run when asked, but are not offered), the modules that do nothing when
     run, requirements (what is missing), references, then the rendered SKILL.md (often
     long: what a person acts on comes first).
 
-    ``secrets``: each declared secret -> whether a value is set (values are never shown).
+    ``secrets``: each declared secret -> whether a value is set (values are never shown);
+    ``secret_forms``: the form(s) that declared it (``required-secrets``, ``env (secret:
+    true)``, ``requires.env``, ...). ``plugin``: the Agent Plugin the skill came with.
     ``provenance``: an installed skill's ProvenanceInfo (its source, and whether its files
     still match its skills-lock.json)."""
     meta = _metadata(skill)
@@ -216,8 +247,16 @@ def skill_detail(
     warnings = list(getattr(meta, "warnings", None) or [])
     fields = _fields(meta, skill)
     if secrets:
-        shown = ", ".join(f"{k} ({'set' if v else 'not set'})" for k, v in secrets.items())
+        forms = secret_forms or {}
+        shown = ", ".join(
+            f"{k} ({'set' if v else 'not set'}"
+            + (f"; declared in {forms[k]}" if forms.get(k) else "")
+            + ")"
+            for k, v in secrets.items()
+        )
         fields.append(("secrets", shown))
+    if plugin is not None:
+        fields += plugin_fields(plugin)
     if provenance is not None:
         fields += provenance_fields(provenance)
     script_view = scripts_table(scripts, approved=approved)
@@ -271,6 +310,15 @@ def skill_detail(
     # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
     text = visible("\n\n".join(text_parts), keep="\n\t")
     return Display(text, f'<div class="skill-magics-skill">{body}</div>')
+
+
+def plugin_fields(plugin: Any) -> list[tuple[str, str]]:
+    """("plugin", its name and folder) and ("mcp servers", offered, never started here)."""
+    fields = [("plugin", f"{visible(plugin.name)} ({visible(str(plugin.root))})")]
+    if plugin.mcp_servers:
+        names = ", ".join(visible(m.describe()) for m in plugin.mcp_servers)
+        fields.append(("mcp servers", f"{names} ({plugin.mcp_note})"))
+    return fields
 
 
 def provenance_fields(provenance: Any) -> list[tuple[str, str]]:
