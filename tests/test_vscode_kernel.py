@@ -196,10 +196,14 @@ def _lab_kernel(tmp_path: Path, make_skill, server, mode: str):
     skills = lab_skills(make_skill, tmp_path / "skills")
     server.script = lab_script
     k = start_kernel(env={"SKILL_MAGICS_PATH": str(skills)}, cwd=tmp_path)
-    return k, skills, (
-        "import anthropic\n"
-        f"client = anthropic.Anthropic(base_url={server.url!r}, "
-        "api_key='test-key-not-a-secret', max_retries=0, timeout=20)"
+    return (
+        k,
+        skills,
+        (
+            "import anthropic\n"
+            f"client = anthropic.Anthropic(base_url={server.url!r}, "
+            "api_key='test-key-not-a-secret', max_retries=0, timeout=20)"
+        ),
     )
 
 
