@@ -33,7 +33,8 @@ from typing import Any
 RELAYED = frozenset({"comm_msg", "comm_close"})
 INSTALL_TIMEOUT_S = 10.0  # how long to wait for the shell channel thread to take the router
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # the inboxes (shell channel thread and waiting threads)
+_install_lock = threading.Lock()  # one router per kernel, even for two waits at once
 
 
 class _Router:
@@ -104,7 +105,7 @@ def install(kernel: Any, timeout: float = INSTALL_TIMEOUT_S) -> _Router | None:
         finally:
             done.set()
 
-    with _lock:  # two waits at once (a subshell cell) install one router
+    with _install_lock:  # two waits at once (a subshell cell) install one router
         router = _router(kernel)
         if router is not None:
             return router
