@@ -16,8 +16,9 @@ the inbox when the wait ends are handled then, so no typed value or click is los
 go to the main thread again.
 
 The ipykernel internals read here (``shell_channel_thread``, ``shell_stream``,
-``shell_channel_thread_main``) are the same from 7.0 to 7.4 (checked by the kernel matrix);
-when one is missing, :func:`available` is False and the caller does not block.
+``shell_channel_thread_main``) are the same from 7.0 to 7.4 (read in each release's source;
+run by the kernel matrix on 7.3 and 7.4); when one is missing, :func:`available` is False and
+the caller does not block.
 """
 
 from __future__ import annotations
