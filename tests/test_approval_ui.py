@@ -495,3 +495,33 @@ def test_a_panel_of_the_persons_own_run_names_no_other_asker():
     # What must NOT appear: the model's line on a person's own %%skillrun panel.
     panel = ApprovalPanel(CSV)
     assert "model is asking" not in panel._repr_mimebundle_()["text/plain"]
+
+
+class _ForeignKernel:
+    """A kernel this layer cannot wait in (another implementation than ipykernel 6/7): shell
+    handlers, but neither ipykernel 7's shell channel thread nor 6's do_one_iteration."""
+
+    shell_handlers: dict = {}
+
+    def get_parent(self, channel=None):
+        return {"content": {"allow_stdin": True}}
+
+
+def test_a_kernel_that_cannot_deliver_a_click_says_what_to_do(make_skill, tmp_path, monkeypatch):
+    from skill_magics.core.models import RunStatus
+    from skill_magics.notebook.approval.approver import NotebookApprover
+
+    monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
+    make_skill(tmp_path, "far", scripts={"scripts/a.py": "print(1)\n"})
+    manager = manager_for(tmp_path)
+    settings = _Settings()
+    settings.approval_ui = "auto"
+    monkeypatch.setattr(settings.shell, "kernel", _ForeignKernel(), raising=False)
+    approver = NotebookApprover(settings)
+    assert approver.strategy is waiting.Strategy.NONBLOCKING
+    verdict = manager.gate.decide(manager.plan("far", "a").request, approver)
+    assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
+    text = verdict.message
+    assert "\n" not in text and "cannot deliver a click to a waiting cell" in text
+    assert "SkillMagics.approval_ui = 'stdin'" in text and "SKILL_MAGICS_AUTO_APPROVE=far" in text
+    assert not settings.panels, "no buttons nobody's click could reach"

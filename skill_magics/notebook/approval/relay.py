@@ -16,8 +16,9 @@ the inbox when the wait ends are handled then, so no typed value or click is los
 go to the main thread again.
 
 The ipykernel internals read here (``shell_channel_thread``, ``shell_stream``,
-``shell_channel_thread_main``) are the same from 7.0 to 7.4 (checked by the kernel matrix);
-when one is missing, :func:`available` is False and the caller does not block.
+``shell_channel_thread_main``) are the same from 7.0 to 7.4 (read in each release's source;
+run by the kernel matrix on 7.3 and 7.4); when one is missing, :func:`available` is False and
+the caller does not block.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from typing import Any
 RELAYED = frozenset({"comm_msg", "comm_close"})
 INSTALL_TIMEOUT_S = 10.0  # how long to wait for the shell channel thread to take the router
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # the inboxes (shell channel thread and waiting threads)
+_install_lock = threading.Lock()  # one router per kernel, even for two waits at once
 
 
 class _Router:
@@ -104,7 +106,7 @@ def install(kernel: Any, timeout: float = INSTALL_TIMEOUT_S) -> _Router | None:
         finally:
             done.set()
 
-    with _lock:  # two waits at once (a subshell cell) install one router
+    with _install_lock:  # two waits at once (a subshell cell) install one router
         router = _router(kernel)
         if router is not None:
             return router
