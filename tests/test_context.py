@@ -853,3 +853,20 @@ def test_a_reference_written_as_python_m_runs_as_a_module(tmp_path, make_skill):
     (out,) = root.findall(".//script_output")
     assert out.get("source") == "scripts/report.py" and out.get("status") == "completed"
     assert json.loads(out.text) == ["utils", "scripts.report"]
+
+
+def test_arguments_by_skill_names_only_skills_asked_for(example_manager):
+    # A per-skill argument for a skill not asked for is a mistake: one line naming the fix.
+    with pytest.raises(ValueError, match="not among the skills asked for"):
+        build_skill_context(
+            example_manager, ["csv-profiler"], arguments_by_skill={"text-tool": {}}, approver=None
+        )
+    # What must NOT be refused: a skill asked for, with or without the shared arguments.
+    text = build_skill_context(
+        example_manager,
+        ["csv-profiler", "text-tools"],
+        arguments={"csv": "a\n1\n"},
+        arguments_by_skill={"text-tools": {"text": "hi there"}},
+        approver=None,
+    )
+    assert "<skill_contexts>" in text

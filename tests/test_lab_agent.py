@@ -379,6 +379,6 @@ def test_a_scripted_or_recorded_reply_is_labelled_wherever_it_is_shown(server, m
 
     assert label in transcript_header_html(t) and STAND_IN_LABEL in step_html(step)
     # What must NOT be labelled: a reply under any other model name.
-    real = run_agent(client, manager, "x", model="claude-sonnet-4-5")
+    real = run_agent(client, manager, "x", model="m-1")
     assert not real.stand_in and real.model_steps[0].label == "model"
     assert "not a model" not in real.text()
