@@ -331,15 +331,19 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
 
 
 def _kill_all(
-    pgid: int,
+    child: Child,
     tree: _Descendants | None,
     sig: int,
     orphans: Orphans | None = None,
     exited: bool = False,
 ) -> None:
-    """Signal the group, the escapees the snapshots saw and the run's orphans. ``exited``:
-    the main process has surely exited (Child.has_exited), which lets the orphan search
-    settle in one look when nothing is left (core/run/orphans.py)."""
+    """Signal the main process (by its own pid: it may have left its group), the group,
+    the escapees the snapshots saw and the run's orphans. ``exited``: the main process has
+    surely exited (Child.has_exited), which lets the orphan search settle in one look when
+    nothing is left (core/run/orphans.py)."""
+    pgid = child.pid
+    if not exited:
+        child.kill(sig)
     if orphans is not None:
         # Before the kill: what it orphans is held already.
         orphans.collect(exclude=pgid, exited=exited)
@@ -405,6 +409,12 @@ class Child:
         ``exited``: it surely has exited already (:meth:`has_exited`)."""
         raise NotImplementedError
 
+    def kill(self, sig: int) -> None:
+        """Signal the main process itself, by pid (a pidfd where there is one): it may have
+        left its group (``setpgid`` into its parent's, ``setsid``), where the group kill
+        misses it. Never reaps it, so its pid cannot be recycled meanwhile."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release what the child holds beyond its pipes (the loop closes those)."""
 
@@ -434,6 +444,17 @@ class _PopenChild(Child):
             except OSError:  # old kernel (< 5.3) or seccomp: poll the pid instead
                 self.pidfd = None
         return self.pidfd
+
+    def kill(self, sig: int) -> None:
+        if self.reaped:
+            return
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            else:  # unreaped: the pid is still this child's (a zombie at worst)
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def poll_exit(self) -> bool:
         if _HAS_WAITID:
@@ -811,7 +832,7 @@ def drive(
                     tree = tree or _Descendants(child.pid, pgid, start)
                     tree.snapshot()  # the main process is alive: its tree is complete now
                 # SIGTERM lets the script clean up; grandchildren get it too (whole group).
-                _kill_all(pgid, tree, signal.SIGTERM, held)
+                _kill_all(child, tree, signal.SIGTERM, held)
                 loop.wait_exit(GRACE_S)
                 break
             if loop.exited:
@@ -838,7 +859,7 @@ def drive(
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
         exited = loop.exited and child.has_exited()
-        _kill_all(pgid, tree, signal.SIGKILL, held, exited)
+        _kill_all(child, tree, signal.SIGKILL, held, exited)
         if held is not None and not held.settled:
             held.reap()
             # Before the leader is reaped: its group id.
@@ -849,12 +870,12 @@ def drive(
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
         # group running behind the exception.
         if not child.reaped:
-            _kill_all(pgid, tree, signal.SIGTERM, held)
+            _kill_all(child, tree, signal.SIGTERM, held)
             try:
                 if loop is not None:
                     loop.wait_exit(GRACE_S)
             finally:
-                _kill_all(pgid, tree, signal.SIGKILL, held)
+                _kill_all(child, tree, signal.SIGKILL, held)
                 if held is not None:
                     held.reap()
                     held.reap_zombies(pgid, tree.saw if tree is not None else None)

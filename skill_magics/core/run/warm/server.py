@@ -468,12 +468,19 @@ class WarmChild(Child):
         self.returncode: int | None = None
         self.failure: SpawnError | None = None  # it could not start (cwd missing)
         self.lost = False  # the server went away: the status is unknown
+        self.pidfd: int | None = None  # the main process, held from its announcement
         self._done = False
 
     def wait_started(self, timeout: float) -> None:
         data, pid = _recv_creds(self.sock, timeout)
         if data[:1] == b"P" and pid:
             self.pid = pid
+            # The server reaps it only once this client answers (``R``) or goes away, so
+            # the pid is still this child's now: the pidfd pins it for the kill.
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except OSError:  # old kernel: the pid is pinned until ``R`` anyway
+                self.pidfd = None
             return
         if data[:1] == b"F":
             errno_, message, where = json.loads(data[1:])
@@ -515,6 +522,17 @@ class WarmChild(Child):
     def poll_exit(self) -> bool:
         return self.returncode is not None or self.on_exit_fd()
 
+    def kill(self, sig: int) -> None:
+        if self.reaped or not self.pid:
+            return
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            elif not self.lost:  # unreaped until ``R``: the pid is the run's
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
     def has_exited(self) -> bool:
         # The server sends the status once waitid(WNOWAIT) saw the exit; a lost server says
         # nothing about the child.
@@ -548,6 +566,9 @@ class WarmChild(Child):
         if not self._done:
             self._done = True
             self.sock.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
             self.server.finished()
 
     def close(self) -> None:
