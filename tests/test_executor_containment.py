@@ -180,3 +180,56 @@ def test_stop_and_interrupt_kill_a_main_process_that_left_its_group(
     took = time.monotonic() - began
     _check_dead(int(_wait_text(marker)), start)
     assert took < 15, f"{how} took {took:.1f} s"
+
+
+# -- a warm run whose server died ------------------------------------------------------------
+
+SLEEPER = """
+import os, sys, time
+import pandas
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(30)
+"""
+
+
+def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
+    tmp_path: Path, make_skill
+) -> None:
+    make_skill(tmp_path / "skills", "sleepy", scripts={"scripts/sleep.py": SLEEPER})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=60)
+    marker = tmp_path / "run.pid"
+    before = _zombie_children()
+
+    def kill_the_server() -> None:
+        _wait_text(marker, within=60)
+        for server in warm.POOL.servers():
+            os.kill(server.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_server, daemon=True)
+    killer.start()
+    began = time.monotonic()
+    res = manager.execute_skill_script(
+        "sleepy", "sleep", argv=[str(marker)], approver=None, warm=True
+    )
+    killer.join(5)
+    assert res.start == "warm", res.start_note
+    assert time.monotonic() - began < 30
+    line = (
+        "the warm server stopped (signal 9) while this ran: rerun it, it will start cold "
+        "or on a new server"
+    )
+    assert line in res.stderr, res.stderr
+    assert "Signal: SIGKILL" not in res.stderr  # it does not read as if the script was killed
+    assert res.signal is None and res.exit_code != 0
+    _check_dead(int(marker.read_text()), "warm")
+    deadline = time.monotonic() + 2
+    while _zombie_children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _zombie_children() - before == set(), "a killed child stays a zombie here"
+    # The next run starts (on a new server or cold) and works.
+    again = manager.execute_skill_script(
+        "sleepy", "sleep", argv=[str(tmp_path / "again.pid")], approver=None, timeout=3
+    )
+    assert again.timeout, again.stderr

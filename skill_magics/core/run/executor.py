@@ -399,6 +399,15 @@ class ScriptExecutor:
             logger.warning(
                 "Skill %s: %s", prepared.skill_name, reason, extra={"skill": prepared.skill_name}
             )
+        elif out.server_stopped:
+            # Not the script's doing (it reads as OOM-killed otherwise): one line, the fix.
+            outcome = AuditOutcome.FAILED
+            reason = (
+                f"the warm server stopped ({out.server_stopped}) while this ran: rerun it, "
+                "it will start cold or on a new server"
+            )
+            stderr = _append_line(stderr, reason)
+            logger.warning("Skill %s: %s: %s", prepared.skill_name, rel, reason)
         elif out.cancelled:
             sig_num = int(signal.SIGTERM)
             exit_code, sig_name, outcome = -sig_num, "SIGTERM", AuditOutcome.INTERRUPTED

@@ -170,6 +170,7 @@ class ProcessOutcome:
     duration_s: float
     timed_out: bool = False
     cancelled: bool = False
+    server_stopped: str = ""  # a warm run's server ended while it ran: how ("signal 9")
 
 
 def group_kwargs() -> dict:
@@ -391,6 +392,9 @@ class Child:
     stdout: Pipe
     stderr: Pipe
     reaped = False
+    # A warm run's server ended while it ran ("signal 9", "exit 1"): its status is not the
+    # script's own doing (ProcessOutcome.server_stopped).
+    server_stopped = ""
 
     def exit_fd(self) -> int | None:
         """A descriptor that becomes readable when the main process exits (None: poll)."""
@@ -897,6 +901,7 @@ def drive(
         duration_s=time.monotonic() - start,
         timed_out=timed_out,
         cancelled=cancelled,
+        server_stopped=child.server_stopped,
     )
 
 
