@@ -3,9 +3,9 @@
 
 :class:`WarmLauncher` looks at a checked run (a PreparedRun, its environment with the
 secret values, its network) and either gives a :class:`Ticket` (the server to fork it from
-and the run's spec) or says in one line why this run starts cold. :func:`run_warm` then runs
-the ticket through the executor's own loop (process.drive): same pipes, caps, timeout and
-group kill as a cold run.
+and the run's spec) or says in one line why this run starts cold. :func:`fork` then starts
+the ticket's run as a process.Child, which the executor's one loop (process.drive) drives:
+same pipes, caps, timeout and kill as a cold run.
 
 A run is warm only when everything a cold run would see can be reproduced in a fork:
 
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.run.process import OnOutput, Pipe, ProcessOutcome, drive
+from skill_magics.core.run.process import Pipe
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
 from skill_magics.core.run.warm.pool import POOL
 from skill_magics.core.run.warm.server import (
@@ -46,13 +46,13 @@ from skill_magics.core.run.warm.server import (
     ZYGOTE,
     ServerKey,
     ServerState,
+    WarmChild,
     WarmServer,
 )
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
     from skill_magics.core.run.sandbox import SandboxProfile
-    from skill_magics.core.secrets import Masks
 
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
 DRAIN_S = 15.0  # "on": how long runs wait for the runs in flight before an extra import
@@ -645,66 +645,34 @@ class WarmUnavailable(OSError):
     """The server could not fork this run now (it stopped meanwhile): run it cold."""
 
 
-def run_warm(
-    ticket: Ticket,
-    *,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None = None,
-    cancel: threading.Event | None = None,
-    masks: Masks | None = None,
-    started: Callable[[], object] | None = None,
-) -> ProcessOutcome:
-    """Fork the run from its server and drive it like a cold one (process.drive).
+def fork(ticket: Ticket, payload: bytes | None) -> WarmChild:
+    """The warm launch: fork the run from its server; process.drive then drives it like a
+    cold one (same pipes, caps, timeout and kill).
 
-    ``masks``: the secret values redacted from its output. An unsandboxed run carries its
-    run id and its orphans are found and killed as a cold run's are (core/run/orphans.py:
-    they are re-parented to this process, a child subreaper during runs, through the
-    server). Raises WarmUnavailable when the server cannot fork it (nothing ran),
-    SpawnError when the child could not start (its cwd vanished: exit 126 as for a cold
-    run). ``started``: see process.drive."""
+    An unsandboxed run carries its run id and its orphans are found and killed as a cold
+    run's are (core/run/orphans.py: they are re-parented to this process, a child subreaper
+    during runs, through the server). Raises WarmUnavailable when the server cannot fork it
+    (nothing ran); a child that could not start (its cwd vanished) makes drive raise
+    SpawnError (exit 126 as for a cold run)."""
     held: Orphans | None = None
     spec = ticket.spec
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
-        run_id = new_run_id()
-        held = Orphans(run_id)
+        held = Orphans(run_id := new_run_id())
         # Also in the block /proc/PID/environ shows: a daemon forked without exec has it.
         mark = f"{RUN_ID_VAR}={run_id}"
         spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_mark": mark}
     try:
-        return _run_warm(
-            ticket,
-            json.dumps(spec).encode(),
-            payload,
-            timeout,
-            max_output_size,
-            on_output,
-            cancel,
-            masks,
-            held,
-            started,
-        )
-    finally:
+        child = _fork(ticket.server, json.dumps(spec).encode(), payload)
+    except BaseException:
         if held is not None:
-            held.close()
             SUBREAPER.leave()
+        raise
+    child.held = held
+    return child
 
 
-def _run_warm(
-    ticket: Ticket,
-    spec: bytes,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None,
-    cancel: threading.Event | None,
-    masks: Masks | None,
-    held: Orphans | None,
-    started: Callable[[], object] | None = None,
-) -> ProcessOutcome:
+def _fork(server: WarmServer, spec: bytes, payload: bytes | None) -> WarmChild:
     start = time.monotonic()
-    server = ticket.server
     ours: list[int] = []
     theirs: list[int] = []
     try:
@@ -730,15 +698,12 @@ def _run_warm(
     finally:
         for fd in theirs:
             os.close(fd)
+    child.start = start
+    child.payload = payload
     child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
     child.stdout = Pipe(out_r)
     child.stderr = Pipe(err_r)
-    outcome = drive(
-        child, start, payload, timeout, max_output_size, on_output, cancel, masks, held, started
-    )
-    if child.failure is not None:
-        raise child.failure
-    return outcome
+    return child
 
 
 __all__ = [
@@ -751,6 +716,6 @@ __all__ = [
     "parse_target",
     "quick_cold",
     "preload_names",
-    "run_warm",
+    "fork",
     "script_imports",
 ]
