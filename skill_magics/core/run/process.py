@@ -1,9 +1,14 @@
 """Run one command in its own process group, driven by one selector loop in the calling thread.
 
 Example:
-    >>> out = run_process(["bash", "x.sh"], cwd="/skills/s", env={"PATH": "/usr/bin"},
-    ...                   payload=b"{}", timeout=30, max_output_size=10 * 2**20)
+    >>> child = spawn(["bash", "x.sh"], b"{}", cwd="/skills/s", env={"PATH": "/usr/bin"})
+    >>> out = drive(child, Limits(timeout=30, max_output_size=10 * 2**20))
     >>> out.returncode, out.stdout.text
+
+:func:`spawn` is the cold launch; a warm one (core/run/warm/launch.fork) returns another
+kind of :class:`Child`; :func:`drive` drives either to its end (core/run/launch.py chooses).
+The kill reaches the main process by its own pid (a pidfd) as well as its group: a script
+can move itself into another group (``setpgid``) or session, where the group kill misses it.
 
 Why one loop and no reader threads: per-run threads measured ~1.27x raw ``subprocess.run`` on
 a trivial bash script, one loop ~1.05x. Why a process group and not a new session: with
