@@ -2,12 +2,14 @@
 
 The executor gets a :class:`~skill_magics.core.run.checks.PreparedRun` (every check already
 passed, core/run/checks.py) and only launches it: ``run`` re-checks the script file (it may
-have changed while approval waited), adds the declaring skill's secret values and the bwrap
-wrapper (sandbox.py), spawns ``[interpreter, script, *argv]`` (never a shell) in its own
-process group (process.py) with the prepared cwd and environment, reads both pipes up to the
-prepared output cap, kills the whole group on timeout, Stop or interrupt, masks secret values
-in what comes back, and audits the attempt. When the script exits, whatever it left running
-in its group is killed: a run owns its processes.
+have changed while approval waited), adds the declaring skill's secret values, lets
+launch.py choose how the process starts (cold, sandboxed in bwrap, or forked warm: a
+``Launch`` whose ``spawn`` returns a process.Child running ``[interpreter, script, *argv]``,
+never a shell, in its own process group with the prepared cwd and environment), then
+``process.drive(child, limits)`` reads both pipes up to the prepared output cap, kills the
+main process and everything it started on timeout, Stop or interrupt, masks secret values in
+what comes back; the executor audits the attempt. When the script exits, whatever it left
+running in its group is killed: a run owns its processes.
 
 Callers reach it through the one call site, ``core/run/pipeline.py`` (``run_planned``), after
 the gate allowed the run.
