@@ -233,3 +233,38 @@ def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
         "sleepy", "sleep", argv=[str(tmp_path / "again.pid")], approver=None, timeout=3
     )
     assert again.timeout, again.stderr
+
+
+# -- kernel exit -----------------------------------------------------------------------------
+
+KERNEL = """
+import os, sys, threading, time
+sys.path.insert(0, {repo!r})
+from skill_magics.core.manager import SkillManager
+
+manager = SkillManager([{skills!r}], run_cwd="skill", warm_start={warm!r})
+run = lambda: manager.execute_skill_script(
+    "leaver", "join", argv=[{marker!r}], approver=None, timeout=60, warm={warm_on}
+)
+threading.Thread(target=run, daemon=True).start()  # a run in flight in a worker thread
+while not os.path.exists({marker!r}):
+    time.sleep(0.01)
+sys.exit(0)  # the kernel exits (a shutdown request) while the run sleeps
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_kernel_exit_kills_a_run_in_flight(tmp_path: Path, leaver, start: str) -> None:
+    import subprocess
+
+    marker = tmp_path / f"{start}-exit.pid"
+    code = KERNEL.format(
+        repo=str(Path(__file__).resolve().parent.parent),
+        skills=str(tmp_path / "skills"),
+        marker=str(marker),
+        warm="on" if start == "warm" else "off",
+        warm_on=start == "warm",
+    )
+    kernel = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True)
+    assert kernel.returncode == 0, kernel.stderr.decode()
+    _check_dead(int(_wait_text(marker)), start)

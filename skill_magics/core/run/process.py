@@ -32,6 +32,7 @@ in its environment; the run's end kills and reaps it. What still escapes is said
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import errno
 import logging
@@ -856,6 +857,34 @@ _GROUP = group_kwargs()  # the same for every run
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
+# Runs being driven, in any thread: if this process exits meanwhile (a kernel shut down with
+# a run in flight in a worker thread), atexit kills them; nothing else would (a cold run has
+# no parent-death signal).
+_LIVE: set[Child] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_live() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for child in live:
+        try:
+            _kill_all(child, None, signal.SIGKILL, child.held)
+        except Exception:  # noqa: BLE001 - at exit: kill the others anyway
+            continue
+
+
+def _forget_live() -> None:  # a forked copy of this process owns none of these runs
+    global _LIVE_LOCK
+    _LIVE.clear()
+    _LIVE_LOCK = threading.Lock()
+
+
+atexit.register(_kill_live)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_live)
+
+
 @dataclass
 class _Run:
     """What :func:`drive` knows of a run while it goes: the loop, the process tree once it
@@ -895,6 +924,8 @@ def drive(child: Child, limits: Limits) -> ProcessOutcome:
     try:
         loop = _Loop(child, child.payload, limits.max_output_size, limits.on_output, limits.masks)
         run = _Run(child, loop, limits)
+        with _LIVE_LOCK:
+            _LIVE.add(child)
         if limits.started is not None:
             limits.started()
         _wait(run)
@@ -913,6 +944,8 @@ def drive(child: Child, limits: Limits) -> ProcessOutcome:
             _abort(child, loop, run)
         raise
     finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(child)
         _close(child, loop)
     if child.failure is not None:
         raise child.failure
