@@ -205,28 +205,59 @@ def _relevant_statements(text: str) -> tuple[list[tuple[str, list[_Try]]], bool]
     Only lines that may matter are visited (one regex over the text finds them); the others
     (most of a script) are never looked at in Python.
     """
-    out: list[tuple[int, str, list[_Try]]] = []
-    tries: list[_Try] = []
-    main_guard = False
-    aliases: set[str] = set()  # "go(" for ``from subprocess import run as go``
-    quote = ""  # the triple quote of the string we are inside, if any
-    consumed = 0  # text before this offset was read as part of an earlier statement
+    scan = _Scan(text)
     for start, end in _candidate_lines(text, _TOKENS):
-        if start < consumed:
-            continue
-        line = text[start:end]
-        if quote:
-            if quote in line:
-                quote = ""
-            continue
+        if start >= scan.consumed:
+            scan.line(start, end)
+    out = scan.out
+    if scan.aliases:  # calls through an alias (``go(cmd)``): a second, targeted pass
+        seen = {pos for pos, _, _ in out}
+        for start, end in _candidate_lines(text, sorted(scan.aliases)):
+            if start not in seen:
+                statement = _as_simple(_logical_line(text[start:end].strip(), text, end)[0])
+                if statement:
+                    out.append((start, statement, []))
+        out.sort(key=lambda item: item[0])  # assignments before the calls that use them
+    return [(statement, around) for _, statement, around in out], scan.main_guard
+
+
+class _Scan:
+    """The state of :func:`_relevant_statements` over one text's candidate lines."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[tuple[int, str, list[_Try]]] = []
+        self.tries: list[_Try] = []
+        self.main_guard = False
+        self.aliases: set[str] = set()  # "go(" for ``from subprocess import run as go``
+        self.quote = ""  # the triple quote of the string we are inside, if any
+        self.consumed = 0  # text before this offset was read as part of an earlier statement
+
+    def line(self, start: int, end: int) -> None:
+        line = self.text[start:end]
+        if self.quote:
+            if self.quote in line:
+                self.quote = ""
+            return
         stripped = line.strip()
         if not stripped or stripped[0] == "#":
-            continue
+            return
         indent = len(line) - len(line.lstrip())
         for q in ('"""', "'''"):
             if line.count(q) % 2 == 1:  # opens a string that ends on a later line
-                quote = q
+                self.quote = q
                 break
+        if self._structure(stripped, indent) or self.quote:
+            return
+        if self._relevant(stripped):
+            statement, self.consumed = _logical_line(stripped, self.text, end)
+            statement = _as_simple(statement)
+            if statement:
+                self.out.append((start, statement, [t for t in self.tries if t.in_body]))
+
+    def _structure(self, stripped: str, indent: int) -> bool:
+        """Follow try/except blocks and the main guard; True when the line was one."""
+        tries = self.tries
         while tries and (
             indent < tries[-1].indent
             or (indent == tries[-1].indent and not stripped.startswith(_BLOCK_END))
@@ -234,42 +265,30 @@ def _relevant_statements(text: str) -> tuple[list[tuple[str, list[_Try]]], bool]
             tries.pop()
         if stripped.startswith("try:"):
             tries.append(_Try(indent))
-            continue
+            return True
         if tries and indent == tries[-1].indent and stripped.startswith("except"):
             tries[-1].in_body = False
             found = _EXCEPT.match(stripped)
             what = found.group("what") if found else ""
             if not what.strip() or any(name in what for name in _IMPORT_ERRORS):
                 tries[-1].catches = True
-            continue
+            return True
         if indent == 0 and _MAIN_GUARD.match(stripped):
-            main_guard = True
-            continue
-        if quote:
-            continue
+            self.main_guard = True
+            return True
+        return False
+
+    def _relevant(self, stripped: str) -> bool:
+        """An import, a program named, a list assigned or a call through an alias."""
         is_import = _IMPORT_LINE.match(stripped) is not None
         if is_import and " as " in stripped and ("subprocess" in stripped or "shutil" in stripped):
-            aliases.update(m + "(" for m in _ALIAS.findall(stripped))  # run as go: go(...)
-        if not (
+            self.aliases.update(m + "(" for m in _ALIAS.findall(stripped))  # run as go: go(...)
+        return (
             is_import
-            or _PROGRAM_HINT.search(stripped)
-            or _LIST_ASSIGN.match(stripped)
-            or (aliases and any(a in stripped for a in aliases))
-        ):
-            continue
-        statement, consumed = _logical_line(stripped, text, end)
-        statement = _as_simple(statement)
-        if statement:
-            out.append((start, statement, [t for t in tries if t.in_body]))
-    if aliases:  # calls through an alias (``go(cmd)``): a second, targeted pass
-        seen = {pos for pos, _, _ in out}
-        for start, end in _candidate_lines(text, sorted(aliases)):
-            if start not in seen:
-                statement = _as_simple(_logical_line(text[start:end].strip(), text, end)[0])
-                if statement:
-                    out.append((start, statement, []))
-        out.sort(key=lambda item: item[0])  # assignments before the calls that use them
-    return [(statement, around) for _, statement, around in out], main_guard
+            or _PROGRAM_HINT.search(stripped) is not None
+            or _LIST_ASSIGN.match(stripped) is not None
+            or bool(self.aliases and any(a in stripped for a in self.aliases))
+        )
 
 
 def _candidate_lines(text: str, tokens: Sequence[str]) -> list[tuple[int, int]]:

@@ -47,7 +47,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from skill_magics.core import envdirs
 from skill_magics.core.catalog import distnames, kinds
-from skill_magics.core.catalog.pysource import analyze
+from skill_magics.core.catalog.pysource import SourceInfo, analyze
 from skill_magics.core.models import ScriptMetadata
 from skill_magics.core.visible import mark_non_ascii
 
@@ -178,84 +178,106 @@ def skill_requirements(
     if python is None:
         python, python_source = envdirs.choose_python(base)
     search = envdirs.import_path(python)
-    stamp = folder_stamp(search)  # once per call: _found_in is asked per import
-    warnings: list[str] = []
-    refused: list[RefusedRequirement] = []
-    declared = _declared_files(base, warnings, refused)
-    packages: dict[str, _Pkg] = {}
-    programs: dict[str, list[str]] = {}
-    exists = kinds._Exists(base)
-    py_scripts = [s for s in scripts if s.script_type == "python"]
-    covered_by_files: list[str] = []
-    imports_of: dict[str, dict[str, bool]] = {}  # script -> {import top: optional}
-    graph: dict[str, set[str]] = {}  # script -> the skill's files it imports
-    for script in py_scripts:
-        rel = script.path.as_posix()
-        info = analyze(os.path.join(base, rel))
-        if info.error and not info.dependencies:
-            warnings.append(f"{rel}: {info.error}; its imports may be incomplete")
-        for program in info.programs:
-            programs.setdefault(program, []).append(rel)
-        tops = _third_party(rel, info.imports, exists)
-        graph[rel] = kinds._imported_files(rel, info.imports, exists)[0]
-        imports_of[rel] = tops
-        if info.dependencies is not None:
-            for spec in info.dependencies:
-                why = requirement_problem(spec)
-                if why is not None:
-                    line = _line_of(os.path.join(base, rel), spec)
-                    refused.append(RefusedRequirement(f"{rel} (PEP 723)", line, spec, why))
-                    continue
-                _add_spec(packages, spec, rel, f"PEP 723 {rel}", False)
-        elif declared:
-            covered_by_files.append(rel)
-        else:
-            for top, optional in tops.items():
-                dist = _dist_for(top, search, stamp)
-                why = requirement_problem(dist)
-                if why is not None:  # an import name no distribution can have (non-ASCII)
-                    line = next((r.line for r in info.imports if r.top == top), 0)
-                    refused.append(RefusedRequirement(rel, line, f"import {top}", why))
-                    continue
-                pkg = packages.setdefault(
-                    distnames.normalize(dist), _Pkg(dist, SOURCE_IMPORTS, dist)
-                )
-                pkg.imports.setdefault(top, None)
-                pkg.scripts.setdefault(rel, None)
-                pkg.optional = pkg.optional and optional
-    for source, specs in declared:
+    acc = _Found(base, search, folder_stamp(search))  # the stamp: once per call
+    acc.declared = _declared_files(base, acc.warnings, acc.refused)
+    for script in scripts:
+        if script.script_type == "python":
+            acc.script(script.path.as_posix())
+    for source, specs in acc.declared:
         for spec, optional, _line in specs:
-            _add_spec(packages, spec, None, source, optional)
-    # Which imports and scripts a declared package stands for (by the import -> dist map).
-    for pkg in packages.values():
-        if pkg.source == SOURCE_IMPORTS:
-            continue
-        key = distnames.normalize(pkg.name)
-        for rel, tops in imports_of.items():
-            own = pkg.scripts if pkg.source.startswith("PEP 723") else covered_by_files
-            if rel not in own:
-                continue
-            for top in tops:
-                if distnames.normalize(_dist_for(top, search, stamp)) == key:
-                    pkg.imports.setdefault(top, None)
-                    pkg.scripts.setdefault(rel, None)
-        if not pkg.scripts:  # a skill-wide file: every script it covers
-            for rel in covered_by_files:
-                pkg.scripts.setdefault(rel, None)
+            _add_spec(acc.packages, spec, None, source, optional)
+    for pkg in acc.packages.values():
+        acc.link_declared(pkg)
     # An entry needs what the helpers it imports need: scripts_for closes over imports.
+    graph, stamp = acc.graph, acc.stamp
     out = tuple(
-        _finish(pkg, search, _importers(pkg.scripts, graph), stamp) for pkg in packages.values()
+        _finish(pkg, search, _importers(pkg.scripts, graph), stamp) for pkg in acc.packages.values()
     )
-    progs = tuple(_program(name, _importers(rels, graph)) for name, rels in programs.items())
+    progs = tuple(_program(name, _importers(rels, graph)) for name, rels in acc.programs.items())
     return Requirements(
         skill=skill_name,
         python=python,
         python_source=python_source or "",
         packages=tuple(sorted(out, key=lambda p: (p.optional, p.name.lower()))),
         programs=tuple(sorted(progs, key=lambda p: p.name)),
-        warnings=tuple(warnings) + tuple(str(r) for r in refused),
-        refused=tuple(refused),
+        warnings=tuple(acc.warnings) + tuple(str(r) for r in acc.refused),
+        refused=tuple(acc.refused),
     )
+
+
+class _Found:
+    """What :func:`skill_requirements` has found so far in one skill."""
+
+    def __init__(self, base: str, search: Sequence[str], stamp: tuple[int, ...]) -> None:
+        self.base = base
+        self.search = search
+        self.stamp = stamp  # folder_stamp(search): _dist_for is asked per import
+        self.exists = kinds._Exists(base)
+        self.warnings: list[str] = []
+        self.refused: list[RefusedRequirement] = []
+        # requirement files: (source, [(spec, optional, line)])
+        self.declared: list[tuple[str, list[tuple[str, bool, int]]]] = []
+        self.packages: dict[str, _Pkg] = {}
+        self.programs: dict[str, list[str]] = {}
+        self.covered_by_files: list[str] = []  # scripts a requirement file speaks for
+        self.imports_of: dict[str, dict[str, bool]] = {}  # script -> {import top: optional}
+        self.graph: dict[str, set[str]] = {}  # script -> the skill's files it imports
+
+    def script(self, rel: str) -> None:
+        """One Python script: its programs, its imports, its PEP 723 block."""
+        path = os.path.join(self.base, rel)
+        info = analyze(path)
+        if info.error and not info.dependencies:
+            self.warnings.append(f"{rel}: {info.error}; its imports may be incomplete")
+        for program in info.programs:
+            self.programs.setdefault(program, []).append(rel)
+        tops = _third_party(rel, info.imports, self.exists)
+        self.graph[rel] = kinds._imported_files(rel, info.imports, self.exists)[0]
+        self.imports_of[rel] = tops
+        if info.dependencies is not None:
+            for spec in info.dependencies:
+                why = requirement_problem(spec)
+                if why is not None:
+                    line = _line_of(path, spec)
+                    self.refused.append(RefusedRequirement(f"{rel} (PEP 723)", line, spec, why))
+                    continue
+                _add_spec(self.packages, spec, rel, f"PEP 723 {rel}", False)
+        elif self.declared:
+            self.covered_by_files.append(rel)
+        else:
+            for top, optional in tops.items():
+                self._imported(rel, top, optional, info)
+
+    def _imported(self, rel: str, top: str, optional: bool, info: SourceInfo) -> None:
+        """A third-party import of a script no requirement file or PEP 723 block covers."""
+        dist = _dist_for(top, self.search, self.stamp)
+        why = requirement_problem(dist)
+        if why is not None:  # an import name no distribution can have (non-ASCII)
+            line = next((r.line for r in info.imports if r.top == top), 0)
+            self.refused.append(RefusedRequirement(rel, line, f"import {top}", why))
+            return
+        pkg = self.packages.setdefault(distnames.normalize(dist), _Pkg(dist, SOURCE_IMPORTS, dist))
+        pkg.imports.setdefault(top, None)
+        pkg.scripts.setdefault(rel, None)
+        pkg.optional = pkg.optional and optional
+
+    def link_declared(self, pkg: _Pkg) -> None:
+        """Which imports and scripts a declared package stands for (by the import -> dist
+        map); a skill-wide file's package: every script it covers."""
+        if pkg.source == SOURCE_IMPORTS:
+            return
+        key = distnames.normalize(pkg.name)
+        own = pkg.scripts if pkg.source.startswith("PEP 723") else self.covered_by_files
+        for rel, tops in self.imports_of.items():
+            if rel not in own:
+                continue
+            for top in tops:
+                if distnames.normalize(_dist_for(top, self.search, self.stamp)) == key:
+                    pkg.imports.setdefault(top, None)
+                    pkg.scripts.setdefault(rel, None)
+        if not pkg.scripts:
+            for rel in self.covered_by_files:
+                pkg.scripts.setdefault(rel, None)
 
 
 @dataclass

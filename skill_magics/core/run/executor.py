@@ -2,12 +2,14 @@
 
 The executor gets a :class:`~skill_magics.core.run.checks.PreparedRun` (every check already
 passed, core/run/checks.py) and only launches it: ``run`` re-checks the script file (it may
-have changed while approval waited), adds the declaring skill's secret values and the bwrap
-wrapper (sandbox.py), spawns ``[interpreter, script, *argv]`` (never a shell) in its own
-process group (process.py) with the prepared cwd and environment, reads both pipes up to the
-prepared output cap, kills the whole group on timeout, Stop or interrupt, masks secret values
-in what comes back, and audits the attempt. When the script exits, whatever it left running
-in its group is killed: a run owns its processes.
+have changed while approval waited), adds the declaring skill's secret values, lets
+launch.py choose how the process starts (cold, sandboxed in bwrap, or forked warm: a
+``Launch`` whose ``spawn`` returns a process.Child running ``[interpreter, script, *argv]``,
+never a shell, in its own process group with the prepared cwd and environment), then
+``process.drive(child, limits)`` reads both pipes up to the prepared output cap, kills the
+main process and everything it started on timeout, Stop or interrupt, masks secret values in
+what comes back; the executor audits the attempt. When the script exits, whatever it left
+running in its group is killed: a run owns its processes.
 
 Callers reach it through the one call site, ``core/run/pipeline.py`` (``run_planned``), after
 the gate allowed the run.
@@ -31,77 +33,32 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from skill_magics.core import paths
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.models import TIMEOUT_EXIT_CODE, ScriptExecutionResult, SkillMetadata
+from skill_magics.core.run import launch as launching
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.checks import BASE_ENV, PreparedRun, RunChecks
-from skill_magics.core.run.process import ProcessOutcome, SpawnError, run_process
-from skill_magics.core.run.sandbox import NetworkGrants, SandboxProfile
+from skill_magics.core.run.launch import Launch
+from skill_magics.core.run.process import Limits, ProcessOutcome, SpawnError, drive
+from skill_magics.core.run.sandbox import NetworkGrants
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     RunSettings,
 )
-from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.run.warm.launch import (
-    Ticket,
-    WarmLauncher,
-    WarmUnavailable,
-    quick_cold,
-    run_warm,
-)
+from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
 from skill_magics.core.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.status import AuditOutcome
 
 logger = logging.getLogger("skill_magics.executor")
 
 OnOutput = Callable[[str, str], object]
-
-
-@dataclass(frozen=True)
-class _Boxed:
-    """A run's sandbox as spawned: the profile and, when active, its private TMPDIR and
-    network (a cold run's bwrap command, or the warm server's sandbox)."""
-
-    profile: SandboxProfile
-    tmpdir: str | None = None  # None: ``auto`` found no sandbox (the note says why)
-    network: bool = False
-
-    @property
-    def active(self) -> bool:
-        return self.tmpdir is not None
-
-    @property
-    def record(self) -> dict[str, Any]:
-        """For the audit record and the result: mode, network, writable paths."""
-        data = self.profile.record()
-        if self.tmpdir is None:
-            return data
-        data["network"] = self.network
-        return data
-
-
-@dataclass(frozen=True)
-class _Start:
-    """How a run's process comes to be: a warm ticket, or cold (with why not warm)."""
-
-    ticket: Any = None  # warm.Ticket
-    note: str = ""
-
-    @property
-    def name(self) -> str:
-        return "warm" if self.ticket is not None else "cold"
-
-
-_COLD = _Start()
-_COLD_BECAUSE: dict[str, _Start] = {}  # the few notes quick_cold gives: one value each
 
 
 def _fmt_seconds(seconds: float) -> str:
@@ -202,18 +159,10 @@ class ScriptExecutor:
         try:
             env = self._env(prepared) if prepared.secrets else prepared.env
             network = self.network_for(prepared) if prepared.sandbox is not None else True
-            how = self._start(prepared, env, network, cancel)
-            command: tuple[str, ...] = ()
-            if how.ticket is not None:
-                boxed = self._warm_box(prepared, how.ticket)
-            elif prepared.sandbox is None:  # nothing to wrap
-                command, boxed = prepared.command, None
-            else:
-                command, env, boxed = self._isolated_command(prepared, env, network)
+            how = launching.choose(prepared, env, network, cancel, self.warm)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise
-        shown = None if boxed is None else boxed.record
         # No secret value leaves a run, wherever a script printed it: both streams are
         # redacted as they are read, before the output cap and before on_output sees them.
         masks = self.secrets.masks() if len(self.secrets) else None
@@ -222,39 +171,16 @@ class ScriptExecutor:
         def started() -> None:  # the record's texts, made while the script runs
             draft.append(_texts(prepared))
 
+        limits = Limits(
+            prepared.timeout, prepared.max_output_size, on_output, cancel, masks, started
+        )
         try:
-            outcome = None
-            if how.ticket is not None:
-                try:
-                    outcome = run_warm(
-                        how.ticket,
-                        payload=prepared.payload,
-                        timeout=prepared.timeout,
-                        max_output_size=prepared.max_output_size,
-                        on_output=on_output,
-                        cancel=cancel,
-                        masks=masks,
-                        started=started,
-                    )
-                except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
-                    how = _Start(note=str(exc))
-                    command, env, boxed = self._isolated_command(prepared, env, network)
-                    shown = None if boxed is None else boxed.record
-            if outcome is None:
-                outcome = run_process(
-                    command,
-                    cwd=prepared.cwd,
-                    env=env,  # Popen only reads it
-                    payload=prepared.payload,
-                    timeout=prepared.timeout,
-                    max_output_size=prepared.max_output_size,
-                    on_output=on_output,
-                    cancel=cancel,
-                    masks=masks,
-                    # A sandboxed run's PID namespace takes its daemons with it already.
-                    orphans=boxed is None or not boxed.active,
-                    started=started,
-                )
+            try:
+                child = how.spawn(prepared.payload)
+            except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
+                how = launching.cold(prepared, env, network, note=str(exc))
+                child = how.spawn(prepared.payload)
+            outcome = drive(child, limits)
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
             # the way a shell shows it (126), not a crash.
@@ -265,13 +191,13 @@ class ScriptExecutor:
                 AuditOutcome.INTERRUPTED,
                 reason=f"{type(exc).__name__}: the process group was killed",
                 duration_ms=(time.monotonic() - start) * 1000,
-                sandbox=shown,
+                sandbox=how.sandbox,
                 start=how.name,
                 start_note=how.note,
             )
             raise
         texts = draft[0] if draft else None
-        return self._finish(prepared, outcome, boxed=boxed, how=how, texts=texts)
+        return self._finish(prepared, outcome, how, texts=texts)
 
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
@@ -289,57 +215,8 @@ class ScriptExecutor:
             env = {**env, **self.secrets.require(prepared.skill_name, prepared.secrets)}
         return env
 
-    def _start(
-        self,
-        prepared: PreparedRun,
-        env: Mapping[str, str],
-        network: bool,
-        cancel: threading.Event | None,
-    ) -> _Start:
-        """Warm or cold (core/run/warm/): a warm start that cannot be had is a cold start
-        that says why, never a failed run."""
-        if prepared.warm == warm_modes.OFF:
-            return _COLD
-        profile = prepared.sandbox
-        if profile is not None and profile.active:
-            sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
-        why = quick_cold(prepared)  # a bash script, say: no need to ask the launcher
-        if why:
-            found = _COLD_BECAUSE.get(why)
-            if found is None:
-                found = _COLD_BECAUSE[why] = _Start(note=why)
-            return found
-        try:
-            got = self.warm.ticket(prepared, env, network, cancel=cancel)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not fail the run
-            logger.warning("warm start failed; running cold", exc_info=True)
-            return _Start(note=f"warm start failed: {type(exc).__name__}: {exc}")
-        if isinstance(got, Ticket):
-            return _Start(got)
-        return _Start(note=got.note)
-
-    def _warm_box(self, prepared: PreparedRun, ticket: Ticket) -> _Boxed | None:
-        profile = prepared.sandbox
-        if profile is None:
-            return None
-        if not profile.active:
-            return _Boxed(profile)
-        return _Boxed(profile, ticket.tmpdir, ticket.network)
-
-    def _isolated_command(
-        self, prepared: PreparedRun, env: Mapping[str, str], network: bool
-    ) -> tuple[tuple[str, ...], Mapping[str, str], _Boxed | None]:
-        """What to spawn cold: the command (in bwrap when sandboxed) and its environment."""
-        profile = prepared.sandbox
-        if profile is None or not profile.active:
-            return prepared.command, env, (None if profile is None else _Boxed(profile))
-        wrapped = sandboxing.wrap(
-            profile, prepared.command, env, os.fspath(prepared.cwd), network=network
-        )
-        return wrapped.argv, wrapped.env, _Boxed(profile, wrapped.tmpdir, wrapped.network)
-
     def _spawn_failed(
-        self, prepared: PreparedRun, exc: OSError, seconds: float, how: _Start
+        self, prepared: PreparedRun, exc: OSError, seconds: float, how: Launch
     ) -> ScriptExecutionResult:
         message = (
             f"Could not start {prepared.script_rel} with {prepared.program}: {exc.strerror or exc}."
@@ -370,12 +247,10 @@ class ScriptExecutor:
         self,
         prepared: PreparedRun,
         out: ProcessOutcome,
+        how: Launch,
         *,
-        boxed: _Boxed | None = None,
-        how: _Start | None = None,
         texts: tuple[str, str, Masks] | None = None,
     ) -> ScriptExecutionResult:
-        how = how or _COLD
         # The script's name and the arguments' text, made while it ran (_texts), unless a
         # secret became known since: then again, redacted before the cut as always.
         if texts is None or texts[2] is not known_masks():
@@ -384,7 +259,7 @@ class ScriptExecutor:
         start = how.name
         stdout, stderr = out.stdout.text, out.stderr.text  # redacted as read (run_process)
         exit_code = out.returncode
-        sandboxed = boxed is not None and boxed.active
+        sandboxed = how.boxed is not None and how.boxed.active
         if sandboxed and not out.timed_out and not out.cancelled:
             exit_code = _unwrap_bwrap_status(exit_code)
         sig_name: str | None = None
@@ -400,6 +275,15 @@ class ScriptExecutor:
             logger.warning(
                 "Skill %s: %s", prepared.skill_name, reason, extra={"skill": prepared.skill_name}
             )
+        elif out.server_stopped:
+            # Not the script's doing (it reads as OOM-killed otherwise): one line, the fix.
+            outcome = AuditOutcome.FAILED
+            reason = (
+                f"the warm server stopped ({out.server_stopped}) while this ran: rerun it, "
+                "it will start cold or on a new server"
+            )
+            stderr = _append_line(stderr, reason)
+            logger.warning("Skill %s: %s: %s", prepared.skill_name, rel, reason)
         elif out.cancelled:
             sig_num = int(signal.SIGTERM)
             exit_code, sig_name, outcome = -sig_num, "SIGTERM", AuditOutcome.INTERRUPTED
@@ -440,7 +324,7 @@ class ScriptExecutor:
                     f"{prepared.max_output_size:,}",
                 )
         duration_ms = max(out.duration_s * 1000, 1e-3)
-        shown = None if boxed is None else boxed.record
+        shown = how.sandbox
         self.audit.event(
             prepared.skill_name,
             rel,

@@ -1,9 +1,14 @@
 """Run one command in its own process group, driven by one selector loop in the calling thread.
 
 Example:
-    >>> out = run_process(["bash", "x.sh"], cwd="/skills/s", env={"PATH": "/usr/bin"},
-    ...                   payload=b"{}", timeout=30, max_output_size=10 * 2**20)
+    >>> child = spawn(["bash", "x.sh"], b"{}", cwd="/skills/s", env={"PATH": "/usr/bin"})
+    >>> out = drive(child, Limits(timeout=30, max_output_size=10 * 2**20))
     >>> out.returncode, out.stdout.text
+
+:func:`spawn` is the cold launch; a warm one (core/run/warm/launch.fork) returns another
+kind of :class:`Child`; :func:`drive` drives either to its end (core/run/launch.py chooses).
+The kill reaches the main process by its own pid (a pidfd) as well as its group: a script
+can move itself into another group (``setpgid``) or session, where the group kill misses it.
 
 Why one loop and no reader threads: per-run threads measured ~1.27x raw ``subprocess.run`` on
 a trivial bash script, one loop ~1.05x. Why a process group and not a new session: with
@@ -27,6 +32,7 @@ in its environment; the run's end kills and reaps it. What still escapes is said
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import errno
 import logging
@@ -170,6 +176,7 @@ class ProcessOutcome:
     duration_s: float
     timed_out: bool = False
     cancelled: bool = False
+    server_stopped: str = ""  # a warm run's server ended while it ran: how ("signal 9")
 
 
 def group_kwargs() -> dict:
@@ -331,15 +338,19 @@ def _children_reader(psutil: Any) -> Callable[[int], list[int]]:
 
 
 def _kill_all(
-    pgid: int,
+    child: Child,
     tree: _Descendants | None,
     sig: int,
     orphans: Orphans | None = None,
     exited: bool = False,
 ) -> None:
-    """Signal the group, the escapees the snapshots saw and the run's orphans. ``exited``:
-    the main process has surely exited (Child.has_exited), which lets the orphan search
-    settle in one look when nothing is left (core/run/orphans.py)."""
+    """Signal the main process (by its own pid: it may have left its group), the group,
+    the escapees the snapshots saw and the run's orphans. ``exited``: the main process has
+    surely exited (Child.has_exited), which lets the orphan search settle in one look when
+    nothing is left (core/run/orphans.py)."""
+    pgid = child.pid
+    if not exited:
+        child.kill(sig)
     if orphans is not None:
         # Before the kill: what it orphans is held already.
         orphans.collect(exclude=pgid, exited=exited)
@@ -387,6 +398,13 @@ class Child:
     stdout: Pipe
     stderr: Pipe
     reaped = False
+    start = 0.0  # time.monotonic() when it was spawned: the timeout counts from there
+    payload: bytes | None = None  # what is left to write to its stdin (the loop writes it)
+    held: Orphans | None = None  # its orphans (core/run/orphans.py), the subreaper entered
+    failure: SpawnError | None = None  # it could not start after all (a warm child's cwd)
+    # A warm run's server ended while it ran ("signal 9", "exit 1"): its status is not the
+    # script's own doing (ProcessOutcome.server_stopped).
+    server_stopped = ""
 
     def exit_fd(self) -> int | None:
         """A descriptor that becomes readable when the main process exits (None: poll)."""
@@ -405,8 +423,22 @@ class Child:
         ``exited``: it surely has exited already (:meth:`has_exited`)."""
         raise NotImplementedError
 
+    def kill(self, sig: int) -> None:
+        """Signal the main process itself, by pid (a pidfd where there is one): it may have
+        left its group (``setpgid`` into its parent's, ``setsid``), where the group kill
+        misses it. Never reaps it, so its pid cannot be recycled meanwhile."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release what the child holds beyond its pipes (the loop closes those)."""
+
+    def release(self) -> None:
+        """The run is over: let its orphans go (the subreaper is left)."""
+        held, self.held = self.held, None
+        if held is not None:
+            if held.held:
+                held.close()
+            SUBREAPER.leave()
 
     def has_exited(self) -> bool:
         """After the loop saw the exit: has the main process surely exited (it is a zombie
@@ -418,8 +450,19 @@ class _PopenChild(Child):
     """A process started here with subprocess.Popen."""
 
     def __init__(
-        self, proc: subprocess.Popen, stdin: Pipe | None, stdout: Pipe, stderr: Pipe
+        self,
+        proc: subprocess.Popen,
+        stdin: Pipe | None,
+        stdout: Pipe,
+        stderr: Pipe,
+        *,
+        start: float,
+        payload: bytes | None,
+        held: Orphans | None,
     ) -> None:
+        self.start = start
+        self.payload = payload
+        self.held = held
         self.proc = proc
         self.pid = proc.pid
         self.stdin = stdin
@@ -434,6 +477,17 @@ class _PopenChild(Child):
             except OSError:  # old kernel (< 5.3) or seccomp: poll the pid instead
                 self.pidfd = None
         return self.pidfd
+
+    def kill(self, sig: int) -> None:
+        if self.reaped:
+            return
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            else:  # unreaped: the pid is still this child's (a zombie at worst)
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def poll_exit(self) -> bool:
         if _HAS_WAITID:
@@ -635,6 +689,12 @@ class _Loop:
             self.step(left if self.watching else min(left, 0.005))
         return True
 
+    def drain(self, end: float) -> None:
+        """Read what background children still write, until they close the pipes or
+        ``end`` (time.monotonic())."""
+        while self.readers and time.monotonic() < end:
+            self.step(end - time.monotonic())
+
     def final_drain(self) -> None:
         """After the group is dead, read what is still buffered without waiting for writers
         outside the group (a daemon that escaped with setsid) to close the pipes."""
@@ -664,6 +724,110 @@ class _Loop:
             self.sel.close()
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What :func:`drive` holds a run to, whichever way it started.
+
+    ``timeout`` counts from when the child was spawned; ``max_output_size`` caps each
+    stream; ``on_output(stream, text)`` gets decoded chunks as they arrive, in the driving
+    thread; setting ``cancel`` stops the run; ``masks``: secret values redacted from both
+    streams before the cap cuts them; ``started``: called once in that thread, before the
+    loop first waits (work that may as well be done while the script runs; what it raises
+    stops the run like a KeyboardInterrupt does)."""
+
+    timeout: float
+    max_output_size: int
+    on_output: OnOutput | None = None
+    cancel: threading.Event | None = None
+    masks: Masks | None = None
+    started: Callable[[], object] | None = None
+
+
+def spawn(
+    command: Sequence[str],
+    payload: bytes | None,
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    orphans: bool = True,
+) -> Child:
+    """Start ``command`` (list form, never a shell) in a process group of its own: the cold
+    launch (a sandboxed run is the same, its command wrapped in bwrap). payload None means
+    stdin reads as empty. ``orphans``: also find and kill the run's daemons that left the
+    group (core/run/orphans.py; a sandboxed run's PID namespace does that already). Raises
+    SpawnError when the program cannot be started (nothing ran)."""
+    held: Orphans | None = None
+    if orphans and SUBREAPER.enter():
+        held = Orphans(run_id := new_run_id())
+        env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
+    try:
+        start = time.monotonic()
+        proc, stdin, out_r, err_r, rest = _popen(command, payload, cwd, env)
+    except BaseException:
+        if held is not None:
+            SUBREAPER.leave()
+        raise
+    return _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r), start=start, payload=rest, held=held)
+
+
+def _popen(
+    command: Sequence[str],
+    payload: bytes | None,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+) -> tuple[subprocess.Popen, Pipe | None, int, int, bytes | None]:
+    """Popen with pipes made here, not by Popen: it would wrap its ends in file objects (an
+    fstat each) that the loop never uses. A payload that fits the pipe is written before the
+    spawn and its write end closed: the script reads it, then EOF. Returns the process, our
+    stdin end (None: nothing left to write), stdout and stderr read ends, the unwritten
+    payload."""
+    theirs: list[int] = []  # the child's ends: closed here once it has them
+    ours: list[int] = []
+    stdin: Pipe | None = None
+    try:
+        if payload is None:
+            child_in: int = subprocess.DEVNULL
+        else:
+            child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+            theirs.append(child_in)
+            ours.append(in_w)
+            written = os.write(in_w, payload) if len(payload) <= _PREFILL else 0
+            if written == len(payload):
+                os.close(ours.pop())
+                payload = None
+            else:  # the loop writes it (or the rest: never, a small write is atomic)
+                payload = payload[written:]
+                stdin = Pipe(in_w)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+        ours.append(out_r)
+        theirs.append(out_w)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+        ours.append(err_r)
+        theirs.append(err_w)
+        try:
+            proc = subprocess.Popen(
+                command,
+                stdin=child_in,
+                stdout=out_w,
+                stderr=err_w,
+                cwd=cwd,
+                env=env,
+                shell=False,
+                bufsize=0,
+                **_GROUP,
+            )
+        except OSError as exc:
+            raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    return proc, stdin, out_r, err_r, payload
+
+
 def run_process(
     command: Sequence[str],
     *,
@@ -678,88 +842,10 @@ def run_process(
     orphans: bool = True,
     started: Callable[[], object] | None = None,
 ) -> ProcessOutcome:
-    """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
-
-    ``masks``: secret values to redact from both streams before the cap cuts them and
-    before ``on_output`` sees them (:class:`StreamCapture`).
-
-    Raises SpawnError when the program cannot be started; KeyboardInterrupt (and any other
-    BaseException) kills the whole group before it propagates. ``orphans``: also find and
-    kill the run's daemons that left the group (core/run/orphans.py; a sandboxed run's PID
-    namespace does that already). ``started``: see :func:`drive`.
-    """
-    held: Orphans | None = None
-    if orphans and SUBREAPER.enter():
-        run_id = new_run_id()
-        held = Orphans(run_id)
-        env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
-    try:
-        start = time.monotonic()
-        # The pipes are made here, not by Popen: it would wrap its ends in file objects (an
-        # fstat each) that the loop never uses. A payload that fits the pipe is written
-        # before the spawn and its write end closed: the script reads it, then EOF, as before.
-        theirs: list[int] = []  # the child's ends: closed here once it has them
-        ours: list[int] = []
-        stdin: Pipe | None = None
-        try:
-            if payload is None:
-                child_in: int = subprocess.DEVNULL
-            else:
-                child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-                theirs.append(child_in)
-                ours.append(in_w)
-                written = os.write(in_w, payload) if len(payload) <= _PREFILL else 0
-                if written == len(payload):
-                    os.close(ours.pop())
-                    payload = None
-                else:  # the loop writes it (or the rest: never, a small write is atomic)
-                    payload = payload[written:]
-                    stdin = Pipe(in_w)
-            out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-            ours.append(out_r)
-            theirs.append(out_w)
-            err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-            ours.append(err_r)
-            theirs.append(err_w)
-            try:
-                proc = subprocess.Popen(
-                    command,
-                    stdin=child_in,
-                    stdout=out_w,
-                    stderr=err_w,
-                    cwd=cwd,
-                    env=env,
-                    shell=False,
-                    bufsize=0,
-                    **_GROUP,
-                )
-            except OSError as exc:
-                raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
-        except BaseException:
-            for fd in ours:
-                os.close(fd)
-            raise
-        finally:
-            for fd in theirs:
-                os.close(fd)
-        child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r))
-        return drive(
-            child,
-            start,
-            payload,
-            timeout,
-            max_output_size,
-            on_output,
-            cancel,
-            masks,
-            held,
-            started,
-        )
-    finally:
-        if held is not None:
-            if held.held:
-                held.close()
-            SUBREAPER.leave()
+    """:func:`spawn` then :func:`drive` (installers, git: one call). KeyboardInterrupt (and
+    any other BaseException) kills the whole group before it propagates."""
+    child = spawn(command, payload, cwd=cwd, env=env, orphans=orphans)
+    return drive(child, Limits(timeout, max_output_size, on_output, cancel, masks, started))
 
 
 # A write of at most PIPE_BUF bytes to a new, empty pipe never blocks: every pipe holds at
@@ -771,116 +857,176 @@ _GROUP = group_kwargs()  # the same for every run
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
-def drive(
-    child: Child,
-    start: float,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None = None,
-    cancel: threading.Event | None = None,
-    masks: Masks | None = None,
-    held: Orphans | None = None,
-    started: Callable[[], object] | None = None,
-) -> ProcessOutcome:
-    """Drive a started ``child`` to its end (see the module docstring): feed stdin, read
-    both pipes, kill the group on timeout, cancel or any exception, reap. ``start`` is when
-    the run began (time.monotonic()): the timeout counts from there. ``masks``: secret values
-    redacted from both streams; ``held``: the run's orphans (core/run/orphans.py);
-    ``started``: called once in this thread, before the loop first waits (work that may as
-    well be done while the script runs; what it raises stops the run like a KeyboardInterrupt
-    does)."""
-    pgid = child.pid
-    loop: _Loop | None = None
-    # The run's process tree is first looked at once it has lasted TREE_POLL_S: most runs
-    # end before, and never make one.
+# Runs being driven, in any thread: if this process exits meanwhile (a kernel shut down with
+# a run in flight in a worker thread), atexit kills them; nothing else would (a cold run has
+# no parent-death signal).
+_LIVE: set[Child] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_live() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for child in live:
+        try:
+            _kill_all(child, None, signal.SIGKILL, child.held)
+        except Exception:  # noqa: BLE001 - at exit: kill the others anyway
+            continue
+
+
+def _forget_live() -> None:  # a forked copy of this process owns none of these runs
+    global _LIVE_LOCK
+    _LIVE.clear()
+    _LIVE_LOCK = threading.Lock()
+
+
+atexit.register(_kill_live)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_live)
+
+
+@dataclass
+class _Run:
+    """What :func:`drive` knows of a run while it goes: the loop, the process tree once it
+    was looked at, and why it stopped."""
+
+    child: Child
+    loop: _Loop
+    limits: Limits
     tree: _Descendants | None = None
-    tree_at = start + TREE_POLL_S if _TREE_WATCH else float("inf")
-    timed_out = cancelled = False
+    timed_out: bool = False
+    cancelled: bool = False
+
+    def look(self, now: float) -> None:
+        """Snapshot the run's process tree (the main process is alive: it is complete)."""
+        if now - self.child.start >= TREE_POLL_S:
+            self.tree = self.tree or _Descendants(self.child.pid, self.child.pid, self.child.start)
+            self.tree.snapshot()
+
+    def kill(self, sig: int, exited: bool = False) -> None:
+        _kill_all(self.child, self.tree, sig, self.child.held, exited)
+
+    def reap_orphans(self) -> None:
+        held = self.child.held
+        if held is not None and not held.settled:
+            held.reap()
+            # Before the leader is reaped: its group id.
+            held.reap_zombies(self.child.pid, self.tree.saw if self.tree is not None else None)
+
+
+def drive(child: Child, limits: Limits) -> ProcessOutcome:
+    """Drive a started ``child`` (cold, sandboxed or warm: the same) to its end (see the
+    module docstring): feed stdin, read both pipes, kill the main process, its group and
+    every descendant on timeout, cancel or any exception, reap. Raises the child's
+    ``failure`` (SpawnError: a warm child that could not start) after its end."""
+    loop: _Loop | None = None
+    run: _Run | None = None
     try:
-        loop = _Loop(child, payload, max_output_size, on_output, masks)
-        if started is not None:
-            started()
-        deadline = start + timeout
-        while loop.readers or not loop.exited:
-            now = time.monotonic()
-            stop = cancel is not None and cancel.is_set()
-            if stop or now >= deadline:
-                cancelled, timed_out = stop, not stop
-                if now - start >= TREE_POLL_S:
-                    tree = tree or _Descendants(child.pid, pgid, start)
-                    tree.snapshot()  # the main process is alive: its tree is complete now
-                # SIGTERM lets the script clean up; grandchildren get it too (whole group).
-                _kill_all(pgid, tree, signal.SIGTERM, held)
-                loop.wait_exit(GRACE_S)
-                break
-            if loop.exited:
-                # The main process is done but something (a background child) holds the pipes:
-                # give it a moment to finish writing, then the group is killed below.
-                end = now + DRAIN_S
-                while loop.readers and time.monotonic() < end:
-                    loop.step(end - time.monotonic())
-                break
-            wait = deadline - now
-            if now >= tree_at:
-                tree = tree or _Descendants(child.pid, pgid, start)
-                tree.maybe_snapshot(now)
-                tree_at = tree.next_at if tree.enabled else float("inf")
-            wait = min(wait, max(tree_at - now, 0.0))
-            if cancel is not None:
-                wait = min(wait, CANCEL_POLL_S)
-            if loop.exit_fd is None and not loop.exited:  # nothing tells us: poll the pid
-                if loop._poll_exit():
-                    continue
-                wait = min(wait, EXIT_POLL_S)
-            loop.step(wait)
+        loop = _Loop(child, child.payload, limits.max_output_size, limits.on_output, limits.masks)
+        run = _Run(child, loop, limits)
+        with _LIVE_LOCK:
+            _LIVE.add(child)
+        if limits.started is not None:
+            limits.started()
+        _wait(run)
         # Whatever is left of the group (background children, a script ignoring SIGTERM) dies
         # now, while the unreaped leader still pins the group id; so do remembered escapees
         # and the run's orphans (which are then reaped: they are this process's children).
         exited = loop.exited and child.has_exited()
-        _kill_all(pgid, tree, signal.SIGKILL, held, exited)
-        if held is not None and not held.settled:
-            held.reap()
-            # Before the leader is reaped: its group id.
-            held.reap_zombies(pgid, tree.saw if tree is not None else None)
+        run.kill(signal.SIGKILL, exited)
+        run.reap_orphans()
         returncode = child.reap(exited)
         loop.final_drain()
     except BaseException:
         # KeyboardInterrupt from a kernel interrupt, or a callback raising: never leave the
-        # group running behind the exception.
+        # run's processes behind the exception.
         if not child.reaped:
-            _kill_all(pgid, tree, signal.SIGTERM, held)
-            try:
-                if loop is not None:
-                    loop.wait_exit(GRACE_S)
-            finally:
-                _kill_all(pgid, tree, signal.SIGKILL, held)
-                if held is not None:
-                    held.reap()
-                    held.reap_zombies(pgid, tree.saw if tree is not None else None)
-                child.reap()
+            _abort(child, loop, run)
         raise
     finally:
-        if loop is not None:
-            loop.close()
-        else:
-            child.close()
-            for pipe in (child.stdin, child.stdout, child.stderr):
-                if pipe is not None:
-                    pipe.close()
+        with _LIVE_LOCK:
+            _LIVE.discard(child)
+        _close(child, loop)
+    if child.failure is not None:
+        raise child.failure
     return ProcessOutcome(
         pid=child.pid,
         returncode=returncode,
         stdout=loop.stdout,
         stderr=loop.stderr,
-        duration_s=time.monotonic() - start,
-        timed_out=timed_out,
-        cancelled=cancelled,
+        duration_s=time.monotonic() - child.start,
+        timed_out=run.timed_out,
+        cancelled=run.cancelled,
+        server_stopped=child.server_stopped,
     )
+
+
+def _wait(run: _Run) -> None:
+    """The loop: until the main process exits and its pipes close, the deadline passes or
+    ``cancel`` is set (then SIGTERM to all, a grace to exit)."""
+    child, loop, cancel = run.child, run.loop, run.limits.cancel
+    deadline = child.start + run.limits.timeout
+    # The run's process tree is first looked at once it has lasted TREE_POLL_S: most runs
+    # end before, and never make one.
+    tree_at = child.start + TREE_POLL_S if _TREE_WATCH else float("inf")
+    while loop.readers or not loop.exited:
+        now = time.monotonic()
+        stop = cancel is not None and cancel.is_set()
+        if stop or now >= deadline:
+            run.cancelled, run.timed_out = stop, not stop
+            run.look(now)
+            # SIGTERM lets the script clean up; grandchildren get it too.
+            run.kill(signal.SIGTERM)
+            loop.wait_exit(GRACE_S)
+            return
+        if loop.exited:
+            # The main process is done but something (a background child) holds the pipes:
+            # give it a moment to finish writing, then the group is killed.
+            loop.drain(now + DRAIN_S)
+            return
+        if now >= tree_at:
+            run.tree = run.tree or _Descendants(child.pid, child.pid, child.start)
+            run.tree.maybe_snapshot(now)
+            tree_at = run.tree.next_at if run.tree.enabled else float("inf")
+        wait = min(deadline - now, max(tree_at - now, 0.0))
+        if cancel is not None:
+            wait = min(wait, CANCEL_POLL_S)
+        if loop.exit_fd is None and not loop.exited:  # nothing tells us: poll the pid
+            if loop._poll_exit():
+                continue
+            wait = min(wait, EXIT_POLL_S)
+        loop.step(wait)
+
+
+def _abort(child: Child, loop: _Loop | None, run: _Run | None) -> None:
+    """Kill everything of the run (SIGTERM, a grace, SIGKILL) and reap it."""
+    tree = run.tree if run is not None else None
+    _kill_all(child, tree, signal.SIGTERM, child.held)
+    try:
+        if loop is not None:
+            loop.wait_exit(GRACE_S)
+    finally:
+        _kill_all(child, tree, signal.SIGKILL, child.held)
+        if child.held is not None:
+            child.held.reap()
+            child.held.reap_zombies(child.pid, tree.saw if tree is not None else None)
+        child.reap()
+
+
+def _close(child: Child, loop: _Loop | None) -> None:
+    if loop is not None:
+        loop.close()
+    else:
+        child.close()
+        for pipe in (child.stdin, child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+    child.release()
 
 
 __all__ = [
     "Child",
+    "Limits",
     "Pipe",
     "drive",
     "group_kwargs",
@@ -891,5 +1037,6 @@ __all__ = [
     "ProcessOutcome",
     "SpawnError",
     "run_process",
+    "spawn",
     "kill_group",
 ]

@@ -346,31 +346,9 @@ def profile_for(
     where = os.path.realpath(workspace if workspace is not None else os.getcwd())
     skill_real = os.path.realpath(skill_dir)
     run_dir = os.path.realpath(cwd) if cwd is not None else where
-    # Everything given to the run is given whole: a folder holding $HOME or a place where
-    # sockets live would hand over the agent sockets, the kernel's files and, writable,
-    # ~/.bashrc and the IPython startup folder (code that runs later, unconfined).
-    for role, folder in (("workspace", where), ("working directory", run_dir)):
-        reason = mounts.private_place(folder)
-        if reason:
-            _refuse_folder(real, skill, role, folder, reason)
-    reason = mounts.private_place(skill_real)
-    if reason:
-        raise SandboxUnavailableError(
-            f"Sandbox '{real}' refused for skill '{skill}': its folder is {reason}: move the "
-            "skill into a folder of its own"
-        )
+    _refuse_private_places(real, skill, where, run_dir, skill_real)
     writable = real == WORKSPACE_WRITE
-    binds: list[Bind] = []
-    for raw in read:  # the user's own grants: given read-only, under the same rule
-        folder = os.path.realpath(os.path.expanduser(raw))
-        reason = mounts.private_place(folder)
-        if reason:
-            raise SandboxUnavailableError(
-                f"Sandbox '{real}' refused for skill '{skill}': sandbox_read names {reason}, "
-                "which a run may not be given whole: name the folder the skill needs instead"
-            )
-        if os.path.isdir(folder):
-            binds += mounts.given(os.path.expanduser(raw))
+    binds = _read_binds(read, real, skill)
     binds += mounts.given(workspace or where, writable)
     if writable:  # after the workspace: its hooks and environments stay read-only
         for path in mounts.protected_in(where):
@@ -393,6 +371,40 @@ def profile_for(
         binds=tuple(mounts.order_binds(binds)),
         home=os.environ.get("HOME", ""),
     )
+
+
+def _refuse_private_places(
+    real: str, skill: str, where: str, run_dir: str, skill_real: str
+) -> None:
+    """Everything given to the run is given whole: a folder holding $HOME or a place where
+    sockets live would hand over the agent sockets, the kernel's files and, writable,
+    ~/.bashrc and the IPython startup folder (code that runs later, unconfined)."""
+    for role, folder in (("workspace", where), ("working directory", run_dir)):
+        reason = mounts.private_place(folder)
+        if reason:
+            _refuse_folder(real, skill, role, folder, reason)
+    reason = mounts.private_place(skill_real)
+    if reason:
+        raise SandboxUnavailableError(
+            f"Sandbox '{real}' refused for skill '{skill}': its folder is {reason}: move the "
+            "skill into a folder of its own"
+        )
+
+
+def _read_binds(read: Iterable[str], real: str, skill: str) -> list[Bind]:
+    """The user's own grants (``sandbox_read``): given read-only, under the same rule."""
+    binds: list[Bind] = []
+    for raw in read:
+        folder = os.path.realpath(os.path.expanduser(raw))
+        reason = mounts.private_place(folder)
+        if reason:
+            raise SandboxUnavailableError(
+                f"Sandbox '{real}' refused for skill '{skill}': sandbox_read names {reason}, "
+                "which a run may not be given whole: name the folder the skill needs instead"
+            )
+        if os.path.isdir(folder):
+            binds += mounts.given(os.path.expanduser(raw))
+    return binds
 
 
 def _inside_any(path: str, binds: Iterable[Bind]) -> bool:
@@ -519,22 +531,31 @@ def _profile_args(profile: SandboxProfile, net: bool) -> list[str]:
         args += ["--symlink", "../tmp", "/var/tmp"]
     if net:
         args += _etc_targets()
-    home = os.path.abspath(profile.home) if os.path.isabs(profile.home) else ""
-    if home and home != "/" and not mounts.covered_by_system(home):
-        # $HOME exists and is empty (read-only, like everything created in the root). Under
-        # the private /tmp, which stays writable, an empty read-only folder is bound on it,
-        # unless a given folder lies below it (then it is scratch space like the rest of
-        # that /tmp, gone with the run).
-        below = any(b.dest.startswith(home.rstrip("/") + "/") for b in profile.binds)
-        if home.startswith(TMP + "/") and not below:
-            args += ["--ro-bind", _empty_dir(), home]
-        else:
-            args += ["--dir", home]
+    args += _home_args(profile)
     shown: list[str] = list(mounts.SYSTEM_DIRS)
     for bind in profile.binds:
         args += ["--bind" if bind.writable else "--ro-bind", bind.src, bind.dest]
         shown.append(bind.dest)
-    given = [Bind(d, d) for d in shown]
+    return args + _deny_args(profile, [Bind(d, d) for d in shown])
+
+
+def _home_args(profile: SandboxProfile) -> list[str]:
+    home = os.path.abspath(profile.home) if os.path.isabs(profile.home) else ""
+    if not home or home == "/" or mounts.covered_by_system(home):
+        return []
+    # $HOME exists and is empty (read-only, like everything created in the root). Under
+    # the private /tmp, which stays writable, an empty read-only folder is bound on it,
+    # unless a given folder lies below it (then it is scratch space like the rest of
+    # that /tmp, gone with the run).
+    below = any(b.dest.startswith(home.rstrip("/") + "/") for b in profile.binds)
+    if home.startswith(TMP + "/") and not below:
+        return ["--ro-bind", _empty_dir(), home]
+    return ["--dir", home]
+
+
+def _deny_args(profile: SandboxProfile, given: list[Bind]) -> list[str]:
+    """The deny list hidden where it lies in a given folder."""
+    args: list[str] = []
     hidden_dirs = [Bind(p, p) for p in profile.deny_read if os.path.isdir(p)]
     for path in profile.deny_read:
         if os.path.islink(path) or not _inside_any(path, given):

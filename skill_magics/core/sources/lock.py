@@ -281,60 +281,76 @@ def _parse(data: Any) -> dict[str, LockedSkill]:
         raise ValueError("'skills' is not an object")
     out = {}
     for key, entry in skills.items():
-        folder = folder_name(str(key))
-        if not isinstance(entry, dict):
-            raise ValueError(f"skill {key!r} is not an object")
-        kind = entry.get("type")
-        if kind not in KINDS:
-            raise ValueError(f"skill {key!r} has type {kind!r}")
-        commit = _optional(entry, "commit")
-        if commit is not None and not _COMMIT.match(commit):
-            raise ValueError(f"skill {key!r} has commit {commit!r}")
-        files = []
-        raw_files = entry.get("files")
-        if not isinstance(raw_files, dict):
-            raise ValueError(f"skill {key!r} has no files object")
-        for rel, rec in raw_files.items():
-            rel = relative_path(str(rel))
-            sha = rec.get("sha256") if isinstance(rec, dict) else None
-            size = rec.get("size") if isinstance(rec, dict) else None
-            if not isinstance(sha, str) or not _SHA256.match(sha):
-                raise ValueError(f"file {rel!r} of {key!r} has no sha256")
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise ValueError(f"file {rel!r} of {key!r} has no size")
-            files.append(FileRecord(rel, sha, size, bool(rec.get("executable", False))))
-        files.sort(key=lambda r: r.path)
-        subfolder = str(entry.get("subfolder") or "")
-        path = str(entry.get("path") or "")
-        for value in (subfolder, path):
-            if value:
-                relative_path(value, "source folder")
-        url = _optional(entry, "url")
-        digest = _optional(entry, "digest")
-        if kind == WELL_KNOWN:
-            if url is None or not url.startswith(("https://", "http://")):
-                raise ValueError(f"skill {key!r} has no artifact url")
-            if digest is None or not _DIGEST.match(digest):
-                raise ValueError(f"skill {key!r} has digest {digest!r}")
-        chash = _optional(entry, "computedHash") or ""
-        if chash and not _SHA256.match(chash):
-            raise ValueError(f"skill {key!r} has computedHash {chash!r}")
-        out[folder] = LockedSkill(
-            folder=folder,
-            name=str(entry.get("name") or folder),
-            kind=kind,
-            source=_required(entry, "source"),
-            ref=_optional(entry, "ref"),
-            commit=commit,
-            subfolder=subfolder,
-            path=path,
-            files=tuple(files),
-            tree=tree_digest(files),  # recomputed: a hand-edited digest would prove nothing
-            url=url if kind == WELL_KNOWN else None,
-            digest=digest if kind == WELL_KNOWN else None,
-            computed_hash=chash,
-        )
+        skill = _parse_skill(key, entry)
+        out[skill.folder] = skill
     return out
+
+
+def _parse_skill(key: Any, entry: Any) -> LockedSkill:
+    """One entry of the lock's ``skills`` (ValueError naming what is wrong)."""
+    folder = folder_name(str(key))
+    if not isinstance(entry, dict):
+        raise ValueError(f"skill {key!r} is not an object")
+    kind = entry.get("type")
+    if kind not in KINDS:
+        raise ValueError(f"skill {key!r} has type {kind!r}")
+    commit = _optional(entry, "commit")
+    if commit is not None and not _COMMIT.match(commit):
+        raise ValueError(f"skill {key!r} has commit {commit!r}")
+    raw_files = entry.get("files")
+    if not isinstance(raw_files, dict):
+        raise ValueError(f"skill {key!r} has no files object")
+    files = sorted(
+        (_parse_file(key, rel, rec) for rel, rec in raw_files.items()), key=lambda r: r.path
+    )
+    subfolder = str(entry.get("subfolder") or "")
+    path = str(entry.get("path") or "")
+    for value in (subfolder, path):
+        if value:
+            relative_path(value, "source folder")
+    url, digest = _artifact(key, entry, kind)
+    chash = _optional(entry, "computedHash") or ""
+    if chash and not _SHA256.match(chash):
+        raise ValueError(f"skill {key!r} has computedHash {chash!r}")
+    return LockedSkill(
+        folder=folder,
+        name=str(entry.get("name") or folder),
+        kind=kind,
+        source=_required(entry, "source"),
+        ref=_optional(entry, "ref"),
+        commit=commit,
+        subfolder=subfolder,
+        path=path,
+        files=tuple(files),
+        tree=tree_digest(files),  # recomputed: a hand-edited digest would prove nothing
+        url=url,
+        digest=digest,
+        computed_hash=chash,
+    )
+
+
+def _artifact(key: Any, entry: dict, kind: str) -> tuple[str | None, str | None]:
+    """A well-known install's artifact url and digest (None, None for any other kind)."""
+    if kind != WELL_KNOWN:
+        return None, None
+    url = _optional(entry, "url")
+    digest = _optional(entry, "digest")
+    if url is None or not url.startswith(("https://", "http://")):
+        raise ValueError(f"skill {key!r} has no artifact url")
+    if digest is None or not _DIGEST.match(digest):
+        raise ValueError(f"skill {key!r} has digest {digest!r}")
+    return url, digest
+
+
+def _parse_file(key: Any, rel: Any, rec: Any) -> FileRecord:
+    rel = relative_path(str(rel))
+    sha = rec.get("sha256") if isinstance(rec, dict) else None
+    size = rec.get("size") if isinstance(rec, dict) else None
+    if not isinstance(sha, str) or not _SHA256.match(sha):
+        raise ValueError(f"file {rel!r} of {key!r} has no sha256")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"file {rel!r} of {key!r} has no size")
+    return FileRecord(rel, sha, size, bool(rec.get("executable", False)))
 
 
 def _optional(entry: dict, key: str) -> str | None:

@@ -86,14 +86,7 @@ def parse_source(
     source: str | os.PathLike[str], *, ref: str | None = None, subfolder: str | None = None
 ) -> SourceSpec:
     """The SourceSpec of ``source``; SourceError (one line, naming the fix) when it is none."""
-    text = os.fspath(source)
-    if not isinstance(text, str) or not text.strip():
-        raise SourceError("No source given: pass a git URL, a .skill/.zip file or a folder")
-    text = text.strip()
-    if visible(text) != text:
-        raise SourceError(f"The source {visible(text)!r} holds control or bidi characters")
-    if text.startswith("-"):
-        raise SourceError(f"The source {text!r} starts with a dash: give a URL or a path")
+    text = _source_text(source)
     sub = check_subfolder(subfolder or "")
     ref = check_ref(ref) if ref else None
     browse = _BROWSE.match(text)
@@ -112,19 +105,7 @@ def parse_source(
             raise SourceError("A well-known index has no refs: leave out ref (--ref)")
         return SourceSpec(WELL_KNOWN, index, None, sub)
     if scheme is not None:
-        name = scheme.group("scheme").lower()
-        if scheme.group("sep") == "::" or name not in ("https", "ssh", "file"):
-            hint = " (plain http and git:// are not encrypted)" if name in ("http", "git") else ""
-            raise SourceError(
-                f"The source {text!r} uses the {name!r} transport{hint}: use https://, ssh://, "
-                "file:// or a local path"
-            )
-        if name == "file":
-            local = Path(text[len("file://") :])
-            if not local.is_absolute():
-                raise SourceError(f"{text!r}: a file:// URL needs an absolute path (file:///...)")
-        if re.search(r"\s", text):
-            raise SourceError(f"The URL {text!r} holds whitespace")
+        _check_url(text, scheme.group("scheme").lower(), scheme.group("sep"))
         return SourceSpec(GIT, text.rstrip("/"), ref, sub)
     scp = _SCP.match(text)
     if scp is not None and not os.path.exists(text):
@@ -182,6 +163,36 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _source_text(source: str | os.PathLike[str]) -> str:
+    """``source`` stripped, or SourceError when it is empty, holds control characters or
+    starts with a dash (an option to git)."""
+    text = os.fspath(source)
+    if not isinstance(text, str) or not text.strip():
+        raise SourceError("No source given: pass a git URL, a .skill/.zip file or a folder")
+    text = text.strip()
+    if visible(text) != text:
+        raise SourceError(f"The source {visible(text)!r} holds control or bidi characters")
+    if text.startswith("-"):
+        raise SourceError(f"The source {text!r} starts with a dash: give a URL or a path")
+    return text
+
+
+def _check_url(text: str, name: str, sep: str) -> None:
+    """A URL's transport must be encrypted or local (https, ssh, file:// absolute)."""
+    if sep == "::" or name not in ("https", "ssh", "file"):
+        hint = " (plain http and git:// are not encrypted)" if name in ("http", "git") else ""
+        raise SourceError(
+            f"The source {text!r} uses the {name!r} transport{hint}: use https://, ssh://, "
+            "file:// or a local path"
+        )
+    if name == "file":
+        local = Path(text[len("file://") :])
+        if not local.is_absolute():
+            raise SourceError(f"{text!r}: a file:// URL needs an absolute path (file:///...)")
+    if re.search(r"\s", text):
+        raise SourceError(f"The URL {text!r} holds whitespace")
 
 
 def _local(path: Path, ref: str | None, sub: str) -> SourceSpec:

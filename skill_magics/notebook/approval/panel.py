@@ -192,50 +192,13 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
     """(label, plain text) for what else the decision covers: a scope of model-chosen runs,
     a batch, an install, a sandbox, how the processes start (warm or cold: the same run
     either way), secrets."""
-    rows = []
-    scope = request.scope
-    if scope is not None:
-        rows.append(("Scope", scope.summary()))
-        for i, prompt in enumerate(scope.sample, 1):
-            rows.append((f"prompt {i}", _one_line(prompt)))
-        if scope.agent_runs > len(scope.sample):
-            rows.append(("", f"... {scope.agent_runs - len(scope.sample):,} more agent runs"))
-    batch = request.batch
-    if batch is not None:
-        shown = [_one_line(item) for item in batch.sample]
-        rows.append(("Batch", f"{batch.count:,} items, each one run"))
-        for i, item in enumerate(shown, 1):
-            rows.append((f"item {i}", item))
-        if batch.count > len(shown):
-            rows.append(("", f"... and {batch.count - len(shown):,} more"))
-    install = request.install
-    if install is not None:
-        rows.append(("Install first", ", ".join(_name(p) for p in install.packages) or "(nothing)"))
-        if install.target:
-            rows.append(("into", install.target))
-        if install.command:
-            rows.append(("install command", shlex.join(install.command)))
+    rows = _scope_rows(request) + _batch_rows(request) + _package_install_rows(request)
     sandbox = request.sandbox
     if sandbox is not None:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
-    provenance = request.provenance
-    if provenance is not None:
-        rows.append(("Installed from", provenance.source))
-        if provenance.matches:
-            rows.append(("lock", f"files match {provenance.lock}"))
-        else:
-            listed = ", ".join(provenance.changes[:6])
-            more = len(provenance.changes) - 6
-            rows.append(
-                (
-                    "lock",
-                    f"{len(provenance.changes)} CHANGED since the install ({listed}"
-                    + (f", +{more} more" if more > 0 else "")
-                    + f"; %skills verify lists them, {provenance.lock})",
-                )
-            )
+    rows += _provenance_rows(request)
     if request.start:
         rows.append(("Start", request.start))
     secrets = request.secrets
@@ -245,6 +208,64 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
             for name in secrets.declared
         ]
         rows.append(("Secrets", ", ".join(shown)))
+    return rows
+
+
+def _scope_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    scope = request.scope
+    if scope is None:
+        return []
+    rows = [("Scope", scope.summary())]
+    for i, prompt in enumerate(scope.sample, 1):
+        rows.append((f"prompt {i}", _one_line(prompt)))
+    if scope.agent_runs > len(scope.sample):
+        rows.append(("", f"... {scope.agent_runs - len(scope.sample):,} more agent runs"))
+    return rows
+
+
+def _batch_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    batch = request.batch
+    if batch is None:
+        return []
+    shown = [_one_line(item) for item in batch.sample]
+    rows = [("Batch", f"{batch.count:,} items, each one run")]
+    for i, item in enumerate(shown, 1):
+        rows.append((f"item {i}", item))
+    if batch.count > len(shown):
+        rows.append(("", f"... and {batch.count - len(shown):,} more"))
+    return rows
+
+
+def _package_install_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    install = request.install
+    if install is None:
+        return []
+    rows = [("Install first", ", ".join(_name(p) for p in install.packages) or "(nothing)")]
+    if install.target:
+        rows.append(("into", install.target))
+    if install.command:
+        rows.append(("install command", shlex.join(install.command)))
+    return rows
+
+
+def _provenance_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    provenance = request.provenance
+    if provenance is None:
+        return []
+    rows = [("Installed from", provenance.source)]
+    if provenance.matches:
+        rows.append(("lock", f"files match {provenance.lock}"))
+        return rows
+    listed = ", ".join(provenance.changes[:6])
+    more = len(provenance.changes) - 6
+    rows.append(
+        (
+            "lock",
+            f"{len(provenance.changes)} CHANGED since the install ({listed}"
+            + (f", +{more} more" if more > 0 else "")
+            + f"; %skills verify lists them, {provenance.lock})",
+        )
+    )
     return rows
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 # One token per escape sequence. The trailing alternatives catch a sequence cut in half by
@@ -118,6 +119,22 @@ def _extended_colour(codes: list[int], i: int) -> tuple[str | None, int]:
     return None, len(codes)  # malformed: ignore the rest of this sequence
 
 
+# SGR codes that set or clear attributes.
+_SGR_FLAGS: dict[int, Callable[[_Style], _Style]] = {
+    1: lambda s: replace(s, bold=True),
+    2: lambda s: replace(s, dim=True),
+    3: lambda s: replace(s, italic=True),
+    4: lambda s: replace(s, underline=True),
+    7: lambda s: replace(s, inverse=True),
+    22: lambda s: replace(s, bold=False, dim=False),
+    23: lambda s: replace(s, italic=False),
+    24: lambda s: replace(s, underline=False),
+    27: lambda s: replace(s, inverse=False),
+}
+# Basic colours: (first code, last code, field, index of the first code's colour in _BASIC).
+_SGR_COLOURS = ((30, 37, "fg", 0), (90, 97, "fg", 8), (40, 47, "bg", 0), (100, 107, "bg", 8))
+
+
 def _apply_sgr(style: _Style, params: str) -> _Style:
     try:
         codes = [int(p) if p else 0 for p in params.replace(":", ";").split(";")]
@@ -127,43 +144,32 @@ def _apply_sgr(style: _Style, params: str) -> _Style:
     while i < len(codes):
         code = codes[i]
         i += 1
-        if code == 0:
-            style = _Style()
-        elif code == 1:
-            style = replace(style, bold=True)
-        elif code == 2:
-            style = replace(style, dim=True)
-        elif code == 3:
-            style = replace(style, italic=True)
-        elif code == 4:
-            style = replace(style, underline=True)
-        elif code == 7:
-            style = replace(style, inverse=True)
-        elif code == 22:
-            style = replace(style, bold=False, dim=False)
-        elif code == 23:
-            style = replace(style, italic=False)
-        elif code == 24:
-            style = replace(style, underline=False)
-        elif code == 27:
-            style = replace(style, inverse=False)
-        elif 30 <= code <= 37:
-            style = replace(style, fg=_BASIC[code - 30])
-        elif 90 <= code <= 97:
-            style = replace(style, fg=_BASIC[code - 90 + 8])
-        elif code == 39:
-            style = replace(style, fg=None)
-        elif 40 <= code <= 47:
-            style = replace(style, bg=_BASIC[code - 40])
-        elif 100 <= code <= 107:
-            style = replace(style, bg=_BASIC[code - 100 + 8])
-        elif code == 49:
-            style = replace(style, bg=None)
-        elif code in (38, 48):
+        if code in (38, 48):
             colour, i = _extended_colour(codes, i)
             if colour is not None:
-                style = replace(style, fg=colour) if code == 38 else replace(style, bg=colour)
+                style = _coloured(style, code == 38, colour)
+        else:
+            style = _apply_code(style, code)
     return style
+
+
+def _apply_code(style: _Style, code: int) -> _Style:
+    """One SGR code other than an extended colour (unknown codes change nothing)."""
+    if code == 0:
+        return _Style()
+    flag = _SGR_FLAGS.get(code)
+    if flag is not None:
+        return flag(style)
+    if code in (39, 49):
+        return _coloured(style, code == 39, None)
+    for first, last, field_name, base in _SGR_COLOURS:
+        if first <= code <= last:
+            return _coloured(style, field_name == "fg", _BASIC[code - first + base])
+    return style
+
+
+def _coloured(style: _Style, foreground: bool, colour: str | None) -> _Style:
+    return replace(style, fg=colour) if foreground else replace(style, bg=colour)
 
 
 def ansi_to_html(text: str) -> str:

@@ -3,9 +3,9 @@
 
 :class:`WarmLauncher` looks at a checked run (a PreparedRun, its environment with the
 secret values, its network) and either gives a :class:`Ticket` (the server to fork it from
-and the run's spec) or says in one line why this run starts cold. :func:`run_warm` then runs
-the ticket through the executor's own loop (process.drive): same pipes, caps, timeout and
-group kill as a cold run.
+and the run's spec) or says in one line why this run starts cold. :func:`fork` then starts
+the ticket's run as a process.Child, which the executor's one loop (process.drive) drives:
+same pipes, caps, timeout and kill as a cold run.
 
 A run is warm only when everything a cold run would see can be reproduced in a fork:
 
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.run.process import OnOutput, Pipe, ProcessOutcome, drive
+from skill_magics.core.run.process import Pipe
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
 from skill_magics.core.run.warm.pool import POOL
 from skill_magics.core.run.warm.server import (
@@ -46,13 +46,13 @@ from skill_magics.core.run.warm.server import (
     ZYGOTE,
     ServerKey,
     ServerState,
+    WarmChild,
     WarmServer,
 )
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
     from skill_magics.core.run.sandbox import SandboxProfile
-    from skill_magics.core.secrets import Masks
 
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
 DRAIN_S = 15.0  # "on": how long runs wait for the runs in flight before an extra import
@@ -121,104 +121,80 @@ class WarmLauncher:
         network: bool,
         *,
         cancel: threading.Event | None = None,
-        again: bool = False,
     ) -> Ticket | Cold:
         """Warm (a Ticket) or cold (why). ``env``: the run's environment with its secret
         values; ``network``: the sandbox's network now (a grant given while approving);
-        ``cancel`` set stops a wait for the server (the run then starts cold and stops);
-        ``again``: asked once more after waiting for an import (no second wait)."""
-        mode = prepared.warm
-        if mode == OFF:
+        ``cancel`` set stops a wait for the server (the run then starts cold and stops)."""
+        if prepared.warm == OFF:
             return Cold()
-        target = parse_target(prepared)
-        if isinstance(target, str):
-            return Cold(target)
-        why = _env_problem(env)
+        run = _plan(prepared, env, network)
+        if isinstance(run, Cold):
+            return run
+        got = self._try(run, cancel, may_wait=True)
+        # It waited for an import: once more, without a second wait (a server that turned
+        # out unsafe with the new packages has been replaced meanwhile).
+        return got if got is not None else (self._try(run, cancel, may_wait=False) or Cold())
+
+    def _try(
+        self, run: _WarmRun, cancel: threading.Event | None, may_wait: bool
+    ) -> Ticket | Cold | None:
+        """One attempt: a Ticket, Cold, or None when it waited for an import (ask again)."""
+        server = self._server(run)
+        if isinstance(server, Cold):
+            return server
+        waiting = run.prepared.warm != AUTO
+        not_ready = _ready(server, waiting, cancel)
+        if not_ready is not None:
+            return not_ready
+        why = _shadowed(run.prepared, run.target, server, run.env)
         if why:
             return Cold(why)
-        profile = prepared.sandbox
-        sandboxed = profile is not None and profile.active
-        if sandboxed and skills_own_python(prepared):
-            return Cold(OWN_PYTHON_SANDBOXED)
-        tmpdir = None
-        run_env = dict(env)
-        if sandboxed:
-            from skill_magics.core.run import sandbox as sandboxing
-
-            tmpdir = sandboxing.private_tmpdir()
-            run_env.update(sandboxing.tmp_env(tmpdir))
-        server_env = _server_env(run_env, prepared)
-        key = ServerKey(
-            python=target.python,
-            flags=target.flags,
-            env=tuple(sorted(server_env.items())),
-            sandbox=_sandbox_key(profile, network) if sandboxed else None,
-        )
-        names: list[Sequence[str]] = []
-
-        def preload() -> Sequence[str]:
-            if not names:
-                names.append(self.names_for(prepared))
-            return names[0]
-
-        server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
-        if server is None:
-            version = envdirs.python_version(target.python)
-            if version is not None and version < (3, 9):
-                major, minor = version
-                return Cold(f"warm start needs Python 3.9+ (this script runs on {major}.{minor})")
-            if mode == AUTO and not preload():
-                return Cold()  # nothing worth preloading: not worth a server of its own
-            box = profile if sandboxed else None
-            server = POOL.server_for(
-                key,
-                lambda: _make_server(key, target, server_env, box, tmpdir, network),
-                preload,
-                idle_timeout=prepared.warm_idle,
-            )
-            assert server is not None
-        if server.state is ServerState.STARTING:
-            if mode == AUTO:
-                return Cold("warm server starting")
-            end = time.monotonic() + WAIT_S
-            while not server.ready.wait(0.05) and time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    return Cold("stopped while its warm server started")
-        if server.loading and mode != AUTO:  # importing another script's packages
-            end = time.monotonic() + WAIT_S
-            while not server.loaded.wait(0.05) and time.monotonic() < end:
-                if cancel is not None and cancel.is_set():
-                    return Cold("stopped while its warm server imported packages")
-        if not server.usable:
-            if server.state is ServerState.STARTING:
-                return Cold(f"warm server still starting after {WAIT_S:g} s")
-            return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
-        if server.loading:
-            return Cold("warm server importing packages")
-        why = _shadowed(prepared, target, server, run_env)
-        if why:
-            return Cold(why)
-        wanted_names = [n for n in preload() if n not in server.report.loaded]
-        if wanted_names:
+        wanted = [n for n in self._preload(run) if n not in server.report.loaded]
+        if wanted:
             # Imported once no run is in flight; a run that waits for its server (a batch
-            # item, warm=True) waits for them too, then asks again (a server that turned
-            # out unsafe with them is replaced).
-            POOL.extend(key, server, wanted_names, drain=mode != AUTO)
-        if server.draining and mode != AUTO and not again:
-            end = time.monotonic() + DRAIN_S
-            while not server.loaded.wait(0.05):
-                if cancel is not None and cancel.is_set():
-                    return Cold("stopped while its warm server imported packages")
-                if time.monotonic() > end:
-                    # A long run in flight holds the import back: stop holding runs for it
-                    # (it still happens once the server is idle); they go on without it.
-                    server.end_drain()
-                    break
-            return self.ticket(prepared, env, network, cancel=cancel, again=True)
+            # item, warm=True) waits for them too, then asks again.
+            POOL.extend(run.key, server, wanted, drain=waiting)
+        if server.draining and waiting and may_wait:
+            done = _wait(server.loaded, DRAIN_S, cancel, "imported packages")
+            if isinstance(done, Cold):
+                return done
+            if not done:
+                # A long run in flight holds the import back: stop holding runs for it
+                # (it still happens once the server is idle); they go on without it.
+                server.end_drain()
+            return None
         if server.draining or server.loading:
             return Cold("warm server importing packages")
-        spec = _spec(prepared, target, run_env)
-        return Ticket(server, spec, tmpdir, network)
+        spec = _spec(run.prepared, run.target, run.env)
+        return Ticket(server, spec, run.tmpdir, run.network)
+
+    def _server(self, run: _WarmRun) -> WarmServer | Cold:
+        """The run's server from the pool, started (in the background) when there is none
+        and one is worth it."""
+        prepared, key = run.prepared, run.key
+        server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
+        if server is not None:
+            return server
+        version = envdirs.python_version(run.target.python)
+        if version is not None and version < (3, 9):
+            major, minor = version
+            return Cold(f"warm start needs Python 3.9+ (this script runs on {major}.{minor})")
+        if prepared.warm == AUTO and not self._preload(run):
+            return Cold()  # nothing worth preloading: not worth a server of its own
+        profile = prepared.sandbox if run.tmpdir is not None else None
+        server = POOL.server_for(
+            key,
+            lambda: _make_server(key, run.target, run.server_env, profile, run.tmpdir, run.network),
+            lambda: self._preload(run),
+            idle_timeout=prepared.warm_idle,
+        )
+        assert server is not None
+        return server
+
+    def _preload(self, run: _WarmRun) -> Sequence[str]:
+        if run.names is None:
+            run.names = self.names_for(run.prepared)
+        return run.names
 
     def warm_up(
         self, prepared: PreparedRun, env: Mapping[str, str], network: bool, timeout: float = WAIT_S
@@ -262,6 +238,85 @@ class WarmLauncher:
             return tuple(self.preload(prepared))
         except Exception:  # noqa: BLE001 - no preload is slower, never wrong
             return ()
+
+
+@dataclass
+class _WarmRun:
+    """A run that may start warm: what it runs, its environment and its server's key."""
+
+    prepared: PreparedRun
+    target: Target
+    env: dict[str, str]  # the run's, with its secrets (and a sandbox's TMPDIR)
+    server_env: dict[str, str]
+    key: ServerKey
+    tmpdir: str | None  # a sandboxed run's private TMPDIR (None: unsandboxed)
+    network: bool
+    names: Sequence[str] | None = None  # what to preload, once asked
+
+
+def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _WarmRun | Cold:
+    """What a warm start of ``prepared`` needs, or why it cannot be warm."""
+    target = parse_target(prepared)
+    if isinstance(target, str):
+        return Cold(target)
+    why = _env_problem(env)
+    if why:
+        return Cold(why)
+    profile = prepared.sandbox
+    sandboxed = profile is not None and profile.active
+    if sandboxed and skills_own_python(prepared):
+        return Cold(OWN_PYTHON_SANDBOXED)
+    tmpdir = None
+    run_env = dict(env)
+    if sandboxed:
+        from skill_magics.core.run import sandbox as sandboxing
+
+        tmpdir = sandboxing.private_tmpdir()
+        run_env.update(sandboxing.tmp_env(tmpdir))
+    server_env = _server_env(run_env, prepared)
+    key = ServerKey(
+        python=target.python,
+        flags=target.flags,
+        env=tuple(sorted(server_env.items())),
+        sandbox=_sandbox_key(profile, network) if sandboxed else None,
+    )
+    return _WarmRun(prepared, target, run_env, server_env, key, tmpdir, network)
+
+
+def _ready(server: WarmServer, waiting: bool, cancel: threading.Event | None) -> Cold | None:
+    """None when runs may fork from ``server`` now, else why not. ``waiting``: wait for it
+    to start and finish an import (warm=True, a batch item) instead of starting cold."""
+    if server.state is ServerState.STARTING:
+        if not waiting:
+            return Cold("warm server starting")
+        stopped = _wait(server.ready, WAIT_S, cancel, "started")
+        if isinstance(stopped, Cold):
+            return stopped
+    if server.loading and waiting:  # importing another script's packages
+        stopped = _wait(server.loaded, WAIT_S, cancel, "imported packages")
+        if isinstance(stopped, Cold):
+            return stopped
+    if not server.usable:
+        if server.state is ServerState.STARTING:
+            return Cold(f"warm server still starting after {WAIT_S:g} s")
+        return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
+    if server.loading:
+        return Cold("warm server importing packages")
+    return None
+
+
+def _wait(
+    event: threading.Event, seconds: float, cancel: threading.Event | None, what: str
+) -> bool | Cold:
+    """The one wait for a server: True once ``event`` is set, False after ``seconds``, Cold
+    when ``cancel`` is set meanwhile (the run then starts cold and stops)."""
+    end = time.monotonic() + seconds
+    while not event.wait(0.05):
+        if cancel is not None and cancel.is_set():
+            return Cold(f"stopped while its warm server {what}")
+        if time.monotonic() >= end:
+            return False
+    return True
 
 
 def describe(prepared: PreparedRun) -> str:
@@ -645,66 +700,34 @@ class WarmUnavailable(OSError):
     """The server could not fork this run now (it stopped meanwhile): run it cold."""
 
 
-def run_warm(
-    ticket: Ticket,
-    *,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None = None,
-    cancel: threading.Event | None = None,
-    masks: Masks | None = None,
-    started: Callable[[], object] | None = None,
-) -> ProcessOutcome:
-    """Fork the run from its server and drive it like a cold one (process.drive).
+def fork(ticket: Ticket, payload: bytes | None) -> WarmChild:
+    """The warm launch: fork the run from its server; process.drive then drives it like a
+    cold one (same pipes, caps, timeout and kill).
 
-    ``masks``: the secret values redacted from its output. An unsandboxed run carries its
-    run id and its orphans are found and killed as a cold run's are (core/run/orphans.py:
-    they are re-parented to this process, a child subreaper during runs, through the
-    server). Raises WarmUnavailable when the server cannot fork it (nothing ran),
-    SpawnError when the child could not start (its cwd vanished: exit 126 as for a cold
-    run). ``started``: see process.drive."""
+    An unsandboxed run carries its run id and its orphans are found and killed as a cold
+    run's are (core/run/orphans.py: they are re-parented to this process, a child subreaper
+    during runs, through the server). Raises WarmUnavailable when the server cannot fork it
+    (nothing ran); a child that could not start (its cwd vanished) makes drive raise
+    SpawnError (exit 126 as for a cold run)."""
     held: Orphans | None = None
     spec = ticket.spec
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
-        run_id = new_run_id()
-        held = Orphans(run_id)
+        held = Orphans(run_id := new_run_id())
         # Also in the block /proc/PID/environ shows: a daemon forked without exec has it.
         mark = f"{RUN_ID_VAR}={run_id}"
         spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_mark": mark}
     try:
-        return _run_warm(
-            ticket,
-            json.dumps(spec).encode(),
-            payload,
-            timeout,
-            max_output_size,
-            on_output,
-            cancel,
-            masks,
-            held,
-            started,
-        )
-    finally:
+        child = _fork(ticket.server, json.dumps(spec).encode(), payload)
+    except BaseException:
         if held is not None:
-            held.close()
             SUBREAPER.leave()
+        raise
+    child.held = held
+    return child
 
 
-def _run_warm(
-    ticket: Ticket,
-    spec: bytes,
-    payload: bytes | None,
-    timeout: float,
-    max_output_size: int,
-    on_output: OnOutput | None,
-    cancel: threading.Event | None,
-    masks: Masks | None,
-    held: Orphans | None,
-    started: Callable[[], object] | None = None,
-) -> ProcessOutcome:
+def _fork(server: WarmServer, spec: bytes, payload: bytes | None) -> WarmChild:
     start = time.monotonic()
-    server = ticket.server
     ours: list[int] = []
     theirs: list[int] = []
     try:
@@ -730,15 +753,12 @@ def _run_warm(
     finally:
         for fd in theirs:
             os.close(fd)
+    child.start = start
+    child.payload = payload
     child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
     child.stdout = Pipe(out_r)
     child.stderr = Pipe(err_r)
-    outcome = drive(
-        child, start, payload, timeout, max_output_size, on_output, cancel, masks, held, started
-    )
-    if child.failure is not None:
-        raise child.failure
-    return outcome
+    return child
 
 
 __all__ = [
@@ -751,6 +771,6 @@ __all__ = [
     "parse_target",
     "quick_cold",
     "preload_names",
-    "run_warm",
+    "fork",
     "script_imports",
 ]

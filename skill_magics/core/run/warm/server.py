@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import queue
+import select
 import signal
 import socket
 import struct
@@ -41,6 +42,7 @@ HELLO_S = 30.0  # the server says hello this soon after it was started, or it fa
 FORK_S = 10.0  # a run's child announces itself this soon after the request (a load may run)
 STOP_S = 2.0  # after the request to stop, the server is killed
 LOAD_S = 600.0  # importing a skill's packages takes at most this long
+ORPHAN_WAIT_S = 1.0  # a run whose server died: how long its main process is waited for
 
 
 class ServerState(enum.StrEnum):
@@ -443,6 +445,18 @@ class WarmServer:
             raise
         return child
 
+    def ended(self, wait: float) -> str:
+        """How the server process ended ("signal 9", "exit 1"), waiting up to ``wait`` for
+        it ("" if it still runs)."""
+        proc = self.proc
+        if proc is None:
+            return "exit ?"
+        try:
+            code = proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            return ""
+        return f"signal {-code}" if code < 0 else f"exit {code}"
+
     def finished(self) -> None:
         """A run of this server ended: a retired server stops with its last run."""
         with self._send_lock:
@@ -468,12 +482,19 @@ class WarmChild(Child):
         self.returncode: int | None = None
         self.failure: SpawnError | None = None  # it could not start (cwd missing)
         self.lost = False  # the server went away: the status is unknown
+        self.pidfd: int | None = None  # the main process, held from its announcement
         self._done = False
 
     def wait_started(self, timeout: float) -> None:
         data, pid = _recv_creds(self.sock, timeout)
         if data[:1] == b"P" and pid:
             self.pid = pid
+            # The server reaps it only once this client answers (``R``) or goes away, so
+            # the pid is still this child's now: the pidfd pins it for the kill.
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except OSError:  # old kernel: the pid is pinned until ``R`` anyway
+                self.pidfd = None
             return
         if data[:1] == b"F":
             errno_, message, where = json.loads(data[1:])
@@ -506,7 +527,7 @@ class WarmChild(Child):
                 errno_, message, where = 5, "could not start", ""
             self.failure = SpawnError(errno_, message, where)
             return False
-        if not data:  # EOF without a status: the server is gone
+        if not data:  # EOF without a status: the server is gone (reap says how)
             self.lost = True
             self.returncode = -signal.SIGKILL
             return True
@@ -514,6 +535,17 @@ class WarmChild(Child):
 
     def poll_exit(self) -> bool:
         return self.returncode is not None or self.on_exit_fd()
+
+    def kill(self, sig: int) -> None:
+        if self.reaped or not self.pid:
+            return
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            elif not self.lost:  # unreaped until ``R``: the pid is the run's
+                os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def has_exited(self) -> bool:
         # The server sends the status once waitid(WNOWAIT) saw the exit; a lost server says
@@ -532,12 +564,36 @@ class WarmChild(Child):
             self.sock.send(b"R")  # the group is dead: the server may reap the leader now
         except OSError:
             pass
+        if self.lost or self.returncode is None:
+            self.lost = True
+            self._orphaned()
         self.reaped = True
         self._finish()
         if self.returncode is None:  # pragma: no cover - the server stopped answering
-            self.lost = True
             self.returncode = -signal.SIGKILL
         return self.returncode
+
+    def _orphaned(self) -> None:
+        """The server went away while this ran: say how it ended, and reap the main process
+        if it came here (this process is a child subreaper during unsandboxed runs, so the
+        server's children are re-parented to it; the kill that ends the run was sent)."""
+        self.server_stopped = self.server.ended(ORPHAN_WAIT_S)
+        fd = self.pidfd
+        if fd is None:
+            return
+        deadline = time.monotonic() + ORPHAN_WAIT_S
+        while True:
+            try:
+                info = os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG)
+            except (ChildProcessError, OSError):  # not ours: its new parent reaps it
+                return
+            if info is not None:
+                self.returncode = os.waitstatus_to_exitcode(_status_of(info))
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            select.select([fd], [], [], min(left, 0.05))
 
     def abandon(self) -> None:
         """Give up on a run that never started here: the server ends it when the socket
@@ -548,17 +604,25 @@ class WarmChild(Child):
         if not self._done:
             self._done = True
             self.sock.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
             self.server.finished()
 
     def close(self) -> None:
         self._finish()
 
 
+def _status_of(info: Any) -> int:
+    """A wait status (as waitpid gives it) from waitid's result."""
+    if info.si_code == os.CLD_EXITED:
+        return (info.si_status & 0xFF) << 8
+    return info.si_status & 0x7F  # killed (or dumped core) by this signal
+
+
 def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]:
     """One message and the sender's pid (as this process's PID namespace numbers it)."""
     if timeout is not None:
-        import select
-
         poller = select.poll()  # not select(): descriptors past 1024 are common in a kernel
         poller.register(sock.fileno(), select.POLLIN)
         if not poller.poll(max(timeout, 0.0) * 1000):

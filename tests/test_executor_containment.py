@@ -1,0 +1,270 @@
+"""Containment (issue 28): a run's main process dies on timeout, Stop and interrupt wherever
+it moved itself (a process group not its own, a new session), cold and warm alike, and a
+run whose warm server died says so and leaves no zombie in this process.
+
+Real processes throughout (real pandas for the warm server); timings with margin for a busy
+2-core machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from manager_support import manager_for, posix_only, run_plan
+
+from skill_magics.core.run import warm
+
+pytestmark = [
+    posix_only,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd and warm: Linux"),
+]
+
+pytest.importorskip("pandas")
+
+
+@pytest.fixture(autouse=True)
+def _stop_servers():
+    warm.stop_servers()
+    yield
+    warm.stop_servers()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_text(path: Path, within: float = 10.0) -> str:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} was never written")
+
+
+def _gone(pid: int, within: float = 2.0) -> bool:
+    deadline = time.monotonic() + within
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not _alive(pid)
+
+
+def _zombie_children() -> set[int]:
+    out = set()
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+# The main process moves itself into its parent's process group (the kernel's, or the warm
+# server's), so a kill of the run's own group finds nobody; it then sleeps far past the
+# timeout.
+JOIN_PARENTS_GROUP = """
+import os, sys, time
+os.setpgid(0, os.getpgid(os.getppid()))
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+import pandas  # the warm server preloads it (cold, the timeout may land in the import)
+time.sleep(30)
+print("still here")
+"""
+
+# Same, then off into a session of its own (no longer a group leader, it may setsid).
+NEW_SESSION = JOIN_PARENTS_GROUP.replace(
+    "os.setpgid(0, os.getpgid(os.getppid()))",
+    "os.setpgid(0, os.getpgid(os.getppid()))\nos.setsid()",
+)
+
+
+@pytest.fixture
+def leaver(tmp_path: Path, make_skill):
+    make_skill(
+        tmp_path / "skills",
+        "leaver",
+        scripts={"scripts/join.py": JOIN_PARENTS_GROUP, "scripts/session.py": NEW_SESSION},
+    )
+    return manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=2)
+
+
+def _check_dead(pid: int, start: str) -> None:
+    try:
+        assert _gone(pid), f"the {start} run's main process is still running"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("script", ["join", "session"])
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_timeout_kills_a_main_process_that_left_its_group(
+    tmp_path: Path, leaver, start: str, script: str
+) -> None:
+    if start == "warm":  # the server is up and has pandas before the timed run
+        _warm_up(leaver)
+    marker = tmp_path / f"{start}.pid"
+    before = _zombie_children()
+    began = time.monotonic()
+    res = leaver.execute_skill_script(
+        "leaver", script, argv=[str(marker)], approver=None, warm=start == "warm"
+    )
+    took = time.monotonic() - began
+    pid = int(_wait_text(marker))
+    try:
+        assert res.start == start, res.start_note
+        assert res.timeout and "still here" not in res.stdout, res.stderr
+        assert took < 5, f"the {start} run took {took:.1f} s to time out at 2 s"
+    finally:
+        _check_dead(pid, start)
+    assert _zombie_children() - before == set()
+
+
+def _warm_up(manager) -> None:
+    """Start the skill's server (it imports pandas) with a run that exits at once."""
+    res = manager.execute_skill_script(
+        "leaver", "join", argv=["/nonexistent/x"], approver=None, warm=True, timeout=30
+    )
+    assert res.start == "warm", res.start_note
+
+
+def _interrupt_when(marker: Path) -> None:
+    """A kernel interrupt: KeyboardInterrupt raised in this thread once ``marker`` exists."""
+    main = threading.get_ident()
+
+    def later() -> None:
+        _wait_text(marker, within=30)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(main), ctypes.py_object(KeyboardInterrupt)
+        )
+
+    threading.Thread(target=later, daemon=True).start()
+
+
+@pytest.mark.parametrize("how", ["stop", "interrupt"])
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_stop_and_interrupt_kill_a_main_process_that_left_its_group(
+    tmp_path: Path, leaver, start: str, how: str
+) -> None:
+    if start == "warm":
+        _warm_up(leaver)
+    marker = tmp_path / f"{start}-{how}.pid"
+    # The loop looks at a cancel Event every 50 ms, so an interrupt lands while it waits.
+    cancel = threading.Event()
+    began = time.monotonic()
+    plan = leaver.plan("leaver", "join", argv=[str(marker)], warm=start == "warm", timeout=30)
+    if how == "stop":
+        threading.Thread(
+            target=lambda: (_wait_text(marker, within=30), cancel.set()), daemon=True
+        ).start()
+        res = run_plan(leaver, plan, cancel=cancel)
+        assert res.start == start and res.signal == "SIGTERM", res.stderr
+    else:
+        _interrupt_when(marker)
+        with pytest.raises(KeyboardInterrupt):
+            run_plan(leaver, plan, cancel=cancel)
+    took = time.monotonic() - began
+    _check_dead(int(_wait_text(marker)), start)
+    assert took < 15, f"{how} took {took:.1f} s"
+
+
+# -- a warm run whose server died ------------------------------------------------------------
+
+SLEEPER = """
+import os, sys, time
+import pandas
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(30)
+"""
+
+
+def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
+    tmp_path: Path, make_skill
+) -> None:
+    make_skill(tmp_path / "skills", "sleepy", scripts={"scripts/sleep.py": SLEEPER})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=60)
+    marker = tmp_path / "run.pid"
+    before = _zombie_children()
+
+    def kill_the_server() -> None:
+        _wait_text(marker, within=60)
+        for server in warm.POOL.servers():
+            os.kill(server.pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_server, daemon=True)
+    killer.start()
+    began = time.monotonic()
+    res = manager.execute_skill_script(
+        "sleepy", "sleep", argv=[str(marker)], approver=None, warm=True
+    )
+    killer.join(5)
+    assert res.start == "warm", res.start_note
+    assert time.monotonic() - began < 30
+    line = (
+        "the warm server stopped (signal 9) while this ran: rerun it, it will start cold "
+        "or on a new server"
+    )
+    assert line in res.stderr, res.stderr
+    assert "Signal: SIGKILL" not in res.stderr  # it does not read as if the script was killed
+    assert res.signal is None and res.exit_code != 0
+    _check_dead(int(marker.read_text()), "warm")
+    deadline = time.monotonic() + 2
+    while _zombie_children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _zombie_children() - before == set(), "a killed child stays a zombie here"
+    # The next run starts (on a new server or cold) and works.
+    again = manager.execute_skill_script(
+        "sleepy", "sleep", argv=[str(tmp_path / "again.pid")], approver=None, timeout=3
+    )
+    assert again.timeout, again.stderr
+
+
+# -- kernel exit -----------------------------------------------------------------------------
+
+KERNEL = """
+import os, sys, threading, time
+sys.path.insert(0, {repo!r})
+from skill_magics.core.manager import SkillManager
+
+manager = SkillManager([{skills!r}], run_cwd="skill", warm_start={warm!r})
+run = lambda: manager.execute_skill_script(
+    "leaver", "join", argv=[{marker!r}], approver=None, timeout=60, warm={warm_on}
+)
+threading.Thread(target=run, daemon=True).start()  # a run in flight in a worker thread
+while not os.path.exists({marker!r}):
+    time.sleep(0.01)
+sys.exit(0)  # the kernel exits (a shutdown request) while the run sleeps
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_kernel_exit_kills_a_run_in_flight(tmp_path: Path, leaver, start: str) -> None:
+    import subprocess
+
+    marker = tmp_path / f"{start}-exit.pid"
+    code = KERNEL.format(
+        repo=str(Path(__file__).resolve().parent.parent),
+        skills=str(tmp_path / "skills"),
+        marker=str(marker),
+        warm="on" if start == "warm" else "off",
+        warm_on=start == "warm",
+    )
+    kernel = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True)
+    assert kernel.returncode == 0, kernel.stderr.decode()
+    _check_dead(int(_wait_text(marker)), start)
