@@ -253,7 +253,8 @@ def run_evals(
 ) -> EvalReport | Coroutine[Any, Any, EvalReport]:
     """Run ``skill``'s evals and write the workspace; see the module docstring.
 
-    ``workspace``: the folder holding ``iteration-N`` (default ``./<skill>-workspace``).
+    ``workspace``: the folder holding ``iteration-N`` (default
+    ``./<skill folder>-workspace``: the folder's name, never the name SKILL.md gives).
     ``grader``: a client whose model grades the assertions (``grader_model``, default
     ``model``). ``approver`` answers the evaluation's one approval (default: the
     manager's; with none, script calls are refused and the model is told). With an async
@@ -328,6 +329,9 @@ def _prepare(
             f"{', '.join(CONFIGURATIONS)}, each once"
         )
     base = Path(manager.get_skill(skill).base_dir)
+    # A name that is not one folder name runs nothing, as for any run (the checks refuse
+    # it); the workspace is named after the skill's FOLDER, never its author-chosen name.
+    paths.check_skill_name(skill, folder=base.name)
     cases = load_evals(base, skill)
     offers = {
         "with_skill": make_offer(manager, [skill], system=system),
@@ -339,7 +343,7 @@ def _prepare(
             "with_skill would equal without_skill; remove that line to evaluate it"
         )
     caps = Caps(max_calls, None)
-    root = Path(workspace) if workspace is not None else Path.cwd() / f"{skill}-workspace"
+    root = Path(workspace) if workspace is not None else Path.cwd() / f"{base.name}-workspace"
     report = EvalReport(
         skill=skill,
         provider=provider.name,
