@@ -174,3 +174,25 @@ def test_safefs_reads_regular_files_only_bounded(tmp_path):
         ("a.txt", 100, b"a" * 10),
         ("b.txt", 1, b"b"),
     ]
+
+
+def test_the_model_can_call_only_the_tools_that_request_offered(server, tmp_path, make_skill):
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import run_agent
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    server.script = lambda c: (
+        Scripted(tool_calls=(("notes", {}), ("notez", {}), ("activate_skil", {})))
+        if not c.calls_made
+        else say("ok")
+    )
+    t = run_agent(make_client("anthropic", server.url), manager, "x", model="m", skills=["notes"])
+    offered = set(server.calls[0].tools)
+    assert "notes" not in offered and "activate_skill" in offered
+    results = [s.result for s in t.tool_calls]
+    assert all(s.is_error for s in t.tool_calls), results
+    assert "Unknown tool 'notes'" in results[0] and "Use headings" not in results[0]
+    assert "notes" not in results[1].replace("'notez'", "")  # no hint of a tool not offered
+    assert "did you mean activate_skill" in results[2]  # what it must NOT hide: offered ones

@@ -148,6 +148,7 @@ def _conversation(
     began = time.monotonic()
     messages: list[dict[str, Any]] = [provider.user_message(prompt)]
     tools = offer.tools(provider)
+    offered = tuple(spec.name for spec in offer.specs)  # what every request offers
     kwargs: dict[str, Any] = {}
     for turn in range(1, max_turns + 1):
         if caps is not None and caps.exhausted():
@@ -190,7 +191,9 @@ def _conversation(
         for use in reply.tool_uses:
             target, skill, script = offer.target(use.name, use.input)
             started, t0 = now_iso(), time.monotonic()
-            block = yield ToolCall(manager, use.name, use.input, use.id, watcher, offer.skills, cwd)
+            block = yield ToolCall(
+                manager, use.name, use.input, use.id, watcher, offer.skills, cwd, offered
+            )
             blocks.append(block)
             transcript.steps.append(
                 ToolStep(

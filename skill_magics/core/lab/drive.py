@@ -49,6 +49,7 @@ class ToolCall:
     approver: Approver
     skills: tuple[str, ...]
     cwd: CwdArg | None = None
+    tools: tuple[str, ...] | None = None  # the names that request offered: nothing else runs
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def _answer(action: Action) -> Any:
             approver=action.approver,
             skills=list(action.skills),
             cwd=action.cwd,
+            tools=action.tools,
         )
     return action.work()
 
@@ -139,6 +141,7 @@ async def _answer_async(action: Action, cancel: threading.Event) -> Any:
             skills=list(action.skills),
             cwd=action.cwd,
             cancel=cancel,
+            tools=action.tools,
         )
     return await await_in_thread(action.work, cancel, join=False)
 
