@@ -196,3 +196,121 @@ def test_the_model_can_call_only_the_tools_that_request_offered(server, tmp_path
     assert "Unknown tool 'notes'" in results[0] and "Use headings" not in results[0]
     assert "notes" not in results[1].replace("'notez'", "")  # no hint of a tool not offered
     assert "did you mean activate_skill" in results[2]  # what it must NOT hide: offered ones
+
+
+# -- a misbehaving model API ------------------------------------------------------------------
+
+
+def _default_retry_client(kind: str, url: str):
+    """A real SDK client as a person makes one: the SDK's default retries (2) left on."""
+    import anthropic
+    import openai
+
+    if kind == "anthropic":
+        return anthropic.Anthropic(base_url=url, api_key="test-key-not-a-secret", timeout=20)
+    return openai.OpenAI(base_url=url + "/v1", api_key="test-key-not-a-secret", timeout=20)
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_max_calls_counts_every_request_on_the_wire_retries_included(
+    server, tmp_path, make_skill, kind
+):
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import evaluate_triggers
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    server.script = lambda c: Scripted(status=500, error="overloaded")
+    client = _default_retry_client(kind, server.url)
+    queries = [{"query": "q one", "should_trigger": True}]
+    report = evaluate_triggers(client, manager, "marker", queries, model="m", max_calls=2)
+    assert len(server.calls) == 2, "the API saw more requests than max_calls"
+    assert report.summary["errors"] >= 1
+
+
+def test_the_lab_retries_itself_as_often_as_the_client_says(server, tmp_path, make_skill):
+    """What the cap must NOT take away: without a cap a failing request is still retried
+    (the client's max_retries, 2 by default), each retry sent and counted by the lab."""
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import evaluate_triggers
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    replies = iter([Scripted(status=503, error="busy"), Scripted(status=500, error="x")])
+    server.script = lambda c: next(replies, say("no"))
+    queries = [{"query": "q one", "should_trigger": False}]
+    client = _default_retry_client("anthropic", server.url)
+    report = evaluate_triggers(client, manager, "marker", queries, model="m")
+    # Three runs of the query: the first took two retries (503, 500) before its answer.
+    assert len(server.calls) == 5 and report.calls == 5
+    assert (report.results[0].runs, report.results[0].errors) == (3, 0)
+    assert report.results[0].passed
+
+
+BROKEN = [
+    Scripted(raw=b"<html><body>Bad gateway</body></html>", content_type="text/html"),
+    Scripted(raw=b"{}"),
+    Scripted(raw=b'{"type": "message", "content": [{"type": "te'),
+    Scripted(raw=b'{"type": "message", "role": "assistant", "content": "no", "usage": 1}'),
+    Scripted(raw=b"", content_type="text/plain"),
+]
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    "broken", BROKEN, ids=["html", "empty-object", "truncated", "types", "empty"]
+)
+def test_a_reply_that_is_not_a_message_is_a_provider_error_never_a_result(
+    server, tmp_path, make_skill, kind, broken
+):
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import evaluate_triggers
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    queries = [
+        {"query": "good first", "should_trigger": False},
+        {"query": "broken", "should_trigger": False},
+    ]
+    server.script = lambda c: broken if "broken" in c.prompt else say("no skill needed")
+    client = make_client(kind, server.url)
+    report = evaluate_triggers(client, manager, "marker", queries, model="m", runs=1)
+    good, bad = report.results
+    assert (good.runs, good.errors, good.passed) == (1, 0, True)  # kept and reported
+    assert (bad.runs, bad.errors, bad.passed) == (0, 1, False)
+    assert report.summary["errors"] == 1
+
+
+def test_malformed_json_mid_evaluation_keeps_the_runs_made(server, manager_evals, tmp_path):
+    manager, name = manager_evals
+    server.script = lambda c: (
+        Scripted(raw=b'{"type": "message", "content": [') if "second" in c.prompt else say("ok")
+    )
+    report = run_evals(
+        make_client("anthropic", server.url),
+        manager,
+        name,
+        model="m",
+        configurations=["without_skill"],
+        workspace=tmp_path / "ws",
+    )
+    first, second = report.runs
+    assert first.status == "completed" and second.status == "error"
+    assert "malformed JSON" in second.reason
+    assert report.benchmark_path.is_file() and len(report.benchmark["runs"]) == 2
+
+
+@pytest.fixture
+def manager_evals(tmp_path, make_skill):
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    root = lab_skills(make_skill, tmp_path / "skills")
+    (root / "notes" / "evals").mkdir()
+    (root / "notes" / "evals" / "evals.json").write_text(
+        json.dumps({"evals": [{"id": 1, "prompt": "first"}, {"id": 2, "prompt": "second"}]})
+    )
+    return manager_for(root), "notes"

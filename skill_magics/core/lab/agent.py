@@ -27,7 +27,7 @@ from skill_magics.core.errors import ModelCallError
 from skill_magics.core.lab.approvals import Watcher, approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, ModelCall, ToolCall, drive, drive_async
+from skill_magics.core.lab.drive import Loop, ToolCall, drive, drive_async, model_call
 from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep, Transcript
 from skill_magics.core.manager import SkillManager
@@ -159,10 +159,8 @@ def _conversation(
             model=model, system=offer.system, messages=messages, tools=tools, max_tokens=limit
         )
         started, t0 = now_iso(), time.monotonic()
-        if caps is not None:
-            caps.sent()
         try:
-            reply: Reply = yield ModelCall(provider, kwargs)
+            reply: Reply = yield from model_call(provider, kwargs, caps)
         except ModelCallError as exc:
             transcript.steps.append(
                 ErrorStep(turn, str(exc), exc.kind, started, time.monotonic() - t0)

@@ -37,7 +37,7 @@ from skill_magics.core.lab.agent import MAX_TOKENS, MAX_TURNS, conversation_loop
 from skill_magics.core.lab.approvals import approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Blocking, Loop, ModelCall, drive, drive_async, needs_async
+from skill_magics.core.lab.drive import Blocking, Loop, drive, drive_async, model_call, needs_async
 from skill_magics.core.lab.grading import (
     GRADER_SYSTEM,
     grading_prompt,
@@ -553,10 +553,9 @@ def _grade(
         tools=[],
         max_tokens=GRADER_MAX_TOKENS,
     )
-    s.caps.sent()
     t0 = time.monotonic()
     try:
-        reply: Reply = yield ModelCall(s.grader, kwargs)
+        reply: Reply = yield from model_call(s.grader, kwargs, s.caps)
     except ModelCallError as exc:
         return ungraded(wanted, f"the grader's request failed: {exc}"), [], time.monotonic() - t0
     s.caps.used(reply.input_tokens, reply.output_tokens)

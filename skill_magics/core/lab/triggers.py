@@ -37,7 +37,7 @@ from skill_magics.core.errors import ModelCallError
 from skill_magics.core.lab.agent import MAX_TOKENS, now_iso
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, ModelCall, drive, drive_async
+from skill_magics.core.lab.drive import Loop, drive, drive_async, model_call
 from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.manager import SkillManager
@@ -513,10 +513,9 @@ def _evaluate(
                     tools=tools,
                     max_tokens=caps.clamp(max_tokens),
                 )
-                caps.sent()
                 t0 = time.monotonic()
                 try:
-                    reply: Reply = yield ModelCall(provider, kwargs)
+                    reply: Reply = yield from model_call(provider, kwargs, caps)
                 except ModelCallError as exc:
                     report.runs.append(
                         TriggerRun(index, run, ERROR, error=str(exc), seconds=time.monotonic() - t0)
