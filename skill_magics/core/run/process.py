@@ -677,8 +677,11 @@ def run_process(
     masks: Masks | None = None,
     orphans: bool = True,
     started: Callable[[], object] | None = None,
+    die_with_parent: bool = False,
 ) -> ProcessOutcome:
     """Run ``command`` (list form, never a shell); payload None means stdin reads as empty.
+    ``die_with_parent``: the child gets SIGKILL when this thread's process dies (Linux
+    ``PR_SET_PDEATHSIG``: an installer must not outlive a killed kernel).
 
     ``masks``: secret values to redact from both streams before the cap cuts them and
     before ``on_output`` sees them (:class:`StreamCapture`).
@@ -731,6 +734,7 @@ def run_process(
                     env=env,
                     shell=False,
                     bufsize=0,
+                    preexec_fn=_death_signal() if die_with_parent else None,
                     **_GROUP,
                 )
             except OSError as exc:
@@ -768,6 +772,28 @@ _PREFILL = getattr(select, "PIPE_BUF", 512)
 
 
 _GROUP = group_kwargs()  # the same for every run
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child die (SIGKILL) with the thread that spawned it;
+    None where prctl is not there. libc is loaded here, in the parent: nothing is loaded
+    between fork and exec."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl: nobody will wait
+            os._exit(1)
+
+    return arm
+
+
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
