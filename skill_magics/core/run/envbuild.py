@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill_magics.core import envdirs
+from skill_magics.core import envdirs, safefs
 from skill_magics.core.catalog.requirements import requirement_problem
 from skill_magics.core.errors import EnvironmentBuildError
 from skill_magics.core.run.process import SpawnError, run_process
@@ -199,7 +199,7 @@ def build_env(
         previous = current_env(home)
         if previous is not None:  # kept by pruning: a run may still be using it
             info["previous"] = previous[0].name
-        (env_dir / INFO_FILE).write_text(json.dumps(info, indent=1), "utf-8")
+        safefs.write_file(env_dir, INFO_FILE, json.dumps(info, indent=1))
         _publish(home, env_dir)
         done = True
     finally:
@@ -288,7 +288,7 @@ def _write_pth(env_dir: Path) -> None:
             "an unexpected layout"
         )
     lines = "".join(folder + "\n" for folder in kernel_site_folders())
-    Path(sites[0], PTH_FILE).write_text(lines, "utf-8")
+    safefs.write_file(sites[0], PTH_FILE, lines)
 
 
 def _publish(home: Path, env_dir: Path) -> None:
