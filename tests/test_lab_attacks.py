@@ -314,3 +314,33 @@ def manager_evals(tmp_path, make_skill):
         json.dumps({"evals": [{"id": 1, "prompt": "first"}, {"id": 2, "prompt": "second"}]})
     )
     return manager_for(root), "notes"
+
+
+def test_a_folder_where_the_lab_writes_its_files_is_noted_never_a_crash(
+    server, tmp_path, make_skill
+):
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    root = lab_skills(make_skill, tmp_path / "skills")
+    squat = "import os\nos.makedirs('transcript.md')\nos.makedirs('metrics.json')\nprint('ok')\n"
+    (root / "marker" / "scripts" / "squat.py").write_text(squat)
+    (root / "marker" / "evals").mkdir()
+    (root / "marker" / "evals" / "evals.json").write_text(
+        json.dumps({"evals": [{"id": 1, "prompt": "squat"}, {"id": 2, "prompt": "second"}]})
+    )
+    server.script = lambda c: (
+        call("marker__squat", {}) if "squat" in c.prompt and not c.calls_made else say("done")
+    )
+    report = run_evals(
+        make_client("anthropic", server.url),
+        manager_for(root),
+        "marker",
+        model="m",
+        configurations=["with_skill"],
+        workspace=tmp_path / "ws",
+        approver=lambda r: "yes_once",
+    )
+    first, second = report.runs
+    assert first.status == "completed" and "transcript.md not written" in first.reason
+    assert second.status == "completed" and report.benchmark_path.is_file()

@@ -496,10 +496,10 @@ def _one_run(
     run.status = {"error": ERROR, "budget": STOPPED}.get(transcript.stop_reason, COMPLETED)
     run.reason = transcript.error
     transcript_md = f"# Transcript\n\n## Eval Prompt\n\n{case.prompt}\n\n{transcript.to_markdown()}"
-    write_text(outputs / RESPONSE_FILE, transcript.final_text + "\n")
-    write_text(outputs / "transcript.md", transcript_md)
+    _write_output(run, outputs / RESPONSE_FILE, transcript.final_text + "\n")
+    _write_output(run, outputs / "transcript.md", transcript_md)
     run.metrics = _metrics(transcript, outputs, inputs, len(transcript_md))
-    write_json(outputs / "metrics.json", run.metrics)
+    _write_output(run, outputs / "metrics.json", json.dumps(run.metrics, indent=2) + "\n")
     timing: dict[str, Any] = {
         "total_tokens": transcript.usage.total,
         "duration_ms": round(executor_s * 1000),
@@ -531,6 +531,17 @@ def _one_run(
     }
     write_json(run_dir / "grading.json", run.grading)
     return run
+
+
+def _write_output(run: EvalRun, path: Path, text: str) -> None:
+    """Write one of the lab's files into the run's outputs (the script's folder: it may have
+    put a folder or anything else under that name); a failure is noted on the run, never
+    the end of the evaluation."""
+    try:
+        write_text(path, text)
+    except OSError as exc:
+        note = f"{path.name} not written ({exc.strerror or exc}): the run's scripts took the name"
+        run.reason = f"{run.reason}; {note}" if run.reason else note
 
 
 def _grade(
