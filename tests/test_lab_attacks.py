@@ -244,7 +244,7 @@ def test_the_lab_retries_itself_as_often_as_the_client_says(server, tmp_path, ma
     client = _default_retry_client("anthropic", server.url)
     report = evaluate_triggers(client, manager, "marker", queries, model="m")
     # Three runs of the query: the first took two retries (503, 500) before its answer.
-    assert len(server.calls) == 5 and report.calls == 5
+    assert len(server.calls) == 5 and report.calls == 5 and report.summary["calls"] == 5
     assert (report.results[0].runs, report.results[0].errors) == (3, 0)
     assert report.results[0].passed
 
