@@ -47,6 +47,8 @@ class Scripted:
     stop: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    raw: bytes | None = None  # sent as the 200 reply's body as is (a broken provider)
+    content_type: str = "application/json"
 
 
 def say(text: str, **kw: Any) -> Scripted:
@@ -231,6 +233,9 @@ class ScriptedServer:
                 reply = server._reply_for(call)
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.raw is not None:
+                    self._send_raw(reply.status, reply.content_type, reply.raw)
+                    return
                 if reply.status != 200:
                     self._send(reply.status, _error_body(provider, reply))
                     return
@@ -238,10 +243,12 @@ class ScriptedServer:
                 self._send(200, make(body, reply, next(server._ids)))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+                self._send_raw(status, "application/json", json.dumps(payload).encode())
+
+            def _send_raw(self, status: int, content_type: str, data: bytes) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)

@@ -47,6 +47,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.secrets": 0,
     "skill_magics.core.envdirs": 0,
     "skill_magics.core.namelist": 0,
+    "skill_magics.core.safefs": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,

@@ -293,7 +293,8 @@ class AuditLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             # O_APPEND + one write per line: concurrent writers (threads or other kernels
             # sharing the file) never interleave inside a line.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(path, flags, 0o600)  # a link left under its name: never followed
             try:
                 os.write(fd, line)
             finally:

@@ -186,14 +186,26 @@ class LockFileError(SkillMagicsError, ValueError):
 class ModelCallError(SkillMagicsError, RuntimeError):
     """A request to the model's API failed (an HTTP error status, no connection, a timeout).
 
-    ``kind`` is ``"status"``, ``"connection"`` or ``"timeout"``; ``status_code`` is the HTTP
-    status for ``"status"`` (else None). The skill lab counts these apart from the model's
-    answers (core/lab)."""
+    ``kind`` is ``"status"``, ``"connection"``, ``"timeout"`` or ``"reply"`` (an answer that
+    is not a well-formed message of the API's schema); ``status_code`` is the HTTP status for
+    ``"status"`` (else None). The skill lab counts these apart from the model's answers
+    (core/lab)."""
 
     def __init__(self, message: str, kind: str = "status", status_code: int | None = None):
         super().__init__(message)
         self.kind = kind
         self.status_code = status_code
+
+    @property
+    def retryable(self) -> bool:
+        """Would sending the same request again make sense (as the SDKs decide: no
+        connection, a timeout, 408, 409, 429, 5xx)?"""
+        if self.kind in ("connection", "timeout"):
+            return True
+        code = self.status_code
+        return (
+            self.kind == "status" and code is not None and (code in (408, 409, 429) or code >= 500)
+        )
 
 
 class ModelAuthError(ModelCallError):

@@ -37,7 +37,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -269,10 +269,19 @@ def _with_hash(readable: str, identity: str) -> str:
     return f"{readable[: MAX_NAME - 9]}_{_digest(identity)}"
 
 
-def find_tool(manager: SkillManager, name: str, skills: list[str] | None = None) -> ToolSpec:
+def find_tool(
+    manager: SkillManager,
+    name: str,
+    skills: list[str] | None = None,
+    tools: Collection[str] | None = None,
+) -> ToolSpec:
     """The tool called ``name`` among the tools of every skill (or of ``skills``: what a
-    model was offered); LookupError listing close matches when there is none."""
+    model was offered; and of those, only the names in ``tools``: what that very request
+    offered); LookupError listing close matches among those only when there is none."""
     specs = tool_specs(manager, skills)
+    if tools is not None:  # a tool the request left out does not exist for the model
+        allowed = set(tools)
+        specs = [s for s in specs if s.name in allowed]
     for spec in specs:
         if spec.name == name:
             return spec
@@ -294,6 +303,7 @@ def handle_tool_call(
     max_result_chars: int | None = MAX_RESULT_CHARS,
     skills: list[str] | None = None,
     cwd: CwdArg | None = None,
+    tools: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Run one tool call and return an Anthropic ``tool_result`` block. Never raises for
     tool-level problems (unknown name, bad input, refusal, decline, failure): those come back
@@ -304,10 +314,11 @@ def handle_tool_call(
     approval_unavailable). A script's stdout (or stderr) beyond ``max_result_chars`` is cut
     with a note saying so (None: no cap). ``skills``: only the tools of these skills exist
     (what the model was offered; a name of another skill's tool is unknown). ``cwd``: where a
-    script starts (None: ``manager.run_cwd``).
+    script starts (None: ``manager.run_cwd``). ``tools``: the names the request offered
+    (None: every tool of ``skills``); any other name is unknown and never hinted.
     """
     try:
-        content, plan = _plan_call(manager, name, input, skills, cwd)
+        content, plan = _plan_call(manager, name, input, skills, cwd, tools)
         if plan is None:
             return tool_result(tool_use_id, content)
         outcome = manager.run_planned(plan, approver, caller=Caller.MODEL)
@@ -328,6 +339,7 @@ async def handle_tool_call_async(
     skills: list[str] | None = None,
     cwd: CwdArg | None = None,
     cancel: threading.Event | None = None,
+    tools: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Like :func:`handle_tool_call`, awaiting the script so the event loop keeps running.
 
@@ -341,7 +353,7 @@ async def handle_tool_call_async(
         # ``cancel`` (a person deciding, or one that asks through this very loop): do not
         # block the loop waiting for it. The abandoned answer is never run.
         content, plan = await await_in_thread(
-            lambda: _plan_call(manager, name, input, skills, cwd), cancel, join=False
+            lambda: _plan_call(manager, name, input, skills, cwd, tools), cancel, join=False
         )
         if plan is None:
             return tool_result(tool_use_id, content)
@@ -360,10 +372,11 @@ def _plan_call(
     input: Any,
     skills: list[str] | None = None,
     cwd: CwdArg | None = None,
+    tools: Collection[str] | None = None,
 ) -> tuple[str, PlannedRun | None]:
     """(prompt content, None) for a prompt or activation tool, else ("", the planned run).
     Blocking (file scans, checks): the async path runs it in a worker thread."""
-    spec = find_tool(manager, name, skills)
+    spec = find_tool(manager, name, skills, tools)
     if spec.kind == "activation":
         return activate(manager, spec, input), None
     try:

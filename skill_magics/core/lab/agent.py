@@ -27,7 +27,7 @@ from skill_magics.core.errors import ModelCallError
 from skill_magics.core.lab.approvals import Watcher, approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, ModelCall, ToolCall, drive, drive_async
+from skill_magics.core.lab.drive import Loop, ToolCall, drive, drive_async, model_call
 from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep, Transcript
 from skill_magics.core.manager import SkillManager
@@ -148,6 +148,7 @@ def _conversation(
     began = time.monotonic()
     messages: list[dict[str, Any]] = [provider.user_message(prompt)]
     tools = offer.tools(provider)
+    offered = tuple(spec.name for spec in offer.specs)  # what every request offers
     kwargs: dict[str, Any] = {}
     for turn in range(1, max_turns + 1):
         if caps is not None and caps.exhausted():
@@ -158,10 +159,8 @@ def _conversation(
             model=model, system=offer.system, messages=messages, tools=tools, max_tokens=limit
         )
         started, t0 = now_iso(), time.monotonic()
-        if caps is not None:
-            caps.sent()
         try:
-            reply: Reply = yield ModelCall(provider, kwargs)
+            reply: Reply = yield from model_call(provider, kwargs, caps)
         except ModelCallError as exc:
             transcript.steps.append(
                 ErrorStep(turn, str(exc), exc.kind, started, time.monotonic() - t0)
@@ -191,7 +190,9 @@ def _conversation(
         for use in reply.tool_uses:
             target, skill, script = offer.target(use.name, use.input)
             started, t0 = now_iso(), time.monotonic()
-            block = yield ToolCall(manager, use.name, use.input, use.id, watcher, offer.skills, cwd)
+            block = yield ToolCall(
+                manager, use.name, use.input, use.id, watcher, offer.skills, cwd, offered
+            )
             blocks.append(block)
             transcript.steps.append(
                 ToolStep(

@@ -23,6 +23,14 @@ Every API failure (an HTTP error status, no connection, a timeout) becomes one
 request, and a key the API rejects (HTTP 401/403) is a
 :class:`~skill_magics.core.errors.ModelAuthError`: one line naming the environment variable,
 or ``base_url`` to a local OpenAI-compatible server (Ollama, vLLM).
+A reply that is not a well-formed message of the API's schema (an HTML page, ``{}``,
+truncated JSON, a field of the wrong type) is a ``ModelCallError`` of kind ``"reply"``,
+which the SDKs hand back unchecked.
+
+Requests go through a copy of the client with the SDK's retries off
+(``client.with_options(max_retries=0)``): every HTTP request is one the lab sent and
+counted; the lab retries itself, as often as the client's ``max_retries`` says, within
+its caps (core/lab/drive.py: ``model_call``).
 """
 
 from __future__ import annotations
@@ -90,6 +98,13 @@ class Provider:
     is_async: bool
     sdk: ModuleType | None = field(default=None, repr=False)
 
+    @property
+    def retries(self) -> int:
+        """How often the lab retries a failed request: the client's own ``max_retries``
+        (the SDKs' default 2), sent by the lab (each one counted), never by the SDK."""
+        value = getattr(self.client, "max_retries", 2)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 2
+
     # -- building a request ------------------------------------------------------------------
 
     def user_message(self, text: str) -> dict[str, Any]:
@@ -145,9 +160,16 @@ class Provider:
     # -- sending ------------------------------------------------------------------------------
 
     def _endpoint(self) -> Any:
+        wire = self.__dict__.get("_wire")
+        if wire is None:
+            # The SDKs retry twice by default, unseen: a copy with retries off makes every
+            # HTTP request one the lab counts against its caps (README, *Caps*).
+            options = getattr(self.client, "with_options", None)
+            wire = options(max_retries=0) if callable(options) else self.client
+            self.__dict__["_wire"] = wire
         if self.name == "anthropic":
-            return self.client.messages.create
-        return self.client.chat.completions.create
+            return wire.messages.create
+        return wire.chat.completions.create
 
     def send(self, kwargs: dict[str, Any]) -> Reply:
         """Send a request with a synchronous client."""
@@ -177,6 +199,12 @@ class Provider:
         if isinstance(exc, TypeError) and "authentication" in str(exc):
             # the anthropic SDK's own check when a request is sent without credentials
             return ModelAuthError(no_key_message(self.name))
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            # The SDK decodes a 200 reply's body itself: malformed JSON is the provider's
+            # failure, not a bug here, and must not end the evaluation.
+            return ModelCallError(
+                f"{label} API answered malformed JSON: {_first_line(exc)}", "reply"
+            )
         if sdk is None or not isinstance(exc, getattr(sdk, "APIError", ())):
             return exc
         status = getattr(exc, "status_code", None)
@@ -198,6 +226,17 @@ class Provider:
     # -- reading the answer -------------------------------------------------------------------
 
     def parse(self, response: Any) -> Reply:
+        """The reply, once it is a well-formed message of the API's schema (else a
+        ModelCallError of kind ``"reply"``: never an empty answer)."""
+        if self.name == "anthropic":
+            problem = _anthropic_problem(response)
+        else:
+            problem = _openai_problem(response)
+        if problem:
+            label = "Anthropic" if self.name == "anthropic" else "OpenAI"
+            raise ModelCallError(
+                f"{label} API answered something that is not a message: {problem}", "reply"
+            )
         if self.name == "anthropic":
             return _parse_anthropic(response)
         return _parse_openai(response)
@@ -241,6 +280,86 @@ def _dump(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json", exclude_none=True)
     return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _what(response: Any) -> str:
+    if isinstance(response, str):
+        return f"text {response[:60]!r}" if response.strip() else "an empty body"
+    return type(response).__name__
+
+
+def _anthropic_problem(response: Any) -> str:
+    """Why ``response`` is not a Messages API message ("" when it is one)."""
+    if getattr(response, "type", None) != "message" or isinstance(response, str):
+        return f"{_what(response)} without type 'message'"
+    if getattr(response, "role", None) != "assistant":
+        return "its role is not 'assistant'"
+    content = getattr(response, "content", None)
+    if not isinstance(content, list):
+        return "its content is not a list of blocks"
+    for block in content:
+        kind = getattr(block, "type", None)
+        if not isinstance(kind, str):
+            return "a content block has no type"
+        if kind == "text" and not isinstance(getattr(block, "text", None), str):
+            return "a text block has no text"
+        if kind == "tool_use" and not (
+            isinstance(getattr(block, "id", None), str)
+            and isinstance(getattr(block, "name", None), str)
+            and isinstance(getattr(block, "input", None), dict)
+        ):
+            return "a tool_use block lacks its id, name or input object"
+    if not isinstance(getattr(response, "stop_reason", None), str):
+        return "it has no stop_reason"
+    usage = getattr(response, "usage", None)
+    if not (
+        _is_int(getattr(usage, "input_tokens", None))
+        and _is_int(getattr(usage, "output_tokens", None))
+    ):
+        return "its usage lacks input_tokens or output_tokens"
+    return ""
+
+
+def _openai_problem(response: Any) -> str:
+    """Why ``response`` is not a Chat Completions answer ("" when it is one)."""
+    if isinstance(response, str) or getattr(response, "object", None) != "chat.completion":
+        return f"{_what(response)} without object 'chat.completion'"
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        return "it has no choices"
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if getattr(message, "role", None) != "assistant":
+        return "its message's role is not 'assistant'"
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        return "its message's content is not text"
+    calls = getattr(message, "tool_calls", None)
+    if calls is not None and not isinstance(calls, list):
+        return "its tool_calls is not a list"
+    for tool_call in calls or []:
+        function = getattr(tool_call, "function", None)
+        if function is None:
+            continue  # a custom tool call: not one of ours (left out when read)
+        if not (
+            isinstance(getattr(tool_call, "id", None), str)
+            and isinstance(getattr(function, "name", None), str)
+            and isinstance(getattr(function, "arguments", None), (str, type(None)))
+        ):
+            return "a tool call lacks its id, name or arguments text"
+    if not isinstance(getattr(choice, "finish_reason", None), str):
+        return "it has no finish_reason"
+    usage = getattr(response, "usage", None)
+    if usage is not None and not (
+        _is_int(getattr(usage, "prompt_tokens", None))
+        and _is_int(getattr(usage, "completion_tokens", None))
+    ):
+        return "its usage lacks prompt_tokens or completion_tokens"
+    return ""
 
 
 def _parse_anthropic(response: Any) -> Reply:

@@ -14,12 +14,15 @@ clicks reach the kernel.
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from skill_magics.core.errors import ModelAuthError, ModelCallError
+from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Approver
@@ -49,6 +52,7 @@ class ToolCall:
     approver: Approver
     skills: tuple[str, ...]
     cwd: CwdArg | None = None
+    tools: tuple[str, ...] | None = None  # the names that request offered: nothing else runs
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,29 @@ class Blocking:
 
 Action = ModelCall | ToolCall | Blocking
 Loop = Generator[Action, Any, T]
+
+
+RETRY_DELAY_S = 0.5  # doubled each retry
+
+
+def model_call(provider: Provider, kwargs: dict[str, Any], caps: Caps | None) -> Loop[Reply]:
+    """Send one request, counting every HTTP request against ``caps`` (the SDK's own
+    retries are off: clients.py), and retry a retryable failure (no connection, timeout,
+    408/409/429/5xx) as often as the client's ``max_retries`` says (``Provider.retries``)
+    while the caps allow another request."""
+    attempt = 0
+    while True:
+        if caps is not None:
+            caps.sent()
+        try:
+            reply: Reply = yield ModelCall(provider, kwargs)
+            return reply
+        except ModelCallError as exc:
+            spent = caps is not None and bool(caps.exhausted())
+            if attempt >= provider.retries or not exc.retryable or spent:
+                raise
+        attempt += 1
+        yield Blocking(functools.partial(time.sleep, RETRY_DELAY_S * 2 ** (attempt - 1)))
 
 
 def needs_async(*providers: Provider | None) -> bool:
@@ -122,6 +149,7 @@ def _answer(action: Action) -> Any:
             approver=action.approver,
             skills=list(action.skills),
             cwd=action.cwd,
+            tools=action.tools,
         )
     return action.work()
 
@@ -144,6 +172,7 @@ async def _answer_async(action: Action, cancel: threading.Event) -> Any:
             skills=list(action.skills),
             cwd=action.cwd,
             cancel=cancel,
+            tools=action.tools,
         )
     return await await_in_thread(action.work, cancel, join=False)
 
@@ -156,5 +185,6 @@ __all__ = [
     "ToolCall",
     "drive",
     "drive_async",
+    "model_call",
     "needs_async",
 ]

@@ -38,7 +38,7 @@ from skill_magics.core.lab.agent import MAX_TOKENS, MAX_TURNS, conversation_loop
 from skill_magics.core.lab.approvals import approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Blocking, Loop, ModelCall, drive, drive_async, needs_async
+from skill_magics.core.lab.drive import Blocking, Loop, drive, drive_async, model_call, needs_async
 from skill_magics.core.lab.grading import (
     GRADER_SYSTEM,
     grading_prompt,
@@ -258,7 +258,8 @@ def run_evals(
 ) -> EvalReport | Coroutine[Any, Any, EvalReport]:
     """Run ``skill``'s evals and write the workspace; see the module docstring.
 
-    ``workspace``: the folder holding ``iteration-N`` (default ``./<skill>-workspace``).
+    ``workspace``: the folder holding ``iteration-N`` (default
+    ``./<skill folder>-workspace``: the folder's name, never the name SKILL.md gives).
     ``grader``: a client whose model grades the assertions (``grader_model``, default
     ``model``). ``approver`` answers the evaluation's one approval (default: the
     manager's; with none, script calls are refused and the model is told). With an async
@@ -333,6 +334,9 @@ def _prepare(
             f"{', '.join(CONFIGURATIONS)}, each once"
         )
     base = Path(manager.get_skill(skill).base_dir)
+    # A name that is not one folder name runs nothing, as for any run (the checks refuse
+    # it); the workspace is named after the skill's FOLDER, never its author-chosen name.
+    paths.check_skill_name(skill, folder=base.name)
     cases = load_evals(base, skill)
     offers = {
         "with_skill": make_offer(manager, [skill], system=system),
@@ -344,7 +348,7 @@ def _prepare(
             "with_skill would equal without_skill; remove that line to evaluate it"
         )
     caps = Caps(max_calls, None)
-    root = Path(workspace) if workspace is not None else Path.cwd() / f"{skill}-workspace"
+    root = Path(workspace) if workspace is not None else Path.cwd() / f"{base.name}-workspace"
     report = EvalReport(
         skill=skill,
         provider=provider.name,
@@ -497,10 +501,10 @@ def _one_run(
     run.status = {"error": ERROR, "budget": STOPPED}.get(transcript.stop_reason, COMPLETED)
     run.reason = transcript.error
     transcript_md = f"# Transcript\n\n## Eval Prompt\n\n{case.prompt}\n\n{transcript.to_markdown()}"
-    write_text(outputs / RESPONSE_FILE, transcript.final_text + "\n")
-    write_text(outputs / "transcript.md", transcript_md)
+    _write_output(run, outputs / RESPONSE_FILE, transcript.final_text + "\n")
+    _write_output(run, outputs / "transcript.md", transcript_md)
     run.metrics = _metrics(transcript, outputs, inputs, len(transcript_md))
-    write_json(outputs / "metrics.json", run.metrics)
+    _write_output(run, outputs / "metrics.json", json.dumps(run.metrics, indent=2) + "\n")
     timing: dict[str, Any] = {
         "total_tokens": transcript.usage.total,
         "duration_ms": round(executor_s * 1000),
@@ -534,6 +538,17 @@ def _one_run(
     return run
 
 
+def _write_output(run: EvalRun, path: Path, text: str) -> None:
+    """Write one of the lab's files into the run's outputs (the script's folder: it may have
+    put a folder or anything else under that name); a failure is noted on the run, never
+    the end of the evaluation."""
+    try:
+        write_text(path, text)
+    except OSError as exc:
+        note = f"{path.name} not written ({exc.strerror or exc}): the run's scripts took the name"
+        run.reason = f"{run.reason}; {note}" if run.reason else note
+
+
 def _grade(
     report: EvalReport, s: _Settings, case: EvalCase, transcript_md: str, outputs: Path
 ) -> Loop[tuple[list[dict[str, Any]], list[dict[str, Any]], float | None]]:
@@ -554,10 +569,9 @@ def _grade(
         tools=[],
         max_tokens=GRADER_MAX_TOKENS,
     )
-    s.caps.sent()
     t0 = time.monotonic()
     try:
-        reply: Reply = yield ModelCall(s.grader, kwargs)
+        reply: Reply = yield from model_call(s.grader, kwargs, s.caps)
     except ModelCallError as exc:
         return ungraded(wanted, f"the grader's request failed: {exc}"), [], time.monotonic() - t0
     s.caps.used(reply.input_tokens, reply.output_tokens)

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.lab.workspace import VIEWER_SKIPS
+from skill_magics.core.safefs import read_files
 
 MAX_FILE_CHARS = 20_000  # of one output file shown to the grader
 MAX_FILES_CHARS = 60_000  # of all output files together
 MAX_TRANSCRIPT_CHARS = 60_000
+MAX_FILES = 200  # output files shown to the grader
 
 GRADER_SYSTEM = (
     "You grade the work of an AI assistant against a list of expectations. For each "
@@ -192,20 +194,28 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 
 def _files(outputs: Path) -> str:
-    if not outputs.is_dir():
+    """The run's output files for the grader: regular files inside ``outputs`` only, never
+    through a link (a script may leave one to a file it could not read itself: the grader
+    reads with the kernel's rights), bounded in count and size (core/safefs.py)."""
+    if not outputs.is_dir() or outputs.is_symlink():
         return "(no output folder)"
     shown: list[str] = []
     budget = MAX_FILES_CHARS
-    for path in sorted(p for p in outputs.rglob("*") if p.is_file()):
-        rel = path.relative_to(outputs).as_posix()
-        if rel in VIEWER_SKIPS:
-            continue
-        size = path.stat().st_size
+    for found in read_files(
+        outputs,
+        max_files=MAX_FILES,
+        max_bytes=MAX_FILE_CHARS * 4 + 4,  # UTF-8: at most 4 bytes a character
+        max_total=MAX_FILES_CHARS * 4 + 4,
+        skip=VIEWER_SKIPS,
+    ):
+        rel, size = found.rel, found.size
         try:
-            text = path.read_text("utf-8")
-        except (UnicodeDecodeError, OSError):
-            shown.append(f"### {rel} ({size:,} bytes, binary: not shown)")
-            continue
+            text = found.head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(found.head) - 4 or found.size == len(found.head):
+                shown.append(f"### {rel} ({size:,} bytes, binary: not shown)")
+                continue
+            text = found.head[: exc.start].decode("utf-8")  # cut inside a character
         part = _cap(text, min(MAX_FILE_CHARS, max(budget, 0)))
         budget -= len(part)
         shown.append(f"### {rel} ({size:,} bytes)\n\n```\n{part}\n```")

@@ -37,7 +37,7 @@ from skill_magics.core.errors import ModelCallError
 from skill_magics.core.lab.agent import MAX_TOKENS, now_iso
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, ModelCall, drive, drive_async
+from skill_magics.core.lab.drive import Loop, drive, drive_async, model_call
 from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.manager import SkillManager
@@ -73,6 +73,7 @@ class TriggerRun:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    requests: int = 1  # HTTP requests it took, retries included (0: not run)
 
 
 @dataclass(frozen=True)
@@ -504,7 +505,7 @@ def _evaluate(
                 reason = caps.exhausted()
                 if reason:
                     report.stopped = reason
-                    report.runs.append(TriggerRun(index, run, NOT_RUN))
+                    report.runs.append(TriggerRun(index, run, NOT_RUN, requests=0))
                     continue
                 kwargs = provider.request(
                     model=report.model,
@@ -513,13 +514,19 @@ def _evaluate(
                     tools=tools,
                     max_tokens=caps.clamp(max_tokens),
                 )
-                caps.sent()
-                t0 = time.monotonic()
+                t0, before = time.monotonic(), caps.calls
                 try:
-                    reply: Reply = yield ModelCall(provider, kwargs)
+                    reply: Reply = yield from model_call(provider, kwargs, caps)
                 except ModelCallError as exc:
                     report.runs.append(
-                        TriggerRun(index, run, ERROR, error=str(exc), seconds=time.monotonic() - t0)
+                        TriggerRun(
+                            index,
+                            run,
+                            ERROR,
+                            error=str(exc),
+                            seconds=time.monotonic() - t0,
+                            requests=caps.calls - before,
+                        )
                     )
                     tracker.step(failed=True)
                     continue
@@ -535,6 +542,7 @@ def _evaluate(
                         reply.input_tokens,
                         reply.output_tokens,
                         time.monotonic() - t0,
+                        caps.calls - before,
                     )
                 )
                 tracker.step()
@@ -646,7 +654,7 @@ def summarize(
         "errors": sum(1 for r in mine if r.status == ERROR),
         "unanswered": len(results) - len(answered),
         "not_run": sum(1 for r in mine if r.status == NOT_RUN),
-        "calls": len(sent),
+        "calls": sum(r.requests for r in sent),  # on the wire: retries included
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "tokens": input_tokens + output_tokens,

@@ -19,7 +19,7 @@
         └── benchmark.md
 
 Field names are skill-creator's (``references/schemas.md``); the viewer reads them exactly.
-Every file is written whole or not at all (a temporary file, then ``os.replace``).
+Every file is written whole or not at all and never through a link (core/safefs.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,12 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from skill_magics.core import safefs
 
 ITERATION_RE = re.compile(r"^iteration-(\d+)$")
 VIEWER_SKIPS = frozenset({"transcript.md", "user_notes.md", "metrics.json"})  # not outputs
@@ -42,14 +45,9 @@ def write_json(path: Path, data: Any) -> Path:
 
 
 def write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """``text`` at ``path``, whole or not at all and never through a link: a run's
+    ``outputs/`` is the script's to change (core/safefs.py)."""
+    safefs.write_file(path.parent, path.name, text)
     return path
 
 
@@ -162,15 +160,16 @@ def benchmark_markdown(benchmark: Mapping[str, Any]) -> str:
 def output_files(outputs: Path) -> dict[str, tuple[int, int]]:
     """Relative path -> (size, mtime_ns) of every file under ``outputs``."""
     found = {}
-    for root, dirs, files in os.walk(outputs):
+    for root, dirs, files in os.walk(outputs):  # never into a linked folder
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
             try:
-                st = path.stat()
+                st = path.lstat()  # a link is not the run's file: never followed
             except OSError:
                 continue
-            found[path.relative_to(outputs).as_posix()] = (st.st_size, st.st_mtime_ns)
+            if stat.S_ISREG(st.st_mode):
+                found[path.relative_to(outputs).as_posix()] = (st.st_size, st.st_mtime_ns)
     return found
 
 

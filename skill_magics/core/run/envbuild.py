@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill_magics.core import envdirs
+from skill_magics.core import envdirs, safefs
 from skill_magics.core.catalog.requirements import requirement_problem
 from skill_magics.core.errors import EnvironmentBuildError
 from skill_magics.core.run.process import SpawnError, run_process
@@ -45,7 +45,6 @@ PTH_FILE = "_skill_magics_kernel.pth"
 STEP_TIMEOUT = 600.0  # one installer step; a large wheel on a slow link fits
 MAX_OUTPUT = 4 << 20
 TAIL_LINES = 6  # errors are one line (core/errors.py): the installer's last lines
-KEEP_ENVS = 2  # the current one and the previous one (a run may still be using it)
 
 UV = "uv"
 PIP = "pip"
@@ -180,7 +179,10 @@ def build_env(
     commands = install_commands(env_dir, packages, tool, uv)
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     done = False
+    building = _claim(home, env_dir)  # held while this build lives: never swept
     try:
+        _sweep_dead(home)
+
         for i, command in enumerate(commands):
             _run_step(command, home, environ, timeout, on_output, cancel, skill)
             if i == 0:
@@ -192,12 +194,16 @@ def build_env(
             "kernel_python": sys.executable,
             "built": time.time(),
         }
-        (env_dir / INFO_FILE).write_text(json.dumps(info, indent=1), "utf-8")
+        previous = current_env(home)
+        if previous is not None:  # kept by pruning: a run may still be using it
+            info["previous"] = previous[0].name
+        safefs.write_file(env_dir, INFO_FILE, json.dumps(info, indent=1))
         _publish(home, env_dir)
         done = True
     finally:
         if not done:
             shutil.rmtree(env_dir, ignore_errors=True)
+        _release(home, env_dir, building)
     _prune(home, env_dir)
     return BuiltEnv(
         path=env_dir,
@@ -237,6 +243,7 @@ def _run_step(
             max_output_size=MAX_OUTPUT,
             on_output=collect,
             cancel=cancel,
+            die_with_parent=True,  # a killed kernel takes its installer with it
         )
     except SpawnError as exc:
         raise EnvironmentBuildError(
@@ -279,7 +286,7 @@ def _write_pth(env_dir: Path) -> None:
             "an unexpected layout"
         )
     lines = "".join(folder + "\n" for folder in kernel_site_folders())
-    Path(sites[0], PTH_FILE).write_text(lines, "utf-8")
+    safefs.write_file(sites[0], PTH_FILE, lines)
 
 
 def _publish(home: Path, env_dir: Path) -> None:
@@ -293,15 +300,78 @@ def _publish(home: Path, env_dir: Path) -> None:
         raise
 
 
-def _prune(home: Path, keep: Path) -> None:
-    """Remove older environments of the skill, keeping the newest KEEP_ENVS."""
+BUILDING = ".building-"  # this + <env folder name>: the lock a live build holds
+
+
+def _claim(home: Path, env_dir: Path) -> int:
+    """Lock ``.building-<env>`` for this build's lifetime (flock: the kernel releases it when
+    the process dies, so a build killed with its kernel is known dead by the next one)."""
+    import fcntl
+
+    fd = os.open(home / (BUILDING + env_dir.name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def _release(home: Path, env_dir: Path, fd: int) -> None:
+    try:
+        os.unlink(home / (BUILDING + env_dir.name))
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def _is_dead(home: Path, env: Path) -> bool:
+    """Is ``env`` a build that will never finish (no info file, no live build holding it)?"""
+    import fcntl
+
+    if (env / INFO_FILE).is_file():
+        return False
+    try:
+        fd = os.open(home / (BUILDING + env.name), os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True  # a build claims its lock before it makes its folder
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # a live build
+    finally:
+        os.close(fd)
+    return True
+
+
+def _sweep_dead(home: Path) -> None:
+    """Remove the folders of builds that died with their kernel."""
     try:
         envs = [p for p in home.iterdir() if p.name.startswith("env-") and p.is_dir()]
     except OSError:
         return
-    envs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in envs[KEEP_ENVS:]:
-        if old != keep:
+    for env in envs:
+        if not env.is_symlink() and _is_dead(home, env):
+            shutil.rmtree(env, ignore_errors=True)
+            try:
+                os.unlink(home / (BUILDING + env.name))
+            except OSError:
+                pass
+
+
+def _prune(home: Path, keep: Path) -> None:
+    """Remove finished environments runs no longer use: never the current one (``keep``,
+    what ``current`` names) nor the one before it (a run may still be using it), never a
+    build in progress; dead builds go too."""
+    now = current_env(home)
+    wanted = {keep.name}
+    if now is not None:
+        wanted.add(now[0].name)
+        wanted.add(str(now[1].get("previous", "")))
+    try:
+        envs = [p for p in home.iterdir() if p.name.startswith("env-") and p.is_dir()]
+    except OSError:
+        return
+    for old in envs:
+        if old.name in wanted or old.is_symlink():
+            continue
+        if (old / INFO_FILE).is_file() or _is_dead(home, old):
             shutil.rmtree(old, ignore_errors=True)
 
 

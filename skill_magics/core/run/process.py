@@ -750,19 +750,21 @@ def spawn(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None,
     orphans: bool = True,
+    die_with_parent: bool = False,
 ) -> Child:
     """Start ``command`` (list form, never a shell) in a process group of its own: the cold
     launch (a sandboxed run is the same, its command wrapped in bwrap). payload None means
     stdin reads as empty. ``orphans``: also find and kill the run's daemons that left the
-    group (core/run/orphans.py; a sandboxed run's PID namespace does that already). Raises
-    SpawnError when the program cannot be started (nothing ran)."""
+    group (core/run/orphans.py; a sandboxed run's PID namespace does that already).
+    ``die_with_parent``: see :func:`run_process`. Raises SpawnError when the program cannot
+    be started (nothing ran)."""
     held: Orphans | None = None
     if orphans and SUBREAPER.enter():
         held = Orphans(run_id := new_run_id())
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
     try:
         start = time.monotonic()
-        proc, stdin, out_r, err_r, rest = _popen(command, payload, cwd, env)
+        proc, stdin, out_r, err_r, rest = _popen(command, payload, cwd, env, die_with_parent)
     except BaseException:
         if held is not None:
             SUBREAPER.leave()
@@ -775,6 +777,7 @@ def _popen(
     payload: bytes | None,
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None,
+    die_with_parent: bool = False,
 ) -> tuple[subprocess.Popen, Pipe | None, int, int, bytes | None]:
     """Popen with pipes made here, not by Popen: it would wrap its ends in file objects (an
     fstat each) that the loop never uses. A payload that fits the pipe is written before the
@@ -814,6 +817,7 @@ def _popen(
                 env=env,
                 shell=False,
                 bufsize=0,
+                preexec_fn=_death_signal() if die_with_parent else None,
                 **_GROUP,
             )
         except OSError as exc:
@@ -841,10 +845,15 @@ def run_process(
     masks: Masks | None = None,
     orphans: bool = True,
     started: Callable[[], object] | None = None,
+    die_with_parent: bool = False,
 ) -> ProcessOutcome:
     """:func:`spawn` then :func:`drive` (installers, git: one call). KeyboardInterrupt (and
-    any other BaseException) kills the whole group before it propagates."""
-    child = spawn(command, payload, cwd=cwd, env=env, orphans=orphans)
+    any other BaseException) kills the whole group before it propagates.
+    ``die_with_parent``: the child gets SIGKILL when this thread's process dies (Linux
+    ``PR_SET_PDEATHSIG``: an installer must not outlive a killed kernel)."""
+    child = spawn(
+        command, payload, cwd=cwd, env=env, orphans=orphans, die_with_parent=die_with_parent
+    )
     return drive(child, Limits(timeout, max_output_size, on_output, cancel, masks, started))
 
 
@@ -854,6 +863,28 @@ _PREFILL = getattr(select, "PIPE_BUF", 512)
 
 
 _GROUP = group_kwargs()  # the same for every run
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child die (SIGKILL) with the thread that spawned it;
+    None where prctl is not there. libc is loaded here, in the parent: nothing is loaded
+    between fork and exec."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl: nobody will wait
+            os._exit(1)
+
+    return arm
+
+
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 

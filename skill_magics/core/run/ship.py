@@ -105,8 +105,23 @@ class FileFlag:
         return os.path.exists(self.path)
 
     def set(self) -> None:
-        with open(self.path, "w"):
-            pass
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        os.close(os.open(self.path, flags, 0o600))
+
+
+def _open_regular(path: str) -> io.BufferedReader:
+    """``path`` opened for reading only when it is a regular file, never through a link
+    (the skill folder is a script's to change between the listing and the read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise PathSecurityError(f"{path} is no longer a regular file: run it again") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PathSecurityError(f"{path} is no longer a regular file: run it again")
+    return os.fdopen(fd, "rb")
 
 
 def _portable_entries(base: str | os.PathLike[str]) -> dict[str, str]:
@@ -117,7 +132,7 @@ def _portable_entries(base: str | os.PathLike[str]) -> dict[str, str]:
     for rel, value in entries.items():
         if value.startswith("stat:"):
             digest = hashlib.sha256()
-            with open(os.path.join(base, rel), "rb") as fh:
+            with _open_regular(os.path.join(base, rel)) as fh:  # never through a link
                 while chunk := fh.read(1 << 20):
                     digest.update(chunk)
             value = "sha256:" + digest.hexdigest()
@@ -181,7 +196,12 @@ class SkillBundle:
                         f"Cannot ship skill {name!r}: its files exceed "
                         f"{MAX_BUNDLE_BYTES >> 20} MiB; move data out of the skill folder"
                     )
-                with open(path, "rb") as fh:
+                if not info.isreg():  # it became a link or a special file since the listing
+                    raise PathSecurityError(
+                        f"Cannot ship skill {name!r}: {rel} is no longer a regular file; "
+                        "run it again"
+                    )
+                with _open_regular(path) as fh:  # a file swapped for a link meanwhile: refused
                     tar.addfile(info, fh)
         # What was packed must still be what was approved (a write while packing: refused).
         now = _portable_entries(base)

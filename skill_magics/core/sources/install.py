@@ -48,11 +48,12 @@ from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources.lock import (
     LockedSkill,
     computed_hash,
+    discard,
     folder_files,
     read_lock,
     record_changes,
     tree_digest,
-    write_lock,
+    write_lock_beside,
 )
 from skill_magics.core.sources.snapshot import (
     FolderSnapshot,
@@ -252,31 +253,17 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def move_into_place(staged: StagedSkill, target: Path) -> None:
-    """Copy the staged skill next to ``target``, check the copy is the approved tree, then
-    swap it in (the old folder, if any, is removed after the swap)."""
-    work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".skills-staging-"))
-    try:
-        fresh = work / "new"
-        shutil.copytree(staged.staged, fresh, symlinks=True)
-        files, other = folder_files(fresh)
-        if other or tree_digest(list(files.values())) != staged.tree:
-            raise SourceError(
-                f"{staged.folder}: the staged files changed after they were approved; nothing "
-                "was installed. Run it again to review them"
-            )
-        if os.path.lexists(target):
-            old = work / "old"
-            os.replace(target, old)
-            try:
-                os.replace(fresh, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-        else:
-            os.replace(fresh, target)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def copy_checked(staged: StagedSkill, fresh: Path) -> Path:
+    """Copy the staged skill to ``fresh`` (beside its target, same file system) and check the
+    copy is the approved tree."""
+    shutil.copytree(staged.staged, fresh, symlinks=True)
+    files, other = folder_files(fresh)
+    if other or tree_digest(list(files.values())) != staged.tree:
+        raise SourceError(
+            f"{staged.folder}: the staged files changed after they were approved; nothing "
+            "was installed. Run it again to review them"
+        )
+    return fresh
 
 
 def commit_plans(
@@ -287,50 +274,90 @@ def commit_plans(
     action: str,
     write: bool = True,
 ) -> tuple[list[InstalledSkill], Path | None]:
-    """Step 3: move every approved copy into place, then record them in the lock (also when
-    a later one fails: the lock lists what is really there). Each install is audited."""
+    """Step 3, all or nothing: copy every approved skill beside its target and write the new
+    lock beside the old one, then swap the folders and the lock in; a failure at any point
+    (a full disk, a file too large, an interrupt) puts back every folder swapped so far and
+    discards the new lock, so files and lock never disagree. Each install is audited."""
     folder.mkdir(parents=True, exist_ok=True)
     done: list[InstalledSkill] = []
-    entries: list[LockedSkill] = []
     lock_file = None
     with folder_lock(folder):
         lock = read_lock(folder, missing_ok=True)
+        started = time.monotonic()
+        work = Path(tempfile.mkdtemp(dir=folder, prefix=".skills-staging-"))
+        swapped: list[tuple[Path, Path | None]] = []  # (target, its previous folder)
+        lock_tmp: Path | None = None
         try:
-            for plan in plans:
-                started = time.monotonic()
-                if plan.copies:
-                    try:
-                        move_into_place(plan.staged, plan.target)
-                    except BaseException as exc:
-                        _audit(manager, plan, action, AuditOutcome.FAILED, _why(exc), started)
-                        raise
-                    _audit(
-                        manager,
-                        plan,
-                        action,
-                        AuditOutcome.COMPLETED,
-                        f"{plan.status} {plan.target}: {len(plan.staged.files)} files, tree "
-                        f"{plan.staged.tree[:16]}",
-                        started,
-                    )
-                entries.append(plan.locked)
-                done.append(
-                    InstalledSkill(
-                        plan.staged.folder,
-                        plan.locked.name,
-                        plan.target,
-                        plan.status,
-                        len(plan.staged.files),
-                        plan.staged.tree,
-                        plan.changes,
-                    )
-                )
-        finally:
+            fresh = {
+                i: copy_checked(plan.staged, work / f"new-{i}")
+                for i, plan in enumerate(plans)
+                if plan.copies
+            }
+            entries = [plan.locked for plan in plans]
             if entries and write:
-                lock_file = write_lock(lock.with_skills(entries))
-            elif lock.path.exists():
-                lock_file = lock.path
+                lock_tmp = write_lock_beside(lock.with_skills(entries))
+            for i, plan in enumerate(plans):
+                if i in fresh:
+                    old = work / f"old-{i}" if os.path.lexists(plan.target) else None
+                    if old is not None:
+                        os.replace(plan.target, old)
+                    swapped.append((plan.target, old))
+                    os.replace(fresh[i], plan.target)
+            if lock_tmp is not None:
+                os.replace(lock_tmp, lock.path)
+                lock_tmp = None
+        except BaseException as exc:
+            _roll_back(swapped, work)
+            if lock_tmp is not None:
+                discard(lock_tmp)
+            for plan in plans:
+                _audit(manager, plan, action, AuditOutcome.FAILED, _why(exc), started)
+            if isinstance(exc, OSError):
+                kept = lock.path.name if lock.path.exists() else "no lock file"
+                raise SourceError(
+                    f"{action} of {plural(len(plans), 'skill')} failed ({_why(exc)}); nothing "
+                    f"changed: kept the installed skills and {kept} as they were. Free space "
+                    "or fix the folder, then run it again"
+                ) from exc
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        for plan in plans:
+            if plan.copies:
+                _audit(
+                    manager,
+                    plan,
+                    action,
+                    AuditOutcome.COMPLETED,
+                    f"{plan.status} {plan.target}: {len(plan.staged.files)} files, tree "
+                    f"{plan.staged.tree[:16]}",
+                    started,
+                )
+            done.append(
+                InstalledSkill(
+                    plan.staged.folder,
+                    plan.locked.name,
+                    plan.target,
+                    plan.status,
+                    len(plan.staged.files),
+                    plan.staged.tree,
+                    plan.changes,
+                )
+            )
+        if done and write:
+            lock_file = lock.path
+        elif lock.path.exists():
+            lock_file = lock.path
     return done, lock_file
+
+
+def _roll_back(swapped: list[tuple[Path, Path | None]], work: Path) -> None:
+    """Put back every folder swapped so far, newest first."""
+    for n, (target, old) in enumerate(reversed(swapped)):
+        if os.path.lexists(target):
+            os.replace(target, work / f"failed-{n}")
+        if old is not None:
+            os.replace(old, target)
 
 
 def _why(exc: BaseException) -> str:
@@ -602,7 +629,7 @@ __all__ = [
     "default_folder",
     "open_snapshot",
     "commit_plans",
-    "move_into_place",
+    "copy_checked",
     "existing_changes",
     "locked_entry",
     "skill_name",

@@ -371,6 +371,19 @@ def _required(entry: dict, key: str) -> str:
 
 def write_lock(lock: Lock) -> Path:
     """Write ``lock`` atomically (temporary file in the same folder, then ``os.replace``)."""
+    tmp = write_lock_beside(lock)
+    try:
+        os.replace(tmp, lock.path)
+    except BaseException:
+        discard(tmp)
+        raise
+    return lock.path
+
+
+def write_lock_beside(lock: Lock) -> Path:
+    """Write ``lock`` whole into a new temporary file beside its lock file (flushed to
+    disk) and return its path: the caller swaps it in together with the skill folders
+    (``os.replace``) or discards it. Nothing is left behind when writing fails."""
     text = json.dumps(lock.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     folder = lock.path.parent
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".skills-lock-", suffix=".tmp")
@@ -380,14 +393,18 @@ def write_lock(lock: Lock) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, lock.path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard(Path(tmp))
         raise
-    return lock.path
+    return Path(tmp)
+
+
+def discard(path: Path) -> None:
+    """Remove a temporary file if it is there."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 # -- comparing a folder with its lock -------------------------------------------------------
@@ -515,6 +532,8 @@ def skill_lock_status(base_dir: Path) -> LockStatus | None:
 
 
 __all__ = [
+    "discard",
+    "write_lock_beside",
     "LOCK_NAME",
     "FileRecord",
     "LockedSkill",
