@@ -125,10 +125,10 @@ MUST_SHOW = {
         "sandbox: workspace-write · network off · writable: <tmp>/work, <private /tmp>",
         "sandbox: workspace-write · network on",
         "'network_granted'",
-        "WEATHER_API_KEY (not set)",
+        "WEATHER_API_KEY (not set; declared in ",
         "WEATHER_API_KEY (missing: enter it below)",
         "calling the API with key=****",
-        "WEATHER_API_KEY (set)",
+        "WEATHER_API_KEY (set; declared in ",
         "secret-like variables nosy sees: []",
     ],
     "06_real_skills.ipynb": [

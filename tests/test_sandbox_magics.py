@@ -80,12 +80,12 @@ def test_panel_asks_for_the_secret_masked_and_clears_it(shell) -> None:
     assert VALUE not in history
     # %skills show: declared secrets and whether each is set (never the value).
     shown = shell.run_cell("%skills show keyed").result
-    assert "API_KEY (set)" in shown.text and VALUE not in shown.text + shown.html
+    assert "API_KEY (set; declared in " in shown.text and VALUE not in shown.text + shown.html
 
 
 def test_a_blank_field_means_the_run_is_refused_in_one_line(shell) -> None:
     shown = shell.run_cell("%skills show keyed").result
-    assert "API_KEY (not set)" in shown.text
+    assert "API_KEY (not set; declared in " in shown.text
     thread, _ = _fill_and_click(shell, secret=None, network=False)
     outcome = shell.run_cell("%%skillrun keyed.run --sandbox read-only\n")
     thread.join(5)
