@@ -48,6 +48,7 @@ from skill_magics.core.run.warm.server import (
     ServerState,
     WarmServer,
 )
+from skill_magics.core.run.warm.skillcode import SkillCode, skill_code
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
@@ -148,7 +149,13 @@ class WarmLauncher:
             tmpdir = sandboxing.private_tmpdir()
             run_env.update(sandboxing.tmp_env(tmpdir))
         server_env = _server_env(run_env, prepared)
+        assert prepared.script is not None  # parse_target: a script
+        code = skill_code(os.fspath(prepared.script.real_base))
+        if code is None:
+            return Cold("the skill's folder cannot be read for its warm server")
         key = ServerKey(
+            skill=(prepared.skill_name, code.base),
+            code=code.fingerprint,
             python=target.python,
             flags=target.flags,
             env=tuple(sorted(server_env.items())),
@@ -157,8 +164,10 @@ class WarmLauncher:
         names: list[Sequence[str]] = []
 
         def preload() -> Sequence[str]:
+            # Never a name the skill ships anywhere in its folder: a cold run may import
+            # the skill's own (scripts/vendor/yaml put first on sys.path).
             if not names:
-                names.append(self.names_for(prepared))
+                names.append([n for n in self.names_for(prepared) if n not in code.shipped])
             return names[0]
 
         server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
@@ -195,7 +204,7 @@ class WarmLauncher:
             return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
         if server.loading:
             return Cold("warm server importing packages")
-        why = _shadowed(prepared, target, server, run_env)
+        why = _shadowed(prepared, target, server, run_env) or _ships_held(code, server)
         if why:
             return Cold(why)
         wanted_names = [n for n in preload() if n not in server.report.loaded]
@@ -583,6 +592,19 @@ def _shadowed(
                 "holds (a cold run imports the skill's)"
             )
     return ""
+
+
+def _ships_held(code: SkillCode, server: WarmServer) -> str:
+    """Why the run starts cold when the skill ships, anywhere in its folder, a module of a
+    name the server holds (a preloaded package pulled it in): a script may put that folder
+    first on sys.path, and a cold run would then import the skill's own."""
+    clash = sorted(code.shipped & server.report.modules)
+    if not clash:
+        return ""
+    return (
+        f"the skill ships a module named {clash[0]!r}, which the warm server holds (a cold "
+        "run may import the skill's)"
+    )
 
 
 def _path_front(

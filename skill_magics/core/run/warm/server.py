@@ -54,10 +54,14 @@ class ServerState(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ServerKey:
-    """What makes two runs able to share a server: the interpreter and its flags, the
-    environment the server starts with (secrets and per-skill variables left out), and the
-    sandbox (None: unsandboxed)."""
+    """What makes two runs able to share a server: one skill (its name and real folder) at
+    one state of its code (``code``: skillcode.SkillCode.fingerprint), the interpreter and
+    its flags, the environment the server starts with (secrets and per-skill variables left
+    out), and the sandbox (None: unsandboxed). Two skills never share a server: a package
+    one imports must never be in the other's runs (its atexit callbacks, its threads)."""
 
+    skill: tuple[str, str]
+    code: str
     python: str
     flags: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = field(repr=False)

@@ -294,7 +294,29 @@ class Server:
         thread, is reported ``unsafe``: a fork would not show that output or carry that
         thread, so the client starts a server without it (a run imports it itself)."""
         started = time.monotonic()
-        unsafe = {}
+        unsafe: dict = {}
+        _Generators.record()
+        try:
+            self._import(names, unsafe)
+        finally:
+            _Generators.stop()
+        gc.collect()
+        _Generators.find()  # before freeze: frozen objects are no longer listed by gc
+        gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
+        _State.take()
+        extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
+        return {
+            "loaded": self.loaded,
+            "failed": self.failed,
+            "unsafe": unsafe,
+            "os_threads": _os_threads(),
+            "modules": extra,
+            "fds": _open_fds(),
+            "sources": _sources(),
+            "seconds": time.monotonic() - started,
+        }
+
+    def _import(self, names, unsafe):
         for name in names:
             if name in self.loaded or name in self.failed:
                 continue
@@ -317,20 +339,6 @@ class Server:
                 # Closed in every run's child, the package's handle would then name whatever
                 # the script opens next under that number (its log lines in the script's file).
                 unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
-        gc.collect()
-        gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
-        _State.take()
-        extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
-        return {
-            "loaded": self.loaded,
-            "failed": self.failed,
-            "unsafe": unsafe,
-            "os_threads": _os_threads(),
-            "modules": extra,
-            "fds": _open_fds(),
-            "sources": _sources(),
-            "seconds": time.monotonic() - started,
-        }
 
     def sandbox_problem(self):
         """'' when a run can get its own namespaces and mounts here, else why not."""
@@ -440,6 +448,9 @@ class Server:
         del self.runs[run.pidfd]
         os.close(run.pidfd)
         run.pidfd = -1
+        if run.sock is None:  # its client went away first: nobody will answer, reap now
+            self.reap(run)
+            return
         try:
             run.sock.send(b"S" + _STATUS.pack(run.status))
         except OSError:  # the client is gone: nobody will answer, reap now
@@ -454,8 +465,9 @@ class Server:
         if run.status is None:
             if data:
                 return  # nothing to answer before the exit status: ignore
-            # The client went away while the run was going: end the run.
-            _killpg(run.pid, signal.SIGKILL)
+            # The client went away while the run was going: end the run, by its pidfd too
+            # (it may have left its group); its exit is then reaped by exited().
+            _kill_run(run)
             self.poll.unregister(run.sock.fileno())
             del self.runs[run.sock.fileno()]
             run.sock.close()
@@ -486,13 +498,116 @@ class Server:
 
     def shutdown(self):
         for run in set(self.runs.values()):
-            _killpg(run.pid, signal.SIGKILL)
+            _kill_run(run)
         for run in set(self.runs.values()):
             try:
                 os.waitpid(run.pid, 0)
             except ChildProcessError:
                 pass
         os._exit(0)
+
+
+class _Generators:
+    """The random generators the preloaded packages hold that were seeded from the OS's
+    entropy: a cold run's differ in every process, so each run's child reseeds them
+    (:meth:`reseed`). One a package seeded itself (``random.Random(42)``,
+    ``numpy.random.default_rng(7)``) is left as it is: a cold run gets that same sequence.
+
+    Why reseed rather than refuse to preload: nearly every package holds a generator (the
+    ``random`` module's own, NumPy's global one), so refusing would leave nothing warm.
+    How one is told apart: while packages are imported, ``random.Random.seed`` and
+    ``secrets.randbits`` (where NumPy's SeedSequence draws its entropy) are wrapped to note
+    which instance was seeded without a seed and which entropy was drawn; the wrappers are
+    removed once the imports are done, so a run sees the originals."""
+
+    python: dict = {}  # id -> random.Random seeded from the OS
+    numpy: list = []  # NumPy BitGenerators whose SeedSequence drew OS entropy
+    _drawn: set = set()
+    _saved: list = []
+
+    @classmethod
+    def record(cls):
+        import random
+        import secrets
+
+        if not cls._saved:  # the module's own instance: seeded from the OS when imported
+            cls.python.setdefault(id(random._inst), random._inst)
+        seed, setstate, randbits = random.Random.seed, random.Random.setstate, secrets.randbits
+        cls._saved = [seed, setstate, randbits]
+
+        def noted_seed(self, a=None, version=2):
+            seed(self, a, version)
+            if a is None:
+                cls.python[id(self)] = self
+            else:
+                cls.python.pop(id(self), None)
+
+        def noted_setstate(self, state):
+            setstate(self, state)
+            cls.python.pop(id(self), None)
+
+        def noted_randbits(k):
+            value = randbits(k)
+            cls._drawn.add(value)
+            return value
+
+        random.Random.seed = noted_seed  # type: ignore[method-assign]
+        random.Random.setstate = noted_setstate  # type: ignore[method-assign]
+        secrets.randbits = noted_randbits
+
+    @classmethod
+    def stop(cls):
+        import random
+        import secrets
+
+        seed, setstate, randbits = cls._saved
+        random.Random.seed = seed  # type: ignore[method-assign]
+        random.Random.setstate = setstate  # type: ignore[method-assign]
+        noted = secrets.randbits
+        secrets.randbits = randbits
+        for module in list(sys.modules.values()):  # `from secrets import randbits` (NumPy)
+            if getattr(module, "randbits", None) is noted:
+                try:
+                    module.randbits = randbits  # type: ignore[attr-defined]
+                except (AttributeError, TypeError):
+                    pass
+
+    @classmethod
+    def find(cls):
+        bit_generator = sys.modules.get("numpy.random.bit_generator")
+        kind = getattr(bit_generator, "BitGenerator", None)
+        if kind is None or not cls._drawn:
+            return
+        for obj in gc.get_objects():
+            if isinstance(obj, kind) and obj not in cls.numpy:
+                seq = getattr(obj, "seed_seq", None)
+                if getattr(seq, "entropy", None) in cls._drawn:
+                    cls.numpy.append(obj)
+
+    @classmethod
+    def reseed(cls):
+        """In a run's child: new OS entropy for each generator seeded from it."""
+        if cls.python:
+            import random
+
+            for inst in cls.python.values():
+                random.Random.seed(inst, None)
+        for bits in cls.numpy:
+            try:
+                bits.state = type(bits)().state
+            except Exception:  # noqa: BLE001 - a generator we cannot reseed keeps its state
+                pass
+
+
+def _kill_run(run):
+    """SIGKILL a run's process by its pidfd (never a reused pid) and its group (a zombie
+    leader keeps the group id from being reused, so the number is still the run's)."""
+    if run.pidfd >= 0:
+        try:
+            signal.pidfd_send_signal(run.pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+    _killpg(run.pid, signal.SIGKILL)
 
 
 def _killpg(pgid, sig):
@@ -893,8 +1008,7 @@ def _reset(spec):
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again (the run's)
-    if "random" in sys.modules:
-        sys.modules["random"].seed()
+    _Generators.reseed()
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # NumPy's global RandomState is not reseeded at fork
