@@ -246,3 +246,48 @@ def test_a_run_that_left_its_group_never_ends_its_server_or_another_run(
     assert long_res.start == "warm" and long_res.stdout == "done\n", long_res.stderr  # type: ignore[attr-defined]
     again = manager.execute_skill_script("leaver", "long", argv=["0"], approver=None)
     assert again.start == "warm" and [s.pid for s in warm.POOL.servers()] == [server.pid]
+
+
+# -- defect 6: a warm run reads like a cold one ----------------------------------------------
+
+READS_LIKE_COLD = {
+    # stdout that cannot be flushed at exit: "Exception ignored in: ..." and exit 120
+    "unflushable": ("import sys, pandas\nsys.stdout = open('/dev/full', 'w')\nprint('lost')\n"),
+    # an excepthook that raises: its error, then the original one
+    "hook_raises": (
+        "import sys, pandas\n"
+        "def hook(*args):\n"
+        "    raise ValueError('in the hook')\n"
+        "sys.excepthook = hook\n"
+        "raise KeyError('original')\n"
+    ),
+    # an excepthook that exits: the run exits as it says
+    "hook_exits": (
+        "import sys, pandas\n"
+        "def hook(*args):\n"
+        "    sys.exit(7)\n"
+        "sys.excepthook = hook\n"
+        "raise KeyError('original')\n"
+    ),
+    # a custom unraisablehook sees a real UnraisableHookArgs
+    "custom_unraisable": (
+        "import sys, pandas\n"
+        "def hook(args):\n"
+        "    sys.stderr.write(f'{type(args).__name__} {args.exc_type.__name__} "
+        "{args.err_msg} {args.exc_traceback}\\n')\n"
+        "sys.unraisablehook = hook\n"
+        "sys.stdout = open('/dev/full', 'w')\n"
+        "print('lost')\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(READS_LIKE_COLD))
+def test_a_warm_run_ends_as_a_cold_one(tmp_path: Path, make_skill, case: str) -> None:
+    make_skill(tmp_path / "skills", "ends", scripts={"scripts/end.py": READS_LIKE_COLD[case]})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    cold = manager.execute_skill_script("ends", "end", approver=None, warm=False)
+    hot = manager.execute_skill_script("ends", "end", approver=None)
+    assert hot.start == "warm", hot.start_note
+    assert (hot.exit_code, hot.stdout, hot.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
+    assert "zygote" not in hot.stderr

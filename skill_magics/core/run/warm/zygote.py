@@ -1127,6 +1127,7 @@ def _run(spec):
     interpreter ends (see :func:`_finalize`). Never returns."""
     main = _new_main()
     before = set(sys.modules)
+    uncaught = None
     try:
         if spec["module"]:
             import runpy
@@ -1137,16 +1138,50 @@ def _run(spec):
     except SystemExit as exc:
         code = _exit_code(exc)
     except BaseException as exc:  # noqa: BLE001 - printed as the interpreter prints it
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
-            tb = tb.tb_next  # the server's own frames: a cold run has none
-        exc.__traceback__ = tb  # the display reads the exception's own traceback
-        sys.excepthook(type(exc), exc, tb)
+        uncaught = exc
         # An uncaught KeyboardInterrupt ends a cold Python by SIGINT after finalizing.
         code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
     else:
         code = 0
+    if uncaught is not None:
+        # Out of the except block: nothing the hook raises gets the run's exception as its
+        # context (the interpreter calls the hook with no exception being handled).
+        tb = _own_frames_cut(uncaught.__traceback__)
+        uncaught.__traceback__ = tb  # the display reads the exception's own traceback
+        try:
+            _print_uncaught(uncaught, tb)
+        except SystemExit as hook_exit:  # raised by the hook: the interpreter exits so
+            code = _exit_code(hook_exit)
+        del uncaught, tb
     _finalize(code, before)
+
+
+def _own_frames_cut(tb):
+    while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
+        tb = tb.tb_next  # the server's own frames: a cold run has none
+    return tb
+
+
+def _print_uncaught(exc, tb):
+    """sys.excepthook, as the interpreter calls it (pythonrun.c, _PyErr_PrintEx): a hook
+    that raises prints its own error, then the original one, both by the built-in display;
+    a SystemExit it raises ends the run as such."""
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except SystemExit:
+        raise
+    except BaseException as hook_exc:  # noqa: BLE001 - displayed as the interpreter does
+        hook_tb = _own_frames_cut(hook_exc.__traceback__)
+        hook_exc.__traceback__ = hook_tb
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        sys.stderr.write("Error in sys.excepthook:\n")
+        sys.__excepthook__(type(hook_exc), hook_exc, hook_tb)
+        sys.stderr.write("\nOriginal exception was:\n")
+        sys.__excepthook__(type(exc), exc, tb)
 
 
 def _exit_code(exc):
@@ -1183,13 +1218,13 @@ def _finalize(code, before):
     if threading is not None:
         threading._shutdown()
     atexit._run_exitfuncs()
-    ok = _flush_std()
+    ok = _flush_std(report=True)
     for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "__dict__"):
             _clear_module(module.__dict__)
     gc.collect()
-    ok = _flush_std() and ok
+    _flush_std(report=False)  # again, in case more was printed (not reported, as CPython)
     if code == -signal.SIGINT:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
@@ -1210,8 +1245,9 @@ def _clear_module(namespace):
                 pass
 
 
-def _flush_std():
-    """Flush sys.stdout (a failure is reported as unraisable) and sys.stderr."""
+def _flush_std(report):
+    """Flush sys.stdout (a failure is reported as unraisable when ``report``) and
+    sys.stderr; False when one could not be flushed."""
     ok = True
     for stream in (sys.stdout, sys.stderr):
         if stream is None or getattr(stream, "closed", False):
@@ -1219,22 +1255,44 @@ def _flush_std():
         try:
             stream.flush()
         except BaseException as exc:  # noqa: BLE001
-            ok = False
-            if stream is sys.stdout:
-                hook = getattr(sys, "unraisablehook", None)
-                if hook is not None:
-                    import types
-
-                    hook(
-                        types.SimpleNamespace(
-                            exc_type=type(exc),
-                            exc_value=exc,
-                            exc_traceback=exc.__traceback__,
-                            err_msg=None,
-                            object=stream,
-                        )
-                    )
+            ok = False  # stderr too: exit 120 (flush_std_files), reported for stdout only
+            if stream is sys.stdout and report:
+                _unraisable(exc, stream)
     return ok
+
+
+def _unraisable(exc, obj):
+    """PyErr_WriteUnraisable(obj) as the interpreter calls it when stdout cannot be
+    flushed at exit: the hook gets a real UnraisableHookArgs, no traceback (the flush is C's;
+    a cold run has no frame there)."""
+    hook = getattr(sys, "unraisablehook", None)
+    if hook is None or _UNRAISABLE_ARGS is None:
+        return
+    exc.__traceback__ = None
+    try:
+        hook(_UNRAISABLE_ARGS((type(exc), exc, None, None, obj)))
+    except BaseException:  # noqa: BLE001 - the interpreter ignores a failing hook too
+        pass
+
+
+def _unraisable_args_type():
+    """The type of the argument sys.unraisablehook is given (not exposed by name)."""
+    got: list = []
+
+    class _Raises:
+        def __del__(self):
+            raise RuntimeError
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = got.append
+    try:
+        _Raises()  # its refcount drops to 0 here: __del__ raises, the hook gets the args
+    finally:
+        sys.unraisablehook = hook
+    return type(got[0]) if got else None
+
+
+_UNRAISABLE_ARGS = _unraisable_args_type()
 
 
 def _run_file(main, path):
