@@ -291,3 +291,23 @@ def test_a_warm_run_ends_as_a_cold_one(tmp_path: Path, make_skill, case: str) ->
     assert hot.start == "warm", hot.start_note
     assert (hot.exit_code, hot.stdout, hot.stderr) == (cold.exit_code, cold.stdout, cold.stderr)
     assert "zygote" not in hot.stderr
+
+
+WARNS = """
+import warnings, pandas
+warnings.warn("at the top", stacklevel=2)
+def deeper():
+    warnings.warn("from a function", stacklevel=2)
+deeper()
+"""
+
+
+def test_a_top_level_warning_points_where_a_cold_ones_does(tmp_path: Path, make_skill) -> None:
+    make_skill(tmp_path / "skills", "warns", scripts={"scripts/warn.py": WARNS})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    cold = manager.execute_skill_script("warns", "warn", approver=None, warm=False)
+    hot = manager.execute_skill_script("warns", "warn", approver=None)
+    assert hot.start == "warm", hot.start_note
+    assert cold.stderr.startswith("sys:1: UserWarning: at the top")
+    assert "warn.py:5: UserWarning: from a function" in cold.stderr
+    assert hot.stderr == cold.stderr

@@ -34,7 +34,9 @@ from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")
 
-ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+# zygote.py, started through the file that marks its frames as the interpreter's own (a
+# warnings stack level past the script reaches no frame, as in a cold run).
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "importlib_bootstrap_zygote.py")
 _STATUS = struct.Struct("i")
 _CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 HELLO_S = 30.0  # the server says hello this soon after it was started, or it failed

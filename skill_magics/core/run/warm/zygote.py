@@ -97,7 +97,9 @@ class _State:
 _FORK_FILTER: list = []  # the one filter the server adds (for itself): never a run's
 _STATUS = struct.Struct("i")
 _MAXFDS = 8
-_ZYGOTE_FILE = __file__  # frames of this file are cut from a run's traceback
+# Frames of this file are cut from a run's traceback: the name it was compiled under
+# (importlib_bootstrap_zygote.py: one warnings skip, as the interpreter's own frames).
+_ZYGOTE_FILE = sys._getframe().f_code.co_filename
 _ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
 
 # Linux constants (ctypes: for the sandbox and the children's PDEATHSIG, loaded by serve()).
