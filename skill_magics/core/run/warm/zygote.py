@@ -30,7 +30,8 @@ environment (os.environ replaced, putenv included), stdin/stdout/stderr rebuilt 
 CPython's startup builds them, every other descriptor closed, ``__main__`` a fresh module with
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
-server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
+server's own), every random generator the packages seeded from the OS reseeded
+(:class:`_Generators`), tempfile's cached directory and
 the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
 the spec), and the run's id
 written into the block /proc/self/environ shows (over a slot kept for it: the client finds
