@@ -131,6 +131,9 @@ def test_a_vendored_module_is_the_skills_own_in_a_warm_run(tmp_path: Path, make_
     )
     manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
     manager.executor.warm.preload = lambda prepared: ("yaml", "pandas")  # what it imports
+    # `%skills warm` (warm_up) imports what the scripts need: never the skill's own names.
+    (up,) = warm.warm_up(manager.planner, manager.executor, manager.settings, "vendors")
+    assert up.server is not None and up.server.preloaded == ("pandas",), up.note
     cold = manager.execute_skill_script("vendors", "use", approver=None, warm=False)
     hot = manager.execute_skill_script("vendors", "use", approver=None)
     assert cold.stdout == "own\n", cold.stderr

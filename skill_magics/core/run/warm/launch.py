@@ -164,10 +164,8 @@ class WarmLauncher:
         names: list[Sequence[str]] = []
 
         def preload() -> Sequence[str]:
-            # Never a name the skill ships anywhere in its folder: a cold run may import
-            # the skill's own (scripts/vendor/yaml put first on sys.path).
             if not names:
-                names.append([n for n in self.names_for(prepared) if n not in code.shipped])
+                names.append(self.names_for(prepared))
             return names[0]
 
         server = POOL.server_for(key, idle_timeout=prepared.warm_idle)
@@ -241,7 +239,9 @@ class WarmLauncher:
         return ticket.server
 
     def names_for(self, prepared: PreparedRun) -> Sequence[str]:
-        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong).
+        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong):
+        never a name the skill ships anywhere in its folder (a cold run may import the
+        skill's own: ``scripts/vendor/yaml`` put first on sys.path).
 
         Remembered per interpreter and script while the script file and the interpreter's
         import folders are unchanged: a cold run under "auto" asks this every time, and the
@@ -250,6 +250,14 @@ class WarmLauncher:
         script = prepared.script
         if script is None:
             return ()
+        code = skill_code(os.fspath(script.real_base))
+        if code is None:
+            return ()
+        return tuple(n for n in self._script_names(prepared) if n not in code.shipped)
+
+    def _script_names(self, prepared: PreparedRun) -> Sequence[str]:
+        script = prepared.script
+        assert script is not None
         try:
             st = os.stat(script.real)
             stamp = (st.st_mtime_ns, st.st_size, folders_stamp(prepared.program))
