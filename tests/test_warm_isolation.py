@@ -181,11 +181,18 @@ def test_a_preloaded_packages_own_generators_differ_in_every_run(
     site.mkdir()
     (site / "rng_pkg.py").write_text(RNG_PKG)
     monkeypatch.setenv("PYTHONPATH", str(site))
-    make_skill(tmp_path / "skills", "rng", scripts={"scripts/draw.py": RNG_SCRIPT})
+    make_skill(
+        tmp_path / "skills",
+        "rng",
+        scripts={"scripts/draw.py": RNG_SCRIPT, "scripts/first.py": "import pandas\n"},
+    )
     manager = manager_for(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
-    manager.executor.warm.preload = lambda prepared: ("rng_pkg", "pandas")
+    own = {"first.py": ("pandas",), "draw.py": ("rng_pkg", "pandas")}
+    manager.executor.warm.preload = lambda prepared: own[prepared.script_rel.name]
+    # NumPy imported by an earlier import than the package's (another script's preload).
+    assert manager.execute_skill_script("rng", "first", approver=None).start == "warm"
     cold = manager.execute_skill_script("rng", "draw", approver=None, warm=False)
     runs = [manager.execute_skill_script("rng", "draw", approver=None) for _ in range(3)]
     assert all(r.start == "warm" for r in runs), [r.start_note for r in runs]

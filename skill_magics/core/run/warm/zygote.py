@@ -556,6 +556,7 @@ class _Generators:
 
         random.Random.seed = noted_seed  # type: ignore[method-assign]
         random.Random.setstate = noted_setstate  # type: ignore[method-assign]
+        _swap_randbits(randbits, noted_randbits)  # NumPy imported by an earlier load too
         secrets.randbits = noted_randbits
 
     @classmethod
@@ -568,12 +569,7 @@ class _Generators:
         random.Random.setstate = setstate  # type: ignore[method-assign]
         noted = secrets.randbits
         secrets.randbits = randbits
-        for module in list(sys.modules.values()):  # `from secrets import randbits` (NumPy)
-            if getattr(module, "randbits", None) is noted:
-                try:
-                    module.randbits = randbits  # type: ignore[attr-defined]
-                except (AttributeError, TypeError):
-                    pass
+        _swap_randbits(noted, randbits)
 
     @classmethod
     def find(cls):
@@ -599,6 +595,17 @@ class _Generators:
             try:
                 bits.state = type(bits)().state
             except Exception:  # noqa: BLE001 - a generator we cannot reseed keeps its state
+                pass
+
+
+def _swap_randbits(old, new):
+    """``randbits`` of every module that took it by ``from secrets import randbits``
+    (NumPy's bit_generator) from ``old`` to ``new``."""
+    for module in list(sys.modules.values()):
+        if module is not None and getattr(module, "randbits", None) is old:
+            try:
+                module.randbits = new  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
                 pass
 
 
