@@ -249,6 +249,9 @@ class Pool:
         with self._lock:
             for key, server in list(self._servers.items()):
                 if server.state is ServerState.STARTING or server.in_flight:
+                    # Its idle time starts when it is ready or its runs end: check again
+                    # no later than one idle timeout from now (nothing else wakes us).
+                    wait = min(wait, server.idle_timeout)
                     continue
                 left = server.last_used + server.idle_timeout - now
                 if left <= 0 or server.state is not ServerState.READY:
