@@ -792,21 +792,18 @@ def test_servers_are_bounded_the_least_recently_used_idle_one_stops(
 ) -> None:
     from skill_magics.core.run.warm import pool
 
-    make_skill(skills, "tiny", scripts={"scripts/hi.py": "import json\nprint('hi')\n"})
+    for i in range(3):
+        make_skill(skills, f"tiny{i}", scripts={"scripts/hi.py": "import json\nprint('hi')\n"})
     warm.stop_servers()  # only this test's servers: the oldest is the one to go
     monkeypatch.setattr(pool, "MAX_SERVERS", 2)
     started = []
-    for i in range(3):  # three environments: three keys
-        monkeypatch.setenv("WARM_BOUND_KEY", f"{uuid.uuid4().hex}-{i}")
-        manager = manager_for(
-            skills, run_cwd="skill", warm_start="on", env_passthrough="WARM_BOUND_KEY"
-        )
-        assert manager.execute_skill_script("tiny", "hi", approver=None).start == "warm"
-        (server,) = [
-            s
-            for s in warm.POOL.servers()
-            if ("WARM_BOUND_KEY", os.environ["WARM_BOUND_KEY"]) in s.key.env
-        ]
+    monkeypatch.setenv("WARM_BOUND_KEY", uuid.uuid4().hex)
+    manager = manager_for(
+        skills, run_cwd="skill", warm_start="on", env_passthrough="WARM_BOUND_KEY"
+    )
+    for i in range(3):  # three skills: three servers (one per skill)
+        assert manager.execute_skill_script(f"tiny{i}", "hi", approver=None).start == "warm"
+        (server,) = [s for s in warm.POOL.servers() if s.key.skill[0] == f"tiny{i}"]
         started.append(server)
     deadline = time.monotonic() + 10
     while started[0].alive() and time.monotonic() < deadline:

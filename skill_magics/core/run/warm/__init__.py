@@ -6,9 +6,12 @@ Stop, group kill, secrets, sandbox and audit are a cold run's. What differs is h
 process comes to be: forked from a long-lived server (zygote.py) instead of exec'd.
 
 - ``launch.py``: warm or cold for one run (and why), the run's spec, running it;
-- ``pool.py``: this process's servers, one per (interpreter, flags, environment, sandbox);
+- ``pool.py``: this process's servers, one per (skill, state of its code, interpreter, flags,
+  environment, sandbox), at most MAX_SERVERS (the least recently used idle one stops);
+- ``skillcode.py``: a skill's code fingerprint and the import names it ships;
 - ``server.py``: one server seen from here (start, preload, fork, stop);
-- ``zygote.py``: the server itself (stdlib only; runs in the skill's Python).
+- ``zygote.py``: the server itself (stdlib only; runs in the skill's Python), started
+  through ``importlib_bootstrap_zygote.py`` (its frames marked as the interpreter's own).
 
 Example:
     >>> warm_up(manager.planner, manager.executor, manager.settings, "csv-profiler")

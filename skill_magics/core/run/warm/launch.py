@@ -49,6 +49,7 @@ from skill_magics.core.run.warm.server import (
     WarmChild,
     WarmServer,
 )
+from skill_magics.core.run.warm.skillcode import SkillCode, skill_code
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
@@ -146,7 +147,7 @@ class WarmLauncher:
         not_ready = _ready(server, waiting, cancel)
         if not_ready is not None:
             return not_ready
-        why = _shadowed(run.prepared, run.target, server, run.env)
+        why = _shadowed(run.prepared, run.target, server, run.env) or _ships_held(run.code, server)
         if why:
             return Cold(why)
         wanted = [n for n in self._preload(run) if n not in server.report.loaded]
@@ -208,7 +209,9 @@ class WarmLauncher:
         return ticket.server
 
     def names_for(self, prepared: PreparedRun) -> Sequence[str]:
-        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong).
+        """What to preload for ``prepared`` (never raises: no preload is slower, not wrong):
+        never a name the skill ships anywhere in its folder (a cold run may import the
+        skill's own: ``scripts/vendor/yaml`` put first on sys.path).
 
         Remembered per interpreter and script while the script file and the interpreter's
         import folders are unchanged: a cold run under "auto" asks this every time, and the
@@ -217,6 +220,14 @@ class WarmLauncher:
         script = prepared.script
         if script is None:
             return ()
+        code = skill_code(os.fspath(script.real_base))
+        if code is None:
+            return ()
+        return tuple(n for n in self._script_names(prepared) if n not in code.shipped)
+
+    def _script_names(self, prepared: PreparedRun) -> Sequence[str]:
+        script = prepared.script
+        assert script is not None
         try:
             st = os.stat(script.real)
             stamp = (st.st_mtime_ns, st.st_size, folders_stamp(prepared.program))
@@ -251,6 +262,7 @@ class _WarmRun:
     key: ServerKey
     tmpdir: str | None  # a sandboxed run's private TMPDIR (None: unsandboxed)
     network: bool
+    code: SkillCode  # the skill's code files: its fingerprint, the module names it ships
     names: Sequence[str] | None = None  # what to preload, once asked
 
 
@@ -274,13 +286,21 @@ def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _Warm
         tmpdir = sandboxing.private_tmpdir()
         run_env.update(sandboxing.tmp_env(tmpdir))
     server_env = _server_env(run_env, prepared)
+    assert prepared.script is not None  # parse_target: a script
+    code = skill_code(os.fspath(prepared.script.real_base))
+    if code is None:
+        return Cold("the skill's folder cannot be read for its warm server")
+    # One server per skill and per state of its code: no other skill's packages, atexit
+    # hooks or modules are ever in this skill's runs (issue 28).
     key = ServerKey(
+        skill=(prepared.skill_name, code.base),
+        code=code.fingerprint,
         python=target.python,
         flags=target.flags,
         env=tuple(sorted(server_env.items())),
         sandbox=_sandbox_key(profile, network) if sandboxed else None,
     )
-    return _WarmRun(prepared, target, run_env, server_env, key, tmpdir, network)
+    return _WarmRun(prepared, target, run_env, server_env, key, tmpdir, network, code)
 
 
 def _ready(server: WarmServer, waiting: bool, cancel: threading.Event | None) -> Cold | None:
@@ -638,6 +658,19 @@ def _shadowed(
                 "holds (a cold run imports the skill's)"
             )
     return ""
+
+
+def _ships_held(code: SkillCode, server: WarmServer) -> str:
+    """Why the run starts cold when the skill ships, anywhere in its folder, a module of a
+    name the server holds (a preloaded package pulled it in): a script may put that folder
+    first on sys.path, and a cold run would then import the skill's own."""
+    clash = sorted(code.shipped & server.report.modules)
+    if not clash:
+        return ""
+    return (
+        f"the skill ships a module named {clash[0]!r}, which the warm server holds (a cold "
+        "run may import the skill's)"
+    )
 
 
 def _path_front(

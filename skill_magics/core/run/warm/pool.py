@@ -1,5 +1,6 @@
-"""The warm servers of this process: one per key (interpreter, flags, environment, sandbox),
-started on the starter thread, stopped when idle, stale, asked to, or when the process ends.
+"""The warm servers of this process: one per key (one skill at one state of its code, the
+interpreter, flags, environment, sandbox), started on the starter thread, stopped when idle,
+stale, replaced, asked to, or when the process ends.
 
 Process-wide: every SkillManager (and every batch worker thread) of a process shares them; a
 worker process of a pool or a Dask worker has its own (docs/architecture.md, *Warm start*).
@@ -49,12 +50,13 @@ class ServerInfo:
     in_flight: int
     pid: int
     problem: str = ""
+    skill: str = ""  # the one skill it serves
 
     def line(self) -> str:
         mib = self.rss_bytes / 2**20
         pre = ", ".join(self.preloaded) or "nothing"
         bits = [
-            f"{self.python} ({self.python_version or '?'})",
+            f"{self.skill}: {self.python} ({self.python_version or '?'})",
             f"sandbox {self.sandbox}",
             f"preloaded: {pre}",
             f"RSS {mib:.0f} MiB",
@@ -91,6 +93,7 @@ class Pool:
         (its packages changed) is retired and a dead one forgotten first. A key whose server
         failed recently gives that failed server (its ``problem`` says why)."""
         stop: WarmServer | None = None
+        replaced: list[WarmServer] = []
         with self._lock:
             server = self._servers.get(key)
             if server is not None and server.state is ServerState.READY:
@@ -119,6 +122,7 @@ class Pool:
                         return old
                     del self._failed[key]
             if server is None and make is not None:
+                replaced = self._replaced_by(key)
                 stop = stop or self._evict()
                 server = make()
                 server.excluded.update(self._excluded.get(key, {}))
@@ -131,7 +135,28 @@ class Pool:
                 server.idle_timeout = idle_timeout
         if stop is not None:
             STARTER.submit(stop.stop)
+        for old in replaced:
+            STARTER.submit(old.stop)
         return server
+
+    def _replaced_by(self, key: ServerKey) -> list[WarmServer]:
+        """The servers of ``key``'s skill at another state of its code or environment
+        (the lock is held): dropped now; the idle ones returned to be stopped, the others
+        stop when their last run ends (WarmServer.finished)."""
+        out = []
+        for other, server in list(self._servers.items()):
+            same_start = (other.python, other.flags, other.sandbox) == (
+                key.python,
+                key.flags,
+                key.sandbox,
+            )
+            if other.skill != key.skill or other == key or not same_start:
+                continue
+            self._drop(other, server)
+            if not server.retire():
+                continue
+            out.append(server)
+        return out
 
     def _evict(self) -> WarmServer | None:
         """With MAX_SERVERS running, the least recently used idle one (dropped here, stopped
@@ -224,6 +249,9 @@ class Pool:
         with self._lock:
             for key, server in list(self._servers.items()):
                 if server.state is ServerState.STARTING or server.in_flight:
+                    # Its idle time starts when it is ready or its runs end: check again
+                    # no later than one idle timeout from now (nothing else wakes us).
+                    wait = min(wait, server.idle_timeout)
                     continue
                 left = server.last_used + server.idle_timeout - now
                 if left <= 0 or server.state is not ServerState.READY:
@@ -261,6 +289,7 @@ class Pool:
                     in_flight=server.in_flight,
                     pid=server.pid,
                     problem=server.problem,
+                    skill=key.skill[0],
                 )
             )
         return out

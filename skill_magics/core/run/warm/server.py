@@ -35,7 +35,9 @@ from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")
 
-ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
+# zygote.py, started through the file that marks its frames as the interpreter's own (a
+# warnings stack level past the script reaches no frame, as in a cold run).
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "importlib_bootstrap_zygote.py")
 _STATUS = struct.Struct("i")
 _CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 HELLO_S = 30.0  # the server says hello this soon after it was started, or it failed
@@ -56,10 +58,14 @@ class ServerState(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ServerKey:
-    """What makes two runs able to share a server: the interpreter and its flags, the
-    environment the server starts with (secrets and per-skill variables left out), and the
-    sandbox (None: unsandboxed)."""
+    """What makes two runs able to share a server: one skill (its name and real folder) at
+    one state of its code (``code``: skillcode.SkillCode.fingerprint), the interpreter and
+    its flags, the environment the server starts with (secrets and per-skill variables left
+    out), and the sandbox (None: unsandboxed). Two skills never share a server: a package
+    one imports must never be in the other's runs (its atexit callbacks, its threads)."""
 
+    skill: tuple[str, str]
+    code: str
     python: str
     flags: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = field(repr=False)

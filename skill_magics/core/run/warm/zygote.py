@@ -30,7 +30,8 @@ environment (os.environ replaced, putenv included), stdin/stdout/stderr rebuilt 
 CPython's startup builds them, every other descriptor closed, ``__main__`` a fresh module with
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
-server's own), Python's and NumPy's global RNGs reseeded, tempfile's cached directory and
+server's own), every random generator the packages seeded from the OS reseeded
+(:class:`_Generators`), tempfile's cached directory and
 the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
 the spec), and the run's id
 written into the block /proc/self/environ shows (over a slot kept for it: the client finds
@@ -97,7 +98,9 @@ class _State:
 _FORK_FILTER: list = []  # the one filter the server adds (for itself): never a run's
 _STATUS = struct.Struct("i")
 _MAXFDS = 8
-_ZYGOTE_FILE = __file__  # frames of this file are cut from a run's traceback
+# Frames of this file are cut from a run's traceback: the name it was compiled under
+# (importlib_bootstrap_zygote.py: one warnings skip, as the interpreter's own frames).
+_ZYGOTE_FILE = sys._getframe().f_code.co_filename
 _ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
 
 # Linux constants (ctypes: for the sandbox and the children's PDEATHSIG, loaded by serve()).
@@ -294,7 +297,29 @@ class Server:
         thread, is reported ``unsafe``: a fork would not show that output or carry that
         thread, so the client starts a server without it (a run imports it itself)."""
         started = time.monotonic()
-        unsafe = {}
+        unsafe: dict = {}
+        _Generators.record()
+        try:
+            self._import(names, unsafe)
+        finally:
+            _Generators.stop()
+        gc.collect()
+        _Generators.find()  # before freeze: frozen objects are no longer listed by gc
+        gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
+        _State.take()
+        extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
+        return {
+            "loaded": self.loaded,
+            "failed": self.failed,
+            "unsafe": unsafe,
+            "os_threads": _os_threads(),
+            "modules": extra,
+            "fds": _open_fds(),
+            "sources": _sources(),
+            "seconds": time.monotonic() - started,
+        }
+
+    def _import(self, names, unsafe):
         for name in names:
             if name in self.loaded or name in self.failed:
                 continue
@@ -317,20 +342,6 @@ class Server:
                 # Closed in every run's child, the package's handle would then name whatever
                 # the script opens next under that number (its log lines in the script's file).
                 unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
-        gc.collect()
-        gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
-        _State.take()
-        extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
-        return {
-            "loaded": self.loaded,
-            "failed": self.failed,
-            "unsafe": unsafe,
-            "os_threads": _os_threads(),
-            "modules": extra,
-            "fds": _open_fds(),
-            "sources": _sources(),
-            "seconds": time.monotonic() - started,
-        }
 
     def sandbox_problem(self):
         """'' when a run can get its own namespaces and mounts here, else why not."""
@@ -440,6 +451,9 @@ class Server:
         del self.runs[run.pidfd]
         os.close(run.pidfd)
         run.pidfd = -1
+        if run.sock is None:  # its client went away first: nobody will answer, reap now
+            self.reap(run)
+            return
         try:
             run.sock.send(b"S" + _STATUS.pack(run.status))
         except OSError:  # the client is gone: nobody will answer, reap now
@@ -454,8 +468,9 @@ class Server:
         if run.status is None:
             if data:
                 return  # nothing to answer before the exit status: ignore
-            # The client went away while the run was going: end the run.
-            _killpg(run.pid, signal.SIGKILL)
+            # The client went away while the run was going: end the run, by its pidfd too
+            # (it may have left its group); its exit is then reaped by exited().
+            _kill_run(run)
             self.poll.unregister(run.sock.fileno())
             del self.runs[run.sock.fileno()]
             run.sock.close()
@@ -486,13 +501,123 @@ class Server:
 
     def shutdown(self):
         for run in set(self.runs.values()):
-            _killpg(run.pid, signal.SIGKILL)
+            _kill_run(run)
         for run in set(self.runs.values()):
             try:
                 os.waitpid(run.pid, 0)
             except ChildProcessError:
                 pass
         os._exit(0)
+
+
+class _Generators:
+    """The random generators the preloaded packages hold that were seeded from the OS's
+    entropy: a cold run's differ in every process, so each run's child reseeds them
+    (:meth:`reseed`). One a package seeded itself (``random.Random(42)``,
+    ``numpy.random.default_rng(7)``) is left as it is: a cold run gets that same sequence.
+
+    Why reseed rather than refuse to preload: nearly every package holds a generator (the
+    ``random`` module's own, NumPy's global one), so refusing would leave nothing warm.
+    How one is told apart: while packages are imported, ``random.Random.seed`` and
+    ``secrets.randbits`` (where NumPy's SeedSequence draws its entropy) are wrapped to note
+    which instance was seeded without a seed and which entropy was drawn; the wrappers are
+    removed once the imports are done, so a run sees the originals."""
+
+    python: dict = {}  # id -> random.Random seeded from the OS
+    numpy: list = []  # NumPy BitGenerators whose SeedSequence drew OS entropy
+    _drawn: set = set()
+    _saved: list = []
+
+    @classmethod
+    def record(cls):
+        import random
+        import secrets
+
+        if not cls._saved:  # the module's own instance: seeded from the OS when imported
+            cls.python.setdefault(id(random._inst), random._inst)
+        seed, setstate, randbits = random.Random.seed, random.Random.setstate, secrets.randbits
+        cls._saved = [seed, setstate, randbits]
+
+        def noted_seed(self, a=None, version=2):
+            seed(self, a, version)
+            if a is None:
+                cls.python[id(self)] = self
+            else:
+                cls.python.pop(id(self), None)
+
+        def noted_setstate(self, state):
+            setstate(self, state)
+            cls.python.pop(id(self), None)
+
+        def noted_randbits(k):
+            value = randbits(k)
+            cls._drawn.add(value)
+            return value
+
+        random.Random.seed = noted_seed  # type: ignore[method-assign]
+        random.Random.setstate = noted_setstate  # type: ignore[method-assign]
+        _swap_randbits(randbits, noted_randbits)  # NumPy imported by an earlier load too
+        secrets.randbits = noted_randbits
+
+    @classmethod
+    def stop(cls):
+        import random
+        import secrets
+
+        seed, setstate, randbits = cls._saved
+        random.Random.seed = seed  # type: ignore[method-assign]
+        random.Random.setstate = setstate  # type: ignore[method-assign]
+        noted = secrets.randbits
+        secrets.randbits = randbits
+        _swap_randbits(noted, randbits)
+
+    @classmethod
+    def find(cls):
+        bit_generator = sys.modules.get("numpy.random.bit_generator")
+        kind = getattr(bit_generator, "BitGenerator", None)
+        if kind is None or not cls._drawn:
+            return
+        for obj in gc.get_objects():
+            if isinstance(obj, kind) and obj not in cls.numpy:
+                seq = getattr(obj, "seed_seq", None)
+                if getattr(seq, "entropy", None) in cls._drawn:
+                    cls.numpy.append(obj)
+
+    @classmethod
+    def reseed(cls):
+        """In a run's child: new OS entropy for each generator seeded from it."""
+        if cls.python:
+            import random
+
+            for inst in cls.python.values():
+                random.Random.seed(inst, None)
+        for bits in cls.numpy:
+            try:
+                bits.state = type(bits)().state
+            except Exception:  # noqa: BLE001 - a generator we cannot reseed keeps its state
+                pass
+
+
+def _swap_randbits(old, new):
+    """``randbits`` of every module that took it by ``from secrets import randbits``
+    (NumPy's bit_generator) from ``old`` to ``new``."""
+    for module in list(sys.modules.values()):
+        if module is not None and getattr(module, "randbits", None) is old:
+            try:
+                module.randbits = new  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+
+
+def _kill_run(run):
+    """SIGKILL a run's process by its pidfd (never a reused pid) and its group (a zombie
+    leader keeps the group id from being reused, so the number is still the run's)."""
+    if run.pidfd >= 0:
+        try:
+            signal.pidfd_send_signal(run.pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+    _killpg(run.pid, signal.SIGKILL)
 
 
 def _killpg(pgid, sig):
@@ -893,8 +1018,7 @@ def _reset(spec):
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again (the run's)
-    if "random" in sys.modules:
-        sys.modules["random"].seed()
+    _Generators.reseed()
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # NumPy's global RandomState is not reseeded at fork
@@ -1013,6 +1137,7 @@ def _run(spec):
     interpreter ends (see :func:`_finalize`). Never returns."""
     main = _new_main()
     before = set(sys.modules)
+    uncaught = None
     try:
         if spec["module"]:
             import runpy
@@ -1023,16 +1148,50 @@ def _run(spec):
     except SystemExit as exc:
         code = _exit_code(exc)
     except BaseException as exc:  # noqa: BLE001 - printed as the interpreter prints it
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
-            tb = tb.tb_next  # the server's own frames: a cold run has none
-        exc.__traceback__ = tb  # the display reads the exception's own traceback
-        sys.excepthook(type(exc), exc, tb)
+        uncaught = exc
         # An uncaught KeyboardInterrupt ends a cold Python by SIGINT after finalizing.
         code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
     else:
         code = 0
+    if uncaught is not None:
+        # Out of the except block: nothing the hook raises gets the run's exception as its
+        # context (the interpreter calls the hook with no exception being handled).
+        tb = _own_frames_cut(uncaught.__traceback__)
+        uncaught.__traceback__ = tb  # the display reads the exception's own traceback
+        try:
+            _print_uncaught(uncaught, tb)
+        except SystemExit as hook_exit:  # raised by the hook: the interpreter exits so
+            code = _exit_code(hook_exit)
+        del uncaught, tb
     _finalize(code, before)
+
+
+def _own_frames_cut(tb):
+    while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
+        tb = tb.tb_next  # the server's own frames: a cold run has none
+    return tb
+
+
+def _print_uncaught(exc, tb):
+    """sys.excepthook, as the interpreter calls it (pythonrun.c, _PyErr_PrintEx): a hook
+    that raises prints its own error, then the original one, both by the built-in display;
+    a SystemExit it raises ends the run as such."""
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except SystemExit:
+        raise
+    except BaseException as hook_exc:  # noqa: BLE001 - displayed as the interpreter does
+        hook_tb = _own_frames_cut(hook_exc.__traceback__)
+        hook_exc.__traceback__ = hook_tb
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        sys.stderr.write("Error in sys.excepthook:\n")
+        sys.__excepthook__(type(hook_exc), hook_exc, hook_tb)
+        sys.stderr.write("\nOriginal exception was:\n")
+        sys.__excepthook__(type(exc), exc, tb)
 
 
 def _exit_code(exc):
@@ -1069,13 +1228,13 @@ def _finalize(code, before):
     if threading is not None:
         threading._shutdown()
     atexit._run_exitfuncs()
-    ok = _flush_std()
+    ok = _flush_std(report=True)
     for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "__dict__"):
             _clear_module(module.__dict__)
     gc.collect()
-    ok = _flush_std() and ok
+    _flush_std(report=False)  # again, in case more was printed (not reported, as CPython)
     if code == -signal.SIGINT:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
@@ -1096,8 +1255,9 @@ def _clear_module(namespace):
                 pass
 
 
-def _flush_std():
-    """Flush sys.stdout (a failure is reported as unraisable) and sys.stderr."""
+def _flush_std(report):
+    """Flush sys.stdout (a failure is reported as unraisable when ``report``) and
+    sys.stderr; False when one could not be flushed."""
     ok = True
     for stream in (sys.stdout, sys.stderr):
         if stream is None or getattr(stream, "closed", False):
@@ -1105,22 +1265,44 @@ def _flush_std():
         try:
             stream.flush()
         except BaseException as exc:  # noqa: BLE001
-            ok = False
-            if stream is sys.stdout:
-                hook = getattr(sys, "unraisablehook", None)
-                if hook is not None:
-                    import types
-
-                    hook(
-                        types.SimpleNamespace(
-                            exc_type=type(exc),
-                            exc_value=exc,
-                            exc_traceback=exc.__traceback__,
-                            err_msg=None,
-                            object=stream,
-                        )
-                    )
+            ok = False  # stderr too: exit 120 (flush_std_files), reported for stdout only
+            if stream is sys.stdout and report:
+                _unraisable(exc, stream)
     return ok
+
+
+def _unraisable(exc, obj):
+    """PyErr_WriteUnraisable(obj) as the interpreter calls it when stdout cannot be
+    flushed at exit: the hook gets a real UnraisableHookArgs, no traceback (the flush is C's;
+    a cold run has no frame there)."""
+    hook = getattr(sys, "unraisablehook", None)
+    if hook is None or _UNRAISABLE_ARGS is None:
+        return
+    exc.__traceback__ = None
+    try:
+        hook(_UNRAISABLE_ARGS((type(exc), exc, None, None, obj)))
+    except BaseException:  # noqa: BLE001 - the interpreter ignores a failing hook too
+        pass
+
+
+def _unraisable_args_type():
+    """The type of the argument sys.unraisablehook is given (not exposed by name)."""
+    got: list = []
+
+    class _Raises:
+        def __del__(self):
+            raise RuntimeError
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = got.append
+    try:
+        _Raises()  # its refcount drops to 0 here: __del__ raises, the hook gets the args
+    finally:
+        sys.unraisablehook = hook
+    return type(got[0]) if got else None
+
+
+_UNRAISABLE_ARGS = _unraisable_args_type()
 
 
 def _run_file(main, path):
