@@ -3,16 +3,17 @@ killed mid-build: the installer dies with the kernel, the dead build's folder go
 next build, and pruning never removes the environment in use or the one before it.
 
 Offline: packages come from a wheel built here (``UV_FIND_LINKS``, ``UV_OFFLINE``); the
-build that is killed waits on an index that accepts connections and never answers."""
+build that is killed waits in the build backend of an sdist (the installer's own child)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import os
 import signal
-import socket
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -62,6 +63,34 @@ def offline(tmp_path, monkeypatch):
     return wheels
 
 
+def make_slow_sdist(folder: Path, pid_file: Path) -> Path:
+    """An sdist of ``slowpkg`` with an in-tree build backend that writes its pid to
+    ``pid_file`` and sleeps 300 s: the installer's own child, stalled."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        "pyproject.toml": b'[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        b'backend-path = ["."]\n[project]\nname = "slowpkg"\nversion = "1.0"\n',
+        "PKG-INFO": b"Metadata-Version: 2.1\nName: slowpkg\nVersion: 1.0\n",
+        "backend.py": f"import os, time\nfrom pathlib import Path\n"
+        f"Path({str(pid_file)!r}).write_text(str(os.getpid()))\ntime.sleep(300)\n".encode(),
+    }
+    sdist = folder / "slowpkg-1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"slowpkg-1.0/{name}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return sdist
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Alive and not a zombie (a dead child nobody reaped yet is gone for this purpose)."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _envs(home: Path) -> set[str]:
     return {p.name for p in home.iterdir() if p.name.startswith("env-")}
 
@@ -76,39 +105,34 @@ def test_a_kernel_killed_mid_build_takes_its_installer_and_costs_no_environment(
     second = envbuild.build_env(home, ["tinypkg"], installer="uv").path  # in use now
     assert envbuild.current_env(home)[0] == second
 
-    # An index that accepts the connection and never answers: the installer waits.
-    stall = socket.socket()
-    stall.bind(("127.0.0.1", 0))
-    stall.listen(16)
-    (tmp_path / "no-wheels").mkdir()
+    # An sdist whose build backend (the installer's child) waits: the build stalls there.
+    backend_pid = tmp_path / "backend.pid"
+    make_slow_sdist(tmp_path / "sdists", backend_pid)
     env = {
-        "UV_INDEX_URL": f"http://127.0.0.1:{stall.getsockname()[1]}/simple",
-        "UV_OFFLINE": "false",
-        "UV_FIND_LINKS": str(tmp_path / "no-wheels"),
-        "UV_HTTP_TIMEOUT": "120",
+        "UV_FIND_LINKS": str(tmp_path / "sdists"),
+        "UV_OFFLINE": "1",
         "UV_CACHE_DIR": str(tmp_path / "uv-cache-2"),
     }
     kernel = kernel_factory(env=env)
     pid = int(kernel.execute("import os; os.getpid()").text_plain)
     kernel.submit(
         "from pathlib import Path\nfrom skill_magics.core.run import envbuild\n"
-        f"envbuild.build_env(Path({str(home)!r}), ['tinypkg-not-there'], installer='uv')\n"
+        f"envbuild.build_env(Path({str(home)!r}), ['slowpkg'], installer='uv')\n"
     )
-    installer = None
     deadline = time.monotonic() + 60
-    while installer is None and time.monotonic() < deadline:
-        for child in psutil.Process(pid).children(recursive=True):
-            try:
-                if "install" in child.cmdline():
-                    installer = child
-            except psutil.Error:
-                pass
+    while not backend_pid.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert installer is not None, "the build never reached its install step"
+    assert backend_pid.exists(), "the build never reached its build backend"
+    time.sleep(0.2)  # the pid is written whole
+    backend = psutil.Process(int(backend_pid.read_text()))
+    tree = [p for p in psutil.Process(pid).children(recursive=True) if p.pid != backend.pid]
+    installer = next(p for p in tree if "install" in p.cmdline())
     os.kill(pid, signal.SIGKILL)
-    # Defect 10: the installer dies with the kernel (it would wait 120 s on the index).
-    gone, alive = psutil.wait_procs([installer], timeout=10)
-    assert not alive, f"the installer outlived the kernel: {installer.cmdline()}"
+    # Defect 10: the installer dies with the kernel (it would wait 300 s on its backend),
+    # and so does every process it started (the build backend, its child).
+    gone, alive = psutil.wait_procs([installer, backend, *tree], timeout=10)
+    alive = [p for p in alive if _running(p)]
+    assert not alive, f"outlived the kernel: {[p.cmdline() for p in alive]}"
     dead = _envs(home) - {first.name, second.name}
     assert len(dead) == 1  # the half-built folder the kernel left
 
@@ -118,7 +142,6 @@ def test_a_kernel_killed_mid_build_takes_its_installer_and_costs_no_environment(
     assert envbuild.current_env(home)[0] == third
     assert json.loads((third / envbuild.INFO_FILE).read_text())["previous"] == second.name
     assert envdirs.env_python(second).exists()
-    stall.close()
 
 
 def test_a_build_in_progress_is_never_swept(tmp_path, offline):

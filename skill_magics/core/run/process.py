@@ -40,6 +40,7 @@ import math
 import os
 import select
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -759,6 +760,8 @@ def spawn(
     ``die_with_parent``: see :func:`run_process`. Raises SpawnError when the program cannot
     be started (nothing ran)."""
     held: Orphans | None = None
+    if die_with_parent:
+        command = _guarded(command, env)
     if orphans and SUBREAPER.enter():
         held = Orphans(run_id := new_run_id())
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
@@ -849,8 +852,9 @@ def run_process(
 ) -> ProcessOutcome:
     """:func:`spawn` then :func:`drive` (installers, git: one call). KeyboardInterrupt (and
     any other BaseException) kills the whole group before it propagates.
-    ``die_with_parent``: the child gets SIGKILL when this thread's process dies (Linux
-    ``PR_SET_PDEATHSIG``: an installer must not outlive a killed kernel)."""
+    ``die_with_parent``: the child and every process it starts die when this thread's
+    process dies (Linux: ``PR_SET_PDEATHSIG`` on core/run/treeguard.py, which kills its
+    whole tree: an installer and its build backends must not outlive a killed kernel)."""
     child = spawn(
         command, payload, cwd=cwd, env=env, orphans=orphans, die_with_parent=die_with_parent
     )
@@ -864,6 +868,21 @@ _PREFILL = getattr(select, "PIPE_BUF", 512)
 
 _GROUP = group_kwargs()  # the same for every run
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+_GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "treeguard.py")
+
+
+def _guarded(command: Sequence[str], env: Mapping[str, str] | None) -> Sequence[str]:
+    """``command`` under core/run/treeguard.py (Linux), so its children die with this
+    process too: the parent-death signal reaches only the process it is set on. A program
+    that is not there is still a SpawnError here, as without the guard."""
+    if not sys.platform.startswith("linux") or not sys.executable or not command:
+        return command
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    if shutil.which(command[0], path=path) is None:
+        raise SpawnError(errno.ENOENT, "No such file or directory", command[0])
+    return [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *command]
 
 
 def _death_signal() -> Callable[[], None] | None:
