@@ -216,9 +216,32 @@ def read_inside(
 ) -> bytes:
     """Read up to ``limit`` bytes of a file that must really be inside the skill.
 
-    Symlinks are resolved first and the opened file is checked again through its descriptor
-    (/proc/self/fd on Linux), so a link swapped in between cannot make us read outside.
-    Raises PathSecurityError for a file outside the skill, OSError when it cannot be read.
+    Raises PathSecurityError for a file outside the skill, OSError when it cannot be read
+    (see :func:`open_inside`).
+    """
+    fd = open_inside(relative, skill_base_dir)
+    try:
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_inside(relative: str | os.PathLike[str], skill_base_dir: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of a regular file that must really be inside the skill.
+
+    A link whose target stays inside the skill is followed (skills link their own files);
+    symlinks are resolved first and the opened file is checked again through its descriptor
+    (/proc/self/fd on Linux), so a link swapped in between cannot make us read outside. A
+    FIFO or device never blocks the open and is refused. Raises PathSecurityError for a file
+    outside the skill, OSError when it cannot be opened or is not a regular file.
     """
     shown = os.fspath(relative)
     if "\0" in shown:
@@ -243,17 +266,10 @@ def read_inside(
                 )
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", shown)
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def unchanged(

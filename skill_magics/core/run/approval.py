@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.errors import PathSecurityError
+from skill_magics.core.paths import open_inside
 from skill_magics.core.visible import non_ascii_note
 
 
@@ -410,13 +413,17 @@ def scripts_content_hash(base_dir: Path, script_paths: Iterable[Path | str]) -> 
     """SHA-256 over the relative paths and bytes of a skill's scripts (sorted, stable).
 
     Editing, adding or removing any script changes the hash, so a session approval lapses.
+    Read as any skill file is (paths.open_inside): a link only while it stays inside the
+    skill, never a FIFO or device (a script may have planted one under a script's name).
     """
     digest = hashlib.sha256()
     for rel in sorted(str(p) for p in script_paths):
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         try:
-            digest.update((Path(base_dir) / rel).read_bytes())
-        except OSError as exc:  # vanished or unreadable: still hash deterministically
+            with os.fdopen(open_inside(rel, base_dir), "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+        except (OSError, PathSecurityError) as exc:  # outside, gone, unreadable, special
             digest.update(f"<unreadable:{type(exc).__name__}>".encode())
         digest.update(b"\0")
     return digest.hexdigest()

@@ -39,6 +39,7 @@ from skill_magics.core.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.paths import open_inside
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
@@ -428,7 +429,7 @@ class Planner:
             command = (
                 run.command if run is not None else self._command_for(settings, skill, s, argv_t)
             )
-            preview, lines, size = _preview(skill.base_dir / s.path)
+            preview, lines, size = _preview(skill.base_dir, s.path)
             items.append(
                 ScriptToApprove(
                     path=s.path.as_posix(),
@@ -552,13 +553,24 @@ def not_runnable_error(skill: Skill, meta: ScriptMetadata) -> HelperScriptError:
     )
 
 
-def _preview(path: Path, limit: int = PREVIEW_MAX_BYTES) -> tuple[str, int, int]:
-    """(text of the file up to ``limit`` bytes, its total line count, its size in bytes).
+def _preview(base_dir: Path, rel: Path) -> tuple[str, int, int]:
+    """(text of the skill's file ``rel`` up to PREVIEW_MAX_BYTES, its total line count, its
+    size in bytes).
 
-    The person approving sees the real size of what is hidden beyond the preview.
+    The person approving sees the real size of what is hidden beyond the preview. A script
+    may write into its skill, so the file is read as any skill file is (paths.open_inside):
+    a link is followed only while it stays inside the skill, and a FIFO or device planted
+    under the script's name is refused, never waited on.
     """
+    limit = PREVIEW_MAX_BYTES
     try:
-        with open(path, "rb") as fh:
+        fd = open_inside(rel, base_dir)
+    except PathSecurityError:
+        return "<not shown: it resolves outside the skill>", 0, 0
+    except OSError as exc:
+        return f"<cannot read: {exc.strerror or exc}>", 0, 0
+    try:
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(limit)
             lines = head.count(b"\n")
             size = len(head)
