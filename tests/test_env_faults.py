@@ -13,6 +13,7 @@ import io
 import json
 import os
 import signal
+import sys
 import tarfile
 import time
 import zipfile
@@ -156,3 +157,29 @@ def test_a_build_in_progress_is_never_swept(tmp_path, offline):
         assert live.is_dir()
     finally:
         envbuild._release(home, live, fd)
+
+
+def test_a_descendant_that_left_the_group_dies_with_its_killed_parent(tmp_path):
+    """The guard's tree, not the group: a grandchild in a session of its own (``setsid``)
+    still dies when the process that ran the command is SIGKILLed."""
+    pid_file = tmp_path / "daemon.pid"
+    script = (
+        "from skill_magics.core.run.process import run_process\n"
+        "run_process(['sh', '-c', 'setsid sleep 300 & echo $! > " + str(pid_file) + "; wait'],"
+        " cwd='.', env=None, payload=None, timeout=300, max_output_size=1000,"
+        " die_with_parent=True)\n"
+    )
+    parent = psutil.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the command never started its daemon"
+        time.sleep(0.05)
+    daemon = psutil.Process(int(pid_file.read_text()))
+    assert os.getsid(daemon.pid) == daemon.pid  # out of the group and the session
+    parent.kill()
+    parent.wait(10)
+    _gone, alive = psutil.wait_procs([daemon], timeout=10)
+    alive = [p for p in alive if _running(p)]
+    if alive:
+        daemon.kill()  # the test's own leftover
+    assert not alive, "a setsid grandchild outlived the killed parent"
