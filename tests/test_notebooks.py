@@ -75,7 +75,7 @@ MUST_SHOW = {
         "cold: {'cold': 24}",
         "warm: {'warm': 24}",
         "preloaded: pandas",  # the batch waited for its server to import pandas
-        "Stopped 1 warm server",
+        "Stopped 2 warm servers",
     ],
     "01_quickstart.ipynb": [
         "A marathon is 26.22 miles (completed, exit code 0)",
