@@ -22,7 +22,12 @@ SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in an unsandboxed server's environm
 
 TYPE_CHECKING = False  # typing is not imported here: nothing of the server's own in a run
 if TYPE_CHECKING:
+    import socket
+    import types
+    from typing import Any, NoReturn
+
     from skill_magics.core.run.warm import namespaces  # given by zygote._load
+    from skill_magics.core.run.warm.zygote import _Job
 
 
 class State:
@@ -35,7 +40,7 @@ class State:
     hooks: dict = {}
 
     @classmethod
-    def take(cls):
+    def take(cls) -> None:
         cls.signals = {}
         for sig in signal.valid_signals():
             try:
@@ -72,7 +77,7 @@ class Generators:
     _saved: list = []
 
     @classmethod
-    def record(cls):
+    def record(cls) -> None:
         import random
         import secrets
 
@@ -103,7 +108,7 @@ class Generators:
         secrets.randbits = noted_randbits
 
     @classmethod
-    def stop(cls):
+    def stop(cls) -> None:
         import random
         import secrets
 
@@ -115,7 +120,7 @@ class Generators:
         _swap_randbits(noted, randbits)
 
     @classmethod
-    def find(cls):
+    def find(cls) -> None:
         bit_generator = sys.modules.get("numpy.random.bit_generator")
         kind = getattr(bit_generator, "BitGenerator", None)
         if kind is None or not cls._drawn:
@@ -127,7 +132,7 @@ class Generators:
                     cls.numpy.append(obj)
 
     @classmethod
-    def reseed(cls):
+    def reseed(cls) -> None:
         """In a run's child: new OS entropy for each generator seeded from it."""
         if cls.python:
             import random
@@ -141,7 +146,7 @@ class Generators:
                 pass
 
 
-def _swap_randbits(old, new):
+def _swap_randbits(old: object, new: object) -> None:
     """``randbits`` of every module that took it by ``from secrets import randbits``
     (NumPy's bit_generator) from ``old`` to ``new``."""
     for module in list(sys.modules.values()):
@@ -152,7 +157,7 @@ def _swap_randbits(old, new):
                 pass
 
 
-def pythonpath(value):
+def pythonpath(value: str) -> "list[str]":
     if not value or sys.flags.ignore_environment:
         return []
     return [os.path.abspath(p) for p in value.split(os.pathsep) if p]
@@ -161,7 +166,7 @@ def pythonpath(value):
 # -- a run's child ----------------------------------------------------------------------------
 
 
-def send(sock, kind, payload=None):
+def send(sock: "socket.socket", kind: bytes, payload: object = None) -> None:
     data = kind if payload is None else kind + json.dumps(payload).encode()
     try:
         sock.send(data)
@@ -169,7 +174,7 @@ def send(sock, kind, payload=None):
         pass
 
 
-def _read_spec(fd):
+def _read_spec(fd: int) -> "dict[str, Any]":
     chunks = []
     os.lseek(fd, 0, os.SEEK_SET)
     while True:
@@ -181,7 +186,7 @@ def _read_spec(fd):
     return json.loads(b"".join(chunks))
 
 
-def child_of(job, path_base):
+def child_of(job: "_Job", path_base: "list[str]") -> "dict[str, Any]":
     """In the forked child: become the run's process (see the module docstring). Returns the
     spec of what to run; a failure to start exits 126 after telling the client why."""
     os.setpgid(0, 0)
@@ -215,7 +220,7 @@ def child_of(job, path_base):
     return spec
 
 
-def _reset(spec, path_base):
+def _reset(spec: "dict[str, Any]", path_base: "list[str]") -> None:
     for sig, handler in State.signals.items():
         try:
             signal.signal(sig, handler)
@@ -334,7 +339,7 @@ def _set_sched(sched):
         pass
 
 
-def _std_streams():
+def _std_streams() -> None:
     """sys.stdin/stdout/stderr on fds 0-2, made as CPython's startup makes them (same
     encoding, errors, buffering and line buffering as the server's, which started alike)."""
     made = {}
@@ -359,7 +364,7 @@ def _std_streams():
         setattr(sys, "__" + name + "__", stream)
 
 
-def _new_main():
+def _new_main() -> "types.ModuleType":
     import builtins
     import types
 
@@ -370,7 +375,7 @@ def _new_main():
     return main
 
 
-def run(spec):
+def run(spec: "dict[str, Any]") -> "NoReturn":
     """Run the script as ``python script.py`` / ``python -m module`` would, then end as the
     interpreter ends (see :func:`_finalize`). Never returns."""
     main = _new_main()
@@ -404,13 +409,13 @@ def run(spec):
     _finalize(code, before)
 
 
-def _own_frames_cut(tb):
+def _own_frames_cut(tb: "types.TracebackType | None") -> "types.TracebackType | None":
     while tb is not None and tb.tb_frame.f_code.co_filename == _OWN_FILE:
         tb = tb.tb_next  # the server's own frames: a cold run has none
     return tb
 
 
-def _print_uncaught(exc, tb):
+def _print_uncaught(exc: BaseException, tb: "types.TracebackType | None") -> None:
     """sys.excepthook, as the interpreter calls it (pythonrun.c, _PyErr_PrintEx): a hook
     that raises prints its own error, then the original one, both by the built-in display;
     a SystemExit it raises ends the run as such."""
@@ -432,7 +437,7 @@ def _print_uncaught(exc, tb):
         sys.__excepthook__(type(exc), exc, tb)
 
 
-def _exit_code(exc):
+def _exit_code(exc: SystemExit) -> int:
     """What the interpreter exits with for an uncaught SystemExit (and what it prints)."""
     value = exc.code
     if value is None:
@@ -454,7 +459,7 @@ def _exit_code(exc):
     return 1
 
 
-def _finalize(code, before):
+def _finalize(code: int, before: "set[str]") -> "NoReturn":
     """The interpreter's own ending, minus tearing down what the server had imported:
     non-daemon threads joined, atexit callbacks, stdout/stderr flushed (a failure to flush
     stdout: exit 120), the script's modules (``__main__`` and those it imported) cleared so
@@ -479,7 +484,7 @@ def _finalize(code, before):
     os._exit(code if ok else 120)
 
 
-def _clear_module(namespace):
+def _clear_module(namespace: "dict[str, Any]") -> None:
     """As the interpreter clears a module at exit: names starting with one underscore first,
     then the rest (``__builtins__`` kept)."""
     for names in (
@@ -493,7 +498,7 @@ def _clear_module(namespace):
                 pass
 
 
-def _flush_std(report):
+def _flush_std(report: bool) -> bool:
     """Flush sys.stdout (a failure is reported as unraisable when ``report``) and
     sys.stderr; False when one could not be flushed."""
     ok = True
@@ -509,7 +514,7 @@ def _flush_std(report):
     return ok
 
 
-def _unraisable(exc, obj):
+def _unraisable(exc: BaseException, obj: object) -> None:
     """PyErr_WriteUnraisable(obj) as the interpreter calls it when stdout cannot be
     flushed at exit: the hook gets a real UnraisableHookArgs, no traceback (the flush is C's;
     a cold run has no frame there)."""
@@ -543,7 +548,7 @@ def _unraisable_args_type():
 _UNRAISABLE_ARGS = _unraisable_args_type()
 
 
-def _run_file(main, path):
+def _run_file(main: "types.ModuleType", path: str) -> None:
     from importlib.machinery import SourceFileLoader
 
     try:

@@ -75,7 +75,7 @@ _ZYGOTE_FILE = sys._getframe().f_code.co_filename
 _ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
 
 
-def _load(name, **shared):
+def _load(name: str, **shared: object) -> "types.ModuleType":
     """A module beside this file, loaded as this file is: by path (skill_magics is not
     importable in the skill's Python), compiled under a name of the interpreter's own (its
     frames are skipped by warnings, as this file's) and kept out of sys.modules (a run's
@@ -92,6 +92,9 @@ def _load(name, **shared):
 
 TYPE_CHECKING = False  # typing is not imported here: nothing of the server's own in a run
 if TYPE_CHECKING:
+    import types
+    from typing import Any
+
     from skill_magics.core.run.warm import child, namespaces
 else:
     namespaces = _load("namespaces")  # the sandbox: stage1 and each run's namespaces
@@ -106,17 +109,23 @@ class _Run:
 
     __slots__ = ("pid", "pidfd", "sock", "status")
 
-    def __init__(self, pid, pidfd, sock):
+    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
         self.pid = pid
         self.pidfd = pidfd
-        self.sock = sock
-        self.status = None  # the exit status once sent
+        self.sock: socket.socket | None = sock
+        self.status: int | None = None  # the exit status once sent
 
 
 class _Job:
     """What a forked child takes out of the server loop: its socket and descriptors."""
 
-    def __init__(self, sock, fds, sandbox, server_pid):
+    def __init__(
+        self,
+        sock: socket.socket,
+        fds: "list[int]",
+        sandbox: "dict[str, Any] | None",
+        server_pid: int,
+    ) -> None:
         self.sock = sock
         self.stdin, self.stdout, self.stderr, self.spec_fd = fds
         self.sandbox = sandbox
@@ -124,26 +133,26 @@ class _Job:
 
 
 class Server:
-    def __init__(self, ctl_fd, sandbox):
+    def __init__(self, ctl_fd: int, sandbox: "dict[str, Any] | None") -> None:
         self.ctl = socket.socket(fileno=ctl_fd)
         self.pid = os.getpid()
         self.sandbox = sandbox  # {"tmpdir": ..., "network": bool} or None
-        self.runs = {}  # fd (pidfd or socket) -> _Run
+        self.runs: dict[int, _Run] = {}  # fd (pidfd or socket) -> _Run
         self.poll = __import__("select").poll()  # no descriptor of its own (unlike epoll)
-        self.loaded = []
-        self.failed = {}
+        self.loaded: list[str] = []
+        self.failed: dict[str, str] = {}
         self.path_base = _path_base()
 
     # -- messages ---------------------------------------------------------------------------
 
-    def hello(self):
+    def hello(self) -> None:
         info = {
             "pid": os.getpid(),
             "python": sys.version.split()[0],
             "executable": sys.executable,
             "path": [p for p in sys.path if os.path.isdir(p)],
             "note": os.environ.pop("SKILL_MAGICS_WARM_NOTE", ""),
-            "problem": self.sandbox_problem() if self.sandbox else "",
+            "problem": self.sandbox_problem(self.sandbox) if self.sandbox else "",
         }
         self.ctl.send(b"H" + json.dumps(info).encode())
 
@@ -198,14 +207,14 @@ class Server:
                 # the script opens next under that number (its log lines in the script's file).
                 unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
 
-    def sandbox_problem(self):
+    def sandbox_problem(self, sandbox: "dict[str, Any]") -> str:
         """'' when a run can get its own namespaces and mounts here, else why not."""
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
             try:
-                namespaces.sandbox_chain(self.sandbox, probe=True)
+                namespaces.sandbox_chain(sandbox, probe=True)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
                 os.write(write, str(exc).encode()[:500])
                 os._exit(3)
@@ -223,7 +232,7 @@ class Server:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def serve(self):
+    def serve(self) -> _Job:
         """Answer until the client goes away; returns a _Job in a forked run child."""
         import select
 
@@ -244,7 +253,7 @@ class Server:
                 else:
                     self.answered(run)
 
-    def control(self):
+    def control(self) -> "_Job | None":
         try:
             data, fds, _flags, _addr = socket.recv_fds(self.ctl, 65536, _MAXFDS)
         except InterruptedError:
@@ -296,7 +305,7 @@ class Server:
         self.poll.register(sock.fileno(), select.POLLIN)
         return None
 
-    def exited(self, run):
+    def exited(self, run: _Run) -> None:
         """The child ended: tell the client how (WNOWAIT: not reaped yet)."""
         info = os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is None:
@@ -314,10 +323,13 @@ class Server:
         except OSError:  # the client is gone: nobody will answer, reap now
             self.reap(run)
 
-    def answered(self, run):
+    def answered(self, run: _Run) -> None:
         """The client answered (or went away): reap once the child has exited."""
+        sock = run.sock
+        if sock is None:  # never: a run's socket is polled only while it has one
+            return
         try:
-            data = run.sock.recv(64)
+            data = sock.recv(64)
         except OSError:
             data = b""
         if run.status is None:
@@ -326,14 +338,14 @@ class Server:
             # The client went away while the run was going: end the run, by its pidfd too
             # (it may have left its group); its exit is then reaped by exited().
             _kill_run(run)
-            self.poll.unregister(run.sock.fileno())
-            del self.runs[run.sock.fileno()]
-            run.sock.close()
+            self.poll.unregister(sock.fileno())
+            del self.runs[sock.fileno()]
+            sock.close()
             run.sock = None
             return
         self.reap(run)
 
-    def reap(self, run):
+    def reap(self, run: _Run) -> None:
         if run.sock is not None:
             fd = run.sock.fileno()
             if self.runs.pop(fd, None) is not None:
@@ -354,7 +366,7 @@ class Server:
                 run.sock.detach()
         self.runs = {}
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         for run in set(self.runs.values()):
             _kill_run(run)
         for run in set(self.runs.values()):
@@ -365,7 +377,7 @@ class Server:
         os._exit(0)
 
 
-def _kill_run(run):
+def _kill_run(run: _Run) -> None:
     """SIGKILL a run's process by its pidfd (never a reused pid) and its group (a zombie
     leader keeps the group id from being reused, so the number is still the run's)."""
     if run.pidfd >= 0:
@@ -376,7 +388,7 @@ def _kill_run(run):
     _killpg(run.pid, signal.SIGKILL)
 
 
-def _killpg(pgid, sig):
+def _killpg(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except OSError:
@@ -433,14 +445,14 @@ def _open_fds():
     return out
 
 
-def _fd_name(fd):
+def _fd_name(fd: int) -> str:
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return str(fd)
 
 
-def _sources():
+def _sources() -> "list[str]":
     """The files of the modules held here that lie outside the interpreter's standard
     library and its site-packages (an editable install's source tree, a PYTHONPATH folder):
     edited in place, they change no folder the client watches, so it watches these files."""
@@ -457,14 +469,14 @@ def _sources():
     return sorted(out)
 
 
-def _drop_own_dir():
+def _drop_own_dir() -> None:
     """The server's sys.path[0] is this file's folder: never import a preload from there."""
     if sys.path and not getattr(sys.flags, "safe_path", False):
         if sys.path[0] and os.path.realpath(sys.path[0]) == _ZYGOTE_DIR:
             del sys.path[0]
 
 
-def _path_base():
+def _path_base() -> "list[str]":
     """sys.path without what depends on the run: the entries PYTHONPATH added (the run has
     its own; the script's folder or cwd in front is the run's too)."""
     path = list(sys.path)
@@ -478,7 +490,7 @@ def _path_base():
 _SERVER = None
 
 
-def serve(args):
+def serve(args: "list[str]") -> "dict[str, Any]":
     global _SERVER
     ctl_fd = int(args[1])
     sandbox = None
