@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     from skill_magics.core.run.warm import namespaces  # given by zygote._load
-    from skill_magics.core.run.warm.zygote import _Job
 
 
 class State:
@@ -166,6 +165,22 @@ def pythonpath(value: str) -> "list[str]":
 # -- a run's child ----------------------------------------------------------------------------
 
 
+class Job:
+    """What a forked child takes out of the server loop: its socket and descriptors."""
+
+    def __init__(
+        self,
+        sock: "socket.socket",
+        fds: "list[int]",
+        sandbox: "dict[str, Any] | None",
+        server_pid: int,
+    ) -> None:
+        self.sock = sock
+        self.stdin, self.stdout, self.stderr, self.spec_fd = fds
+        self.sandbox = sandbox
+        self.server_pid = server_pid
+
+
 def send(sock: "socket.socket", kind: bytes, payload: object = None) -> None:
     data = kind if payload is None else kind + json.dumps(payload).encode()
     try:
@@ -186,7 +201,7 @@ def _read_spec(fd: int) -> "dict[str, Any]":
     return json.loads(b"".join(chunks))
 
 
-def child_of(job: "_Job", path_base: "list[str]") -> "dict[str, Any]":
+def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
     """In the forked child: become the run's process (see the module docstring). Returns the
     spec of what to run; a failure to start exits 126 after telling the client why."""
     os.setpgid(0, 0)

@@ -116,22 +116,6 @@ class _Run:
         self.status: int | None = None  # the exit status once sent
 
 
-class _Job:
-    """What a forked child takes out of the server loop: its socket and descriptors."""
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        fds: "list[int]",
-        sandbox: "dict[str, Any] | None",
-        server_pid: int,
-    ) -> None:
-        self.sock = sock
-        self.stdin, self.stdout, self.stderr, self.spec_fd = fds
-        self.sandbox = sandbox
-        self.server_pid = server_pid
-
-
 class Server:
     def __init__(self, ctl_fd: int, sandbox: "dict[str, Any] | None") -> None:
         self.ctl = socket.socket(fileno=ctl_fd)
@@ -232,8 +216,8 @@ class Server:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def serve(self) -> _Job:
-        """Answer until the client goes away; returns a _Job in a forked run child."""
+    def serve(self) -> child.Job:
+        """Answer until the client goes away; returns a child.Job in a forked run child."""
         import select
 
         ctl_fd = self.ctl.fileno()
@@ -253,7 +237,7 @@ class Server:
                 else:
                     self.answered(run)
 
-    def control(self) -> "_Job | None":
+    def control(self) -> "child.Job | None":
         try:
             data, fds, _flags, _addr = socket.recv_fds(self.ctl, 65536, _MAXFDS)
         except InterruptedError:
@@ -288,7 +272,7 @@ class Server:
             return None
         if pid == 0:
             self.forget(sock)
-            return _Job(sock, fds[1:], self.sandbox, self.pid)
+            return child.Job(sock, fds[1:], self.sandbox, self.pid)
         for fd in fds[1:]:
             os.close(fd)
         try:
