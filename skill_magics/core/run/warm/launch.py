@@ -71,7 +71,7 @@ _STARTUP_VARS = (
     "PYTHONMALLOCSTATS",
     "PYTHONSHOWREFCOUNT",
 )
-ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # zygote.SLOT_VAR
+ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # child.SLOT_VAR
 # Per run and per skill, never part of a server's environment.
 _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
 
@@ -480,7 +480,7 @@ def _make_server(
     serve = [python, *target.flags, ZYGOTE, "serve", "{fd}"]
     if profile is None:
         # First in its environment, so first in the block /proc/PID/environ shows: each run
-        # writes its run id there (zygote._mark_environ); the server unsets it at once.
+        # writes its run id there (child._mark_environ); the server unsets it at once.
         slotted = {ENVIRON_SLOT: "." * 44, **env}
         return WarmServer(key, serve, slotted, label=python)
     from skill_magics.core.run import sandbox as sandboxing

@@ -31,7 +31,7 @@ CPython's startup builds them, every other descriptor closed, ``__main__`` a fre
 ``__file__``, ``sys.path`` as the cold run computes it, the signal dispositions, mask, warnings
 filters and sys hooks the interpreter had once the packages were imported (nothing of the
 server's own), every random generator the packages seeded from the OS reseeded
-(:class:`_Generators`), tempfile's cached directory and
+(:class:`child.Generators`), tempfile's cached directory and
 the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
 the spec), and the run's id
 written into the block /proc/self/environ shows (over a slot kept for it: the client finds
@@ -58,9 +58,7 @@ import sys
 
 _STARTUP_MODULES = frozenset(sys.modules)  # what a fresh interpreter has: before our imports
 
-import atexit  # noqa: E402
 import gc  # noqa: E402
-import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -69,33 +67,6 @@ import struct  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-
-class _State:
-    """What a run's child starts from: the interpreter's state once the preloaded packages
-    were imported (their warnings filters, signal handlers, hooks and atexit callbacks are
-    what a cold run importing them gets too), without anything of the server's own."""
-
-    signals: dict = {}
-    filters: list = []
-    hooks: dict = {}
-
-    @classmethod
-    def take(cls):
-        cls.signals = {}
-        for sig in signal.valid_signals():
-            try:
-                cls.signals[sig] = signal.getsignal(sig)
-            except (OSError, ValueError):  # SIGKILL/SIGSTOP and the like: nothing to restore
-                pass
-        cls.filters = [f for f in warnings.filters if f is not _FORK_FILTER[0]]
-        cls.hooks = {
-            name: getattr(sys, name)
-            for name in ("excepthook", "displayhook", "breakpointhook", "unraisablehook")
-            if hasattr(sys, name)
-        }
-
-
-_FORK_FILTER: list = []  # the one filter the server adds (for itself): never a run's
 _STATUS = struct.Struct("i")
 _MAXFDS = 8
 # Frames of this file are cut from a run's traceback: the name it was compiled under
@@ -103,144 +74,31 @@ _MAXFDS = 8
 _ZYGOTE_FILE = sys._getframe().f_code.co_filename
 _ZYGOTE_DIR = os.path.dirname(os.path.realpath(__file__))
 
-# Linux constants (ctypes: for the sandbox and the children's PDEATHSIG, loaded by serve()).
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
-CAP_SETPCAP, CAP_NET_ADMIN, CAP_SYS_ADMIN = 8, 12, 21
-_CAP_V3 = 0x20080522
 
-_libc = None
-_SPARE_PROC = ".skill-magics-proc"  # stage1's spare /proc, in the server's /tmp
-SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in an unsandboxed server's environment
-_DEVPTS = "newinstance,ptmxmode=0666,mode=620"  # bwrap's options for a run's /dev/pts
-_PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # bound read-only, as bwrap does
+def _load(name: str, **shared: object) -> "types.ModuleType":
+    """A module beside this file, loaded as this file is: by path (skill_magics is not
+    importable in the skill's Python), compiled under a name of the interpreter's own (its
+    frames are skipped by warnings, as this file's) and kept out of sys.modules (a run's
+    child holds no module of the server's own)."""
+    path = os.path.join(_ZYGOTE_DIR, name + ".py")
+    module = type(sys)(name)
+    module.__file__ = path
+    module.__dict__.update(shared)  # the modules loaded before it that it uses
+    with open(path, "rb") as fh:
+        code = compile(fh.read(), f"{_ZYGOTE_FILE[:-1]}: {name}>", "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module
 
 
-def _c():
-    """libc through ctypes (loaded on first use: unsandboxed servers may never need it)."""
-    global _libc
-    if _libc is None:
-        import ctypes
+TYPE_CHECKING = False  # typing is not imported here: nothing of the server's own in a run
+if TYPE_CHECKING:
+    import types
+    from typing import Any
 
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
-
-
-def _check(result, what):
-    if result != 0:
-        import ctypes
-
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(source, target, fstype, flags, data=None):
-    _check(
-        _c().mount(
-            None if source is None else os.fsencode(source),
-            os.fsencode(target),
-            None if fstype is None else fstype.encode(),
-            flags,
-            None if data is None else data.encode(),
-        ),
-        f"mount {fstype or 'bind'} on {target}",
-    )
-
-
-def _unshare(flags, what):
-    _check(_c().unshare(flags), f"unshare({what})")
-
-
-def _die_with_parent(parent):
-    """This process dies (SIGKILL) when ``parent`` does: nobody would watch it any more."""
-    try:
-        _c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except OSError:
-        return
-    if os.getppid() not in (parent, 0):  # it died before the prctl (0: it is outside our
-        os._exit(137)  # PID namespace, as a run's init sees its leader)
-
-
-def _caps(values):
-    """capset(effective, permitted, inheritable) for capabilities 0-63."""
-    import ctypes
-
-    header = struct.pack("Ii", _CAP_V3, 0)
-    data = ctypes.create_string_buffer(struct.pack("6I", *values))
-    _check(_c().capset(header, data), "capset")
-
-
-def _capget():
-    import ctypes
-
-    header = struct.pack("Ii", _CAP_V3, 0)
-    data = ctypes.create_string_buffer(24)
-    _check(_c().capget(header, data), "capget")
-    return struct.unpack("6I", data.raw)
-
-
-def _drop_all_caps():
-    """No capability left, none regained by exec (empty bounding set), no_new_privs: what
-    bwrap --cap-drop ALL gives a cold sandboxed run."""
-    libc = _c()
-    last = 63
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as fh:
-            last = int(fh.read())
-    except (OSError, ValueError):
-        pass
-    for cap in range(last + 1):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last one: fine
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _caps((0, 0, 0, 0, 0, 0))
-
-
-# -- stage1: the sandboxed server's first step (python -I -S: no site, no .pth code) ----------
-
-
-def _write(path, text):
-    with open(path, "w") as fh:
-        fh.write(text)
-
-
-def stage1(args):
-    """In bwrap's user namespace (CAP_SYS_ADMIN there): a spare /proc for the children, a
-    nested user namespace that locks every mount, then exec the real server."""
-    tmpdir = args[2]  # ["stage1", fd, tmpdir, "--", server argv...]
-    rest = args[args.index("--") + 1 :]
-    spare = os.path.join(tmpdir, _SPARE_PROC)
-    note = ""
-    try:
-        os.mkdir(spare, 0o700)
-        _mount("proc", spare, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        # Where bwrap's own /proc is fully visible (no covers), children need no spare one.
-        note = f"no spare /proc ({exc.strerror})"
-    uid, gid = os.getuid(), os.getgid()
-    _unshare(CLONE_NEWUSER | CLONE_NEWNS, "user, mount")
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{uid} {uid} 1")
-    _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    if uid != 0:
-        # A non-root uid loses its capabilities at exec unless they are ambient: the server
-        # keeps what its runs' children use (mounts, dropping capabilities, their loopback).
-        eff0, perm0, _inh0, eff1, perm1, _inh1 = _capget()
-        _caps((eff0, perm0, perm0, eff1, perm1, perm1))
-        for cap in (CAP_SYS_ADMIN, CAP_SETPCAP, CAP_NET_ADMIN):
-            _check(_c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
-    env = dict(os.environ)
-    if note:
-        env["SKILL_MAGICS_WARM_NOTE"] = note
-    os.execve(rest[0], rest, env)
+    from skill_magics.core.run.warm import child, namespaces
+else:
+    namespaces = _load("namespaces")  # the sandbox: stage1 and each run's namespaces
+    child = _load("child", namespaces=namespaces)  # a run's child after the fork
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -251,44 +109,34 @@ class _Run:
 
     __slots__ = ("pid", "pidfd", "sock", "status")
 
-    def __init__(self, pid, pidfd, sock):
+    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
         self.pid = pid
         self.pidfd = pidfd
-        self.sock = sock
-        self.status = None  # the exit status once sent
-
-
-class _Job:
-    """What a forked child takes out of the server loop: its socket and descriptors."""
-
-    def __init__(self, sock, fds, sandbox, server_pid):
-        self.sock = sock
-        self.stdin, self.stdout, self.stderr, self.spec_fd = fds
-        self.sandbox = sandbox
-        self.server_pid = server_pid
+        self.sock: socket.socket | None = sock
+        self.status: int | None = None  # the exit status once sent
 
 
 class Server:
-    def __init__(self, ctl_fd, sandbox):
+    def __init__(self, ctl_fd: int, sandbox: "dict[str, Any] | None") -> None:
         self.ctl = socket.socket(fileno=ctl_fd)
         self.pid = os.getpid()
         self.sandbox = sandbox  # {"tmpdir": ..., "network": bool} or None
-        self.runs = {}  # fd (pidfd or socket) -> _Run
+        self.runs: dict[int, _Run] = {}  # fd (pidfd or socket) -> _Run
         self.poll = __import__("select").poll()  # no descriptor of its own (unlike epoll)
-        self.loaded = []
-        self.failed = {}
+        self.loaded: list[str] = []
+        self.failed: dict[str, str] = {}
         self.path_base = _path_base()
 
     # -- messages ---------------------------------------------------------------------------
 
-    def hello(self):
+    def hello(self) -> None:
         info = {
             "pid": os.getpid(),
             "python": sys.version.split()[0],
             "executable": sys.executable,
             "path": [p for p in sys.path if os.path.isdir(p)],
             "note": os.environ.pop("SKILL_MAGICS_WARM_NOTE", ""),
-            "problem": self.sandbox_problem() if self.sandbox else "",
+            "problem": self.sandbox_problem(self.sandbox) if self.sandbox else "",
         }
         self.ctl.send(b"H" + json.dumps(info).encode())
 
@@ -298,15 +146,15 @@ class Server:
         thread, so the client starts a server without it (a run imports it itself)."""
         started = time.monotonic()
         unsafe: dict = {}
-        _Generators.record()
+        child.Generators.record()
         try:
             self._import(names, unsafe)
         finally:
-            _Generators.stop()
+            child.Generators.stop()
         gc.collect()
-        _Generators.find()  # before freeze: frozen objects are no longer listed by gc
+        child.Generators.find()  # before freeze: frozen objects are no longer listed by gc
         gc.freeze()  # the heap stays shared with the children (no refcount-driven copying)
-        _State.take()
+        child.State.take()
         extra = sorted({m.split(".", 1)[0] for m in sys.modules} - _top(_STARTUP_MODULES))
         return {
             "loaded": self.loaded,
@@ -343,14 +191,14 @@ class Server:
                 # the script opens next under that number (its log lines in the script's file).
                 unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
 
-    def sandbox_problem(self):
+    def sandbox_problem(self, sandbox: "dict[str, Any]") -> str:
         """'' when a run can get its own namespaces and mounts here, else why not."""
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
             try:
-                _sandbox_chain(self.sandbox, probe=True)
+                namespaces.sandbox_chain(sandbox, probe=True)
             except BaseException as exc:  # noqa: BLE001 - reported to the client
                 os.write(write, str(exc).encode()[:500])
                 os._exit(3)
@@ -368,8 +216,8 @@ class Server:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def serve(self):
-        """Answer until the client goes away; returns a _Job in a forked run child."""
+    def serve(self) -> child.Job:
+        """Answer until the client goes away; returns a child.Job in a forked run child."""
         import select
 
         ctl_fd = self.ctl.fileno()
@@ -389,7 +237,7 @@ class Server:
                 else:
                     self.answered(run)
 
-    def control(self):
+    def control(self) -> "child.Job | None":
         try:
             data, fds, _flags, _addr = socket.recv_fds(self.ctl, 65536, _MAXFDS)
         except InterruptedError:
@@ -424,7 +272,7 @@ class Server:
             return None
         if pid == 0:
             self.forget(sock)
-            return _Job(sock, fds[1:], self.sandbox, self.pid)
+            return child.Job(sock, fds[1:], self.sandbox, self.pid)
         for fd in fds[1:]:
             os.close(fd)
         try:
@@ -441,7 +289,7 @@ class Server:
         self.poll.register(sock.fileno(), select.POLLIN)
         return None
 
-    def exited(self, run):
+    def exited(self, run: _Run) -> None:
         """The child ended: tell the client how (WNOWAIT: not reaped yet)."""
         info = os.waitid(os.P_PID, run.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is None:
@@ -459,10 +307,13 @@ class Server:
         except OSError:  # the client is gone: nobody will answer, reap now
             self.reap(run)
 
-    def answered(self, run):
+    def answered(self, run: _Run) -> None:
         """The client answered (or went away): reap once the child has exited."""
+        sock = run.sock
+        if sock is None:  # never: a run's socket is polled only while it has one
+            return
         try:
-            data = run.sock.recv(64)
+            data = sock.recv(64)
         except OSError:
             data = b""
         if run.status is None:
@@ -471,14 +322,14 @@ class Server:
             # The client went away while the run was going: end the run, by its pidfd too
             # (it may have left its group); its exit is then reaped by exited().
             _kill_run(run)
-            self.poll.unregister(run.sock.fileno())
-            del self.runs[run.sock.fileno()]
-            run.sock.close()
+            self.poll.unregister(sock.fileno())
+            del self.runs[sock.fileno()]
+            sock.close()
             run.sock = None
             return
         self.reap(run)
 
-    def reap(self, run):
+    def reap(self, run: _Run) -> None:
         if run.sock is not None:
             fd = run.sock.fileno()
             if self.runs.pop(fd, None) is not None:
@@ -499,7 +350,7 @@ class Server:
                 run.sock.detach()
         self.runs = {}
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         for run in set(self.runs.values()):
             _kill_run(run)
         for run in set(self.runs.values()):
@@ -510,106 +361,7 @@ class Server:
         os._exit(0)
 
 
-class _Generators:
-    """The random generators the preloaded packages hold that were seeded from the OS's
-    entropy: a cold run's differ in every process, so each run's child reseeds them
-    (:meth:`reseed`). One a package seeded itself (``random.Random(42)``,
-    ``numpy.random.default_rng(7)``) is left as it is: a cold run gets that same sequence.
-
-    Why reseed rather than refuse to preload: nearly every package holds a generator (the
-    ``random`` module's own, NumPy's global one), so refusing would leave nothing warm.
-    How one is told apart: while packages are imported, ``random.Random.seed`` and
-    ``secrets.randbits`` (where NumPy's SeedSequence draws its entropy) are wrapped to note
-    which instance was seeded without a seed and which entropy was drawn; the wrappers are
-    removed once the imports are done, so a run sees the originals."""
-
-    python: dict = {}  # id -> random.Random seeded from the OS
-    numpy: list = []  # NumPy BitGenerators whose SeedSequence drew OS entropy
-    _drawn: set = set()
-    _saved: list = []
-
-    @classmethod
-    def record(cls):
-        import random
-        import secrets
-
-        if not cls._saved:  # the module's own instance: seeded from the OS when imported
-            cls.python.setdefault(id(random._inst), random._inst)
-        seed, setstate, randbits = random.Random.seed, random.Random.setstate, secrets.randbits
-        cls._saved = [seed, setstate, randbits]
-
-        def noted_seed(self, a=None, version=2):
-            seed(self, a, version)
-            if a is None:
-                cls.python[id(self)] = self
-            else:
-                cls.python.pop(id(self), None)
-
-        def noted_setstate(self, state):
-            setstate(self, state)
-            cls.python.pop(id(self), None)
-
-        def noted_randbits(k):
-            value = randbits(k)
-            cls._drawn.add(value)
-            return value
-
-        random.Random.seed = noted_seed  # type: ignore[method-assign]
-        random.Random.setstate = noted_setstate  # type: ignore[method-assign]
-        _swap_randbits(randbits, noted_randbits)  # NumPy imported by an earlier load too
-        secrets.randbits = noted_randbits
-
-    @classmethod
-    def stop(cls):
-        import random
-        import secrets
-
-        seed, setstate, randbits = cls._saved
-        random.Random.seed = seed  # type: ignore[method-assign]
-        random.Random.setstate = setstate  # type: ignore[method-assign]
-        noted = secrets.randbits
-        secrets.randbits = randbits
-        _swap_randbits(noted, randbits)
-
-    @classmethod
-    def find(cls):
-        bit_generator = sys.modules.get("numpy.random.bit_generator")
-        kind = getattr(bit_generator, "BitGenerator", None)
-        if kind is None or not cls._drawn:
-            return
-        for obj in gc.get_objects():
-            if isinstance(obj, kind) and obj not in cls.numpy:
-                seq = getattr(obj, "seed_seq", None)
-                if getattr(seq, "entropy", None) in cls._drawn:
-                    cls.numpy.append(obj)
-
-    @classmethod
-    def reseed(cls):
-        """In a run's child: new OS entropy for each generator seeded from it."""
-        if cls.python:
-            import random
-
-            for inst in cls.python.values():
-                random.Random.seed(inst, None)
-        for bits in cls.numpy:
-            try:
-                bits.state = type(bits)().state
-            except Exception:  # noqa: BLE001 - a generator we cannot reseed keeps its state
-                pass
-
-
-def _swap_randbits(old, new):
-    """``randbits`` of every module that took it by ``from secrets import randbits``
-    (NumPy's bit_generator) from ``old`` to ``new``."""
-    for module in list(sys.modules.values()):
-        if module is not None and getattr(module, "randbits", None) is old:
-            try:
-                module.randbits = new  # type: ignore[attr-defined]
-            except (AttributeError, TypeError):
-                pass
-
-
-def _kill_run(run):
+def _kill_run(run: _Run) -> None:
     """SIGKILL a run's process by its pidfd (never a reused pid) and its group (a zombie
     leader keeps the group id from being reused, so the number is still the run's)."""
     if run.pidfd >= 0:
@@ -620,7 +372,7 @@ def _kill_run(run):
     _killpg(run.pid, signal.SIGKILL)
 
 
-def _killpg(pgid, sig):
+def _killpg(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except OSError:
@@ -677,14 +429,14 @@ def _open_fds():
     return out
 
 
-def _fd_name(fd):
+def _fd_name(fd: int) -> str:
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return str(fd)
 
 
-def _sources():
+def _sources() -> "list[str]":
     """The files of the modules held here that lie outside the interpreter's standard
     library and its site-packages (an editable install's source tree, a PYTHONPATH folder):
     edited in place, they change no folder the client watches, so it watches these files."""
@@ -701,634 +453,28 @@ def _sources():
     return sorted(out)
 
 
-def _drop_own_dir():
+def _drop_own_dir() -> None:
     """The server's sys.path[0] is this file's folder: never import a preload from there."""
     if sys.path and not getattr(sys.flags, "safe_path", False):
         if sys.path[0] and os.path.realpath(sys.path[0]) == _ZYGOTE_DIR:
             del sys.path[0]
 
 
-def _path_base():
+def _path_base() -> "list[str]":
     """sys.path without what depends on the run: the entries PYTHONPATH added (the run has
     its own; the script's folder or cwd in front is the run's too)."""
     path = list(sys.path)
-    ours = _pythonpath(os.environ.get("PYTHONPATH", ""))
+    ours = child.pythonpath(os.environ.get("PYTHONPATH", ""))
     for entry in ours:
         if entry in path:
             path.remove(entry)
     return path
 
 
-def _pythonpath(value):
-    if not value or sys.flags.ignore_environment:
-        return []
-    return [os.path.abspath(p) for p in value.split(os.pathsep) if p]
-
-
-# -- a run's child ----------------------------------------------------------------------------
-
-
-def _send(sock, kind, payload=None):
-    data = kind if payload is None else kind + json.dumps(payload).encode()
-    try:
-        sock.send(data)
-    except OSError:
-        pass
-
-
-def _read_spec(fd):
-    chunks = []
-    os.lseek(fd, 0, os.SEEK_SET)
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(fd)
-    return json.loads(b"".join(chunks))
-
-
-def _loopback_up():
-    """Bring up ``lo`` in the run's new network namespace (as bwrap does for a cold run):
-    127.0.0.1 is the run's own, and nothing on the host's loopback is reachable."""
-    import fcntl
-
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, request))[1]
-        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
-
-
-def _mount_points(under):
-    """Mount points below ``under`` in this mount namespace, outermost first (from
-    /proc/self/mountinfo; octal escapes such as ``\\040`` decoded)."""
-    prefix = under.rstrip("/") + "/"
-    points = []
-    with open("/proc/self/mountinfo", "rb") as fh:
-        for line in fh:
-            field = line.split()[4].decode("unicode_escape").encode("latin-1")
-            point = os.fsdecode(field)
-            if point.startswith(prefix):
-                points.append(point)
-    points.sort(key=len)
-    outer: list = []
-    for point in points:
-        if not any(point.startswith(p.rstrip("/") + "/") or point == p for p in outer):
-            outer.append(point)
-    return outer
-
-
-def _fresh_tmp(tmp):
-    """The run's own /tmp, as bwrap gives a cold run one: a fresh tmpfs with the cache
-    folders tools expect, and the sandbox's folders that lie below /tmp (the workspace, the
-    skill, $HOME...) bound in again at the same places. Built aside, then moved onto /tmp."""
-    inner = [p for p in _mount_points(tmp) if os.path.basename(p) != _SPARE_PROC]
-    old = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
-    name = f".skill-magics-tmp-{os.getpid()}"
-    stage = os.path.join(tmp, name)
-    os.mkdir(stage, 0o700)
-    try:
-        _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-        for sub in (".cache", ".config", ".config/matplotlib"):
-            os.mkdir(os.path.join(stage, sub), 0o755)
-        for point in inner:
-            target = os.path.join(stage, os.path.relpath(point, tmp))
-            if os.path.isdir(point):
-                os.makedirs(target, 0o755, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
-                with open(target, "w"):
-                    pass
-            _mount(point, target, None, MS_BIND | MS_REC)
-        _mount(stage, tmp, None, MS_MOVE)
-    finally:
-        try:
-            os.rmdir(name, dir_fd=old)  # the empty folder left in the server's /tmp
-        except OSError:
-            pass
-        os.close(old)
-
-
-def _private_dev(scratch):
-    """A /dev of the run's own, as bwrap gives a cold run: a fresh tmpfs with the server's
-    device nodes bound in, its symlinks and folders (``shm`` included), moved onto /dev."""
-    stage = os.path.join(scratch, ".skill-magics-dev")
-    os.mkdir(stage, 0o755)
-    _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    with os.scandir("/dev") as entries:
-        for entry in entries:
-            target = os.path.join(stage, entry.name)
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry.path), target)
-            elif entry.is_dir():
-                os.mkdir(target, 0o755)
-                if entry.name == "pts" and os.path.ismount(entry.path):
-                    # A devpts instance of the run's own, as bwrap --dev gives a cold run: the
-                    # terminals other runs of this server open are not there.
-                    _mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC, _DEVPTS)
-                elif os.path.ismount(entry.path) and entry.name != "shm":
-                    _mount(entry.path, target, None, MS_BIND | MS_REC)
-            else:
-                with open(target, "w"):
-                    pass
-                _mount(entry.path, target, None, MS_BIND)  # null, zero, urandom, tty...
-    _mount(stage, "/dev", None, MS_MOVE)
-    os.rmdir(stage)
-
-
-def _sandbox_chain(sandbox, probe=False, sock=None):
-    """Give this run its own namespaces and mounts; returns only in the process that runs
-    the script (PID 2 of a new PID namespace). ``probe``: check that it works, run nothing."""
-    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
-    if not sandbox.get("network"):
-        flags |= CLONE_NEWNET  # its own loopback, like a cold run's
-    _unshare(flags, "mount, pid, ipc, uts, net")
-    if flags & CLONE_NEWNET:
-        _loopback_up()
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    tmpdir = sandbox["tmpdir"]
-    _fresh_tmp(tmpdir)
-    _private_dev(tmpdir)
-    leader = os.getpid()
-    read, write = os.pipe()
-    init = os.fork()
-    if init == 0:
-        os.close(read)
-        _die_with_parent(leader)
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        _cover_proc()
-        if probe:
-            _drop_all_caps()
-            os.write(write, _STATUS.pack(0))
-            os._exit(0)
-        script = os.fork()
-        if script == 0:
-            os.close(write)
-            _drop_all_caps()
-            return  # PID 2: runs the script
-        _init(script, write)
-    # The run's group leader (the pid the client kills): keep nothing open but the pipe,
-    # wait for the init, then end as the script did, so the client reads its status.
-    os.close(write)
-    if sock is not None:
-        sock.detach()
-    os.closerange(0, read)
-    os.closerange(read + 1, 1 << 20)
-    status = _wait_init(init, read)
-    if probe:
-        os._exit(0 if status == 0 else 3)
-    _exit_as(status)
-
-
-def _cover_proc():
-    """Read-only binds over the parts of /proc that reach the whole machine (sysrq-trigger,
-    irq, bus, sys), as bwrap --proc covers them for a cold run."""
-    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-    for name in _PROC_COVERS:
-        path = "/proc/" + name
-        if os.path.exists(path):
-            _mount(path, path, None, MS_BIND | MS_REC)
-            _mount(None, path, None, flags)
-
-
-def _init(script, write):
-    """PID 1 of the run's namespace: reap everything, report the script's status, exit (the
-    kernel then kills whatever is left in the namespace)."""
-    os.closerange(0, write)
-    os.closerange(write + 1, 1 << 20)
-    status = None
-    while True:
-        try:
-            pid, raw = os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if pid == script:
-            status = raw
-            break
-    if status is not None:
-        os.write(write, _STATUS.pack(os.waitstatus_to_exitcode(status)))
-    os._exit(0)
-
-
-def _wait_init(init, read):
-    while True:
-        try:
-            os.waitpid(init, 0)
-            break
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            break
-    data = os.read(read, _STATUS.size)
-    return _STATUS.unpack(data)[0] if len(data) == _STATUS.size else -signal.SIGKILL
-
-
-def _exit_as(code):
-    """End this process the way the script ended (exit code, or killed by a signal)."""
-    if code >= 0:
-        os._exit(code)
-    sig = -code
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the script's core, not ours
-        signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-        os.kill(os.getpid(), sig)
-    except (OSError, ValueError):
-        pass
-    os._exit(128 + sig)
-
-
-def _child(job):
-    """In the forked child: become the run's process (see the module docstring). Returns the
-    spec of what to run; a failure to start exits 126 after telling the client why."""
-    os.setpgid(0, 0)
-    _die_with_parent(job.server_pid)
-    sock = job.sock
-    sock.send(b"P")  # the client learns our pid from the credentials
-    try:
-        spec = _read_spec(job.spec_fd)
-    except (OSError, ValueError) as exc:
-        _send(sock, b"F", [getattr(exc, "errno", None) or 5, str(exc), "spec"])
-        os._exit(126)
-    for fd, target in ((job.stdin, 0), (job.stdout, 1), (job.stderr, 2)):
-        os.dup2(fd, target)
-    for fd in {job.stdin, job.stdout, job.stderr} - {0, 1, 2}:
-        os.close(fd)
-    if job.sandbox is not None:
-        try:
-            _sandbox_chain(job.sandbox, sock=sock)
-        except OSError as exc:
-            _send(sock, b"F", [exc.errno or 1, f"sandbox: {exc}", "sandbox"])
-            os._exit(126)
-    try:
-        os.chdir(spec["cwd"])
-    except OSError as exc:
-        _send(sock, b"F", [exc.errno, exc.strerror, spec["cwd"]])
-        os._exit(126)
-    os.umask(spec["umask"])
-    sock.detach()
-    os.closerange(3, 1 << 20)  # close_range(2): every descriptor of the server
-    _reset(spec)
-    return spec
-
-
-def _reset(spec):
-    for sig, handler in _State.signals.items():
-        try:
-            signal.signal(sig, handler)
-        except (OSError, ValueError, TypeError):
-            pass
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    try:
-        signal.set_wakeup_fd(-1)
-    except ValueError:
-        pass
-    os.environ.clear()  # unsetenv for each: C code sees the run's environment too
-    os.environ.update(spec["env"])
-    mark = spec.get("environ_mark")
-    if mark:
-        _mark_environ(mark)
-    _set_rlimits(spec.get("rlimits", ()))
-    _set_sched(spec.get("sched", {}))
-    _std_streams()
-    for name, hook in _State.hooks.items():
-        setattr(sys, name, hook)
-    warnings.filters[:] = _State.filters  # type: ignore[index]
-    mutated = getattr(warnings, "_filters_mutated", None)
-    if mutated is not None:
-        mutated()
-    sys.argv = list(spec["argv"])
-    if hasattr(sys, "orig_argv"):
-        sys.orig_argv = list(spec["orig_argv"])
-    path0 = []
-    if not getattr(sys.flags, "safe_path", False):
-        if spec["module"]:
-            path0 = [os.getcwd()]
-        else:
-            path0 = [os.path.dirname(os.path.realpath(spec["target"]))]
-    base = _SERVER.path_base if _SERVER is not None else []
-    sys.path[:] = path0 + _pythonpath(spec["env"].get("PYTHONPATH", "")) + base
-    if "linecache" in sys.modules:
-        sys.modules["linecache"].clearcache()
-    tempfile = sys.modules.get("tempfile")
-    if tempfile is not None:
-        tempfile.tempdir = None  # type: ignore[attr-defined]  # read TMPDIR again (the run's)
-    _Generators.reseed()
-    numpy_random = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        numpy_random.seed()  # NumPy's global RandomState is not reseeded at fork
-    torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "seed"):
-        torch.seed()
-
-
-def _mark_environ(entry):
-    """Write ``entry`` (``SKILL_MAGICS_RUN_ID=...``) into the block /proc/self/environ shows,
-    over the slot the client put first in the server's environment for this (SLOT_VAR):
-    core/run/orphans.py finds a run's daemons by that entry, and a daemon that forks
-    without exec keeps this block, which is the server's. Only the slot is written: a C
-    library may still point into the rest (a getenv() result kept since its import)."""
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50, 51)
-        fd = os.open("/proc/self/mem", os.O_RDWR)
-    except (OSError, ValueError, IndexError):
-        return
-    try:
-        block = os.pread(fd, min(end - start, 4096), start)
-        if not block.startswith(SLOT_VAR.encode() + b"="):
-            return
-        slot = block.index(b"\0")  # the slot's length, its NUL excluded
-        data = os.fsencode(entry) + b"\0"
-        if len(data) <= slot + 1:
-            os.pwrite(fd, data.ljust(slot + 1, b"\0"), start)
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(fd)
-
-
-def _set_rlimits(limits):
-    """The caller's resource limits as they are now (a cold child inherits them; the
-    server has those of when it started). A hard limit above ours cannot be had: then the
-    soft one as close as it can."""
-    if not limits:
-        return
-    import resource
-
-    for which, soft, hard in limits:
-        try:
-            if resource.getrlimit(which) == (soft, hard):
-                continue
-            resource.setrlimit(which, (soft, hard))
-        except (OSError, ValueError):
-            try:
-                cur_hard = resource.getrlimit(which)[1]
-                if cur_hard != resource.RLIM_INFINITY and (
-                    soft == resource.RLIM_INFINITY or soft > cur_hard
-                ):
-                    soft = cur_hard
-                resource.setrlimit(which, (soft, cur_hard))
-            except (OSError, ValueError):
-                pass
-
-
-def _set_sched(sched):
-    """The caller's nice value and CPU affinity now (a lower priority than the server's
-    cannot be raised back without privilege: then as close as it can)."""
-    nice = sched.get("nice")
-    try:
-        if nice is not None and os.getpriority(os.PRIO_PROCESS, 0) != nice:
-            os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass
-    cpus = sched.get("cpus")
-    try:
-        if cpus and sorted(os.sched_getaffinity(0)) != cpus:
-            os.sched_setaffinity(0, cpus)
-    except OSError:
-        pass
-
-
-def _std_streams():
-    """sys.stdin/stdout/stderr on fds 0-2, made as CPython's startup makes them (same
-    encoding, errors, buffering and line buffering as the server's, which started alike)."""
-    made = {}
-    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
-        old = getattr(sys, "__" + name + "__", None) or getattr(sys, name, None)
-        encoding = getattr(old, "encoding", None) or "utf-8"
-        errors = getattr(old, "errors", None) or "strict"
-        buffered = not getattr(old, "write_through", False)
-        write = mode == "w"
-        buffering = 0 if (write and not buffered) else -1
-        buf = open(fd, mode + "b", buffering=buffering, closefd=False)
-        raw = buf.raw if buffering else buf  # type: ignore[attr-defined]
-        raw.name = "<" + name + ">"  # type: ignore[misc]  # as CPython names them
-        line = buffered and (raw.isatty() or fd == 2)
-        stream = io.TextIOWrapper(
-            buf, encoding, errors, newline="\n", line_buffering=line, write_through=not buffered
-        )
-        stream.mode = mode  # type: ignore[misc]  # as CPython sets it
-        made[name] = stream
-    for name, stream in made.items():
-        setattr(sys, name, stream)
-        setattr(sys, "__" + name + "__", stream)
-
-
-def _new_main():
-    import builtins
-    import types
-
-    main = types.ModuleType("__main__")
-    main.__dict__["__annotations__"] = {}
-    main.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main
-    return main
-
-
-def _run(spec):
-    """Run the script as ``python script.py`` / ``python -m module`` would, then end as the
-    interpreter ends (see :func:`_finalize`). Never returns."""
-    main = _new_main()
-    before = set(sys.modules)
-    uncaught = None
-    try:
-        if spec["module"]:
-            import runpy
-
-            runpy._run_module_as_main(spec["target"])  # type: ignore[attr-defined]  # = python -m
-        else:
-            _run_file(main, spec["target"])
-    except SystemExit as exc:
-        code = _exit_code(exc)
-    except BaseException as exc:  # noqa: BLE001 - printed as the interpreter prints it
-        uncaught = exc
-        # An uncaught KeyboardInterrupt ends a cold Python by SIGINT after finalizing.
-        code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
-    else:
-        code = 0
-    if uncaught is not None:
-        # Out of the except block: nothing the hook raises gets the run's exception as its
-        # context (the interpreter calls the hook with no exception being handled).
-        tb = _own_frames_cut(uncaught.__traceback__)
-        uncaught.__traceback__ = tb  # the display reads the exception's own traceback
-        try:
-            _print_uncaught(uncaught, tb)
-        except SystemExit as hook_exit:  # raised by the hook: the interpreter exits so
-            code = _exit_code(hook_exit)
-        del uncaught, tb
-    _finalize(code, before)
-
-
-def _own_frames_cut(tb):
-    while tb is not None and tb.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
-        tb = tb.tb_next  # the server's own frames: a cold run has none
-    return tb
-
-
-def _print_uncaught(exc, tb):
-    """sys.excepthook, as the interpreter calls it (pythonrun.c, _PyErr_PrintEx): a hook
-    that raises prints its own error, then the original one, both by the built-in display;
-    a SystemExit it raises ends the run as such."""
-    try:
-        sys.excepthook(type(exc), exc, tb)
-    except SystemExit:
-        raise
-    except BaseException as hook_exc:  # noqa: BLE001 - displayed as the interpreter does
-        hook_tb = _own_frames_cut(hook_exc.__traceback__)
-        hook_exc.__traceback__ = hook_tb
-        try:
-            if sys.stdout is not None:
-                sys.stdout.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        sys.stderr.write("Error in sys.excepthook:\n")
-        sys.__excepthook__(type(hook_exc), hook_exc, hook_tb)
-        sys.stderr.write("\nOriginal exception was:\n")
-        sys.__excepthook__(type(exc), exc, tb)
-
-
-def _exit_code(exc):
-    """What the interpreter exits with for an uncaught SystemExit (and what it prints)."""
-    value = exc.code
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        if not -(2**63) <= value < 2**63:
-            return -1  # PyLong_AsLong overflows: (int)-1
-        return ((value + 2**31) % 2**32) - 2**31  # the C int the interpreter passes to exit()
-    try:
-        text = str(value)
-    except BaseException:  # noqa: BLE001
-        text = ""
-    stderr = sys.stderr
-    try:
-        if stderr is not None:
-            stderr.write(text + "\n")
-    except BaseException:  # noqa: BLE001
-        pass
-    return 1
-
-
-def _finalize(code, before):
-    """The interpreter's own ending, minus tearing down what the server had imported:
-    non-daemon threads joined, atexit callbacks, stdout/stderr flushed (a failure to flush
-    stdout: exit 120), the script's modules (``__main__`` and those it imported) cleared so
-    their objects are finalized (a file left open is flushed and closed), the streams
-    flushed again, then exit. Tearing down the preloaded packages as well would cost more
-    than the whole run (60-80 ms for pandas) and changes nothing the run can observe, except
-    objects the script left inside those packages' own state."""
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        threading._shutdown()
-    atexit._run_exitfuncs()
-    ok = _flush_std(report=True)
-    for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
-        module = sys.modules.get(name)
-        if module is not None and hasattr(module, "__dict__"):
-            _clear_module(module.__dict__)
-    gc.collect()
-    _flush_std(report=False)  # again, in case more was printed (not reported, as CPython)
-    if code == -signal.SIGINT:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code if ok else 120)
-
-
-def _clear_module(namespace):
-    """As the interpreter clears a module at exit: names starting with one underscore first,
-    then the rest (``__builtins__`` kept)."""
-    for names in (
-        [k for k in namespace if k.startswith("_") and not k.startswith("__")],
-        [k for k in namespace if not k.startswith("__")],
-    ):
-        for key in names:
-            try:
-                namespace[key] = None
-            except BaseException:  # noqa: BLE001 - a __del__ raising
-                pass
-
-
-def _flush_std(report):
-    """Flush sys.stdout (a failure is reported as unraisable when ``report``) and
-    sys.stderr; False when one could not be flushed."""
-    ok = True
-    for stream in (sys.stdout, sys.stderr):
-        if stream is None or getattr(stream, "closed", False):
-            continue
-        try:
-            stream.flush()
-        except BaseException as exc:  # noqa: BLE001
-            ok = False  # stderr too: exit 120 (flush_std_files), reported for stdout only
-            if stream is sys.stdout and report:
-                _unraisable(exc, stream)
-    return ok
-
-
-def _unraisable(exc, obj):
-    """PyErr_WriteUnraisable(obj) as the interpreter calls it when stdout cannot be
-    flushed at exit: the hook gets a real UnraisableHookArgs, no traceback (the flush is C's;
-    a cold run has no frame there)."""
-    hook = getattr(sys, "unraisablehook", None)
-    if hook is None or _UNRAISABLE_ARGS is None:
-        return
-    exc.__traceback__ = None
-    try:
-        hook(_UNRAISABLE_ARGS((type(exc), exc, None, None, obj)))
-    except BaseException:  # noqa: BLE001 - the interpreter ignores a failing hook too
-        pass
-
-
-def _unraisable_args_type():
-    """The type of the argument sys.unraisablehook is given (not exposed by name)."""
-    got: list = []
-
-    class _Raises:
-        def __del__(self):
-            raise RuntimeError
-
-    hook = sys.unraisablehook
-    sys.unraisablehook = got.append
-    try:
-        _Raises()  # its refcount drops to 0 here: __del__ raises, the hook gets the args
-    finally:
-        sys.unraisablehook = hook
-    return type(got[0]) if got else None
-
-
-_UNRAISABLE_ARGS = _unraisable_args_type()
-
-
-def _run_file(main, path):
-    from importlib.machinery import SourceFileLoader
-
-    try:
-        with io.open_code(path) as fh:
-            source = fh.read()
-    except OSError as exc:
-        sys.stderr.write(
-            f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}\n"
-        )
-        sys.exit(2)
-    main.__dict__.update(
-        __file__=path,
-        __cached__=None,
-        __loader__=SourceFileLoader("__main__", path),
-    )
-    code = compile(source, path, "exec", dont_inherit=True)
-    exec(code, main.__dict__)
-
-
 _SERVER = None
 
 
-def serve(args):
+def serve(args: "list[str]") -> "dict[str, Any]":
     global _SERVER
     ctl_fd = int(args[1])
     sandbox = None
@@ -1336,25 +482,25 @@ def serve(args):
         sandbox = json.loads(args[args.index("--sandbox") + 1])
     # A Python that forks with threads warns (3.12+); the server checks its threads itself.
     warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork.*")
-    _FORK_FILTER.append(warnings.filters[0])
-    _State.take()
+    child.FORK_FILTER.append(warnings.filters[0])
+    child.State.take()
     _drop_own_dir()
-    os.environ.pop(SLOT_VAR, None)  # nothing imported here ever sees it: the block keeps it
+    os.environ.pop(child.SLOT_VAR, None)  # nothing imported here ever sees it: the block keeps it
     # What every run's child needs (its limits, its parent-death signal), loaded once here
     # instead of per run (ctypes: 1.7 ms), and so among the modules the server reports: a
     # skill's own ctypes.py runs cold.
     import resource  # noqa: F401
 
-    _c()
+    namespaces.libc()
     if sandbox is not None:
         import fcntl  # noqa: F401
     _SERVER = Server(ctl_fd, sandbox)
     _SERVER.hello()
     job = _SERVER.serve()
-    return _child(job)
+    return child.child_of(job, _SERVER.path_base)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["stage1"]:
-        stage1(sys.argv[1:])
-    _run(serve(sys.argv[1:]))
+        namespaces.stage1(sys.argv[1:])
+    child.run(serve(sys.argv[1:]))
