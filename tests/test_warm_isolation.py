@@ -292,6 +292,14 @@ READS_LIKE_COLD = {
 }
 
 
+# Known gap, issue 28 (open): Python 3.13 writes "Exception ignored on flushing sys.stdout"
+# and "<sys>:0" where the warm server's child does not yet; found by the Python matrix.
+ON_313_WARM_DIFFERS = pytest.mark.xfail(
+    sys.version_info >= (3, 13), reason="3.13's exit and warning texts: issue 28", strict=False
+)
+
+
+@ON_313_WARM_DIFFERS
 @pytest.mark.parametrize("case", sorted(READS_LIKE_COLD))
 def test_a_warm_run_ends_as_a_cold_one(tmp_path: Path, make_skill, case: str) -> None:
     make_skill(tmp_path / "skills", "ends", scripts={"scripts/end.py": READS_LIKE_COLD[case]})
@@ -312,6 +320,7 @@ deeper()
 """
 
 
+@ON_313_WARM_DIFFERS
 def test_a_top_level_warning_points_where_a_cold_ones_does(tmp_path: Path, make_skill) -> None:
     make_skill(tmp_path / "skills", "warns", scripts={"scripts/warn.py": WARNS})
     manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
