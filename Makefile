@@ -168,14 +168,54 @@ E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
+# `make test` = lint, docs, then its stages side by side, TEST_JOBS at a time (most of a stage's
+# time is spent waiting on the kernels and scripts it starts, so 2 cores fit 3). Each stage's
+# output is printed whole when it ends (--output-sync); every stage runs even when one fails
+# (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
+TEST_JOBS ?= 3
+STAGE_LOG := build/test-stages.txt
+TEST_STAGES := stage-unit stage-python-other stage-kernel-main \
+  $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-pyyaml-floor
+KERNELISH := kernel or e2e or notebooks
+
+# $(call stage,NAME,COMMAND): run COMMAND; append its wall time and result to STAGE_LOG.
+define stage
+@start=$$(date +%s); $(2); rc=$$?; \
+  line="  $(1): $$(( $$(date +%s) - start )) s, $$([ $$rc = 0 ] && echo passed || echo FAILED)"; \
+  echo "make test: stage$$line"; echo "$$line" >> $(STAGE_LOG); exit $$rc
+endef
+
 test: $(STAMP) browser sandbox npm-tools
 	$(LINT)
 	$(MAKE) docs
-	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
-	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
-	bash scripts/pyyaml-floor.sh
-	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not e2e and not kernel and not notebooks" \
-	  bash scripts/python-matrix.sh --other
+	@mkdir -p build && rm -f $(STAGE_LOG)
+	@start=$$(date +%s); \
+	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \
+	  echo "make test: stages ($(TEST_JOBS) at a time, $$(( $$(date +%s) - start )) s in all):"; \
+	  cat $(STAGE_LOG); exit $$rc
+
+# (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
+.PHONY: test-stages stage-unit stage-kernel-main stage-pyyaml-floor stage-python-other
+test-stages: $(TEST_STAGES)
+
+# The main venv's pytest in two halves that run side by side: without and with real kernels.
+stage-unit:
+	$(call stage,pytest (no kernel),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))")
+
+stage-kernel-main:
+	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
+	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider -m "$(KERNELISH)")
+
+stage-kernel-%:
+	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $*)
+
+stage-pyyaml-floor:
+	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
+
+stage-python-other:
+	$(call stage,other Python,$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
+	  PYTHON_MATRIX_MARKS="not e2e and not kernel and not notebooks" bash scripts/python-matrix.sh --other)
 
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
 pyyaml-floor: $(STAMP)
