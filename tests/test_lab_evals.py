@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-from lab_support import CLIENTS, lab_skills, make_client, resolve
+from lab_support import CLIENTS, lab_skills, make_client, run_lab
 from manager_support import RecordingApprover, manager_for
 from model_server import Call, Scripted, call, say
 
-from skill_magics import EvalReport, run_evals
+from skill_magics import EvalOptions, EvalReport, run_evals
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -155,17 +155,9 @@ def test_run_evals_writes_the_workspace_skill_creator_reads(
     server.script = agent_script
     client = make_client(kind, server.url)
     approver = RecordingApprover("yes_once")
-    report = resolve(
-        run_evals(
-            client,
-            manager,
-            "marker",
-            model="m",
-            runs=2,
-            workspace=tmp_path / "ws",
-            grader=client,
-            approver=approver,
-        )
+    options = EvalOptions(model="m", runs=2, workspace=tmp_path / "ws")
+    report = run_lab(
+        run_evals, client, manager, "marker", options, grader=client, approver=approver
     )
     assert isinstance(report, EvalReport)
     iteration = tmp_path / "ws" / "iteration-1"

@@ -14,12 +14,12 @@ from lab_support import (
     CLIENTS,
     lab_skills,
     make_client,
-    resolve,
+    run_lab,
 )
 from manager_support import manager_for
 from model_server import Call, Scripted, call, catalog, say
 
-from skill_magics import TriggerReport, evaluate_triggers
+from skill_magics import TriggerOptions, TriggerReport, evaluate_triggers
 from skill_magics.core.lab.triggers import TriggerQuery, load_queries, split_holdout
 
 # run_eval's output fields (skill-creator scripts/run_eval.py)
@@ -82,9 +82,8 @@ def test_trigger_rates_per_query_and_the_summary(server, manager, kind):
     server.script = scripted_rates(RULES)
     asked = []
     manager.approver = lambda request: asked.append(request) or "yes_once"
-    report = resolve(
-        evaluate_triggers(make_client(kind, server.url), manager, "marker", QUERIES, model="m")
-    )
+    client = make_client(kind, server.url)
+    report = run_lab(evaluate_triggers, client, manager, "marker", QUERIES, TriggerOptions("m"))
     assert isinstance(report, TriggerReport)
     rates = {r.query: (r.triggers, r.runs, r.passed) for r in report.results}
     assert rates == {
