@@ -168,7 +168,7 @@ def chosen(kind: type[Opts], options: Opts | None, choices: Mapping[str, Any]) -
     choices make them. An unknown keyword or a missing model is a one-line ValueError."""
     if options is not None and not isinstance(options, kind):
         raise ValueError(
-            f"options is a {type(options).__name__}: pass a {kind.__name__}(model=...) or "
+            f"options={type(options).__name__}(...): pass {kind.__name__}(model=...), or "
             "keywords such as model='...'"
         )
     fields = [f.name for f in dataclasses.fields(kind)]  # type: ignore[arg-type]
