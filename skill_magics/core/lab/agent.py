@@ -102,6 +102,7 @@ def conversation_loop(
     options: AgentOptions,
     offer: Offer,
     approver: Approver,
+    *,
     cwd: CwdArg | None = None,
     caps: Caps | None = None,
 ) -> Loop[Transcript]:
