@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 from lab_support import lab_skills, make_client
 from manager_support import manager_for
@@ -141,6 +142,8 @@ def test_good_choices_are_not_refused():
     assert TriggerOptions(model="m", max_calls=1, max_tokens_total=1, max_tokens=1).runs == 3
     assert EvalOptions(model="m", configurations=("without_skill",), workspace="ws").runs == 1
     assert AgentOptions(model="m", max_turns=1, max_tokens=1, system="").system == ""
+    from_numpy = TriggerOptions(model="m", threshold=np.float64(0.7), holdout=np.float32(0.5))
+    assert (from_numpy.threshold, from_numpy.holdout) == (0.7, 0.5)
 
 
 def test_keywords_are_checked_by_name_and_options_by_type(server, manager):

@@ -17,6 +17,7 @@ so ``evaluate_triggers(..., model="m", runs=2)`` still reads as before.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -112,6 +113,8 @@ class TriggerOptions:
         _names(self, "skills")
         if self.holdout is not None and (not _number(self.holdout) or not 0 < self.holdout < 1):
             raise ValueError(f"holdout={self.holdout!r}: use a fraction between 0 and 1, e.g. 0.4")
+        if self.holdout is not None:
+            object.__setattr__(self, "holdout", float(self.holdout))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed={self.seed!r}: use a whole number, e.g. 42")
         Caps(self.max_calls, self.max_tokens_total)  # their one-line errors
@@ -160,7 +163,8 @@ class EvalOptions:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number (numpy's too), not a bool and not text that looks like one."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def chosen(kind: type[Opts], options: Opts | None, choices: Mapping[str, Any]) -> Opts:
