@@ -282,11 +282,12 @@ def test_queries_from_a_dataframe_a_file_and_bad_ones(server, manager, tmp_path)
     server.script = lambda c: say("no")
     frame = pd.DataFrame(QUERIES[:2])
     client = make_client("anthropic", server.url)
-    report = evaluate_triggers(client, manager, "marker", frame, model="m", runs=1)
+    once = TriggerOptions(model="m", runs=1)
+    report = evaluate_triggers(client, manager, "marker", frame, once)
     assert [q.should_trigger for q in report.queries] == [True, True]
     path = tmp_path / "eval_set.json"
     path.write_text(json.dumps(QUERIES[:3]))
-    report = evaluate_triggers(client, manager, "marker", str(path), model="m", runs=1)
+    report = evaluate_triggers(client, manager, "marker", str(path), once)
     assert len(report.queries) == 3
     calls = len(server.calls)
     for bad, message in [
@@ -297,9 +298,9 @@ def test_queries_from_a_dataframe_a_file_and_bad_ones(server, manager, tmp_path)
         (str(tmp_path / "missing.json"), "No queries file"),
     ]:
         with pytest.raises(ValueError, match=message):
-            evaluate_triggers(client, manager, "marker", bad, model="m")
+            evaluate_triggers(client, manager, "marker", bad, once)
     with pytest.raises(ValueError, match="disable-model-invocation"):
-        evaluate_triggers(client, manager, "hidden-skill", QUERIES, model="m")
+        evaluate_triggers(client, manager, "hidden-skill", QUERIES, once)
     with pytest.raises(ValueError, match="max_calls=0"):
         evaluate_triggers(client, manager, "marker", QUERIES, model="m", max_calls=0)
     assert len(server.calls) == calls  # nothing was sent for a bad call
@@ -317,10 +318,9 @@ def test_compare_two_descriptions_side_by_side(server, manager):
         {"query": "tally the audit", "should_trigger": True},
         {"query": "write notes", "should_trigger": False},
     ]
-    a = evaluate_triggers(client, manager, "marker", queries, model="m", runs=1)
-    b = evaluate_triggers(
-        client, manager, "marker", queries, model="m", runs=1, description="Counts tallies."
-    )
+    options, tallies = TriggerOptions(model="m", runs=1), "Counts tallies."
+    a = evaluate_triggers(client, manager, "marker", queries, options)
+    b = evaluate_triggers(client, manager, "marker", queries, options, description=tallies)
     comparison = a.compare(b)
     rows = comparison.rows()
     assert rows[0]["change"] == "fixed in B" and rows[1]["change"] == "same"
