@@ -31,6 +31,9 @@ _LAZY = {
     # the skill lab (core/lab): a model with skills, trigger and output evaluations
     "run_agent": ("skill_magics.core.lab.agent", "run_agent"),
     "run_agent_async": ("skill_magics.core.lab.agent", "run_agent_async"),
+    "AgentOptions": ("skill_magics.core.lab.options", "AgentOptions"),
+    "TriggerOptions": ("skill_magics.core.lab.options", "TriggerOptions"),
+    "EvalOptions": ("skill_magics.core.lab.options", "EvalOptions"),
     "Transcript": ("skill_magics.core.lab.transcript", "Transcript"),
     "evaluate_triggers": ("skill_magics.core.lab.triggers", "evaluate_triggers"),
     "evaluate_triggers_async": ("skill_magics.core.lab.triggers", "evaluate_triggers_async"),

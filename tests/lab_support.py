@@ -60,14 +60,16 @@ def provider_of(kind: str) -> str:
     return kind.split("-")[0]
 
 
-def resolve(value: Any) -> Any:
-    """The value itself, or the result of a coroutine (what an async client gives)."""
+def run_lab(entry: Callable[..., Any], client: Any, *args: Any, **kwargs: Any) -> Any:
+    """``entry(client, ...)`` with a sync client; with an async one its ``*_async`` twin,
+    awaited (the sync entry points refuse async clients)."""
     import asyncio
     import inspect
 
-    if inspect.iscoroutine(value):
-        return asyncio.run(value)
-    return value
+    if type(client).__name__.startswith("Async"):
+        twin = getattr(inspect.getmodule(entry), f"{entry.__name__}_async")
+        return asyncio.run(twin(client, *args, **kwargs))
+    return entry(client, *args, **kwargs)
 
 
 def lab_skills(make_skill: Callable[..., Path], root: Path) -> Path:
@@ -120,5 +122,5 @@ __all__ = [
     "lab_skills",
     "make_client",
     "provider_of",
-    "resolve",
+    "run_lab",
 ]

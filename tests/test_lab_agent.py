@@ -21,12 +21,12 @@ from lab_support import (
     lab_skills,
     make_client,
     provider_of,
-    resolve,
+    run_lab,
 )
 from manager_support import RecordingApprover, manager_for, outcomes
 from model_server import Scripted, call, say
 
-from skill_magics import evaluate_triggers, run_agent, run_agent_async
+from skill_magics import AgentOptions, evaluate_triggers, run_agent, run_agent_async
 from skill_magics.core.errors import ModelAuthError
 from skill_magics.core.lab.clients import provider_for
 from skill_magics.core.lab.offer import SKILLS_NOTE
@@ -103,9 +103,8 @@ def test_a_script_runs_only_after_approval_and_its_result_reaches_the_model(
         assert request.arguments == {"note": "hello"}
         return "yes_once"
 
-    t = resolve(
-        run_agent(make_client(kind, server.url), manager, "mark it", model="m", approver=approver)
-    )
+    client = make_client(kind, server.url)
+    t = run_lab(run_agent, client, manager, "mark it", AgentOptions("m"), approver=approver)
     assert seen_before == [False]
     assert marker(skills).read_text() == "ran\n"
     # The third request carried the script's stdout back as the tool result.

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-from lab_support import CLIENTS, lab_skills, make_client, resolve
+from lab_support import CLIENTS, lab_skills, make_client, run_lab
 from manager_support import RecordingApprover, manager_for
 from model_server import Call, Scripted, call, say
 
-from skill_magics import EvalReport, run_evals
+from skill_magics import EvalOptions, EvalReport, run_evals
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -155,17 +155,9 @@ def test_run_evals_writes_the_workspace_skill_creator_reads(
     server.script = agent_script
     client = make_client(kind, server.url)
     approver = RecordingApprover("yes_once")
-    report = resolve(
-        run_evals(
-            client,
-            manager,
-            "marker",
-            model="m",
-            runs=2,
-            workspace=tmp_path / "ws",
-            grader=client,
-            approver=approver,
-        )
+    options = EvalOptions(model="m", runs=2, workspace=tmp_path / "ws")
+    report = run_lab(
+        run_evals, client, manager, "marker", options, grader=client, approver=approver
     )
     assert isinstance(report, EvalReport)
     iteration = tmp_path / "ws" / "iteration-1"
@@ -390,15 +382,9 @@ def test_a_grader_reply_that_cannot_be_read_leaves_assertions_ungraded(server, m
 def test_each_evaluation_gets_the_next_iteration(server, manager, tmp_path):
     server.script = agent_script
     client = make_client("anthropic", server.url)
+    options = EvalOptions("m", configurations=("without_skill",), workspace=tmp_path / "ws")
     for expected in ("iteration-1", "iteration-2"):
-        report = run_evals(
-            client,
-            manager,
-            "marker",
-            model="m",
-            configurations=("without_skill",),
-            workspace=tmp_path / "ws",
-        )
+        report = run_evals(client, manager, "marker", options)
         assert report.iteration_dir.name == expected
 
 
@@ -413,13 +399,14 @@ def test_bad_evals_fail_before_anything_is_sent_or_written(server, manager, skil
         ({"evals": [{"id": 1, "prompt": "p", "assertions": [""]}]}, "write each as a sentence"),
         ({"evals": []}, "lists no evals"),
     ]
+    options = EvalOptions(model="m", workspace=tmp_path / "ws")
     for data, message in cases:
         evals.write_text(json.dumps(data))
         with pytest.raises(ValueError, match=message):
-            run_evals(client, manager, "marker", model="m", workspace=tmp_path / "ws")
+            run_evals(client, manager, "marker", options)
     evals.unlink()
     with pytest.raises(ValueError, match="has no evals/evals.json"):
-        run_evals(client, manager, "marker", model="m", workspace=tmp_path / "ws")
+        run_evals(client, manager, "marker", options)
     with pytest.raises(ValueError, match="configurations="):
         run_evals(client, manager, "notes", model="m", configurations=("old_skill",))
     assert server.calls == [] and not (tmp_path / "ws").exists()

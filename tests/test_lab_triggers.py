@@ -14,12 +14,12 @@ from lab_support import (
     CLIENTS,
     lab_skills,
     make_client,
-    resolve,
+    run_lab,
 )
 from manager_support import manager_for
 from model_server import Call, Scripted, call, catalog, say
 
-from skill_magics import TriggerReport, evaluate_triggers
+from skill_magics import TriggerOptions, TriggerReport, evaluate_triggers
 from skill_magics.core.lab.triggers import TriggerQuery, load_queries, split_holdout
 
 # run_eval's output fields (skill-creator scripts/run_eval.py)
@@ -82,9 +82,8 @@ def test_trigger_rates_per_query_and_the_summary(server, manager, kind):
     server.script = scripted_rates(RULES)
     asked = []
     manager.approver = lambda request: asked.append(request) or "yes_once"
-    report = resolve(
-        evaluate_triggers(make_client(kind, server.url), manager, "marker", QUERIES, model="m")
-    )
+    client = make_client(kind, server.url)
+    report = run_lab(evaluate_triggers, client, manager, "marker", QUERIES, TriggerOptions("m"))
     assert isinstance(report, TriggerReport)
     rates = {r.query: (r.triggers, r.runs, r.passed) for r in report.results}
     assert rates == {
@@ -283,11 +282,12 @@ def test_queries_from_a_dataframe_a_file_and_bad_ones(server, manager, tmp_path)
     server.script = lambda c: say("no")
     frame = pd.DataFrame(QUERIES[:2])
     client = make_client("anthropic", server.url)
-    report = evaluate_triggers(client, manager, "marker", frame, model="m", runs=1)
+    once = TriggerOptions(model="m", runs=1)
+    report = evaluate_triggers(client, manager, "marker", frame, once)
     assert [q.should_trigger for q in report.queries] == [True, True]
     path = tmp_path / "eval_set.json"
     path.write_text(json.dumps(QUERIES[:3]))
-    report = evaluate_triggers(client, manager, "marker", str(path), model="m", runs=1)
+    report = evaluate_triggers(client, manager, "marker", str(path), once)
     assert len(report.queries) == 3
     calls = len(server.calls)
     for bad, message in [
@@ -298,9 +298,9 @@ def test_queries_from_a_dataframe_a_file_and_bad_ones(server, manager, tmp_path)
         (str(tmp_path / "missing.json"), "No queries file"),
     ]:
         with pytest.raises(ValueError, match=message):
-            evaluate_triggers(client, manager, "marker", bad, model="m")
+            evaluate_triggers(client, manager, "marker", bad, once)
     with pytest.raises(ValueError, match="disable-model-invocation"):
-        evaluate_triggers(client, manager, "hidden-skill", QUERIES, model="m")
+        evaluate_triggers(client, manager, "hidden-skill", QUERIES, once)
     with pytest.raises(ValueError, match="max_calls=0"):
         evaluate_triggers(client, manager, "marker", QUERIES, model="m", max_calls=0)
     assert len(server.calls) == calls  # nothing was sent for a bad call
@@ -318,10 +318,9 @@ def test_compare_two_descriptions_side_by_side(server, manager):
         {"query": "tally the audit", "should_trigger": True},
         {"query": "write notes", "should_trigger": False},
     ]
-    a = evaluate_triggers(client, manager, "marker", queries, model="m", runs=1)
-    b = evaluate_triggers(
-        client, manager, "marker", queries, model="m", runs=1, description="Counts tallies."
-    )
+    options, tallies = TriggerOptions(model="m", runs=1), "Counts tallies."
+    a = evaluate_triggers(client, manager, "marker", queries, options)
+    b = evaluate_triggers(client, manager, "marker", queries, options, description=tallies)
     comparison = a.compare(b)
     rows = comparison.rows()
     assert rows[0]["change"] == "fixed in B" and rows[1]["change"] == "same"

@@ -45,6 +45,9 @@ NAMES = [
     # the skill lab (issue 19)
     "run_agent",
     "run_agent_async",
+    "AgentOptions",
+    "TriggerOptions",
+    "EvalOptions",
     "Transcript",
     "evaluate_triggers",
     "evaluate_triggers_async",
@@ -161,22 +164,32 @@ def test_context_functions_signature():
     assert list(params(skill_magics.skills_catalog))[0] == "manager"
 
 
+def assert_fields(kind, expected: list[tuple[str, object]]) -> None:
+    """``expected``: (field, default) of an options dataclass, in order; ``...``: required."""
+    got = [(f.name, f.default) for f in dataclasses.fields(kind)]
+    want = [(n, dataclasses.MISSING if d is ... else d) for n, d in expected]
+    assert got[: len(want)] == want, f"{kind.__name__} fields {got}"
+
+
 def test_skill_lab_signatures():
-    """As issue 19 documents them; approver defaults to "the manager's approver"."""
+    """As issue 19 documents them (the choices now fields of an options object, issue 30,
+    given whole or as keywords); approver defaults to "the manager's approver"."""
     from skill_magics.core.manager import USE_DEFAULT
 
+    VAR = inspect.Parameter.VAR_KEYWORD
+    per_call = [("options", POS, None), ("approver", KW, USE_DEFAULT), ("choices", VAR, ...)]
     assert_params(
         skill_magics.run_agent,
+        [("client", POS, ...), ("manager", POS, ...), ("prompt", POS, ...), *per_call],
+    )
+    assert_fields(
+        skill_magics.AgentOptions,
         [
-            ("client", POS, ...),
-            ("manager", POS, ...),
-            ("prompt", POS, ...),
-            ("model", KW, ...),
-            ("skills", KW, None),
-            ("system", KW, None),
-            ("max_turns", KW, 8),
-            ("max_tokens", KW, 1024),
-            ("approver", KW, USE_DEFAULT),
+            ("model", ...),
+            ("skills", None),
+            ("system", None),
+            ("max_turns", 8),
+            ("max_tokens", 1024),
         ],
     )
     assert_params(
@@ -186,15 +199,23 @@ def test_skill_lab_signatures():
             ("manager", POS, ...),
             ("skill", POS, ...),
             ("queries", POS, ...),
-            ("model", KW, ...),
-            ("runs", KW, 3),
-            ("threshold", KW, 0.5),
-            ("description", KW, None),
-            ("skills", KW, None),
-            ("holdout", KW, None),
-            ("seed", KW, 42),
-            ("max_calls", KW, None),
-            ("max_tokens_total", KW, None),
+            ("options", POS, None),
+            ("on_progress", KW, None),
+            ("choices", VAR, ...),
+        ],
+    )
+    assert_fields(
+        skill_magics.TriggerOptions,
+        [
+            ("model", ...),
+            ("runs", 3),
+            ("threshold", 0.5),
+            ("description", None),
+            ("skills", None),
+            ("holdout", None),
+            ("seed", 42),
+            ("max_calls", None),
+            ("max_tokens_total", None),
         ],
     )
     assert_params(
@@ -203,13 +224,19 @@ def test_skill_lab_signatures():
             ("client", POS, ...),
             ("manager", POS, ...),
             ("skill", POS, ...),
-            ("model", KW, ...),
-            ("configurations", KW, ("with_skill", "without_skill")),
-            ("runs", KW, 1),
-            ("workspace", KW, None),
+            ("options", POS, None),
             ("grader", KW, None),
-            ("max_calls", KW, None),
-            ("approver", KW, USE_DEFAULT),
+            *per_call[1:],
+        ],
+    )
+    assert_fields(
+        skill_magics.EvalOptions,
+        [
+            ("model", ...),
+            ("configurations", ("with_skill", "without_skill")),
+            ("runs", 1),
+            ("workspace", None),
+            ("max_calls", None),
         ],
     )
     for name in ("activated", "tool_calls", "final_text", "usage"):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,115 +26,106 @@ from skill_magics.core.errors import ModelCallError
 from skill_magics.core.lab.approvals import Watcher, approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, ToolCall, drive, drive_async, model_call
+from skill_magics.core.lab.drive import (
+    Loop,
+    ToolCall,
+    drive,
+    drive_async,
+    model_call,
+    sync_provider,
+)
 from skill_magics.core.lab.offer import Offer, make_offer
+from skill_magics.core.lab.options import MAX_TOKENS, MAX_TURNS, AgentOptions, chosen
 from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep, Transcript
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, Approver, ApproverArg
 from skill_magics.core.run.workdir import CwdArg
-
-MAX_TURNS = 8
-MAX_TOKENS = 1024
 
 
 def run_agent(
     client: Any,
     manager: SkillManager,
     prompt: str,
+    options: AgentOptions | None = None,
     *,
-    model: str,
-    skills: Sequence[str] | None = None,
-    system: str | None = None,
-    max_turns: int = MAX_TURNS,
-    max_tokens: int = MAX_TOKENS,
     approver: ApproverArg = MANAGER_APPROVER,
-) -> Transcript | Coroutine[Any, Any, Transcript]:
+    **choices: Any,
+) -> Transcript:
     """Let the model behind ``client`` work on ``prompt`` with the skills; see the module doc.
 
-    ``client``: an ``anthropic.Anthropic`` or ``openai.OpenAI`` client, or their async
-    twins (then this returns a coroutine: ``await run_agent(...)``). ``skills``: the skills
-    offered (None: every skill a model may use). ``approver`` decides each script call
-    (default: the manager's; with none, script calls are refused and the model is told).
+    ``client``: an ``anthropic.Anthropic`` or ``openai.OpenAI`` client (an async client:
+    ``await run_agent_async(...)``). ``options``: an :class:`~.options.AgentOptions` (the
+    model, the skills offered, the limits); keywords such as ``model=`` fill or replace its
+    fields. ``approver`` decides each script call (default: the manager's; with none, script
+    calls are refused and the model is told).
     """
-    provider = provider_for(client)
-    loop = conversation_loop(
-        provider,
-        manager,
-        prompt,
-        model=model,
-        offer=make_offer(manager, skills, system=system),
-        max_turns=max_turns,
-        max_tokens=max_tokens,
-        approver=approver_for_model(manager, approver),
-    )
-    if provider.is_async:
-        return drive_async(loop)
-    return drive(loop)
+    provider = sync_provider(client, "run_agent")
+    opts = chosen(AgentOptions, options, choices)
+    return drive(_agent(provider, manager, prompt, opts, approver))
 
 
 async def run_agent_async(
     client: Any,
     manager: SkillManager,
     prompt: str,
+    options: AgentOptions | None = None,
     *,
-    model: str,
-    skills: Sequence[str] | None = None,
-    system: str | None = None,
-    max_turns: int = MAX_TURNS,
-    max_tokens: int = MAX_TOKENS,
     approver: ApproverArg = MANAGER_APPROVER,
     cancel: threading.Event | None = None,
+    **choices: Any,
 ) -> Transcript:
     """:func:`run_agent` as a coroutine, for sync and async clients alike: a sync client's
     requests and every approval wait run in worker threads, so the event loop (a notebook
     cell's await) keeps going. A cancellation kills a running script and ends the loop."""
-    provider = provider_for(client)
-    loop = conversation_loop(
-        provider,
-        manager,
-        prompt,
-        model=model,
-        offer=make_offer(manager, skills, system=system),
-        max_turns=max_turns,
-        max_tokens=max_tokens,
-        approver=approver_for_model(manager, approver),
-    )
+    opts = chosen(AgentOptions, options, choices)
+    loop = _agent(provider_for(client), manager, prompt, opts, approver)
     return await drive_async(loop, cancel)
+
+
+def _agent(
+    provider: Provider,
+    manager: SkillManager,
+    prompt: str,
+    options: AgentOptions,
+    approver: ApproverArg,
+) -> Loop[Transcript]:
+    offer = make_offer(manager, options.skills, system=options.system)
+    return conversation_loop(
+        provider, manager, prompt, options, offer, approver_for_model(manager, approver)
+    )
 
 
 def conversation_loop(
     provider: Provider,
     manager: SkillManager,
     prompt: str,
-    *,
-    model: str,
+    options: AgentOptions,
     offer: Offer,
-    max_turns: int = MAX_TURNS,
-    max_tokens: int = MAX_TOKENS,
     approver: Approver,
+    *,
     cwd: CwdArg | None = None,
     caps: Caps | None = None,
 ) -> Loop[Transcript]:
-    """The loop itself, as a generator of I/O requests (core/lab/drive.py runs it). Bad
-    arguments raise here, before anything is sent."""
-    _check_limits(prompt, model, max_turns, max_tokens)
-    return _conversation(
-        provider, manager, prompt, model, offer, max_turns, max_tokens, approver, cwd, caps
-    )
+    """The loop itself, as a generator of I/O requests (core/lab/drive.py runs it): the model
+    and limits of ``options``, the tools of ``offer`` (what was made of ``options.skills``,
+    or the caller's own), scripts started in ``cwd``, requests counted against ``caps``. A
+    bad prompt raises here, before anything is sent."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("The prompt is empty: give the task for the model as text")
+    return _conversation(provider, manager, prompt, options, offer, approver, cwd, caps)
 
 
 def _conversation(
     provider: Provider,
     manager: SkillManager,
     prompt: str,
-    model: str,
+    options: AgentOptions,
     offer: Offer,
-    max_turns: int,
-    max_tokens: int,
     approver: Approver,
     cwd: CwdArg | None,
     caps: Caps | None,
 ) -> Loop[Transcript]:
+    model, max_turns, max_tokens = options.model, options.max_turns, options.max_tokens
     watcher = Watcher(approver)
     transcript = Transcript(
         prompt=prompt,
@@ -224,14 +214,11 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _check_limits(prompt: str, model: str, max_turns: int, max_tokens: int) -> None:
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("The prompt is empty: give the task for the model as text")
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("model= is required: the model's name, e.g. model='claude-sonnet-4-5'")
-    for label, value in (("max_turns", max_turns), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{label}={value!r}: use a whole number of 1 or more")
-
-
-__all__ = ["MAX_TOKENS", "MAX_TURNS", "conversation_loop", "run_agent", "run_agent_async"]
+__all__ = [
+    "MAX_TOKENS",
+    "MAX_TURNS",
+    "AgentOptions",
+    "conversation_loop",
+    "run_agent",
+    "run_agent_async",
+]

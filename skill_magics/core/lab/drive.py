@@ -6,10 +6,12 @@ A loop (the agent's conversation, a trigger evaluation, an output evaluation) yi
 :class:`ToolCall` (run a tool call through ``core/tools.py``, hence the gate: the answer
 is a ``tool_result`` block, never an exception) and :class:`Blocking` (blocking work such
 as an approval that may wait for a person). :func:`drive` answers them in this thread with
-synchronous clients; :func:`drive_async` awaits them (an async client's request, a sync
-client's request or blocking work in a worker thread, the script in its own process group
-that a cancellation kills), so a notebook cell can await the whole loop while approval
-clicks reach the kernel.
+synchronous clients (the entry points ``run_agent``, ``evaluate_triggers`` and ``run_evals``,
+which refuse an async client: :func:`sync_provider`); :func:`drive_async` awaits them (an
+async client's request, a sync client's request or blocking work in a worker thread, the
+script in its own process group that a cancellation kills), so a notebook cell can await the
+whole loop while approval clicks reach the kernel (the ``*_async`` entry points, for either
+kind of client).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, TypeVar
 
 from skill_magics.core.errors import ModelAuthError, ModelCallError
 from skill_magics.core.lab.budget import Caps
-from skill_magics.core.lab.clients import Provider, Reply
+from skill_magics.core.lab.clients import Provider, Reply, provider_for
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
@@ -89,9 +91,16 @@ def model_call(provider: Provider, kwargs: dict[str, Any], caps: Caps | None) ->
         yield Blocking(functools.partial(time.sleep, RETRY_DELAY_S * 2 ** (attempt - 1)))
 
 
-def needs_async(*providers: Provider | None) -> bool:
-    """Must the loop be awaited (an async client among ``providers``)?"""
-    return any(p is not None and p.is_async for p in providers)
+def sync_provider(client: Any, what: str) -> Provider:
+    """The provider of ``client`` for :func:`drive` (the synchronous entry point ``what``);
+    an async client is refused, naming the coroutine that awaits it."""
+    provider = provider_for(client)
+    if provider.is_async:
+        raise TypeError(
+            f"{type(client).__name__} is an async client: use await {what}_async(...), "
+            "or a sync client (anthropic.Anthropic / openai.OpenAI)"
+        )
+    return provider
 
 
 def drive(loop: Loop[T]) -> T:
@@ -186,5 +195,5 @@ __all__ = [
     "drive",
     "drive_async",
     "model_call",
-    "needs_async",
+    "sync_provider",
 ]

@@ -27,18 +27,25 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skill_magics.core import paths
 from skill_magics.core.errors import ModelCallError
-from skill_magics.core.lab.agent import MAX_TOKENS, MAX_TURNS, conversation_loop, now_iso
+from skill_magics.core.lab.agent import conversation_loop, now_iso
 from skill_magics.core.lab.approvals import approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Blocking, Loop, drive, drive_async, model_call, needs_async
+from skill_magics.core.lab.drive import (
+    Blocking,
+    Loop,
+    drive,
+    drive_async,
+    model_call,
+    sync_provider,
+)
 from skill_magics.core.lab.grading import (
     GRADER_SYSTEM,
     grading_prompt,
@@ -47,6 +54,7 @@ from skill_magics.core.lab.grading import (
     ungraded,
 )
 from skill_magics.core.lab.offer import Offer, make_offer
+from skill_magics.core.lab.options import CONFIGURATIONS, AgentOptions, EvalOptions, chosen
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.lab.transcript import Transcript
 from skill_magics.core.lab.workspace import (
@@ -69,7 +77,6 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.pipeline import RunOutcome, ScopePlan
 
-CONFIGURATIONS = ("with_skill", "without_skill")
 EVALS_FILE = "evals/evals.json"
 FORMAT_HINT = (
     '{"skill_name": "...", "evals": [{"id": 1, "prompt": "...", "expected_output": "...", '
@@ -242,137 +249,100 @@ def run_evals(
     client: Any,
     manager: SkillManager,
     skill: str,
+    options: EvalOptions | None = None,
     *,
-    model: str,
-    configurations: Sequence[str] = CONFIGURATIONS,
-    runs: int = 1,
-    workspace: str | Path | None = None,
     grader: Any = None,
-    max_calls: int | None = None,
-    grader_model: str | None = None,
-    system: str | None = None,
-    max_turns: int = MAX_TURNS,
-    max_tokens: int = MAX_TOKENS,
     approver: ApproverArg = MANAGER_APPROVER,
     on_progress: Callable[[LabProgress], object] | None = None,
-) -> EvalReport | Coroutine[Any, Any, EvalReport]:
+    **choices: Any,
+) -> EvalReport:
     """Run ``skill``'s evals and write the workspace; see the module docstring.
 
-    ``workspace``: the folder holding ``iteration-N`` (default
-    ``./<skill folder>-workspace``: the folder's name, never the name SKILL.md gives).
-    ``grader``: a client whose model grades the assertions (``grader_model``, default
-    ``model``). ``approver`` answers the evaluation's one approval (default: the
-    manager's; with none, script calls are refused and the model is told). With an async
-    client (or grader) this returns a coroutine.
+    ``options``: an :class:`~.options.EvalOptions` (model, configurations, runs, workspace:
+    the folder holding ``iteration-N``, default ``./<skill folder>-workspace``, the folder's
+    name, never the name SKILL.md gives); keywords such as ``model=`` fill or replace its
+    fields. ``grader``: a client whose model grades the assertions (``grader_model``, default
+    ``model``). ``approver`` answers the evaluation's one approval (default: the manager's;
+    with none, script calls are refused and the model is told). ``client`` and ``grader``
+    are sync clients (async ones: ``await run_evals_async(...)``).
     """
-    loop, providers = _prepare(
-        client, manager, skill, model, configurations, runs, workspace, grader, max_calls,
-        grader_model, system, max_turns, max_tokens, approver, on_progress,
-    )  # fmt: skip
-    if needs_async(*providers):
-        return drive_async(loop)
-    return drive(loop)
+    provider = sync_provider(client, "run_evals")
+    grading = sync_provider(grader, "run_evals") if grader is not None else None
+    opts = chosen(EvalOptions, options, choices)
+    return drive(_prepare(provider, grading, manager, skill, opts, approver, on_progress))
 
 
 async def run_evals_async(
     client: Any,
     manager: SkillManager,
     skill: str,
+    options: EvalOptions | None = None,
     *,
-    model: str,
-    configurations: Sequence[str] = CONFIGURATIONS,
-    runs: int = 1,
-    workspace: str | Path | None = None,
     grader: Any = None,
-    max_calls: int | None = None,
-    grader_model: str | None = None,
-    system: str | None = None,
-    max_turns: int = MAX_TURNS,
-    max_tokens: int = MAX_TOKENS,
     approver: ApproverArg = MANAGER_APPROVER,
     on_progress: Callable[[LabProgress], object] | None = None,
     cancel: threading.Event | None = None,
+    **choices: Any,
 ) -> EvalReport:
     """:func:`run_evals` as a coroutine, for sync and async clients alike (the approval
     and sync requests wait in worker threads)."""
-    loop, _ = _prepare(
-        client, manager, skill, model, configurations, runs, workspace, grader, max_calls,
-        grader_model, system, max_turns, max_tokens, approver, on_progress,
-    )  # fmt: skip
+    provider = provider_for(client)
+    grading = provider_for(grader) if grader is not None else None
+    opts = chosen(EvalOptions, options, choices)
+    loop = _prepare(provider, grading, manager, skill, opts, approver, on_progress)
     return await drive_async(loop, cancel)
 
 
 def _prepare(
-    client: Any,
+    provider: Provider,
+    grading: Provider | None,
     manager: SkillManager,
     skill: str,
-    model: str,
-    configurations: Sequence[str],
-    runs: int,
-    workspace: str | Path | None,
-    grader: Any,
-    max_calls: int | None,
-    grader_model: str | None,
-    system: str | None,
-    max_turns: int,
-    max_tokens: int,
+    opts: EvalOptions,
     approver: ApproverArg,
     on_progress: Callable[[LabProgress], object] | None,
-) -> tuple[Loop[EvalReport], tuple[Provider, Provider | None]]:
+) -> Loop[EvalReport]:
     """Check everything (evals.json, files, arguments) before anything is sent or written."""
-    provider = provider_for(client)
-    grading = provider_for(grader) if grader is not None else None
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("model= is required: the model's name, e.g. model='claude-sonnet-4-5'")
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ValueError(f"runs={runs!r}: use a whole number of 1 or more")
-    configs = tuple(configurations)
-    unknown = [c for c in configs if c not in CONFIGURATIONS]
-    if not configs or unknown or len(set(configs)) != len(configs):
-        raise ValueError(
-            f"configurations={list(configurations)!r}: use one or both of "
-            f"{', '.join(CONFIGURATIONS)}, each once"
-        )
     base = Path(manager.get_skill(skill).base_dir)
     # A name that is not one folder name runs nothing, as for any run (the checks refuse
     # it); the workspace is named after the skill's FOLDER, never its author-chosen name.
     paths.check_skill_name(skill, folder=base.name)
     cases = load_evals(base, skill)
     offers = {
-        "with_skill": make_offer(manager, [skill], system=system),
-        "without_skill": make_offer(manager, [], system=system),
+        "with_skill": make_offer(manager, [skill], system=opts.system),
+        "without_skill": make_offer(manager, [], system=opts.system),
     }
-    if "with_skill" in configs and skill not in offers["with_skill"].skills:
+    if "with_skill" in opts.configurations and skill not in offers["with_skill"].skills:
         raise ValueError(
             f"'{skill}' says disable-model-invocation: true: no model is offered it, so "
             "with_skill would equal without_skill; remove that line to evaluate it"
         )
-    caps = Caps(max_calls, None)
+    workspace = opts.workspace
     root = Path(workspace) if workspace is not None else Path.cwd() / f"{base.name}-workspace"
     report = EvalReport(
         skill=skill,
         provider=provider.name,
-        model=model,
-        grader_model=(grader_model or model) if grading is not None else None,
+        model=opts.model,
+        grader_model=(opts.grader_model or opts.model) if grading is not None else None,
         workspace=root,
         iteration_dir=root,  # set when the iteration folder is made
-        configurations=configs,
-        runs_per_configuration=runs,
+        configurations=opts.configurations,
+        runs_per_configuration=opts.runs,
         cases=cases,
     )
+    runs = len(cases) * len(opts.configurations) * opts.runs
     settings = _Settings(
         manager,
         provider,
         grading,
         offers,
         base,
-        caps,
-        max_turns,
-        max_tokens,
+        Caps(opts.max_calls, None),
+        opts.agent([skill]),
         approver_for_model(manager, approver),
-        Tracker(len(cases) * len(configs) * runs, f"evals of {skill}", on_progress),
+        Tracker(runs, f"evals of {skill}", on_progress),
     )
-    return _evaluate(report, settings), (provider, grading)
+    return _evaluate(report, settings)
 
 
 @dataclass
@@ -383,8 +353,7 @@ class _Settings:
     offers: dict[str, Offer]
     skill_dir: Path
     caps: Caps
-    max_turns: int
-    max_tokens: int
+    agent: AgentOptions  # each agent run's model and limits (the offer is per configuration)
     approver: Approver
     tracker: Tracker
 
@@ -487,11 +456,9 @@ def _one_run(
         s.provider,
         s.manager,
         case.prompt,
-        model=report.model,
-        offer=s.offers[config],
-        max_turns=s.max_turns,
-        max_tokens=s.max_tokens,
-        approver=approver,
+        s.agent,
+        s.offers[config],
+        approver,
         cwd=str(outputs),
         caps=s.caps,
     )
@@ -771,6 +738,7 @@ def _copy_inputs(skill_dir: Path, files: Sequence[str], outputs: Path) -> dict[s
 __all__ = [
     "CONFIGURATIONS",
     "EvalCase",
+    "EvalOptions",
     "EvalReport",
     "EvalRun",
     "load_evals",

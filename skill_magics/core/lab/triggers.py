@@ -28,17 +28,18 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skill_magics.core.errors import ModelCallError
-from skill_magics.core.lab.agent import MAX_TOKENS, now_iso
+from skill_magics.core.lab.agent import now_iso
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
-from skill_magics.core.lab.drive import Loop, drive, drive_async, model_call
+from skill_magics.core.lab.drive import Loop, drive, drive_async, model_call, sync_provider
 from skill_magics.core.lab.offer import Offer, make_offer
+from skill_magics.core.lab.options import TriggerOptions, chosen
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt_catalog import model_visible, opted_out
@@ -367,33 +368,22 @@ def evaluate_triggers(
     manager: SkillManager,
     skill: str,
     queries: Any,
+    options: TriggerOptions | None = None,
     *,
-    model: str,
-    runs: int = 3,
-    threshold: float = 0.5,
-    description: str | None = None,
-    skills: Sequence[str] | None = None,
-    holdout: float | None = None,
-    seed: int = 42,
-    max_calls: int | None = None,
-    max_tokens_total: int | None = None,
-    system: str | None = None,
-    max_tokens: int = MAX_TOKENS,
     on_progress: Callable[[LabProgress], object] | None = None,
-) -> TriggerReport | Coroutine[Any, Any, TriggerReport]:
+    **choices: Any,
+) -> TriggerReport:
     """Measure how often ``skill`` triggers for ``queries``; see the module docstring.
 
-    ``skills``: the other skills offered next to it (None: every skill a model may use,
-    as a real client would list them; ``skill`` is always offered). With an async client
-    this returns a coroutine (``await evaluate_triggers(...)``).
+    ``options``: a :class:`~.options.TriggerOptions` (model, runs, threshold, description,
+    the other ``skills`` offered: None for every skill a model may use, as a real client
+    would list them; ``skill`` is always offered); keywords such as ``model=`` fill or
+    replace its fields. ``client`` is a sync client (an async one:
+    ``await evaluate_triggers_async(...)``).
     """
-    provider, loop = _prepare(
-        client, manager, skill, queries, model, runs, threshold, description, skills, holdout,
-        seed, max_calls, max_tokens_total, system, max_tokens, on_progress,
-    )  # fmt: skip
-    if provider.is_async:
-        return drive_async(loop)
-    return drive(loop)
+    provider = sync_provider(client, "evaluate_triggers")
+    opts = chosen(TriggerOptions, options, choices)
+    return drive(_prepare(provider, manager, skill, queries, opts, on_progress))
 
 
 async def evaluate_triggers_async(
@@ -401,56 +391,26 @@ async def evaluate_triggers_async(
     manager: SkillManager,
     skill: str,
     queries: Any,
+    options: TriggerOptions | None = None,
     *,
-    model: str,
-    runs: int = 3,
-    threshold: float = 0.5,
-    description: str | None = None,
-    skills: Sequence[str] | None = None,
-    holdout: float | None = None,
-    seed: int = 42,
-    max_calls: int | None = None,
-    max_tokens_total: int | None = None,
-    system: str | None = None,
-    max_tokens: int = MAX_TOKENS,
     on_progress: Callable[[LabProgress], object] | None = None,
+    **choices: Any,
 ) -> TriggerReport:
     """:func:`evaluate_triggers` as a coroutine, for sync and async clients alike."""
-    _, loop = _prepare(
-        client, manager, skill, queries, model, runs, threshold, description, skills, holdout,
-        seed, max_calls, max_tokens_total, system, max_tokens, on_progress,
-    )  # fmt: skip
+    opts = chosen(TriggerOptions, options, choices)
+    loop = _prepare(provider_for(client), manager, skill, queries, opts, on_progress)
     return await drive_async(loop)
 
 
 def _prepare(
-    client: Any,
+    provider: Provider,
     manager: SkillManager,
     skill: str,
     queries: Any,
-    model: str,
-    runs: int,
-    threshold: float,
-    description: str | None,
-    skills: Sequence[str] | None,
-    holdout: float | None,
-    seed: int,
-    max_calls: int | None,
-    max_tokens_total: int | None,
-    system: str | None,
-    max_tokens: int,
+    opts: TriggerOptions,
     on_progress: Callable[[LabProgress], object] | None,
-) -> tuple[Provider, Loop[TriggerReport]]:
-    """Check everything before anything is sent; (provider, the evaluation loop)."""
-    provider = provider_for(client)
-    if not isinstance(model, str) or not model.strip():
-        raise ValueError("model= is required: the model's name, e.g. model='claude-sonnet-4-5'")
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise ValueError(f"runs={runs!r}: use a whole number of 1 or more")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens={max_tokens!r}: use a whole number of 1 or more")
-    if not 0 < float(threshold) <= 1:
-        raise ValueError(f"threshold={threshold!r}: use a rate above 0 and at most 1, e.g. 0.5")
+) -> Loop[TriggerReport]:
+    """Check everything before anything is sent; the evaluation loop."""
     meta = manager.get_skill(skill).metadata  # SkillNotFoundError for a typo
     if opted_out(meta):
         raise ValueError(
@@ -458,33 +418,31 @@ def _prepare(
             "it cannot trigger; remove that line to evaluate it"
         )
     items = load_queries(queries)
-    if holdout is not None:
-        items = split_holdout(items, holdout, seed)
-    offered = list(model_visible(manager) if skills is None else skills)
+    if opts.holdout is not None:
+        items = split_holdout(items, opts.holdout, opts.seed)
+    offered = list(model_visible(manager) if opts.skills is None else opts.skills)
     if skill not in offered:
         offered.append(skill)
-    if description is not None and not str(description).strip():
-        raise ValueError("description= is empty: give the description to evaluate, or None")
-    overrides = {skill: str(description)} if description is not None else None
-    offer = make_offer(manager, offered, system=system, descriptions=overrides)
-    caps = Caps(max_calls, max_tokens_total)
+    description = opts.description
+    overrides = {skill: description} if description is not None else None
+    offer = make_offer(manager, offered, system=opts.system, descriptions=overrides)
+    caps = Caps(opts.max_calls, opts.max_tokens_total)
     report = TriggerReport(
         skill=skill,
-        description=str(description) if description is not None else meta.description,
+        description=description if description is not None else meta.description,
         description_overridden=description is not None,
         provider=provider.name,
-        model=model,
-        threshold=float(threshold),
-        runs_per_query=runs,
+        model=opts.model,
+        threshold=opts.threshold,
+        runs_per_query=opts.runs,
         queries=items,
         runs=[],
-        holdout=holdout,
-        seed=seed,
+        holdout=opts.holdout,
+        seed=opts.seed,
         skills=offer.skills,
     )
-    tracker = Tracker(len(items) * runs, f"triggers of {skill}", on_progress)
-    loop = _evaluate(provider, report, offer, caps, max_tokens, tracker)
-    return provider, loop
+    tracker = Tracker(len(items) * opts.runs, f"triggers of {skill}", on_progress)
+    return _evaluate(provider, report, offer, caps, opts.max_tokens, tracker)
 
 
 def _evaluate(
@@ -679,6 +637,7 @@ def _short(text: str, limit: int = 90) -> str:
 __all__ = [
     "QueryResult",
     "TriggerComparison",
+    "TriggerOptions",
     "TriggerQuery",
     "TriggerReport",
     "TriggerRun",

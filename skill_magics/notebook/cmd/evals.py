@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import argparse
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics.skillagent import MissingKey
+
+if TYPE_CHECKING:  # core/lab is imported on use
+    from skill_magics.core.lab.options import EvalOptions
 
 HELP = "NAME [--runs N] [--grader VAR] [--workspace DIR]: evals.json with and without a skill"
 USAGE = (
@@ -44,7 +48,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+def _call(magics: Any, args: list[str]) -> tuple[argparse.Namespace, _Call]:
+    """The parsed line and what the evaluation is given: the clients, skill, options."""
+    from skill_magics.core.lab.options import EvalOptions
     from skill_magics.notebook.magics.skillagent import find_client, find_model
 
     try:
@@ -56,18 +62,27 @@ def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str
     grader = None
     if opts.grader is not None:
         grader = find_client(magics, opts.grader)
-    kwargs = dict(
-        client=find_client(magics, opts.client),
-        skill=opts.name,
-        model=find_model(magics, opts.model),
-        configurations=tuple(opts.configurations),
-        runs=opts.runs,
-        workspace=opts.workspace,
-        grader=grader,
-        grader_model=opts.grader_model,
-        max_calls=opts.max_calls,
-    )
-    return opts, kwargs
+    client = find_client(magics, opts.client)
+    try:
+        options = EvalOptions(
+            model=find_model(magics, opts.model),
+            configurations=tuple(opts.configurations),
+            runs=opts.runs,
+            workspace=opts.workspace,
+            grader_model=opts.grader_model,
+            max_calls=opts.max_calls,
+        )
+    except ValueError as exc:
+        raise UsageError(magic_words(exc)) from None
+    return opts, _Call(client, grader, opts.name, options)
+
+
+@dataclass(frozen=True)
+class _Call:
+    client: Any
+    grader: Any
+    skill: str
+    options: EvalOptions
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
@@ -75,19 +90,21 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.magics.skillagent import sync_only
 
     try:
-        opts, kwargs = _options(magics, args)
+        opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    client = kwargs.pop("client")
-    sync_only(client, "%skills evals")
-    if kwargs["grader"] is not None:
-        sync_only(kwargs["grader"], "%skills evals")
+    sync_only(call.client, "%skills evals")
+    if call.grader is not None:
+        sync_only(call.grader, "%skills evals")
     from skill_magics.core.run.approval import MANAGER_APPROVER
 
     approver_of = getattr(magics, "approver", None)
     approver = approver_of() if callable(approver_of) else MANAGER_APPROVER
     try:
-        report = run_evals(client, magics.manager, approver=approver, **kwargs)
+        report = run_evals(
+            call.client, magics.manager, call.skill, call.options, grader=call.grader,
+            approver=approver,
+        )  # fmt: skip
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
@@ -99,16 +116,16 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     from skill_magics.core.lab.evals import run_evals_async
 
     try:
-        opts, kwargs = _options(magics, args)
+        opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    client = kwargs.pop("client")
     cancel = threading.Event()
     approver = magics.approver(in_worker=True, cancel=cancel)
     try:
         report = await run_evals_async(
-            client, magics.manager, approver=approver, cancel=cancel, **kwargs
-        )
+            call.client, magics.manager, call.skill, call.options, grader=call.grader,
+            approver=approver, cancel=cancel,
+        )  # fmt: skip
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)

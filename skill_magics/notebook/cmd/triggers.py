@@ -9,13 +9,17 @@ holding it) without editing SKILL.md. A progress line or bar shows while it runs
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics.skillagent import MissingKey
+
+if TYPE_CHECKING:  # core/lab is imported on use
+    from skill_magics.core.lab.options import TriggerOptions
 
 HELP = "NAME --queries VAR [--runs N] [--description TEXT|VAR]: trigger rates of a skill"
 USAGE = (
@@ -45,7 +49,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+def _call(magics: Any, args: list[str]) -> tuple[argparse.Namespace, _Call]:
+    """The parsed line and what the evaluation is given: the client, skill, queries, options."""
+    from skill_magics.core.lab.options import TriggerOptions
     from skill_magics.notebook.magics.skillagent import find_client, find_model
 
     try:
@@ -59,21 +65,30 @@ def _options(magics: Any, args: list[str]) -> tuple[argparse.Namespace, dict[str
     description = opts.description
     if description is not None and description.isidentifier() and description in user_ns:
         description = user_ns[description]
-    kwargs = dict(
-        client=find_client(magics, opts.client),
-        skill=opts.name,
-        queries=queries,
-        model=find_model(magics, opts.model),
-        runs=opts.runs,
-        threshold=opts.threshold,
-        description=description,
-        skills=opts.skills,
-        holdout=opts.holdout,
-        seed=opts.seed,
-        max_calls=opts.max_calls,
-        max_tokens_total=opts.max_tokens_total,
-    )
-    return opts, kwargs
+    client = find_client(magics, opts.client)
+    try:
+        options = TriggerOptions(
+            model=find_model(magics, opts.model),
+            runs=opts.runs,
+            threshold=opts.threshold,
+            description=description,
+            skills=opts.skills,
+            holdout=opts.holdout,
+            seed=opts.seed,
+            max_calls=opts.max_calls,
+            max_tokens_total=opts.max_tokens_total,
+        )
+    except ValueError as exc:
+        raise UsageError(magic_words(exc)) from None
+    return opts, _Call(client, opts.name, queries, options)
+
+
+@dataclass(frozen=True)
+class _Call:
+    client: Any
+    skill: str
+    queries: Any
+    options: TriggerOptions
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
@@ -81,13 +96,14 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.magics.skillagent import sync_only
 
     try:
-        opts, kwargs = _options(magics, args)
+        opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    sync_only(kwargs["client"], "%skills triggers")
-    client = kwargs.pop("client")
+    sync_only(call.client, "%skills triggers")
     try:
-        report = evaluate_triggers(client, magics.manager, **kwargs)
+        report = evaluate_triggers(
+            call.client, magics.manager, call.skill, call.queries, call.options
+        )
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)
@@ -99,12 +115,13 @@ async def run_async(magics: Any, args: list[str]) -> Any:
     from skill_magics.core.lab.triggers import evaluate_triggers_async
 
     try:
-        opts, kwargs = _options(magics, args)
+        opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    client = kwargs.pop("client")
     try:
-        report = await evaluate_triggers_async(client, magics.manager, **kwargs)
+        report = await evaluate_triggers_async(
+            call.client, magics.manager, call.skill, call.queries, call.options
+        )
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)

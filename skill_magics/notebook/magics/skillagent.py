@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
@@ -24,6 +24,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
+
+if TYPE_CHECKING:  # core/lab is imported on use
+    from skill_magics.core.lab.options import AgentOptions
 
 NO_CLIENT = (
     "No model client: pass --client VAR (a variable holding an anthropic.Anthropic or "
@@ -131,22 +134,13 @@ class SkillAgentMagics(SharedMagics):
         from skill_magics.core.lab.agent import run_agent
 
         try:
-            opts, client, model = self._parse(line, cell)
+            opts, client, options = self._parse(line, cell)
         except MissingKey as exc:
             return self._keyless(line, exc)
         sync_only(client, "%%skillagent")
+        approver = self.settings.approver(asker=MODEL_ASKS)
         try:
-            transcript = run_agent(
-                client,
-                self.manager,
-                cell.strip(),
-                model=model,
-                skills=opts.skills,
-                system=self._system(opts.system),
-                max_turns=opts.max_turns,
-                max_tokens=opts.max_tokens,
-                approver=self.settings.approver(asker=MODEL_ASKS),
-            )
+            transcript = run_agent(client, self.manager, cell.strip(), options, approver=approver)
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
         return self._store(opts.out, transcript)
@@ -157,22 +151,14 @@ class SkillAgentMagics(SharedMagics):
         from skill_magics.core.lab.agent import run_agent_async
 
         try:
-            opts, client, model = self._parse(line, cell)
+            opts, client, options = self._parse(line, cell)
         except MissingKey as exc:
             return self._keyless(line, exc)
         cancel = threading.Event()
+        approver = self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS)
         try:
             transcript = await run_agent_async(
-                client,
-                self.manager,
-                cell.strip(),
-                model=model,
-                skills=opts.skills,
-                system=self._system(opts.system),
-                max_turns=opts.max_turns,
-                max_tokens=opts.max_tokens,
-                approver=self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS),
-                cancel=cancel,
+                client, self.manager, cell.strip(), options, approver=approver, cancel=cancel
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
@@ -198,7 +184,10 @@ class SkillAgentMagics(SharedMagics):
             self._shell.user_ns[opts.out] = None
         return None
 
-    def _parse(self, line: str, cell: str) -> tuple[argparse.Namespace, Any, str]:
+    def _parse(self, line: str, cell: str) -> tuple[argparse.Namespace, Any, AgentOptions]:
+        """The parsed line, the client and the options of the run."""
+        from skill_magics.core.lab.options import AgentOptions
+
         try:
             opts = self.skillagent.parser.parse_args(shlex.split(line))
         except ValueError as exc:
@@ -207,7 +196,19 @@ class SkillAgentMagics(SharedMagics):
             ) from None
         if not cell.strip():
             raise UsageError("%%skillagent needs a prompt: write it in the cell below the line")
-        return opts, find_client(self.settings, opts.client), find_model(self.settings, opts.model)
+        client = find_client(self.settings, opts.client)
+        model = find_model(self.settings, opts.model)
+        try:
+            options = AgentOptions(
+                model=model,
+                skills=opts.skills,
+                system=self._system(opts.system),
+                max_turns=opts.max_turns,
+                max_tokens=opts.max_tokens,
+            )
+        except ValueError as exc:
+            raise usage_error(exc) from None
+        return opts, client, options
 
     def _system(self, name: str | None) -> str | None:
         if name is None:
