@@ -612,9 +612,7 @@ class BatchRunner:
                 if stale:
                     item.status, item.message = RunStatus.REFUSED, stale
                     return item
-                # The item's checks ran just above, and only the code watch since: the
-                # executor's re-check of the file would repeat them (no approval waits here).
-                result = self.executor.run(prepared, cancel=self.cancel, just_checked=True)
+                result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)
                 return item

@@ -496,11 +496,13 @@ class RunChecks:
     ) -> _Resolved:
         """Path checks + interpreter for a script, reused while nothing relevant changed.
 
-        A cached answer is used only after re-resolving the script's real path and finding the
-        same file (device, inode, mtime, size), no setuid/setgid bits, for a Python script
-        the same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and
-        the interpreter still executable. Everything else is decided afresh, so the cache
-        only saves time (~50 us of a ~1.4 ms spawn).
+        A cached answer is used only after one stat of the path as given finds the same file
+        (device, inode, mtime, ctime, size), no setuid/setgid bits, for a Python script the
+        same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and the
+        interpreter still executable. Everything else is decided afresh, so the cache only
+        saves time (~50 us of a ~1.4 ms spawn). Where the file now resolves (a folder swapped
+        for a link) is left to the executor's re-check (paths.recheck), which precedes every
+        spawn: a cached answer never launches a file that did not pass it.
         """
         if not self.use_cache:
             return self._resolve_now(settings, script_path, skill_base_dir)
@@ -512,7 +514,7 @@ class RunChecks:
         hit = self._resolved.get(key)
         if (
             hit is not None
-            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns, hit.command[-1])
+            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns)
             and os.access(hit.command[0], os.X_OK)  # the interpreter was not uninstalled
             # A managed env built (or removed) since changes which Python runs .py scripts.
             and (hit.spec.script_type != "python" or hit.command[0] == _python(base_abs))
