@@ -209,9 +209,6 @@ def _cli_entry(
     return ForeignSkill(name, location, ref, want, scheme, expected, origin)
 
 
-GH_KEYS = ("github-repo", "github-path", "github-ref", "github-tree-sha", "github-pinned")
-
-
 def _gh_folder(folder: Path) -> list[ForeignSkill]:
     found: list[Path] = []
     for top, dirs, files in os.walk(folder):
