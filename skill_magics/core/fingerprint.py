@@ -45,8 +45,8 @@ path a batch takes before each item, falling back to the full walk when anything
 Limit: a symlinked directory is recorded by its target text, not walked.
 
 Example:
-    >>> skill_fingerprint(Path("skills/csv-profiler"))
-    '5f1c...'
+    >>> len(skill_fingerprint(Path("skills/csv-profiler")))  # hex SHA-256
+    64
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The only place that decides whether a script path is inside its skill.
 
 Example:
-    >>> script = resolve_script("scripts/extract.py", Path("/skills/pdf"))
+    >>> script = resolve_script("scripts/profile.py", Path("skills/csv-profiler"))
     >>> script.relative, script.real
-    (PosixPath('scripts/extract.py'), PosixPath('/skills/pdf/scripts/extract.py'))
+    (PosixPath('scripts/profile.py'), PosixPath('/.../skills/csv-profiler/scripts/profile.py'))
 
 Checks, in this order (security first, so a refusal never says whether an outside file exists):
 lexical escape (``..``, absolute paths elsewhere), real path escape (symlinked files and

@@ -7,8 +7,9 @@ clashes are reported in ``warnings`` with the path and the reason.
 Example:
     >>> finder = SkillFinder(["skills"])
     >>> [m.name for m in finder.list_skills()]
-    ['csv-profiler', 'text-tools']
-    >>> finder.get_skill("csv-profiler").scripts
+    ['csv-profiler', 'demo-behaviours', 'text-tools']
+    >>> [s.path.as_posix() for s in finder.get_skill("csv-profiler").scripts]
+    ['scripts/profile.py']
 """
 
 from __future__ import annotations

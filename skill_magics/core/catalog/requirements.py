@@ -25,9 +25,11 @@ its file and line, and an install is refused before anyone is asked
 name (``x/../../../tmp/evil`` is not the package ``x``; ``foo @ file:///etc`` is not foo).
 
 Example:
-    >>> reqs = skill_requirements(skill)
-    >>> [(p.name, p.imports, p.installed) for p in reqs.packages], reqs.missing
-    ([('pillow', ('PIL',), False)], ['pillow', 'soffice'])
+    >>> from skill_magics.core.catalog.detect import ScriptDetector
+    >>> base = Path("layouts/eval-skill")   # imports lxml, calls soffice
+    >>> reqs = skill_requirements("eval-skill", base, ScriptDetector().detect(base))
+    >>> [(p.name, p.imports) for p in reqs.packages], reqs.missing
+    ([('lxml', ('lxml',))], [...'soffice'])
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ profile. A refusal raises one line naming the fix, and is audited. What passes i
 executor (executor.py) only launches.
 
 Example:
-    >>> checks = RunChecks(audit)
-    >>> prepared = checks.script(RunSettings(), "scripts/profile.py", {"csv": "a,b\\n1,2\\n"},
-    ...                          Path("skills/csv-profiler"), skill.metadata)
-    >>> prepared.command
-    ('/usr/bin/python3', '/.../csv-profiler/scripts/profile.py')
+    >>> skill = manager.get_skill("csv-profiler")
+    >>> prepared = RunChecks().script(RunSettings(), "scripts/profile.py", {"csv": "a,b\\n1,2\\n"},
+    ...                               Path("skills/csv-profiler"), skill.metadata)
+    >>> prepared.command  # the kernel's Python (no venv/ in the skill)
+    ('/.../python...', '/.../csv-profiler/scripts/profile.py')
 
 The program: ``.py`` runs with the skill's venv Python or the kernel's; anything else with
 the allow-listed interpreter of that name found on PATH. An absolute shebang
@@ -423,9 +423,10 @@ class RunChecks:
         for the program: no script path, interpreter or allowed-tools checks. ``argv[0]`` must
         be an absolute path to an executable. Refusals raise and are audited.
 
-        Example:
-            >>> checks.command(settings, [venv_python, "-c", code], skill_base_dir=base,
-            ...                skill_metadata=meta, label="<python -c>")
+        Example (not run as a doctest: a shape, its values come from the caller)::
+
+            checks.command(settings, [venv_python, "-c", code], skill_base_dir=base,
+                           skill_metadata=meta, label="<python -c>")
         """
         started = time.monotonic()
         try:

@@ -14,10 +14,11 @@ running in its group is killed: a run owns its processes.
 Callers reach it through the one call site, ``core/run/pipeline.py`` (``run_planned``), after
 the gate allowed the run.
 
-Example:
-    >>> executor = ScriptExecutor(audit=audit, secrets=secrets, grants=grants)
-    >>> result = executor.run(prepared)
-    >>> result.exit_code, result.json()
+Example (not run as a doctest: it starts processes)::
+
+    executor = ScriptExecutor(audit=audit, secrets=secrets, grants=grants)
+    result = executor.run(prepared)
+    result.exit_code, result.json()
 
 ``ScriptExecutor(timeout=60).execute(script, arguments, base_dir, metadata)`` is the
 standalone form for code without a SkillManager: the checks, then ``run``.
@@ -78,9 +79,10 @@ class ScriptExecutor:
     :meth:`execute` (default cwd: the skill folder, no sandbox); ``run`` takes everything
     from the PreparedRun.
 
-    Example:
-        >>> ScriptExecutor(timeout=60).execute("scripts/ask.py", {"q": "hi"},
-        ...                                    Path("skills/llm"), metadata)
+    Example (not run as a doctest: it starts processes)::
+
+        ScriptExecutor(timeout=60).execute("scripts/ask.py", {"q": "hi"},
+                                           Path("skills/llm"), metadata)
     """
 
     def __init__(

@@ -18,10 +18,11 @@ launches it (executor.py). See docs/architecture.md for the pipeline. The gate o
 
 A decision comes back as a :class:`Verdict`; nothing here runs a process.
 
-Example:
-    >>> verdict = gate.decide(plan.request, lambda request: "yes_once")
-    >>> verdict.allowed
-    True
+Example (not run as a doctest: it plans a run of a skill's script)::
+
+    verdict = gate.decide(plan.request, lambda request: "yes_once")
+    verdict.allowed
+    # -> True
 """
 
 from __future__ import annotations

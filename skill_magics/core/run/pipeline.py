@@ -11,10 +11,11 @@ capability and magic reaches it through ``SkillManager.run_planned``, which reso
 approves (``gate.choose_approver``); nothing else calls the gate or the executor
 (tests/test_import_graph.py checks it).
 
-Example:
-    >>> plan = manager.plan("csv-profiler", "profile", {"path": "data/sample.csv"})
-    >>> outcome = manager.run_planned(plan, approver=lambda request: "yes_once")
-    >>> outcome.status, outcome.result.json()
+Example (not run as a doctest: it runs a skill's script)::
+
+    plan = manager.plan("csv-profiler", "profile", {"path": "data/sample.csv"})
+    outcome = manager.run_planned(plan, approver=lambda request: "yes_once")
+    outcome.status, outcome.result.json()
 """
 
 from __future__ import annotations

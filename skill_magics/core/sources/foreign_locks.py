@@ -19,8 +19,9 @@ Skills from one source are installed with one question (``install_skills`` with 
 source in one line naming the fix, and nothing of it is written. Our own lock then pins them
 as any install, with the ``computedHash`` the other tool reads.
 
-Example:
-    >>> reports = sync_from("skills-lock.json", into=".agents/skills", manager=manager)
+Example (not run as a doctest: it installs from a lock file)::
+
+    reports = sync_from("skills-lock.json", into=".agents/skills", manager=manager)
 """
 
 from __future__ import annotations
