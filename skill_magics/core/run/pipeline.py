@@ -9,7 +9,7 @@ core/sources). Steps 2 and 3 are here, and only here:
 batches, envsetup.install for an install), and returns a :class:`RunOutcome`. Every
 capability and magic reaches it through ``SkillManager.run_planned``, which resolves who
 approves (``gate.choose_approver``); nothing else calls the gate or the executor
-(tests/test_import_graph.py checks it).
+(tests/test_call_site.py checks it).
 
 Example (not run as a doctest: it runs a skill's script)::
 
