@@ -63,10 +63,6 @@ class Plugin:
     problems: tuple[str, ...] = field(default=())
     mcp_note: str = MCP_NOTE
 
-    @property
-    def skills_dir(self) -> Path:
-        return self.root / SKILLS_DIR
-
 
 def is_plugin(folder: str | os.PathLike[str]) -> bool:
     """Does ``folder`` hold a root ``plugin.json`` (a regular file, not a link)?"""
