@@ -66,6 +66,7 @@ DOCTESTED = (
     "skill_magics.core.prompt_catalog",
     "skill_magics.core.run.approval",
     "skill_magics.core.run.checks",
+    "skill_magics.core.run.gate",
     "skill_magics.core.run.payload",
     "skill_magics.core.run.sandbox",
     "skill_magics.core.run.sandbox_mounts",
