@@ -318,7 +318,7 @@ def recheck(script: ResolvedScript) -> None:
 
     Never skipped, even microseconds after the checks (a batch item, a direct call): the
     checks' cache trusts it to catch a file now reached through a link. Four system calls
-    (realpath_stat) and a few comparisons, ~15 us; raises the same errors as resolve_script.
+    (realpath_stat) and a few comparisons, 15-20 us; raises the same errors as resolve_script.
     """
     real, st = realpath_stat(str(script.real))
     if st is None:
