@@ -5,10 +5,10 @@ The examples run in a fresh working folder holding ``skills/`` (copies of three 
 example skills: csv-profiler, demo-behaviours, text-tools, and a hidden ``.system/`` one) and
 ``layouts/`` (the shapes some examples describe: a skill whose script imports the skill's
 modules, a plugin), with ``manager``, a SkillManager over ``skills/``, and ``Path`` in their
-namespace; no example starts a process. Examples that need one
-(a run, a kernel, a warm server, pip, git, the network, a model API, a widget) are code blocks
-without prompts, headed ``Example (not run as a doctest: why)::``: so a ``>>>`` anywhere in
-the package is a claim, and :func:`test_every_prompt_is_in_the_list` keeps the list whole.
+namespace; no example starts a process. Examples that need one (a run, a kernel, a warm
+server, pip, git, the network, a model API, a widget) are code blocks without prompts, headed
+``Example (not run as a doctest: why)::``: so a ``>>>`` anywhere in the package is a claim,
+and :func:`test_every_prompt_is_in_the_list` keeps the list whole.
 """
 
 from __future__ import annotations
