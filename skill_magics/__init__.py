@@ -1,8 +1,10 @@
 """skill_magics: use Agent Skills from IPython and Jupyter.
 
->>> from skill_magics import SkillManager
->>> manager = SkillManager(["skills"])
->>> manager.execute_skill_script("csv-profiler", "profile", {"csv": "a,b\\n1,2\\n"}).json()
+Example (not run as a doctest: it runs a script)::
+
+    from skill_magics import SkillManager
+    manager = SkillManager(["skills"])
+    manager.execute_skill_script("csv-profiler", "profile", {"csv": "a,b\\n1,2\\n"}).json()
 
 In IPython/Jupyter: ``%load_ext skill_magics``.
 """

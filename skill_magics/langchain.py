@@ -9,10 +9,11 @@ agent. Input nested deeper than ``core.tools.MAX_INPUT_DEPTH`` is refused the sa
 audited) before LangChain itself sees it: its callbacks print the input, which raises
 RecursionError for deep enough input.
 
-Example:
-    >>> from skill_magics.langchain import create_tools
-    >>> tools = create_tools(manager)
-    >>> agent = create_agent(model, tools)
+Example (not run as a doctest: it needs a chat model)::
+
+    from skill_magics.langchain import create_tools
+    tools = create_tools(manager)
+    agent = create_agent(model, tools)
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ from skill_magics.core.errors import (
     UnknownScriptTypeError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.checks import PreparedRun
+from skill_magics.core.run.checks import PreparedRun, RunChecks
+from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.payload import MAX_ARGUMENT_DEPTH, normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
@@ -560,7 +561,6 @@ def test_timeout_range(tmp_path: Path, executor: Runner, bad, make_skill) -> Non
 
 
 def test_settings_are_checked_when_made() -> None:
-    from skill_magics.core.run.executor import ScriptExecutor
     from skill_magics.core.run.settings import RunSettings
 
     with pytest.raises(ValueError, match="max_output_size"):
@@ -582,6 +582,57 @@ def test_file_changed_after_prepare_is_refused_at_run(
     with pytest.raises(PathSecurityError, match="changed after it was checked"):
         executor.run(prepared)
     assert last(executor).outcome == "refused"
+
+
+class _SwapAfterChecks(RunChecks):
+    """Real checks, then what an attacker racing them does: the script file is rewritten
+    right after it passed (between the checks and the spawn of one ``execute()`` call)."""
+
+    def __init__(self, script: Path, text: str) -> None:
+        super().__init__()
+        self.target, self.text = script, text
+
+    def script(self, *args, **kwargs) -> PreparedRun:
+        prepared = super().script(*args, **kwargs)
+        self.target.write_text(self.text)
+        return prepared
+
+
+def test_execute_rechecks_a_file_swapped_right_after_its_checks(tmp_path: Path, make_skill) -> None:
+    """No call skips the re-check, not even execute()'s checks-then-run with nothing waiting
+    in between (it once did: ``just_checked=True``)."""
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo checked\n"}, with_metadata=True
+    )
+    executor = ScriptExecutor(timeout=10)
+    executor.checks = _SwapAfterChecks(base / "scripts/ok.sh", "echo SWAPPED-IN\n")
+    executor.checks.audit = executor.audit
+    with pytest.raises(PathSecurityError, match="changed after it was checked"):
+        executor.execute("scripts/ok.sh", {}, base, meta)
+    assert executor.audit.records()[-1].outcome == "refused"
+
+
+def test_a_cached_check_never_launches_a_file_reached_through_a_swapped_folder(
+    tmp_path: Path, make_skill
+) -> None:
+    """The checks' cache re-validates with one stat (same inode, unedited); the re-check
+    before the spawn catches the file's folder moved out of the skill and linked back."""
+    base, meta = make_skill(
+        tmp_path, "demo", scripts={"scripts/ok.sh": "echo ok\n"}, with_metadata=True
+    )
+    executor = ScriptExecutor(timeout=10)
+    assert executor.execute("scripts/ok.sh", {}, base, meta).stdout == "ok\n"  # cached now
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (base / "scripts").rename(outside / "scripts")  # the same inode, unedited...
+    (outside / "scripts" / "evil.sh").write_text("echo evil\n")
+    (base / "scripts").symlink_to(outside / "scripts")  # ...now reached through a link
+    with pytest.raises(PathSecurityError, match="symlink"):
+        executor.execute("scripts/ok.sh", {}, base, meta)
+    # What it must not refuse: the folder put back, the same file runs again.
+    (base / "scripts").unlink()
+    (outside / "scripts").rename(base / "scripts")
+    assert executor.execute("scripts/ok.sh", {}, base, meta).stdout == "ok\n"
 
 
 def test_failed_script_result_and_audit(tmp_path: Path, executor: Runner, make_skill) -> None:

@@ -8,8 +8,8 @@ No secret value reaches a record: every text a record holds is redacted (every v
 is cut to ``ARGUMENTS_PREVIEW_CHARS``, so a value crossing the cut leaves no head behind.
 
 Example:
-    >>> log = AuditLog("~/.skill_magics/audit.jsonl")
-    >>> log.event("csv-profiler", "scripts/profile.py", {"csv": "a,b"}, "completed",
+    >>> log = AuditLog("audit.jsonl")
+    >>> record = log.event("csv-profiler", "scripts/profile.py", {"csv": "a,b"}, "completed",
     ...           exit_code=0, duration_ms=41.5)
     >>> log.records()[-1].outcome
     'completed'

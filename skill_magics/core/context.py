@@ -50,10 +50,11 @@ Several names give ``<skill_contexts>`` wrapping one ``<skill_context>`` per ski
 whole string is still one XML document); one name gives a single ``<skill_context>`` root.
 An unknown skill gives ``<skill_context id=".." status="not_found">`` with close matches.
 
-Example:
-    >>> xml = build_skill_context(manager, "csv-profiler", arguments={"csv": "a,b\\n1,2\\n"})
-    >>> ET.fromstring(xml).find("instructions").text == manager.get_skill("csv-profiler").content
-    True
+Example (not run as a doctest: it runs the skill's scripts)::
+
+    xml = build_skill_context(manager, "csv-profiler", arguments={"csv": "a,b\\n1,2\\n"})
+    ET.fromstring(xml).find("instructions").text == manager.get_skill("csv-profiler").content
+    # -> True
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ The Python for a skill's ``.py`` scripts, in order: the skill's own ``venv/`` or
 then its managed environment, then the kernel's interpreter (:func:`choose_python`).
 
 Example:
-    >>> choose_python(Path("skills/pdf"))
-    ('/home/me/.cache/skill-magics/envs/pdf-3f2a.../current/bin/python', 'managed env')
+    >>> choose_python(Path("skills/csv-profiler"))  # no venv/, no managed env built
+    ('...', 'kernel')
 """
 
 from __future__ import annotations

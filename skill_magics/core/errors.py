@@ -4,6 +4,8 @@ Example:
     >>> raise InterpreterNotFoundError(
     ...     "Interpreter 'node' not found in PATH for scripts/build.js: "
     ...     "install Node.js or remove 'node' from allowed_interpreters")
+    Traceback (most recent call last):
+    skill_magics.core.errors.InterpreterNotFoundError: Interpreter 'node' not found in PATH ...
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ path a batch takes before each item, falling back to the full walk when anything
 Limit: a symlinked directory is recorded by its target text, not walked.
 
 Example:
-    >>> skill_fingerprint(Path("skills/csv-profiler"))
-    '5f1c...'
+    >>> len(skill_fingerprint(Path("skills/csv-profiler")))  # hex SHA-256
+    64
 """
 
 from __future__ import annotations
@@ -358,7 +358,7 @@ def skill_entries(skill_base_dir: str | os.PathLike[str]) -> dict[str, str]:
 @dataclass(frozen=True)
 class StatSnapshot:
     """The stat identities of everything :func:`skill_entries` looked at (folders, files,
-    link targets, the venv interpreter candidates), taken at ``taken_ns``.
+    link targets, the venv interpreter candidates).
 
     ``unchanged()`` re-stats exactly those paths: True means the entries are still what
     they were (a file changed in place moves its mtime/ctime; one added, removed or renamed
@@ -368,7 +368,6 @@ class StatSnapshot:
 
     base: str
     seen: tuple[_Seen, ...]  # (absolute path, follow symlinks?, identity or None)
-    taken_ns: int
     trusted: bool
 
     def unchanged(self) -> bool:
@@ -413,7 +412,7 @@ def skill_snapshot(
         ident is None or max(ident[2], ident[3]) + RACY_NS <= taken for _, _, ident in seen
     )
     absolute = tuple((os.path.join(base, rel), follow, ident) for rel, follow, ident in seen)
-    return entries, StatSnapshot(base, absolute, taken, trusted)
+    return entries, StatSnapshot(base, absolute, trusted)
 
 
 def _entries(base: str, seen: list[_Seen] | None) -> dict[str, str]:

@@ -16,11 +16,12 @@ Every run goes through :meth:`run_planned` (or its async twin) with a plan from
 ``envsetup.plan_install``; :meth:`execute_skill_script`, :meth:`map` and
 :meth:`prepare_env` are plan + run_planned.
 
-Example:
-    >>> manager = SkillManager(["skills"])           # or SkillManager() for the default dirs
-    >>> [m.name for m in manager.list_skills()]
-    ['csv-profiler', 'text-tools']
-    >>> manager.execute_skill_script("csv-profiler", "profile", {"path": "data/sample.csv"}).json()
+Example (not run as a doctest: it runs scripts)::
+
+    manager = SkillManager(["skills"])           # or SkillManager() for the default dirs
+    [m.name for m in manager.list_skills()]
+    # -> ['csv-profiler', 'text-tools']
+    manager.execute_skill_script("csv-profiler", "profile", {"path": "data/sample.csv"}).json()
 """
 
 from __future__ import annotations
@@ -253,8 +254,9 @@ class SkillManager:
         only to that skill's runs, and is shown as ``****`` wherever output or audit text
         holds it.
 
-        Example:
-            >>> manager.provide_secret("weather", "WEATHER_API_KEY", getpass.getpass())
+        Example (not run as a doctest: it asks for a secret)::
+
+            manager.provide_secret("weather", "WEATHER_API_KEY", getpass.getpass())
         """
         declared = declared_secrets(self.get_skill(skill_name).current_metadata())
         self.secrets.provide_declared(skill_name, declared, name, value)
@@ -603,9 +605,10 @@ class SkillManager:
         folder; each worker process has its own warm server). Under ``warm_start="auto"``
         a batch of a Python script waits for its warm server: every item starts warm.
 
-        Example:
-            >>> res = manager.map("unit-converter", "convert", df, approver=None)
-            >>> res.counts(), res.to_pandas(json=True).head()
+        Example (not run as a doctest: it runs scripts)::
+
+            res = manager.map("unit-converter", "convert", df, approver=None)
+            res.counts(), res.to_pandas(json=True).head()
         """
         plan = self.plan_map(
             skill_name,

@@ -1,9 +1,9 @@
 """The only place that decides whether a script path is inside its skill.
 
 Example:
-    >>> script = resolve_script("scripts/extract.py", Path("/skills/pdf"))
+    >>> script = resolve_script("scripts/profile.py", Path("skills/csv-profiler"))
     >>> script.relative, script.real
-    (PosixPath('scripts/extract.py'), PosixPath('/skills/pdf/scripts/extract.py'))
+    (PosixPath('scripts/profile.py'), PosixPath('/.../skills/csv-profiler/scripts/profile.py'))
 
 Checks, in this order (security first, so a refusal never says whether an outside file exists):
 lexical escape (``..``, absolute paths elsewhere), real path escape (symlinked files and
@@ -272,15 +272,20 @@ def open_inside(relative: str | os.PathLike[str], skill_base_dir: str | os.PathL
     return fd
 
 
-def unchanged(
-    script: ResolvedScript, candidate: str, base_mtime_ns: int | None, real_str: str = ""
-) -> bool:
-    """Does ``candidate`` (normalised) still resolve to the very file ``script`` describes,
-    with no setuid/setgid bits, in a skill dir whose mtime is ``base_mtime_ns`` (None:
-    whatever it is)? ``real_str``: ``str(script.real)``, when the caller has it. (For caches:
-    a False answer only means "check again from scratch".)"""
-    real, st = realpath_stat(candidate)
-    if st is None or real != (real_str or str(script.real)):
+def unchanged(script: ResolvedScript, candidate: str, base_mtime_ns: int | None) -> bool:
+    """Does ``candidate`` still reach the very file ``script`` describes (same device, inode,
+    mtime, ctime and size), a regular file without setuid/setgid bits, in a skill dir whose
+    mtime is ``base_mtime_ns`` (None: whatever it is)? For caches: a False answer only means
+    "check again from scratch".
+
+    One stat, following links: where the path resolves is not tested here. It need not be,
+    for a cached answer: every spawn is preceded by :func:`recheck` (realpath and stat, never
+    skipped), which refuses a file now reached through a link or from outside the skill. The
+    identity holds ctime, which every write, chmod, rename of the file and new hard link to it
+    moves: the same identity is the same, unedited file."""
+    try:
+        st = os.stat(candidate)
+    except (OSError, ValueError):
         return False
     # _identity(st), inline: this runs for every run.
     if (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) != script.identity:
@@ -311,7 +316,9 @@ def check_mode(relative: Path | str, mode: int) -> None:
 def recheck(script: ResolvedScript) -> None:
     """Re-validate just before spawning (the file may have changed while approval waited).
 
-    Cheap (one realpath + one stat); raises the same errors as resolve_script.
+    Never skipped, even microseconds after the checks (a batch item, a direct call): the
+    checks' cache trusts it to catch a file now reached through a link. Four system calls
+    (realpath_stat) and a few comparisons, 15-20 us; raises the same errors as resolve_script.
     """
     real, st = realpath_stat(str(script.real))
     if st is None:
@@ -328,7 +335,8 @@ def recheck(script: ResolvedScript) -> None:
         raise ScriptPermissionError(
             f"Script {script.relative} is no longer a regular file: restore it and run it again"
         )
-    check_mode(script.relative, st.st_mode)  # first: the more specific error for a chmod u+s
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):  # first: the more specific error for u+s
+        check_mode(script.relative, st.st_mode)
     if script.identity and _identity(st) != script.identity:
         # Replaced or edited since the check (e.g. while approval waited): what was checked
         # and approved is not what would run.

@@ -28,8 +28,10 @@ escaped with ``core/xmltext.py``).
 
 Example:
     >>> cat = skills_catalog(manager, max_tokens=400, exclude=["demo-*"])
-    >>> cat.omitted       # (Omission(name='demo-behaviours', reason="excluded by 'demo-*'"),)
-    >>> cat.tokens, cat.counter
+    >>> cat.omitted
+    (Omission(name='demo-behaviours', reason="excluded by 'demo-*'"),)
+    >>> cat.tokens <= 400   # counted by cat.counter: tiktoken when cached, else an estimate
+    True
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ relative to a folder descriptor opened without following links (``O_NOFOLLOW``):
 - :func:`read_files` walks with ``os.fwalk`` (links never followed), opens each entry with
   ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO cannot block it) and keeps only regular files, bounded
   in count and bytes.
+
+Hard links need no rule of their own: a sandboxed script can only link files it sees, so a
+regular file in its outputs is one it could read itself.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ Result: the skillpy dict ``{skill_name, stdout, stderr, returncode, timed_out}``
 ``skill_name`` when the name was valid) and, for approval, ``outcome``.
 On timeout ``returncode`` is 124 (``TIMEOUT_EXIT_CODE``, as for every run).
 
-Example:
-    >>> run_python_in_skill(manager, "calculator", "print(2 + 2)")["stdout"]
-    '4\\n'
+Example (not run as a doctest: it runs code in the skill's environment)::
+
+    run_python_in_skill(manager, "calculator", "print(2 + 2)")["stdout"]
+    # -> '4\\n'
 """
 
 from __future__ import annotations

@@ -80,11 +80,6 @@ class AuditOutcome(_Name):
     APPROVAL_LAPSED = "approval_lapsed"  # a run changed the skill's code: ask again next time
     NETWORK_GRANTED = "network_granted"  # a skill may use the network in sandboxed runs
 
-    @property
-    def notable(self) -> bool:
-        """Outcomes someone should notice in a log (logged as warnings)."""
-        return self._value_ in NOTABLE_VALUES
-
 
 _NOTABLE = frozenset(
     {

@@ -23,11 +23,12 @@ run scripts unattended. A result
 longer than ``max_result_chars`` (default 100,000, like the context's per-stream cap) is cut,
 with a note saying how many characters were left out.
 
-Example (Anthropic Messages API):
-    >>> tools = tool_definitions(manager)
-    >>> reply = client.messages.create(model=..., tools=tools, messages=...)
-    >>> results = [handle_tool_call(manager, b.name, b.input, b.id)
-    ...            for b in reply.content if b.type == "tool_use"]
+Example (Anthropic Messages API) (not run as a doctest: it calls a model API)::
+
+    tools = tool_definitions(manager)
+    reply = client.messages.create(model=..., tools=tools, messages=...)
+    results = [handle_tool_call(manager, b.name, b.input, b.id)
+               for b in reply.content if b.type == "tool_use"]
 """
 
 from __future__ import annotations

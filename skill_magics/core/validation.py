@@ -27,8 +27,8 @@ What is checked (docs/architecture.md, *Validation*):
 Never runs anything and reads only the skill's own files (text files up to 1 MiB each).
 
 Example:
-    >>> validate_skill("skills/pdf")
-    ["SKILL.md:12: scripts/extract.py is referenced but does not exist. Fix: ..."]
+    >>> validate_skill("skills/csv-profiler")
+    []
 """
 
 from __future__ import annotations

@@ -4,11 +4,18 @@ Listing reads only each SKILL.md's frontmatter (progressive disclosure); a skill
 scripts load when it is first used. The first directory wins a name clash; skipped skills and
 clashes are reported in ``warnings`` with the path and the reason.
 
+Skills appear when they appear: the index remembers the mtime of every folder its scan looked
+into (-1 for a configured folder that was missing). ``list_skills()`` and a name that is not
+found stat those folders (one stat each) and scan again when one changed, keeping the loaded
+``Skill`` of every unchanged SKILL.md; so a skill written later, or a ``./skills`` folder
+made later, is listed and runs without ``%skills reload``.
+
 Example:
     >>> finder = SkillFinder(["skills"])
     >>> [m.name for m in finder.list_skills()]
-    ['csv-profiler', 'text-tools']
-    >>> finder.get_skill("csv-profiler").scripts
+    ['csv-profiler', 'demo-behaviours', 'text-tools']
+    >>> [s.path.as_posix() for s in finder.get_skill("csv-profiler").scripts]
+    ['scripts/profile.py']
 """
 
 from __future__ import annotations

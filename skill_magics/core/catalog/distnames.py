@@ -7,6 +7,7 @@ metadata is read per ``site-packages`` folder and cached until that folder chang
 mtime), so a check costs a few stats.
 
 Example:
+    >>> import sys
     >>> distribution_for("PIL", sys.path), distribution_for("yaml", [])
     ('pillow', 'pyyaml')
 """

@@ -9,7 +9,8 @@ Example:
     >>> meta, body, warnings = parse_skill_md(text)
     >>> meta["name"], body
     ('demo', '# Demo\\n')
-    >>> metadata = load_skill_metadata(Path("skills/demo/SKILL.md"))   # frontmatter only
+    >>> load_skill_metadata(Path("skills/csv-profiler/SKILL.md")).name   # frontmatter only
+    'csv-profiler'
 """
 
 from __future__ import annotations

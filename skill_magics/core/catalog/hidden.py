@@ -7,7 +7,7 @@ is told how many were skipped and which folder to add (docs/architecture.md, *Re
 
 Example:
     >>> hidden_skills(Path("skills"))
-    {'skills/.curated': 12, 'skills/.system': 3}
+    {'skills/.system': 1}
 """
 
 from __future__ import annotations

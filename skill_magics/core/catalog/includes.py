@@ -10,6 +10,7 @@ on its own, as with Python imports. Read from the text, never run:
   relative specifiers only (``require("fs")`` is a package), with Node's extension lookup.
 
 Example:
+    >>> exists = {"scripts/lib.sh"}.__contains__
     >>> included_files("scripts/run.sh", "bash", 'source "$(dirname "$0")/lib.sh"\\n', exists)
     {'scripts/lib.sh'}
 """

@@ -25,7 +25,10 @@ imports its siblings from its own folder (``from office.soffice import x`` next 
 ``office/``) runs as a file.
 
 Example:
-    >>> [(s.path.as_posix(), s.role, s.module) for s in classify(base, scripts, refs, mods)]
+    >>> from skill_magics.core.catalog.detect import ScriptDetector
+    >>> base = Path("layouts/eval-skill")   # scripts/run_eval.py: from scripts.utils import ..
+    >>> scripts, refs = ScriptDetector().detect(base), ["scripts/run_eval.py"]
+    >>> [(s.path.as_posix(), s.role, s.module) for s in classify(base, scripts, refs)]
     [('scripts/run_eval.py', 'offered', 'scripts.run_eval'), ('scripts/utils.py', 'library', '')]
 """
 

@@ -12,7 +12,7 @@ with a size limit, their fields type-checked, and a problem becomes a note on th
 never an exception in a listing.
 
 Example:
-    >>> plugin = read_plugin(Path("my-plugin"))
+    >>> plugin = read_plugin(Path("layouts/my-plugin"))
     >>> plugin.name, [s.name for s in plugin.mcp_servers]
     ('my-plugin', ['github'])
 """
@@ -62,10 +62,6 @@ class Plugin:
     mcp_servers: tuple[McpServer, ...] = ()
     problems: tuple[str, ...] = field(default=())
     mcp_note: str = MCP_NOTE
-
-    @property
-    def skills_dir(self) -> Path:
-        return self.root / SKILLS_DIR
 
 
 def is_plugin(folder: str | os.PathLike[str]) -> bool:

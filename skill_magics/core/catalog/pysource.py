@@ -17,9 +17,9 @@ One parse per file gives everything the catalog needs (docs/architecture.md, *Re
 Results are cached per file by (path, mtime, size), so a skill's 50 scripts are parsed once.
 
 Example:
-    >>> info = analyze("skills/x/scripts/run.py")
+    >>> info = analyze("layouts/eval-skill/scripts/run_eval.py")
     >>> [i.module for i in info.imports], info.main_guard, info.programs
-    (['scripts.utils', 'lxml'], True, ('soffice',))
+    (['subprocess', 'lxml', 'scripts.utils'], True, ('soffice',))
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ Which scripts are *offered* (catalog/kinds.py) reads every markdown file of the 
 ``%skill_context`` runs the ones SKILL.md and the files it links name (:func:`scan_skill`).
 
 Example:
-    >>> [r.path for r in referenced_scripts(skill)]
-    ['scripts/extract.py', 'scripts/convert.sh']
+    >>> [r.path for r in referenced_scripts(manager.get_skill("csv-profiler"))]
+    ['scripts/profile.py']
 """
 
 from __future__ import annotations

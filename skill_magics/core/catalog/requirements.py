@@ -23,11 +23,15 @@ text that is not UTF-8 included, is not a package: it lands in ``Requirements.re
 its file and line, and an install is refused before anyone is asked
 (run/envsetup.py), so the installer never builds code from outside the skill under a false
 name (``x/../../../tmp/evil`` is not the package ``x``; ``foo @ file:///etc`` is not foo).
+``packaging`` rather than a regex: PEP 508 (extras, markers, ``===``, parenthesised
+versions) is its reference implementation, strict since 22.0.
 
 Example:
-    >>> reqs = skill_requirements(skill)
-    >>> [(p.name, p.imports, p.installed) for p in reqs.packages], reqs.missing
-    ([('pillow', ('PIL',), False)], ['pillow', 'soffice'])
+    >>> from skill_magics.core.catalog.detect import ScriptDetector
+    >>> base = Path("layouts/eval-skill")   # imports lxml, calls soffice
+    >>> reqs = skill_requirements("eval-skill", base, ScriptDetector().detect(base))
+    >>> [(p.name, p.imports) for p in reqs.packages], reqs.missing
+    ([('lxml', ('lxml',))], [...'soffice'])
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ the folders it and PATH look in are the same, so an install or an edit is seen a
 
 Example:
     >>> cache = RequirementsCache()
-    >>> cache.for_run(skill).missing
-    ['pillow']
+    >>> cache.for_run(manager.get_skill("csv-profiler")).missing
+    []
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ and the script list are loaded on first use, cached, and re-read only when the f
 
 Example:
     >>> skill = manager.get_skill("csv-profiler")
-    >>> skill.content[:20], [s.path.as_posix() for s in skill.scripts]
-    ('# CSV profiler\\n\\nUse', ['scripts/profile.py'])
+    >>> skill.content[:16], [s.path.as_posix() for s in skill.scripts]
+    ('# CSV profiler\\n\\n', ['scripts/profile.py'])
     >>> skill.find_script("profile").interpreter
     'python3'
 """

@@ -8,11 +8,12 @@ unasked) and send the results back, a declined, refused or failed call as an err
 stop when a reply calls no tool, after ``max_turns`` replies, on an API error, or when a
 cap is reached. Everything is recorded in a :class:`~.transcript.Transcript`.
 
-Example:
-    >>> import anthropic
-    >>> t = run_agent(anthropic.Anthropic(), manager, "How far is a marathon in miles?",
-    ...               model="claude-sonnet-4-5", approver=lambda request: "yes_once")
-    >>> t.activated, t.final_text
+Example (not run as a doctest: it calls a model API)::
+
+    import anthropic
+    t = run_agent(anthropic.Anthropic(), manager, "How far is a marathon in miles?",
+                  model="claude-sonnet-4-5", approver=lambda request: "yes_once")
+    t.activated, t.final_text
 """
 
 from __future__ import annotations

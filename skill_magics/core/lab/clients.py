@@ -152,11 +152,6 @@ class Provider:
             return [{"role": "user", "content": [dict(b) for b in blocks]}]
         return [openai_tool_message(block) for block in blocks]
 
-    def conversation(self, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
-        """The messages of a request as a transcript keeps them (OpenAI's system message
-        included: it is part of what is resent)."""
-        return list(kwargs["messages"])
-
     # -- sending ------------------------------------------------------------------------------
 
     def _endpoint(self) -> Any:

@@ -19,6 +19,13 @@ through the gate ONCE. Then :class:`BatchRunner` runs the items:
 - the audit gets the gate's decision, item records (the first ``ITEM_RECORDS`` plus up to
   ``ITEM_RECORDS`` more that did not complete) and ONE batch record with the counts.
 
+Before every local item, right before its process starts, the skill's code must still be
+the approved code (``gate.CodeWatch``: a stat per file while nothing moved, else the full
+check; stale once, the item and every later one are refused, audited once; ~10-20 us per
+item for a small skill, bench/bench_batch.py). Limit: an item already running, or one
+starting in the instant between that check and its interpreter reading the files, is not
+stopped by a concurrent change (a self-modifying script with several workers).
+
 Items outside this process (a process pool, Dask) run the packed skill folder, checked on
 arrival (core/run/ship.py), so workers need not share the caller's filesystem.
 """
@@ -612,9 +619,7 @@ class BatchRunner:
                 if stale:
                     item.status, item.message = RunStatus.REFUSED, stale
                     return item
-                # The item's checks ran just above, and only the code watch since: the
-                # executor's re-check of the file would repeat them (no approval waits here).
-                result = self.executor.run(prepared, cancel=self.cancel, just_checked=True)
+                result = self.executor.run(prepared, cancel=self.cancel)
             except SkillMagicsError as exc:  # refused before spawning (audited)
                 item.status, item.message = RunStatus.REFUSED, str(exc)
                 return item

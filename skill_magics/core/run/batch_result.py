@@ -4,14 +4,15 @@ A value object (plain Python): a sequence of :class:`BatchItem`, counts per stat
 ``.failed()``, ``.to_pandas()`` and a text summary. The notebook layer adds the HTML and
 widget views (notebook/render/batch.py) without this module knowing about them.
 
-Example:
-    >>> res = manager.map("unit-converter", "convert", [{"value": 1}, {"value": 2}])
-    >>> res.counts()
-    {'completed': 2}
-    >>> res[0].json(), len(res), res.failed()
-    ({'result': 0.62}, 2, [])
-    >>> res.to_pandas(json=True).columns.tolist()
-    ['value', 'status', 'exit_code', 'duration_ms', 'stdout', 'stderr', 'result']
+Example (not run as a doctest: it runs a batch of scripts)::
+
+    res = manager.map("unit-converter", "convert", [{"value": 1}, {"value": 2}])
+    res.counts()
+    # -> {'completed': 2}
+    res[0].json(), len(res), res.failed()
+    # -> ({'result': 0.62}, 2, [])
+    res.to_pandas(json=True).columns.tolist()
+    # -> ['value', 'status', 'exit_code', 'duration_ms', 'stdout', 'stderr', 'result']
 """
 
 from __future__ import annotations

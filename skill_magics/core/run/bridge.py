@@ -5,9 +5,10 @@ messages and a Kernel > Interrupt arrives as a cancellation), while approval wai
 scans and the process loop block. Every async path (``ScriptExecutor.run_async``, the async
 tool call, ``build_skill_context_async``, the magics' await path) goes through this function.
 
-Example:
-    >>> cancel = threading.Event()
-    >>> result = await await_in_thread(lambda: executor.run(prepared, cancel=cancel), cancel)
+Example (not run as a doctest: it starts a process)::
+
+    cancel = threading.Event()
+    result = await await_in_thread(lambda: executor.run(prepared, cancel=cancel), cancel)
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ profile. A refusal raises one line naming the fix, and is audited. What passes i
 executor (executor.py) only launches.
 
 Example:
-    >>> checks = RunChecks(audit)
-    >>> prepared = checks.script(RunSettings(), "scripts/profile.py", {"csv": "a,b\\n1,2\\n"},
-    ...                          Path("skills/csv-profiler"), skill.metadata)
-    >>> prepared.command
-    ('/usr/bin/python3', '/.../csv-profiler/scripts/profile.py')
+    >>> skill = manager.get_skill("csv-profiler")
+    >>> prepared = RunChecks().script(RunSettings(), "scripts/profile.py", {"csv": "a,b\\n1,2\\n"},
+    ...                               Path("skills/csv-profiler"), skill.metadata)
+    >>> prepared.command  # the kernel's Python (no venv/ in the skill)
+    ('/.../python...', '/.../csv-profiler/scripts/profile.py')
 
 The program: ``.py`` runs with the skill's venv Python or the kernel's; anything else with
 the allow-listed interpreter of that name found on PATH. An absolute shebang
@@ -423,9 +423,10 @@ class RunChecks:
         for the program: no script path, interpreter or allowed-tools checks. ``argv[0]`` must
         be an absolute path to an executable. Refusals raise and are audited.
 
-        Example:
-            >>> checks.command(settings, [venv_python, "-c", code], skill_base_dir=base,
-            ...                skill_metadata=meta, label="<python -c>")
+        Example (not run as a doctest: a shape, its values come from the caller)::
+
+            checks.command(settings, [venv_python, "-c", code], skill_base_dir=base,
+                           skill_metadata=meta, label="<python -c>")
         """
         started = time.monotonic()
         try:
@@ -496,11 +497,13 @@ class RunChecks:
     ) -> _Resolved:
         """Path checks + interpreter for a script, reused while nothing relevant changed.
 
-        A cached answer is used only after re-resolving the script's real path and finding the
-        same file (device, inode, mtime, size), no setuid/setgid bits, for a Python script
-        the same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and
-        the interpreter still executable. Everything else is decided afresh, so the cache
-        only saves time (~50 us of a ~1.4 ms spawn).
+        A cached answer is used only after one stat of the path as given finds the same file
+        (device, inode, mtime, ctime, size), no setuid/setgid bits, for a Python script the
+        same skill dir mtime (a new venv/ changes it), the same PATH and allow-list, and the
+        interpreter still executable. Everything else is decided afresh, so the cache only
+        saves time (~50 us of a ~1.4 ms spawn). Where the file now resolves (a folder swapped
+        for a link) is left to the executor's re-check (paths.recheck), which precedes every
+        spawn: a cached answer never launches a file that did not pass it.
         """
         if not self.use_cache:
             return self._resolve_now(settings, script_path, skill_base_dir)
@@ -512,7 +515,7 @@ class RunChecks:
         hit = self._resolved.get(key)
         if (
             hit is not None
-            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns, hit.command[-1])
+            and paths.unchanged(hit.script, hit.candidate, hit.base_mtime_ns)
             and os.access(hit.command[0], os.X_OK)  # the interpreter was not uninstalled
             # A managed env built (or removed) since changes which Python runs .py scripts.
             and (hit.spec.script_type != "python" or hit.command[0] == _python(base_abs))

@@ -6,9 +6,10 @@ part of the batch (the packed skill, the settings) is scattered to every worker 
 is one task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a
 ``distributed.Event`` named after the batch is the cancel signal the workers poll.
 
-Example:
-    >>> from distributed import Client
-    >>> manager.map("unit-converter", "convert", rows, executor=Client("tcp://sched:8786"))
+Example (not run as a doctest: it needs a Dask cluster)::
+
+    from distributed import Client
+    manager.map("unit-converter", "convert", rows, executor=Client("tcp://sched:8786"))
 """
 
 from __future__ import annotations

@@ -14,10 +14,11 @@ Each step runs like a script run (its own process group, timeout, capped output 
 build is published, by swapping the ``current`` symlink atomically (``os.replace``), so a
 run never sees a half-built environment.
 
-Example:
-    >>> built = build_env(skill_env_home(base), ["tabulate"], on_output=print_chunk)
-    >>> built.python
-    PosixPath('/home/me/.cache/skill-magics/envs/x-3f2a/env-9c1d.../bin/python')
+Example (not run as a doctest: it builds a virtual environment with pip)::
+
+    built = build_env(skill_env_home(base), ["tabulate"], on_output=print_chunk)
+    built.python
+    # -> PosixPath('/home/me/.cache/skill-magics/envs/x-3f2a/env-9c1d.../bin/python')
 """
 
 from __future__ import annotations

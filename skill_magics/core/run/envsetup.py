@@ -10,11 +10,12 @@ and, when allowed, calls :func:`install`; "No" installs nothing; the decision an
 are audited (under the script label ``<install>``); the installer's output streams to
 ``on_output``.
 
-Example:
-    >>> plan = plan_install(skill, reqs, audit)
-    >>> report = manager.run_planned(plan, approver=None).env
-    >>> report.status, report.packages
-    ('built', ('tabulate>=0.9',))
+Example (not run as a doctest: it installs packages)::
+
+    plan = plan_install(skill, reqs, audit)
+    report = manager.run_planned(plan, approver=None).env
+    report.status, report.packages
+    # -> ('built', ('tabulate>=0.9',))
 """
 
 from __future__ import annotations

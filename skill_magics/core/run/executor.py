@@ -14,10 +14,11 @@ running in its group is killed: a run owns its processes.
 Callers reach it through the one call site, ``core/run/pipeline.py`` (``run_planned``), after
 the gate allowed the run.
 
-Example:
-    >>> executor = ScriptExecutor(audit=audit, secrets=secrets, grants=grants)
-    >>> result = executor.run(prepared)
-    >>> result.exit_code, result.json()
+Example (not run as a doctest: it starts processes)::
+
+    executor = ScriptExecutor(audit=audit, secrets=secrets, grants=grants)
+    result = executor.run(prepared)
+    result.exit_code, result.json()
 
 ``ScriptExecutor(timeout=60).execute(script, arguments, base_dir, metadata)`` is the
 standalone form for code without a SkillManager: the checks, then ``run``.
@@ -78,9 +79,10 @@ class ScriptExecutor:
     :meth:`execute` (default cwd: the skill folder, no sandbox); ``run`` takes everything
     from the PreparedRun.
 
-    Example:
-        >>> ScriptExecutor(timeout=60).execute("scripts/ask.py", {"q": "hi"},
-        ...                                    Path("skills/llm"), metadata)
+    Example (not run as a doctest: it starts processes)::
+
+        ScriptExecutor(timeout=60).execute("scripts/ask.py", {"q": "hi"},
+                                           Path("skills/llm"), metadata)
     """
 
     def __init__(
@@ -124,26 +126,19 @@ class ScriptExecutor:
         *,
         on_output: OnOutput | None = None,
         cancel: threading.Event | None = None,
-        just_checked: bool = False,
     ) -> ScriptExecutionResult:
         """Spawn and wait; returns the result (timeouts and signals are results, not errors).
 
-        The script file is checked again first (it may have changed while approval waited:
-        refused, audited). ``on_output(stream, text)`` gets decoded chunks of the kept output
-        as they arrive, in this thread: keep it cheap. Setting ``cancel`` stops the whole
-        process group. KeyboardInterrupt kills the group, is audited as "interrupted" and
-        re-raised.
-
-        ``just_checked``: the checks made ``prepared`` in this same call, right before, and
-        nothing waited in between (no approval: :meth:`execute`, a batch's item). They
-        resolved and stat'ed the file (RunChecks._resolve: the same path, identity, type and
-        mode tests the re-check makes), so the re-check would repeat them microseconds later
-        and is skipped.
+        The script file is checked again first, always, even right after the checks (it may
+        have changed while approval waited, or since the checks' cached answer: refused,
+        audited). ``on_output(stream, text)`` gets decoded chunks of the kept output as they
+        arrive, in this thread: keep it cheap. Setting ``cancel`` stops the whole process
+        group. KeyboardInterrupt kills the group, is audited as "interrupted" and re-raised.
         """
-        if prepared.script is not None and not just_checked:
+        if prepared.script is not None:
             started = time.monotonic()
             try:
-                paths.recheck(prepared.script)  # the file may have changed during approval
+                paths.recheck(prepared.script)  # the file may have changed since its checks
             except SkillMagicsError as exc:
                 self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
                 raise
@@ -408,7 +403,7 @@ class ScriptExecutor:
             module=module,
             warm=warm,
         )
-        return self.run(prepared, on_output=on_output, cancel=cancel, just_checked=True)
+        return self.run(prepared, on_output=on_output, cancel=cancel)
 
 
 def _texts(prepared: PreparedRun) -> tuple[str, str, Masks]:

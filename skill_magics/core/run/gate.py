@@ -19,8 +19,11 @@ launches it (executor.py). See docs/architecture.md for the pipeline. The gate o
 A decision comes back as a :class:`Verdict`; nothing here runs a process.
 
 Example:
-    >>> verdict = gate.decide(plan.request, lambda request: "yes_once")
-    >>> verdict.allowed
+    >>> from skill_magics.core.audit import AuditLog
+    >>> from skill_magics.core.catalog.discovery import SkillFinder
+    >>> gate = ApprovalGate(SkillFinder(["skills"]), AuditLog())
+    >>> plan = manager.plan("csv-profiler", "profile", {"csv": "a,b\\n1,2\\n"})
+    >>> gate.decide(plan.request, lambda request: "yes_once").allowed  # nothing runs here
     True
 """
 

@@ -14,10 +14,11 @@ A warm start that cannot be had is a cold start that says why (``note``), never 
 run; a server that went away before it forked (WarmUnavailable) is retried cold with
 :func:`cold`.
 
-Example:
-    >>> launch = choose(prepared, env, network, cancel, executor.warm)
-    >>> child = launch.spawn(prepared.payload)
-    >>> outcome = drive(child, Limits(prepared.timeout, prepared.max_output_size))
+Example (not run as a doctest: it starts a process)::
+
+    launch = choose(prepared, env, network, cancel, executor.warm)
+    child = launch.spawn(prepared.payload)
+    outcome = drive(child, Limits(prepared.timeout, prepared.max_output_size))
 """
 
 from __future__ import annotations

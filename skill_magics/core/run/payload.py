@@ -9,7 +9,7 @@ Example:
     b'{"name": "Zo\\xc3\\xab", "sizes": [1, 2.5]}'
     >>> encode_arguments({1: "x"})
     Traceback (most recent call last):
-    ArgumentSerializationError: Argument key 1 in arguments is int, not str: ...
+    skill_magics.core.errors.ArgumentSerializationError: Argument key 1 in arguments is int, ...
 """
 
 from __future__ import annotations

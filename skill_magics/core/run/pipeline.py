@@ -9,12 +9,13 @@ core/sources). Steps 2 and 3 are here, and only here:
 batches, envsetup.install for an install), and returns a :class:`RunOutcome`. Every
 capability and magic reaches it through ``SkillManager.run_planned``, which resolves who
 approves (``gate.choose_approver``); nothing else calls the gate or the executor
-(tests/test_import_graph.py checks it).
+(tests/test_call_site.py checks it).
 
-Example:
-    >>> plan = manager.plan("csv-profiler", "profile", {"path": "data/sample.csv"})
-    >>> outcome = manager.run_planned(plan, approver=lambda request: "yes_once")
-    >>> outcome.status, outcome.result.json()
+Example (not run as a doctest: it runs a skill's script)::
+
+    plan = manager.plan("csv-profiler", "profile", {"path": "data/sample.csv"})
+    outcome = manager.run_planned(plan, approver=lambda request: "yes_once")
+    outcome.status, outcome.result.json()
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ sandbox) and builds the :class:`~skill_magics.core.run.approval.ApprovalRequest`
 exactly the commands that will run. Nothing is asked here and nothing runs: the call site
 (pipeline.py) asks the gate (gate.py) and launches (executor.py).
 
-Example:
-    >>> plan = planner.plan_script(settings, "csv-profiler", "profile", {"path": "a.csv"})
-    >>> plan.request.scripts[0].command[-1]
-    '/.../csv-profiler/scripts/profile.py'
+Example (not run as a doctest: the planner is the manager's; ``manager.plan`` is the public
+form)::
+
+    plan = planner.plan_script(settings, "csv-profiler", "profile", {"path": "a.csv"})
+    plan.request.scripts[0].command[-1]
+    # -> '/.../csv-profiler/scripts/profile.py'
 """
 
 from __future__ import annotations

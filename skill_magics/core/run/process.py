@@ -1,9 +1,10 @@
 """Run one command in its own process group, driven by one selector loop in the calling thread.
 
-Example:
-    >>> child = spawn(["bash", "x.sh"], b"{}", cwd="/skills/s", env={"PATH": "/usr/bin"})
-    >>> out = drive(child, Limits(timeout=30, max_output_size=10 * 2**20))
-    >>> out.returncode, out.stdout.text
+Example (not run as a doctest: it starts a process)::
+
+    child = spawn(["bash", "x.sh"], b"{}", cwd="/skills/s", env={"PATH": "/usr/bin"})
+    out = drive(child, Limits(timeout=30, max_output_size=10 * 2**20))
+    out.returncode, out.stdout.text
 
 :func:`spawn` is the cold launch; a warm one (core/run/warm/launch.fork) returns another
 kind of :class:`Child`; :func:`drive` drives either to its end (core/run/launch.py chooses).

@@ -31,9 +31,10 @@ kernel messages, so a network grant never makes the kernel drivable), and in
 read-only (code that runs later, outside the sandbox: hooks, ``.pth`` files).
 
 Example:
-    >>> private_place("/home/me")  # $HOME=/home/me
-    'your home folder /home/me'
-    >>> private_place("/home/me/project")
+    >>> import os
+    >>> private_place(os.path.realpath(os.path.expanduser("~")))
+    'your home folder ...'
+    >>> private_place(os.path.realpath(os.path.expanduser("~/project")))
     ''
 """
 

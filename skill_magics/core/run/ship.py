@@ -30,9 +30,10 @@ private folder and renamed into place in one step, member by member with our own
 (plain relative paths, regular files only; nothing relies on ``tarfile``'s extraction
 filters, which older Pythons lack).
 
-Example:
-    >>> bundle = SkillBundle.pack(skill.base_dir, skill.name, approved_hash)
-    >>> copy = bundle.unpack()            # on the worker; raises ShippedSkillMismatch
+Example (not run as a doctest: it ships a skill to a worker process)::
+
+    bundle = SkillBundle.pack(skill.base_dir, skill.name, approved_hash)
+    copy = bundle.unpack()            # on the worker; raises ShippedSkillMismatch
 """
 
 from __future__ import annotations

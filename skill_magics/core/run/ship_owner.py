@@ -20,8 +20,10 @@ folder whose remover died is swept the same way.
 
 Example:
     >>> me = current()
-    >>> me.name                           # '4242-1234567-0123456789ab'
-    >>> is_dead(Owner.parse("17-99-0123456789ab"))  # True only if provably gone
+    >>> Owner.parse(me.name) == me    # e.g. '4242-1234567-0123456789ab'
+    True
+    >>> is_dead(me)                   # True only if provably gone
+    False
 """
 
 from __future__ import annotations

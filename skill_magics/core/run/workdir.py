@@ -13,8 +13,8 @@ keeps the cwd off ``sys.path``, so a ``scripts/`` folder next to the notebook ca
 stand in for the skill's approved code.
 
 Example:
-    >>> resolve_cwd("workspace", Path("/skills/pdf"))
-    PosixPath('/home/me/project')
+    >>> resolve_cwd("workspace", Path("skills/csv-profiler")) == Path.cwd()
+    True
 """
 
 from __future__ import annotations

@@ -17,10 +17,11 @@ in one line naming the member and the rule:
 
 ``__MACOSX/`` folders (macOS resource forks) are skipped.
 
-Example:
-    >>> with ZipSnapshot(parse_source("pdf.skill")) as snap:
-    ...     [e.path for e in snap.entries][:2]
-    ['pdf/SKILL.md', 'pdf/scripts/extract.py']
+Example (not run as a doctest: it needs a .skill archive)::
+
+    with ZipSnapshot(parse_source("pdf.skill")) as snap:
+        [e.path for e in snap.entries][:2]
+    # -> ['pdf/SKILL.md', 'pdf/scripts/extract.py']
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ Skills from one source are installed with one question (``install_skills`` with 
 source in one line naming the fix, and nothing of it is written. Our own lock then pins them
 as any install, with the ``computedHash`` the other tool reads.
 
-Example:
-    >>> reports = sync_from("skills-lock.json", into=".agents/skills", manager=manager)
+Example (not run as a doctest: it installs from a lock file)::
+
+    reports = sync_from("skills-lock.json", into=".agents/skills", manager=manager)
 """
 
 from __future__ import annotations
@@ -207,9 +208,6 @@ def _cli_entry(
         raise LockFileError(f"{what}: sourceType {visible(str(kind))!r} is not one this reads")
     want = folder if kind in ("github", "git", "gitlab") else name
     return ForeignSkill(name, location, ref, want, scheme, expected, origin)
-
-
-GH_KEYS = ("github-repo", "github-path", "github-ref", "github-tree-sha", "github-pinned")
 
 
 def _gh_folder(folder: Path) -> list[ForeignSkill]:

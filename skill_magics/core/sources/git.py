@@ -20,10 +20,11 @@ A commit given as the ref is fetched directly (protocol v2 servers allow it); a 
 refuses (protocol v0 without ``uploadpack.allowAnySHA1InWant``) or an abbreviated hash falls
 back to fetching every branch and tag, then resolving the commit among them.
 
-Example:
-    >>> with GitSnapshot(parse_source("https://github.com/openai/skills")) as snap:
-    ...     snap.commit, len(snap.entries)
-    ('b2f5...', 95)
+Example (not run as a doctest: it clones a repository)::
+
+    with GitSnapshot(parse_source("https://github.com/openai/skills")) as snap:
+        snap.commit, len(snap.entries)
+    # -> ('b2f5...', 95)
 """
 
 from __future__ import annotations

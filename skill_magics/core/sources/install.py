@@ -14,11 +14,12 @@ The pipeline (docs/architecture.md, *Installed skills*):
 Everything written goes through a temporary folder and a rename, so an error or an interrupt
 leaves either the old skill or the new one, never a mix; staging folders are always removed.
 
-Example:
-    >>> report = install_skills("https://github.com/anthropics/skills", skills=["pdf"],
-    ...                         manager=manager, approver=None)
-    >>> print(report)
-    Installed 1 skill from https://github.com/anthropics/skills (commit 9d2f1ae1...) ...
+Example (not run as a doctest: it clones a repository)::
+
+    report = install_skills("https://github.com/anthropics/skills", skills=["pdf"],
+                            manager=manager, approver=None)
+    print(report)
+    # -> Installed 1 skill from https://github.com/anthropics/skills (commit 9d2f1ae1...) ...
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ A lock may come from someone else (a cloned project): everything read from it is
 Also here, because the approval panel of every run and ``%skills show`` ask it: whether an
 installed skill's files still match its lock (:func:`skill_lock_status`).
 
-Example:
-    >>> lock = read_lock(Path(".agents/skills"))
-    >>> lock.skills["pdf"].commit
-    '3f1c...'
-    >>> compare_folder(Path(".agents/skills/pdf"), lock.skills["pdf"])
-    ['changed scripts/extract.py']
+Example (not run as a doctest: it needs an installed skills folder)::
+
+    lock = read_lock(Path(".agents/skills"))
+    lock.skills["pdf"].commit
+    # -> '3f1c...'
+    compare_folder(Path(".agents/skills/pdf"), lock.skills["pdf"])
+    # -> ['changed scripts/extract.py']
 """
 
 from __future__ import annotations

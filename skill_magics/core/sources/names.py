@@ -11,7 +11,7 @@ Example:
     'scripts/run.py'
     >>> folder_name("../etc")
     Traceback (most recent call last):
-    SourceError: ...
+    skill_magics.core.errors.SourceError: The skill folder name '../etc' is not used ...
 """
 
 from __future__ import annotations

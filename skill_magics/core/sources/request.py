@@ -8,9 +8,10 @@ question (``gate.decide_each``); No installs nothing. The gate re-hashes the sta
 before a Yes counts (``gate.staged_is_current``). The question is asked, and the files are
 copied, through the one call site (:func:`run_approved`: ``manager.run_planned``).
 
-Example:
-    >>> requests = [install_request(s, action="install", source=..., commit=..., target=...)]
-    >>> done = run_approved(manager, requests, approver, copy_them)  # raises unless all may be
+Example (not run as a doctest: it installs skills)::
+
+    requests = [install_request(s, action="install", source=..., commit=..., target=...)]
+    done = run_approved(manager, requests, approver, copy_them)  # raises unless all may be
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ Staging copies the chosen skills into a private temporary folder, checking every
 and :data:`MAX_TOTAL_BYTES` bytes) and hashing each file as it is written. What a person
 approves is that staged copy; the install moves it into place.
 
-Example:
-    >>> with open_snapshot(spec) as snap:
-    ...     found = find_skills(snap)
-    ...     chosen = choose_skills(snap, found, ["pdf"])
-    ...     staged = stage(snap, chosen, Path(tmp))
+Example (not run as a doctest: it fetches a source)::
+
+    with open_snapshot(spec) as snap:
+        found = find_skills(snap)
+        chosen = choose_skills(snap, found, ["pdf"])
+        staged = stage(snap, chosen, Path(tmp))
 """
 
 from __future__ import annotations

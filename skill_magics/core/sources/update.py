@@ -12,10 +12,11 @@
 Both refuse to overwrite files edited since the install (``verify_skills`` lists them)
 unless ``force``; both pass the gate like an install (one question for all skills).
 
-Example:
-    >>> report = update_skills(".agents/skills", ["pdf"], manager=manager)
-    >>> [(s.folder, s.status, s.changes) for s in report.skills]
-    [('pdf', 'updated', ('changed scripts/extract.py',))]
+Example (not run as a doctest: it fetches the skills' sources)::
+
+    report = update_skills(".agents/skills", ["pdf"], manager=manager)
+    [(s.folder, s.status, s.changes) for s in report.skills]
+    # -> [('pdf', 'updated', ('changed scripts/extract.py',))]
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Compares each skill folder named in the install folder's ``skills-lock.json`` wi
 digests recorded there (``lock.compare_folder``); nothing is fetched and nothing runs.
 Python's ``__pycache__`` folders are not counted (a run writes them).
 
-Example:
-    >>> verify_skills(".agents/skills")
-    ['pdf: changed scripts/extract.py', 'pdf: added notes.txt']
+Example (not run as a doctest: it needs an installed skills folder)::
+
+    verify_skills(".agents/skills")
+    # -> ['pdf: changed scripts/extract.py', 'pdf: added notes.txt']
 """
 
 from __future__ import annotations

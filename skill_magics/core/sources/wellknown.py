@@ -13,10 +13,11 @@ keeps the index URL as the source and, per skill, the artifact's ``url`` and ``d
 - install and update read the index (:func:`open_index`);
 - sync fetches the locked ``url`` and requires the locked ``digest`` (:func:`open_pinned`).
 
-Example:
-    >>> with open_index(parse_source("https://example.com"), ["pdf"]) as snap:
-    ...     [e.path for e in snap.entries]
-    ['pdf/SKILL.md', 'pdf/scripts/extract.py']
+Example (not run as a doctest: it fetches a site's skill index)::
+
+    with open_index(parse_source("https://example.com"), ["pdf"]) as snap:
+        [e.path for e in snap.entries]
+    # -> ['pdf/SKILL.md', 'pdf/scripts/extract.py']
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ to the one call site (``manager.run_planned``) with a :class:`NotebookApprover`;
   a pending answer (``pending_ok``: %%skillrun returns a pending result a later click fills),
   else the approval is unavailable.
 
-Example:
-    >>> approver = NotebookApprover(skill_magics, pending_ok=True)
-    >>> outcome = manager.run_planned(plan, approver)
+Example (not run as a doctest: it needs a notebook kernel)::
+
+    approver = NotebookApprover(skill_magics, pending_ok=True)
+    outcome = manager.run_planned(plan, approver)
 """
 
 from __future__ import annotations

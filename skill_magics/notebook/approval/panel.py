@@ -11,12 +11,13 @@ records who or what decided ("button 'Yes once'", ...).
 
 ipywidgets is imported only when the widget is first built, so ``%load_ext`` stays fast.
 
-Example:
-    >>> panel = ApprovalPanel(request)
-    >>> display(panel)                  # widget in Jupyter, text/HTML elsewhere
-    >>> panel.buttons["yes_once"].click()
-    >>> panel.decision, panel.decided_by
-    (<Decision.YES_ONCE: 'yes_once'>, "button 'Yes once'")
+Example (not run as a doctest: it builds a widget for an approval request)::
+
+    panel = ApprovalPanel(request)
+    display(panel)                  # widget in Jupyter, text/HTML elsewhere
+    panel.buttons["yes_once"].click()
+    panel.decision, panel.decided_by
+    # -> (<Decision.YES_ONCE: 'yes_once'>, "button 'Yes once'")
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class SubcommandParser(argparse.ArgumentParser):
 
     Example:
         >>> parser = SubcommandParser("remove", "%skills remove DIR")
-        >>> parser.add_argument("dir")
+        >>> _ = parser.add_argument("dir")
         >>> parser.parse(["./skills"]).dir
         './skills'
     """

@@ -2,6 +2,8 @@
 batch (magics/skillmap.py): words, the ``--`` tail, SKILL.SCRIPT, ``-o`` and ``--no-approval``.
 
 Example:
+    >>> from skill_magics.notebook.magics.skillrun import SkillRunMagics
+    >>> parser = SkillRunMagics.skillrun.parser
     >>> run = parse_run_line(parser, "pdf.extract -o out -- a.pdf", require_approval=False)
     >>> run.skill, run.script, run.tail
     ('pdf', 'extract', ['a.pdf'])

@@ -16,11 +16,12 @@ process comes to be: forked from a long-lived server (zygote.py) instead of exec
   reset, the script's run, the interpreter's end) and ``namespaces.py`` (the sandbox's
   namespaces: stage1, each run's mounts, init and dropped capabilities).
 
-Example:
-    >>> warm_up(manager.planner, manager.executor, manager.settings, "csv-profiler")
-    [WarmUp(script='scripts/profile.py', server=ServerInfo(...), note='')]
-    >>> [info.line() for info in servers()]
-    >>> stop_servers()
+Example (not run as a doctest: it starts warm servers)::
+
+    warm_up(manager.planner, manager.executor, manager.settings, "csv-profiler")
+    # -> [WarmUp(script='scripts/profile.py', server=ServerInfo(...), note='')]
+    [info.line() for info in servers()]
+    stop_servers()
 """
 
 from __future__ import annotations

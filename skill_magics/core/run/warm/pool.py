@@ -5,9 +5,10 @@ stale, replaced, asked to, or when the process ends.
 Process-wide: every SkillManager (and every batch worker thread) of a process shares them; a
 worker process of a pool or a Dask worker has its own (docs/architecture.md, *Warm start*).
 
-Example:
-    >>> server = POOL.server_for(key, make, preload=lambda: ["pandas"])
-    >>> [info.python for info in POOL.infos()]
+Example (not run as a doctest: it starts warm servers)::
+
+    server = POOL.server_for(key, make, preload=lambda: ["pandas"])
+    [info.python for info in POOL.infos()]
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ docs/architecture.md, *Warm start*. Every server is started by one long-lived th
 (:class:`_Starter`), so bwrap's ``--die-with-parent`` and the server's own parent-death
 signal fire only when this process ends, never when a batch's worker thread does.
 
-Example:
-    >>> server = WarmServer(key, argv, env)
-    >>> server.start(["pandas"], timeout=60)
-    >>> child = server.fork(spec, stdin_fd, stdout_fd, stderr_fd)  # a process.Child
+Example (not run as a doctest: it starts a warm server)::
+
+    server = WarmServer(key, argv, env)
+    server.start(["pandas"], timeout=60)
+    child = server.fork(spec, stdin_fd, stdout_fd, stderr_fd)  # a process.Child
 """
 
 from __future__ import annotations
