@@ -48,6 +48,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.envdirs": 0,
     "skill_magics.core.namelist": 0,
     "skill_magics.core.safefs": 0,
+    "skill_magics.core.deprecation": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,

@@ -8,7 +8,7 @@ is one task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a
 
 Example:
     >>> from distributed import Client
-    >>> manager.map("unit-converter", "convert", rows, executor=Client("tcp://sched:8786"))
+    >>> manager.map("unit-converter", "convert", rows, pool=Client("tcp://sched:8786"))
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def connect(address: str) -> Any:
         from distributed import Client
     except ImportError:
         raise SkillMagicsError(
-            f"executor={address!r} needs Dask: pip install 'dask[distributed]'"
+            f"pool={address!r} needs Dask: pip install 'dask[distributed]'"
         ) from None
     try:
         return Client(address, timeout="10s")
