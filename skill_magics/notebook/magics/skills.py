@@ -89,7 +89,8 @@ class SkillMagics(Magics):
         [Unicode(), List(Unicode())],
         default_value=[],
         help='Skills pre-approved without asking: a list of names or "*" (audited). '
-        "Env var SKILL_MAGICS_AUTO_APPROVE does the same (comma-separated or *).",
+        "Env var SKILL_MAGICS_AUTO_APPROVE does the same (names separated by commas or "
+        "spaces, or *).",
     ).tag(config=True)
     inherit_env = Bool(
         False, help="Give scripts the kernel's whole environment (default: a minimal one)."
