@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.namelist import name_list
+from skill_magics.core.namelist import name_list, path_list
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.notebook.approval.preapproval import (
     AUTO_APPROVE_ENV,
@@ -104,3 +104,15 @@ def test_no_module_parses_a_name_list_by_itself() -> None:
         if pattern.search(line) and "name_list(" not in line
     ]
     assert found == []
+
+
+def test_a_path_is_never_split_like_names(tmp_path) -> None:
+    """Paths may hold spaces and commas: a string or a Path is one path, a list one per item."""
+    odd = tmp_path / "my data, 2026"
+    assert path_list(str(odd)) == (str(odd),)
+    assert path_list(odd) == (str(odd),)
+    assert path_list([odd, "/b c", ""]) == (str(odd), "/b c")
+    assert path_list(None) == ()
+    settings = RunSettings(sandbox_read=str(odd), sandbox_deny_read="~/my secrets")
+    assert settings.sandbox_read == (str(odd),)
+    assert settings.sandbox_deny_read == ("~/my secrets",)

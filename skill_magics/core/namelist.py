@@ -9,6 +9,9 @@ spaces inside kept: the way to name a lenient, non-spec name such as ``"Other To
 strings. Either way, surrounding blanks are stripped and empty names dropped; nothing else
 (``;``, ``|``, hyphens) separates.
 
+Paths are not names (a folder may be called ``my data, 2026``): :func:`path_list` reads a
+string or path as ONE path, never splitting it.
+
 Example:
     >>> name_list("OPENAI_API_KEY, HF_TOKEN")
     ('OPENAI_API_KEY', 'HF_TOKEN')
@@ -20,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 
@@ -33,4 +37,18 @@ def name_list(value: Iterable[object] | str | None) -> tuple[str, ...]:
     return tuple(name for name in (str(item).strip() for item in value) if name)
 
 
-__all__ = ["name_list"]
+def path_list(value: Iterable[object] | str | os.PathLike[str] | None) -> tuple[str, ...]:
+    """The paths in ``value``: a string or path is one path (spaces and commas are part of it),
+    any other iterable one path per item; empty ones dropped, nothing stripped."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    return tuple(
+        p
+        for p in (os.fspath(item) if isinstance(item, os.PathLike) else str(item) for item in value)
+        if p
+    )
+
+
+__all__ = ["name_list", "path_list"]
