@@ -1,13 +1,13 @@
 """The one parser for lists of names (settings, ``SKILL_MAGICS_AUTO_APPROVE``, secrets).
 
-A string is a list written as one string: commas and whitespace both separate
-(``"python3 bash"``, ``"python3, bash"``, ``"a,b"``), as a shorthand in ``%config``, keyword
-arguments and environment variables, never a sequence of letters. Skill names may not contain
-spaces or commas (Agent Skills: lowercase letters, digits, hyphens), nor may interpreter or
-environment variable names. Any other iterable gives its items as they are (each one name,
-spaces inside kept: the way to name a lenient, non-spec name such as ``"Other Tools"``), as
-strings. Either way, surrounding blanks are stripped and empty names dropped; nothing else
-(``;``, ``|``, hyphens) separates.
+A string is a list written as one string: commas and whitespace both separate (``"python3
+bash"``, ``"python3, bash"``, ``"a,b"``), a shorthand in keyword arguments, ``%config
+SkillMagics.auto_approve`` and environment variables, never a sequence of letters. Skill names
+may not contain spaces or commas (Agent Skills: lowercase letters, digits, hyphens), nor may
+interpreter or environment variable names. Any other iterable gives its items as they are
+(each one name, spaces inside kept: the way to name a lenient, non-spec name such as ``"Other
+Tools"``), as strings. Either way, surrounding blanks are stripped and empty names dropped;
+nothing else (``;``, ``|``, hyphens) separates.
 
 Paths are not names (a folder may be called ``my data, 2026``): :func:`path_list` reads a
 string or path as ONE path, never splitting it.
@@ -42,13 +42,9 @@ def path_list(value: Iterable[object] | str | os.PathLike[str] | None) -> tuple[
     any other iterable one path per item; empty ones dropped, nothing stripped."""
     if value is None:
         return ()
-    if isinstance(value, (str, os.PathLike)):
-        value = [value]
-    return tuple(
-        p
-        for p in (os.fspath(item) if isinstance(item, os.PathLike) else str(item) for item in value)
-        if p
-    )
+    items: Iterable[object] = [value] if isinstance(value, (str, os.PathLike)) else value
+    paths = (os.fspath(i) if isinstance(i, os.PathLike) else str(i) for i in items)
+    return tuple(p for p in paths if p)
 
 
 __all__ = ["name_list", "path_list"]
