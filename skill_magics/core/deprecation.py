@@ -6,8 +6,14 @@ Python code; the notebook layer passes ``FutureWarning``, which Jupyter shows); 
 and the new spelling together is a one-line error, since which one wins would be a guess.
 
 Example:
-    >>> pool = renamed_argument(None, "tcp://sched:8786", new="pool=", old="executor=")
-    ... # DeprecationWarning: executor= is deprecated ...: use pool= instead
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     pool = renamed_argument(None, "tcp://sched:8786", new="pool=", old="executor=")
+    >>> pool, caught[0].category.__name__
+    ('tcp://sched:8786', 'DeprecationWarning')
+    >>> str(caught[0].message)
+    'executor= is deprecated and will be removed in the next release: use pool= instead'
 """
 
 from __future__ import annotations
