@@ -66,10 +66,10 @@ def serial(manager: SkillManager, script: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-def pool(manager: SkillManager, script: str, n: int, executor=None) -> float:
+def pool(manager: SkillManager, script: str, n: int, backend=None) -> float:
     start = time.perf_counter()
     res = manager.map(
-        "bench-batch", script, [{"i": i} for i in range(n)], executor=executor, approver=None
+        "bench-batch", script, [{"i": i} for i in range(n)], pool=backend, approver=None
     )
     wall = time.perf_counter() - start
     assert res.ok, res.text()
@@ -291,9 +291,9 @@ def main() -> None:
             ):
                 started = time.perf_counter() - t
                 for kind, script in SCRIPTS.items():
-                    pool(manager, script, min(n, 50), executor=client)  # ship + warm workers
-                    d1 = pool(manager, script, n, executor=client)
-                    d2 = pool(manager, script, n, executor=client)
+                    pool(manager, script, min(n, 50), backend=client)  # ship + warm workers
+                    d1 = pool(manager, script, n, backend=client)
+                    d2 = pool(manager, script, n, backend=client)
                     r1 = dask_plain(client, commands[kind], base, n)
                     d = (d1 + d2) / 2
                     print(

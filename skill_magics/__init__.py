@@ -21,7 +21,8 @@ _LAZY = {
     "ScriptExecutor": ("skill_magics.core.run.executor", "ScriptExecutor"),
     "ScriptDetector": ("skill_magics.core.catalog.detect", "ScriptDetector"),
     "build_skill_context": ("skill_magics.core.context", "build_skill_context"),
-    "skills_catalog": ("skill_magics.core.context", "skills_catalog"),
+    "available_skills": ("skill_magics.core.available_skills", "available_skills"),
+    "skills_catalog": ("skill_magics.core.available_skills", "skills_catalog"),  # deprecated
     "validate_skill": ("skill_magics.core.validation", "validate_skill"),
     "tool_definitions": ("skill_magics.core.tools", "tool_definitions"),
     "handle_tool_call": ("skill_magics.core.tools", "handle_tool_call"),

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -172,11 +173,30 @@ def test_argv_items_run_concurrently_with_the_default_worker_count(
 
 def test_max_workers_and_a_callers_thread_pool(manager: SkillManager) -> None:
     with ThreadPoolExecutor(3) as pool:
-        res = manager.map(
-            "mathx", "together", argv=[[f"p{i}", "3"] for i in range(3)], executor=pool
-        )
+        res = manager.map("mathx", "together", argv=[[f"p{i}", "3"] for i in range(3)], pool=pool)
     assert res.counts() == {"completed": 3}, res.text()
-    assert res.executor == "ThreadPoolExecutor"
+    assert res.pool == "ThreadPoolExecutor"
+
+
+def test_pool_is_the_name_and_executor_its_deprecated_alias(manager: SkillManager) -> None:
+    """map(pool=) and BatchResult.pool say nothing; the old spellings map(executor=) and
+    BatchResult.executor still work and warn, naming the new one; both together run nothing."""
+    with ThreadPoolExecutor(2) as pool:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = manager.map("mathx", "square", [{"n": 2}], pool=pool, approver=None)
+            assert res.ok and res.pool == "ThreadPoolExecutor"
+        with pytest.warns(DeprecationWarning, match=r"^executor= is deprecated .*use pool= ") as w:
+            old = manager.map("mathx", "square", [{"n": 3}], executor=pool, approver=None)
+        assert w[0].filename == __file__  # the warning points at the caller's line
+        assert old.ok and old.pool == "ThreadPoolExecutor" and old[0].json()["square"] == 9
+        with pytest.warns(DeprecationWarning, match=r"BatchResult.executor .*use BatchResult.pool"):
+            assert old.executor == "ThreadPoolExecutor"
+        before = len(manager.audit.records())
+        both = r"^executor= is the old name of pool=: give pool= only$"
+        with pytest.raises(ValueError, match=both):
+            manager.map("mathx", "square", [{"n": 4}], pool=pool, executor=pool, approver=None)
+        assert len(manager.audit.records()) == before  # nothing was planned, asked or run
 
 
 def test_yes_in_session_covers_the_next_batch_and_no_runs_nothing(
@@ -292,7 +312,7 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
 ) -> None:
     with ProcessPoolExecutor(2) as pool:
         res = manager.map(
-            "mathx", "square", [{"n": i} for i in range(6)], executor=pool, approver=Asker()
+            "mathx", "square", [{"n": i} for i in range(6)], pool=pool, approver=Asker()
         )
         assert res.counts() == {"completed": 6}, res.text()
         # The scripts' parents are the warm servers of the pool's worker processes (one per
@@ -309,18 +329,18 @@ def test_process_pool_runs_the_shipped_copy_and_refuses_a_tampered_one(
         for copy in copies:
             assert copy != (skills / "mathx").resolve() and ship.SHIP_DIR_NAME in str(copy)
     with ProcessPoolExecutor(1) as pool:  # one worker: the next item finds the copy below
-        res1 = manager.map("mathx", "square", [{"n": 2}], executor=pool, approver=Asker())
+        res1 = manager.map("mathx", "square", [{"n": 2}], pool=pool, approver=Asker())
         copy = Path(res1[0].json()["cwd"])
         # A copy that differs from the approved files is refused, and audited here...
         (copy / "scripts" / "square.py").write_text("print('tampered')\n")
         before = len(manager.audit.records())
-        res2 = manager.map("mathx", "square", [{"n": 1}], executor=pool, approver=Asker())
+        res2 = manager.map("mathx", "square", [{"n": 1}], pool=pool, approver=Asker())
         assert res2.counts() == {"refused": 1}
         assert "approved fingerprint" in res2[0].message
         new = manager.audit.records()[before:]
         assert [r.outcome for r in new if "fingerprint" in (r.reason or "")] == ["refused"]
         # ...and removed: the next batch unpacks a fresh, verified copy.
-        res3 = manager.map("mathx", "square", [{"n": 3}], executor=pool, approver=Asker())
+        res3 = manager.map("mathx", "square", [{"n": 3}], pool=pool, approver=Asker())
     assert res3.counts() == {"completed": 1} and res3[0].json()["square"] == 9
 
 
@@ -329,7 +349,7 @@ def test_skills_that_cannot_travel_are_refused_before_running(
 ) -> None:
     (skills / "mathx" / "link.txt").symlink_to(skills / "mathx" / "SKILL.md")
     with ProcessPoolExecutor(1) as pool, pytest.raises(PathSecurityError, match="symlink"):
-        manager.map("mathx", "square", [{"n": 1}], executor=pool, approver=None)
+        manager.map("mathx", "square", [{"n": 1}], pool=pool, approver=None)
 
 
 def test_bad_arguments_say_what_to_do(manager: SkillManager) -> None:
@@ -341,8 +361,8 @@ def test_bad_arguments_say_what_to_do(manager: SkillManager) -> None:
         manager.map("mathx", "square", {"n": 1})
     with pytest.raises(ValueError, match="list of strings"):
         manager.map("mathx", "echo", argv=["--flag"])
-    with pytest.raises(ValueError, match="executor= must be"):
-        manager.map("mathx", "square", [{"n": 1}], executor=object(), approver=None)
+    with pytest.raises(ValueError, match="pool= must be"):
+        manager.map("mathx", "square", [{"n": 1}], pool=object(), approver=None)
     with pytest.raises(ValueError, match="max_workers"):
         manager.map("mathx", "square", [{"n": 1}], max_workers=0, approver=None)
     assert len(manager.map("mathx", "square", [], approver=Asker())) == 0
@@ -411,16 +431,16 @@ def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> 
     local = manager.map("writer", "write", [{}], approver=None)
     assert local[0].json()["wrote"] is False, local.text()
     with ProcessPoolExecutor(1) as pool:
-        shipped = manager.map("writer", "write", [{}], executor=pool, approver=None)
+        shipped = manager.map("writer", "write", [{}], pool=pool, approver=None)
     assert shipped.ok, shipped.text()
     assert shipped[0].json()["wrote"] is False
     manager.sandbox = "off"
     with ProcessPoolExecutor(1) as pool:
-        free = manager.map("writer", "write", [{}], executor=pool, approver=None)
+        free = manager.map("writer", "write", [{}], pool=pool, approver=None)
     assert free[0].json()["wrote"] is True
     # A data file a run wrote into its copy is output, not a change of code: still verified.
     with ProcessPoolExecutor(1) as pool:
-        again = manager.map("writer", "write", [{}], executor=pool, approver=None)
+        again = manager.map("writer", "write", [{}], pool=pool, approver=None)
     assert again.ok, again.text()
 
 
@@ -433,7 +453,7 @@ def test_secret_values_never_travel_to_workers(tmp_path: Path, make_skill) -> No
     local = manager.map("keyed", "use", [{}], approver=None)
     assert local.ok and local[0].stdout.strip() == "24", local.text()
     with ProcessPoolExecutor(1) as pool:
-        shipped = manager.map("keyed", "use", [{}], executor=pool, approver=None)
+        shipped = manager.map("keyed", "use", [{}], pool=pool, approver=None)
     assert shipped.counts() == {"refused": 1}, shipped.text()
     assert "API_KEY" in shipped[0].message
     refused = [r for r in manager.audit.records() if r.outcome == "refused"]

@@ -63,14 +63,14 @@ def test_items_run_on_the_workers_through_the_core_executor(cluster, skills: Pat
         "doubler",
         "double",
         inputs,
-        executor=client,
+        pool=client,
         approver=lambda r: asked.append(r) or "yes_once",
     )
     assert len(asked) == 1 and asked[0].batch.count == 24
     assert res.counts() == {"completed": 23, "failed": 1}, res.text()
     assert [item.index for item in res] == list(range(24))
     assert res[7].json()["double"] == 14 and res[5].exit_code == 5
-    assert res.executor == "dask (2 workers)"
+    assert res.pool == "dask (2 workers)"
 
     # Process parents: every script was forked by its worker's warm server (a Python batch
     # starts warm: one server per worker process, a child of that worker), never by this one.
@@ -101,7 +101,7 @@ def test_a_copy_that_differs_on_a_worker_is_refused_and_audited(cluster, skills:
     assert len(set(copies.values())) == len(copies) == 2
     for copy in copies.values():
         (copy / "scripts" / "double.py").write_text("print('not what was approved')\n")
-    res = manager.map("doubler", "double", [{"n": 2}], executor=client, approver=None)
+    res = manager.map("doubler", "double", [{"n": 2}], pool=client, approver=None)
     assert res.counts() == {"refused": 1}, res.text()
     assert "approved fingerprint" in res[0].message
     refused = [r for r in manager.audit.records() if r.outcome == "refused"]
@@ -120,7 +120,7 @@ def test_a_scheduler_address_works_too(cluster, skills: Path) -> None:
         "doubler",
         "double",
         [{"n": 20}, {"n": 21}],
-        executor=local.scheduler_address,
+        pool=local.scheduler_address,
         approver=None,
     )
     assert [item.json()["double"] for item in res] == [40, 42]
@@ -147,7 +147,7 @@ def test_stop_kills_the_running_groups_on_the_workers(cluster, skills: Path, tmp
         "doubler",
         "hang",
         argv=[[str(p)] for p in pid_files],
-        executor=client,
+        pool=client,
         cancel=cancel,
         approver=None,
     )

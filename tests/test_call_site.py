@@ -23,8 +23,8 @@ from test_import_graph import PACKAGE, REPO, _within, import_graph
 PIPELINE = ("skill_magics.core.run.gate", "skill_magics.core.run.executor")
 ALLOWED = ("skill_magics.core.run", "skill_magics.core.manager")
 REACHED_THROUGH = ("gate", "executor")  # attribute names that lead to the gate / executor
-# Attribute names that are not the pipeline's although spelled alike: BatchResult.executor
-# (the pool's name), MapRun.executor (the pool a batch runs on) are read, never called.
+# A batch's thread/process pool is called ``pool`` (BatchResult.pool, MapRun.pool); the
+# deprecated BatchResult.executor property is read, never called.
 
 
 def _allowed(module: str) -> bool:

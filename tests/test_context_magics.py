@@ -1,4 +1,4 @@
-"""%skill_context, %skills catalog and %%skillpy in a real IPython InteractiveShell.
+"""%skill_context, %skills available and %%skillpy in a real IPython InteractiveShell.
 
 Approval comes from real ipywidgets buttons clicked from another thread while the cell waits
 (approval_ui "widgets"), or from configuration (auto_approve / require_approval).
@@ -117,12 +117,12 @@ def test_unknown_skill_is_an_element_not_an_error(shell):
     assert root.get("status") == "not_found" and root.get("close_matches") == "echo"
 
 
-def test_catalog_subcommand(shell):
-    from skill_magics.core.context import skills_catalog
+def test_available_subcommand(shell):
+    from skill_magics.core.context import available_skills
 
-    cat = shell.run_cell("%skills catalog").result
+    cat = shell.run_cell("%skills available").result
     assert isinstance(cat, SkillContextText)
-    assert cat == skills_catalog(get_magics(shell).manager)
+    assert cat == available_skills(get_magics(shell).manager)
     assert cat.startswith("<available_skills>\n<skill>\n<name>\necho\n</name>")
 
 

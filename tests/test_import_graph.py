@@ -48,6 +48,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.envdirs": 0,
     "skill_magics.core.namelist": 0,
     "skill_magics.core.safefs": 0,
+    "skill_magics.core.deprecation": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
@@ -65,10 +66,10 @@ RANKS: dict[str, int] = {
     "skill_magics.core.context": 4,
     "skill_magics.core.tools": 4,
     "skill_magics.core.skillpy": 4,
-    "skill_magics.core.prompt_catalog": 4,
+    "skill_magics.core.available_skills": 4,
     "skill_magics.core.activation": 4,
     "skill_magics.core.validation": 4,
-    "skill_magics.core.lab": 4,  # the skill lab: built on tools, catalog and activation
+    "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
     # 5: the faces on the core: IPython/Jupyter and LangChain

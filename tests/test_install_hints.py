@@ -18,7 +18,7 @@ CASES = {
         "import sys; sys.modules['distributed'] = None\n"
         "from skill_magics.core.run.dask_backend import connect\n"
         "try:\n    connect('tcp://127.0.0.1:1')\nexcept Exception as exc:\n    print(exc)\n",
-        "executor='tcp://127.0.0.1:1' needs Dask: pip install 'dask[distributed]'",
+        "pool='tcp://127.0.0.1:1' needs Dask: pip install 'dask[distributed]'",
     ),
     "uv": (
         "import sys; sys.modules['uv'] = None\n"

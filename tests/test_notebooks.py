@@ -102,7 +102,7 @@ MUST_SHOW = {
         "must be lowercase. Fix: rename it to 'broken-skill'",
         "scripts/missing.py is referenced but does not exist",
         "looks like an OpenAI API key (sk-p…L2)",
-        "a budgeted catalog always leaves this skill out",
+        "budgeted <available_skills> block always leaves this skill out",
     ],
     "03_teaching_demo.ipynb": [
         "('timeout', 124, True)",

@@ -1,16 +1,17 @@
-"""%skills catalog with budget and globs, %skills validate, %skill_context --format skill_content,
+"""%skills available with budget and globs, %skills validate, %skill_context --format skill_content,
 in a real IPython shell."""
 
 from __future__ import annotations
 
+import logging
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from skill_magics.core.activation import parse_skill_content
-from skill_magics.core.prompt_catalog import skills_catalog
+from skill_magics.core.available_skills import available_skills
 from skill_magics.notebook.extension import get_magics
-from skill_magics.notebook.magics.context import CatalogText
+from skill_magics.notebook.magics.context import AvailableSkillsText
 
 LONG = "Does many things with documents and files, described at length for the model. " * 3
 
@@ -30,14 +31,16 @@ def run(ip, line):
     return result.result
 
 
-def test_catalog_default_is_unchanged(shell):
-    cat = run(shell, "%skills catalog")
-    assert isinstance(cat, CatalogText) and isinstance(cat, str)
-    assert cat == skills_catalog(get_magics(shell).manager)
+def test_available_default_is_unchanged(shell):
+    cat = run(shell, "%skills available")
+    assert isinstance(cat, AvailableSkillsText) and isinstance(cat, str)
+    assert cat == available_skills(get_magics(shell).manager)
 
 
-def test_catalog_budget_globs_and_report(shell):
-    cat = run(shell, "%skills catalog --budget 300 --include 'pdf-*' sheet --exclude pdf-b -o cat")
+def test_available_budget_globs_and_report(shell):
+    cat = run(
+        shell, "%skills available --budget 300 --include 'pdf-*' sheet --exclude pdf-b -o cat"
+    )
     assert shell.user_ns["cat"] is cat
     assert cat.tokens <= 300
     reasons = {o.name: o.reason for o in cat.omitted}
@@ -50,22 +53,46 @@ def test_catalog_budget_globs_and_report(shell):
     assert "<strong>left out</strong>" in html and "tokens" in html
 
 
-def test_catalog_drops_and_says_which(shell):
-    cat = run(shell, "%skills catalog --budget 120")
-    assert cat.catalog.dropped and "not listed to fit the catalog budget" in cat
-    assert "left out: budget" in cat.catalog.report()
+def test_available_drops_and_says_which(shell):
+    cat = run(shell, "%skills available --budget 120")
+    assert cat.available_skills.dropped and "not listed to fit the catalog budget" in cat
+    assert "left out: budget" in cat.available_skills.report()
 
 
-def test_catalog_budget_from_config_and_bad_input(shell):
-    run(shell, "%config SkillMagics.catalog_budget = 120")
-    assert run(shell, "%skills catalog").catalog.max_tokens == 120
+def test_available_budget_from_config_and_bad_input(shell):
+    run(shell, "%config SkillMagics.available_skills_budget = 120")
+    assert run(shell, "%skills available").available_skills.max_tokens == 120
     for bad in ("--budget many", "--format json", "--budget -3", "--nope"):
-        result = shell.run_cell(f"%skills catalog {bad}")
+        result = shell.run_cell(f"%skills available {bad}")
         assert not result.success, bad
 
 
-def test_catalog_with_no_skills_is_empty(shell):
-    cat = run(shell, "%skills catalog --exclude '*'")
+def test_the_old_catalog_names_still_work_and_warn(shell, caplog):
+    """%skills catalog, SkillMagics.catalog_budget and .catalog: the same as the new names
+    (%skills available, available_skills_budget, .available_skills), with a FutureWarning
+    (shown in notebooks) naming the new one; two different budgets under both names refuse."""
+    with pytest.warns(FutureWarning, match=r"^%skills catalog is deprecated .*%skills available"):
+        old = run(shell, "%skills catalog --budget 300")
+    assert old == run(shell, "%skills available --budget 300")
+    with pytest.warns(FutureWarning, match=r"^\.catalog is deprecated .*\.available_skills"):
+        assert old.catalog is old.available_skills
+    with pytest.warns(FutureWarning, match="SkillMagics.catalog_budget is deprecated"):
+        run(shell, "%config SkillMagics.catalog_budget = 120")
+    assert run(shell, "%skills available").available_skills.max_tokens == 120
+    with pytest.warns(FutureWarning):
+        run(shell, "%config SkillMagics.catalog_budget = 150")  # the old name alone: no clash
+    assert get_magics(shell).available_skills_budget == 150
+    run(shell, "%config SkillMagics.available_skills_budget = 200")
+    with caplog.at_level(logging.ERROR):
+        shell.run_cell("%config SkillMagics.catalog_budget = 90")  # %config logs the error
+    assert "catalog_budget is the old name of SkillMagics.available_skills_budget: give " in (
+        caplog.text
+    )
+    assert get_magics(shell).available_skills_budget == 200
+
+
+def test_available_with_no_skills_is_empty(shell):
+    cat = run(shell, "%skills available --exclude '*'")
     assert cat == ""
     assert "no block" in shell.display_formatter.format(cat)[0]["text/plain"]
 

@@ -39,7 +39,8 @@ NAMES = [
     "SkillMagicsError",
     *ERRORS,
     "build_skill_context",
-    "skills_catalog",
+    "available_skills",
+    "skills_catalog",  # deprecated: the old name of available_skills
     "validate_skill",
     "load_ipython_extension",
     # the skill lab (issue 19)
@@ -161,7 +162,7 @@ def test_script_executor_signature():
 
 def test_context_functions_signature():
     assert list(params(skill_magics.build_skill_context))[:2] == ["manager", "names"]
-    assert list(params(skill_magics.skills_catalog))[0] == "manager"
+    assert list(params(skill_magics.available_skills))[0] == "manager"
 
 
 def assert_fields(kind, expected: list[tuple[str, object]]) -> None:
@@ -353,4 +354,4 @@ def test_executor_and_context_behave_as_documented(examples_dir):
     assert result.success, result.stderr
     xml = skill_magics.build_skill_context(manager, "unit-converter", run_scripts=False)
     assert xml.startswith('<skill_context id="unit-converter">')
-    assert skill_magics.skills_catalog(manager).startswith("<available_skills>\n<skill>")
+    assert skill_magics.available_skills(manager).startswith("<available_skills>\n<skill>")

@@ -290,6 +290,23 @@ def test_deny_list_hides_credentials_inside_the_folders_a_run_is_given(
     assert "WSPUBLIC" in res.stdout
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_deny_path_given_as_one_string_is_one_path(box, mode: str):
+    """``sandbox_deny_read="<ws>/my secrets, 2026"`` (a string: Python keyword settings) is one
+    path, spaces and comma included: it was split like a list of names (into "<ws>/my",
+    "secrets" and "2026"), and the folder itself stayed readable."""
+    private = box.ws / "my secrets, 2026"
+    private.mkdir()
+    (private / "secret.txt").write_text("WSSECRET\n")
+    (box.ws / "public.txt").write_text("WSPUBLIC\n")
+    box.skill("c", {"scripts/c.sh": READ_FILES})
+    manager = box.manager(sandbox=mode, sandbox_deny_read=str(private))
+    argv = [str(private / "secret.txt"), str(box.ws / "public.txt")]
+    res = manager.execute_skill_script("c", "c", argv=argv)
+    assert "WSSECRET" not in res.stdout and "WSPUBLIC" in res.stdout, res.stdout + res.stderr
+    assert manager.settings.sandbox_deny_read == (str(private),)
+
+
 WRITE_MARKER = '#!/bin/bash\necho ran > "$1/ran.txt"\necho ran\n'
 
 

@@ -109,7 +109,7 @@ def test_a_dotdot_name_is_listed_with_a_warning_and_refused_before_any_run(
     warning = next(w for w in manager.warnings if "one folder name" in w)
     assert "set name: precious" in warning and "\n" not in warning
     with ProcessPoolExecutor(2) as pool, pytest.raises(SkillNameError) as info:
-        manager.map("../../x/precious", "show", [{"n": i} for i in range(4)], executor=pool)
+        manager.map("../../x/precious", "show", [{"n": i} for i in range(4)], pool=pool)
     message = str(info.value)
     assert "one folder name" in message and "name: precious" in message and "\n" not in message
     # Refused before anything ran, and audited.
@@ -145,7 +145,7 @@ def test_a_name_that_differs_from_its_folder_still_runs_on_a_process_pool(
     before = _outside(worker_tmp)
     manager = SkillManager([skills], run_cwd="skill")
     with ProcessPoolExecutor(2) as pool:
-        res = manager.map(name, "show", [{"n": i} for i in range(4)], executor=pool, approver=None)
+        res = manager.map(name, "show", [{"n": i} for i in range(4)], pool=pool, approver=None)
     assert res.counts() == {"completed": 4}, res.text()
     copy = Path(res[0].json()["cwd"])
     area = worker_tmp / f"{ship.SHIP_DIR_NAME}-{os.geteuid()}"
@@ -230,7 +230,7 @@ def test_on_dask_a_dotdot_name_deletes_and_creates_nothing(
     before = _outside(dask_tmp)
     manager = SkillManager([skills], run_cwd="skill")
     with pytest.raises(SkillNameError, match="one folder name"):
-        manager.map(HOSTILE, "show", [{"n": i} for i in range(4)], executor=dask_client)
+        manager.map(HOSTILE, "show", [{"n": i} for i in range(4)], pool=dask_client)
     assert (victim / "keep.txt").read_text() == "precious data\n"
     assert _outside(dask_tmp) == before
 
@@ -242,7 +242,7 @@ def test_on_dask_a_dotdot_name_deletes_and_creates_nothing(
         scripts={"scripts/show.py": SCRIPT},
     )
     manager = SkillManager([skills], run_cwd="skill")
-    res = manager.map("Other Tools", "show", [{"n": 1}, {"n": 2}], executor=dask_client)
+    res = manager.map("Other Tools", "show", [{"n": 1}, {"n": 2}], pool=dask_client)
     assert res.counts() == {"completed": 2}, res.text()
     copy = Path(res[0].json()["cwd"])
     assert copy.parents[2] == dask_tmp / f"{ship.SHIP_DIR_NAME}-{os.geteuid()}"
@@ -293,7 +293,7 @@ def test_another_users_copy_with_the_same_files_is_never_used(
         location.parent.mkdir(parents=True)
         _plant(location, mathx, OTHER_UID)
         assert os.lstat(location).st_uid == OTHER_UID
-        res = manager.map("mathx", "show", [{"n": i} for i in range(4)], executor=pool)
+        res = manager.map("mathx", "show", [{"n": i} for i in range(4)], pool=pool)
         assert res.counts() == {"completed": 4}, res.text()
         copy = Path(res[0].json()["cwd"])
         assert copy == location
@@ -324,7 +324,7 @@ def test_another_users_folder_on_the_way_is_replaced(
         for folder in location.parents[:level]:
             os.chown(folder, OTHER_UID, OTHER_UID)
             os.chmod(folder, 0o777)
-        res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+        res = manager.map("mathx", "show", [{"n": 1}], pool=pool, approver=None)
         assert res.counts() == {"completed": 1}, res.text()
         assert Path(res[0].json()["cwd"]) == location
         # What was another user's is ours now, and private (made afresh: 0700).
@@ -339,7 +339,7 @@ def test_a_copy_of_ours_that_others_may_write_is_replaced(mathx: Path, worker_tm
         location = _worker_location(pool, mathx)
         location.parent.mkdir(parents=True)
         _plant(location, mathx, os.geteuid())  # ours, but 0777 (say, made under umask 0)
-        res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+        res = manager.map("mathx", "show", [{"n": 1}], pool=pool, approver=None)
         assert res.counts() == {"completed": 1}, res.text()
         assert _mode(location) == 0o700 and not (location / "planted-by-someone-else").exists()
 
@@ -360,7 +360,7 @@ def test_a_shipping_root_that_is_not_ours_refuses_every_item(
         root.symlink_to(elsewhere)
     manager = SkillManager([mathx.parent], run_cwd="skill")
     with ProcessPoolExecutor(1) as pool:
-        res = manager.map("mathx", "show", [{"n": 1}, {"n": 2}], executor=pool, approver=None)
+        res = manager.map("mathx", "show", [{"n": 1}, {"n": 2}], pool=pool, approver=None)
     assert res.counts() == {"refused": 2}, res.text()
     message = res[0].message
     assert "not a private folder of this user" in message and "TMPDIR" in message
@@ -376,7 +376,7 @@ def test_copies_are_private_whatever_the_umask(mathx: Path, worker_tmp: Path) ->
     old = os.umask(0)  # the forked workers inherit it
     try:
         with ProcessPoolExecutor(1) as pool:
-            res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+            res = manager.map("mathx", "show", [{"n": 1}], pool=pool, approver=None)
             assert res.ok, res.text()
             copy = Path(res[0].json()["cwd"])
             # Looked at while the worker runs (its copies go when it exits).
@@ -395,10 +395,10 @@ def test_a_temp_folder_others_can_rename_in_is_refused(mathx: Path, worker_tmp: 
     os.chmod(worker_tmp, 0o777)  # world-writable, no sticky bit
     manager = SkillManager([mathx.parent], run_cwd="skill")
     with ProcessPoolExecutor(1) as pool:
-        res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+        res = manager.map("mathx", "show", [{"n": 1}], pool=pool, approver=None)
         assert res.counts() == {"refused": 1} and "sticky" in res[0].message
         os.chmod(worker_tmp, 0o1777)  # what /tmp is: fine
-        res = manager.map("mathx", "show", [{"n": 1}], executor=pool, approver=None)
+        res = manager.map("mathx", "show", [{"n": 1}], pool=pool, approver=None)
     assert res.ok, res.text()
 
 

@@ -224,7 +224,7 @@ def test_a_process_pool_leaves_nothing_behind(slowpoke: Path, shared_tmp: Path) 
     manager = SkillManager([slowpoke.parent], run_cwd="skill")
     with ProcessPoolExecutor(2) as pool:
         res = manager.map(
-            "slowpoke", "slow", [{"n": i} for i in range(6)], executor=pool, approver=None
+            "slowpoke", "slow", [{"n": i} for i in range(6)], pool=pool, approver=None
         )
         assert res.counts() == {"completed": 6}, res.text()
         copies = {Path(item.json()["copy"]) for item in res}
@@ -275,7 +275,7 @@ def test_two_dask_clusters_of_one_user_side_by_side(
                     "slowpoke",
                     "slow",
                     [{"n": 0, "ready": os.fspath(ready), "go": os.fspath(go)}, {"n": 1}],
-                    executor=a,
+                    pool=a,
                     approver=None,
                 )
             except BaseException as exc:  # noqa: BLE001 - shown by the assertion below
@@ -286,10 +286,10 @@ def test_two_dask_clusters_of_one_user_side_by_side(
         a_copy = Path(wait_for_text(ready))
         # Cluster B's worker ships the same skill, finds its copy changed, discards it...
         other = SkillManager([slowpoke.parent], run_cwd="skill")  # the other suite
-        first = other.map("slowpoke", "slow", [{"n": 2}], executor=b, approver=None)
+        first = other.map("slowpoke", "slow", [{"n": 2}], pool=b, approver=None)
         b_copy = Path(first[0].json()["copy"])
         (b_copy / "scripts" / "slow.py").write_text("print('not what was approved')\n")
-        refused = other.map("slowpoke", "slow", [{"n": 3}], executor=b, approver=None)
+        refused = other.map("slowpoke", "slow", [{"n": 3}], pool=b, approver=None)
         assert refused.counts() == {"refused": 1}, refused.text()
         # ...and shuts down, its worker cleaning up as it exits.
         b.close()

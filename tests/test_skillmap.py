@@ -85,14 +85,34 @@ def test_map_over_a_list_sends_each_item_on_stdin_and_prints_progress(shell, cap
     assert "units.twice: 5 items in" in out and "5 completed" in out
 
 
-def test_an_executor_variable_is_used(shell) -> None:
+def test_a_pool_variable_is_used(shell) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     shell.user_ns["rows"] = [{"km": 1}, {"km": 2}]
     with ThreadPoolExecutor(2) as pool:
         shell.user_ns["pool"] = pool
-        result = shell.run_cell_magic("skillrun", "units.twice --map rows --executor pool", "\n")
-    assert result.executor == "ThreadPoolExecutor" and result.ok
+        result = shell.run_cell_magic("skillrun", "units.twice --map rows --pool pool", "\n")
+    assert result.pool == "ThreadPoolExecutor" and result.ok
+
+
+def test_the_executor_flag_is_the_deprecated_old_name_of_pool(shell) -> None:
+    """--executor VAR still works, with a FutureWarning (shown in notebooks) naming --pool;
+    --pool with --executor is a one-line error before anything runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shell.user_ns["rows"] = [{"km": 1}, {"km": 2}]
+    with ThreadPoolExecutor(2) as pool:
+        shell.user_ns["pool"] = pool
+        with pytest.warns(FutureWarning, match=r"^--executor is deprecated .*use --pool "):
+            old = "units.twice --map rows --executor pool"
+            result = shell.run_cell_magic("skillrun", old, "\n")
+        assert result.pool == "ThreadPoolExecutor" and result.ok
+        line = "units.twice --map rows --pool pool --executor pool"
+        with pytest.raises(UsageError, match=r"^--executor is the old name of --pool") as info:
+            shell.run_cell_magic("skillrun", line, "\n")
+    assert "\n" not in str(info.value)
+    with pytest.warns(FutureWarning), pytest.raises(UsageError, match="--executor rows: pool="):
+        shell.run_cell_magic("skillrun", "units.twice --map rows --executor rows", "\n")
 
 
 @pytest.mark.parametrize(
@@ -104,7 +124,7 @@ def test_an_executor_variable_is_used(shell) -> None:
         ("units.convert --map rows -- --value {miles}", "\n", "no field 'miles'"),
         ("units.twice --map rows --workers 0", "\n", "--workers must be at least 1"),
         ("units.nope --map rows", "\n", "ScriptNotFoundError"),
-        ("units.twice --map rows --executor rows", "\n", "executor= must be"),
+        ("units.twice --map rows --pool rows", "\n", "pool= must be"),
     ],
 )
 def test_bad_lines_fail_in_one_line_before_anything_runs(shell, line, body, message) -> None:

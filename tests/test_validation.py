@@ -258,7 +258,7 @@ def test_secrets_are_found_and_masked(tmp_path, make_skill):
     assert "AKIA…OP" in text and "rotate the key" in text
 
 
-def test_description_over_the_catalog_budget(tmp_path, make_skill):
+def test_description_over_the_available_skills_budget(tmp_path, make_skill):
     d = make_skill(tmp_path, "wordy", {"name": "wordy", "description": "word " * 150})
     assert not any("budget" in line for line in validate_skill(d))
     lines = [line for line in validate_skill(d, max_tokens=100) if "budget" in line]

@@ -1,4 +1,5 @@
-"""Prompt context for a model: the ``<skill_context>`` envelope and the skills catalog.
+"""Prompt context for a model: the ``<skill_context>`` envelope and the ``<available_skills>``
+block (core/available_skills.py).
 
 The envelope (docs/architecture.md, *The prompt envelope*)::
 
@@ -69,12 +70,12 @@ from typing import Any, Literal
 
 from skill_magics.core import paths
 from skill_magics.core.activation import MAX_RESOURCES, error_envelope, skill_content
+from skill_magics.core.available_skills import available_skills, skills_catalog
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult
-from skill_magics.core.prompt_catalog import skills_catalog
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.pipeline import RunOutcome
@@ -484,10 +485,11 @@ def _parse_one(ctx: ET.Element) -> dict[str, Any]:
 __all__ = [
     "DIRECTIVE_TEMPLATE",
     "ScriptOutcome",
+    "available_skills",
     "build_skill_context",
     "build_skill_context_async",
     "directive_text",
     "parse_skill_context",
     "run_referenced_scripts",
-    "skills_catalog",
+    "skills_catalog",  # deprecated: the old name of available_skills
 ]

@@ -48,6 +48,7 @@ from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.deprecation import renamed_argument
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run import warm
 from skill_magics.core.run.approval import (
@@ -579,7 +580,7 @@ class SkillManager:
         *,
         argv: Any = None,
         max_workers: int | None = None,
-        executor: Any = None,
+        pool: Any = None,
         timeout: float | None = None,
         approver: ApproverArg = MANAGER_APPROVER,
         stop_on_error: bool = False,
@@ -589,12 +590,13 @@ class SkillManager:
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
         warm: bool | None = None,
+        executor: Any = None,
     ) -> BatchResult:
         """Run ``script`` once per input, concurrently, after ONE approval for them all.
 
         Exactly one of ``inputs`` (one JSON payload per item, on stdin; a list, any iterable
         or a pandas DataFrame: one object per row) or ``argv`` (one list of strings per
-        item). ``max_workers`` defaults to the CPU count; ``executor`` may be any
+        item). ``max_workers`` defaults to the CPU count; ``pool`` may be any
         ``concurrent.futures.Executor``, a ``dask.distributed.Client`` or a scheduler address
         (``"tcp://host:8786"``). Results come back in input order; a failing item does not
         stop the others unless ``stop_on_error``. Setting ``cancel`` (or Ctrl-C:
@@ -604,12 +606,14 @@ class SkillManager:
         ``warm`` as in execute_skill_script (on remote workers "workspace" is the worker's
         folder; each worker process has its own warm server). Under ``warm_start="auto"``
         a batch of a Python script waits for its warm server: every item starts warm.
+        ``executor`` is the deprecated old name of ``pool`` (a DeprecationWarning).
 
         Example (not run as a doctest: it runs scripts)::
 
             res = manager.map("unit-converter", "convert", df, approver=None)
             res.counts(), res.to_pandas(json=True).head()
         """
+        pool = renamed_argument(pool, executor, new="pool=", old="executor=")
         plan = self.plan_map(
             skill_name,
             script,
@@ -620,7 +624,7 @@ class SkillManager:
             cwd=cwd,
             warm=warm,
         )
-        options = BatchOptions(max_workers, executor, stop_on_error, on_result, on_progress)
+        options = BatchOptions(max_workers, pool, stop_on_error, on_result, on_progress)
         outcome = self.run_planned(plan, approver, cancel=cancel, batch=options)
         outcome.raise_if_blocked()
         assert outcome.batch is not None

@@ -42,12 +42,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from skill_magics.core.available_skills import opted_out
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.context import build_skill_context
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
-from skill_magics.core.prompt_catalog import opted_out
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun

@@ -22,7 +22,7 @@ What is checked (docs/architecture.md, *Validation*):
    scripts an agent cannot run (no interpreter we know, an interpreter not installed or not
    allowed by default, a shebang ending in CR, a script run as ``./x`` without the
    executable bit); secret-like strings (API keys, private keys) in any text file of the
-   skill, shown masked; and, given a budget, a catalog entry that alone exceeds it.
+   skill, shown masked; and, given a budget, an ``<available_skills>`` entry that alone exceeds it.
 
 Never runs anything and reads only the skill's own files (text files up to 1 MiB each).
 
@@ -45,6 +45,7 @@ from typing import Any
 
 import yaml
 
+from skill_magics.core.available_skills import entry_text
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
     parse_frontmatter_yaml,
@@ -63,7 +64,6 @@ from skill_magics.core.interpreters import (
 )
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.paths import folder_name_problem
-from skill_magics.core.prompt_catalog import entry_text
 from skill_magics.core.secrets import secret_conflicts
 from skill_magics.core.tokens import TokenCounter, as_counter
 
@@ -139,8 +139,8 @@ def validate_skill(
 ) -> list[str]:
     """Problems of the skill at ``path`` (its folder or its SKILL.md), one line each.
 
-    An empty list means nothing was found. ``max_chars``/``max_tokens``: the catalog budget
-    the skill's own catalog entry must fit in (see ``core/prompt_catalog.py``).
+    An empty list means nothing was found. ``max_chars``/``max_tokens``: the budget of the
+    ``<available_skills>`` block the skill's own entry must fit in (``core/available_skills.py``).
     """
     found = check_skill(path, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
     return [str(p) for p in found]
@@ -537,8 +537,8 @@ def _budget_problems(
     return [
         Problem(
             skill_md.name,
-            f"its catalog entry alone is {' and '.join(over)}: a budgeted catalog always "
-            "leaves this skill out",
+            f"its <available_skills> entry alone is {' and '.join(over)}: a budgeted "
+            "<available_skills> block always leaves this skill out",
             f"shorten the description (now {len(meta.description):,} characters) or raise "
             "the budget",
             "description-budget",

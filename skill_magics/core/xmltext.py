@@ -2,7 +2,7 @@
 
 Escaping rules (what ``xml.etree.ElementTree.fromstring`` gives back is the exact input):
 
-- text (one rule for ``<skill_context>``, ``<skill_content>`` and the catalog): a model
+- text (one rule for ``<skill_context>``, ``<skill_content>`` and ``<available_skills>``): a model
   reads it, so code must stay code: text holding ``<`` or ``&`` goes in CDATA sections
   (``H<sub>2</sub>O`` and ``a && b`` read as written, not ``H&lt;sub&gt;``). Outside them,
   as character references: ``\\r`` (``&#13;``: a parser would normalise it to ``\\n``), the
@@ -42,7 +42,7 @@ _NEEDS_BACKSLASH = re.compile("[\\\\\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufff
 
 SANITIZED_ATTR = "sanitized"
 
-# The tags our envelopes are made of (context.py, activation.py, prompt_catalog.py): a "<"
+# The tags our envelopes are made of (context.py, activation.py, available_skills.py): a "<"
 # opening one of them inside a text is always written as "&lt;".
 ENVELOPE_TAGS = (
     "skill_contexts",

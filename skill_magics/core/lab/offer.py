@@ -1,7 +1,7 @@
 """What the model sees of the skills: the system prompt with the catalog, and the tools.
 
-Built from the same parts a real client gives a model (docs/architecture.md, *The budgeted
-catalog*, *Activation*): the ``<available_skills>`` catalog (core/prompt_catalog.py) in the
+Built from the same parts a real client gives a model (docs/architecture.md, *The available
+skills block*, *Activation*): the ``<available_skills>`` block (core/available_skills.py) in the
 system prompt after a short note on how to use it, the ``activate_skill`` tool returning
 ``<skill_content>`` (core/activation.py) and the skills' script tools (core/tools.py). A
 ``descriptions`` override replaces a skill's description in every one of those places (the
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_magics.core.available_skills import available_skills, model_visible, opted_out
 from skill_magics.core.lab.clients import Provider
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.prompt_catalog import model_visible, opted_out, skills_catalog
 from skill_magics.core.tools import ACTIVATION_TOOL, ToolSpec, tool_specs
 
 SKILLS_NOTE = (
@@ -90,7 +90,7 @@ def make_offer(
     head = (system or "").strip()
     if not names:
         return Offer((), head, "", (), overrides)
-    catalog = str(skills_catalog(manager, names, descriptions=overrides))
+    catalog = str(available_skills(manager, names, descriptions=overrides))
     specs = tuple(
         s for s in tool_specs(manager, names, overrides) if s.kind in ("activation", "script")
     )

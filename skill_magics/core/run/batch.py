@@ -235,7 +235,7 @@ class _Local:
 class _Shipped:
     """Items run elsewhere (a process pool, Dask) on the packed skill (core/run/ship.py)."""
 
-    def __init__(self, runner: BatchRunner, executor: Any, slots: int, name: str) -> None:
+    def __init__(self, runner: BatchRunner, pool: Any, slots: int, name: str) -> None:
         from skill_magics.core.run import ship
 
         self.runner = runner
@@ -256,9 +256,9 @@ class _Shipped:
         self.signal: Any
         from skill_magics.core.run.dask_backend import DaskCancel, DaskSubmitter, is_dask_client
 
-        if is_dask_client(executor):
-            self.dask = DaskSubmitter(executor)
-            self.signal = DaskCancel(f"skill-magics-cancel-{runner.batch_id}", executor)
+        if is_dask_client(pool):
+            self.dask = DaskSubmitter(pool)
+            self.signal = DaskCancel(f"skill-magics-cancel-{runner.batch_id}", pool)
             self.signal.clear()
         else:
             self.signal = ship.new_file_flag()
@@ -273,7 +273,7 @@ class _Shipped:
             cwd=None if plan.cwd is None else os.fspath(plan.cwd),
             warm=plan.warm,
         )
-        self.executor = executor
+        self.pool = pool
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
         self.run_item = ship.run_shipped_item
         if self.dask is not None:
@@ -337,7 +337,7 @@ class _Shipped:
                 argv,
                 key=f"skill-magics-{self.runner.batch_id}-{index}",
             )
-        return self.executor.submit(self.run_item, self.shared, index, args, argv)
+        return self.pool.submit(self.run_item, self.shared, index, args, argv)
 
     def outcome(self, index: int, value: Any) -> BatchItem:
         for rec in value.records:  # the worker's audit records, into the caller's log
@@ -718,7 +718,7 @@ class BatchRunner:
             slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
             return _Shipped(self, pool, slots, type(pool).__name__), None
         raise ValueError(
-            f"executor= must be a concurrent.futures.Executor, a dask.distributed.Client or a "
+            f"pool= must be a concurrent.futures.Executor, a dask.distributed.Client or a "
             f"scheduler address, not {type(pool).__name__}"
         )
 
@@ -737,7 +737,7 @@ class BatchRunner:
             items=items,
             wall_s=time.monotonic() - self._started,
             workers=backend.slots,
-            executor=backend.name,
+            pool=backend.name,
             stopped=self.stopped,
             batch_id=self.batch_id,
             records_kept=self.audit.written,
@@ -755,7 +755,7 @@ class BatchRunner:
             outcome = AuditOutcome.FAILED
         summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no items"
         reason = (
-            f"batch {self.batch_id} of {len(result):,} items on {result.executor}: {summary}"
+            f"batch {self.batch_id} of {len(result):,} items on {result.pool}: {summary}"
             f"{'; stopped: ' + result.stopped if result.stopped else ''}; item records: "
             f"{self.audit.written} written, {self.audit.dropped} summarised here"
         )

@@ -18,11 +18,13 @@ Example (not run as a doctest: it runs a batch of scripts)::
 from __future__ import annotations
 
 import json
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from skill_magics.core.deprecation import deprecation_message
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.secrets import cut_known, redact_known
 from skill_magics.core.status import RunStatus
@@ -114,7 +116,7 @@ class BatchResult(Sequence[BatchItem]):
     items: list[BatchItem]
     wall_s: float = 0.0
     workers: int = 0
-    executor: str = "local"
+    pool: str = "local"  # what ran the items: "local pool", "ThreadPoolExecutor", "dask (...)"
     stopped: str = ""  # why the batch stopped early ("" when every item got its turn)
     batch_id: str = ""
     records_kept: int = 0  # item audit records written (bounded, see core/run/batch.py)
@@ -137,6 +139,16 @@ class BatchResult(Sequence[BatchItem]):
 
     def __iter__(self) -> Iterator[BatchItem]:
         return iter(self.items)
+
+    @property
+    def executor(self) -> str:
+        """Deprecated: the old name of :attr:`pool` (a DeprecationWarning)."""
+        warnings.warn(
+            deprecation_message("BatchResult.executor", "BatchResult.pool"),
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.pool
 
     # -- summaries ----------------------------------------------------------------------
 
@@ -178,7 +190,7 @@ class BatchResult(Sequence[BatchItem]):
         warm = f", {self.warm_starts:,} started warm" if self.warm_starts else ""
         line = (
             f"{self.name}: {len(self):,} items, {counts} in {self.wall_s:.2f} s "
-            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.executor}{warm})"
+            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.pool}{warm})"
         )
         if self.stopped:
             line += f"; stopped: {self.stopped}"

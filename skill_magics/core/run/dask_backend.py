@@ -9,7 +9,7 @@ is one task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a
 Example (not run as a doctest: it needs a Dask cluster)::
 
     from distributed import Client
-    manager.map("unit-converter", "convert", rows, executor=Client("tcp://sched:8786"))
+    manager.map("unit-converter", "convert", rows, pool=Client("tcp://sched:8786"))
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def connect(address: str) -> Any:
         from distributed import Client
     except ImportError:
         raise SkillMagicsError(
-            f"executor={address!r} needs Dask: pip install 'dask[distributed]'"
+            f"pool={address!r} needs Dask: pip install 'dask[distributed]'"
         ) from None
     try:
         return Client(address, timeout="10s")

@@ -6,7 +6,8 @@ interpreters, the environment (``inherit_env``, ``env_passthrough``), where runs
 ``sandbox_read``) and how Python scripts start (``warm_start``, ``warm_idle_timeout``:
 core/run/warm/).
 Its field names are the ``SkillMagics`` traits and the ``SkillManager`` keywords of the same
-meaning. Every value is checked (and lists parsed with ``namelist.name_list``) when a
+meaning. Every value is checked (and lists parsed with ``namelist.name_list``, paths with
+``namelist.path_list``) when a
 ``RunSettings`` is made, so a bad value fails where it is set, in one line naming the fix.
 
 Nothing keeps a copy: the manager holds the current value and the planner reads it for each
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from skill_magics.core import interpreters
-from skill_magics.core.namelist import name_list
+from skill_magics.core.namelist import name_list, path_list
 from skill_magics.core.run import workdir
 from skill_magics.core.run.sandbox import check_mode, default_mode
 from skill_magics.core.run.warm import modes as warm
@@ -107,8 +108,8 @@ class RunSettings:
         set_(self, "run_cwd", workdir.SKILL if cwd is None else os.fspath(cwd))
         set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
         set_(self, "sandbox_network", name_list(self.sandbox_network))
-        set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
-        set_(self, "sandbox_read", name_list(self.sandbox_read))
+        set_(self, "sandbox_deny_read", path_list(self.sandbox_deny_read))
+        set_(self, "sandbox_read", path_list(self.sandbox_read))
         start = warm.default_mode() if self.warm_start is None else warm.check_mode(self.warm_start)
         set_(self, "warm_start", start)
         set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))

@@ -181,7 +181,7 @@ class SkillBundle:
             raise PathSecurityError(
                 f"Cannot ship skill {name!r} to other machines: {', '.join(bad[:3])} is a "
                 "venv, symlink or special file; replace symlinks with copies, or run the "
-                "batch with the local pool (executor=None)"
+                "batch with the local pool (pool=None)"
             )
         buf = io.BytesIO()
         total = 0

@@ -1,6 +1,7 @@
 """Pre-approval from configuration: ``SkillMagics.auto_approve`` and ``SKILL_MAGICS_AUTO_APPROVE``.
 
-Both take ``"*"`` (every skill) or skill names (a list, or a comma-separated string).
+Both take ``"*"`` (every skill) or skill names: a list, or one string of names separated by
+commas and/or spaces (``core/namelist.py``, the one name-list parser).
 
 Example:
     >>> preapproved_by("pdf", ["pdf"], env={})
@@ -14,16 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from skill_magics.core.namelist import name_list
+
 AUTO_APPROVE_ENV = "SKILL_MAGICS_AUTO_APPROVE"
-
-
-def parse_names(value: str | Iterable[str] | None) -> set[str]:
-    """``"a, b"`` or ``["a", "b"]`` -> {"a", "b"}; blanks dropped."""
-    if value is None:
-        return set()
-    if isinstance(value, str):
-        value = value.split(",")
-    return {name.strip() for name in value if name and name.strip()}
 
 
 def preapproved_by(
@@ -32,11 +26,11 @@ def preapproved_by(
     env: Mapping[str, str] | None = None,
 ) -> str | None:
     """Who pre-approved ``skill_name`` (for the audit trail), or None when nobody did."""
-    names = parse_names(config_value)
+    names = set(name_list(config_value))
     if "*" in names or skill_name in names:
         return "config SkillMagics.auto_approve"
     env = os.environ if env is None else env
-    names = parse_names(env.get(AUTO_APPROVE_ENV))
+    names = set(name_list(env.get(AUTO_APPROVE_ENV)))
     if "*" in names or skill_name in names:
         return f"env {AUTO_APPROVE_ENV}"
     return None
@@ -46,11 +40,13 @@ def unavailable_message(skill_names: str | Sequence[str], why: str) -> str:
     """One line for approval nobody can give, naming the two ways to pre-approve (every
     skill of the request: ``%skill_context a b`` asks for both at once)."""
     names = [skill_names] if isinstance(skill_names, str) else list(skill_names)
+    config = f"%config SkillMagics.auto_approve = {names!r}"
+    if name_list(",".join(names)) != tuple(names):  # a (non-spec) name with a space or comma
+        return f"Approval unavailable: {why}; nothing ran. To pre-approve, set {config}"
     return (
         f"Approval unavailable: {why}; nothing ran. To pre-approve, set "
-        f"{AUTO_APPROVE_ENV}={','.join(names)} (or *) or "
-        f"%config SkillMagics.auto_approve = {names!r}"
+        f"{AUTO_APPROVE_ENV}={','.join(names)} (or *) or {config}"
     )
 
 
-__all__ = ["AUTO_APPROVE_ENV", "parse_names", "preapproved_by", "unavailable_message"]
+__all__ = ["AUTO_APPROVE_ENV", "preapproved_by", "unavailable_message"]

@@ -1,11 +1,12 @@
 """``%skills`` subcommands: one small module each, ``run(magics, args) -> displayable | None``.
 
-A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run`` function
-and a one-line ``HELP`` string is picked up automatically; another helper's module (e.g.
-``catalog.py``) needs no registration here. Every subcommand reads its words with a
-:class:`SubcommandParser` (argparse): one style, and one kind of error, a one-line
-UsageError ending in the usage. An unknown subcommand names the close matches (``difflib``).
-"""
+A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run``
+function and a one-line ``HELP`` string is picked up automatically; another helper's module
+(e.g. ``available.py``) needs no registration here. A renamed subcommand's old name stays in
+``RENAMED`` for one release (a FutureWarning, which notebooks show). Every subcommand reads
+its words with a :class:`SubcommandParser` (argparse): one style, and one kind of error, a
+one-line UsageError ending in the usage. An unknown subcommand names the close matches
+(``difflib``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 import difflib
 import importlib
 import pkgutil
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
@@ -30,6 +32,7 @@ class SkillsHost(Protocol):
 
 
 ALIASES = {"ls": "list", "rm": "remove", "approved": "approvals", "log": "history"}
+RENAMED = {"catalog": "available"}  # old name -> new name, each deprecated for one release
 
 
 def names() -> list[str]:
@@ -42,6 +45,11 @@ def names() -> list[str]:
 def lookup(name: str) -> Callable[[SkillsHost, list[str]], Any]:
     """The ``run`` function of subcommand ``name``; UsageError with close matches otherwise."""
     name = ALIASES.get(name, name)
+    if name in RENAMED:
+        from skill_magics.core.deprecation import deprecation_message
+
+        old, name = name, RENAMED[name]
+        warnings.warn(deprecation_message(f"%skills {old}", f"%skills {name}"), FutureWarning, 2)
     available = names()
     if name not in available:
         close = difflib.get_close_matches(name, available, n=2, cutoff=0.5)

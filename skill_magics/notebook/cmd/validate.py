@@ -8,7 +8,7 @@ from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = (
     "check skills as skills-ref does, plus missing referenced files, scripts that cannot "
-    "run, secret-like strings and the catalog budget: [NAME|PATH ...] [--budget TOKENS]"
+    "run, secret-like strings and the <available_skills> budget: [NAME|PATH ...] [--budget TOKENS]"
 )
 USAGE = "%skills validate [NAME|PATH ...] [--budget TOKENS] [--budget-chars N]"
 PARSER = SubcommandParser("validate", USAGE)
@@ -25,12 +25,12 @@ class ValidationReport(dict):
         return not any(self.values())
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from skill_magics.notebook.render.catalog import validation_text
+        from skill_magics.notebook.render.prompt import validation_text
 
         printer.text(validation_text(self))
 
     def _repr_html_(self) -> str:
-        from skill_magics.notebook.render.catalog import validation_html
+        from skill_magics.notebook.render.prompt import validation_html
 
         return validation_html(self)
 
@@ -41,7 +41,7 @@ def run(magics: SkillsHost, args: list[str]) -> ValidationReport:
     opts = PARSER.parse(args)
     budget = opts.budget
     if budget is None and opts.budget_chars is None:
-        budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget
+        budget = getattr(magics, "available_skills_budget", None)  # the SkillMagics trait
     results = validate_skills(
         magics.manager, opts.targets or None, max_tokens=budget, max_chars=opts.budget_chars
     )

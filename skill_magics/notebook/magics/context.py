@@ -1,4 +1,4 @@
-"""``%skill_context`` and ``%skills catalog``: prompt context in a notebook.
+"""``%skill_context`` and ``%skills available``: prompt context in a notebook.
 
 Thin on purpose: core builds the XML and runs the referenced scripts through its pipeline
 (core/context.py: plan -> gate -> execute); this module parses the line, hands core the
@@ -20,6 +20,7 @@ import json
 import re
 import shlex
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -43,7 +44,8 @@ MAX_COPY_CHARS = 2_000_000  # beyond this the copy button is left out (use the v
 
 
 class SkillContextText(str):
-    """The envelope (or catalog) as a plain ``str`` that displays as highlighted XML.
+    """The envelope (or the <available_skills> block) as a plain ``str`` that displays as
+    highlighted XML.
 
     Use it anywhere a str goes (f-strings, ``system=``, ``messages``). ``.chars`` and
     ``.approx_tokens`` (characters / 4: an estimate, not a tokenizer count) describe its size.
@@ -236,44 +238,58 @@ class ContextMagics(SharedMagics):
         return names, options
 
 
-class CatalogText(SkillContextText):
-    """The catalog (a ``str``) shown with its sizes: tokens per skill and in total, which
-    tokenizer counted, and every skill left out with the reason. ``.catalog`` is core's
-    :class:`~skill_magics.core.prompt_catalog.Catalog` (``.omitted``, ``.entries``, ...)."""
+class AvailableSkillsText(SkillContextText):
+    """The ``<available_skills>`` block (a ``str``) shown with its sizes: tokens per skill and
+    in total, which tokenizer counted, and every skill left out with the reason.
+    ``.available_skills`` is core's :class:`~skill_magics.core.available_skills.AvailableSkills`
+    (``.omitted``, ``.entries``, ...); ``.catalog`` its deprecated old name."""
 
-    catalog: Any
+    available_skills: Any
 
-    def __new__(cls, catalog: Any) -> CatalogText:
-        self = super().__new__(cls, str(catalog))
-        self.catalog = catalog
+    def __new__(cls, block: Any) -> AvailableSkillsText:
+        self = super().__new__(cls, str(block))
+        self.available_skills = block
         return self
 
     @property
+    def catalog(self) -> Any:
+        """Deprecated: the old name of ``.available_skills`` (a FutureWarning)."""
+        from skill_magics.core.deprecation import deprecation_message
+
+        old, new = ".catalog", ".available_skills"
+        warnings.warn(deprecation_message(old, new), FutureWarning, stacklevel=2)
+        return self.available_skills
+
+    @property
     def omitted(self) -> Any:
-        return self.catalog.omitted
+        return self.available_skills.omitted
 
     @property
     def tokens(self) -> int:
-        return int(self.catalog.tokens)
+        return int(self.available_skills.tokens)
 
     def size_line(self) -> str:
-        return f"{len(self):,} characters, {self.catalog.tokens:,} tokens ({self.catalog.counter})"
+        block = self.available_skills
+        return f"{len(self):,} characters, {block.tokens:,} tokens ({block.counter})"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        head = str(self) if self else "(no skills listed: the catalog is empty, no block)"
-        printer.text(f"{head}\n-- {self.catalog.report()}")
+        head = str(self) if self else EMPTY_BLOCK
+        printer.text(f"{head}\n-- {self.available_skills.report()}")
 
     def _repr_html_(self) -> str:
-        from skill_magics.notebook.render.catalog import catalog_report_html
+        from skill_magics.notebook.render.prompt import available_skills_html
 
-        shown = str(self) if self else "(no skills listed: the catalog is empty, no block)"
-        return catalog_report_html(self.catalog) + context_html(shown, self.size_line())
+        shown = str(self) if self else EMPTY_BLOCK
+        return available_skills_html(self.available_skills) + context_html(shown, self.size_line())
 
 
-def catalog_parser() -> SubcommandParser:
+EMPTY_BLOCK = "(no skills listed: the <available_skills> block is empty, no block)"
+
+
+def available_skills_parser() -> SubcommandParser:
     from skill_magics.notebook.cmd import SubcommandParser
 
-    parser = SubcommandParser("catalog", CATALOG_USAGE)
+    parser = SubcommandParser("available", AVAILABLE_USAGE)
     parser.add_argument("names", nargs="*")
     parser.add_argument("--budget", type=int, default=None, help="max tokens")
     parser.add_argument("--budget-chars", type=int, default=None, help="max characters")
@@ -284,23 +300,23 @@ def catalog_parser() -> SubcommandParser:
     return parser
 
 
-CATALOG_USAGE = (
-    "%skills catalog [NAME ...] [--budget TOKENS] [--budget-chars N] [--include PAT ...] "
+AVAILABLE_USAGE = (
+    "%skills available [NAME ...] [--budget TOKENS] [--budget-chars N] [--include PAT ...] "
     "[--exclude PAT ...] [--format skills-ref|guide] [-o VAR]"
 )
 
 
-def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
-    """``%skills catalog``: the <available_skills> block (skills-ref format by default),
+def available_skills_command(magics: SkillsHost, args: list[str]) -> AvailableSkillsText:
+    """``%skills available``: the <available_skills> block (skills-ref format by default),
     filtered by name globs and fitted to a budget, with its token counts."""
-    from skill_magics.core.prompt_catalog import skills_catalog
+    from skill_magics.core.available_skills import available_skills
 
-    opts = catalog_parser().parse(args)
+    opts = available_skills_parser().parse(args)
     budget = opts.budget
     if budget is None and opts.budget_chars is None:
-        budget = getattr(magics, "catalog_budget", None)  # SkillMagics.catalog_budget
+        budget = getattr(magics, "available_skills_budget", None)  # the SkillMagics trait
     try:
-        catalog = skills_catalog(
+        block = available_skills(
             magics.manager,
             opts.names or None,
             max_tokens=budget,
@@ -313,7 +329,7 @@ def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
         raise UsageError(exc.magic_text()) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    text = CatalogText(catalog)
+    text = AvailableSkillsText(block)
     shell = getattr(magics, "shell", None)
     if opts.out and shell is not None:
         shell.user_ns[opts.out] = text
@@ -322,9 +338,9 @@ def catalog_command(magics: SkillsHost, args: list[str]) -> CatalogText:
 
 __all__ = [
     "SkillContextText",
-    "CatalogText",
+    "AvailableSkillsText",
     "ContextMagics",
-    "catalog_command",
+    "available_skills_command",
     "context_html",
     "highlight_xml",
 ]

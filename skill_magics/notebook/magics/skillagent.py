@@ -3,13 +3,12 @@
     %%skillagent --model claude-sonnet-4-5 --skills unit-converter -o t
     How many miles is a marathon?
 
-Core runs the loop (core/lab/agent.py): the catalog and tools a real client gives, every
-script call through the gate with the notebook's approval panel. This module parses the
-line, finds the client (``--client VAR``, else ``SkillMagics.model_client``) and the model
-(``--model``, else ``SkillMagics.model``), and returns the Transcript (shown as a widget,
-HTML or text: notebook/render/lab.py). On ipykernel >= 7.4 the cell is awaited
-(magics/rewrite.py), so approval clicks arrive while the model waits.
-"""
+Core runs the loop (core/lab/agent.py): the <available_skills> block and tools a real client
+gives, every script call through the gate with the notebook's approval panel. This module
+parses the line, finds the client (``--client VAR``, else ``SkillMagics.model_client``) and
+the model (``--model``, else ``SkillMagics.model``), and returns the Transcript (shown as a
+widget, HTML or text: notebook/render/lab.py). On ipykernel >= 7.4 the cell is awaited
+(magics/rewrite.py), so approval clicks arrive while the model waits."""
 
 from __future__ import annotations
 
@@ -127,7 +126,7 @@ class SkillAgentMagics(SharedMagics):
         """Let a model work on the cell with the skills: %%skillagent [--model M] [--skills A B]
         [--client VAR] [-o VAR]
 
-        The model sees the <available_skills> catalog, the activate_skill tool and the
+        The model sees the <available_skills> block, the activate_skill tool and the
         skills' script tools; each script it calls asks for approval first. Returns the
         Transcript (messages, steps with timing, activated, tool_calls, final_text, usage).
         """
@@ -177,7 +176,7 @@ class SkillAgentMagics(SharedMagics):
         tools = ", ".join(spec.name for spec in offer.specs) or "(none)"
         exc.note(
             f"a model would get this prompt with a system prompt of {len(offer.system):,} "
-            f"characters (the <available_skills> catalog of {', '.join(offer.skills)}) and "
+            f"characters (the <available_skills> block of {', '.join(offer.skills)}) and "
             f"the tools {tools}"
         )
         if opts.out:

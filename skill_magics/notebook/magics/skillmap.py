@@ -1,4 +1,4 @@
-"""``%%skillrun skill.script --map VAR [--workers N] [--executor VAR]``: one script over every
+"""``%%skillrun skill.script --map VAR [--workers N] [--pool VAR]``: one script over every
 item of a notebook variable, approved once, with live progress and a Stop button.
 
 The magic parses the line, turns VAR into items (a pandas DataFrame: one JSON object per
@@ -7,7 +7,8 @@ row, converted as ``--eval`` converts values; a list or any iterable: one item e
 stays one argv element, no shell), asks core to plan the batch, and hands the plan to the
 one call site (``manager.run_planned``) with the notebook approver: ONE request through the
 gate, then the items.
-The cell's value is the BatchResult (``-o NAME`` stores it too).
+The cell's value is the BatchResult (``-o NAME`` stores it too). ``--executor VAR`` is the
+deprecated old name of ``--pool VAR`` (a FutureWarning, which notebooks show).
 
 docs/architecture.md, *Batch runs*.
 """
@@ -53,7 +54,7 @@ class MapRun:
     plan: BatchPlan
     out: str | None
     workers: int | None
-    executor: Any
+    pool: Any
 
     @property
     def name(self) -> str:
@@ -77,12 +78,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     if opts.workers is not None and opts.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
     value = _variable(magics, opts.map, "--map")
-    executor = _variable(magics, opts.executor, "--executor") if opts.executor else None
-    if executor is not None and not _is_executor(executor):
-        raise UsageError(
-            f"--executor {opts.executor}: executor= must be a concurrent.futures.Executor, a "
-            f"dask.distributed.Client or a scheduler address, not a {type(executor).__name__}"
-        )
+    pool = _pool(magics, opts)
     items = _items(value, opts.map)
     try:
         if template is not None and placeholders(template):
@@ -114,10 +110,32 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
             )
     except (SkillMagicsError, ValueError) as exc:
         raise usage_error(exc) from None
-    return MapRun(plan, opts.out, opts.workers, executor)
+    return MapRun(plan, opts.out, opts.workers, pool)
 
 
-def _is_executor(value: Any) -> bool:
+def _pool(magics: Any, opts: Any) -> Any:
+    """The variable ``--pool VAR`` names (or ``--executor VAR``, its deprecated old name)."""
+    from skill_magics.core.deprecation import renamed_argument
+
+    try:
+        name = renamed_argument(
+            opts.pool, opts.executor, new="--pool", old="--executor", category=FutureWarning
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if name is None:
+        return None
+    option = "--pool" if opts.pool is not None else "--executor"
+    pool = _variable(magics, name, option)
+    if not _is_pool(pool):
+        raise UsageError(
+            f"{option} {name}: pool= must be a concurrent.futures.Executor, a "
+            f"dask.distributed.Client or a scheduler address, not a {type(pool).__name__}"
+        )
+    return pool
+
+
+def _is_pool(value: Any) -> bool:
     from concurrent.futures import Executor
 
     from skill_magics.core.run.dask_backend import is_dask_client
@@ -169,7 +187,7 @@ def _options(run: MapRun, progress: Any) -> BatchOptions:
     from skill_magics.core.run.pipeline import BatchOptions
 
     on_progress = None if progress is None else progress.update
-    return BatchOptions(max_workers=run.workers, pool=run.executor, on_progress=on_progress)
+    return BatchOptions(max_workers=run.workers, pool=run.pool, on_progress=on_progress)
 
 
 class _Progress:

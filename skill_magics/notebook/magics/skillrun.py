@@ -134,11 +134,17 @@ class SkillRunMagics(SharedMagics):
     )
     @argument("--workers", type=int, default=None, help="with --map: items run at once")
     @argument(
-        "--executor",
+        "--pool",
         default=None,
         metavar="VAR",
         help="with --map: a concurrent.futures.Executor, dask.distributed.Client or "
         "scheduler address held in VAR",
+    )
+    @argument(
+        "--executor",
+        default=None,
+        metavar="VAR",
+        help="deprecated: the old name of --pool",
     )
     @cell_magic
     def skillrun(self, line: str, cell: str = "") -> Any:

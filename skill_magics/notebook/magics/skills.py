@@ -89,7 +89,8 @@ class SkillMagics(Magics):
         [Unicode(), List(Unicode())],
         default_value=[],
         help='Skills pre-approved without asking: a list of names or "*" (audited). '
-        "Env var SKILL_MAGICS_AUTO_APPROVE does the same (comma-separated or *).",
+        "Env var SKILL_MAGICS_AUTO_APPROVE does the same (names separated by commas or "
+        "spaces, or *).",
     ).tag(config=True)
     inherit_env = Bool(
         False, help="Give scripts the kernel's whole environment (default: a minimal one)."
@@ -115,11 +116,14 @@ class SkillMagics(Magics):
     audit_log = Unicode(
         None, allow_none=True, help="Also append audit records to this JSONL file."
     ).tag(config=True)
-    catalog_budget = Int(
+    available_skills_budget = Int(
         None,
         allow_none=True,
-        help="Token budget of %skills catalog (and what %skills validate checks descriptions "
-        "against) when no --budget is given; None: no budget.",
+        help="Token budget of %skills available (and what %skills validate checks "
+        "descriptions against) when no --budget is given; None: no budget.",
+    ).tag(config=True)
+    catalog_budget = Int(
+        None, allow_none=True, help="Deprecated: the old name of available_skills_budget."
     ).tag(config=True)
     sandbox = CaselessStrEnum(
         ["off", "read-only", "workspace-write", "auto"],
@@ -267,6 +271,25 @@ class SkillMagics(Magics):
             manager.grants.clear()  # the new list is the whole answer, as when assigned
         manager.configure(**self._setting_values())
 
+    @observe("catalog_budget")
+    def _old_budget_name(self, change: Any) -> None:
+        from skill_magics.core.deprecation import renamed_argument
+
+        new, old = "SkillMagics.available_skills_budget", "SkillMagics.catalog_budget"
+        current = self.available_skills_budget
+        try:
+            value = renamed_argument(
+                None if current in (change["old"], change["new"]) else current,
+                change["new"],
+                new=new,
+                old=old,
+                category=FutureWarning,
+                stacklevel=2,
+            )
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        self.available_skills_budget = value
+
     @observe("audit_log")
     def _audit_log_changed(self, change: Any) -> None:
         manager = self._manager
@@ -280,7 +303,7 @@ class SkillMagics(Magics):
         nargs="?",
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
-        "approvals, revoke NAME|--all, history, catalog, validate, env NAME, "
+        "approvals, revoke NAME|--all, history, available, validate, env NAME, "
         "install SOURCE, verify, sync, update, triggers NAME, evals NAME, warm [--stop|NAME]",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
@@ -294,7 +317,7 @@ class SkillMagics(Magics):
         %skills remove DIR | reload | dirs
         %skills approvals            session approvals; %skills revoke NAME forgets one
         %skills history              this session's audit records
-        %skills catalog              the <available_skills> block for a system prompt
+        %skills available            the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
         %skills env NAME             install what the skill's scripts lack into its own

@@ -45,7 +45,7 @@ def summary_html(result: Any) -> str:
     line = (
         f"<strong><code>{_e(result.name)}</code></strong> · {len(result):,} items · {badges} · "
         f"{result.wall_s:.2f} s · {result.throughput:.1f} items/s · "
-        f"{result.workers} workers on {_e(result.executor)}"
+        f"{result.workers} workers on {_e(result.pool)}"
     )
     warm = getattr(result, "warm_starts", 0)
     if warm:

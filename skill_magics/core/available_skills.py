@@ -1,13 +1,16 @@
-"""The ``<available_skills>`` catalog for a system prompt: filtered, budgeted, never silent.
+"""The ``<available_skills>`` block for a system prompt: filtered, budgeted, never silent.
 
-What is listed (docs/architecture.md, *The budgeted catalog*):
+One name for it in code and docs: *available skills* (``available_skills()``, an
+:class:`AvailableSkills` ``str``); ``core/catalog/`` is the other thing, the skills on disk.
+What is listed (docs/architecture.md, *The available skills block*):
 
 1. Skills in priority order: the order of ``names``; else, with ``include`` patterns, the
    skills matching the first pattern (by name), then the second, ...; else by name.
 2. Left out entirely, as the Agent Skills client guide asks (the model never sees them):
    skills not matching any ``include`` glob, skills matching an ``exclude`` glob, and skills
    whose frontmatter says ``disable-model-invocation: true`` (Claude Code's opt-out of
-   model-driven use; also read from ``metadata:``). ``Catalog.omitted`` names each, with why.
+   model-driven use; also read from ``metadata:``). ``AvailableSkills.omitted`` names each,
+   with why.
 3. With ``max_chars`` and/or ``max_tokens``, the whole block must fit (both, when both are
    given). The rule, in order:
 
@@ -18,19 +21,19 @@ What is listed (docs/architecture.md, *The budgeted catalog*):
       (last first) until the rest fits (step b is redone for the rest).
 
    Every shortened or dropped skill is named in a comment inside the block (which the
-   model reads, and which is counted in the budget) and in ``Catalog.shortened`` /
-   ``Catalog.omitted``. A description is never cut without the ``…`` and the note.
-4. No skill left: the catalog is ``""`` (no empty block: the guide says to omit it).
+   model reads, and which is counted in the budget) and in ``AvailableSkills.shortened`` /
+   ``AvailableSkills.omitted``. A description is never cut without the ``…`` and the note.
+4. No skill left: the block is ``""`` (no empty block: the guide says to omit it).
 
 Formats: ``"skills-ref"`` (default; byte-identical to skills-ref's ``to_prompt`` when nothing
 is filtered, shortened or dropped) and ``"guide"`` (the client guide's indented layout,
 escaped with ``core/xmltext.py``).
 
 Example:
-    >>> cat = skills_catalog(manager, max_tokens=400, exclude=["demo-*"])
-    >>> cat.omitted
+    >>> block = available_skills(manager, max_tokens=400, exclude=["demo-*"])
+    >>> block.omitted
     (Omission(name='demo-behaviours', reason="excluded by 'demo-*'"),)
-    >>> cat.tokens <= 400   # counted by cat.counter: tiktoken when cached, else an estimate
+    >>> block.tokens <= 400   # counted by block.counter: tiktoken when cached, else an estimate
     True
 """
 
@@ -43,12 +46,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from skill_magics.core.deprecation import deprecated_alias
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import SkillMetadata
 from skill_magics.core.tokens import TokenCounter, as_counter
 from skill_magics.core.xmltext import element
 
-CatalogFormat = Literal["skills-ref", "guide"]
+Layout = Literal["skills-ref", "guide"]
 FORMATS: tuple[str, ...] = ("skills-ref", "guide")
 MIN_DESCRIPTION = 100  # characters a shortened description keeps at least
 ELLIPSIS = "…"
@@ -56,30 +60,30 @@ OPT_OUT_KEY = "disable-model-invocation"
 
 
 @dataclass(frozen=True)
-class CatalogEntry:
+class ListedSkill:
     """One listed skill: what the model sees of it and what it costs."""
 
     name: str
     description: str  # as listed (shortened ones end in "…")
     location: str  # absolute, resolved SKILL.md path
     chars: int  # of this skill's entry in the block
-    tokens: int  # of this skill's entry, by the catalog's counter
+    tokens: int  # of this skill's entry, by the block's counter
     original_chars: int  # of the full description
     shortened: bool = False
 
 
 @dataclass(frozen=True)
 class Omission:
-    """A skill that is not in the catalog, and why (``budget``, a pattern, the opt-out)."""
+    """A skill that is not in the block, and why (``budget``, a pattern, the opt-out)."""
 
     name: str
     reason: str
 
 
-class Catalog(str):
-    """The catalog text (a plain ``str``), with what was listed, left out and counted."""
+class AvailableSkills(str):
+    """The block's text (a plain ``str``), with what was listed, left out and counted."""
 
-    entries: tuple[CatalogEntry, ...]
+    entries: tuple[ListedSkill, ...]
     omitted: tuple[Omission, ...]
     tokens: int
     counter: str  # which tokenizer counted: "tiktoken o200k_base" or the estimate's label
@@ -87,7 +91,7 @@ class Catalog(str):
     max_tokens: int | None
     layout: str  # the format it was written in: "skills-ref" or "guide"
 
-    def __new__(cls, text: str, **info: Any) -> Catalog:
+    def __new__(cls, text: str, **info: Any) -> AvailableSkills:
         self = super().__new__(cls, text)
         self.entries = tuple(info.get("entries", ()))
         self.omitted = tuple(info.get("omitted", ()))
@@ -130,7 +134,7 @@ class Catalog(str):
         return "\n".join(lines)
 
 
-def skills_catalog(
+def available_skills(
     manager: SkillManager,
     names: Iterable[str] | None = None,
     *,
@@ -138,12 +142,13 @@ def skills_catalog(
     max_tokens: int | None = None,
     include: str | Iterable[str] | None = None,
     exclude: str | Iterable[str] | None = None,
-    format: CatalogFormat = "skills-ref",
+    format: Layout = "skills-ref",
     min_description: int = MIN_DESCRIPTION,
     counter: TokenCounter | Any | None = None,
     descriptions: Mapping[str, str] | None = None,
-) -> Catalog:
-    """The ``<available_skills>`` block (a :class:`Catalog`, a ``str``); see the module doc.
+) -> AvailableSkills:
+    """The ``<available_skills>`` block (an :class:`AvailableSkills`, a ``str``); see the
+    module doc.
 
     ``include``/``exclude`` are name globs (``"pdf-*"``); ``names`` picks and orders skills
     explicitly (an unknown name raises SkillNotFoundError). ``counter`` counts tokens
@@ -168,7 +173,7 @@ def skills_catalog(
     text, kept, cap, dropped = fitted
     omitted += [Omission(m.name, "budget") for m in dropped]
     entries = tuple(_entry(m, cap, format, tokenizer, where) for m in kept)
-    return Catalog(
+    return AvailableSkills(
         text,
         entries=entries,
         omitted=omitted,
@@ -191,8 +196,8 @@ def model_visible(manager: SkillManager) -> list[str]:
     return sorted(m.name for m in manager.list_skills() if not opted_out(m))
 
 
-def entry_text(meta: SkillMetadata, format: CatalogFormat = "skills-ref") -> str:
-    """One skill's ``<skill>`` element as the catalog writes it (full description)."""
+def entry_text(meta: SkillMetadata, format: Layout = "skills-ref") -> str:
+    """One skill's ``<skill>`` element as the block lists it (full description)."""
     return _entry_lines(meta.name, meta.description, _location(meta), format)
 
 
@@ -258,7 +263,7 @@ def _select(
 
 def _fit(
     metas: Sequence[SkillMetadata],
-    format: CatalogFormat,
+    format: Layout,
     max_chars: int | None,
     max_tokens: int | None,
     floor: int,
@@ -307,7 +312,7 @@ def _fit(
 def _render(
     metas: Sequence[SkillMetadata],
     cap: int | None,
-    format: CatalogFormat,
+    format: Layout,
     dropped: Sequence[SkillMetadata],
     where: dict[str, str] | None = None,
 ) -> str:
@@ -334,7 +339,7 @@ def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
     if dropped:
         parts.append(
             f"{len(dropped)} more skill{'s' if len(dropped) != 1 else ''} not listed to fit "
-            f"the catalog budget: {', '.join(dropped)}."
+            f"the catalog budget: {', '.join(dropped)}."  # text the model reads: unchanged
         )
     if shortened:
         parts.append(f"Descriptions shortened to fit (ending in …): {', '.join(shortened)}.")
@@ -355,7 +360,7 @@ def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
     return location
 
 
-def _entry_lines(name: str, description: str, location: str, format: CatalogFormat) -> str:
+def _entry_lines(name: str, description: str, location: str, format: Layout) -> str:
     if format == "guide":
         return "\n".join(
             [
@@ -386,13 +391,13 @@ def _entry_lines(name: str, description: str, location: str, format: CatalogForm
 def _entry(
     meta: SkillMetadata,
     cap: int | None,
-    format: CatalogFormat,
+    format: Layout,
     counter: TokenCounter,
     where: dict[str, str],
-) -> CatalogEntry:
+) -> ListedSkill:
     description = meta.description if cap is None else shorten(meta.description, cap)
     text = _entry_lines(meta.name, description, _location(meta, where), format)
-    return CatalogEntry(
+    return ListedSkill(
         name=meta.name,
         description=description,
         location=_location(meta, where),
@@ -403,13 +408,18 @@ def _entry(
     )
 
 
+# The old name (issue 30: ``catalog`` is also core/catalog/, the skills on disk), for one release.
+skills_catalog = deprecated_alias(available_skills, "skills_catalog")
+
 __all__ = [
-    "Catalog",
-    "CatalogEntry",
+    "AvailableSkills",
     "FORMATS",
+    "Layout",
+    "ListedSkill",
     "MIN_DESCRIPTION",
     "OPT_OUT_KEY",
     "Omission",
+    "available_skills",
     "entry_text",
     "model_visible",
     "opted_out",

@@ -1,4 +1,5 @@
-"""The budgeted, filtered catalog: nothing left out silently, skills-ref's bytes by default."""
+"""The budgeted, filtered <available_skills> block (core/available_skills.py): nothing left
+out silently, skills-ref's bytes by default."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
-from skill_magics.core.prompt_catalog import MIN_DESCRIPTION, shorten, skills_catalog
+from skill_magics.core.available_skills import MIN_DESCRIPTION, available_skills, shorten
 from skill_magics.core.tokens import ESTIMATE_LABEL, TokenCounter
 
 LONG = (
@@ -40,14 +41,14 @@ def _listed(catalog: str) -> list[str]:
 
 def test_unbudgeted_is_skills_ref_byte_for_byte(five):
     dirs = [Path(m.path).parent for m in five.list_skills()]
-    catalog = skills_catalog(five)
+    catalog = available_skills(five)
     assert catalog == skills_ref_prompt.to_prompt(dirs)
     assert catalog.omitted == () and catalog.shortened == ()
     assert [e.name for e in catalog.entries] == [f"skill-{c}" for c in "abcde"]
 
 
 def test_include_and_exclude_globs(five):
-    catalog = skills_catalog(five, include=["skill-[cd]", "skill-a"], exclude="skill-d")
+    catalog = available_skills(five, include=["skill-[cd]", "skill-a"], exclude="skill-d")
     # include order is priority order: the first pattern's skills first
     assert _listed(catalog) == ["skill-c", "skill-a"]
     reasons = {o.name: o.reason for o in catalog.omitted}
@@ -73,7 +74,7 @@ def test_disable_model_invocation_is_left_out(tmp_path, make_skill):
         "auto",
         {"name": "auto", "description": "Helps.", "disable-model-invocation": False},
     )
-    catalog = skills_catalog(manager_for(tmp_path))
+    catalog = available_skills(manager_for(tmp_path))
     assert _listed(catalog) == ["auto"]
     assert {o.name: o.reason for o in catalog.omitted} == {
         "manual": "disable-model-invocation: true",
@@ -82,13 +83,13 @@ def test_disable_model_invocation_is_left_out(tmp_path, make_skill):
 
 
 def test_nothing_left_means_no_block(five):
-    catalog = skills_catalog(five, exclude="*")
+    catalog = available_skills(five, exclude="*")
     assert catalog == "" and len(catalog.omitted) == 5 and catalog.tokens == 0
 
 
 def test_budget_shortens_first_and_says_so(five):
-    full = skills_catalog(five)
-    catalog = skills_catalog(five, max_chars=len(full) - 200)
+    full = available_skills(five)
+    catalog = available_skills(five, max_chars=len(full) - 200)
     assert len(catalog) <= len(full) - 200
     assert _listed(catalog) == [f"skill-{c}" for c in "abcde"]  # nobody dropped
     assert set(catalog.shortened) == {f"skill-{c}" for c in "abcde"}
@@ -101,7 +102,7 @@ def test_budget_shortens_first_and_says_so(five):
 
 
 def test_budget_drops_from_the_end_and_names_them(five):
-    catalog = skills_catalog(five, max_tokens=250, counter=None)
+    catalog = available_skills(five, max_tokens=250, counter=None)
     assert catalog.tokens <= 250 and catalog.counter == ESTIMATE_LABEL
     kept = _listed(catalog)
     assert kept == [f"skill-{c}" for c in "abcde"][: len(kept)] and 0 < len(kept) < 5
@@ -117,24 +118,24 @@ def test_budget_drops_from_the_end_and_names_them(five):
 
 
 def test_names_set_the_priority(five):
-    catalog = skills_catalog(five, ["skill-e", "skill-a", "skill-c"], max_tokens=160)
+    catalog = available_skills(five, ["skill-e", "skill-a", "skill-c"], max_tokens=160)
     assert _listed(catalog) == ["skill-e"] and list(catalog.dropped) == ["skill-a", "skill-c"]
 
 
 def test_budget_too_small_for_anything(five):
-    catalog = skills_catalog(five, max_chars=10)
+    catalog = available_skills(five, max_chars=10)
     assert catalog == "" and len(catalog.dropped) == 5
 
 
 def test_both_budgets_hold(five):
-    catalog = skills_catalog(five, max_chars=900, max_tokens=400)
+    catalog = available_skills(five, max_chars=900, max_tokens=400)
     assert len(catalog) <= 900 and catalog.tokens <= 400
 
 
 def test_fits_exactly_changes_nothing(five):
-    full = skills_catalog(five)
-    assert skills_catalog(five, max_chars=len(full)) == full
-    assert skills_catalog(five, max_tokens=full.tokens).shortened == ()
+    full = available_skills(five)
+    assert available_skills(five, max_chars=len(full)) == full
+    assert available_skills(five, max_tokens=full.tokens).shortened == ()
 
 
 def test_counts_per_skill_and_total_with_a_real_tokenizer(five):
@@ -147,7 +148,7 @@ def test_counts_per_skill_and_total_with_a_real_tokenizer(five):
         mergeable_ranks={bytes([i]): i for i in range(256)},
         special_tokens={},
     )
-    catalog = skills_catalog(five, counter=encoding, max_tokens=1000)
+    catalog = available_skills(five, counter=encoding, max_tokens=1000)
     assert catalog.counter == "tiktoken bytes"
     assert catalog.tokens == len(catalog.encode()) <= 1000
     for entry in catalog.entries:
@@ -155,12 +156,12 @@ def test_counts_per_skill_and_total_with_a_real_tokenizer(five):
             entry.chars - len(entry.description)
         )
     assert catalog.dropped, "the budget, counted in bytes, should have left skills out"
-    assert catalog.tokens < skills_catalog(five, counter=encoding).tokens
+    assert catalog.tokens < available_skills(five, counter=encoding).tokens
 
 
 def test_custom_counter_and_report(five):
     words = TokenCounter("words", lambda text: len(text.split()))
-    catalog = skills_catalog(five, counter=words, exclude="skill-e")
+    catalog = available_skills(five, counter=words, exclude="skill-e")
     report = catalog.report()
     assert "total: 4 skills" in report and "(words)" in report
     assert "skill-e" in report and "left out: excluded by 'skill-e'" in report
@@ -169,7 +170,7 @@ def test_custom_counter_and_report(five):
 
 def test_guide_format_is_well_formed_and_escaped(tmp_path, make_skill):
     make_skill(tmp_path, "amp", {"name": "amp", "description": "Tom & <Jerry> \x01 bell"})
-    catalog = skills_catalog(manager_for(tmp_path), format="guide")
+    catalog = available_skills(manager_for(tmp_path), format="guide")
     root = ET.fromstring(catalog)
     skill = root.find("skill")
     assert skill.find("name").text == "amp"
@@ -179,11 +180,35 @@ def test_guide_format_is_well_formed_and_escaped(tmp_path, make_skill):
 
 def test_bad_arguments(five):
     with pytest.raises(ValueError, match="format"):
-        skills_catalog(five, format="json")
+        available_skills(five, format="json")
     with pytest.raises(ValueError, match="max_tokens"):
-        skills_catalog(five, max_tokens=-1)
+        available_skills(five, max_tokens=-1)
 
 
 def test_shorten_cuts_at_a_word():
     assert shorten("alpha beta gamma delta", 13) == "alpha beta…"
     assert shorten("short", 10) == "short"
+
+
+def test_skills_catalog_is_the_deprecated_old_name(five):
+    """``catalog`` is core/catalog/ (skills on disk); the block's old name still works for one
+    release, warns naming the new one, and gives the same block."""
+    import warnings
+
+    import skill_magics
+    from skill_magics.core.context import skills_catalog
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = skill_magics.available_skills(five, max_tokens=300)
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"^skills_catalog\(\) is deprecated .*use "
+        r"available_skills\(\) instead$",
+    ) as caught:
+        old = skill_magics.skills_catalog(five, max_tokens=300)
+    assert caught[0].filename == __file__
+    assert (
+        old == new and old.omitted == new.omitted and skills_catalog is skill_magics.skills_catalog
+    )
+    assert skills_catalog.__name__ == "skills_catalog"

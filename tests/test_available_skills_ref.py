@@ -1,4 +1,4 @@
-"""skills_catalog: byte-for-byte the <available_skills> block of skills-ref's to_prompt."""
+"""available_skills: byte-for-byte the <available_skills> block of skills-ref's to_prompt."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
-from skill_magics.core.context import skills_catalog
+from skill_magics.core.context import available_skills
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 
@@ -20,9 +20,9 @@ def reference(manager) -> str:
 
 
 def test_empty_catalog_is_no_block(tmp_path):
-    # The client guide: no skills, no catalog (skills-ref writes an empty block here).
+    # The client guide: no skills, no block (skills-ref writes an empty block here).
     manager = manager_for(tmp_path)
-    catalog = skills_catalog(manager)
+    catalog = available_skills(manager)
     assert catalog == ""
     assert catalog.entries == () and catalog.omitted == () and catalog.tokens == 0
 
@@ -30,7 +30,7 @@ def test_empty_catalog_is_no_block(tmp_path):
 def test_bundled_examples_match_skills_ref_byte_for_byte():
     manager = manager_for(EXAMPLES)
     assert manager.list_skills(), "bundled example skills are missing"
-    assert skills_catalog(manager) == reference(manager)
+    assert available_skills(manager) == reference(manager)
 
 
 def test_escaping_matches_skills_ref(tmp_path, make_skill):
@@ -39,7 +39,7 @@ def test_escaping_matches_skills_ref(tmp_path, make_skill):
     make_skill(tmp_path, "beta", "name: beta\ndescription: Plain description, with a comma")
     make_skill(tmp_path, "gamma", "name: gamma\ndescription: 'Unicode ✓ — ünïcode > ascii'")
     manager = manager_for(tmp_path)
-    catalog = skills_catalog(manager)
+    catalog = available_skills(manager)
     assert catalog == reference(manager)
     assert "Tom &amp; Jerry&#x27;s &lt;b&gt;bold&lt;/b&gt; tool" in catalog
     root = ET.fromstring(catalog)
@@ -51,7 +51,7 @@ def test_location_is_the_absolute_resolved_skill_md(tmp_path, make_skill):
     make_skill(real, "linked")
     (tmp_path / "via").symlink_to(real, target_is_directory=True)
     manager = manager_for(tmp_path / "via")
-    catalog = skills_catalog(manager)
+    catalog = available_skills(manager)
     assert f"<location>\n{real.resolve() / 'linked' / 'SKILL.md'}\n</location>" in catalog
     assert catalog == reference(manager)
 
@@ -60,6 +60,6 @@ def test_names_select_and_order(tmp_path, make_skill):
     for name in ("one", "two", "three"):
         make_skill(tmp_path, name)
     manager = manager_for(tmp_path)
-    catalog = skills_catalog(manager, ["two", "one"])
+    catalog = available_skills(manager, ["two", "one"])
     dirs = [tmp_path / "two", tmp_path / "one"]
     assert catalog == skills_ref_prompt.to_prompt(dirs)

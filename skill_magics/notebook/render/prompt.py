@@ -1,4 +1,5 @@
-"""HTML views for prompt engineering: the catalog's sizes and omissions, validation problems.
+"""HTML views for prompt engineering: the ``<available_skills>`` block's sizes and omissions,
+validation problems.
 
 Plain tables, everything escaped; readable on GitHub and nbviewer (no scripts, no CSS).
 """
@@ -14,26 +15,26 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def catalog_report_html(catalog: Any) -> str:
+def available_skills_html(block: Any) -> str:
     """Per-skill tokens and characters, what was shortened or left out and why, the total."""
     rows = []
-    for entry in catalog.entries:
+    for entry in block.entries:
         note = f"shortened from {entry.original_chars:,} characters" if entry.shortened else ""
         rows.append(
             f"<tr><td><code>{_e(entry.name)}</code></td><td>{entry.tokens:,}</td>"
             f"<td>{entry.chars:,}</td><td>{_e(note)}</td></tr>"
         )
-    for omission in catalog.omitted:
+    for omission in block.omitted:
         rows.append(
             f"<tr><td><code>{_e(omission.name)}</code></td><td>-</td><td>-</td>"
             f"<td><strong>left out</strong>: {_e(omission.reason)}</td></tr>"
         )
     total = (
-        f"{len(catalog.entries)} skills listed, {catalog.tokens:,} tokens, "
-        f"{len(catalog):,} characters ({catalog.counter}); budget: {catalog.budget_text()}"
+        f"{len(block.entries)} skills listed, {block.tokens:,} tokens, "
+        f"{len(block):,} characters ({block.counter}); budget: {block.budget_text()}"
     )
     return (
-        "<table class='skill-magics-catalog'><thead><tr><th>skill</th><th>tokens</th>"
+        "<table class='skill-magics-available-skills'><thead><tr><th>skill</th><th>tokens</th>"
         f"<th>chars</th><th>note</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"<p>{_e(total)}</p>"
     )
@@ -63,4 +64,4 @@ def validation_text(results: Mapping[str, Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["catalog_report_html", "validation_html", "validation_text"]
+__all__ = ["available_skills_html", "validation_html", "validation_text"]

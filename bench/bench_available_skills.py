@@ -1,9 +1,10 @@
-"""How long the budgeted catalog takes for many skills (prints figures; not a test).
+"""How long the budgeted <available_skills> block takes for many skills (prints figures,
+not a test).
 
-    .venv/bin/python bench/bench_catalog.py [--skills 1000] [--repeat 5]
+    .venv/bin/python bench/bench_available_skills.py [--skills 1000] [--repeat 5]
 
 Builds N skills (descriptions 150-400 characters) in a temp dir, lists them once, then times
-``skills_catalog`` with no budget, a budget that only shortens, and a budget that drops most
+``available_skills`` with no budget, a budget that only shortens, and a budget that drops most
 skills, with the default counter (the estimate unless a tiktoken encoding is cached).
 """
 
@@ -15,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from skill_magics.core.available_skills import available_skills
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.prompt_catalog import skills_catalog
 
 WORDS = "extract tables forms merge split rotate pages watermark documents scanned files".split()
 
@@ -49,16 +50,16 @@ def main() -> None:
         build(Path(tmp), args.skills)
         manager = SkillManager([tmp])
         manager.list_skills()
-        full = skills_catalog(manager)
-        print(f"{args.skills} skills, full catalog {full.tokens:,} tokens ({full.counter})")
+        full = available_skills(manager)
+        print(f"{args.skills} skills, full block {full.tokens:,} tokens ({full.counter})")
         cases = {
             "no budget": {},
             "budget 80% (shortens)": {"max_tokens": int(full.tokens * 0.8)},
             "budget 4,000 tokens (drops)": {"max_tokens": 4000},
         }
         for label, options in cases.items():
-            times = timed(lambda o=options: skills_catalog(manager, **o), args.repeat)
-            cat = skills_catalog(manager, **options)
+            times = timed(lambda o=options: available_skills(manager, **o), args.repeat)
+            cat = available_skills(manager, **options)
             print(
                 f"{label:<30} median {statistics.median(times):8.1f} ms  min {min(times):8.1f} ms"
                 f"  listed {len(cat.entries)}, shortened {len(cat.shortened)}, "
