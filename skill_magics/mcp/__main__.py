@@ -23,15 +23,20 @@ def main(argv: list[str] | None = None) -> int:
     dirs = args.dirs or ["skills"]
     missing = [d for d in dirs if not Path(d).is_dir()]
     if missing:
-        print(f"skill-magics mcp: {missing[0]!r} is not a folder: give folders of skills",
-              file=sys.stderr)
+        print(
+            f"skill-magics mcp: {missing[0]!r} is not a folder: give folders of skills",
+            file=sys.stderr,
+        )
         return 2
     try:
-        from skill_magics.core.mcp import server
         import mcp  # noqa: F401
+
+        from skill_magics.core.mcp import server
     except ImportError:
-        print("skill-magics mcp: the MCP SDK is missing: pip install 'skill-magics[mcp]'",
-              file=sys.stderr)
+        print(
+            "skill-magics mcp: the MCP SDK is missing: pip install 'skill-magics[mcp]'",
+            file=sys.stderr,
+        )
         return 2
     if args.http is not None:
         server.run_http(dirs, args.host, args.http)

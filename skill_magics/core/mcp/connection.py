@@ -19,13 +19,16 @@ import os
 import tempfile
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from skill_magics.core.errors import McpError, McpSkillMismatchError
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
 
 DEFAULT_TIMEOUT = 30.0
+# Starting a stdio server may take a while (an interpreter importing its SDK, `uvx` fetching
+# a package): the handshake gets its own, longer limit.
+DEFAULT_CONNECT_TIMEOUT = 60.0
 _GRACE = 5.0  # past the loop's own timeout, the caller's wait on the thread gives up too
 
 
@@ -40,7 +43,7 @@ class ServerSpec:
     env: Mapping[str, str] | None = None
     timeout: float = DEFAULT_TIMEOUT
     cwd: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
 
     def __post_init__(self) -> None:
         check_label(self.label)
@@ -50,8 +53,10 @@ class ServerSpec:
                 "(streamable HTTP), not both or neither"
             )
         if self.command is not None:
-            if isinstance(self.command, str) or not self.command or not all(
-                isinstance(a, str) and a and "\x00" not in a for a in self.command
+            if (
+                isinstance(self.command, str)
+                or not self.command
+                or not all(isinstance(a, str) and a and "\x00" not in a for a in self.command)
             ):
                 raise McpError(
                     f"MCP server '{self.label}': command must be a non-empty list of "
@@ -65,8 +70,15 @@ class ServerSpec:
                 f"MCP server '{self.label}': url must start with http:// or https://, "
                 f"not {self.url!r}"
             )
-        if not (isinstance(self.timeout, (int, float)) and 0 < self.timeout <= 600):
-            raise McpError(f"MCP server '{self.label}': timeout must be 0-600 seconds")
+        for name in ("timeout", "connect_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and 0 < value <= 600
+            ):
+                raise McpError(
+                    f"MCP server '{self.label}': {name} must be more than 0 and at most 600 "
+                    f"seconds, not {value!r}"
+                )
 
     @property
     def origin(self) -> str:
@@ -86,12 +98,10 @@ class Connection:
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._done: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        self._thread = threading.Thread(
-            target=self._run, name=f"mcp-{spec.label}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=f"mcp-{spec.label}", daemon=True)
         self._thread.start()
         try:
-            self._ready.result(timeout=spec.timeout + _GRACE)
+            self._ready.result(timeout=spec.connect_timeout + _GRACE)
         except concurrent.futures.TimeoutError:
             self.close()
             raise self._error("did not finish connecting") from None
@@ -113,7 +123,7 @@ class Connection:
     async def _main(self) -> None:
         self._stop = asyncio.Event()
         try:
-            async with asyncio.timeout(self.spec.timeout):
+            async with asyncio.timeout(self.spec.connect_timeout):
                 client = self._make_client()
                 await client.__aenter__()
         except BaseException as exc:  # noqa: BLE001 - every failure becomes one line
@@ -182,7 +192,7 @@ class Connection:
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request of the skills extension; the raw result object."""
-        return self._submit(self._request(method, params), method)  # type: ignore[no-any-return]
+        return self._submit(self._request(method, params), method)
 
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         import mcp_types
@@ -190,11 +200,11 @@ class Connection:
 
         request = mcp_types.Request[dict[str, Any], str](method=method, params=params)
         result = await self._client.session.send_request(request, TypeAdapter(dict[str, Any]))
-        return result  # type: ignore[no-any-return]
+        return result
 
     def read(self, uri: str, max_bytes: int) -> bytes:
         """The bytes of one resource: exactly one content block, for this very URI."""
-        return self._submit(self._read(uri, max_bytes), f"resources/read {uri}")  # type: ignore[no-any-return]
+        return self._submit(self._read(uri, max_bytes), f"resources/read {uri}")
 
     async def _read(self, uri: str, max_bytes: int) -> bytes:
         result = await self._client.read_resource(uri)
@@ -207,20 +217,19 @@ class Connection:
         block = contents[0]
         if str(block.uri) != uri:
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: answered with the content of "
-                f"{block.uri}"
+                f"MCP server '{self.label}': file {uri}: answered with the content of {block.uri}"
             )
         text = getattr(block, "text", None)
         if text is not None:
             if len(text) > max_bytes:  # UTF-8 takes at least a byte a character
                 raise McpSkillMismatchError(
-                    f"MCP server '{self.label}': file {uri}: sent more than {max_bytes} bytes"
+                    f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} bytes listed"
                 )
             return str(text).encode("utf-8")
         blob = getattr(block, "blob", "")
         if len(blob) > (max_bytes + 2) // 3 * 4 + 4:
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: sent more than {max_bytes} bytes"
+                f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} bytes listed"
             )
         try:
             return base64.b64decode(blob, validate=True)
@@ -239,7 +248,7 @@ class Connection:
             return exc
         if isinstance(exc, TimeoutError):
             return self._error(
-                f"did not answer the handshake within {self.spec.timeout:g} s"
+                f"did not answer the handshake within {self.spec.connect_timeout:g} s"
                 + self._stderr_tail()
             )
         return self._error(f"could not be connected: {_one_line(exc)}" + self._stderr_tail())
@@ -297,6 +306,7 @@ def connect(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     cwd: str | os.PathLike[str] | None = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> Connection:
     """Open a connection to a skills server (``mcp`` must be installed: the [mcp] extra)."""
     try:
@@ -313,8 +323,6 @@ def connect(
             env,
             timeout,
             os.fspath(cwd) if cwd is not None else None,
+            connect_timeout,
         )
     )
-
-
-Transport = Literal["stdio", "http"]

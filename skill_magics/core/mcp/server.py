@@ -36,9 +36,7 @@ from skill_magics.core.mcp.wire import (
 )
 from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS
 
-NOT_SHIPPED = frozenset(
-    {"venv", ".venv", "node_modules", "__pycache__", ".git", "site-packages"}
-)
+NOT_SHIPPED = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git", "site-packages"})
 PAGE_SIZE = 50
 
 
@@ -265,7 +263,9 @@ def build_server(folders: SkillFolders) -> Any:
                 blob=base64.b64encode(data).decode("ascii"),
             )
         else:
-            block = types.TextResourceContents(uri=params.uri, mime_type=_mime(params.uri), text=text)
+            block = types.TextResourceContents(
+                uri=params.uri, mime_type=_mime(params.uri), text=text
+            )
         return types.ReadResourceResult(contents=[block])
 
     server: Any = Server(

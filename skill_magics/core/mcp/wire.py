@@ -106,8 +106,10 @@ def split_uri(label: str, uri: object, what: str) -> tuple[str, str, tuple[str, 
     if any(ord(c) < 0x21 or c in "\\\x7f" for c in uri):
         raise _mismatch(label, what, f"URI {uri!r} holds a space, control character or '\\'")
     parts = urlsplit(uri)
-    if not parts.scheme or not _SCHEME_RE.match(parts.scheme) or not uri.startswith(
-        parts.scheme + "://"
+    if (
+        not parts.scheme
+        or not _SCHEME_RE.match(parts.scheme)
+        or not uri.startswith(parts.scheme + "://")
     ):
         raise _mismatch(label, what, f"URI {uri!r} is path-like (no 'scheme://')")
     if parts.scheme == "file":
@@ -151,7 +153,9 @@ def parse_entry(label: str, raw: object) -> SkillEntry:
     expected = skill_path[-1] if skill_path else unquote(authority)
     if not isinstance(name, str) or name != expected:
         raise _mismatch(
-            label, f"skill {uri!r}", f"frontmatter name {name!r} differs from its URI's {expected!r}"
+            label,
+            f"skill {uri!r}",
+            f"frontmatter name {name!r} differs from its URI's {expected!r}",
         )
     problems = name_problems(name)
     if problems:
@@ -213,7 +217,9 @@ def _parse_file(
     if not isinstance(digest, str) or not _DIGEST_RE.match(digest):
         raise _mismatch(label, what, f"resource {uri!r} has digest {digest!r}, not sha256:<hex>")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        if not (isinstance(size, float) and math.isfinite(size) and size.is_integer() and size >= 0):
+        if not (
+            isinstance(size, float) and math.isfinite(size) and size.is_integer() and size >= 0
+        ):
             raise _mismatch(label, what, f"resource {uri!r} has size {size!r}, not a byte count")
         size = int(size)
     return SkillFile(uri, "/".join(segments[len(base) :]), digest, size)
