@@ -463,7 +463,7 @@ def test_a_hanging_call_is_a_one_line_timeout(hostile: McpSkillsHost, mode: obje
     assert hostile.read(entry, "scripts/run.py").verified  # the connection still works
 
 
-def test_silent_and_garbage_servers_fail_in_one_line() -> None:
+def test_silent_and_garbage_servers_fail_in_one_line(capfd: pytest.CaptureFixture[str]) -> None:
     for script, label in (("silent.py", "silent"), ("garbage.py", "garbage")):
         started = time.monotonic()
         with pytest.raises(McpError) as err:
@@ -471,6 +471,10 @@ def test_silent_and_garbage_servers_fail_in_one_line() -> None:
         assert time.monotonic() - started < 20
         text = str(err.value)
         assert text.startswith(f"MCP server '{label}' (") and "\n" not in text
+        assert "did not answer the handshake within 3 s" in text
+        assert ("not JSON-RPC" in text) == (label == "garbage")
+    # The SDK's tracebacks for each garbage line stay off stderr (a notebook's output).
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_a_server_without_skills_and_one_that_cannot_start() -> None:

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import binascii
 import concurrent.futures
+import logging
 import os
 import tempfile
 import threading
@@ -30,6 +31,25 @@ DEFAULT_TIMEOUT = 30.0
 # a package): the handshake gets its own, longer limit.
 DEFAULT_CONNECT_TIMEOUT = 60.0
 _GRACE = 5.0  # past the loop's own timeout, the caller's wait on the thread gives up too
+_THREAD_PREFIX = "skill-magics-mcp-"
+# Lines a server sent that were not JSON-RPC, by connection thread (the SDK's stdio reader
+# logs each with a traceback and drops it; we say it in the connection's one-line error).
+_GARBAGE: dict[str, str] = {}
+
+
+class _GarbageLog(logging.Handler):
+    """Keeps the SDK's "Failed to parse JSONRPC message" reports of our connections (and so
+    keeps their tracebacks off a notebook's stderr: a handler exists, no last-resort print)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name = threading.current_thread().name
+        if name.startswith(_THREAD_PREFIX) and name not in _GARBAGE:
+            exc = record.exc_info[1] if record.exc_info else None
+            detail = " ".join(str(exc).split())[:120] if exc is not None else ""
+            _GARBAGE[name] = detail or record.getMessage()
+
+
+_GARBAGE_LOG = _GarbageLog(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -98,7 +118,9 @@ class Connection:
         self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._done: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        self._thread = threading.Thread(target=self._run, name=f"mcp-{spec.label}", daemon=True)
+        name = f"{_THREAD_PREFIX}{spec.label}-{id(self):x}"
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        _watch_garbage()
         self._thread.start()
         try:
             self._ready.result(timeout=spec.connect_timeout + _GRACE)
@@ -241,6 +263,9 @@ class Connection:
     # -- errors and closing ----------------------------------------------------------------
 
     def _error(self, what: str) -> McpError:
+        garbage = _GARBAGE.get(self._thread.name)
+        if garbage is not None:
+            what += f" (it sent output that is not JSON-RPC: {garbage})"
         return McpError(f"MCP server '{self.label}' ({_short(self.spec.origin)}) {what}")
 
     def _connect_error(self, exc: BaseException) -> McpError:
@@ -267,6 +292,7 @@ class Connection:
         if self._thread.is_alive() and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=_GRACE * 2)
+        _GARBAGE.pop(self._thread.name, None)
         try:
             self._errlog.close()
         except OSError:
@@ -277,6 +303,12 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _watch_garbage() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if _GARBAGE_LOG not in logger.handlers:
+        logger.addHandler(_GARBAGE_LOG)
 
 
 def _one_line(exc: BaseException) -> str:
