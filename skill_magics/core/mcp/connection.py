@@ -245,13 +245,15 @@ class Connection:
         if text is not None:
             if len(text) > max_bytes:  # UTF-8 takes at least a byte a character
                 raise McpSkillMismatchError(
-                    f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} bytes listed"
+                    f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} "
+                    "bytes listed"
                 )
             return str(text).encode("utf-8")
         blob = getattr(block, "blob", "")
         if len(blob) > (max_bytes + 2) // 3 * 4 + 4:
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} bytes listed"
+                f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} "
+                "bytes listed"
             )
         try:
             return base64.b64decode(blob, validate=True)
