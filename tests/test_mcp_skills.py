@@ -631,3 +631,61 @@ def test_connection_is_a_context_manager_and_closes_its_server(roots: dict[str, 
         assert len(McpSkillsHost(conn).list_skills()) == 2
     with pytest.raises(McpError, match="is not connected"):
         conn.request("skills/list", {})
+
+
+# -- the manager and the notebook ------------------------------------------------------------
+
+
+def test_manager_adds_an_mcp_server_by_label(roots: dict[str, Path], tmp_path: Path) -> None:
+    from skill_magics.core.manager import SkillManager
+
+    manager = SkillManager(tmp_path)
+    argv = [PY, "-m", "skill_magics.mcp", "serve", str(roots["shared"])]
+    skills = manager.add_mcp_server("team", command=argv, timeout=20)
+    assert [e.qualified_name for e in skills] == ["team/pdf-forms", "team/sci-plotting"]
+    with pytest.raises(McpError, match="label 'team' is already in use"):
+        manager.add_mcp_server("team", command=argv)
+    with pytest.raises(McpError, match="label 'Team' cannot be used"):
+        manager.add_mcp_server("Team", command=argv)
+    assert manager.list_skills() == []  # never local skills: only by their label
+    assert manager.remove_mcp_server("team") and not manager.remove_mcp_server("team")
+
+
+def test_skills_add_mcp_magic_lists_them_with_their_origin(
+    ipython_shell: object,
+    roots: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    skills = tmp_path / "skills"
+    _write(skills / "local-one", {"SKILL.md": "---\nname: local-one\ndescription: Local.\n---\n"})
+    shell = ipython_shell(skills)  # type: ignore[operator]
+    added = shell.run_cell(
+        f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {roots['shared']}"
+    )
+    assert added.error_in_exec is None
+    table = shell.run_cell("%skills").result
+    text, page = repr(table), table._repr_html_()
+    assert "local-one" in text and "team/pdf-forms" in text and "team/sci-plotting" in text
+    assert "mcp: team (" in text and "skill_magics.mcp serve" in text
+    assert "team/pdf-forms" in page and "skill-magics-mcp-skills" in page
+    for line, expect in (
+        ("%skills add mcp team -- x", "already in use (" + PY),
+        ("%skills add mcp team -- x", "remove it first (%skills remove mcp team)"),
+        ("%skills add mcp Bad -- x", "label 'Bad' cannot be used"),
+        ("%skills add mcp other nothing", "Usage: %skills add mcp LABEL"),
+        ("%skills add mcp other --", "Usage: %skills add mcp LABEL"),
+        ("%skills remove mcp nobody", "No MCP server is labelled 'nobody'"),
+    ):
+        error = shell.run_cell(line).error_in_exec
+        assert error is not None and expect in str(error), (line, error)
+    assert shell.run_cell("%skills remove mcp team").error_in_exec is None
+    assert "team/" not in repr(shell.run_cell("%skills").result)
+    # What must NOT be taken for an MCP server: a folder called mcp, added as before.
+    _write(
+        tmp_path / "mcp" / "from-folder",
+        {"SKILL.md": "---\nname: from-folder\ndescription: In ./mcp.\n---\n"},
+    )
+    monkeypatch.chdir(tmp_path)
+    assert shell.run_cell("%skills add mcp").error_in_exec is None
+    assert "from-folder" in repr(shell.run_cell("%skills").result)
