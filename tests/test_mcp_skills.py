@@ -108,6 +108,9 @@ def write_our_extra_skills(root: Path) -> Path:
             "node_modules/x/index.js": "1\n",
         },
     )
+    # A name the spec refuses: left out (a host would refuse the whole listing), the rest
+    # still served.
+    _write(root / "bad-name", {"SKILL.md": "---\nname: Bad Name\ndescription: Caps.\n---\n"})
     outside = root.parent / "outside.txt"
     outside.write_text("outside the skill\n", encoding="utf-8")
     (base / "linked.txt").symlink_to(outside)

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from skill_magics.core.catalog.discovery import SkillFinder
+from skill_magics.core.catalog.frontmatter import name_problems
 from skill_magics.core.mcp.wire import (
     EXTENSION_ID,
     MAX_BYTES,
@@ -113,6 +114,10 @@ class SkillFolders:
 
 
 def _serve(name: str, base: Path) -> ServedSkill | None:
+    problems = name_problems(name)
+    if problems:  # a host refuses a listing holding such a name: leave this one out
+        print(f"skill-magics mcp: {name!r} not served: {problems[0]}", file=sys.stderr)
+        return None
     files: list[ServedFile] = []
     total = 0
     skill_md: bytes | None = None
