@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
-from skill_magics.core.mcp.cache import McpCache
+from skill_magics.core.mcp.cache import McpCache, fetch_into
 from skill_magics.core.mcp.connection import Connection, ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost
 from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
@@ -111,6 +111,12 @@ def write_our_extra_skills(root: Path) -> Path:
     # A name the spec refuses: left out (a host would refuse the whole listing), the rest
     # still served.
     _write(root / "bad-name", {"SKILL.md": "---\nname: Bad Name\ndescription: Caps.\n---\n"})
+    # Over the limits: left out whole (never half-served).
+    _write(root / "too-many", {f"data/{i}.txt": "" for i in range(512)})
+    _write(root / "too-many", {"SKILL.md": "---\nname: too-many\ndescription: 513.\n---\n"})
+    _write(root / "too-big", {"SKILL.md": "---\nname: too-big\ndescription: 17 MiB.\n---\n"})
+    with open(root / "too-big" / "data.bin", "wb") as fh:
+        fh.truncate(17 << 20)
     outside = root.parent / "outside.txt"
     outside.write_text("outside the skill\n", encoding="utf-8")
     (base / "linked.txt").symlink_to(outside)
@@ -538,15 +544,15 @@ def test_cache_stores_verified_files_host_only_and_remembers_the_origin(
     fastmcp_stdio: McpSkillsHost, roots: dict[str, Path], tmp_path: Path
 ) -> None:
     entry = fastmcp_stdio.find("sci-plotting")
-    cache = McpCache(tmp_path / "cache")
-    cache.check_outside([roots["shared"], tmp_path / "skills"])  # what must NOT be refused
+    # What must NOT be refused: a cache beside the skill folders, not in them.
+    cache = McpCache(tmp_path / "cache", discovery_dirs=[roots["shared"], tmp_path / "skills"])
     cached = cache.store(entry, "fastmcp_skills.py", list(fastmcp_stdio.fetch_all(entry)))
     assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
     assert disk_files(cached.base_dir) == disk_files(roots["shared"] / "sci-plotting")
     for p in cached.base_dir.rglob("*"):
         assert stat.S_IMODE(p.stat().st_mode) & 0o077 == 0
     # A restart: a new cache object finds it, still an MCP skill, with its binding.
-    (again,) = McpCache(tmp_path / "cache").cached()
+    (again,) = McpCache(tmp_path / "cache", discovery_dirs=[]).cached()
     assert again.origin == "mcp:fm" and again.binding == binding(entry)
     assert again.uri == "skill://sci-plotting/SKILL.md"
     origin = json.loads((tmp_path / "cache" / "fm" / "sci-plotting" / "origin.json").read_text())
@@ -556,48 +562,52 @@ def test_cache_stores_verified_files_host_only_and_remembers_the_origin(
     plot.write_bytes(b"print('evil')\n")
     with pytest.raises(McpCacheError, match=r"fm/sci-plotting, file 'scripts/plot.py': its bytes"):
         cache.verify("fm", "sci-plotting")
-    assert McpCache(tmp_path / "cache").cached() == []
-    cache.store(entry, "again", list(fastmcp_stdio.fetch_all(entry)))  # replaced whole
-    assert cache.verify("fm", "sci-plotting").server == "again"
+    assert McpCache(tmp_path / "cache", discovery_dirs=[]).cached() == []
+    again = fetch_into(cache, fastmcp_stdio, entry)  # fetched again: replaced whole
+    assert again.server.endswith("fastmcp_skills.py " + str(roots["shared"]))
+    assert cache.verify("fm", "sci-plotting").binding == binding(entry)
     (cached.base_dir / "scripts" / "helper.py").write_text("import os\n")
     with pytest.raises(McpCacheError, match="'scripts/helper.py': not in what was verified"):
         cache.verify("fm", "sci-plotting")
 
 
 def test_cache_refuses_unsafe_roots_and_unverified_files(
-    hostile: McpSkillsHost, tmp_path: Path
+    hostile: McpSkillsHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (entry,) = hostile.list_skills()
     fetched = list(hostile.fetch_all(entry))
     skills = tmp_path / "skills"
     skills.mkdir()
+    for root in (skills / "cache", tmp_path):  # inside a skill folder, or holding one
+        with pytest.raises(McpCacheError, match="overlaps the skill folder"):
+            McpCache(root, discovery_dirs=[skills]).store(entry, "s", fetched)
+    assert not (skills / "cache").exists()
+    monkeypatch.setenv("SKILL_MAGICS_PATH", str(skills))  # the default discovery paths count
     with pytest.raises(McpCacheError, match="overlaps the skill folder"):
-        McpCache(skills / "cache").check_outside([skills])
-    with pytest.raises(McpCacheError, match="overlaps the skill folder"):
-        McpCache(tmp_path).check_outside([skills])
+        McpCache(skills / "cache").store(entry, "s", fetched)
     open_root = tmp_path / "open"
     open_root.mkdir(mode=0o777)
     open_root.chmod(0o777)
     with pytest.raises(McpCacheError, match="not ours alone"):
-        McpCache(open_root).store(entry, "s", fetched)
+        McpCache(open_root, discovery_dirs=[]).store(entry, "s", fetched)
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "elsewhere")
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     with pytest.raises(McpCacheError, match="a link"):
-        McpCache(link).store(entry, "s", fetched)
+        McpCache(link, discovery_dirs=[]).store(entry, "s", fetched)
     assert list((tmp_path / "elsewhere").iterdir()) == []
     lied = [type(f)(f.path, f.uri, f.data + b"x", f.verified) for f in fetched]
     with pytest.raises(McpCacheError, match="not fetched and verified"):
-        McpCache(tmp_path / "c2").store(entry, "s", lied)
+        McpCache(tmp_path / "c2", discovery_dirs=[]).store(entry, "s", lied)
     with pytest.raises(McpCacheError, match="not fetched and verified"):
-        McpCache(tmp_path / "c2").store(entry, "s", fetched[:1])
+        McpCache(tmp_path / "c2", discovery_dirs=[]).store(entry, "s", fetched[:1])
     assert not (tmp_path / "c2" / "evil" / "demo").exists()  # nothing half-written
 
 
 def test_cache_write_never_follows_a_planted_link(hostile: McpSkillsHost, tmp_path: Path) -> None:
     (entry,) = hostile.list_skills()
     fetched = list(hostile.fetch_all(entry))
-    cache = McpCache(tmp_path / "cache")
+    cache = McpCache(tmp_path / "cache", discovery_dirs=[])
     cache.store(entry, "s", fetched)
     target = tmp_path / "victim"
     target.mkdir()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.errors import McpCacheError
-from skill_magics.core.mcp.host import FetchedFile
+from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
 from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS, write_file
 
@@ -67,11 +67,21 @@ class CachedSkill:
 
 
 class McpCache:
-    """See the module docstring. ``discovery_dirs``: the folders skills are found in."""
+    """See the module docstring. ``discovery_dirs``: the folders skills are found in (None:
+    the default ones, ``default_skill_dirs()``); the root may overlap none of them."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
-        self.root = Path(os.path.abspath(self.root))
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        discovery_dirs: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> None:
+        self.root = Path(os.path.abspath(root if root is not None else default_root()))
+        if discovery_dirs is None:
+            from skill_magics.core.catalog.discovery import default_skill_dirs
+
+            discovery_dirs = default_skill_dirs()
+        self.discovery_dirs = [Path(d) for d in discovery_dirs]
 
     # -- the root --------------------------------------------------------------------------
 
@@ -89,6 +99,7 @@ class McpCache:
 
     def _open_root(self) -> int:
         """The root's descriptor, made 0700 if missing; refused when unsafe."""
+        self.check_outside(self.discovery_dirs)
         if not self.root.exists() and not self.root.is_symlink():
             os.makedirs(self.root.parent, exist_ok=True)
             try:
@@ -242,6 +253,13 @@ class McpCache:
                 except McpCacheError:
                     continue
         return out
+
+
+def fetch_into(cache: McpCache, host: McpSkillsHost, entry: SkillEntry) -> CachedSkill:
+    """Read every file of ``entry`` from its server (each verified as it arrives) and store
+    them: what a run of an MCP skill will start from. A mismatch stores nothing."""
+    fetched = list(host.fetch_all(entry))
+    return cache.store(entry, host.connection.spec.origin, fetched)
 
 
 def _within(path: str, folder: str) -> bool:

@@ -94,9 +94,11 @@ class SkillFolders:
         return sorted(served, key=lambda s: s.name)
 
     def skill(self, name: str) -> ServedSkill | None:
-        for s in self.scan():
-            if s.name == name:
-                return s
+        """One skill, scanned now (only that one's files are read)."""
+        self._finder.reload()
+        for meta in self._finder.list_skills():
+            if meta.name == name:
+                return _serve(meta.name, meta.path.parent)
         return None
 
     def read(self, uri: str) -> bytes | None:
@@ -118,23 +120,28 @@ def _serve(name: str, base: Path) -> ServedSkill | None:
     if problems:  # a host refuses a listing holding such a name: leave this one out
         print(f"skill-magics mcp: {name!r} not served: {problems[0]}", file=sys.stderr)
         return None
+    listing = _files(base)
+    total = sum(size for _rel, size in listing)
+    if len(listing) > MAX_FILES or total > MAX_BYTES:  # from stat: nothing read yet
+        print(
+            f"skill-magics mcp: {name!r} not served: {len(listing)} files, {total} bytes "
+            f"(at most {MAX_FILES} files and 16 MiB)",
+            file=sys.stderr,
+        )
+        return None
     files: list[ServedFile] = []
-    total = 0
     skill_md: bytes | None = None
-    for rel in _files(base):
+    for rel, _size in listing:
         data = _read_at(base, rel)
-        if data is None:
-            continue
+        if data is None:  # gone or swapped for a link meanwhile: never half a skill
+            print(f"skill-magics mcp: {name!r} not served: {rel!r} unreadable", file=sys.stderr)
+            return None
         files.append(ServedFile(rel, sha256_digest(data), len(data)))
-        total += len(data)
         if rel == SKILL_MD:
             skill_md = data
-        if len(files) > MAX_FILES or total > MAX_BYTES:
-            print(
-                f"skill-magics mcp: {name!r} not served: over {MAX_FILES} files or 16 MiB",
-                file=sys.stderr,
-            )
-            return None
+    if sum(f.size for f in files) > MAX_BYTES:  # grew while read
+        print(f"skill-magics mcp: {name!r} not served: over 16 MiB", file=sys.stderr)
+        return None
     if skill_md is None:
         print(f"skill-magics mcp: {name!r} not served: its SKILL.md is a link", file=sys.stderr)
         return None
@@ -146,9 +153,9 @@ def _serve(name: str, base: Path) -> ServedSkill | None:
     return ServedSkill(name, base, fm, tuple(files))
 
 
-def _files(base: Path) -> list[str]:
-    """Relative paths of the regular files a skill ships (see the module docstring)."""
-    out: list[str] = []
+def _files(base: Path) -> list[tuple[str, int]]:
+    """(relative path, size) of the regular files a skill ships (see the module docstring)."""
+    out: list[tuple[str, int]] = []
     try:
         top = os.open(base, DIR_FLAGS)
     except OSError:
@@ -164,7 +171,7 @@ def _files(base: Path) -> list[str]:
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
-                    out.append(os.path.normpath(os.path.join(root, n)))
+                    out.append((os.path.normpath(os.path.join(root, n)), st.st_size))
     finally:
         os.close(top)
     return out
@@ -229,14 +236,15 @@ def build_server(folders: SkillFolders) -> Any:
     async def get_skill(ctx: Any, params: GetParams) -> dict[str, Any]:
         from mcp.shared.exceptions import MCPError
 
-        for s in folders.scan():
-            if s.uri == params.uri:
-                return {
-                    "skill": s.entry(),
-                    "ttlMs": 0,
-                    "cacheScope": "private",
-                    "resultType": "complete",
-                }
+        name = unquote(params.uri.removeprefix("skill://").split("/")[0])
+        s = folders.skill(name)
+        if s is not None and s.uri == params.uri:
+            return {
+                "skill": s.entry(),
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "resultType": "complete",
+            }
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown skill URI: {params.uri}")
 
     async def list_resources(
