@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import os
 import socket
 import stat
 import subprocess
@@ -194,8 +195,21 @@ def ours_stdio(roots: dict[str, Path]) -> Iterator[McpSkillsHost]:
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[McpSkillsHost]:
-    with connect("evil", command=[PY, str(SERVERS / "hostile.py")], timeout=4) as conn:
+    # A secret of the kernel's environment: a server we start must not see it.
+    os.environ["SKILL_MAGICS_TEST_KERNEL_SECRET"] = "s3cret"
+    try:
+        argv = [PY, str(SERVERS / "hostile.py")]
+        conn = connect("evil", command=argv, timeout=4, env={"GIVEN_TO_SERVER": "1"})
+    finally:
+        del os.environ["SKILL_MAGICS_TEST_KERNEL_SECRET"]
+    with conn:
         yield McpSkillsHost(conn)
+
+
+def test_a_stdio_server_gets_only_the_env_it_is_given(hostile: McpSkillsHost) -> None:
+    names = hostile.connection.request("test/env", {})["env"]
+    assert "GIVEN_TO_SERVER" in names and "PATH" in names
+    assert "SKILL_MAGICS_TEST_KERNEL_SECRET" not in names
 
 
 @pytest.fixture
@@ -703,3 +717,24 @@ def test_skills_add_mcp_magic_lists_them_with_their_origin(
     monkeypatch.chdir(tmp_path)
     assert shell.run_cell("%skills add mcp").error_in_exec is None
     assert "from-folder" in repr(shell.run_cell("%skills").result)
+
+
+@pytest.mark.parametrize(
+    ("listed", "fetched", "same"),
+    [
+        ({"v": 1}, {"v": 1.0}, True),  # a JavaScript server's JSON
+        ({"flag": "yes"}, {"flag": True}, True),  # YAML 1.2 against 1.1
+        ({"d": "2024-01-01T00:00:00.000Z"}, {"d": "2024-01-01"}, True),
+        ({"tags": ["a", "b"]}, {"tags": ["a", "b"]}, True),
+        ({"v": 1}, {"v": "1"}, False),
+        ({"flag": "maybe"}, {"flag": True}, False),
+        ({"d": "2024-01-01T10:00:00Z"}, {"d": "2024-01-01"}, False),
+        ({"tags": ["a"]}, {"tags": ["a", "b"]}, False),
+        ({"m": {"a": 1}}, {"m": {"a": 1, "b": 2}}, False),
+        ({"allowed-tools": "Bash"}, {}, False),
+    ],
+)
+def test_frontmatter_comparison(listed: dict, fetched: dict, same: bool) -> None:
+    from skill_magics.core.mcp.wire import frontmatter_difference
+
+    assert (frontmatter_difference(listed, fetched) is None) is same

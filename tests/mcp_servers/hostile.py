@@ -118,6 +118,12 @@ async def set_mode(ctx: Any, params: ModeParams) -> dict[str, Any]:
     return _complete()
 
 
+async def env(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
+    import os
+
+    return _complete(env=sorted(os.environ))
+
+
 async def reads(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
     return _complete(reads=list(STATE["reads"]))
 
@@ -193,6 +199,7 @@ def main() -> None:
     server.add_request_handler("skills/get", GetParams, get_skill)
     server.add_request_handler("test/mode", ModeParams, set_mode)
     server.add_request_handler("test/reads", types.RequestParams, reads)
+    server.add_request_handler("test/env", types.RequestParams, env)
     if "--no-skills" not in sys.argv:
         server.extensions["io.modelcontextprotocol/skills"] = {}
     honest("demo")

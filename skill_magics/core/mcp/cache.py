@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.catalog.frontmatter import name_problems
 from skill_magics.core.errors import McpCacheError
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
@@ -192,6 +193,8 @@ class McpCache:
         """The cached skill, every file re-hashed against its origin record (and nothing
         else there): one line naming the label, the file and what differed otherwise."""
         check_label(label)
+        if name_problems(name):  # names come from folders here: never a path of two parts
+            raise McpCacheError(f"MCP skill cache: {name!r} is not a skill name")
         base = self.root / label / name
         root = self._open_root()
         os.close(root)

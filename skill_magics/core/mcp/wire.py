@@ -278,16 +278,47 @@ def _jsonish(value: Any, depth: int) -> Any:
 
 
 def frontmatter_difference(listed: dict[str, Any], fetched: dict[str, Any]) -> str | None:
-    """The first field where two frontmatters differ, said in a few words (None: equal)."""
+    """The first field where two frontmatters differ, said in a few words (None: equal).
+
+    Equal means equal as JSON, up to what YAML parsers legitimately disagree on: ``1.0`` and
+    ``1`` (a JavaScript server's JSON has no integral floats), ``yes``/``on`` and ``true``
+    (YAML 1.1 against 1.2), a date and its ISO text (with or without a midnight time)."""
     for key in sorted(set(listed) | set(fetched)):
         if key not in fetched:
             return f"field {key!r} is in the entry but not in SKILL.md"
         if key not in listed:
             return f"field {key!r} is in SKILL.md but not in the entry"
         a, b = listed[key], fetched[key]
-        if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+        if not _same(a, b):
             return f"field {key!r} is {_short(a)} in the entry, {_short(b)} in SKILL.md"
     return None
+
+
+_YAML11_BOOLS = {
+    **dict.fromkeys(("y", "yes", "on", "true"), True),
+    **dict.fromkeys(("n", "no", "off", "false"), False),
+}
+_MIDNIGHT = ("T00:00:00", "T00:00:00Z", "T00:00:00.000Z", "T00:00:00+00:00")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        if isinstance(a, bool) and isinstance(b, bool):
+            return a == b
+        word, flag = (b, a) if isinstance(a, bool) else (a, b)
+        return isinstance(word, str) and _YAML11_BOOLS.get(word.lower()) is flag
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        if a == b:
+            return True
+        short, long = sorted((a, b), key=len)
+        return len(short) == 10 and long[10:] in _MIDNIGHT and long.startswith(short)
+    return type(a) is type(b) and a == b
 
 
 def _short(value: Any) -> str:
