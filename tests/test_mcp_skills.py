@@ -646,6 +646,19 @@ def test_cache_write_never_follows_a_planted_link(hostile: McpSkillsHost, tmp_pa
     cache.store(entry, "s", fetched)
     assert list(target.iterdir()) == []
     assert not skill.is_symlink() and cache.verify("evil", "demo").name == "demo"
+    # A verified copy reached through a link is not the cache's: never read through it.
+    label = tmp_path / "cache" / "evil"
+    label.rename(tmp_path / "moved")
+    label.symlink_to(tmp_path / "moved")
+    with pytest.raises(McpCacheError, match="evil/demo is not cached"):
+        cache.verify("evil", "demo")
+    files = tmp_path / "moved" / "demo" / "files"
+    files.rename(tmp_path / "files-elsewhere")
+    files.symlink_to(tmp_path / "files-elsewhere")
+    label.unlink()
+    (tmp_path / "moved").rename(label)
+    with pytest.raises(McpCacheError, match="evil/demo has no files folder"):
+        cache.verify("evil", "demo")
 
 
 # -- the extra stays optional ----------------------------------------------------------------

@@ -191,39 +191,62 @@ class McpCache:
 
     def verify(self, label: str, name: str) -> CachedSkill:
         """The cached skill, every file re-hashed against its origin record (and nothing
-        else there): one line naming the label, the file and what differed otherwise."""
+        else there): one line naming the label, the file and what differed otherwise.
+        Every folder on the way is opened without following a link (a run may one day
+        write there)."""
         check_label(label)
         if name_problems(name):  # names come from folders here: never a path of two parts
             raise McpCacheError(f"MCP skill cache: {name!r} is not a skill name")
-        base = self.root / label / name
-        root = self._open_root()
-        os.close(root)
-        origin = self._origin(label, name)
-        listed: dict[str, dict[str, Any]] = origin["files"]
-        present = set(_walk_files(base / FILES))
-        for path in sorted(present - set(listed)):
-            raise McpCacheError(
-                f"MCP skill cache: {label}/{name}, file {path!r}: not in what was verified "
-                "(planted after the download?); nothing of it runs: fetch it again"
-            )
-        for path, rec in sorted(listed.items()):
-            data = _read_at(base / FILES, path)
-            if data is None:
+        fds: list[int] = [self._open_root()]
+        try:
+            for part in (label, name):
+                try:
+                    fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
+                except OSError:
+                    raise McpCacheError(
+                        f"MCP skill cache: {label}/{name} is not cached (or not a folder)"
+                    ) from None
+            origin = self._origin(fds[-1], label, name)
+            listed: dict[str, dict[str, Any]] = origin["files"]
+            try:
+                fds.append(os.open(FILES, DIR_FLAGS, dir_fd=fds[-1]))
+            except OSError:
                 raise McpCacheError(
-                    f"MCP skill cache: {label}/{name}, file {path!r}: missing or not a regular "
-                    "file; nothing of it runs: fetch it again"
-                )
-            if len(data) != rec["size"] or sha256_digest(data) != rec["digest"]:
+                    f"MCP skill cache: {label}/{name} has no files folder; fetch it again"
+                ) from None
+            files_fd = fds[-1]
+            for path in sorted(set(_walk_files(files_fd)) - set(listed)):
                 raise McpCacheError(
-                    f"MCP skill cache: {label}/{name}, file {path!r}: its bytes changed since "
-                    "they were verified; nothing of it runs: fetch it again"
+                    f"MCP skill cache: {label}/{name}, file {path!r}: not in what was verified "
+                    "(planted after the download?); nothing of it runs: fetch it again"
                 )
+            for path, rec in sorted(listed.items()):
+                data = _read_at(files_fd, path, int(rec["size"]) + 1)
+                if data is None:
+                    raise McpCacheError(
+                        f"MCP skill cache: {label}/{name}, file {path!r}: missing or not a "
+                        "regular file; nothing of it runs: fetch it again"
+                    )
+                if len(data) != rec["size"] or sha256_digest(data) != rec["digest"]:
+                    raise McpCacheError(
+                        f"MCP skill cache: {label}/{name}, file {path!r}: its bytes changed "
+                        "since they were verified; nothing of it runs: fetch it again"
+                    )
+        finally:
+            for fd in fds:
+                os.close(fd)
         return CachedSkill(
-            label, name, base / FILES, origin["uri"], origin["server"], listed, origin["binding"]
+            label,
+            name,
+            self.root / label / name / FILES,
+            origin["uri"],
+            origin["server"],
+            listed,
+            origin["binding"],
         )
 
-    def _origin(self, label: str, name: str) -> dict[str, Any]:
-        data = _read_at(self.root / label / name, ORIGIN)
+    def _origin(self, skill_fd: int, label: str, name: str) -> dict[str, Any]:
+        data = _read_at(skill_fd, ORIGIN, 1 << 20)
         try:
             origin = json.loads(data or b"")
             ok = (
@@ -231,6 +254,10 @@ class McpCache:
                 and origin.get("label") == label
                 and origin.get("name") == name
                 and isinstance(origin.get("files"), dict)
+                and all(
+                    isinstance(r, dict) and isinstance(r.get("size"), int)
+                    for r in origin["files"].values()
+                )
             )
         except (ValueError, AttributeError):
             ok = False
@@ -294,20 +321,23 @@ def _write_at(top_fd: int, rel: str, data: bytes) -> None:
             os.close(d)
 
 
-def _read_at(base: Path, rel: str) -> bytes | None:
+def _read_at(top_fd: int, rel: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``rel`` below the folder ``top_fd``,
+    every part opened without following a link (None: missing, a link, not a file)."""
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return None
     fds: list[int] = []
     try:
-        fds.append(os.open(base, DIR_FLAGS))
+        parent = top_fd
         for part in parts[:-1]:
-            fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
-        fd = os.open(parts[-1], READ_FLAGS, dir_fd=fds[-1])
+            fds.append(os.open(part, DIR_FLAGS, dir_fd=parent))
+            parent = fds[-1]
+        fd = os.open(parts[-1], READ_FLAGS, dir_fd=parent)
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 return None
-            return fh.read()
+            return fh.read(limit)
     except OSError:
         return None
     finally:
@@ -315,14 +345,11 @@ def _read_at(base: Path, rel: str) -> bytes | None:
             os.close(d)
 
 
-def _walk_files(base: Path) -> list[str]:
-    """Every entry below ``base`` that is not a folder (links and special files included:
-    all of them are mismatches unless listed, and a listed one must read as a file)."""
+def _walk_files(top_fd: int) -> list[str]:
+    """Every entry below the folder ``top_fd`` that is not a folder (links and special files
+    included: all of them are mismatches unless listed; a listed one must read as a file)."""
     out: list[str] = []
-    try:
-        top = os.open(base, DIR_FLAGS)
-    except OSError:
-        return out
+    top = os.dup(top_fd)  # fwalk closes nothing of ours, but keep the caller's fd untouched
     try:
         for root, _dirs, names, _fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
             out.extend(os.path.normpath(os.path.join(root, n)) for n in names)
