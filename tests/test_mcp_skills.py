@@ -539,6 +539,13 @@ def test_labels_are_checked_like_skill_names() -> None:
         ServerSpec("x", url="ftp://h")
     with pytest.raises(McpError, match="timeout"):
         ServerSpec("x", url="http://h", timeout=0)
+    with pytest.raises(McpError, match="env= is for a server we start"):
+        ServerSpec("x", url="http://h", env={"A": "1"})
+    # What must NOT be refused: each form, as documented.
+    assert ServerSpec("x", command=["python", "-m", "srv"], env={"A": "1"}).origin == (
+        "python -m srv"
+    )
+    assert ServerSpec("x", url="https://h/mcp", timeout=600).origin == "https://h/mcp"
 
 
 def test_binding_covers_the_full_set_of_uri_and_digest(fastmcp_stdio: McpSkillsHost) -> None:

@@ -83,6 +83,11 @@ class ServerSpec:
                     "arguments, e.g. ['python', '-m', 'skill_magics.mcp', 'serve', 'skills']"
                 )
             object.__setattr__(self, "command", tuple(self.command))
+        if self.url is not None and self.env:
+            raise McpError(
+                f"MCP server '{self.label}': env= is for a server we start (command=[...]); "
+                "an HTTP server has its own environment"
+            )
         if self.url is not None and not (
             isinstance(self.url, str) and self.url.startswith(("http://", "https://"))
         ):
