@@ -484,6 +484,11 @@ def test_a_hanging_call_is_a_one_line_timeout(hostile: McpSkillsHost, mode: obje
         hostile.read(entry, "scripts/run.py")
     assert time.monotonic() - started < 15
     assert str(err.value).startswith("MCP server 'evil' (") and "within 4 s" in str(err.value)
+    mode("hang")  # type: ignore[operator]
+    with pytest.raises(
+        McpError, match=r"^MCP server 'evil' \(.*did not answer skills/list within 4 s$"
+    ):
+        hostile.list_skills()
     mode("honest")  # type: ignore[operator]
     assert hostile.read(entry, "scripts/run.py").verified  # the connection still works
 
