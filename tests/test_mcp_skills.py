@@ -413,7 +413,7 @@ def test_an_entry_from_another_server_is_never_read_here(hostile: McpSkillsHost)
 @pytest.mark.parametrize(
     ("name", "expect"),
     [
-        ("read-changed", "SKILL.md: sent more than the 73 bytes listed"),
+        ("read-changed", "skill 'demo', file 'SKILL.md': sent more than the 73 bytes listed"),
         ("read-other-uri", "answered with the content of skill://demo/SKILL.mdx"),
         ("read-two", "answered 2 content blocks, not 1"),
     ],
@@ -719,6 +719,24 @@ def test_skills_add_mcp_magic_lists_them_with_their_origin(
     ):
         error = shell.run_cell(line).error_in_exec
         assert error is not None and expect in str(error), (line, error)
+    shown = shell.run_cell("%skills show team/pdf-forms").result
+    text = repr(shown)
+    assert "team/pdf-forms: from MCP server 'team'" in text and "# PDF forms" in text
+    assert "6 files" in text and "LICENSE.txt" in text and "mcp-sha256:" in text
+    assert "# PDF forms" in shown._repr_html_()
+    # Changed after the listing: the one-line mismatch, nothing shown.
+    skill_md = roots["shared"] / "pdf-forms" / "SKILL.md"
+    before = skill_md.read_bytes()
+    skill_md.write_bytes(before.replace(b"# PDF forms", b"# PDF forms, changed"))
+    try:
+        error = shell.run_cell("%skills show team/pdf-forms").error_in_exec
+    finally:
+        skill_md.write_bytes(before)
+    assert error is not None and "MCP server 'team': skill 'pdf-forms', file 'SKILL.md'" in str(
+        error
+    )
+    error = shell.run_cell("%skills show team/nope").error_in_exec
+    assert error is not None and "lists no skill 'nope'" in str(error)
     # The same through the manager (what the magic calls): never local skills, one label once.
     from skill_magics.core.mcp.servers import servers_of
 

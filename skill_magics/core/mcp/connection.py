@@ -229,42 +229,44 @@ class Connection:
         result = await self._client.session.send_request(request, TypeAdapter(dict[str, Any]))
         return result
 
-    def read(self, uri: str, max_bytes: int) -> bytes:
-        """The bytes of one resource: exactly one content block, for this very URI."""
-        return self._submit(self._read(uri, max_bytes), f"resources/read {uri}")
+    def read(self, uri: str, max_bytes: int, what: str | None = None) -> bytes:
+        """The bytes of one resource: exactly one content block, for this very URI, at most
+        ``max_bytes``. ``what`` names it in errors (default ``file <uri>``)."""
+        return self._submit(
+            self._read(uri, max_bytes, what or f"file {uri}"), f"resources/read {uri}"
+        )
 
-    async def _read(self, uri: str, max_bytes: int) -> bytes:
+    async def _read(self, uri: str, max_bytes: int, what: str) -> bytes:
         result = await self._client.read_resource(uri)
         contents = getattr(result, "contents", None)
         if not isinstance(contents, list) or len(contents) != 1:
             n = len(contents) if isinstance(contents, list) else 0
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: answered {n} content blocks, not 1"
+                f"MCP server '{self.label}': {what}: answered {n} content blocks, not 1"
             )
         block = contents[0]
         if str(block.uri) != uri:
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: answered with the content of {block.uri}"
+                f"MCP server '{self.label}': {what}: answered with the content of {block.uri}"
             )
         text = getattr(block, "text", None)
         if text is not None:
             if len(text) > max_bytes:  # UTF-8 takes at least a byte a character
                 raise McpSkillMismatchError(
-                    f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} "
+                    f"MCP server '{self.label}': {what}: sent more than the {max_bytes} "
                     "bytes listed"
                 )
             return str(text).encode("utf-8")
         blob = getattr(block, "blob", "")
         if len(blob) > (max_bytes + 2) // 3 * 4 + 4:
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: sent more than the {max_bytes} "
-                "bytes listed"
+                f"MCP server '{self.label}': {what}: sent more than the {max_bytes} bytes listed"
             )
         try:
             return base64.b64decode(blob, validate=True)
         except (binascii.Error, ValueError):
             raise McpSkillMismatchError(
-                f"MCP server '{self.label}': file {uri}: its blob is not base64"
+                f"MCP server '{self.label}': {what}: its blob is not base64"
             ) from None
 
     # -- errors and closing ----------------------------------------------------------------

@@ -106,7 +106,8 @@ class McpSkillsHost:
                 f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: not in the "
                 "skill's listing (an unlisted file is a mismatch); nothing of it is used"
             )
-        data = self.connection.read(listed.uri, listed.size)
+        what = f"skill {entry.name!r}, file {path!r}"
+        data = self.connection.read(listed.uri, listed.size, what)
         if len(data) != listed.size:
             raise McpSkillMismatchError(
                 f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: "
@@ -126,7 +127,7 @@ class McpSkillsHost:
     def _read_dynamic(self, entry: SkillEntry, path: str) -> FetchedFile:
         uri = entry.prefix + "/".join(_quote(p) for p in path.split("/"))
         split_uri(self.label, uri, f"skill {entry.name!r}")  # refuses '..' and the like
-        data = self.connection.read(uri, MAX_BYTES)
+        data = self.connection.read(uri, MAX_BYTES, f"skill {entry.name!r}, file {path!r}")
         if path == SKILL_MD:
             self._compare_frontmatter(entry, data)
         return FetchedFile(path, uri, data, False)
