@@ -174,11 +174,9 @@ test: $(STAMP) browser sandbox npm-tools
 	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs
 	bash scripts/kernel-matrix.sh $(MATRIX_IPYKERNEL)
 	bash scripts/pyyaml-floor.sh
-	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  PYTHON_MATRIX_MARKS="not e2e and not kernel and not notebooks and not mcp" \
+	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not e2e and not kernel and not notebooks" \
 	  bash scripts/python-matrix.sh --other
 
-# (The MCP tests, which start a dozen servers, run once, in the main venv: CI time.)
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
 pyyaml-floor: $(STAMP)
 	bash scripts/pyyaml-floor.sh
