@@ -521,6 +521,16 @@ def test_a_server_without_skills_and_one_that_cannot_start() -> None:
     argv = [PY, str(SERVERS / "hostile.py"), "--no-skills"]
     with pytest.raises(McpError, match="does not offer skills"):
         connect("plain", command=argv, timeout=5)
+    # One that dies while in use: the next call says so in one line, promptly.
+    with connect("dying", command=[PY, str(SERVERS / "hostile.py")], timeout=5) as conn:
+        conn.request("test/exit", {})
+        time.sleep(0.5)
+        started = time.monotonic()
+        with pytest.raises(McpError) as err:
+            McpSkillsHost(conn).list_skills()
+        assert time.monotonic() - started < 8
+        assert str(err.value).startswith("MCP server 'dying' (") and "\n" not in str(err.value)
+        assert "failed on skills/list: Connection closed" in str(err.value)
     with pytest.raises(McpError, match="MCP server 'gone'.*could not be connected"):
         connect("gone", command=["/nonexistent/skill-magics-server"], timeout=5)
 

@@ -124,6 +124,14 @@ async def env(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
     return _complete(env=sorted(os.environ))
 
 
+async def exit_soon(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
+    import os
+    import threading
+
+    threading.Timer(0.2, os._exit, (3,)).start()  # a crash right after answering
+    return _complete()
+
+
 async def reads(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
     return _complete(reads=list(STATE["reads"]))
 
@@ -200,6 +208,7 @@ def main() -> None:
     server.add_request_handler("test/mode", ModeParams, set_mode)
     server.add_request_handler("test/reads", types.RequestParams, reads)
     server.add_request_handler("test/env", types.RequestParams, env)
+    server.add_request_handler("test/exit", types.RequestParams, exit_soon)
     if "--no-skills" not in sys.argv:
         server.extensions["io.modelcontextprotocol/skills"] = {}
     honest("demo")
