@@ -60,6 +60,10 @@ RANKS: dict[str, int] = {
     # 2: running a script (plan, approval gate, executor, process)
     "skill_magics.core.run": 2,
     "skill_magics.core.run.*": 2,
+    # skills over MCP (SEP-2640): a host and a server over skill folders (catalog, safefs);
+    # the manager will hold servers, so below it
+    "skill_magics.core.mcp": 2,
+    "skill_magics.core.mcp.*": 2,
     # 3: the SkillManager, which ties catalog and run together
     "skill_magics.core.manager": 3,
     # 4: what is built on the manager
@@ -76,6 +80,8 @@ RANKS: dict[str, int] = {
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,
     "skill_magics.langchain": 5,
+    "skill_magics.mcp": 5,  # `python -m skill_magics.mcp serve`: a command line on core.mcp
+    "skill_magics.mcp.*": 5,
     # 6: the package face (skill_magics/__init__.py), which may import anything (lazily)
     "skill_magics": 6,
 }

@@ -234,6 +234,22 @@ class CommandError(SkillMagicsError, ValueError):
     with an absolute program path."""
 
 
+class McpError(SkillMagicsError, RuntimeError):
+    """A skills MCP server (SEP-2640) could not be used: it failed to start, hung past its
+    timeout, sent garbage, or does not offer skills. The message names the server's label."""
+
+
+class McpSkillMismatchError(McpError, ValueError):
+    """What a skills MCP server sent contradicts what it listed (a digest or size lie, an
+    unlisted file, frontmatter that differs, a URI outside the skill, past the limits).
+    Nothing of that skill is used; the message names the label, the file and what differed."""
+
+
+class McpCacheError(McpError, PermissionError):
+    """The host-only cache of MCP skills is not safe to use (not ours, open to others,
+    inside a skill discovery path) or its files no longer match what was verified."""
+
+
 __all__ = [
     "magic_words",
     "SkillMagicsError",
@@ -270,4 +286,7 @@ __all__ = [
     "UnknownScriptTypeError",
     "ModuleScriptError",
     "CommandError",
+    "McpError",
+    "McpSkillMismatchError",
+    "McpCacheError",
 ]

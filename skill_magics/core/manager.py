@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.deprecation import renamed_argument
+from skill_magics.core.mcp.wire import SkillEntry
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run import warm
 from skill_magics.core.run.approval import (
@@ -293,6 +294,28 @@ class SkillManager:
     def remove_dir(self, path: str | os.PathLike[str]) -> bool:
         """Stop searching a directory and rescan; False when it was not configured."""
         return self.finder.remove_dir(path)
+
+    def add_mcp_server(
+        self,
+        label: str,
+        *,
+        command: Sequence[str] | None = None,
+        url: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> list[SkillEntry]:
+        """Take the skills of an MCP server (SEP-2640; stdio ``command`` or HTTP ``url``),
+        named ``label/<skill>``; the checked listing (core/mcp/servers.py)."""
+        from skill_magics.core.mcp.servers import servers_of
+
+        server = servers_of(self).add(label, command=command, url=url, env=env, timeout=timeout)
+        return list(server.skills)
+
+    def remove_mcp_server(self, label: str) -> bool:
+        """Close an MCP server added under ``label``; False when there is none."""
+        from skill_magics.core.mcp.servers import servers_of
+
+        return servers_of(self).remove(label)
 
     def reload(self) -> None:
         """Forget everything loaded and scan the directories again on next use; the warm

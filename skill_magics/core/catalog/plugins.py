@@ -4,8 +4,8 @@ deep in ``skills/<name>/SKILL.md``, and whose ``mcp.json`` names MCP servers.
 The finder (``discovery.py``) searches a plugin folder only there: its other folders are the
 plugin's own code, hooks and agents, not skills. Each skill found so knows its plugin
 (:func:`plugin_of`), which ``%skills`` lists it under and ``%skills show`` names. The MCP
-servers are read and offered, never started: skill-magics has no MCP host yet, so they are
-shown with :data:`MCP_NOTE`, for the host to pick up when it lands.
+servers are read and offered, never started by the listing (:data:`MCP_NOTE`): starting a
+command someone else wrote is the person's decision, ``%skills add mcp LABEL -- COMMAND``.
 
 Everything read from a plugin is someone else's: ``plugin.json`` and ``mcp.json`` are read
 with a size limit, their fields type-checked, and a problem becomes a note on the plugin,
@@ -32,7 +32,7 @@ PLUGIN_FILE = "plugin.json"
 MCP_FILE = "mcp.json"
 SKILLS_DIR = "skills"
 MAX_JSON_BYTES = 1 << 20
-MCP_NOTE = "offered, not started: skill-magics has no MCP host yet"
+MCP_NOTE = "offered, not started: %skills add mcp LABEL -- COMMAND takes their skills"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ from IPython.core.error import UsageError
 from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
-HELP = "DIR | --examples [--first]: search another skills directory"
+HELP = (
+    "DIR | --examples [--first]: search another skills directory; "
+    "mcp LABEL -- COMMAND... | mcp LABEL URL: an MCP server's skills"
+)
 
 
 USAGE = "%skills add DIR [--first]  or  %skills add --examples [--first]"
@@ -21,6 +24,10 @@ PARSER.add_argument("--first", action="store_true")
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.notebook.cmd import _mcp
+
+    if _mcp.is_mcp(args):
+        return _mcp.add(magics, args)
     opts = PARSER.parse(args)
     first = opts.first
     if opts.examples and opts.dir is None:

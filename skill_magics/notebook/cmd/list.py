@@ -23,7 +23,20 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
             skills.append(manager.get_skill(meta.name))
         except Exception:  # listed but unloadable: show its frontmatter row anyway
             skills.append(meta)
-    return skills_table(skills, manager.warnings, dirs=manager.skill_dirs, plugins=_plugins(skills))
+    return skills_table(
+        skills,
+        manager.warnings,
+        dirs=manager.skill_dirs,
+        plugins=_plugins(skills),
+        mcp=_mcp_servers(manager),
+    )
+
+
+def _mcp_servers(manager: Any) -> list[Any]:
+    """The MCP servers added to this manager (none: the SDK is never imported)."""
+    from skill_magics.core.mcp.servers import servers_of
+
+    return servers_of(manager).servers()
 
 
 def _plugins(skills: list[Any]) -> list[tuple[Any, list[str]]]:

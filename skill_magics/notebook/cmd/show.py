@@ -8,7 +8,7 @@ from typing import Any
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
-HELP = "NAME: metadata, SKILL.md and scripts of one skill"
+HELP = "NAME | LABEL/NAME: metadata, SKILL.md and scripts of one skill (LABEL: an MCP server)"
 
 PARSER = SubcommandParser("show", "%skills show NAME")
 PARSER.add_argument("name")
@@ -21,7 +21,14 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
-    skill = manager.get_skill(PARSER.parse(args).name)
+    name = PARSER.parse(args).name
+    if "/" in name:  # LABEL/NAME: a skill of an MCP server
+        from skill_magics.notebook.cmd import _mcp
+
+        shown = _mcp.show(magics, name)
+        if shown is not None:
+            return shown
+    skill = manager.get_skill(name)
     try:
         approved = manager.approvals.is_approved(skill.name, skill.content_hash())
     except SkillMagicsError:  # cannot be fingerprinted, so never approved (it is refused)

@@ -76,10 +76,13 @@ def skills_table(
     script_counts: Mapping[str, int] | None = None,
     dirs: Sequence[Any] | None = None,
     plugins: Sequence[tuple[Any, Sequence[str]]] = (),
+    mcp: Sequence[Any] = (),
 ) -> Display:
     """Name, shortened description, scripts count, location; warnings listed beneath.
     ``plugins``: (Plugin, its skills' names) for the skills that came in an Agent Plugin,
-    listed under the plugin's name with the MCP servers it offers."""
+    listed under the plugin's name with the MCP servers it offers. ``mcp``: the MCP servers
+    added (core/mcp/servers.py McpServer), their skills named ``label/name`` and marked with
+    where they came from."""
     items = list(skills)
     headers = ["name", "description", "scripts", "location"]
     rows = []
@@ -94,13 +97,18 @@ def skills_table(
                 display_path(_base_dir(skill)),
             ]
         )
+    mcp_skills = [(server, entry) for server in mcp for entry in server.skills]
     if items:
         text = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH)
         body = html_table(headers, rows, "skill-magics-skills")
+    elif mcp_skills:
+        text, body = "", ""
     else:
         where = ", ".join(display_path(d) for d in dirs) if dirs else "the configured directories"
         text = f"No skills found in {where}. Add a directory with %skills add DIR."
         body = f"<p>{html.escape(text)}</p>"
+    if mcp:
+        text, body = _mcp_section(mcp, mcp_skills, text, body)
     if plugins:
         lines = plugin_lines(plugins)
         text += "\n\n--- plugins ---\n" + "\n".join(lines)
@@ -113,6 +121,40 @@ def skills_table(
         text += "\n\n" + warnings_text(warnings)
         body += warnings_html(warnings)
     return Display(text, f'<div class="skill-magics-skills">{body}</div>')
+
+
+def _mcp_section(
+    servers: Sequence[Any], skills: Sequence[tuple[Any, Any]], text: str, body: str
+) -> tuple[str, str]:
+    """The skills of MCP servers: ``label/name``, description, files, and their origin."""
+    headers = ["name", "description", "files", "origin"]
+    rows = []
+    for server, entry in skills:
+        description = visible(str(entry.frontmatter.get("description") or ""))
+        files = "dynamic" if entry.files is None else str(len(entry.files))
+        origin = f"mcp: {server.label} ({visible(server.origin)})"
+        rows.append(
+            [
+                Cell(
+                    visible(entry.qualified_name),
+                    f"<code>{html.escape(visible(entry.qualified_name))}</code>",
+                ),
+                Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
+                files,
+                Cell(shorten(origin, _DESCRIPTION_WIDTH), title=origin),
+            ]
+        )
+    empty = [s.label for s in servers if not s.skills]
+    note = f"MCP servers with no skills: {', '.join(empty)}" if empty else ""
+    title = "--- from MCP servers (scripts do not run yet) ---"
+    table = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH) if rows else ""
+    text = "\n\n".join(part for part in (text, title, table, note) if part)
+    body += f"<p><b>{html.escape(title.strip('- '))}</b></p>"
+    if rows:
+        body += html_table(headers, rows, "skill-magics-mcp-skills")
+    if note:
+        body += f"<p>{html.escape(note)}</p>"
+    return text, body
 
 
 def plugin_lines(plugins: Sequence[tuple[Any, Sequence[str]]]) -> list[str]:
