@@ -481,13 +481,12 @@ def test_idle_servers_stop(skills: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         warm_idle_timeout=1,
         env_passthrough="WARM_IDLE_KEY",
     )
-    res = manager.execute_skill_script("frames", "rng", approver=None)
-    assert res.start == "warm"
-    (server,) = [
-        s
-        for s in warm.POOL.servers()
-        if ("WARM_IDLE_KEY", os.environ["WARM_IDLE_KEY"]) in s.key.env
-    ]
+    # warm_up waits for the server however long a busy machine takes to load it (a run with
+    # warm_start="on" would start cold past its own wait, and the test would prove nothing).
+    (ready,) = manager.warm_up("frames", ["scripts/rng.py"])
+    assert ready.server is not None
+    (server,) = [s for s in warm.POOL.servers() if s.pid == ready.server.pid]
+    assert ("WARM_IDLE_KEY", os.environ["WARM_IDLE_KEY"]) in server.key.env
     deadline = time.monotonic() + 15
     while server.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
