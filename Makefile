@@ -174,9 +174,12 @@ e2e: $(STAMP) browser
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
 TEST_JOBS ?= 3
 STAGE_LOG := build/test-stages.txt
-TEST_STAGES := stage-unit stage-python-other stage-kernel-main \
-  $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-pyyaml-floor
+TEST_STAGES := stage-unit stage-unit-warm stage-python-other stage-python-other-warm \
+  stage-kernel-main $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
+# The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
+WARM_TESTS := $(wildcard tests/test_warm*.py)
+NOT_WARM := --ignore-glob=tests/test_warm*.py
 
 # $(call stage,NAME,COMMAND): run COMMAND; append its wall time and result to STAGE_LOG.
 define stage
@@ -195,13 +198,19 @@ test: $(STAMP) browser sandbox npm-tools
 	  cat $(STAGE_LOG); exit $$rc
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
-.PHONY: test-stages stage-unit stage-kernel-main stage-pyyaml-floor stage-python-other
+.PHONY: test-stages stage-unit stage-unit-warm stage-kernel-main stage-pyyaml-floor \
+  stage-python-other stage-python-other-warm python-other-venv
 test-stages: $(TEST_STAGES)
 
-# The main venv's pytest in two halves that run side by side: without and with real kernels.
+# The main venv's pytest in three parts that run side by side: without real kernels (the
+# warm-start tests apart), and with them.
 stage-unit:
-	$(call stage,pytest (no kernel),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))")
+	$(call stage,pytest (no kernel; warm start apart),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))" '$(NOT_WARM)')
+
+stage-unit-warm:
+	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))" $(WARM_TESTS))
 
 stage-kernel-main:
 	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
@@ -213,9 +222,19 @@ stage-kernel-%:
 stage-pyyaml-floor:
 	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
 
-stage-python-other:
-	$(call stage,other Python,$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  PYTHON_MATRIX_MARKS="not e2e and not kernel and not notebooks" bash scripts/python-matrix.sh --other)
+# The newest supported Python other than .venv's (scripts/python-matrix.sh --other), its venv
+# made once, then its unit tests in two halves side by side as above.
+python-other-venv:
+	@bash scripts/python-matrix.sh --other --prepare
+
+OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH))" \
+  bash scripts/python-matrix.sh --other
+
+stage-python-other: python-other-venv
+	$(call stage,other Python (warm start apart),PYTEST_ARGS="$(NOT_WARM)" $(OTHER_PYTHON))
+
+stage-python-other-warm: python-other-venv
+	$(call stage,other Python (warm start),PYTEST_ARGS="$(WARM_TESTS)" $(OTHER_PYTHON))
 
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
 pyyaml-floor: $(STAMP)

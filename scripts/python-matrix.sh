@@ -11,6 +11,8 @@
 #                                             the one running .venv (what `make test` runs);
 #                                             none found: says so and exits 0
 #   scripts/python-matrix.sh --list           what would run, and what is skipped and why
+#   scripts/python-matrix.sh --prepare ...    create the venvs only (make test then runs the
+#                                             other Python's tests in two halves side by side)
 #   PYTEST_ARGS="-x -k kinds" scripts/...     extra pytest arguments
 #   PYTHON_MATRIX_SEARCH="dir..."             where to look instead of the places below
 #   PYTHON_MATRIX_MAIN=.venv/bin/python       the Python --other leaves out (its version)
@@ -38,11 +40,13 @@ MARKS="${PYTHON_MATRIX_MARKS:-not e2e}"
 
 mode=all
 list=0
+prepare=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --other) mode=other; shift ;;
         --list) list=1; shift ;;
-        -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+        --prepare) prepare=1; shift ;;
+        -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
         -*) echo "python-matrix: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) break ;;
     esac
@@ -175,6 +179,10 @@ for entry in "${found[@]}"; do
             continue
         fi
         echo "$want" >"$stamp"
+    fi
+    if [ "$prepare" = 1 ]; then
+        summary="$summary\n  Python $version ($py): venv ready ($venv)"
+        continue
     fi
     echo "python-matrix: Python $version: pytest -m '$MARKS' in $venv"
     # The browser test is `make e2e`'s; the kernel matrix is scripts/kernel-matrix.sh's.
