@@ -135,9 +135,9 @@ def test_a_batch_and_an_empty_batch(skills: Path) -> None:
     outcome = manager.run_planned(
         manager.plan_map("one", "a", [{}, {}]), asked, batch=BatchOptions(max_workers=2)
     )
-    assert outcome.batch is not None and outcome.batch.ok and len(outcome.batch) == 2
+    assert outcome.value.ok and len(outcome.value) == 2
     empty = manager.run_planned(manager.plan_map("one", "a", []), asked)
-    assert empty.batch is not None and len(empty.batch) == 0
+    assert len(empty.value) == 0
     assert len(asked.requests) == 1  # nothing to run: nobody asked
     with pytest.raises(TypeError, match="BatchPlan"):
         manager.run_planned(manager.plan("one", "a"), None, batch=BatchOptions())
@@ -171,12 +171,12 @@ def test_a_scope_is_decided_once_and_its_approver_answers_later_calls(
     work = tmp_path / "work"
     work.mkdir()
     scope = ScopeInfo(purpose="an evaluation", agent_runs=2)
-    plan = manager.planner.plan_scope(manager.settings, "one", scope, cwd=str(work))
-    assert plan is not None
+    plan = manager.plan_scope("one", scope, cwd=str(work))
+    assert isinstance(plan, ScopePlan)
     asked = RecordingApprover("yes_once")
-    outcome = manager.run_planned(ScopePlan(plan), asked, caller=Caller.MODEL)
+    outcome = manager.run_planned(plan, asked, caller=Caller.MODEL)
     assert outcome.allowed and len(asked.requests) == 1 and callable(outcome.value)
     later = manager.run_planned(manager.plan("one", "a"), outcome.value, caller=Caller.MODEL)
     assert later.status is RunStatus.COMPLETED and len(asked.requests) == 1  # not asked again
-    nobody = manager.run_planned(ScopePlan(plan), None, caller=Caller.MODEL)
+    nobody = manager.run_planned(plan, None, caller=Caller.MODEL)
     assert nobody.status is RunStatus.APPROVAL_UNAVAILABLE

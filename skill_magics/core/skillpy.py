@@ -81,7 +81,7 @@ def plan_python(
     if not isinstance(code, str):
         return None, {"error": f"Code must be a str, got {type(code).__name__}"}
     try:
-        plan = manager.planner.plan_code(manager.settings, skill, python, code, timeout=timeout)
+        plan = manager.plan_code(skill, python, code, timeout=timeout)
     except (SkillMagicsError, ValueError) as exc:
         return None, {"skill_name": skill_name, "error": str(exc)}
     return plan, None

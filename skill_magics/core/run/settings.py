@@ -34,7 +34,7 @@ from skill_magics.core import interpreters
 from skill_magics.core.namelist import name_list
 from skill_magics.core.run import workdir
 from skill_magics.core.run.sandbox import check_mode, default_mode
-from skill_magics.core.run.warm import modes as warm
+from skill_magics.core.run.warm import modes as warm_modes
 
 MIN_WARM_IDLE = 1
 MAX_WARM_IDLE = 24 * 3600
@@ -109,7 +109,11 @@ class RunSettings:
         set_(self, "sandbox_network", name_list(self.sandbox_network))
         set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
         set_(self, "sandbox_read", name_list(self.sandbox_read))
-        start = warm.default_mode() if self.warm_start is None else warm.check_mode(self.warm_start)
+        start = (
+            warm_modes.default_mode()
+            if self.warm_start is None
+            else warm_modes.check_mode(self.warm_start)
+        )
         set_(self, "warm_start", start)
         set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))
         names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
@@ -128,6 +132,28 @@ class RunSettings:
                 f"Unknown run setting(s) {', '.join(unknown)}: use {', '.join(self.names())}"
             )
         return replace(self, **changes)
+
+    def for_run(
+        self,
+        *,
+        timeout: float | None = None,
+        sandbox: str | None = None,
+        cwd: workdir.CwdArg | None = None,
+        warm: bool | None = None,
+    ) -> RunSettings:
+        """The settings of one run: these per-run overrides (None: keep the setting) applied
+        with :meth:`updated` (checked). ``cwd`` sets ``run_cwd``; ``warm`` True/False sets
+        ``warm_start`` "on"/"off". No override: this same value."""
+        changes: dict[str, Any] = {}
+        if timeout is not None:
+            changes["timeout"] = timeout
+        if sandbox is not None:
+            changes["sandbox"] = sandbox
+        if cwd is not None:
+            changes["run_cwd"] = cwd
+        if warm is not None:
+            changes["warm_start"] = warm_modes.ON if warm else warm_modes.OFF
+        return self.updated(**changes) if changes else self
 
     def allows_network(self, skill: str) -> bool:
         """Does ``sandbox_network`` give ``skill`` the network in sandboxed runs?"""

@@ -263,15 +263,14 @@ class SkillMagics(Magics):
         manager = self._manager
         if manager is None:
             return
-        if change["name"] == "sandbox_network":
-            manager.grants.clear()  # the new list is the whole answer, as when assigned
+        # A changed sandbox_network is the whole answer: configure ends the session's grants.
         manager.configure(**self._setting_values())
 
     @observe("audit_log")
     def _audit_log_changed(self, change: Any) -> None:
         manager = self._manager
         if manager is not None:
-            manager.audit_log = change["new"]
+            manager.audit.write_to(change["new"])  # the history stays: only the file changes
 
     # -- %skills ----------------------------------------------------------------------------
     @magic_arguments()
