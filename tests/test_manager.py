@@ -553,3 +553,66 @@ def test_a_missing_package_gets_the_hint_naming_skills_env(tmp_path, make_skill)
     # Not a package to install: the skill's own module gets no such hint.
     local = manager.execute_skill_script("needs-pkg", "local")
     assert "ModuleNotFoundError" in local.stderr and "Hint:" not in local.stderr
+
+
+# The manager's whole public surface: a thin facade (docs/architecture.md). A new capability
+# is a package of functions over these, not one more method; growing this list is a decision.
+PUBLIC_SURFACE = {
+    # settings: read, and configure() the one way to change them
+    "settings": "property",
+    "configure": "method",
+    "sandbox_network": "property",
+    # who approves, and the session's state
+    "approver": "attribute",
+    "approver_for": "method",
+    "approvals": "property",
+    "audit": "attribute",
+    "grant_network": "method",
+    "provide_secret": "method",
+    "secret_status": "method",
+    # skills
+    "skill_dirs": "property",
+    "add_dir": "method",
+    "remove_dir": "method",
+    "reload": "method",
+    "list_skills": "method",
+    "get_skill": "method",
+    "warnings": "property",
+    "requirements": "method",
+    "prepare_env": "method",
+    # warm start
+    "warm_up": "method",
+    "warm_servers": "method",
+    "stop_warm_servers": "method",
+    # plan -> gate -> execute
+    "plan": "method",
+    "plan_code": "method",
+    "plan_references": "method",
+    "plan_scope": "method",
+    "plan_map": "method",
+    "run_planned": "method",
+    "run_planned_async": "method",
+    "execute_skill_script": "method",
+    "map": "method",
+}
+
+
+def test_the_managers_public_surface_is_the_listed_one(tmp_path):
+    manager = SkillManager([tmp_path])
+
+    def kind(name: str) -> str:
+        if name in vars(manager):
+            return "attribute"
+        found = getattr(type(manager), name)
+        return "property" if isinstance(found, property) else "method"
+
+    public = {name: kind(name) for name in dir(manager) if not name.startswith("_")}
+    assert public == PUBLIC_SURFACE, "the facade changed: update PUBLIC_SURFACE on purpose"
+
+
+def test_the_managers_parts_stay_inside(tmp_path):
+    """Its finder, planner, gate, executor and pipeline are not reached through it: the
+    operations callers need are its methods (plan_code, plan_references, plan_scope)."""
+    manager = SkillManager([tmp_path])
+    for part in ("finder", "planner", "gate", "executor", "pipeline", "secrets", "grants"):
+        assert not hasattr(manager, part), part

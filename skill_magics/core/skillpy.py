@@ -156,7 +156,8 @@ def result_dict(
         "timed_out": bool(result.timeout),
     }
     if result.timeout:
-        limit = timeout if timeout is not None else getattr(manager, "timeout", DEFAULT_TIMEOUT)
+        setting = manager.settings.timeout if manager is not None else DEFAULT_TIMEOUT
+        limit = timeout if timeout is not None else setting
         out["error"] = f"Script execution exceeded timeout of {_seconds(limit)} seconds"
     elif result.signal:
         out["error"] = f"Python was killed by {result.signal}"

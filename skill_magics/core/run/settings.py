@@ -33,17 +33,20 @@ from typing import Any
 from skill_magics.core import interpreters
 from skill_magics.core.namelist import name_list
 from skill_magics.core.run import workdir
+from skill_magics.core.run.defaults import (
+    DEFAULT_MAX_OUTPUT_SIZE,
+    DEFAULT_RUN_CWD,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARM_IDLE,
+)
 from skill_magics.core.run.sandbox import check_mode, default_mode
 from skill_magics.core.run.warm import modes as warm_modes
 
 MIN_WARM_IDLE = 1
 MAX_WARM_IDLE = 24 * 3600
-DEFAULT_WARM_IDLE = 600.0
 
 MIN_TIMEOUT = 1
 MAX_TIMEOUT = 600
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_OUTPUT_SIZE = 10 * 2**20  # bytes kept per stream; the rest is counted
 
 
 def check_timeout(timeout: Any) -> float:
@@ -78,14 +81,15 @@ def check_max_output_size(value: Any) -> int:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How runs are configured (see the module docstring). Checked when made; frozen."""
+    """How runs are configured (see the module docstring). Checked when made; frozen.
+    The defaults are defaults.py's (the SkillMagics traits read the same)."""
 
     timeout: float = DEFAULT_TIMEOUT  # seconds before the process group is killed (1-600)
     max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of stdout and of stderr kept
     allowed_interpreters: tuple[str, ...] | None = None  # None: python3, bash, sh, node
     inherit_env: bool = False  # the whole environment instead of the minimal one
     env_passthrough: tuple[str, ...] = ()  # names (or globs) added to the minimal one
-    run_cwd: str = workdir.WORKSPACE  # "workspace", "skill" or a folder
+    run_cwd: str = DEFAULT_RUN_CWD  # "workspace", "skill" or a folder
     sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
     sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
     sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
