@@ -25,9 +25,10 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from skill_magics.core import interpreters
@@ -101,27 +102,9 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise once, here
-        set_(self, "timeout", check_timeout(self.timeout))
-        set_(self, "max_output_size", check_max_output_size(self.max_output_size))
-        chosen = None if self.allowed_interpreters is None else name_list(self.allowed_interpreters)
-        set_(self, "allowed_interpreters", chosen)
-        set_(self, "inherit_env", bool(self.inherit_env))
-        set_(self, "env_passthrough", name_list(self.env_passthrough))
-        cwd = workdir.check_cwd(self.run_cwd)
-        set_(self, "run_cwd", workdir.SKILL if cwd is None else os.fspath(cwd))
-        set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
-        set_(self, "sandbox_network", name_list(self.sandbox_network))
-        set_(self, "sandbox_deny_read", name_list(self.sandbox_deny_read))
-        set_(self, "sandbox_read", name_list(self.sandbox_read))
-        start = (
-            warm_modes.default_mode()
-            if self.warm_start is None
-            else warm_modes.check_mode(self.warm_start)
-        )
-        set_(self, "warm_start", start)
-        set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))
-        names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
-        set_(self, "allowed", frozenset(interpreters.canonical(n) for n in names))
+        for name, check in _CHECKS.items():
+            set_(self, name, check(getattr(self, name)))
+        set_(self, "allowed", _canonical(self.allowed_interpreters))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -135,7 +118,16 @@ class RunSettings:
             raise TypeError(
                 f"Unknown run setting(s) {', '.join(unknown)}: use {', '.join(self.names())}"
             )
-        return replace(self, **changes)
+        if not changes:
+            return self
+        # Only the changed fields are checked again (a run's overrides: for_run, every run).
+        copied = copy.copy(self)
+        set_ = object.__setattr__
+        for name, value in changes.items():
+            set_(copied, name, _CHECKS[name](value))
+        if "allowed_interpreters" in changes:
+            set_(copied, "allowed", _canonical(copied.allowed_interpreters))
+        return copied
 
     def for_run(
         self,
@@ -167,6 +159,33 @@ class RunSettings:
     def allow_typescript(self) -> bool:
         """``.ts`` files count as scripts only when tsx may run them."""
         return "tsx" in self.allowed
+
+
+def _run_cwd(value: Any) -> str:
+    cwd = workdir.check_cwd(value)
+    return workdir.SKILL if cwd is None else os.fspath(cwd)
+
+
+def _canonical(chosen: tuple[str, ...] | None) -> frozenset[str]:
+    names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
+    return frozenset(interpreters.canonical(n) for n in names)
+
+
+# Each field's check: the value as kept (normalised), or a one-line error naming the fix.
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "timeout": check_timeout,
+    "max_output_size": check_max_output_size,
+    "allowed_interpreters": lambda v: None if v is None else name_list(v),
+    "inherit_env": bool,
+    "env_passthrough": name_list,
+    "run_cwd": _run_cwd,
+    "sandbox": lambda v: default_mode() if v is None else check_mode(v),
+    "sandbox_network": name_list,
+    "sandbox_deny_read": name_list,
+    "sandbox_read": name_list,
+    "warm_start": lambda v: warm_modes.default_mode() if v is None else warm_modes.check_mode(v),
+    "warm_idle_timeout": check_warm_idle,
+}
 
 
 def settings_of(values: Iterable[tuple[str, Any]]) -> RunSettings:
