@@ -96,7 +96,7 @@ def test_a_rebuild_between_the_yes_and_the_run_refuses_the_run(skill: Path, env_
     manager = SkillManager([skill.parent], run_cwd="skill")
     plan = manager.plan("envy", "where")
     _publish_by_hand(skill, "env-cccc-3")  # while the panel was open
-    verdict = manager._gate.decide(plan.request, Recorder("yes_once"))
+    verdict = manager.run_planned(plan, Recorder("yes_once")).verdict
     assert not verdict.allowed and "changed after the approval was asked" in verdict.message
 
 
