@@ -216,6 +216,8 @@ def test_a_new_kind_of_plan_is_one_class_run_like_every_other(skills: Path) -> N
     assert len(asked.requests) == 2
     declined = manager.run_planned(plan, lambda request: "no")
     assert declined.status is RunStatus.DECLINED and launched == ["one", "one"]
+    assert declined.why_not == (RunStatus.DECLINED, declined.verdict.message)
+    assert manager.run_planned(plan, asked).why_not is None
     with pytest.raises(ApprovalDeclined):
         _ = declined.value  # nothing ran: no value, the reason raised
     with pytest.raises(TypeError, match="BatchPlan"):

@@ -137,6 +137,13 @@ class RunOutcome(Generic[V]):
         return self.verdict.allowed
 
     @property
+    def why_not(self) -> tuple[RunStatus, str] | None:
+        """(status, message) when the gate said no (declined, approval_unavailable,
+        pending, refused); None when it let the plan run."""
+        status = self.verdict.status
+        return None if status is None else (status, self.verdict.message)
+
+    @property
     def status(self) -> RunStatus | None:
         """Why nothing ran (declined, approval_unavailable, pending, refused), else how the
         first launch ended (None: it ran, and nothing is a single launch)."""
