@@ -110,7 +110,7 @@ def executor_pool(manager: SkillManager, script: str, n: int, workers: int) -> f
     batch layer adds on top of the executor, without it."""
     skill = manager.get_skill("bench-batch")
     rel = f"scripts/{script}"
-    ex = manager.executor
+    ex = manager._executor
 
     def one(i: int) -> int:
         return ex.execute(rel, {"i": i}, skill.base_dir, skill.metadata).exit_code
@@ -149,7 +149,7 @@ print(before, after, wall, res.counts().get("completed", 0), kept)
 def check_cost(manager: SkillManager, skill: str, script: str, files: int) -> None:
     """Microseconds per item of the pre-item code check, fast path and full check."""
     request = manager.plan_map(skill, script, [{}]).request
-    watch = manager.gate.watch(request)
+    watch = manager._gate.watch(request)
     reps = 2000 if files < 100 else 200
     assert watch.current()
     start = time.perf_counter()
@@ -159,7 +159,7 @@ def check_cost(manager: SkillManager, skill: str, script: str, files: int) -> No
     fast_full = watch.full_checks - 1
     start = time.perf_counter()
     for _ in range(reps // 10):
-        assert manager.gate.is_current(request)
+        assert manager._gate.is_current(request)
     full = (time.perf_counter() - start) / (reps // 10) * 1e6
     print(
         f"check  {skill} ({files:,} files): per item {fast:.1f} us on the stat fast path "

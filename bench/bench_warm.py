@@ -184,7 +184,7 @@ def bash(manager: SkillManager, base: Path, runs: int, items: int) -> dict[str, 
     interp = shutil.which("bash")
     script = str(base / "scripts" / "trivial.sh")
     data = json.dumps({"x": 1}).encode()
-    executor = manager.executor
+    executor = manager._executor
     meta = manager.get_skill("bench-warm").metadata
 
     def raw() -> None:

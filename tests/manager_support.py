@@ -42,6 +42,9 @@ class RecordingApprover:
         return self.decision
 
 
+OVERRIDES = ("timeout", "sandbox", "cwd", "warm")  # RunSettings.for_run's per-run values
+
+
 def manager_for(*dirs: Path, **kwargs):
     from skill_magics.core.manager import SkillManager
 
@@ -51,7 +54,7 @@ def manager_for(*dirs: Path, **kwargs):
 def request_of(manager, skill_name: str, scripts, arguments=None, argv=(), code=None):
     """The request a person would see for ``scripts`` (the planner's, with the manager's
     current settings): what a plan carries."""
-    return manager.planner.request(manager.settings, skill_name, scripts, arguments, argv, code)
+    return manager._planner.request(manager.settings, skill_name, scripts, arguments, argv, code)
 
 
 def run_plan(manager, plan, **kwargs):
@@ -93,7 +96,7 @@ class Runner:
 
         values = {"run_cwd": "skill", "sandbox": "off", **settings}
         self.manager = SkillManager([], settings=RunSettings(**values))
-        self.manager.planner.checks.use_cache = use_cache
+        self.manager._planner.checks.use_cache = use_cache
 
     @property
     def audit(self) -> AuditLog:
@@ -104,14 +107,27 @@ class Runner:
         return self.manager.settings
 
     def prepare(self, script_path, arguments, skill_base_dir, skill_metadata, **kwargs):
-        """The checks: a PreparedRun, or the refusal raised (audited)."""
-        checks = self.manager.planner.checks
+        """The checks: a PreparedRun, or the refusal raised (audited). The per-run
+        overrides (timeout, sandbox, cwd, warm) become this run's settings, as the manager
+        makes them (RunSettings.for_run, a bad one refused audited)."""
+        checks = self.manager._planner.checks
+        overrides = {k: kwargs.pop(k) for k in OVERRIDES if k in kwargs}
+        name = getattr(skill_metadata, "name", "?")
+        settings = checks.settings_for(
+            self.settings, name, script_path, arguments, kwargs.get("argv"), **overrides
+        )
         return checks.script(
-            self.settings, script_path, arguments, skill_base_dir, skill_metadata, **kwargs
+            settings, script_path, arguments, skill_base_dir, skill_metadata, **kwargs
         )
 
     def prepare_command(self, argv, **kwargs):
-        return self.manager.planner.checks.command(self.settings, argv, **kwargs)
+        checks = self.manager._planner.checks
+        overrides = {k: kwargs.pop(k) for k in OVERRIDES if k in kwargs}
+        meta = kwargs["skill_metadata"]
+        settings = checks.settings_for(
+            self.settings, meta.name, kwargs.get("label", ""), None, None, **overrides
+        )
+        return checks.command(settings, argv, **kwargs)
 
     def run(self, prepared, **kwargs):
         """Through the call site: the result, or the refusal at launch raised."""

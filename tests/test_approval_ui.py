@@ -438,7 +438,7 @@ def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_pat
 
     threading.Thread(target=click_and_interrupt, daemon=True).start()
     with pytest.raises(RunInterrupted):
-        manager.gate.decide(manager.plan("race", "a").request, approver)
+        manager.run_planned(manager.plan("race", "a"), approver)
     assert manager.approvals.approvals() == {}  # no "Yes in session" left behind
     assert [r.outcome for r in manager.audit.records()] == ["interrupted"]
 
@@ -456,7 +456,7 @@ def test_a_failed_wait_withdraws_the_panel(make_skill, tmp_path, monkeypatch):
 
     monkeypatch.setattr(waiting, "wait_for_click", broken_wait)
     with pytest.raises(RuntimeError):
-        manager.gate.decide(manager.plan("broken", "a").request, NotebookApprover(settings))
+        manager.run_planned(manager.plan("broken", "a"), NotebookApprover(settings))
     panel = settings.panels[-1]
     assert panel.withdrawn and panel.decision is None
     panel.buttons["yes_once"].click()  # a late click decides nothing
@@ -519,7 +519,7 @@ def test_a_kernel_that_cannot_deliver_a_click_says_what_to_do(make_skill, tmp_pa
     monkeypatch.setattr(settings.shell, "kernel", _ForeignKernel(), raising=False)
     approver = NotebookApprover(settings)
     assert approver.strategy is waiting.Strategy.NONBLOCKING
-    verdict = manager.gate.decide(manager.plan("far", "a").request, approver)
+    verdict = manager.run_planned(manager.plan("far", "a"), approver).verdict
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
     text = verdict.message
     assert "\n" not in text and "cannot deliver a click to a waiting cell" in text

@@ -182,7 +182,7 @@ def test_refusal_records_name_scripts_relative_to_the_skill(make_skill, tmp_path
     with pytest.raises(Exception, match="not allowed"):
         manager.execute_skill_script("rel", "a")
     with pytest.raises(Exception, match="not allowed"):
-        manager.planner.checks.script(
+        manager._planner.checks.script(
             manager.settings,
             skill / "scripts" / "a.sh",
             {},
@@ -224,7 +224,7 @@ def test_command_refusal_records_a_duration(make_skill, tmp_path):
     manager = SkillManager([tmp_path])
     meta = manager.get_skill("s").metadata
     with pytest.raises(CommandError):
-        manager.planner.checks.command(
+        manager._planner.checks.command(
             manager.settings,
             ["python3", "-c", "1"],
             skill_base_dir=skill,

@@ -434,7 +434,7 @@ def test_the_callers_sandbox_reaches_the_workers(tmp_path: Path, make_skill) -> 
         shipped = manager.map("writer", "write", [{}], pool=pool, approver=None)
     assert shipped.ok, shipped.text()
     assert shipped[0].json()["wrote"] is False
-    manager.sandbox = "off"
+    manager.configure(sandbox="off")
     with ProcessPoolExecutor(1) as pool:
         free = manager.map("writer", "write", [{}], pool=pool, approver=None)
     assert free[0].json()["wrote"] is True
@@ -549,7 +549,7 @@ def test_the_check_before_each_item_is_a_stat_while_nothing_changed(
     monkeypatch.setattr(fingerprint, "RACY_NS", 50_000_000)  # 50 ms instead of 2.5 s
     time.sleep(0.1)  # the skill's files are now older than that window
     request = mutable.plan_map("mut", "run", [{}] * 3).request
-    watch = mutable.gate.watch(request)
+    watch = mutable._gate.watch(request)
     assert all(watch.current() for _ in range(50))
     assert watch.full_checks == 1  # the first look; the other 49 were the stat fast path
     script = mutable.get_skill("mut").base_dir / "scripts" / "run.py"
@@ -561,7 +561,7 @@ def test_the_check_before_each_item_is_a_stat_while_nothing_changed(
     # A new file where scripts look for modules is seen too (its folder moved).
     script.write_text(V1)
     time.sleep(0.1)
-    watch = mutable.gate.watch(mutable.plan_map("mut", "run", [{}]).request)
+    watch = mutable._gate.watch(mutable.plan_map("mut", "run", [{}]).request)
     assert watch.current() and watch.full_checks == 1
     (script.parent / "json.py").write_text("raise SystemExit('shadowed')\n")
     assert watch.current() is False

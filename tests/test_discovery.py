@@ -641,8 +641,8 @@ def test_an_unchanged_tree_is_not_scanned_again(tmp_path, make_skill, monkeypatc
     manager = SkillManager([tmp_path / "skills"])
     manager.list_skills()
     scans = []
-    original = manager.finder._scan
-    monkeypatch.setattr(manager.finder, "_scan", lambda: scans.append(1) or original())
+    original = manager._finder._scan
+    monkeypatch.setattr(manager._finder, "_scan", lambda: scans.append(1) or original())
     for _ in range(3):
         manager.list_skills()
         with pytest.raises(SkillNotFoundError):
@@ -660,7 +660,7 @@ def test_not_found_names_the_fix_in_python_and_in_magic_words(tmp_path, make_ski
     assert "%skills add DIR" in magic and "%skills;" in magic
     assert "add_dir" not in magic and "list_skills" not in magic
     with pytest.raises(ScriptNotFoundError) as err:
-        manager.finder.resolve_script("unit-converter", "convrt")
+        manager._finder.resolve_script("unit-converter", "convrt")
     assert "'scripts/convert.py'" in str(err.value)
     magic = err.value.magic_text()
     assert "did you mean unit-converter.convert?" in magic and "scripts/convert.py" not in magic

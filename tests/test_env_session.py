@@ -96,7 +96,7 @@ def test_a_rebuild_between_the_yes_and_the_run_refuses_the_run(skill: Path, env_
     manager = SkillManager([skill.parent], run_cwd="skill")
     plan = manager.plan("envy", "where")
     _publish_by_hand(skill, "env-cccc-3")  # while the panel was open
-    verdict = manager.gate.decide(plan.request, Recorder("yes_once"))
+    verdict = manager.run_planned(plan, Recorder("yes_once")).verdict
     assert not verdict.allowed and "changed after the approval was asked" in verdict.message
 
 
@@ -155,7 +155,7 @@ def test_the_per_item_check_sees_a_rebuild_on_its_fast_path(skill: Path, env_roo
     # wait it out so the stat snapshot alone may answer.
     time.sleep(fingerprint.RACY_NS / 1e9 + 0.1)
     manager = SkillManager([skill.parent], run_cwd="skill")
-    watch = manager.gate.watch(manager.plan("envy", "where").request)
+    watch = manager._gate.watch(manager.plan("envy", "where").request)
     assert watch.current() and watch.current()
     assert watch.full_checks == 1  # the second answer came from the stat snapshot
     _publish_by_hand(skill, "env-eeee-5")

@@ -83,7 +83,7 @@ def _request(manager, name="one"):
 def ask(manager, request, approver=MANAGER_APPROVER):
     """The gate's answer to a person's own call, as the Python API gives it: the decision
     (None: nobody asked), or the refusal raised."""
-    verdict = manager.gate.decide(request, choose_approver(approver, manager.approver, "person"))
+    verdict = manager._gate.decide(request, choose_approver(approver, manager.approver, "person"))
     verdict.raise_if_blocked()
     return verdict.decision
 
@@ -93,7 +93,7 @@ def _outcomes(manager):
 
 
 def test_no_approver_means_the_caller_decided(manager):
-    verdict = manager.gate.decide(_request(manager), None)
+    verdict = manager._gate.decide(_request(manager), None)
     assert verdict.allowed and verdict.decision is None
     assert manager.audit.records() == []
 
@@ -101,7 +101,7 @@ def test_no_approver_means_the_caller_decided(manager):
 def test_yes_once_asks_every_time_and_is_audited(manager):
     approver = CountingApprover("yes_once")
     for _ in range(2):
-        verdict = manager.gate.decide(_request(manager), approver)
+        verdict = manager._gate.decide(_request(manager), approver)
         assert verdict.allowed and verdict.decision is Decision.YES_ONCE
     assert approver.calls == 2
     assert manager.approvals.approvals() == {}
@@ -111,26 +111,26 @@ def test_yes_once_asks_every_time_and_is_audited(manager):
 
 def test_yes_in_session_is_remembered_until_a_file_changes(manager, tmp_path):
     approver = CountingApprover(Answer(Decision.YES_IN_SESSION, "button 'Yes in session'"))
-    manager.gate.decide(_request(manager), approver)
-    verdict = manager.gate.decide(_request(manager), approver)
+    manager._gate.decide(_request(manager), approver)
+    verdict = manager._gate.decide(_request(manager), approver)
     assert verdict.allowed and verdict.by == "session approval"
     assert approver.calls == 1
     assert manager.audit.records()[-1].reason == "yes_in_session by button 'Yes in session'"
     (tmp_path / "one/scripts/a.py").write_text("print('changed')\n")
-    manager.gate.decide(_request(manager), approver)
+    manager._gate.decide(_request(manager), approver)
     assert approver.calls == 2
 
 
 def test_session_approval_is_per_skill(manager):
     approver = CountingApprover("yes_in_session")
-    manager.gate.decide(_request(manager, "one"), approver)
-    manager.gate.decide(_request(manager, "two"), approver)
+    manager._gate.decide(_request(manager, "one"), approver)
+    manager._gate.decide(_request(manager, "two"), approver)
     assert approver.calls == 2
     assert set(manager.approvals.approvals()) == {"one", "two"}
 
 
 def test_no_is_declined_audited_and_names_the_fix(manager):
-    verdict = manager.gate.decide(_request(manager), CountingApprover("no"))
+    verdict = manager._gate.decide(_request(manager), CountingApprover("no"))
     assert verdict.status is RunStatus.DECLINED
     assert "was declined: nothing ran" in verdict.message
     assert "asked again" in verdict.message
@@ -141,7 +141,7 @@ def test_no_is_declined_audited_and_names_the_fix(manager):
 
 def test_unavailable_is_a_verdict_and_audited(manager):
     approver = CountingApprover(ApprovalUnavailable("headless: set SKILL_MAGICS_AUTO_APPROVE"))
-    verdict = manager.gate.decide(_request(manager), approver)
+    verdict = manager._gate.decide(_request(manager), approver)
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
     assert verdict.message == "headless: set SKILL_MAGICS_AUTO_APPROVE"
     assert _outcomes(manager) == [("one", AuditOutcome.APPROVAL_UNAVAILABLE)]
@@ -151,26 +151,26 @@ def test_unavailable_is_a_verdict_and_audited(manager):
 
 def test_pending_is_not_audited_until_it_is_settled(manager):
     panel = object()
-    verdict = manager.gate.decide(
+    verdict = manager._gate.decide(
         _request(manager), CountingApprover(ApprovalPending("waiting for a click", panel))
     )
     assert verdict.status is RunStatus.PENDING and verdict.pending is panel
     assert manager.audit.records() == []
-    later = manager.gate.settle(_request(manager), Decision.YES_ONCE, "button 'Yes once'")
+    later = manager._gate.settle(_request(manager), Decision.YES_ONCE, "button 'Yes once'")
     assert later.allowed
     assert _outcomes(manager) == [("one", AuditOutcome.APPROVED)]
 
 
 def test_interrupted_wait_is_audited_and_raised(manager):
     with pytest.raises(RunInterrupted):
-        manager.gate.decide(_request(manager), CountingApprover(RunInterrupted("stopped")))
+        manager._gate.decide(_request(manager), CountingApprover(RunInterrupted("stopped")))
     assert _outcomes(manager) == [("one", AuditOutcome.INTERRUPTED)]
 
 
 def test_a_yes_for_files_that_changed_is_refused(manager, tmp_path):
     request = _request(manager)
     (tmp_path / "one/scripts/a.py").write_text("open('evil', 'w')\n")
-    verdict = manager.gate.settle(request, Decision.YES_IN_SESSION, "button")
+    verdict = manager._gate.settle(request, Decision.YES_IN_SESSION, "button")
     assert verdict.status is RunStatus.REFUSED
     assert "changed after the approval was asked" in verdict.message
     assert manager.approvals.approvals() == {}  # nothing remembered for the old files
@@ -181,14 +181,14 @@ def test_a_yes_for_files_that_changed_is_refused(manager, tmp_path):
 
 def test_decide_each_asks_once_and_skips_session_approved_skills(manager):
     approver = CountingApprover("yes_in_session")
-    manager.gate.decide(_request(manager, "one"), approver)
+    manager._gate.decide(_request(manager, "one"), approver)
     seen = []
 
     def recording(request):
         seen.append(request)
         return "yes_once"
 
-    verdicts = manager.gate.decide_each(
+    verdicts = manager._gate.decide_each(
         [_request(manager, "one"), _request(manager, "two")], recording
     )
     assert [v.allowed for v in verdicts] == [True, True]
@@ -198,10 +198,10 @@ def test_decide_each_asks_once_and_skips_session_approved_skills(manager):
 def test_combined_yes_in_session_approves_each_skill_at_its_own_hash(manager):
     approver = CountingApprover("yes_in_session")
     one, two = _request(manager, "one"), _request(manager, "two")
-    verdicts = manager.gate.decide_each([one, two], approver)
+    verdicts = manager._gate.decide_each([one, two], approver)
     assert all(v.allowed for v in verdicts)
     assert manager.approvals.approvals() == {"one": one.content_hash, "two": two.content_hash}
-    assert manager.gate.decide(one, approver).by == "session approval"  # as if separately
+    assert manager._gate.decide(one, approver).by == "session approval"  # as if separately
     assert approver.calls == 1
     manager.approvals.revoke("two")
     assert not manager.approvals.covers(combine_requests([one, two]))
@@ -209,7 +209,7 @@ def test_combined_yes_in_session_approves_each_skill_at_its_own_hash(manager):
 
 
 def test_combined_no_declines_all_and_remembers_nothing(manager):
-    verdicts = manager.gate.decide_each(
+    verdicts = manager._gate.decide_each(
         [_request(manager, "one"), _request(manager, "two")], CountingApprover("no")
     )
     assert [v.status for v in verdicts] == [RunStatus.DECLINED] * 2
@@ -223,7 +223,7 @@ def test_combined_no_declines_all_and_remembers_nothing(manager):
 
 def test_a_model_call_without_any_approver_is_refused(manager):
     approver = choose_approver(None, None, Caller.MODEL)
-    verdict = manager.gate.decide(_request(manager), approver)
+    verdict = manager._gate.decide(_request(manager), approver)
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
     assert "No approver is configured" in verdict.message
 
@@ -617,18 +617,18 @@ def test_data_written_meanwhile_keeps_the_request_current_code_does_not(manager,
     an approval stale; a changed script, a new module or an edited SKILL.md does."""
     request = _request(manager)
     (tmp_path / "one/out.json").write_text('{"rows": 3}\n')
-    assert manager.gate.is_current(request)
-    assert manager.gate.settle(request, Decision.YES_ONCE, "button").allowed
+    assert manager._gate.is_current(request)
+    assert manager._gate.settle(request, Decision.YES_ONCE, "button").allowed
     (tmp_path / "one/helper.py").write_text("import os\n")
-    assert not manager.gate.is_current(request)
+    assert not manager._gate.is_current(request)
     request = _request(manager)
     (tmp_path / "one/SKILL.md").write_text((tmp_path / "one/SKILL.md").read_text() + "\nmore\n")
-    assert not manager.gate.is_current(request)
+    assert not manager._gate.is_current(request)
 
 
 def test_a_code_request_built_through_the_manager_is_current(manager):
     request = request_of(manager, "one", [], None, code="print(1)")
-    assert manager.gate.is_current(request)
+    assert manager._gate.is_current(request)
     assert ask(manager, request, lambda r: "yes_in_session") is Decision.YES_IN_SESSION
     again = request_of(manager, "one", [], None, code="print(1)")
     assert ask(manager, again, lambda r: "no") is Decision.YES_IN_SESSION  # covered

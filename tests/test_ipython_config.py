@@ -81,3 +81,23 @@ def test_bad_value_in_ipython_config_is_one_line_and_the_rest_applies(tmp_path: 
         "ipython_config.py or with %config"
     ], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_run_setting_traits_default_to_run_settings_own_defaults(monkeypatch) -> None:
+    """The SkillMagics traits that are run settings take RunSettings' defaults from the one
+    place (core/run/defaults.py), so a default changed there changes both."""
+    from dataclasses import fields
+
+    from skill_magics.core.run.defaults import DEFAULTS
+    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.notebook.magics.skills import RUN_SETTINGS, SkillMagics
+
+    monkeypatch.delenv("SKILL_MAGICS_SANDBOX", raising=False)
+    monkeypatch.delenv("SKILL_MAGICS_WARM_START", raising=False)
+    declared = {f.name: f.default for f in fields(RunSettings) if f.init}
+    assert declared == dict(DEFAULTS)
+    traits = SkillMagics.class_traits()
+    shown = {name: traits[name].default() for name in RUN_SETTINGS}
+    as_fields = {k: tuple(v) if isinstance(v, list) else v for k, v in shown.items()}
+    assert as_fields == declared
+    assert RunSettings(**shown) == RunSettings()

@@ -240,7 +240,7 @@ def test_env_has_skill_base_dir_and_workspace_whatever_the_cwd(
     for cwd, expected in (("skill", real), ("workspace", str(work)), (other, str(other))):
         got = manager.execute_skill_script("envy", "env", cwd=cwd).json()
         assert got == [expected, str(base), str(work)], cwd
-    manager.run_cwd = "skill"
+    manager.configure(run_cwd="skill")
     assert manager.execute_skill_script("envy", "env").json()[0] == real
 
 

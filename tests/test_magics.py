@@ -516,7 +516,7 @@ def test_skills_add_examples(shell):
 def test_config_traits_apply(shell):
     shell.run_cell("%config SkillMagics.timeout = 7")
     m = magics(shell)
-    assert m.timeout == 7 and m.manager.timeout == 7
+    assert m.timeout == 7 and m.manager.settings.timeout == 7
     assert m.manager.settings.timeout == 7
 
 
@@ -558,7 +558,7 @@ def test_config_changes_reach_the_live_manager_and_keep_state(shell, tmp_path, m
     assert RUN_SETTINGS == RunSettings.names(), "the traits that are run settings, same names"
     m = magics(shell)
     m.manager.approvals.approve("echo-skill", "abc")
-    audit, executor = m.manager.audit, m.manager.executor
+    audit, executor = m.manager.audit, m.manager._executor
     shell.run_cell("%config SkillMagics.allowed_interpreters = ['python3']")
     assert m.manager.settings.allowed == frozenset({"python3"})
     shell.run_cell("%config SkillMagics.env_passthrough = ['MY_TOKEN']")
@@ -567,7 +567,7 @@ def test_config_changes_reach_the_live_manager_and_keep_state(shell, tmp_path, m
     assert m.manager.settings.inherit_env is True
     shell.run_cell("%config SkillMagics.max_output_size = 1234")
     assert m.manager.settings.max_output_size == 1234
-    assert m.manager.executor is executor
+    assert m.manager._executor is executor
     other = tmp_path / "more"
     write_echo_skill(make_skill, other, "second-skill")
     shell.run_cell(f"%config SkillMagics.skill_dirs = [{str(other)!r}]")

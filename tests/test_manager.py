@@ -264,7 +264,7 @@ def test_manager_settings_reach_the_run(make_skill, tmp_path):
     assert settings.allowed == frozenset({"python3"})
     prepared = manager.plan("s", "ok").prepared
     assert (prepared.timeout, prepared.max_output_size) == (12, 1234)
-    assert manager.executor.audit is manager.audit
+    assert manager._executor.audit is manager.audit
 
 
 def test_audit_log_file(examples_dir, tmp_path):
@@ -298,29 +298,30 @@ def test_concurrent_runs_are_independent(example_manager):
 def test_changed_settings_count_from_the_next_run_and_nothing_is_rebuilt(tmp_path, make_skill):
     make_skill(tmp_path, "s", scripts={"scripts/ok.py": "print('ok')\n"})
     manager = SkillManager([tmp_path], audit_log=tmp_path / "a.jsonl")
-    executor, planner = manager.executor, manager.planner
-    manager.timeout = 5
+    executor, planner = manager._executor, manager._planner
+    manager.configure(timeout=5)
     assert manager.settings.timeout == 5 and manager.plan("s", "ok").prepared.timeout == 5
-    manager.env_passthrough = "OPENAI_API_KEY, HF_TOKEN"
+    manager.configure(env_passthrough="OPENAI_API_KEY, HF_TOKEN")
     assert manager.settings.env_passthrough == ("OPENAI_API_KEY", "HF_TOKEN")
-    manager.inherit_env = True
+    manager.configure(inherit_env=True)
     assert manager.settings.inherit_env is True
     manager.configure(max_output_size=99)
-    assert manager.max_output_size == 99 and manager.plan("s", "ok").prepared.max_output_size == 99
+    assert manager.settings.max_output_size == 99
+    assert manager.plan("s", "ok").prepared.max_output_size == 99
     audit = manager.audit
-    manager.audit_log = tmp_path / "b.jsonl"
+    audit.write_to(tmp_path / "b.jsonl")
     assert manager.audit is audit and audit.jsonl_path == tmp_path / "b.jsonl"
-    assert manager.executor is executor and manager.planner is planner  # nothing rebuilt
-    assert manager.executor.audit is audit  # one history
+    assert manager._executor is executor and manager._planner is planner  # nothing rebuilt
+    assert manager._executor.audit is audit  # one history
 
 
 def test_allowed_interpreters_as_string_and_typescript_detection(tmp_path, make_skill):
     make_skill(tmp_path, "ts", scripts={"scripts/build.ts": "// Build.\n", "scripts/a.py": ""})
     manager = SkillManager([tmp_path], allowed_interpreters="python3, bash")
-    assert manager.allowed_interpreters == ("python3", "bash")
+    assert manager.settings.allowed_interpreters == ("python3", "bash")
     assert manager.settings.allowed == frozenset({"python3", "bash"})
     assert [s.name for s in manager.get_skill("ts").scripts] == ["a"]
-    manager.allowed_interpreters = ["python3", "tsx"]
+    manager.configure(allowed_interpreters=["python3", "tsx"])
     assert [s.name for s in manager.get_skill("ts").scripts] == ["a", "build"]
 
 
@@ -344,7 +345,10 @@ def test_bad_settings_fail_at_construction(tmp_path, setting, value):
         SkillManager([tmp_path], **{setting: value})
     manager = SkillManager([tmp_path])
     with pytest.raises(ValueError, match=setting):
-        setattr(manager, setting, value)
+        manager.configure(**{setting: value})
+    with pytest.raises(AttributeError, match=rf"manager.configure\({setting}=\.\.\.\)"):
+        setattr(manager, setting, value)  # configure() is the one way
+    assert manager.settings == SkillManager([tmp_path]).settings
 
 
 # -- stdin convention ------------------------------------------------------------------------
@@ -424,7 +428,7 @@ def test_good_argv_items_reach_the_script_verbatim(argv_manager, tmp_path):
 
 @posix_only
 def test_approval_request_normalises_argv_like_the_executor(argv_manager, tmp_path):
-    _, meta = argv_manager.finder.resolve_script("s", "argv")
+    _, meta = argv_manager._finder.resolve_script("s", "argv")
     request = request_of(argv_manager, "s", [meta], None, [1, tmp_path / "p"])
     assert request.argv == ("1", str(tmp_path / "p"))
     assert request.scripts[0].command[-2:] == ("1", str(tmp_path / "p"))
@@ -549,3 +553,66 @@ def test_a_missing_package_gets_the_hint_naming_skills_env(tmp_path, make_skill)
     # Not a package to install: the skill's own module gets no such hint.
     local = manager.execute_skill_script("needs-pkg", "local")
     assert "ModuleNotFoundError" in local.stderr and "Hint:" not in local.stderr
+
+
+# The manager's whole public surface: a thin facade (docs/architecture.md). A new capability
+# is a package of functions over these, not one more method; growing this list is a decision.
+PUBLIC_SURFACE = {
+    # settings: read, and configure() the one way to change them
+    "settings": "property",
+    "configure": "method",
+    "sandbox_network": "property",
+    # who approves, and the session's state
+    "approver": "attribute",
+    "approver_for": "method",
+    "approvals": "property",
+    "audit": "attribute",
+    "grant_network": "method",
+    "provide_secret": "method",
+    "secret_status": "method",
+    # skills
+    "skill_dirs": "property",
+    "add_dir": "method",
+    "remove_dir": "method",
+    "reload": "method",
+    "list_skills": "method",
+    "get_skill": "method",
+    "warnings": "property",
+    "requirements": "method",
+    "prepare_env": "method",
+    # warm start
+    "warm_up": "method",
+    "warm_servers": "method",
+    "stop_warm_servers": "method",
+    # plan -> gate -> execute
+    "plan": "method",
+    "plan_code": "method",
+    "plan_references": "method",
+    "plan_scope": "method",
+    "plan_map": "method",
+    "run_planned": "method",
+    "run_planned_async": "method",
+    "execute_skill_script": "method",
+    "map": "method",
+}
+
+
+def test_the_managers_public_surface_is_the_listed_one(tmp_path):
+    manager = SkillManager([tmp_path])
+
+    def kind(name: str) -> str:
+        if name in vars(manager):
+            return "attribute"
+        found = getattr(type(manager), name)
+        return "property" if isinstance(found, property) else "method"
+
+    public = {name: kind(name) for name in dir(manager) if not name.startswith("_")}
+    assert public == PUBLIC_SURFACE, "the facade changed: update PUBLIC_SURFACE on purpose"
+
+
+def test_the_managers_parts_stay_inside(tmp_path):
+    """Its finder, planner, gate, executor and pipeline are not reached through it: the
+    operations callers need are its methods (plan_code, plan_references, plan_scope)."""
+    manager = SkillManager([tmp_path])
+    for part in ("finder", "planner", "gate", "executor", "pipeline", "secrets", "grants"):
+        assert not hasattr(manager, part), part

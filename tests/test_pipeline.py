@@ -135,9 +135,9 @@ def test_a_batch_and_an_empty_batch(skills: Path) -> None:
     outcome = manager.run_planned(
         manager.plan_map("one", "a", [{}, {}]), asked, batch=BatchOptions(max_workers=2)
     )
-    assert outcome.batch is not None and outcome.batch.ok and len(outcome.batch) == 2
+    assert outcome.value.ok and len(outcome.value) == 2
     empty = manager.run_planned(manager.plan_map("one", "a", []), asked)
-    assert empty.batch is not None and len(empty.batch) == 0
+    assert len(empty.value) == 0
     assert len(asked.requests) == 1  # nothing to run: nobody asked
     with pytest.raises(TypeError, match="BatchPlan"):
         manager.run_planned(manager.plan("one", "a"), None, batch=BatchOptions())
@@ -171,12 +171,126 @@ def test_a_scope_is_decided_once_and_its_approver_answers_later_calls(
     work = tmp_path / "work"
     work.mkdir()
     scope = ScopeInfo(purpose="an evaluation", agent_runs=2)
-    plan = manager.planner.plan_scope(manager.settings, "one", scope, cwd=str(work))
-    assert plan is not None
+    plan = manager.plan_scope("one", scope, cwd=str(work))
+    assert isinstance(plan, ScopePlan)
     asked = RecordingApprover("yes_once")
-    outcome = manager.run_planned(ScopePlan(plan), asked, caller=Caller.MODEL)
+    outcome = manager.run_planned(plan, asked, caller=Caller.MODEL)
     assert outcome.allowed and len(asked.requests) == 1 and callable(outcome.value)
     later = manager.run_planned(manager.plan("one", "a"), outcome.value, caller=Caller.MODEL)
     assert later.status is RunStatus.COMPLETED and len(asked.requests) == 1  # not asked again
-    nobody = manager.run_planned(ScopePlan(plan), None, caller=Caller.MODEL)
+    nobody = manager.run_planned(plan, None, caller=Caller.MODEL)
     assert nobody.status is RunStatus.APPROVAL_UNAVAILABLE
+
+
+# -- a new kind of plan is one class --------------------------------------------------------
+
+
+def test_a_new_kind_of_plan_is_one_class_run_like_every_other(skills: Path) -> None:
+    """What the MCP host's plan will be: a Plan subclass saying what it asks the gate and how
+    it launches; the call site runs it sync and async, asks once, and a No launches
+    nothing. Its outcome's value is typed by the plan."""
+    from dataclasses import dataclass
+
+    from skill_magics.core.run.approval import ApprovalRequest
+    from skill_magics.core.run.runplan import Decided, LaunchContext, Plan
+
+    launched: list[str] = []
+
+    @dataclass(frozen=True)
+    class Fetched(Plan[str]):
+        request: ApprovalRequest
+
+        def requests(self) -> tuple[ApprovalRequest, ...]:
+            return (self.request,)
+
+        def launch(self, context: LaunchContext, decided: Decided) -> RunOutcome[str]:
+            launched.append(self.request.skill_name)
+            return RunOutcome(decided.verdict, f"fetched {self.request.skill_name}")
+
+    manager = manager_for(skills, run_cwd="skill")
+    plan = Fetched(manager.plan("one", "a").request)
+    asked = RecordingApprover("yes_once")
+    assert manager.run_planned(plan, asked).value == "fetched one"
+    done = asyncio.run(manager.run_planned_async(plan, asked))
+    assert done.value == "fetched one" and launched == ["one", "one"]
+    assert len(asked.requests) == 2
+    declined = manager.run_planned(plan, lambda request: "no")
+    assert declined.status is RunStatus.DECLINED and launched == ["one", "one"]
+    assert declined.why_not == (RunStatus.DECLINED, declined.verdict.message)
+    assert manager.run_planned(plan, asked).why_not is None
+    with pytest.raises(ApprovalDeclined):
+        _ = declined.value  # nothing ran: no value, the reason raised
+    with pytest.raises(TypeError, match="BatchPlan"):
+        manager.run_planned(plan, None, batch=BatchOptions())
+
+
+def test_the_call_site_does_not_dispatch_on_the_plans_type() -> None:
+    """Every kind is run the same way: no isinstance() on a plan in pipeline.py."""
+    import ast
+
+    import skill_magics.core.run.pipeline as pipeline
+
+    tree = ast.parse(Path(pipeline.__file__).read_text(encoding="utf-8"))
+    checked = [
+        ast.unparse(node.args[1])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance"
+    ]
+    assert checked == ["Answer", "Answer"]  # the approver's kind, never the plan's
+
+
+def test_a_blocked_batch_raises_its_reason_from_value(skills: Path) -> None:
+    manager = manager_for(skills, run_cwd="skill")
+    outcome = manager.run_planned(manager.plan_map("one", "a", [{}]), lambda request: "no")
+    assert outcome.status is RunStatus.DECLINED
+    with pytest.raises(ApprovalDeclined):
+        _ = outcome.value
+    assert not ran(skills, "one", "a.py")
+
+
+# -- settings resolved once --------------------------------------------------------------
+
+
+def test_per_run_overrides_become_the_runs_settings(skills: Path, tmp_path: Path) -> None:
+    from skill_magics.core.run.settings import RunSettings
+
+    base = RunSettings(run_cwd="skill", sandbox="off", warm_start="auto")
+    assert base.for_run() is base  # nothing overridden: the same value
+    run = base.for_run(timeout=5, cwd=str(tmp_path), warm=False)
+    assert (run.timeout, run.run_cwd, run.warm_start, run.sandbox) == (
+        5,
+        str(tmp_path),
+        "off",
+        "off",
+    )
+    assert base.for_run(warm=True).warm_start == "on" and base.timeout == 30
+    with pytest.raises(ValueError, match="out of range"):
+        base.for_run(timeout=0)
+    manager = manager_for(skills, run_cwd="skill")
+    prepared = manager.plan("one", "a", timeout=7, cwd=str(tmp_path), warm=False).prepared
+    assert (prepared.timeout, prepared.cwd, prepared.warm) == (7, tmp_path.resolve(), "off")
+    assert manager.settings.timeout == 30  # the manager's own settings stay
+
+
+def test_a_bad_per_run_override_is_refused_audited_before_anything(skills: Path) -> None:
+    manager = manager_for(skills, run_cwd="skill")
+    with pytest.raises(ValueError, match="out of range"):
+        manager.execute_skill_script("one", "a", timeout=0, approver=None)
+    record = manager.audit.records()[-1]
+    assert (record.skill, record.script, record.outcome) == ("one", "a", "refused")
+    assert not ran(skills, "one", "a.py")
+
+
+def test_a_batch_plan_is_built_by_keyword_and_carries_one_settings_value(skills: Path) -> None:
+    import dataclasses
+
+    from skill_magics.core.run.batch import BatchPlan
+
+    manager = manager_for(skills, run_cwd="skill")
+    plan = manager.plan_map("one", "a", [{}], timeout=9, warm=False)
+    assert (plan.settings.timeout, plan.settings.warm_start) == (9, "off")
+    names = {f.name for f in dataclasses.fields(BatchPlan)}
+    assert not names & {"timeout", "sandbox", "cwd", "warm"}
+    with pytest.raises(TypeError):
+        BatchPlan(plan.plan, plan.request, plan.items, plan.mode, plan.settings)  # type: ignore[misc]
+    assert manager.run_planned(plan, None).value.ok

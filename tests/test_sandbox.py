@@ -389,7 +389,7 @@ def test_mode_names_are_checked(box, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="use one of off, read-only, workspace-write, auto"):
         SkillManager([box.skills], sandbox="strict")
     monkeypatch.setenv(sandboxing.ENV_VAR, "read-only")
-    assert SkillManager([box.skills]).sandbox == "read-only"
+    assert SkillManager([box.skills]).settings.sandbox == "read-only"
     monkeypatch.setenv(sandboxing.ENV_VAR, "nope")
     with pytest.raises(ValueError, match="SKILL_MAGICS_SANDBOX"):
         SkillManager([box.skills])

@@ -63,7 +63,7 @@ def _fill_and_click(ip, *, secret: str | None, network: bool, timeout: float = 2
 def test_panel_asks_for_the_secret_masked_and_clears_it(shell) -> None:
     m = get_magics(shell)
     shell.run_cell("%config SkillMagics.sandbox = 'workspace-write'")
-    assert m.manager.sandbox == "workspace-write"
+    assert m.manager.settings.sandbox == "workspace-write"
     thread, state = _fill_and_click(shell, secret=VALUE, network=True)
     res = shell.run_cell("%%skillrun keyed.run\n").result
     thread.join(5)
@@ -100,7 +100,7 @@ def test_sandbox_option_and_config_are_checked(shell) -> None:
     assert outcome.error_in_exec is not None or outcome.error_before_exec is not None
     m = get_magics(shell)
     shell.run_cell("%config SkillMagics.sandbox = 'strict'")  # refused (IPython logs it)
-    assert m.sandbox is None and m.manager.sandbox == "off"
+    assert m.sandbox is None and m.manager.settings.sandbox == "off"
     shell.run_cell("%config SkillMagics.sandbox_network = ['keyed']")
     assert get_magics(shell).manager.sandbox_network == ("keyed",)
 

@@ -20,9 +20,9 @@ def setup(tmp_path, make_skill, decision="yes_once"):
     work = tmp_path / "iteration-1"
     work.mkdir()
     manager = manager_for(skills)
-    plan = manager.planner.plan_scope(manager.settings, "marker", SCOPE, cwd=str(work))
+    plan = manager.plan_scope("marker", SCOPE, cwd=str(work))
     asked = RecordingApprover(decision)
-    verdict, scoped = manager.gate.decide_scope(plan.request, asked)
+    verdict, scoped = manager._gate.decide_scope(plan.request, asked)
     return manager, skills, work, verdict, scoped, asked
 
 
@@ -37,7 +37,7 @@ def test_one_answer_covers_every_call_inside_the_scope(tmp_path, make_skill):
     assert verdict.allowed and len(asked.requests) == 1
     assert asked.requests[0].scope == SCOPE
     for script in ("scripts/mark.py", "scripts/report.py", "scripts/mark.py"):
-        v = manager.gate.decide(call_request(manager, work, script=script), scoped)
+        v = manager._gate.decide(call_request(manager, work, script=script), scoped)
         assert v.allowed and v.by == f"approver for {SCOPE.purpose}"
     assert len(asked.requests) == 1  # never asked again
 
@@ -45,7 +45,7 @@ def test_one_answer_covers_every_call_inside_the_scope(tmp_path, make_skill):
 def test_a_no_declines_every_call(tmp_path, make_skill):
     manager, _, work, verdict, scoped, _ = setup(tmp_path, make_skill, "no")
     assert verdict.status is RunStatus.DECLINED
-    v = manager.gate.decide(call_request(manager, work), scoped)
+    v = manager._gate.decide(call_request(manager, work), scoped)
     assert v.status is RunStatus.DECLINED
     assert [r.outcome for r in manager.audit.records()][-1] == "declined"
 
@@ -53,17 +53,17 @@ def test_a_no_declines_every_call(tmp_path, make_skill):
 def test_what_the_scope_does_not_cover_is_refused_never_asked(tmp_path, make_skill):
     manager, skills, work, _, scoped, asked = setup(tmp_path, make_skill)
     other = manager.plan("hidden-skill", "scripts/x.py", cwd=str(work)).request
-    v = manager.gate.decide(other, scoped)
+    v = manager._gate.decide(other, scoped)
     assert v.status is RunStatus.APPROVAL_UNAVAILABLE and "outside the approval" in v.message
     skill = manager.get_skill("marker")
     python = Path(sys.executable)
-    code = manager.planner.plan_code(manager.settings, skill, python, "print(1)").request
-    assert manager.gate.decide(code, scoped).status is RunStatus.APPROVAL_UNAVAILABLE
+    code = manager.plan_code(skill, python, "print(1)").request
+    assert manager._gate.decide(code, scoped).status is RunStatus.APPROVAL_UNAVAILABLE
     # Data the skill's folder gained meanwhile does not matter; changed code does.
     (skills / "marker" / "notes.txt").write_text("data\n")
-    assert manager.gate.decide(call_request(manager, work), scoped).allowed
+    assert manager._gate.decide(call_request(manager, work), scoped).allowed
     (skills / "marker" / "scripts" / "mark.py").write_text("print('other code')\n")
-    v = manager.gate.decide(call_request(manager, work), scoped)
+    v = manager._gate.decide(call_request(manager, work), scoped)
     assert v.status is RunStatus.APPROVAL_UNAVAILABLE and "changed after the approval" in v.message
     assert len(asked.requests) == 1
 
@@ -75,11 +75,11 @@ def test_an_unanswered_scope_refuses_its_calls(tmp_path, make_skill):
     work = tmp_path / "iteration-1"
     work.mkdir()
     manager = manager_for(skills)
-    plan = manager.planner.plan_scope(manager.settings, "marker", SCOPE, cwd=str(work))
+    plan = manager.plan_scope("marker", SCOPE, cwd=str(work))
     nobody = RecordingApprover(error=ApprovalUnavailable("headless: nobody can click"))
-    verdict, scoped = manager.gate.decide_scope(plan.request, nobody)
+    verdict, scoped = manager._gate.decide_scope(plan.request, nobody)
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
-    v = manager.gate.decide(call_request(manager, work), scoped)
+    v = manager._gate.decide(call_request(manager, work), scoped)
     assert v.status is RunStatus.APPROVAL_UNAVAILABLE and "no approval was given" in v.message
 
 

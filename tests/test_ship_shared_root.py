@@ -56,8 +56,8 @@ from skill_magics.core.run.settings import RunSettings
 role, skill, ready, go = sys.argv[1:5]
 bundle = ship.SkillBundle.pack(skill, "slowpoke", None)
 flag = ship.new_file_flag()
-batch = ship.ShippedBatch("b-" + role, bundle, "scripts/slow.py", RunSettings(run_cwd="skill"),
-                          60, flag)
+batch = ship.ShippedBatch("b-" + role, bundle, "scripts/slow.py",
+                          RunSettings(run_cwd="skill", timeout=60), flag)
 
 def item(n, **extra):
     out = ship.run_shipped_item(batch, n, {"n": n, **extra}, None)

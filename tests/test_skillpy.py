@@ -86,6 +86,16 @@ def test_timeout(venv_skills):
     assert result["stdout"] == "start\n"
 
 
+def test_timeout_message_names_the_managers_setting(venv_skills):
+    """No timeout= given: the message names the limit that applied, the manager's setting
+    (not the default 30 s)."""
+    manager = manager_for(venv_skills, timeout=2)
+    code = "import time\nwhile True:\n    time.sleep(0.1)"
+    result = run_python_in_skill(manager, "calculator", code, approver=None)
+    assert result["timed_out"] is True
+    assert result["error"] == "Script execution exceeded timeout of 2 seconds"
+
+
 @pytest.mark.parametrize("name", ["../../../etc", "a/b", "a\\b", ".."])
 def test_invalid_names(venv_skills, name):
     result = run_python_in_skill(manager_for(venv_skills), name, "print(1)")

@@ -498,7 +498,7 @@ def test_auto_starts_the_server_after_a_cold_run_and_warm_up_waits(
 ) -> None:
     monkeypatch.setenv("WARM_AUTO_KEY", uuid.uuid4().hex)
     manager = manager_for(skills, run_cwd="skill", env_passthrough="WARM_AUTO_KEY")
-    assert manager.warm_start == "auto"
+    assert manager.settings.warm_start == "auto"
     first = manager.execute_skill_script("frames", "rng", approver=None)
     assert first.start == "cold" and first.start_note == "warm server starting"
     ready = manager.warm_up("frames", ["scripts/rng.py"])
@@ -623,7 +623,7 @@ def test_packages_that_print_or_start_threads_are_not_preloaded(
     manager = manager_for(skills, run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH")
     # The requirements analysis reads this process's sys.path, which has no `site`: name the
     # packages to preload here (what the analysis would give for an installed package).
-    manager.executor.warm.preload = lambda prepared: ("noisy", "threader", "pandas")
+    manager._executor.warm.preload = lambda prepared: ("noisy", "threader", "pandas")
     cold, hot = both(manager, "use", skill="awkward")
     same(cold, hot)
     assert hot.stderr == "noisy imported\n" and hot.stdout == "2\n"

@@ -250,6 +250,11 @@ class AuditLog:
         self._lock = threading.Lock()
         self._file_error_logged = False
 
+    def write_to(self, jsonl_path: str | os.PathLike[str] | None) -> None:
+        """Append the records from now on to ``jsonl_path`` (None: no file); the history
+        in memory stays."""
+        self.jsonl_path = Path(jsonl_path).expanduser() if jsonl_path is not None else None
+
     def record(self, rec: AuditRecord) -> AuditRecord:
         """Log, remember and (optionally) persist one record; returns it.
 

@@ -393,8 +393,7 @@ def _plan(
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None,
 ) -> ReferencePlan:
     """Step 1 for one skill: every reference checked, one request for those that may run."""
-    return manager.planner.plan_references(
-        manager.settings,
+    return manager.plan_references(
         skill,
         refs,
         arguments,

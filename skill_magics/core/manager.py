@@ -1,20 +1,24 @@
 """SkillManager: the facade over the skill finder and the run pipeline.
 
 It holds the run settings and the approver and wires the parts together; the work happens
-in them:
+in them, and they stay inside (callers use the manager's methods, never its parts):
 
-- ``finder`` (catalog/discovery.py, SkillFinder): where skills live, which one wins a name clash;
-- ``planner`` (run/plan.py over run/checks.py): step 1, resolve a run and check it;
-- ``pipeline`` (run/pipeline.py): steps 2 and 3, the one call site: the gate
+- the finder (catalog/discovery.py, SkillFinder): where skills live, which one wins a name
+  clash;
+- the planner (run/plan.py over run/checks.py): step 1, resolve a run and check it;
+- the pipeline (run/pipeline.py): steps 2 and 3, the one call site: the gate
   (run/gate.py) decides, the executor (run/executor.py) launches;
-- session state with its own module: ``secrets`` (secrets.py), network ``grants``
-  (run/sandbox.py), ``approvals`` (run/store.py), ``audit`` (audit.py), what skills need
-  (catalog/requirements_cache.py).
+- session state with its own module: secret values (secrets.py), network grants
+  (run/sandbox.py), ``approvals`` (run/store.py), ``audit`` (audit.py, the log), what skills
+  need (catalog/requirements_cache.py).
 
 Every run goes through :meth:`run_planned` (or its async twin) with a plan from
-:meth:`plan`, :meth:`plan_map`, the planner (code, a context's references) or
-``envsetup.plan_install``; :meth:`execute_skill_script`, :meth:`map` and
-:meth:`prepare_env` are plan + run_planned.
+:meth:`plan`, :meth:`plan_map`, :meth:`plan_code`, :meth:`plan_references`,
+:meth:`plan_scope` or ``envsetup.plan_install``; :meth:`execute_skill_script`,
+:meth:`map` and :meth:`prepare_env` are plan + run_planned. Per-run overrides (``timeout``,
+``sandbox``, ``cwd``, ``warm``) become this run's settings (``RunSettings.for_run``) here,
+once; the plan carries that one value. :meth:`configure` is the one way to change the
+settings.
 
 Example (not run as a doctest: it runs scripts)::
 
@@ -31,10 +35,10 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skill_magics.core import envdirs
-from skill_magics.core.audit import AuditLog
+from skill_magics.core.audit import CODE_LABEL, AuditLog
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import (
     DEFAULT_SUBDIRS,
@@ -45,34 +49,37 @@ from skill_magics.core.catalog.discovery import (
     examples_dir,
 )
 from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
+from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.deprecation import renamed_argument
 from skill_magics.core.mcp.wire import SkillEntry
 from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
-from skill_magics.core.run import warm
+from skill_magics.core.run import warm as warmstart
 from skill_magics.core.run.approval import (
     MANAGER_APPROVER,
     Answer,
     Approver,
     ApproverArg,
     Caller,
+    ScopeInfo,
 )
-from skill_magics.core.run.batch import BatchPlan, BatchProgress, batch_inputs, with_batch
+from skill_magics.core.run.batch import (
+    BatchOptions,
+    BatchPlan,
+    BatchProgress,
+    batch_inputs,
+    with_batch,
+)
 from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.checks import RunChecks
 from skill_magics.core.run.envsetup import EnvReport, plan_install
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate, choose_approver
-from skill_magics.core.run.pipeline import (
-    BatchOptions,
-    OnOutput,
-    Pipeline,
-    Planned,
-    RunOutcome,
-)
-from skill_magics.core.run.plan import PlannedRun, Planner
+from skill_magics.core.run.pipeline import Pipeline, ScopePlan
+from skill_magics.core.run.plan import PlannedRun, Planner, ReferencePlan
+from skill_magics.core.run.runplan import OnOutput, Plan, RunOutcome
 from skill_magics.core.run.sandbox import NetworkGrants
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
@@ -86,21 +93,8 @@ from skill_magics.core.secrets import SecretStore, declared_secrets
 from skill_magics.core.status import AuditOutcome
 
 USE_DEFAULT = MANAGER_APPROVER  # the earlier name of the sentinel
-
-
-class _Setting:
-    """``manager.timeout`` etc.: a read/write view of one field of ``manager.settings``
-    (assigning goes through :meth:`SkillManager.configure`: checked, counts from the next
-    run)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
-        return self if obj is None else getattr(obj.settings, self.name)
-
-    def __set__(self, obj: SkillManager, value: Any) -> None:
-        obj.configure(**{self.name: value})
+_SETTING_NAMES = frozenset((*RunSettings.names(), "sandbox_network"))
+V = TypeVar("V")
 
 
 class SkillManager:
@@ -151,30 +145,38 @@ class SkillManager:
             warm_idle_timeout=warm_idle_timeout,
         )
         self.approver: Approver | None = approver
-        self.finder = SkillFinder(skill_dirs)
-        self.finder.detector = ScriptDetector(allow_typescript=self._settings.allow_typescript)
+        self._finder = SkillFinder(skill_dirs)
+        self._finder.detector = ScriptDetector(allow_typescript=self._settings.allow_typescript)
         # Session state (docs/architecture.md, *Sandbox and secrets*): secret values, network
         # grants, the audit log (no secret value in any record), what skills need.
-        self.secrets = SecretStore()
-        self.grants = NetworkGrants()
+        self._secrets = SecretStore()
+        self._grants = NetworkGrants()
         # No secret value in any record: the log masks every SecretStore's values (this
         # manager's included) before it cuts or keeps a text (core/audit.py).
         self.audit = AuditLog(jsonl_path=audit_log)
-        self.requirements_cache = RequirementsCache()
+        self._requirements = RequirementsCache()
         self._hidden: tuple[tuple, list[str]] | None = None
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.
-        checks = RunChecks(self.audit, grants=self.grants)
-        self.planner = Planner(self.finder, checks, self.secrets, self.requirements_cache)
-        self.gate = ApprovalGate(self.finder, self.audit)
-        self.executor = ScriptExecutor(
-            audit=self.audit, secrets=self.secrets, grants=self.grants, preload=self._preload
+        checks = RunChecks(self.audit, grants=self._grants)
+        self._planner = Planner(self._finder, checks, self._secrets, self._requirements)
+        self._gate = ApprovalGate(self._finder, self.audit)
+        self._executor = ScriptExecutor(
+            audit=self.audit, secrets=self._secrets, grants=self._grants, preload=self._preload
         )
-        self.pipeline = Pipeline(self.planner, self.gate, self.executor)
+        self._pipeline = Pipeline(self._planner, self._gate, self._executor)
         for name in self._settings.sandbox_network:  # each grant is audited, these too
             self._audit_grant(name, "SkillManager(sandbox_network=...)")
 
     def __repr__(self) -> str:
         return f"SkillManager(skill_dirs={[str(d) for d in self.skill_dirs]!r})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``manager.timeout = 60`` would set a plain attribute nothing reads: say the fix.
+        if name in _SETTING_NAMES:
+            raise AttributeError(
+                f"manager.{name} is not set by assignment: use manager.configure({name}=...)"
+            )
+        super().__setattr__(name, value)
 
     # -- run settings ------------------------------------------------------------------------
 
@@ -185,59 +187,37 @@ class SkillManager:
 
     def configure(self, **changes: Any) -> RunSettings:
         """Change run settings (names of :class:`RunSettings`; checked, one line naming the
-        fix when bad). They count from the next run; nothing is rebuilt, approvals and the
-        audit history stay. New ``sandbox_network`` names are audited as grants."""
+        fix when bad): the one way to change them. They count from the next run; nothing is
+        rebuilt, approvals and the audit history stay. New ``sandbox_network`` names are
+        audited as grants; a changed ``sandbox_network`` is the whole answer (the grants
+        given this session end)."""
         with self._lock:
             before = self._settings
             after = before.updated(**changes)
             self._settings = after
         if after.allow_typescript != before.allow_typescript:
             # .ts files count as scripts only when tsx may run them.
-            self.finder.detector = ScriptDetector(allow_typescript=after.allow_typescript)
+            self._finder.detector = ScriptDetector(allow_typescript=after.allow_typescript)
+        if after.sandbox_network != before.sandbox_network:
+            self._grants.clear()
         for name in after.sandbox_network:
             if name not in before.sandbox_network:
                 self._audit_grant(name, "setting sandbox_network")
         return after
 
-    timeout = _Setting()
-    max_output_size = _Setting()
-    allowed_interpreters = _Setting()
-    inherit_env = _Setting()
-    env_passthrough = _Setting()
-    run_cwd = _Setting()
-    sandbox = _Setting()
-    sandbox_deny_read = _Setting()
-    sandbox_read = _Setting()
-    warm_start = _Setting()
-    warm_idle_timeout = _Setting()
-
     @property
     def sandbox_network(self) -> tuple[str, ...]:
         """Skills that may use the network in sandboxed runs ("*": every skill): the setting
-        and the grants given this session."""
-        names = {*self._settings.sandbox_network, *self.grants.names()}
+        and the grants given this session (read-only: :meth:`configure`,
+        :meth:`grant_network`)."""
+        names = {*self._settings.sandbox_network, *self._grants.names()}
         return tuple(sorted(names))
-
-    @sandbox_network.setter
-    def sandbox_network(self, names: Sequence[str] | str) -> None:
-        self.grants.clear()  # the new list is the whole answer
-        self.configure(sandbox_network=names)
-
-    @property
-    def audit_log(self) -> str | os.PathLike[str] | None:
-        """JSONL file every audit record is appended to (None: logging + memory only)."""
-        return self.audit.jsonl_path
-
-    @audit_log.setter
-    def audit_log(self, path: str | os.PathLike[str] | None) -> None:
-        # Keep the history: only the file changes.
-        self.audit.jsonl_path = Path(path).expanduser() if path is not None else None
 
     # -- session state: network grants, secrets, approvals ----------------------------------
 
     def grant_network(self, skill_name: str, *, by: str = "SkillManager.grant_network") -> None:
         """Let ``skill_name`` use the network in its sandboxed runs this session (audited)."""
-        if self.grants.grant(skill_name):
+        if self._grants.grant(skill_name):
             self._audit_grant(skill_name, by)
 
     def _audit_grant(self, skill_name: str, by: str) -> None:
@@ -261,17 +241,17 @@ class SkillManager:
             manager.provide_secret("weather", "WEATHER_API_KEY", getpass.getpass())
         """
         declared = declared_secrets(self.get_skill(skill_name).current_metadata())
-        self.secrets.provide_declared(skill_name, declared, name, value)
+        self._secrets.provide_declared(skill_name, declared, name, value)
 
     def secret_status(self, skill_name: str) -> dict[str, bool]:
         """Each secret ``skill_name`` declares -> whether a value is set (never the value)."""
         declared = declared_secrets(self.get_skill(skill_name).current_metadata())
-        return {name: self.secrets.is_set(skill_name, name) for name in declared}
+        return {name: self._secrets.is_set(skill_name, name) for name in declared}
 
     @property
     def approvals(self) -> ApprovalStore:
         """Session approvals ("Yes in session"), kept by the gate."""
-        return self.gate.store
+        return self._gate.store
 
     # -- the skill finder -------------------------------------------------------------------
 
@@ -281,19 +261,19 @@ class SkillManager:
 
         Assign a new list to replace them all (None: the defaults); the next use rescans.
         """
-        return self.finder.skill_dirs
+        return self._finder.skill_dirs
 
     @skill_dirs.setter
     def skill_dirs(self, dirs: DirsArg) -> None:
-        self.finder.skill_dirs = dirs
+        self._finder.skill_dirs = dirs
 
     def add_dir(self, path: str | os.PathLike[str], *, first: bool = False) -> Path:
         """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
-        return self.finder.add_dir(path, first=first)
+        return self._finder.add_dir(path, first=first)
 
     def remove_dir(self, path: str | os.PathLike[str]) -> bool:
         """Stop searching a directory and rescan; False when it was not configured."""
-        return self.finder.remove_dir(path)
+        return self._finder.remove_dir(path)
 
     def add_mcp_server(
         self,
@@ -321,11 +301,11 @@ class SkillManager:
         """Forget everything loaded and scan the directories again on next use; the warm
         servers stop (at once, or when their runs in flight end; the next runs start new
         ones)."""
-        self.finder.reload()
-        self.requirements_cache.clear()
+        self._finder.reload()
+        self._requirements.clear()
         with self._lock:
             self._hidden = None
-        warm.stop_servers(wait_for_runs=True)
+        warmstart.stop_servers(wait_for_runs=True)
 
     # -- warm start (core/run/warm/) ----------------------------------------------------------
 
@@ -336,47 +316,41 @@ class SkillManager:
         *,
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
-    ) -> list[warm.WarmUp]:
+    ) -> list[warmstart.WarmUp]:
         """Start the warm servers of ``skill_name``'s Python scripts now (``scripts``: only
         these) and wait until they imported what the scripts import, so the next runs start
         warm. Each script is checked as a run would be; nothing of the skill runs."""
-        return warm.warm_up(
-            self.planner,
-            self.executor,
-            self.settings,
-            skill_name,
-            list(scripts) if scripts is not None else None,
-            sandbox=sandbox,
-            cwd=cwd,
-        )
+        settings = self._run_settings(skill_name, "<warm up>", sandbox=sandbox, cwd=cwd)
+        chosen = list(scripts) if scripts is not None else None
+        return warmstart.warm_up(self._planner, self._executor, settings, skill_name, chosen)
 
-    def warm_servers(self) -> list[warm.ServerInfo]:
+    def warm_servers(self) -> list[warmstart.ServerInfo]:
         """The warm servers of this process: interpreter, sandbox, preloaded packages, memory,
         idle time (``%skills warm``)."""
-        return warm.servers()
+        return warmstart.servers()
 
     def stop_warm_servers(self, *, wait_for_runs: bool = False) -> int:
         """Stop every warm server of this process; returns how many were running.
         ``wait_for_runs``: a server with runs in flight stops when they end (else they are
         killed with it)."""
-        return warm.stop_servers(wait_for_runs=wait_for_runs)
+        return warmstart.stop_servers(wait_for_runs=wait_for_runs)
 
     def _preload(self, prepared: Any) -> tuple[str, ...]:
         """What a run's warm server should import: the installed packages its script needs
         (catalog/requirements.py; never the skill's own modules)."""
-        reqs = self.requirements_cache.for_run(self.get_skill(prepared.skill_name))
-        return warm.preload_names(reqs, prepared.script_rel.as_posix())
+        reqs = self._requirements.for_run(self.get_skill(prepared.skill_name))
+        return warmstart.preload_names(reqs, prepared.script_rel.as_posix())
 
     def list_skills(self) -> list[SkillMetadata]:
         """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
-        return self.finder.list_skills()
+        return self._finder.list_skills()
 
     @property
     def warnings(self) -> list[str]:
         """Skipped skills, name clashes and spec warnings, each naming the path and reason;
         and SKILL.md files lying in hidden folders that are not searched (how to add them:
         one line per search folder, catalog/hidden.py)."""
-        return self.finder.warnings + self._hidden_warnings()
+        return self._finder.warnings + self._hidden_warnings()
 
     def _hidden_warnings(self) -> list[str]:
         dirs = tuple(self.skill_dirs)
@@ -394,7 +368,7 @@ class SkillManager:
 
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached)."""
-        return self.finder.get_skill(name)
+        return self._finder.get_skill(name)
 
     # -- what skills need, and their managed environments -----------------------------------
 
@@ -402,7 +376,7 @@ class SkillManager:
         """Packages and programs the skill's scripts need, checked for the Python that would
         run them (catalog/requirements.py). Nothing is imported or run; remembered until
         the skill, that Python or PATH changes (catalog/requirements_cache.py)."""
-        return self.requirements_cache.for_run(self.get_skill(skill_name))
+        return self._requirements.for_run(self.get_skill(skill_name))
 
     def prepare_env(
         self,
@@ -425,16 +399,28 @@ class SkillManager:
         """
         skill = self.get_skill(skill_name)
         # Checked against the kernel's Python: the env sees the kernel's packages.
-        reqs = self.requirements_cache.for_python(skill, sys.executable, envdirs.KERNEL)
+        reqs = self._requirements.for_python(skill, sys.executable, envdirs.KERNEL)
         plan = plan_install(skill, reqs, self.audit, rebuild=rebuild, installer=installer)
         if isinstance(plan, EnvReport):
             return plan  # nothing to install
-        outcome = self.run_planned(plan, approver, on_output=on_output, cancel=cancel)
-        outcome.raise_if_blocked()
-        assert outcome.env is not None
-        return outcome.env
+        return self.run_planned(plan, approver, on_output=on_output, cancel=cancel).value
 
     # -- the pipeline: plan -> gate -> execute -----------------------------------------------
+
+    def _run_settings(
+        self,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        arguments: Any = None,
+        argv: Any = None,
+        **overrides: Any,
+    ) -> RunSettings:
+        """This run's settings: the per-run overrides (timeout, sandbox, cwd, warm; None
+        keeps the setting) resolved once, here (``RunSettings.for_run``); a bad one is
+        refused audited, naming the script."""
+        return self._planner.checks.settings_for(
+            self.settings, skill_name, script, arguments, argv, **overrides
+        )
 
     def plan(
         self,
@@ -449,22 +435,57 @@ class SkillManager:
         warm: bool | None = None,
     ) -> PlannedRun:
         """Step 1: resolve and check one run (refusals raise, audited), with the request the
-        gate will decide on. Pass it to :meth:`run_planned`."""
-        return self.planner.plan_script(
-            self.settings,
+        gate will decide on. Pass it to :meth:`run_planned`. ``timeout``, ``sandbox``,
+        ``cwd``, ``warm``: as in :meth:`execute_skill_script`."""
+        settings = self._run_settings(
             skill_name,
             script,
             arguments,
-            argv=argv,
+            argv,
             timeout=timeout,
             sandbox=sandbox,
             cwd=cwd,
             warm=warm,
         )
+        return self._planner.plan_script(settings, skill_name, script, arguments, argv=argv)
+
+    def plan_code(
+        self, skill: Skill, python: Path, code: str, *, timeout: float | None = None
+    ) -> PlannedRun:
+        """Step 1 of ``python -c code`` with ``python`` (the skill's venv) in the skill's
+        folder (``%%skillpy``, core/skillpy.py); refusals raise, audited."""
+        settings = self._run_settings(skill.name, CODE_LABEL, timeout=timeout)
+        return self._planner.plan_code(settings, skill, python, code)
+
+    def plan_references(
+        self,
+        skill: Skill,
+        refs: Sequence[ScriptReference],
+        arguments: Any,
+        argv_for: Callable[[str], Any],
+        *,
+        same_argv: bool = True,
+    ) -> ReferencePlan:
+        """Step 1 of the scripts ``skill``'s SKILL.md references (``%skill_context``,
+        core/context.py): each checked (``argv_for(path)``: its argv), ONE request for those
+        that may run; the others are in ``problems``."""
+        return self._planner.plan_references(
+            self.settings, skill, refs, arguments, argv_for, same_argv=same_argv
+        )
+
+    def plan_scope(
+        self, skill_name: str, scope: ScopeInfo, *, cwd: CwdArg | None = None
+    ) -> ScopePlan | None:
+        """Step 1 of the ONE approval for the runs a model will choose within ``scope`` (an
+        evaluation, core/lab): every offered script, checked as a run in ``cwd``; None when
+        none may run. Its outcome's value is the approver of those later runs."""
+        settings = self._run_settings(skill_name, "<scope>", cwd=cwd)
+        plan = self._planner.plan_scope(settings, skill_name, scope)
+        return ScopePlan(plan) if plan is not None else None
 
     def run_planned(
         self,
-        plan: Planned,
+        plan: Plan[V],
         approver: ApproverArg | Answer = MANAGER_APPROVER,
         *,
         caller: Caller | str = Caller.PERSON,
@@ -472,16 +493,17 @@ class SkillManager:
         cancel: threading.Event | None = None,
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
-    ) -> RunOutcome:
+    ) -> RunOutcome[V]:
         """Steps 2 and 3 for any plan, the one call site (run/pipeline.py): the gate decides
         (``approver`` and ``caller`` as in *Who approves*; an :class:`Answer` is a decision
-        already given), then it runs. Returns a :class:`RunOutcome`; nothing is raised for
-        a decline or a refusal (``outcome.raise_if_blocked()`` does).
+        already given), then it runs. Returns the plan's :class:`RunOutcome`; nothing is
+        raised for a decline or a refusal (``outcome.raise_if_blocked()`` does, and
+        ``outcome.value``, what the plan gave, when nothing ran).
 
         Blocking (an approver may wait for a person): async callers use
         :meth:`run_planned_async`.
         """
-        return self.pipeline.run_planned(
+        return self._pipeline.run_planned(
             plan,
             self._approver(approver, caller),
             on_output=on_output,
@@ -492,7 +514,7 @@ class SkillManager:
 
     async def run_planned_async(
         self,
-        plan: Planned,
+        plan: Plan[V],
         approver: ApproverArg | Answer = MANAGER_APPROVER,
         *,
         caller: Caller | str = Caller.PERSON,
@@ -501,10 +523,10 @@ class SkillManager:
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
         join_approval: bool = True,
-    ) -> RunOutcome:
+    ) -> RunOutcome[V]:
         """:meth:`run_planned` awaited (the gate and the run in worker threads; cancelling
         the task kills the running process group, see ``Pipeline.run_planned_async``)."""
-        return await self.pipeline.run_planned_async(
+        return await self._pipeline.run_planned_async(
             plan,
             self._approver(approver, caller),
             on_output=on_output,
@@ -537,19 +559,25 @@ class SkillManager:
         ``result.start`` says how it started.
         """
         chosen = self._approver(approver, Caller.PERSON)
-        plan = self.planner.plan_script(
-            self.settings,
+        settings = self._run_settings(
+            skill_name,
+            script,
+            arguments,
+            argv,
+            timeout=timeout,
+            sandbox=sandbox,
+            cwd=cwd,
+            warm=warm,
+        )
+        plan = self._planner.plan_script(
+            settings,
             skill_name,
             script,
             arguments,
             argv=argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            request=chosen is not None,  # nobody asked: no request (previews, fingerprint)
-            warm=warm,
+            ask=chosen is not None,  # nobody asked: no request (previews, fingerprint)
         )
-        return self.pipeline.run_planned(plan, chosen).script_result()
+        return self._pipeline.run_planned(plan, chosen).script_result()
 
     # -- batches: one plan with N items, one approval (core/run/batch.py) --------------------
 
@@ -573,26 +601,24 @@ class SkillManager:
         from dataclasses import replace
 
         mode, items, columns = batch_inputs(inputs, argv)
-        settings = self.settings
-        plan = self.planner.plan_script(
-            settings,
-            skill_name,
-            script,
-            None,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
+        settings = self._run_settings(
+            skill_name, script, timeout=timeout, sandbox=sandbox, cwd=cwd, warm=warm
         )
-        assert plan.request is not None
-        request = with_batch(plan.request, items)
+        plan = self._planner.plan_script(settings, skill_name, script, None)
+        request = with_batch(plan.requests()[0], items)
         plan = replace(plan, request=request)
         if rows is not None:
             rows = list(rows)
             if mode != "argv" or len(rows) != len(items):
                 raise ValueError("rows= goes with argv=, one row per argv list")
         return BatchPlan(
-            plan, request, items, mode, settings, timeout, columns, rows, sandbox, cwd, warm
+            plan=plan,
+            request=request,
+            items=items,
+            mode=mode,
+            settings=settings,
+            columns=columns,
+            rows=rows,
         )
 
     def map(
@@ -648,10 +674,7 @@ class SkillManager:
             warm=warm,
         )
         options = BatchOptions(max_workers, pool, stop_on_error, on_result, on_progress)
-        outcome = self.run_planned(plan, approver, cancel=cancel, batch=options)
-        outcome.raise_if_blocked()
-        assert outcome.batch is not None
-        return outcome.batch
+        return self.run_planned(plan, approver, cancel=cancel, batch=options).value
 
     # -- who approves ------------------------------------------------------------------------
 

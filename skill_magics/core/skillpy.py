@@ -82,7 +82,7 @@ def plan_python(
     if not isinstance(code, str):
         return None, {"error": f"Code must be a str, got {type(code).__name__}"}
     try:
-        plan = manager.planner.plan_code(manager.settings, skill, python, code, timeout=timeout)
+        plan = manager.plan_code(skill, python, code, timeout=timeout)
     except (SkillMagicsError, ValueError) as exc:
         return None, {"skill_name": skill_name, "error": str(exc)}
     return plan, None
@@ -157,7 +157,8 @@ def result_dict(
         "timed_out": bool(result.timeout),
     }
     if result.timeout:
-        limit = timeout if timeout is not None else getattr(manager, "timeout", DEFAULT_TIMEOUT)
+        setting = manager.settings.timeout if manager is not None else DEFAULT_TIMEOUT
+        limit = timeout if timeout is not None else setting
         out["error"] = f"Script execution exceeded timeout of {_seconds(limit)} seconds"
     elif result.signal:
         out["error"] = f"Python was killed by {result.signal}"

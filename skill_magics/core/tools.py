@@ -315,7 +315,7 @@ def handle_tool_call(
     approval_unavailable). A script's stdout (or stderr) beyond ``max_result_chars`` is cut
     with a note saying so (None: no cap). ``skills``: only the tools of these skills exist
     (what the model was offered; a name of another skill's tool is unknown). ``cwd``: where a
-    script starts (None: ``manager.run_cwd``). ``tools``: the names the request offered
+    script starts (None: ``manager.settings.run_cwd``). ``tools``: the names the request offered
     (None: every tool of ``skills``); any other name is unknown and never hinted.
     """
     try:

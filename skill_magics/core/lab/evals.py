@@ -75,7 +75,7 @@ from skill_magics.core.run.approval import (
     Caller,
     ScopeInfo,
 )
-from skill_magics.core.run.pipeline import RunOutcome, ScopePlan
+from skill_magics.core.run.pipeline import RunOutcome
 
 EVALS_FILE = "evals/evals.json"
 FORMAT_HINT = (
@@ -403,16 +403,15 @@ def _approve(report: EvalReport, s: _Settings) -> Loop[Approver]:
     )
     manager = s.manager
     cwd = str(report.iteration_dir)
-    plan = manager.planner.plan_scope(manager.settings, report.skill, scope, cwd=cwd)
+    plan = manager.plan_scope(report.skill, scope, cwd=cwd)
     if plan is None:
         report.approval = "the skill offers no script that may run: nothing to approve"
         return s.approver
-    assert plan.request is not None
     request = plan.request
 
     def decide() -> RunOutcome:
         # The call site's scope decision (the gate's decide_scope): a model's calls.
-        return manager.run_planned(ScopePlan(plan), s.approver, caller=Caller.MODEL)
+        return manager.run_planned(plan, s.approver, caller=Caller.MODEL)
 
     outcome = yield Blocking(decide)
     verdict, scoped = outcome.verdict, outcome.value

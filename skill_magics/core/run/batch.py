@@ -50,6 +50,7 @@ from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
+from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome, finished
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import AuditOutcome, RunStatus
@@ -94,25 +95,35 @@ class BatchProgress:
 
 
 @dataclass(frozen=True)
-class BatchPlan:
+class BatchOptions:
+    """How a batch runs (``SkillManager.map``): see :class:`BatchRunner`."""
+
+    max_workers: int | None = None
+    pool: Any = None  # a concurrent.futures.Executor or a dask.distributed.Client
+    stop_on_error: bool = False
+    on_result: Callable[[BatchItem], object] | None = None
+    on_progress: Callable[[BatchProgress], object] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchPlan(Plan[BatchResult]):
     """A checked script, the inputs, and the ONE request the gate decides on for them all.
 
     ``mode`` is "arguments" (each item is a JSON payload for stdin) or "argv" (each item is a
     list of command-line words). ``plan`` checked the script itself (path, interpreter,
-    allowed-tools); each item is checked again, with its own input, when it runs.
+    allowed-tools); each item is checked again, with its own input, when it runs. Its
+    outcome's value: the :class:`BatchResult`. An empty batch asks nobody.
     """
 
     plan: PlannedRun
     request: ApprovalRequest
     items: Sequence[Any]
     mode: str
-    settings: RunSettings  # what every item is checked with, here and on workers
-    timeout: float | None = None
+    # What every item is checked with, here and on workers: the batch's own settings
+    # (its time limit, sandbox, cwd, start: RunSettings.for_run).
+    settings: RunSettings
     columns: tuple[str, ...] = ()
     rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
-    sandbox: str | None = None  # each item's sandbox mode (None: settings.sandbox)
-    cwd: Any = None  # each item's working directory (None: settings.run_cwd)
-    warm: bool | None = None  # each item's start (None: settings.warm_start)
 
     @property
     def skill_name(self) -> str:
@@ -124,6 +135,54 @@ class BatchPlan:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    takes_batch_options = True
+
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        return (self.request,) if self.items else ()  # nothing would run: nobody is asked
+
+    def launch(self, context: LaunchContext, decided: Decided) -> RunOutcome[BatchResult]:
+        return RunOutcome(decided.verdict, self._run(context, decided.approved))
+
+    def interrupted(
+        self, outcome: RunOutcome[BatchResult], error: BaseException
+    ) -> BaseException | None:
+        if isinstance(error, BatchInterrupted):
+            return None
+        return BatchInterrupted(BATCH_INTERRUPTED, outcome.value)
+
+    def _run(self, context: LaunchContext, approved: bool) -> BatchResult:
+        if not self.items:
+            return empty_result(self)
+        options = context.batch or BatchOptions()
+        pool = client = options.pool
+        if isinstance(pool, str):
+            from skill_magics.core.run.dask_backend import connect
+
+            pool = client = connect(pool)
+        else:
+            client = None
+        # Approved by someone: items check that the code is still the approved code, and a
+        # "Yes in session" is kept (or lapses) once for the whole batch.
+        finish = context.keep_session_approval(self.plan.prepared) if approved else None
+        try:
+            return BatchRunner(
+                self,
+                planner=context.planner,
+                gate=context.gate,
+                executor=context.executor,
+                approved=approved,
+                max_workers=options.max_workers,
+                pool=pool,
+                stop_on_error=options.stop_on_error,
+                on_result=options.on_result,
+                on_progress=options.on_progress,
+                cancel=context.cancel,
+            ).run()
+        finally:
+            finished(finish)
+            if client is not None:
+                client.close()
 
 
 def batch_inputs(inputs: Any, argv: Any) -> tuple[str, list[Any], tuple[str, ...]]:
@@ -262,17 +321,7 @@ class _Shipped:
             self.signal.clear()
         else:
             self.signal = ship.new_file_flag()
-        shared = ship.ShippedBatch(
-            runner.batch_id,
-            bundle,
-            plan.script,
-            settings,
-            plan.timeout,
-            self.signal,
-            sandbox=plan.sandbox,
-            cwd=None if plan.cwd is None else os.fspath(plan.cwd),
-            warm=plan.warm,
-        )
+        shared = ship.ShippedBatch(runner.batch_id, bundle, plan.script, settings, self.signal)
         self.pool = pool
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
         self.run_item = ship.run_shipped_item
@@ -386,6 +435,10 @@ class BatchRunner:
         if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
             raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
         self.plan = plan
+        # Under "auto" an item waits for its warm server (warm_modes.in_batch): decided once,
+        # so each item's PreparedRun is made once, not made and replaced.
+        start = warm_modes.in_batch(str(plan.settings.warm_start))
+        self._item_settings = plan.settings.updated(warm_start=start)
         self.gate = gate
         self.approved = approved
         self.batch_id = uuid.uuid4().hex[:12]
@@ -603,16 +656,7 @@ class BatchRunner:
         try:
             try:
                 _, prepared = self.planner.check_resolved(
-                    self.plan.settings,
-                    self._resolved(args, argv),
-                    args,
-                    argv,
-                    self.plan.timeout,
-                    sandbox=self.plan.sandbox,
-                    cwd=self.plan.cwd,
-                    # Under "auto" an item waits for its warm server (in_batch): decided
-                    # here, so the item's PreparedRun is made once, not made and replaced.
-                    warm=self._warm(),
+                    self._item_settings, self._resolved(args, argv), args, argv
                 )
                 # As late as possible: right before this item's process starts.
                 stale = self._check_current()
@@ -630,11 +674,6 @@ class BatchRunner:
         finally:
             with self._lock:
                 self._running -= 1
-
-    def _warm(self) -> bool:
-        """The items' start (core/run/warm/): the plan's, where "auto" means "on"."""
-        mode = warm_modes.choose(self.plan.settings.warm_start, self.plan.warm)  # type: ignore[arg-type]
-        return warm_modes.in_batch(mode) == warm_modes.ON
 
     def _resolved(self, args: Any, argv: tuple[str, ...] | None) -> Resolved:
         """The skill and script, resolved once and again every RESOLVE_S (a change of code
@@ -769,12 +808,16 @@ class BatchRunner:
         )
 
 
+BATCH_INTERRUPTED = "interrupted: every running process group was killed, the rest cancelled"
+
+
 def empty_result(plan: BatchPlan) -> BatchResult:
     return BatchResult(plan.skill_name, plan.script, [], columns=plan.columns)
 
 
 __all__ = [
     "BatchAudit",
+    "BatchOptions",
     "BatchPlan",
     "BatchProgress",
     "BatchRunner",

@@ -62,7 +62,6 @@ from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_WARM_IDLE,
     RunSettings,
-    check_timeout,
 )
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.secrets import declared_secrets
@@ -250,6 +249,25 @@ class RunChecks:
 
     # -- a script file -----------------------------------------------------------------------
 
+    def settings_for(
+        self,
+        settings: RunSettings,
+        skill_name: str,
+        script: str | os.PathLike[str],
+        arguments: Any = None,
+        argv: Sequence[Any] | None = None,
+        **overrides: Any,
+    ) -> RunSettings:
+        """``settings.for_run(**overrides)``, the settings of one run; a bad override is
+        refused as any check refuses (audited, naming the script), before anything else."""
+        try:
+            return settings.for_run(**overrides)
+        except (SkillMagicsError, ValueError) as exc:
+            self.audit.refused(
+                skill_name, os.fspath(script), arguments_preview(arguments, argv), exc
+            )
+            raise
+
     def script(
         self,
         settings: RunSettings,
@@ -259,31 +277,22 @@ class RunChecks:
         skill_metadata: SkillMetadata,
         *,
         argv: Sequence[Any] | None = None,
-        timeout: float | None = None,
-        sandbox: str | None = None,
-        cwd: workdir.CwdArg | None = None,
         module: str | None = None,
-        warm: bool | None = None,
     ) -> PreparedRun:
         """Check everything and build the command; raises (and audits) on any refusal.
 
         ``arguments`` go to stdin as JSON. With ``argv`` and ``arguments=None`` stdin is
         empty; with neither, stdin gets ``{}`` so JSON-reading scripts still parse it.
-        ``timeout``, ``sandbox`` ("off", "read-only", "workspace-write", "auto") and ``cwd``
-        ("skill", "workspace" or a folder) override ``settings`` for this run; an explicit
-        sandbox mode that cannot be had here is refused. ``module``: run the script as
+        ``settings`` are this run's (``RunSettings.for_run``: its time limit, sandbox, cwd
+        and how it starts); a sandbox mode that cannot be had here is refused. ``module``:
+        run the script as
         ``python -m module`` (``ScriptMetadata.module``; it must name the script's own path,
         e.g. "scripts.run_eval" for scripts/run_eval.py); "" runs it as a file; None (a
         direct call) decides from the script's own imports, as the skill finder does
         (``kinds.module_for``): one importing the skill's modules from the skill root runs as
-        a module. ``warm``: start it warm (True), cold (False) or as
-        ``settings.warm_start`` says (None); only the launch differs (core/run/warm/).
+        a module.
         """
         started = time.monotonic()
-        # warm_modes.choose, inline (every run asks)
-        start_mode = (
-            settings.warm_start if warm is None else (warm_modes.ON if warm else warm_modes.OFF)
-        )
         try:
             prepared = self._script(
                 settings,
@@ -292,12 +301,9 @@ class RunChecks:
                 skill_base_dir,
                 skill_metadata,
                 argv,
-                timeout,
-                settings.run_cwd if cwd is None else cwd,
                 module,
-                start_mode,  # type: ignore[arg-type]
             )
-            return self._isolate(settings, prepared, sandbox, skill_metadata)
+            return self._isolate(settings, prepared, skill_metadata)
         except Exception as exc:  # noqa: BLE001 - whatever refused the run, audit it
             self.audit.refused(
                 getattr(skill_metadata, "name", "?"),
@@ -316,12 +322,9 @@ class RunChecks:
         skill_base_dir: str | os.PathLike[str],
         metadata: SkillMetadata,
         argv: Sequence[Any] | None,
-        timeout: float | None,
-        cwd: workdir.CwdArg | None,
         module: str | None,
-        warm: str,
     ) -> PreparedRun:
-        limit = settings.timeout if timeout is None else check_timeout(timeout)
+        cwd = settings.run_cwd
         base_abs = _abspath(skill_base_dir)
         # A name that is not one folder name never runs (docs/architecture.md, *Real skills*).
         paths.check_skill_name(metadata.name, folder_of=base_abs)
@@ -356,13 +359,13 @@ class RunChecks:
                 "payload": payload,
                 "env": env,
                 "cwd": run_dir,
-                "timeout": limit,
+                "timeout": settings.timeout,
                 "label_preview": None,
                 "argv": argv_t,
                 "sandbox": None,
                 "secrets": (),
                 "max_output_size": settings.max_output_size,
-                "warm": warm,
+                "warm": settings.warm_start,
                 "warm_idle": settings.warm_idle_timeout,
             }
         )
@@ -371,7 +374,6 @@ class RunChecks:
         self,
         settings: RunSettings,
         prepared: PreparedRun,
-        mode: str | None,
         metadata: SkillMetadata,
     ) -> PreparedRun:
         """Add the sandbox profile and the declared secrets' names (docs/architecture.md,
@@ -379,8 +381,7 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        wanted = settings.sandbox if mode is None else mode
-        chosen = wanted if wanted == sandboxing.OFF else sandboxing.check_mode(wanted)
+        chosen = settings.sandbox or sandboxing.OFF  # checked when the settings were made
         profile = None
         if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
             profile = sandboxing.profile_for(
@@ -411,10 +412,8 @@ class RunChecks:
         skill_base_dir: str | os.PathLike[str],
         skill_metadata: SkillMetadata,
         label: str,
-        timeout: float | None = None,
         stdin: bytes | None = None,
         arguments_preview: str = "",
-        sandbox: str | None = None,
     ) -> PreparedRun:
         """Check a command that is not a script file (e.g. the skill's venv ``python -c``).
 
@@ -430,7 +429,6 @@ class RunChecks:
         """
         started = time.monotonic()
         try:
-            limit = settings.timeout if timeout is None else check_timeout(timeout)
             paths.check_skill_name(
                 skill_metadata.name, os.path.basename(os.path.abspath(skill_base_dir))
             )
@@ -460,13 +458,13 @@ class RunChecks:
             payload=stdin,
             env=child_env(settings, skill_metadata, os.path.abspath(skill_base_dir)),
             cwd=real_base,
-            timeout=limit,
+            timeout=settings.timeout,
             label_preview=arguments_preview,
             argv=command[1:],
             max_output_size=settings.max_output_size,
         )
         try:
-            return self._isolate(settings, prepared, sandbox, skill_metadata)
+            return self._isolate(settings, prepared, skill_metadata)
         except (SkillMagicsError, ValueError) as exc:
             self.audit.refused(
                 skill_metadata.name, label, arguments_preview, exc, duration_ms=_ms_since(started)

@@ -41,6 +41,7 @@ from skill_magics.core.run.approval import (
     InstallInfo,
     install_approval_hash,
 )
+from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome
 from skill_magics.core.status import AuditOutcome
 
 BUILT = "built"
@@ -68,9 +69,10 @@ class EnvReport:
 
 
 @dataclass(frozen=True)
-class InstallPlan:
+class InstallPlan(Plan[EnvReport]):
     """Step 1 of an install: the packages the kernel lacks, the fresh folder they go into,
-    the installer, and the request the gate decides on (nothing is installed yet)."""
+    the installer, and the request the gate decides on (nothing is installed yet). Its
+    outcome's value: the :class:`EnvReport`."""
 
     skill: Skill
     requirements: Requirements
@@ -79,6 +81,17 @@ class InstallPlan:
     env_dir: Path  # the new env-<key>-<id> folder the build fills
     installer: str
     request: ApprovalRequest
+
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        return (self.request,)
+
+    def launch(self, context: LaunchContext, decided: Decided) -> RunOutcome[EnvReport]:
+        report = install(
+            self, context.executor.audit, on_output=context.on_output, cancel=context.cancel
+        )
+        # Other packages run the skill's code now: its "Yes in session" ends.
+        context.gate.environment_rebuilt(self.skill.name, str(report.path))
+        return RunOutcome(decided.verdict, report)
 
 
 def install_request(

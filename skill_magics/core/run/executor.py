@@ -390,18 +390,25 @@ class ScriptExecutor:
     ) -> ScriptExecutionResult:
         """Standalone (no SkillManager, nobody asked): the checks with this executor's
         ``settings`` (core/run/checks.py), then :meth:`run`. Refusals raise, audited."""
-        prepared = self.checks.script(
+        settings = self.checks.settings_for(
             self.settings,
+            getattr(skill_metadata, "name", "?"),
+            script_path,
+            arguments,
+            argv,
+            timeout=timeout,
+            sandbox=sandbox,
+            cwd=cwd,
+            warm=warm,
+        )
+        prepared = self.checks.script(
+            settings,
             script_path,
             arguments,
             skill_base_dir,
             skill_metadata,
             argv=argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
             module=module,
-            warm=warm,
         )
         return self.run(prepared, on_output=on_output, cancel=cancel)
 

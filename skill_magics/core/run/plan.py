@@ -53,28 +53,44 @@ from skill_magics.core.run.approval import (
     code_approval_hash,
 )
 from skill_magics.core.run.checks import PreparedRun, RunChecks
+from skill_magics.core.run.gate import ALLOWED
 from skill_magics.core.run.payload import normalize_argv
+from skill_magics.core.run.runplan import (
+    Asking,
+    Decided,
+    Launch,
+    LaunchContext,
+    Plan,
+    RunOutcome,
+    one_request,
+)
 from skill_magics.core.run.settings import RunSettings
-from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.secrets import SecretStore
 from skill_magics.core.sources.lock import skill_lock_status
 from skill_magics.core.status import RunStatus
 
 
 @dataclass(frozen=True)
-class PlannedRun:
+class PlannedRun(Plan[tuple[Launch, ...]]):
     """Runs that passed every check, and the request the gate decides on.
 
     ``runs`` line up with ``request.scripts`` (one script; a context's referenced scripts;
     or one ``python -c`` command for code). ``request`` is None only when nobody will be
     asked (a person's own call with ``approver=None``): building it (previews, the skill's
-    fingerprint) would be work nobody sees.
+    fingerprint) would be work nobody sees. Its outcome's value: one Launch per run.
     """
 
     request: ApprovalRequest | None
     runs: tuple[PreparedRun, ...]
     arguments: Any = None
     argv: tuple[str, ...] | None = None
+
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        return (one_request(self.request),)
+
+    def launch(self, context: LaunchContext, decided: Decided) -> RunOutcome[tuple[Launch, ...]]:
+        launches = context.run_each(self.runs)
+        return RunOutcome(decided.verdict, launches, launches)
 
     @property
     def prepared(self) -> PreparedRun:
@@ -100,13 +116,43 @@ class Resolved:
     metadata: SkillMetadata
 
 
+Parts = tuple[RunOutcome[tuple[Launch, ...]], ...]
+
+
 @dataclass(frozen=True)
-class PlanGroup:
+class PlanGroup(Plan[Parts]):
     """Several skills' plans decided with ONE question (a context over several skills,
     skills in the order named): the call site asks the gate once for all of them
-    (``gate.decide_each``), then runs each allowed plan in order."""
+    (``gate.decide_each``), then runs each allowed plan in order. Its outcome's value (and
+    ``parts``): one outcome per plan."""
 
     plans: tuple[PlannedRun, ...]
+
+    asking = Asking.TOGETHER
+
+    def requests(self) -> tuple[ApprovalRequest, ...]:
+        return tuple(one_request(plan.request) for plan in self.plans)
+
+    def ready(self, decided: Decided) -> bool:
+        return any(v.allowed for v in decided.each(len(self.plans)))
+
+    def held(self, decided: Decided) -> RunOutcome[Parts]:
+        parts: Parts = tuple(RunOutcome(v) for v in decided.each(len(self.plans)))
+        return RunOutcome(ALLOWED, parts, parts=parts)
+
+    def launch(self, context: LaunchContext, decided: Decided) -> RunOutcome[Parts]:
+        parts: list[RunOutcome[tuple[Launch, ...]]] = []
+        for plan, verdict in zip(self.plans, decided.each(len(self.plans)), strict=True):
+            if verdict.allowed and verdict.decision is not None and plan.request is not None:
+                # Other skills' scripts may have run since the decision: still approved files?
+                verdict = context.gate.check_current(plan.request)
+            if not verdict.allowed:
+                parts.append(RunOutcome(verdict))
+                continue
+            launches = context.run_each(plan.runs)
+            parts.append(RunOutcome(verdict, launches, launches))
+        done = tuple(parts)
+        return RunOutcome(ALLOWED, done, parts=done)
 
 
 @dataclass
@@ -161,31 +207,15 @@ class Planner:
         arguments: Any = None,
         *,
         argv: Sequence[str] | None = None,
-        timeout: float | None = None,
-        sandbox: str | None = None,
-        cwd: CwdArg | None = None,
-        request: bool = True,
-        warm: bool | None = None,
+        ask: bool = True,
     ) -> PlannedRun:
-        """Check one run of ``script`` and build its request; raises (audited) on a refusal.
-
-        ``timeout``, ``sandbox``, ``cwd``, ``warm``: this run's values (None: ``settings``').
-        A script that cannot run (``ScriptMetadata.runnable``) is refused, naming the ones
-        that can.
-        ``request=False`` builds no request (nobody will be asked)."""
-        meta, prepared = self.check_script(
-            settings,
-            skill_name,
-            script,
-            arguments,
-            argv,
-            timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
-        )
+        """Check one run of ``script`` with this run's ``settings`` (``RunSettings.for_run``)
+        and build its request; raises (audited) on a refusal. A script that cannot run
+        (``ScriptMetadata.runnable``) is refused, naming the ones that can.
+        ``ask=False`` builds no request (nobody will be asked)."""
+        meta, prepared = self.check_script(settings, skill_name, script, arguments, argv)
         asked = None
-        if request:
+        if ask:
             asked = self.request(
                 settings, skill_name, [meta], arguments, argv or (), prepared=[prepared]
             )
@@ -199,11 +229,6 @@ class Planner:
         script: str | os.PathLike[str],
         arguments: Any,
         argv: Sequence[str] | None,
-        timeout: float | None,
-        *,
-        sandbox: str | None = None,
-        cwd: CwdArg | None = None,
-        warm: bool | None = None,
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Resolve and check a run (refusals audited): (script, its checked run).
 
@@ -212,9 +237,7 @@ class Planner:
         that can run: running them does nothing. Every other script may run, offered or not.
         """
         found = self.resolve(skill_name, script, arguments, argv)
-        return self.check_resolved(
-            settings, found, arguments, argv, timeout, sandbox=sandbox, cwd=cwd, warm=warm
-        )
+        return self.check_resolved(settings, found, arguments, argv)
 
     def resolve(
         self,
@@ -254,11 +277,6 @@ class Planner:
         found: Resolved,
         arguments: Any,
         argv: Sequence[str] | None,
-        timeout: float | None,
-        *,
-        sandbox: str | None = None,
-        cwd: CwdArg | None = None,
-        warm: bool | None = None,
     ) -> tuple[ScriptMetadata, PreparedRun]:
         """Every check of one run of a resolved script (refusals audited)."""
         skill, meta, metadata = found.skill, found.meta, found.metadata
@@ -269,11 +287,7 @@ class Planner:
             skill.base_dir,
             metadata,
             argv=argv,  # unchanged: the checks validate it (and audit a bad one)
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
             module=meta.module,  # python -m from the skill root (catalog/kinds.py)
-            warm=warm,  # how it starts (core/run/warm/); None: settings.warm_start
         )
         return meta, prepared
 
@@ -304,8 +318,6 @@ class Planner:
         skill: Skill,
         python: Path,
         code: str,
-        *,
-        timeout: float | None = None,
     ) -> PlannedRun:
         """``python -c code`` with the skill folder as cwd; raises (audited) on a refusal."""
         prepared = self.checks.command(
@@ -314,7 +326,6 @@ class Planner:
             skill_base_dir=skill.base_dir,
             skill_metadata=skill.metadata,
             label=CODE_LABEL,
-            timeout=timeout,
             arguments_preview=code_preview(code),
         )
         request = self.request(settings, skill.name, [], None, code=code, prepared=[prepared])
@@ -354,7 +365,7 @@ class Planner:
             try:
                 skill.find_script(ref.path)  # a missing reference is an error, not a refusal
                 meta, run = self.check_script(
-                    settings, name, ref.path, arguments, argv_for(ref.path), None
+                    settings, name, ref.path, arguments, argv_for(ref.path)
                 )
             except (ScriptNotFoundError, AmbiguousScriptError) as exc:
                 out.problems[ref.path] = (RunStatus.ERROR, str(exc))
@@ -376,11 +387,10 @@ class Planner:
         settings: RunSettings,
         skill_name: str,
         scope: ScopeInfo,
-        *,
-        cwd: CwdArg | None = None,
     ) -> PlannedRun | None:
         """The request for runs a model will choose within ``scope``: every offered script of
-        the skill (what its tools offer), each checked as a run in ``cwd`` with no inputs
+        the skill (what its tools offer), each checked as a run with ``settings`` (their
+        ``run_cwd``: where the model's runs start) with no inputs
         yet. A script a check refuses is audited and left out (its calls will be refused
         too); None when none may run."""
         skill = self.finder.get_skill(skill_name)
@@ -389,7 +399,7 @@ class Planner:
         for script in sorted(skill.offered_scripts, key=lambda s: s.path.as_posix()):
             try:
                 meta, run = self.check_script(
-                    settings, skill_name, script.path.as_posix(), None, None, None, cwd=cwd
+                    settings, skill_name, script.path.as_posix(), None, None
                 )
             except SkillMagicsError:
                 continue  # audited by check_script

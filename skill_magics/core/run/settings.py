@@ -26,25 +26,29 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from skill_magics.core import interpreters
 from skill_magics.core.namelist import name_list, path_list
 from skill_magics.core.run import workdir
+from skill_magics.core.run.defaults import (
+    DEFAULT_MAX_OUTPUT_SIZE,
+    DEFAULT_RUN_CWD,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARM_IDLE,
+)
 from skill_magics.core.run.sandbox import check_mode, default_mode
-from skill_magics.core.run.warm import modes as warm
+from skill_magics.core.run.warm import modes as warm_modes
 
 MIN_WARM_IDLE = 1
 MAX_WARM_IDLE = 24 * 3600
-DEFAULT_WARM_IDLE = 600.0
 
 MIN_TIMEOUT = 1
 MAX_TIMEOUT = 600
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_OUTPUT_SIZE = 10 * 2**20  # bytes kept per stream; the rest is counted
 
 
 def check_timeout(timeout: Any) -> float:
@@ -79,14 +83,15 @@ def check_max_output_size(value: Any) -> int:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How runs are configured (see the module docstring). Checked when made; frozen."""
+    """How runs are configured (see the module docstring). Checked when made; frozen.
+    The defaults are defaults.py's (the SkillMagics traits read the same)."""
 
     timeout: float = DEFAULT_TIMEOUT  # seconds before the process group is killed (1-600)
     max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of stdout and of stderr kept
     allowed_interpreters: tuple[str, ...] | None = None  # None: python3, bash, sh, node
     inherit_env: bool = False  # the whole environment instead of the minimal one
     env_passthrough: tuple[str, ...] = ()  # names (or globs) added to the minimal one
-    run_cwd: str = workdir.WORKSPACE  # "workspace", "skill" or a folder
+    run_cwd: str = DEFAULT_RUN_CWD  # "workspace", "skill" or a folder
     sandbox: str | None = None  # off, read-only, workspace-write, auto (None: the env var)
     sandbox_network: tuple[str, ...] = ()  # skills with network in sandboxed runs ("*": all)
     sandbox_deny_read: tuple[str, ...] = ()  # more paths sandboxed runs may not read
@@ -98,23 +103,9 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise once, here
-        set_(self, "timeout", check_timeout(self.timeout))
-        set_(self, "max_output_size", check_max_output_size(self.max_output_size))
-        chosen = None if self.allowed_interpreters is None else name_list(self.allowed_interpreters)
-        set_(self, "allowed_interpreters", chosen)
-        set_(self, "inherit_env", bool(self.inherit_env))
-        set_(self, "env_passthrough", name_list(self.env_passthrough))
-        cwd = workdir.check_cwd(self.run_cwd)
-        set_(self, "run_cwd", workdir.SKILL if cwd is None else os.fspath(cwd))
-        set_(self, "sandbox", default_mode() if self.sandbox is None else check_mode(self.sandbox))
-        set_(self, "sandbox_network", name_list(self.sandbox_network))
-        set_(self, "sandbox_deny_read", path_list(self.sandbox_deny_read))
-        set_(self, "sandbox_read", path_list(self.sandbox_read))
-        start = warm.default_mode() if self.warm_start is None else warm.check_mode(self.warm_start)
-        set_(self, "warm_start", start)
-        set_(self, "warm_idle_timeout", check_warm_idle(self.warm_idle_timeout))
-        names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
-        set_(self, "allowed", frozenset(interpreters.canonical(n) for n in names))
+        for name, check in _CHECKS.items():
+            set_(self, name, check(getattr(self, name)))
+        set_(self, "allowed", _canonical(self.allowed_interpreters))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -128,7 +119,38 @@ class RunSettings:
             raise TypeError(
                 f"Unknown run setting(s) {', '.join(unknown)}: use {', '.join(self.names())}"
             )
-        return replace(self, **changes)
+        if not changes:
+            return self
+        # Only the changed fields are checked again (a run's overrides: for_run, every run).
+        copied = copy.copy(self)
+        set_ = object.__setattr__
+        for name, value in changes.items():
+            set_(copied, name, _CHECKS[name](value))
+        if "allowed_interpreters" in changes:
+            set_(copied, "allowed", _canonical(copied.allowed_interpreters))
+        return copied
+
+    def for_run(
+        self,
+        *,
+        timeout: float | None = None,
+        sandbox: str | None = None,
+        cwd: workdir.CwdArg | None = None,
+        warm: bool | None = None,
+    ) -> RunSettings:
+        """The settings of one run: these per-run overrides (None: keep the setting) applied
+        with :meth:`updated` (checked). ``cwd`` sets ``run_cwd``; ``warm`` True/False sets
+        ``warm_start`` "on"/"off". No override: this same value."""
+        changes: dict[str, Any] = {}
+        if timeout is not None:
+            changes["timeout"] = timeout
+        if sandbox is not None:
+            changes["sandbox"] = sandbox
+        if cwd is not None:
+            changes["run_cwd"] = cwd
+        if warm is not None:
+            changes["warm_start"] = warm_modes.ON if warm else warm_modes.OFF
+        return self.updated(**changes) if changes else self
 
     def allows_network(self, skill: str) -> bool:
         """Does ``sandbox_network`` give ``skill`` the network in sandboxed runs?"""
@@ -138,6 +160,33 @@ class RunSettings:
     def allow_typescript(self) -> bool:
         """``.ts`` files count as scripts only when tsx may run them."""
         return "tsx" in self.allowed
+
+
+def _run_cwd(value: Any) -> str:
+    cwd = workdir.check_cwd(value)
+    return workdir.SKILL if cwd is None else os.fspath(cwd)
+
+
+def _canonical(chosen: tuple[str, ...] | None) -> frozenset[str]:
+    names = interpreters.DEFAULT_ALLOWED if chosen is None else chosen
+    return frozenset(interpreters.canonical(n) for n in names)
+
+
+# Each field's check: the value as kept (normalised), or a one-line error naming the fix.
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "timeout": check_timeout,
+    "max_output_size": check_max_output_size,
+    "allowed_interpreters": lambda v: None if v is None else name_list(v),
+    "inherit_env": bool,
+    "env_passthrough": name_list,
+    "run_cwd": _run_cwd,
+    "sandbox": lambda v: default_mode() if v is None else check_mode(v),
+    "sandbox_network": name_list,
+    "sandbox_deny_read": path_list,  # a string is one path (it may hold spaces)
+    "sandbox_read": path_list,
+    "warm_start": lambda v: warm_modes.default_mode() if v is None else warm_modes.check_mode(v),
+    "warm_idle_timeout": check_warm_idle,
+}
 
 
 def settings_of(values: Iterable[tuple[str, Any]]) -> RunSettings:

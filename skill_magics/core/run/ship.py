@@ -581,14 +581,11 @@ class ShippedBatch:
     # check and isolate items the same way, and refuse a run whose explicit sandbox mode
     # they cannot provide. run_cwd "skill" is the worker's copy, "workspace" the worker's own
     # folder, a path must exist there. Secret values never travel: a skill that declares
-    # secrets is refused on a worker (nothing to give it).
+    # secrets is refused on a worker (nothing to give it). They are the batch's own (its
+    # time limit, sandbox, cwd, start: RunSettings.for_run); one warm server per worker
+    # process.
     settings: RunSettings
-    timeout: float | None
     cancel: CancelSignal
-    sandbox: str | None = None  # this batch's sandbox mode (None: settings.sandbox)
-    cwd: str | None = None  # this batch's working directory (None: settings.run_cwd)
-    warm: bool | None = None  # this batch's start (None: settings.warm_start): one warm
-    # server per worker process
 
 
 @dataclass
@@ -743,17 +740,7 @@ def run_shipped_item(
     executor, planner, thread_audit = _state(batch, copy)
     collected = thread_audit.start()
     try:
-        _, prepared = planner.check_script(
-            batch.settings,
-            name,
-            batch.script,
-            arguments,
-            argv,
-            batch.timeout,
-            sandbox=batch.sandbox,
-            cwd=batch.cwd,
-            warm=batch.warm,
-        )
+        _, prepared = planner.check_script(batch.settings, name, batch.script, arguments, argv)
         prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
         result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)

@@ -41,7 +41,8 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     if not infos:
         print(
             "No warm server is running: Python scripts start one when they import packages "
-            f"(SkillMagics.warm_start = {manager.warm_start!r}); %skills warm NAME starts one now"
+            f"(SkillMagics.warm_start = {manager.settings.warm_start!r}); %skills warm NAME "
+            "starts one now"
         )
         return None
     for info in infos:

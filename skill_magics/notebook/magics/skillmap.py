@@ -221,7 +221,7 @@ def _value(magics: Any, run: MapRun, outcome: Any, progress: _Progress) -> Batch
             outcome.raise_if_blocked()
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
-    result: BatchResult = outcome.batch
+    result: BatchResult = outcome.value
     progress.finish(result)
     return magics._store(run.out, result)
 

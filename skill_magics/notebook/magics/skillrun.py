@@ -294,9 +294,9 @@ class SkillRunMagics(SharedMagics):
         said, or the finished run."""
         if outcome.status is RunStatus.PENDING:
             return self._pending(run, outcome.pending)
-        if not outcome.allowed:
-            assert outcome.status is not None
-            return self._store(run.out, self._result(run, outcome.status, outcome.message))
+        blocked = outcome.why_not
+        if blocked is not None:
+            return self._store(run.out, self._result(run, *blocked))
         launch = outcome.launches[0]
         if launch.error is not None:  # refused at launch (the file changed, a secret missing)
             raise launch.error
@@ -370,9 +370,9 @@ class SkillRunMagics(SharedMagics):
                 except BaseException as exc:  # never leave the handle pending forever
                     res.set_status(RunStatus.REFUSED, f"{type(exc).__name__}: {exc}")
                     return
-                if not outcome.allowed:
-                    assert outcome.status is not None
-                    res.set_status(outcome.status, outcome.message)
+                blocked = outcome.why_not
+                if blocked is not None:
+                    res.set_status(*blocked)
                     return
                 launch = outcome.launches[0]
                 if launch.result is None:

@@ -30,6 +30,7 @@ from traitlets import (
 )
 
 from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.run.defaults import DEFAULTS
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
@@ -57,6 +58,10 @@ RUN_SETTINGS = (
 )
 
 
+def _as_list(value: tuple[str, ...] | None) -> list[str] | None:
+    return None if value is None else list(value)
+
+
 @magics_class
 class SkillMagics(Magics):
     """Agent Skills in IPython: the configuration every magic reads, the SkillManager they
@@ -70,13 +75,17 @@ class SkillMagics(Magics):
         help="Skill directories, first wins a name clash. None: $SKILL_MAGICS_PATH, then "
         "./skills, ./.agents/skills, ./.claude/skills and the same under ~.",
     ).tag(config=True)
-    timeout = Float(30.0, help="Default script timeout in seconds (1-600).").tag(config=True)
+    # The run settings' defaults are RunSettings' own (core/run/defaults.py: one place).
+    timeout = Float(DEFAULTS["timeout"], help="Default script timeout in seconds (1-600).").tag(
+        config=True
+    )
     max_output_size = Int(
-        10 * 2**20, help="Bytes of stdout and of stderr kept per run (the rest is counted)."
+        DEFAULTS["max_output_size"],
+        help="Bytes of stdout and of stderr kept per run (the rest is counted).",
     ).tag(config=True)
     allowed_interpreters = List(
         Unicode(),
-        default_value=None,
+        default_value=_as_list(DEFAULTS["allowed_interpreters"]),
         allow_none=True,
         help="Interpreters scripts may use; None: python3, bash, sh, node.",
     ).tag(config=True)
@@ -93,10 +102,13 @@ class SkillMagics(Magics):
         "spaces, or *).",
     ).tag(config=True)
     inherit_env = Bool(
-        False, help="Give scripts the kernel's whole environment (default: a minimal one)."
+        DEFAULTS["inherit_env"],
+        help="Give scripts the kernel's whole environment (default: a minimal one).",
     ).tag(config=True)
     env_passthrough = List(
-        Unicode(), help="Environment variables passed to scripts in addition to the minimal set."
+        Unicode(),
+        default_value=list(DEFAULTS["env_passthrough"]),
+        help="Environment variables passed to scripts in addition to the minimal set.",
     ).tag(config=True)
     approval_timeout = Float(
         300.0,
@@ -127,28 +139,32 @@ class SkillMagics(Magics):
     ).tag(config=True)
     sandbox = CaselessStrEnum(
         ["off", "read-only", "workspace-write", "auto"],
-        default_value=None,
+        default_value=DEFAULTS["sandbox"],
         allow_none=True,
         help="Isolate runs with bubblewrap: off, read-only, workspace-write (only the working "
         "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
         "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
     ).tag(config=True)
     sandbox_network = List(
-        Unicode(), help='Skills that may use the network in sandboxed runs ("*": all; audited).'
+        Unicode(),
+        default_value=list(DEFAULTS["sandbox_network"]),
+        help='Skills that may use the network in sandboxed runs ("*": all; audited).',
     ).tag(config=True)
     sandbox_deny_read = List(
         Unicode(),
+        default_value=list(DEFAULTS["sandbox_deny_read"]),
         help="Paths sandboxed runs may not read, on top of ~/.ssh, ~/.aws, ~/.netrc and the "
         "other credential defaults (~ is $HOME).",
     ).tag(config=True)
     sandbox_read = List(
         Unicode(),
+        default_value=list(DEFAULTS["sandbox_read"]),
         help="Folders sandboxed runs are given read-only besides the skill, the workspace and "
         "their Python (e.g. a data folder); never $HOME or a folder holding it.",
     ).tag(config=True)
     warm_start = CaselessStrEnum(
         ["auto", "on", "off"],
-        default_value=None,
+        default_value=DEFAULTS["warm_start"],
         allow_none=True,
         help="How Python scripts start: auto (forked from a warm server that imported their "
         "packages once the server is ready, else cold; a batch waits for it), on (always "
@@ -156,10 +172,11 @@ class SkillMagics(Magics):
         "--warm/--cold overrides it. None: $SKILL_MAGICS_WARM_START, else auto.",
     ).tag(config=True)
     warm_idle_timeout = Float(
-        600.0, help="Seconds a warm server waits for its next run before it stops (1-86400)."
+        DEFAULTS["warm_idle_timeout"],
+        help="Seconds a warm server waits for its next run before it stops (1-86400).",
     ).tag(config=True)
     run_cwd = Unicode(
-        "workspace",
+        DEFAULTS["run_cwd"],
         help="Where scripts start: workspace (the notebook's folder, so relative file paths "
         "work), skill (the skill folder) or a folder path. %%skillrun --cwd overrides it.",
     ).tag(config=True)
@@ -267,8 +284,7 @@ class SkillMagics(Magics):
         manager = self._manager
         if manager is None:
             return
-        if change["name"] == "sandbox_network":
-            manager.grants.clear()  # the new list is the whole answer, as when assigned
+        # A changed sandbox_network is the whole answer: configure ends the session's grants.
         manager.configure(**self._setting_values())
 
     @observe("catalog_budget")
@@ -294,7 +310,7 @@ class SkillMagics(Magics):
     def _audit_log_changed(self, change: Any) -> None:
         manager = self._manager
         if manager is not None:
-            manager.audit_log = change["new"]
+            manager.audit.write_to(change["new"])  # the history stays: only the file changes
 
     # -- %skills ----------------------------------------------------------------------------
     @magic_arguments()

@@ -18,7 +18,7 @@ process comes to be: forked from a long-lived server (zygote.py) instead of exec
 
 Example (not run as a doctest: it starts warm servers)::
 
-    warm_up(manager.planner, manager.executor, manager.settings, "csv-profiler")
+    manager.warm_up("csv-profiler")  # warm_up(planner, executor, settings, name)
     # -> [WarmUp(script='scripts/profile.py', server=ServerInfo(...), note='')]
     [info.line() for info in servers()]
     stop_servers()
@@ -101,9 +101,6 @@ def warm_up(
     settings: Any,
     skill_name: str,
     scripts: list[str] | None = None,
-    *,
-    sandbox: str | None = None,
-    cwd: Any = None,
 ) -> list[WarmUp]:
     """Start the servers of ``skill_name``'s Python entry scripts (``scripts``: those only)
     and wait until they have imported what the scripts import. Each script is checked as a
@@ -121,9 +118,8 @@ def warm_up(
     out: list[WarmUp] = []
     launcher: WarmLauncher = executor.warm
     for script in chosen:
-        _meta, prepared = planner.check_script(
-            settings, skill_name, script, None, None, None, sandbox=sandbox, cwd=cwd
-        )
+        # settings: the warm-up's own (its sandbox and cwd: RunSettings.for_run)
+        _meta, prepared = planner.check_script(settings, skill_name, script, None, None)
         prepared = replace(prepared, warm=ON)
         rel = prepared.script_rel.as_posix()
         if skills_own_python(prepared):
