@@ -574,6 +574,8 @@ PUBLIC_SURFACE = {
     "skill_dirs": "property",
     "add_dir": "method",
     "remove_dir": "method",
+    "add_mcp_server": "method",  # issue 32 names it; the work is core/mcp/servers.py's
+    "remove_mcp_server": "method",
     "reload": "method",
     "list_skills": "method",
     "get_skill": "method",
