@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from skill_magics.core import envdirs, interpreters  # noqa: E402
 from skill_magics.core.manager import SkillManager  # noqa: E402
-from skill_magics.core.run import envbuild  # noqa: E402
+from skill_magics.core.run.env import build as envbuild  # noqa: E402
 
 BODY = """
 import argparse, json, os, re, subprocess, shutil, sys

@@ -29,8 +29,8 @@ _LAZY = {
     "Decision": ("skill_magics.core.run.approval", "Decision"),
     "ApprovalRequest": ("skill_magics.core.run.approval", "ApprovalRequest"),
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
-    "BatchResult": ("skill_magics.core.run.batch_result", "BatchResult"),
-    "BatchItem": ("skill_magics.core.run.batch_result", "BatchItem"),
+    "BatchResult": ("skill_magics.core.run.batch.result", "BatchResult"),
+    "BatchItem": ("skill_magics.core.run.batch.result", "BatchItem"),
     # the skill lab (core/lab): a model with skills, trigger and output evaluations
     "run_agent": ("skill_magics.core.lab.agent", "run_agent"),
     "run_agent_async": ("skill_magics.core.lab.agent", "run_agent_async"),

@@ -1,4 +1,4 @@
-"""Batch runs (core/run/batch.py, manager.map): real processes, real files, a real DataFrame.
+"""Batch runs (core/run/batch/runner.py, manager.map): real processes, real files, a real DataFrame.
 
 docs/architecture.md, *Batch runs*: one approval for the batch, every item checked and run by
 the same executor as a single run, concurrent, input order, bounded audit, cancel kills every
@@ -25,8 +25,8 @@ from skill_magics.core.errors import (
     PathSecurityError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship
-from skill_magics.core.run.batch import ITEM_RECORDS
+from skill_magics.core.run.batch import ship
+from skill_magics.core.run.batch.runner import ITEM_RECORDS
 from skill_magics.core.status import RunStatus
 
 SQUARE = """

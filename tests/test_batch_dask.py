@@ -1,4 +1,4 @@
-"""Batch runs on Dask (core/run/dask_backend.py, core/run/ship.py): a real
+"""Batch runs on Dask (core/run/batch/dask_backend.py, core/run/batch/ship.py): a real
 ``distributed.LocalCluster`` with 2 worker processes, one per module.
 
 docs/architecture.md, *Batch runs*: each item runs on a worker through the core executor, on a
@@ -19,7 +19,7 @@ import pytest
 from process_support import pid_alive, start_times
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship, ship_owner
+from skill_magics.core.run.batch import ship, ship_owner
 
 SCRIPT = """
 import json, os, sys

@@ -72,7 +72,7 @@ DOCTESTED = (
     "skill_magics.core.run.sandbox",
     "skill_magics.core.run.sandbox_mounts",
     "skill_magics.core.run.settings",
-    "skill_magics.core.run.ship_owner",
+    "skill_magics.core.run.batch.ship_owner",
     "skill_magics.core.run.store",
     "skill_magics.core.run.template",
     "skill_magics.core.run.warm.skillcode",

@@ -24,7 +24,7 @@ import pytest
 from kernel_fixtures import kernel_factory  # noqa: F401 F811 - the fixture
 
 from skill_magics.core import envdirs
-from skill_magics.core.run import envbuild
+from skill_magics.core.run.env import build as envbuild
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -117,7 +117,7 @@ def test_a_kernel_killed_mid_build_takes_its_installer_and_costs_no_environment(
     kernel = kernel_factory(env=env)
     pid = int(kernel.execute("import os; os.getpid()").text_plain)
     kernel.submit(
-        "from pathlib import Path\nfrom skill_magics.core.run import envbuild\n"
+        "from pathlib import Path\nfrom skill_magics.core.run.env import build as envbuild\n"
         f"envbuild.build_env(Path({str(home)!r}), ['slowpkg'], installer='uv')\n"
     )
     deadline = time.monotonic() + 60

@@ -19,7 +19,7 @@ import pytest
 
 from skill_magics.core import envdirs, fingerprint
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import envbuild
+from skill_magics.core.run.env import build as envbuild
 
 WHERE = """\
 # /// script

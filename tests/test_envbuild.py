@@ -15,7 +15,7 @@ import pytest
 from skill_magics.core import envdirs
 from skill_magics.core.errors import ApprovalDeclined, EnvironmentBuildError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import envbuild
+from skill_magics.core.run.env import build as envbuild
 from tests.real_layouts import write_pep
 
 pytestmark = pytest.mark.timeout(240)

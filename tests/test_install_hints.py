@@ -16,13 +16,13 @@ import pytest
 CASES = {
     "dask": (
         "import sys; sys.modules['distributed'] = None\n"
-        "from skill_magics.core.run.dask_backend import connect\n"
+        "from skill_magics.core.run.batch.dask_backend import connect\n"
         "try:\n    connect('tcp://127.0.0.1:1')\nexcept Exception as exc:\n    print(exc)\n",
         "pool='tcp://127.0.0.1:1' needs Dask: pip install 'dask[distributed]'",
     ),
     "uv": (
         "import sys; sys.modules['uv'] = None\n"
-        "from skill_magics.core.run.envbuild import choose_installer\n"
+        "from skill_magics.core.run.env.build import choose_installer\n"
         "try:\n    choose_installer('uv')\nexcept Exception as exc:\n    print(exc)\n"
         "print(choose_installer(None)[0])\n",  # not refused: without uv, venv + pip
         "uv was asked for but is not installed: pip install uv\npip",

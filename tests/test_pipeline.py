@@ -284,7 +284,7 @@ def test_a_bad_per_run_override_is_refused_audited_before_anything(skills: Path)
 def test_a_batch_plan_is_built_by_keyword_and_carries_one_settings_value(skills: Path) -> None:
     import dataclasses
 
-    from skill_magics.core.run.batch import BatchPlan
+    from skill_magics.core.run.batch.runner import BatchPlan
 
     manager = manager_for(skills, run_cwd="skill")
     plan = manager.plan_map("one", "a", [{}], timeout=9, warm=False)

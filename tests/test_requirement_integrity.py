@@ -1,5 +1,5 @@
 """Requirements a skill's author wrote can only name distributions (issue 17, defects 9 and 10;
-core/catalog/requirements.py, core/run/envsetup.py, docs/architecture.md *Real skills*).
+core/catalog/requirements.py, core/run/env/install.py, docs/architecture.md *Real skills*).
 
 An author controls requirements.txt, pyproject.toml and PEP 723 headers. A line that is a
 path (``x/../../../<folder>`` was read as the package ``x``), a URL (``foo @ file:///etc``),
@@ -20,8 +20,8 @@ import pytest
 from skill_magics.core import envdirs
 from skill_magics.core.errors import EnvironmentBuildError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import InstallInfo
+from skill_magics.core.run.env import build as envbuild
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.render.skills import requirements_view
 

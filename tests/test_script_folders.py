@@ -1,5 +1,5 @@
 """The kernel never follows a link a script left in a folder it can write: the audit file,
-shipped copies (core/run/ship.py), environment builds (core/safefs.py)."""
+shipped copies (core/run/batch/ship.py), environment builds (core/safefs.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from skill_magics.core.audit import AuditLog
 from skill_magics.core.errors import PathSecurityError
-from skill_magics.core.run import ship
+from skill_magics.core.run.batch import ship
 
 
 def test_the_audit_never_appends_through_a_link(tmp_path: Path, caplog) -> None:

@@ -1,4 +1,4 @@
-"""Shipped skill copies under attack (core/run/ship.py; docs/architecture.md, *Batch runs*).
+"""Shipped skill copies under attack (core/run/batch/ship.py; docs/architecture.md, *Batch runs*).
 
 Two things an attacker can control on a worker machine: the skill's NAME (its author wrote it)
 and, on a shared host, the temp folder other users can write in. Neither may decide where a
@@ -36,7 +36,7 @@ import pytest
 from skill_magics.core import envdirs
 from skill_magics.core.errors import SkillNameError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship, ship_owner
+from skill_magics.core.run.batch import ship, ship_owner
 
 SCRIPT = """
 import json, os, sys
@@ -465,7 +465,7 @@ def extractall(self, path=".", members=None, *, numeric_owner=False):  # the old
     return original(self, path, members, numeric_owner=numeric_owner)
 tarfile.TarFile.extractall = extractall
 tempfile.tempdir = {os.fspath(tmp_path)!r}
-from skill_magics.core.run import ship
+from skill_magics.core.run.batch import ship
 copy = ship.SkillBundle.pack({os.fspath(mathx)!r}, "mathx", None).unpack()
 print(json.dumps(sorted(os.listdir(copy / "scripts"))))
 """

@@ -1,4 +1,4 @@
-"""Processes of one user sharing the shipping root (core/run/ship.py, core/run/ship_owner.py;
+"""Processes of one user sharing the shipping root (core/run/batch/ship.py and ship_owner.py;
 docs/architecture.md, *Batch runs*).
 
 Two kernels, or two test suites, of the same user ship skills to their own batch workers
@@ -29,7 +29,7 @@ import pytest
 from process_support import wait_for_text
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import ship, ship_owner
+from skill_magics.core.run.batch import ship, ship_owner
 
 # The item reads its copy's files at its end, after the other process did its worst.
 SLOW = """
@@ -50,7 +50,7 @@ TABLE = "a,b\n1,2\n"
 WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from skill_magics.core.run import ship
+from skill_magics.core.run.batch import ship
 from skill_magics.core.run.settings import RunSettings
 
 role, skill, ready, go = sys.argv[1:5]

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 from process_support import pid_alive, start_times
 
-from skill_magics.core.run.batch_result import BatchResult
+from skill_magics.core.run.batch.result import BatchResult
 from skill_magics.core.run.template import fill_argv, placeholders
 from skill_magics.notebook.render.batch import TextProgress, batch_html
 
@@ -153,7 +153,7 @@ def test_the_result_renders_as_html_and_text(shell) -> None:
 
 
 def test_text_progress_headless_writes_a_short_log() -> None:
-    from skill_magics.core.run.batch import BatchProgress
+    from skill_magics.core.run.batch.runner import BatchProgress
 
     stream = io.StringIO()
     progress = TextProgress(3, "units.twice", live=False, stream=stream)
@@ -246,7 +246,7 @@ def test_cwd_and_sandbox_options_apply_to_every_item(shell, tmp_path) -> None:
 def test_the_progress_bar_keeps_the_eta_on_its_line():
     # Issue 31 item 12: the ETA wrapped under the bar at 1400 px. The bar has a fixed width,
     # the label takes the rest of one no-wrap row and cuts with an ellipsis.
-    from skill_magics.core.run.batch import BatchProgress
+    from skill_magics.core.run.batch.runner import BatchProgress
     from skill_magics.notebook.render.batch import WidgetProgress
 
     progress = WidgetProgress(200, "unit-converter.convert", on_stop=lambda: None)

@@ -14,7 +14,7 @@ in them, and they stay inside (callers use the manager's methods, never its part
 
 Every run goes through :meth:`run_planned` (or its async twin) with a plan from
 :meth:`plan`, :meth:`plan_map`, :meth:`plan_code`, :meth:`plan_references`,
-:meth:`plan_scope` or ``envsetup.plan_install``; :meth:`execute_skill_script`,
+:meth:`plan_scope` or ``env.install.plan_install``; :meth:`execute_skill_script`,
 :meth:`map` and :meth:`prepare_env` are plan + run_planned. Per-run overrides (``timeout``,
 ``sandbox``, ``cwd``, ``warm``) become this run's settings (``RunSettings.for_run``) here,
 once; the plan carries that one value. :meth:`configure` is the one way to change the
@@ -65,16 +65,16 @@ from skill_magics.core.run.approval import (
     Caller,
     ScopeInfo,
 )
-from skill_magics.core.run.batch import (
+from skill_magics.core.run.batch.result import BatchItem, BatchResult
+from skill_magics.core.run.batch.runner import (
     BatchOptions,
     BatchPlan,
     BatchProgress,
     batch_inputs,
     with_batch,
 )
-from skill_magics.core.run.batch_result import BatchItem, BatchResult
 from skill_magics.core.run.checks import RunChecks
-from skill_magics.core.run.envsetup import EnvReport, plan_install
+from skill_magics.core.run.env.install import EnvReport, plan_install
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate, choose_approver
 from skill_magics.core.run.pipeline import Pipeline, ScopePlan
@@ -579,7 +579,7 @@ class SkillManager:
         )
         return self._pipeline.run_planned(plan, chosen).script_result()
 
-    # -- batches: one plan with N items, one approval (core/run/batch.py) --------------------
+    # -- batches: one plan with N items, one approval (core/run/batch/runner.py) -------------
 
     def plan_map(
         self,

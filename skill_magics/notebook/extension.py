@@ -92,7 +92,7 @@ def _configured(shell: Any) -> SkillMagics:
 # core value (module, class) -> (render module, bundle function): registered by name, so
 # nothing is imported until such a value is shown.
 _DISPLAYS = {
-    ("skill_magics.core.run.batch_result", "BatchResult"): ("batch", "batch_bundle"),
+    ("skill_magics.core.run.batch.result", "BatchResult"): ("batch", "batch_bundle"),
     ("skill_magics.core.lab.transcript", "Transcript"): ("lab", "transcript_bundle"),
     ("skill_magics.core.lab.triggers", "TriggerReport"): ("lab", "trigger_report_bundle"),
     ("skill_magics.core.lab.triggers", "TriggerComparison"): ("lab", "comparison_bundle"),

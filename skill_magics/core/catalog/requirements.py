@@ -21,7 +21,7 @@ versions and markers) without a URL, a path or a pip option (:func:`requirement_
 parsed by ``packaging``, PyPA's implementation of PEP 508). Anything else, a NUL byte and
 text that is not UTF-8 included, is not a package: it lands in ``Requirements.refused`` with
 its file and line, and an install is refused before anyone is asked
-(run/envsetup.py), so the installer never builds code from outside the skill under a false
+(run/env/install.py), so the installer never builds code from outside the skill under a false
 name (``x/../../../tmp/evil`` is not the package ``x``; ``foo @ file:///etc`` is not foo).
 ``packaging`` rather than a regex: PEP 508 (extras, markers, ``===``, parenthesised
 versions) is its reference implementation, strict since 22.0.

@@ -1,8 +1,8 @@
 """The one call site: a planned thing goes through the gate, then runs, with one result shape.
 
 Every run goes plan -> gate -> execute (docs/architecture.md). Step 1 is the planner's
-(plan.py: one script, a skill's referenced scripts, code in a skill's venv; batch.py: a
-batch; envsetup.py: an environment install; an :class:`ActionPlan`: skill files to install,
+(plan.py: one script, a skill's referenced scripts, code in a skill's venv; batch/runner.py: a
+batch; env/install.py: an environment install; an :class:`ActionPlan`: skill files to install,
 core/sources; a :class:`ScopePlan`: a model's later runs). Each kind is a
 :class:`~.runplan.Plan`: it says what it asks the gate and how it launches. Steps 2 and 3
 are here, and only here, the same for every kind: :meth:`Pipeline.run_planned` and
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Approver
-from skill_magics.core.run.batch import BatchOptions
+from skill_magics.core.run.batch.runner import BatchOptions
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ALLOWED, ApprovalGate

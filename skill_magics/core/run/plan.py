@@ -247,7 +247,7 @@ class Planner:
         argv: Sequence[str] | None = None,
     ) -> Resolved:
         """The skill, the script and what SKILL.md says now; refusals raise (audited).
-        A batch resolves once and re-resolves every RECHECK_S (core/run/batch.py)."""
+        A batch resolves once and re-resolves every RECHECK_S (core/run/batch/runner.py)."""
         started = time.monotonic()
         try:
             skill, meta = self.finder.resolve_script(skill_name, script)

@@ -6,11 +6,11 @@ question for several, or the ONE approval of a scope), then, when :meth:`Plan.re
 something may run, calls :meth:`Plan.launch` with a :class:`LaunchContext` (the executor, the
 gate's bookkeeping, the caller's ``on_output`` and ``cancel``). Every kind returns a
 :class:`RunOutcome` typed by what it gives: a script plan its launches, a batch its
-:class:`~.batch_result.BatchResult`, an install its report.
+:class:`~.batch.result.BatchResult`, an install its report.
 
 The kinds: :class:`~.plan.PlannedRun` (one script, a skill's referenced scripts, code in a
 skill's env), :class:`~.plan.PlanGroup` (several skills' plans, one question),
-:class:`~.batch.BatchPlan`, :class:`~.envsetup.InstallPlan`, and in pipeline.py
+:class:`~.batch.runner.BatchPlan`, :class:`~.env.install.InstallPlan`, and in pipeline.py
 :class:`~.pipeline.ActionPlan` (skill files to install) and :class:`~.pipeline.ScopePlan`
 (a model's later runs). A new kind is one subclass of :class:`Plan`: its ``requests()``
 and its ``launch()``; nothing else changes.

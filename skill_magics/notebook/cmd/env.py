@@ -2,7 +2,7 @@
 
 The packages the kernel lacks are installed, after approval (the panel lists them), into a
 venv outside the skill that sees the kernel's packages; the installer's output streams into
-the cell. Later runs of the skill's Python scripts use it (core/run/envsetup.py). On
+the cell. Later runs of the skill's Python scripts use it (core/run/env/install.py). On
 ipykernel >= 7.4 the line is awaited (magics/rewrite.py), so the approval click arrives.
 """
 

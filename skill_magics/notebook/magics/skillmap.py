@@ -29,8 +29,8 @@ from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import usage_error
 
 if TYPE_CHECKING:
-    from skill_magics.core.run.batch import BatchPlan
-    from skill_magics.core.run.batch_result import BatchResult
+    from skill_magics.core.run.batch.result import BatchResult
+    from skill_magics.core.run.batch.runner import BatchPlan
     from skill_magics.core.run.pipeline import BatchOptions
 
 INTERRUPTED = "interrupted: every running process group was killed, the rest cancelled"
@@ -138,7 +138,7 @@ def _pool(magics: Any, opts: Any) -> Any:
 def _is_pool(value: Any) -> bool:
     from concurrent.futures import Executor
 
-    from skill_magics.core.run.dask_backend import is_dask_client
+    from skill_magics.core.run.batch.dask_backend import is_dask_client
 
     return isinstance(value, (str, Executor)) or is_dask_client(value)
 

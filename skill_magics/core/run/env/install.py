@@ -34,13 +34,13 @@ from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
 from skill_magics.core.interpreters import skill_venv_python
 from skill_magics.core.paths import check_skill_name
-from skill_magics.core.run import envbuild
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
     ApprovalRequest,
     InstallInfo,
     install_approval_hash,
 )
+from skill_magics.core.run.env import build as envbuild
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome
 from skill_magics.core.status import AuditOutcome
 

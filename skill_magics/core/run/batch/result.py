@@ -119,7 +119,7 @@ class BatchResult(Sequence[BatchItem]):
     pool: str = "local"  # what ran the items: "local pool", "ThreadPoolExecutor", "dask (...)"
     stopped: str = ""  # why the batch stopped early ("" when every item got its turn)
     batch_id: str = ""
-    records_kept: int = 0  # item audit records written (bounded, see core/run/batch.py)
+    records_kept: int = 0  # item audit records written (bounded, see core/run/batch/runner.py)
     records_dropped: int = 0  # item audit records summarised in the batch record instead
     columns: tuple[str, ...] = field(default=(), repr=False)  # input fields, for to_pandas
 

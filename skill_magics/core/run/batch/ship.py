@@ -16,7 +16,7 @@ Skills that cannot travel are refused before anything is asked to run: a skill w
 
 Where copies live (docs/architecture.md, *Batch runs*): ``$TMPDIR/skill-magics-shipped-<uid>/
 <owner>/<digest>/<folder>``, where ``<owner>`` names this process (pid, start time, boot and
-PID namespace: core/run/ship_owner.py), ``<digest>`` hashes the packed files and ``<folder>``
+PID namespace: core/run/batch/ship_owner.py), ``<digest>`` hashes the packed files and ``<folder>``
 is the skill folder's own last component; the skill's *name* never becomes a path. Only the
 owner writes, replaces or removes anything in its folder, so another process of this user
 (another kernel's workers, another test suite) can never pull a copy from under running
@@ -61,7 +61,7 @@ from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
 from skill_magics.core.models import ScriptExecutionResult
-from skill_magics.core.run import ship_owner
+from skill_magics.core.run.batch import ship_owner
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.status import RunStatus

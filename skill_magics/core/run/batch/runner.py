@@ -9,7 +9,7 @@ through the gate ONCE. Then :class:`BatchRunner` runs the items:
   is resolved once and again every RESOLVE_S) and launched by the same executor (process
   group, timeout, capped output, minimal environment);
 - concurrently: ``max_workers`` threads (default: the CPU count) on this machine, or any
-  ``concurrent.futures.Executor``, or Dask (core/run/dask_backend.py); a bounded window of
+  ``concurrent.futures.Executor``, or Dask (core/run/batch/dask_backend.py); a bounded window of
   items is in flight (4 x slots, at least 16; 64 on Dask), so 10,000 inputs never become
   10,000 queued tasks;
 - results come back in input order; a failure or timeout does not stop the others unless
@@ -27,7 +27,7 @@ starting in the instant between that check and its interpreter reading the files
 stopped by a concurrent change (a self-modifying script with several workers).
 
 Items outside this process (a process pool, Dask) run the packed skill folder, checked on
-arrival (core/run/ship.py), so workers need not share the caller's filesystem.
+arrival (core/run/batch/ship.py), so workers need not share the caller's filesystem.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from skill_magics.core.audit import AuditLog, AuditRecord
 from skill_magics.core.errors import BatchInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
 from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
-from skill_magics.core.run.batch_result import BatchItem, BatchResult
+from skill_magics.core.run.batch.result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.gate import ApprovalGate
 from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
@@ -157,7 +157,7 @@ class BatchPlan(Plan[BatchResult]):
         options = context.batch or BatchOptions()
         pool = client = options.pool
         if isinstance(pool, str):
-            from skill_magics.core.run.dask_backend import connect
+            from skill_magics.core.run.batch.dask_backend import connect
 
             pool = client = connect(pool)
         else:
@@ -292,10 +292,10 @@ class _Local:
 
 
 class _Shipped:
-    """Items run elsewhere (a process pool, Dask) on the packed skill (core/run/ship.py)."""
+    """Items run elsewhere (a process pool, Dask) on the packed skill (core/run/batch/ship.py)."""
 
     def __init__(self, runner: BatchRunner, pool: Any, slots: int, name: str) -> None:
-        from skill_magics.core.run import ship
+        from skill_magics.core.run.batch import ship
 
         self.runner = runner
         self.slots = slots
@@ -313,7 +313,11 @@ class _Shipped:
                 sandbox_network=tuple(dict.fromkeys((*settings.sandbox_network, *granted)))
             )
         self.signal: Any
-        from skill_magics.core.run.dask_backend import DaskCancel, DaskSubmitter, is_dask_client
+        from skill_magics.core.run.batch.dask_backend import (
+            DaskCancel,
+            DaskSubmitter,
+            is_dask_client,
+        )
 
         if is_dask_client(pool):
             self.dask = DaskSubmitter(pool)
@@ -746,10 +750,10 @@ class BatchRunner:
         if isinstance(pool, ThreadPoolExecutor):
             slots = self.max_workers or int(getattr(pool, "_max_workers", None) or cpus)
             return _Local(self, pool, slots, "ThreadPoolExecutor"), None
-        from skill_magics.core.run.dask_backend import is_dask_client
+        from skill_magics.core.run.batch.dask_backend import is_dask_client
 
         if is_dask_client(pool):
-            from skill_magics.core.run.dask_backend import DaskSubmitter
+            from skill_magics.core.run.batch.dask_backend import DaskSubmitter
 
             slots = self.max_workers or DaskSubmitter(pool).slots
             return _Shipped(self, pool, slots, DaskSubmitter(pool).describe()), None

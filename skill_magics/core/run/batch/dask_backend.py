@@ -3,7 +3,7 @@
 Imported only when a batch is given one (``dask[distributed]``, the ``[dask]`` extra): nothing
 here imports ``distributed`` at module level. docs/architecture.md, *Batch runs*: the shared
 part of the batch (the packed skill, the settings) is scattered to every worker once; each item
-is one task running :func:`~skill_magics.core.run.ship.run_shipped_item`; a
+is one task running :func:`~skill_magics.core.run.batch.ship.run_shipped_item`; a
 ``distributed.Event`` named after the batch is the cancel signal the workers poll.
 
 Example (not run as a doctest: it needs a Dask cluster)::

@@ -1,0 +1,6 @@
+"""Managed environments: a skill's requirements installed into its own venv
+(docs/architecture.md, *Real skills*).
+
+``install.py`` plans an install and runs it through the call site
+(:class:`~.install.InstallPlan`), ``build.py`` builds the venv under a lock, atomically.
+"""
