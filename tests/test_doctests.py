@@ -13,10 +13,12 @@ and :func:`test_every_prompt_is_in_the_list` keeps the list whole.
 
 from __future__ import annotations
 
+import builtins
 import doctest
 import importlib
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,15 +117,25 @@ def test_every_prompt_is_in_the_list() -> None:
     assert _modules_with_prompts() == set(DOCTESTED)
 
 
+_ABSENT = object()
+
+
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in EXAMPLE_SKILLS:
         shutil.copytree(PACKAGE / "examples" / "skills" / name, tmp_path / "skills" / name)
     for rel, text in LAYOUTS.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    # doctest shows values with sys.__displayhook__, which sets builtins._; IPython's
+    # displayhook then stops setting the shell's "_" (tests/test_magics.py reads it).
+    before = builtins.__dict__.get("_", _ABSENT)
+    yield tmp_path
+    if before is _ABSENT:
+        builtins.__dict__.pop("_", None)
+    else:
+        builtins._ = before  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name", DOCTESTED)
