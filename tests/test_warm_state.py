@@ -117,3 +117,33 @@ def test_a_forked_copy_forgets_a_server_whose_lock_another_thread_holds() -> Non
         release.set()
         holder.join(10)
     assert server.state is ServerState.STARTING, "the parent's server is untouched"
+
+
+def test_two_imports_at_once_run_one_after_the_other(tmp_path, make_skill) -> None:
+    """``%skills warm`` loads from the kernel's thread while the pool's starter thread may
+    load too: the second import waits for the first (LOADING), it never fails for it."""
+    from manager_support import manager_for
+
+    from skill_magics.core.run import warm
+
+    make_skill(tmp_path / "skills", "twice", scripts={"scripts/one.py": "import json\n"})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    res = manager.execute_skill_script("twice", "one", approver=None)
+    assert res.start == "warm", res.start_note
+    (server,) = [s for s in warm.POOL.servers() if s.key.skill[0] == "twice"]
+    got: list[object] = []
+
+    def load(names: list[str]) -> None:
+        try:
+            got.append(server.load(names).loaded)
+        except OSError as exc:  # pragma: no cover - the failure this test is about
+            got.append(exc)
+
+    threads = [threading.Thread(target=load, args=([n],)) for n in ("csv", "difflib")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(got) == 2 and all(isinstance(g, list) for g in got), got
+    assert server.state is ServerState.READY
+    assert {"csv", "difflib"} <= set(server.report.loaded)

@@ -260,6 +260,8 @@ class WarmServer:
         had finished), OSError when the server is gone or not serving. A package that turned
         out unsafe (``report.unsafe``) retires a serving server: no run forks from it again."""
         with self._lock:
+            # Another thread's import first (warm_up's and the pool's may cross).
+            self._lock.wait_for(lambda: self._state is not ServerState.LOADING, LOAD_S)
             ctl = self._ctl
             if ctl is None or self._state not in _LOADS_FROM:
                 raise OSError(f"the warm server is not running ({self._state})")
