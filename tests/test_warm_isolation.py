@@ -327,3 +327,16 @@ def test_a_top_level_warning_points_where_a_cold_ones_does(tmp_path: Path, make_
     assert cold.stderr.startswith(f"{NO_FRAME}: UserWarning: at the top")
     assert "warn.py:5: UserWarning: from a function" in cold.stderr
     assert hot.stderr == cold.stderr
+
+
+def test_a_dev_mode_run_reports_a_failing_close_as_a_cold_one(tmp_path: Path, make_skill) -> None:
+    """Under ``-X dev`` io's finalizer reports a file's failing close on every version (3.13
+    always): warm, with no traceback, as the interpreter's own teardown has no frame."""
+    script = "#!/usr/bin/python3 -X dev\nf = open('/dev/full', 'w')\nf.write('lost')\n"
+    make_skill(tmp_path / "skills", "devmode", scripts={"scripts/closing": script})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
+    cold = manager.execute_skill_script("devmode", "closing", approver=None, warm=False)
+    hot = manager.execute_skill_script("devmode", "closing", approver=None)
+    assert hot.start == "warm", hot.start_note
+    assert "Exception ignored in: <_io.TextIOWrapper name='/dev/full'" in cold.stderr
+    assert (hot.exit_code, hot.stdout, hot.stderr) == (cold.exit_code, cold.stdout, cold.stderr)

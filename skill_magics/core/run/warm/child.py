@@ -497,14 +497,20 @@ def _finalize(code: int, before: "set[str]") -> "NoReturn":
 
 
 def _teardown(before: "set[str]") -> "list[Callable[[], object]]":
-    """finalize_modules, for the script's part: the std streams put back (one the script
-    swapped in is finalized now: 3.13 reports its failing close), then ``__main__`` and the
+    """finalize_modules, for the script's part: the import system unplugged and the std
+    streams put back (one the script swapped in is finalized now: 3.13 reports its failing
+    close), then ``__main__`` and the
     modules the script imported cleared as the interpreter clears a module (names starting
     with one underscore first, then the rest, ``__builtins__`` kept) so their objects are
     finalized, then a collection. As calls of built-ins only (for :func:`_frameless`)."""
     import functools
 
+    # finalize_modules_delete_special: the import system unplugged (an import while modules
+    # are cleared fails, as cold: io's ResourceWarning then suggests no tracemalloc) ...
     steps: list[Callable[[], object]] = [
+        functools.partial(dict.update, sys.__dict__, dict.fromkeys(_SYS_DELETES))
+    ]
+    steps += [  # ... then the std streams put back
         functools.partial(setattr, sys, name, getattr(sys, "__" + name + "__", None))
         for name in ("stdin", "stdout", "stderr")
     ]
@@ -519,6 +525,23 @@ def _teardown(before: "set[str]") -> "list[Callable[[], object]]":
             steps.append(functools.partial(dict.update, namespace, dict.fromkeys(names)))
     steps.append(gc.collect)
     return steps
+
+
+# What Py_FinalizeEx sets to None in sys before it clears the modules (pylifecycle.c).
+_SYS_DELETES = (
+    "path",
+    "argv",
+    "ps1",
+    "ps2",
+    "last_exc",
+    "last_type",
+    "last_value",
+    "last_traceback",
+    "path_hooks",
+    "path_importer_cache",
+    "meta_path",
+    "__interactivehook__",
+)
 
 
 def _frameless(steps: "list[Callable[[], object]]") -> None:
