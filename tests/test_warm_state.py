@@ -82,6 +82,7 @@ def test_waiters_wake_on_the_change_and_a_cancel_ends_a_wait() -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_forked_copy_forgets_a_server_whose_lock_another_thread_holds() -> None:
     """forget() changes the state under the lock: a fresh one (the thread that held the
     parent's is not in the forked copy; waiting for it would hang the child forever)."""
