@@ -25,6 +25,9 @@ from skill_magics.core.run import warm  # noqa: E402
 from skill_magics.core.run.warm import pool  # noqa: E402
 
 SCRIPT = "import pandas as pd\nprint(int(pd.Series([1, 2]).sum()))\n"
+# A skill whose script imports nothing third-party: its server (warm_start="on") preloads
+# nothing, the baseline a pandas server is compared with.
+BARE = "import json\nprint(json.dumps(3))\n"
 
 
 def smaps_field(pid: int, name: str) -> int:
@@ -46,12 +49,24 @@ def main() -> None:
             (base / "scripts").mkdir(parents=True)
             (base / "SKILL.md").write_text(f"---\nname: skill-{i}\ndescription: bench\n---\n")
             (base / "scripts" / "frame.py").write_text(SCRIPT)
+        bare = root / "bare"
+        (bare / "scripts").mkdir(parents=True)
+        (bare / "SKILL.md").write_text("---\nname: bare\ndescription: bench\n---\n")
+        (bare / "scripts" / "frame.py").write_text(BARE)
         manager = SkillManager([root], run_cwd="skill", warm_start="on")
         try:
             for i in range(args.skills):
                 res = manager.execute_skill_script(f"skill-{i}", "frame", approver=None)
                 assert res.start == "warm" and res.stdout == "3\n", res.start_note
-            servers = warm.POOL.servers()
+            res = manager.execute_skill_script("bare", "frame", approver=None)
+            assert res.start == "warm" and res.stdout == "3\n", res.start_note
+            (plain,) = [s for s in warm.POOL.servers() if s.key.skill[0] == "bare"]
+            print(
+                f"bare: server pid {plain.pid}, nothing preloaded: RSS "
+                f"{smaps_field(plain.pid, 'Rss:') / 2**20:.1f} MiB, PSS "
+                f"{smaps_field(plain.pid, 'Pss:') / 2**20:.1f} MiB"
+            )
+            servers = [s for s in warm.POOL.servers() if s is not plain]
             rss_total = pss_total = 0
             for server in servers:
                 rss = smaps_field(server.pid, "Rss:")

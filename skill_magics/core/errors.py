@@ -139,6 +139,12 @@ class BatchInterrupted(RunInterrupted):
         self.result = result
 
 
+class WarmStateError(SkillMagicsError, RuntimeError):
+    """A warm server was moved between two states no event links (a bug here, never a
+    skill's doing): the transition table in core/run/warm/server.py says what may follow
+    what."""
+
+
 class HelperScriptError(SkillMagicsError, LookupError):
     """The script does nothing when run: an ``__init__.py``, or a module holding only
     imports, definitions and constants (catalog/kinds.py). The message names the scripts
@@ -272,6 +278,7 @@ __all__ = [
     "BatchInterrupted",
     "SandboxUnavailableError",
     "SecretMissingError",
+    "WarmStateError",
     "HelperScriptError",
     "WorkingDirectoryError",
     "EnvironmentBuildError",

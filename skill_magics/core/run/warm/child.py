@@ -24,6 +24,7 @@ TYPE_CHECKING = False  # typing is not imported here: nothing of the server's ow
 if TYPE_CHECKING:
     import socket
     import types
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from skill_magics.core.run.warm import namespaces  # given by zygote._load
@@ -487,11 +488,7 @@ def _finalize(code: int, before: "set[str]") -> "NoReturn":
         threading._shutdown()
     atexit._run_exitfuncs()
     ok = _flush_std(report=True)
-    for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
-        module = sys.modules.get(name)
-        if module is not None and hasattr(module, "__dict__"):
-            _clear_module(module.__dict__)
-    gc.collect()
+    _frameless(_teardown(before))
     _flush_std(report=False)  # again, in case more was printed (not reported, as CPython)
     if code == -signal.SIGINT:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -499,18 +496,79 @@ def _finalize(code: int, before: "set[str]") -> "NoReturn":
     os._exit(code if ok else 120)
 
 
-def _clear_module(namespace: "dict[str, Any]") -> None:
-    """As the interpreter clears a module at exit: names starting with one underscore first,
-    then the rest (``__builtins__`` kept)."""
-    for names in (
-        [k for k in namespace if k.startswith("_") and not k.startswith("__")],
-        [k for k in namespace if not k.startswith("__")],
-    ):
-        for key in names:
-            try:
-                namespace[key] = None
-            except BaseException:  # noqa: BLE001 - a __del__ raising
-                pass
+def _teardown(before: "set[str]") -> "list[Callable[[], object]]":
+    """finalize_modules, for the script's part: the import system unplugged and the std
+    streams put back (one the script swapped in is finalized now: 3.13 reports its failing
+    close), then ``__main__`` and the
+    modules the script imported cleared as the interpreter clears a module (names starting
+    with one underscore first, then the rest, ``__builtins__`` kept) so their objects are
+    finalized, then a collection. As calls of built-ins only (for :func:`_frameless`)."""
+    import functools
+
+    # finalize_modules_delete_special: the import system unplugged (an import while modules
+    # are cleared fails, as cold: io's ResourceWarning then suggests no tracemalloc) ...
+    steps: list[Callable[[], object]] = [
+        functools.partial(dict.update, sys.__dict__, dict.fromkeys(_SYS_DELETES))
+    ]
+    steps += [  # ... then the std streams put back
+        functools.partial(setattr, sys, name, getattr(sys, "__" + name + "__", None))
+        for name in ("stdin", "stdout", "stderr")
+    ]
+    for name in ["__main__", *[m for m in reversed(list(sys.modules)) if m not in before]]:
+        namespace = getattr(sys.modules.get(name), "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for names in (
+            [k for k in namespace if k.startswith("_") and not k.startswith("__")],
+            [k for k in namespace if not k.startswith("__")],
+        ):
+            steps.append(functools.partial(dict.update, namespace, dict.fromkeys(names)))
+    steps.append(gc.collect)
+    return steps
+
+
+# What Py_FinalizeEx sets to None in sys before it clears the modules (pylifecycle.c).
+_SYS_DELETES = (
+    "path",
+    "argv",
+    "ps1",
+    "ps2",
+    "last_exc",
+    "last_type",
+    "last_value",
+    "last_traceback",
+    "path_hooks",
+    "path_importer_cache",
+    "meta_path",
+    "__interactivehook__",
+)
+
+
+def _frameless(steps: "list[Callable[[], object]]") -> None:
+    """Call ``steps`` (built-ins: no Python frame of their own) in a new thread, which has
+    no Python frame either, and wait for them. What they finalize then reports a failure
+    as in a cold run's teardown, which runs in C: PyErr_WriteUnraisable gives an error
+    raised in C (a file's failing close) the current frame as its traceback, and there a
+    cold run has none. In this thread if no thread can start (RLIMIT_NPROC)."""
+    import _thread
+    import collections
+    import operator
+
+    done = _thread.allocate_lock()
+    done.acquire()
+    calls = map(operator.methodcaller("__call__"), [*steps, done.release])
+    running = _thread._count()
+    try:
+        _thread.start_new_thread(collections.deque(maxlen=0).extend, (calls,))
+    except RuntimeError:
+        for step in steps:
+            step()
+        return
+    # A step cannot raise (setattr on sys, dict.update with None values, gc.collect: a
+    # finalizer's error is reported, never raised); should the thread end anyway, go on.
+    while not done.acquire(timeout=0.1):
+        if _thread._count() <= running:
+            return
 
 
 def _flush_std(report: bool) -> bool:
@@ -530,15 +588,19 @@ def _flush_std(report: bool) -> bool:
 
 
 def _unraisable(exc: BaseException, obj: object) -> None:
-    """PyErr_WriteUnraisable(obj) as the interpreter calls it when stdout cannot be
-    flushed at exit: the hook gets a real UnraisableHookArgs, no traceback (the flush is C's;
-    a cold run has no frame there)."""
+    """What the interpreter reports when stdout cannot be flushed at exit: until 3.12
+    PyErr_WriteUnraisable(stdout), since 3.13 PyErr_FormatUnraisable("Exception ignored on
+    flushing sys.stdout") (no object). The hook gets a real UnraisableHookArgs, no traceback
+    (the flush is C's; a cold run has no frame there)."""
     hook = getattr(sys, "unraisablehook", None)
     if hook is None or _UNRAISABLE_ARGS is None:
         return
     exc.__traceback__ = None
+    message = None
+    if sys.version_info >= (3, 13):
+        message, obj = "Exception ignored on flushing sys.stdout", None
     try:
-        hook(_UNRAISABLE_ARGS((type(exc), exc, None, None, obj)))
+        hook(_UNRAISABLE_ARGS((type(exc), exc, None, message, obj)))
     except BaseException:  # noqa: BLE001 - the interpreter ignores a failing hook too
         pass
 

@@ -155,8 +155,8 @@ class WarmLauncher:
             # Imported once no run is in flight; a run that waits for its server (a batch
             # item, warm=True) waits for them too, then asks again.
             POOL.extend(run.key, server, wanted, drain=waiting)
-        if server.draining and waiting and may_wait:
-            done = _wait(server.loaded, DRAIN_S, cancel, "imported packages")
+        if server.state is ServerState.DRAINING and waiting and may_wait:
+            done = _wait(server, _imported, DRAIN_S, cancel, "imported packages")
             if isinstance(done, Cold):
                 return done
             if not done:
@@ -164,7 +164,7 @@ class WarmLauncher:
                 # (it still happens once the server is idle); they go on without it.
                 server.end_drain()
             return None
-        if server.draining or server.loading:
+        if server.state in (ServerState.DRAINING, ServerState.LOADING):
             return Cold("warm server importing packages")
         spec = _spec(run.prepared, run.target, run.env)
         return Ticket(server, spec, run.tmpdir, run.network)
@@ -306,37 +306,49 @@ def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _Warm
 def _ready(server: WarmServer, waiting: bool, cancel: threading.Event | None) -> Cold | None:
     """None when runs may fork from ``server`` now, else why not. ``waiting``: wait for it
     to start and finish an import (warm=True, a batch item) instead of starting cold."""
-    if server.state is ServerState.STARTING:
-        if not waiting:
-            return Cold("warm server starting")
-        stopped = _wait(server.ready, WAIT_S, cancel, "started")
-        if isinstance(stopped, Cold):
-            return stopped
-    if server.loading and waiting:  # importing another script's packages
-        stopped = _wait(server.loaded, WAIT_S, cancel, "imported packages")
-        if isinstance(stopped, Cold):
-            return stopped
+    if server.state is ServerState.STARTING and not waiting:
+        return Cold("warm server starting")
+    for state, done, what in (
+        (ServerState.STARTING, _started, "started"),
+        (ServerState.LOADING, _imported, "imported packages"),  # another script's packages
+    ):
+        if waiting and server.state is state:
+            stopped = _wait(server, done, WAIT_S, cancel, what)
+            if isinstance(stopped, Cold):
+                return stopped
     if not server.usable:
         if server.state is ServerState.STARTING:
             return Cold(f"warm server still starting after {WAIT_S:g} s")
         return Cold(f"warm start unavailable: {server.problem or 'the server stopped'}")
-    if server.loading:
+    if server.state is ServerState.LOADING:
         return Cold("warm server importing packages")
     return None
 
 
+def _started(state: ServerState) -> bool:
+    return state is not ServerState.STARTING
+
+
+def _imported(state: ServerState) -> bool:
+    """No import is under way or awaited (a stopped server awaits none)."""
+    return state not in (ServerState.LOADING, ServerState.DRAINING)
+
+
 def _wait(
-    event: threading.Event, seconds: float, cancel: threading.Event | None, what: str
+    server: WarmServer,
+    done: Callable[[ServerState], bool],
+    seconds: float,
+    cancel: threading.Event | None,
+    what: str,
 ) -> bool | Cold:
-    """The one wait for a server: True once ``event`` is set, False after ``seconds``, Cold
-    when ``cancel`` is set meanwhile (the run then starts cold and stops)."""
-    end = time.monotonic() + seconds
-    while not event.wait(0.05):
-        if cancel is not None and cancel.is_set():
-            return Cold(f"stopped while its warm server {what}")
-        if time.monotonic() >= end:
-            return False
-    return True
+    """A run's wait for its server: True once ``done(server.state)``, False after
+    ``seconds``, Cold when ``cancel`` is set meanwhile (the run then starts cold and
+    stops)."""
+    if server.wait(done, seconds, cancel):
+        return True
+    if cancel is not None and cancel.is_set():
+        return Cold(f"stopped while its warm server {what}")
+    return False
 
 
 def describe(prepared: PreparedRun) -> str:

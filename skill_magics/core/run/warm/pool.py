@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skill_magics.core.run.warm.server import (
+    SERVING,
     STARTER,
     ServerBusy,
     ServerKey,
@@ -93,35 +94,11 @@ class Pool:
         new one started on the starter thread with ``preload()``; else None. A stale server
         (its packages changed) is retired and a dead one forgotten first. A key whose server
         failed recently gives that failed server (its ``problem`` says why)."""
-        stop: WarmServer | None = None
         replaced: list[WarmServer] = []
         with self._lock:
-            server = self._servers.get(key)
-            if server is not None and server.state is ServerState.READY:
-                if not server.alive():
-                    server = self._drop(key, server)
-                elif server.tainted or server.retired:
-                    self._excluded.setdefault(key, {}).update(server.excluded)
-                    server.retired = True
-                    if server.in_flight == 0:
-                        stop = server
-                    server = self._drop(key, server)
-                elif server.stale():
-                    server.retired = True
-                    if server.in_flight == 0:
-                        stop = server
-                    server = self._drop(key, server)
-            if server is not None and server.state in (ServerState.FAILED, ServerState.STOPPED):
-                if server.state is ServerState.FAILED:
-                    self._failed[key] = (time.monotonic(), server)
-                server = self._drop(key, server)
+            server, stop = self._current(key)
             if server is None:
-                failed = self._failed.get(key)
-                if failed is not None:
-                    when, old = failed
-                    if time.monotonic() - when < FAILED_RETRY_S and not old.stale():
-                        return old
-                    del self._failed[key]
+                server = self._recent_failure(key)
             if server is None and make is not None:
                 replaced = self._replaced_by(key)
                 stop = stop or self._evict()
@@ -139,6 +116,37 @@ class Pool:
         for old in replaced:
             STARTER.submit(old.stop)
         return server
+
+    def _current(self, key: ServerKey) -> tuple[WarmServer | None, WarmServer | None]:
+        """``key``'s server if runs may still use it (starting or serving), and a server to
+        stop (the lock is held). One that died, failed, stopped, was retired (stale, or an
+        unsafe import) or whose packages changed is dropped first; an idle retired one is
+        given to be stopped (a busy one stops with its last run: WarmServer.finished)."""
+        server = self._servers.get(key)
+        if server is None or server.state is ServerState.STARTING:
+            return server, None
+        if server.state in SERVING and server.alive() and not server.stale():
+            return server, None
+        self._drop(key, server)
+        if server.state is ServerState.FAILED:
+            self._failed[key] = (time.monotonic(), server)
+        if server.state is ServerState.RETIRED:  # what made it unsafe stays out of the next
+            self._excluded.setdefault(key, {}).update(server.excluded)
+        if server.state in (ServerState.FAILED, ServerState.STOPPED) or not server.alive():
+            return None, None
+        return None, server if server.retire() else None
+
+    def _recent_failure(self, key: ServerKey) -> WarmServer | None:
+        """The server of ``key`` that failed less than FAILED_RETRY_S ago with the same
+        packages (its ``problem`` says why runs are cold), else None (the lock is held)."""
+        failed = self._failed.get(key)
+        if failed is None:
+            return None
+        when, old = failed
+        if time.monotonic() - when < FAILED_RETRY_S and not old.stale():
+            return old
+        del self._failed[key]
+        return None
 
     def _replaced_by(self, key: ServerKey) -> list[WarmServer]:
         """The servers of ``key``'s skill at another state of its code or environment
@@ -205,13 +213,13 @@ class Pool:
             return
         try:
             server.load(names)
-        except ServerBusy:  # a run started meanwhile: its end tries again
-            server.want(names, drain=server.draining)
+        except ServerBusy:  # a run started meanwhile (still draining or not): its end tries again
+            server.want(names)
             return
         except OSError:
             server.end_drain()
             return
-        if server.tainted:  # the next run gets a server without them
+        if server.state is ServerState.RETIRED:  # unsafe: the next run gets a new server
             self.server_for(key)
 
     def servers(self) -> list[WarmServer]:
@@ -255,7 +263,7 @@ class Pool:
                     wait = min(wait, server.idle_timeout)
                     continue
                 left = server.last_used + server.idle_timeout - now
-                if left <= 0 or server.state is not ServerState.READY:
+                if left <= 0 or server.state not in SERVING:
                     del self._servers[key]
                     self._asked.pop(key, None)
                     if server.state is ServerState.FAILED:

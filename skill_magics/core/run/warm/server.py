@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from skill_magics.core.errors import WarmStateError
 from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")
@@ -49,12 +50,30 @@ ORPHAN_WAIT_S = 1.0  # a run whose server died: how long its main process is wai
 
 
 class ServerState(enum.StrEnum):
-    """Where a server is in its life."""
+    """Where a server is in its life (one value, changed only by ``WarmServer._to``)."""
 
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
+    STARTING = "starting"  # spawned, saying hello, importing its first packages
+    READY = "ready"  # runs fork from it
+    DRAINING = "draining"  # a waiting run asked for an import: no new run forks meanwhile
+    LOADING = "loading"  # importing more packages (no run in flight): no run forks
+    RETIRED = "retired"  # stale, replaced or tainted: no new run; stops with its last run
+    FAILED = "failed"  # it could not start (``problem`` says why)
     STOPPED = "stopped"
+
+
+_S = ServerState
+# What may follow what; anything else is a bug (WarmStateError). STOPPED follows anything.
+_NEXT: dict[ServerState, frozenset[ServerState]] = {
+    _S.STARTING: frozenset({_S.READY, _S.RETIRED, _S.FAILED}),
+    _S.READY: frozenset({_S.DRAINING, _S.LOADING, _S.RETIRED}),
+    _S.DRAINING: frozenset({_S.READY, _S.LOADING, _S.RETIRED}),
+    _S.LOADING: frozenset({_S.READY, _S.RETIRED}),
+    _S.RETIRED: frozenset({_S.FAILED}),  # it was retired while it started, and that failed
+    _S.FAILED: frozenset(),
+    _S.STOPPED: frozenset(),
+}
+# A server in these states holds a process that serves runs now or once its import is done.
+SERVING = frozenset({_S.READY, _S.DRAINING, _S.LOADING})
 
 
 @dataclass(frozen=True)
@@ -97,7 +116,9 @@ class LoadReport:
 
 
 class WarmServer:
-    """A server process (see the module docstring). Thread-safe."""
+    """A server process (see the module docstring). Thread-safe: its state, its runs in
+    flight and the packages asked of it change under one lock (``_lock``, a Condition that
+    :meth:`wait` waits on), the state only in :meth:`_to`."""
 
     def __init__(
         self,
@@ -111,9 +132,7 @@ class WarmServer:
         self.argv = list(argv)
         self.env = env
         self.label = label or key.python
-        self.state = ServerState.STARTING
         self.problem = ""  # why it failed, or why runs cannot be warm in it
-        self.ready = threading.Event()
         self.proc: subprocess.Popen | None = None
         self.pid = 0  # the server's pid here (inside bwrap: its host pid)
         self.python_version = ""
@@ -126,53 +145,79 @@ class WarmServer:
         self.runs = 0  # runs started
         self.in_flight = 0
         self.idle_timeout = 600.0
-        self.retired = False  # stale: no new runs; stopped when the last one ends
         self.excluded: dict[str, str] = {}  # packages never preloaded here, and why
-        self.tainted = False  # an unsafe package was imported: no run may fork from here
-        self.loading = False  # importing (after it started): no run may fork meanwhile
-        self.loaded = threading.Event()  # set while neither loading nor draining
-        self.loaded.set()
         self.pending: list[str] = []  # packages to import once no run is in flight
-        # A run that waits for its packages (a batch item, warm=True) asked for an import:
-        # no new run forks until the runs in flight end and the import is done.
-        self.draining = False
         self.on_idle: Callable[[], object] | None = None  # imports ``pending`` (the pool's)
         self._ctl: socket.socket | None = None
-        self._send_lock = threading.Lock()
-        self._load_lock = threading.Lock()
-        self._life = threading.Lock()  # start's spawn and stop never cross
         self._log: IO[bytes] | None = None
+        # The one lock: the state, in_flight and pending, and every message sent on _ctl
+        # (a fork's request and an import's never cross the check that allowed them).
+        self._lock = threading.Condition()
+        self._state = ServerState.STARTING
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ServerState:
+        return self._state
+
+    def _to(self, new: ServerState) -> None:
+        """The one place the state changes: under the lock, along an edge of ``_NEXT`` (any
+        other is a bug: WarmStateError); whoever waits (:meth:`wait`) wakes."""
+        with self._lock:
+            old = self._state
+            if new is old:
+                return
+            if new is not ServerState.STOPPED and new not in _NEXT[old]:
+                raise WarmStateError(f"warm server {self.label}: {old} -> {new} is not a move")
+            self._state = new
+            self._lock.notify_all()
+
+    def wait(
+        self,
+        done: Callable[[ServerState], bool],
+        seconds: float,
+        cancel: threading.Event | None = None,
+    ) -> bool:
+        """The one wait on a server: True once ``done(state)``, False after ``seconds`` or
+        once ``cancel`` is set (another object's event: looked at every 50 ms)."""
+        end = time.monotonic() + seconds
+        with self._lock:
+            while not done(self._state):
+                left = end - time.monotonic()
+                if left <= 0 or (cancel is not None and cancel.is_set()):
+                    return False
+                self._lock.wait(left if cancel is None else min(left, 0.05))
+            return True
 
     # -- life --------------------------------------------------------------------------------
 
     def start(self, preload: Sequence[str], timeout: float = HELLO_S) -> None:
         """Start the process, wait for its hello, import ``preload``. Never raises: the
-        state becomes READY or FAILED (``problem`` says why). Runs in the starter thread."""
+        state becomes READY or FAILED (``problem`` says why), unless it was stopped or
+        retired meanwhile. Runs in the starter thread."""
         try:
             for _attempt in range(2):  # the second one without the unsafe packages
-                with self._life:
-                    if self.state is not ServerState.STARTING:  # stopped before it started
-                        self.ready.set()
+                with self._lock:
+                    if self._state is not ServerState.STARTING:  # stopped before it started
                         return
-                    self._spawn()
+                    self._spawn()  # under the lock: a stop never crosses it
                 self._hello(timeout)
                 if self.problem:
                     break
-                self.load([n for n in preload if n not in self.excluded])
-                if not self.tainted:
+                if not self.load([n for n in preload if n not in self.excluded]).unsafe:
                     break
                 self._kill()
-                self.tainted = False
-            if self.tainted:
+            else:
                 self._fail("its packages print or start threads when imported")
         except Exception as exc:  # noqa: BLE001 - any failure means: runs stay cold
             self._fail(f"{type(exc).__name__}: {exc}")
-        with self._life:
-            if self.state is ServerState.STARTING:
-                self.state = ServerState.READY if not self.problem else ServerState.FAILED
-            if self.state is not ServerState.READY:
-                self._kill()
-        self.ready.set()
+        with self._lock:
+            if self._state is ServerState.STARTING:
+                self._to(ServerState.READY)
+            keep = self._state in (ServerState.READY, ServerState.RETIRED)
+        if not keep:  # failed or stopped: a retired one is stopped by whoever retired it
+            self._kill()
 
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -213,40 +258,41 @@ class WarmServer:
         """Import ``names`` in the server (those it has are skipped); the report says what
         it holds now. Raises ServerBusy while runs of it are in flight (the server answers
         nothing while it imports: their ends would wait, a timeout could fire on a run that
-        had finished), OSError when the server is gone."""
-        ctl = self._ctl
-        if ctl is None:
-            raise OSError("the warm server is not running")
-        with self._load_lock:
-            with self._send_lock:
-                if self.in_flight:
-                    raise ServerBusy("runs of the warm server are in progress")
-                self.loading = True
-                self.loaded.clear()
+        had finished), OSError when the server is gone or not serving. A package that turned
+        out unsafe (``report.unsafe``) retires a serving server: no run forks from it again."""
+        with self._lock:
+            # Another thread's import first (warm_up's and the pool's may cross).
+            self._lock.wait_for(lambda: self._state is not ServerState.LOADING, LOAD_S)
+            ctl = self._ctl
+            if ctl is None or self._state not in _LOADS_FROM:
+                raise OSError(f"the warm server is not running ({self._state})")
+            if self.in_flight:
+                raise ServerBusy("runs of the warm server are in progress")
+            if self._state is not ServerState.STARTING:  # its first import is part of starting
+                self._to(ServerState.LOADING)
+            report: LoadReport | None = None
             try:
-                with self._send_lock:
-                    ctl.send(b"L" + json.dumps(list(names)).encode())
-                data, _pid = _recv_creds(ctl, LOAD_S)
-            finally:
-                with self._send_lock:
-                    self.loading = False
-                    self.draining = False
-                    self.loaded.set()
-        if not data.startswith(b"L"):
-            raise OSError(self._exit_reason("the server went away while importing"))
-        raw = json.loads(data[1:])
-        report = LoadReport(
-            loaded=list(raw.get("loaded", [])),
-            failed=dict(raw.get("failed", {})),
-            unsafe=dict(raw.get("unsafe", {})),
-            os_threads=int(raw.get("os_threads", 0)),
-            modules=frozenset(raw.get("modules", [])),
-            fds=list(raw.get("fds", [])),
-            sources=[str(p) for p in raw.get("sources", [])],
-            seconds=float(raw.get("seconds", 0.0)),
-        )
-        self._apply(report)
+                ctl.send(b"L" + json.dumps(list(names)).encode())
+            except BaseException:
+                self._loaded(report)
+                raise
+        try:
+            data, _pid = _recv_creds(ctl, LOAD_S)
+            if not data.startswith(b"L"):
+                raise OSError(self._exit_reason("the server went away while importing"))
+            report = _load_report(json.loads(data[1:]))
+            self._apply(report)
+        finally:
+            self._loaded(report)
         return report
+
+    def _loaded(self, report: LoadReport | None) -> None:
+        """An import ended (``report``: None when it failed): runs fork again, unless it
+        brought in an unsafe package (then none ever does)."""
+        with self._lock:
+            if self._state is ServerState.LOADING:
+                unsafe = report is not None and bool(report.unsafe)
+                self._to(ServerState.RETIRED if unsafe else ServerState.READY)
 
     def _apply(self, report: LoadReport) -> None:
         self.report = report
@@ -254,18 +300,19 @@ class WarmServer:
             # Stamped when first seen: a later import must not hide an edit made since.
             if path not in self.sources:
                 self.sources[path] = file_stamp(path)
-        if report.unsafe:
-            # Its output would be missing from every run, or its thread (maybe holding a
-            # lock): no run may start from this process. A new one leaves these out.
-            self.excluded.update(report.unsafe)
-            self.tainted = True
+        # Its output would be missing from every run, or its thread (maybe holding a lock):
+        # no run may start from this process. A new one leaves these out.
+        self.excluded.update(report.unsafe)
 
     def _fail(self, why: str) -> None:
-        if not self.problem:
-            self.problem = why
+        with self._lock:
+            first = not self.problem
+            if first:
+                self.problem = why
+            if self._state in (ServerState.STARTING, ServerState.RETIRED):
+                self._to(ServerState.FAILED)
+        if first:
             logger.info("warm server for %s: %s", self.label, why)
-        if self.state is not ServerState.STOPPED:
-            self.state = ServerState.FAILED
 
     def _exit_reason(self, what: str) -> str:
         code = None if self.proc is None else self.proc.poll()
@@ -296,14 +343,8 @@ class WarmServer:
 
     @property
     def usable(self) -> bool:
-        """READY, not retired or tainted, and still running."""
-        return (
-            self.state is ServerState.READY
-            and not self.retired
-            and not self.tainted
-            and self.proc is not None
-            and self.proc.poll() is None
-        )
+        """Serving (READY, or importing: ready again soon) and still running."""
+        return self._state in SERVING and self.alive()
 
     def stale(self) -> bool:
         """Have its packages changed since it started (an install, a rebuilt environment, a
@@ -315,8 +356,9 @@ class WarmServer:
     def retire(self) -> bool:
         """Take no new run; True when none is in flight (stop it now), else the end of the
         last one stops it."""
-        with self._send_lock:
-            self.retired = True
+        with self._lock:
+            if self._state is ServerState.STARTING or self._state in SERVING:
+                self._to(ServerState.RETIRED)
             return self.in_flight == 0
 
     def want(self, names: Sequence[str], *, drain: bool = False) -> bool:
@@ -325,40 +367,34 @@ class WarmServer:
         item: else every item of a busy batch would import them itself, and the server,
         never idle, would never load them), so no new run forks until they are loaded.
         Returns True when nothing is in flight (the caller starts the import now)."""
-        with self._send_lock:
+        with self._lock:
             self.pending.extend(n for n in names if n not in self.pending)
-            if drain and self.pending and not self.retired:
-                self.draining = True
-                self.loaded.clear()
+            if drain and self.pending and self._state is ServerState.READY:
+                self._to(ServerState.DRAINING)
             return self.in_flight == 0
 
     def end_drain(self) -> None:
         """Nothing (more) to import: runs fork again."""
-        with self._send_lock:
-            self.draining = False
-            if not self.loading:
-                self.loaded.set()
+        with self._lock:
+            if self._state is ServerState.DRAINING:
+                self._to(ServerState.READY)
 
     def take_pending(self) -> list[str]:
-        with self._send_lock:
+        with self._lock:
             names, self.pending = self.pending, []
         return [n for n in names if n not in self.excluded]
 
     def stop(self) -> None:
         """Stop the server (its running children are killed with it)."""
-        with self._life:
-            if self.state is ServerState.STOPPED:
+        with self._lock:
+            if self._state is ServerState.STOPPED:
                 return
-            self.state = ServerState.STOPPED
-        self.ready.set()
-        self.end_drain()  # whoever waits for an import sees the server gone
-        ctl = self._ctl
-        if ctl is not None:
-            try:
-                with self._send_lock:
-                    ctl.send(b"Q")
-            except OSError:
-                pass
+            self._to(ServerState.STOPPED)
+            if self._ctl is not None:
+                try:
+                    self._ctl.send(b"Q")
+                except OSError:
+                    pass
         proc = self.proc
         if proc is not None:
             try:
@@ -398,12 +434,14 @@ class WarmServer:
     def forget(self) -> None:
         """In a forked copy of this process: drop the descriptors without stopping the
         server (it belongs to the parent)."""
+        # A new lock: the parent's may have been held by a thread this copy does not have.
+        self._lock = threading.Condition()
         ctl, self._ctl = self._ctl, None
         if ctl is not None:
             # Closed here (the parent's copy stays open): a copy left open in a long-lived
             # child would keep the server from seeing its client go away (EOF).
             ctl.close()
-        self.state = ServerState.STOPPED
+        self._to(ServerState.STOPPED)
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -413,12 +451,10 @@ class WarmServer:
         """Ask for a run: its spec (in a memfd only the child reads) and stdio descriptors.
         Returns once the child announced itself (its pid is the group to kill); raises
         OSError when the server cannot fork now (the caller runs it cold instead)."""
-        ctl = self._ctl
-        if ctl is None:
-            raise OSError("the warm server is not running")
-        with self._send_lock:
-            if self.loading or self.draining:  # the request would wait behind the import
-                raise OSError("the warm server is importing packages")
+        with self._lock:
+            ctl = self._ctl
+            if ctl is None or self._state is not ServerState.READY:
+                raise OSError(_NO_FORK.get(self._state, "the warm server is not running"))
             self.in_flight += 1  # before the request: no import starts behind it
             self.runs += 1
         try:
@@ -434,7 +470,7 @@ class WarmServer:
             while view:
                 view = view[os.write(memfd, view) :]
             fds = [theirs.fileno(), stdin_fd, stdout_fd, stderr_fd, memfd]
-            with self._send_lock:
+            with self._lock:
                 socket.send_fds(ctl, [b"R"], fds)
         except BaseException:
             ours.close()
@@ -465,17 +501,42 @@ class WarmServer:
         return f"signal {-code}" if code < 0 else f"exit {code}"
 
     def finished(self) -> None:
-        """A run of this server ended: a retired server stops with its last run."""
-        with self._send_lock:
+        """A run of this server ended: a retired server stops with its last run; an idle
+        one imports what was asked meanwhile."""
+        with self._lock:
             self.in_flight -= 1
             self.last_used = time.monotonic()
             idle = self.in_flight == 0
-            last = self.retired and idle
-            load = idle and bool(self.pending) and not self.retired
+            last = idle and self._state is ServerState.RETIRED
+            load = idle and bool(self.pending) and self._state in _LOADS_FROM
         if last:
             STARTER.submit(self.stop)
         elif load and self.on_idle is not None:
             STARTER.submit(self.on_idle)
+
+
+# An import may start from these (STARTING: its first one, part of starting).
+_LOADS_FROM = frozenset({ServerState.STARTING, ServerState.READY, ServerState.DRAINING})
+_NO_FORK = {
+    ServerState.STARTING: "the warm server is starting",
+    ServerState.DRAINING: "the warm server is importing packages",
+    ServerState.LOADING: "the warm server is importing packages",
+    ServerState.RETIRED: "the warm server takes no new run (it is being replaced)",
+}
+
+
+def _load_report(raw: dict[str, Any]) -> LoadReport:
+    """The server's answer to an import, as a LoadReport."""
+    return LoadReport(
+        loaded=list(raw.get("loaded", [])),
+        failed=dict(raw.get("failed", {})),
+        unsafe=dict(raw.get("unsafe", {})),
+        os_threads=int(raw.get("os_threads", 0)),
+        modules=frozenset(raw.get("modules", [])),
+        fds=list(raw.get("fds", [])),
+        sources=[str(p) for p in raw.get("sources", [])],
+        seconds=float(raw.get("seconds", 0.0)),
+    )
 
 
 class WarmChild(Child):
@@ -719,6 +780,7 @@ __all__ = [
     "ServerBusy",
     "ServerKey",
     "ServerState",
+    "SERVING",
     "STARTER",
     "WarmChild",
     "WarmServer",
