@@ -234,11 +234,20 @@ class KernelSession:
         timeout: float = 120,
         stop_on_error: bool = True,
     ) -> CellResult:
-        """Run a cell and wait for it: allow_stdin=False is what nbclient/papermill send."""
-        return self.collect(
-            self.submit(code, allow_stdin=allow_stdin, stop_on_error=stop_on_error),
-            timeout=timeout,
-        )
+        """Run a cell and wait for it: allow_stdin=False is what nbclient/papermill send.
+
+        A cell sent just after one that failed may come back "aborted" without running:
+        ipykernel 6 aborts what reaches it before its stop-on-error window closes (a race a
+        busy machine loses). It never ran, so it is sent again (up to 3 times)."""
+        for _ in range(3):
+            result = self.collect(
+                self.submit(code, allow_stdin=allow_stdin, stop_on_error=stop_on_error),
+                timeout=timeout,
+            )
+            if result.status != "aborted":
+                break
+            time.sleep(0.2)
+        return result
 
     def collect(self, msg_id: str, *, timeout: float = 120) -> CellResult:
         """Wait until the request ``msg_id`` is finished (idle + reply) and gather its output."""
