@@ -288,7 +288,13 @@ class SkillManager:
         named ``label/<skill>``; the checked listing (core/mcp/servers.py)."""
         from skill_magics.core.mcp.servers import servers_of
 
-        server = servers_of(self).add(label, command=command, url=url, env=env, timeout=timeout)
+        servers = servers_of(self)
+        server = servers.add(label, command=command, url=url, env=env, timeout=timeout)
+        if self._finder.remote is None:  # LABEL/NAME now resolves to a verified cached copy
+            from skill_magics.core.mcp.runs import McpRemote
+
+            finder = self._finder
+            self._finder.remote = McpRemote(servers, lambda: finder.skill_dirs)
         return list(server.skills)
 
     def remove_mcp_server(self, label: str) -> bool:
