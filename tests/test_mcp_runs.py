@@ -35,7 +35,8 @@ def write_served(root: Path) -> Path:
     skill = root / "hello-mcp"
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text(
-        "---\nname: hello-mcp\ndescription: Says hello. Use it for tests.\n---\n"
+        "---\nname: hello-mcp\ndescription: Says hello. Use it for tests.\n"
+        "allowed-tools: Bash Read\n---\n"
         "# Hello\n\nRun `scripts/hello.py`.\n"
     )
     (skill / "scripts" / "hello.py").write_text(HELLO)
@@ -80,7 +81,7 @@ def refusals(manager: SkillManager) -> list[str]:
 
 
 def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
-    served: tuple[SkillManager, Path], tmp_path: Path
+    served: tuple[SkillManager, Path], tmp_path: Path, bwrap: str
 ) -> None:
     manager, skill = served
     approver = Recorder()
@@ -88,7 +89,7 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
         "team/hello-mcp", "hello", {"who": "ann"}, approver=approver
     )
     assert result.exit_code == 0 and result.stdout.strip() == "hello v1 ann"
-    (request,) = approver.asked
+    (request,) = approver.asked  # allowed-tools (Bash) in its SKILL.md pre-approved nothing
     assert request.skill_name == "team/hello-mcp" and request.mcp is not None
     assert request.mcp.origin == "mcp:team" and "skill_magics.mcp serve" in request.mcp.server
     assert request.mcp.binding.startswith("mcp-sha256:") and request.mcp.changes == ()
@@ -107,8 +108,13 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
     batch = manager.map("team/hello-mcp", "hello", [{"who": "c"}, {"who": "d"}], approver=approver)
     assert sorted(i.stdout.strip() for i in batch.items) == ["hello v1 c", "hello v1 d"]
     assert len(approver.asked) == 1
-    # A local skill of the same bare name is another skill: never covered by this Yes.
-    assert manager.list_skills() == []
+    # A sandboxed run is a weaker grant than the unsandboxed one approved: not asked again;
+    # the run is confined like a local one (the cache copy read-only inside bubblewrap).
+    boxed = manager.execute_skill_script(
+        "team/hello-mcp", "hello", {"who": "box"}, approver=approver, sandbox="read-only"
+    )
+    assert boxed.stdout.strip() == "hello v1 box" and len(approver.asked) == 1
+    assert manager.audit.records()[-1].sandbox is not None
 
     # The server changes a file: the session approval no longer applies, the panel is shown
     # again naming the file, and the new code runs only after that answer.
