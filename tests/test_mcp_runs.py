@@ -132,6 +132,27 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
     )
 
 
+def test_skill_context_of_an_mcp_skill_shows_its_origin_and_runs_its_scripts(
+    served: tuple[SkillManager, Path],
+) -> None:
+    from skill_magics.core.context import build_skill_context
+
+    manager, skill = served
+    approver = Recorder(Decision.YES_ONCE)
+    xml = build_skill_context(
+        manager, "team/hello-mcp", arguments={"who": "ctx"}, approver=approver
+    )
+    assert '<skill_context id="team/hello-mcp" origin="mcp:team">' in xml
+    assert "hello v1 ctx" in xml and "# Hello" in xml
+    (request,) = approver.asked
+    assert request.mcp is not None and request.mcp.origin == "mcp:team"
+    # SKILL.md changed on the server: the context reads the new copy, verified.
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text().replace("# Hello", "# Hello again"))
+    xml = build_skill_context(manager, "team/hello-mcp", run_scripts=False)
+    assert "# Hello again" in xml
+
+
 def test_a_tampered_cache_is_refused_before_any_process_starts(
     served: tuple[SkillManager, Path], tmp_path: Path
 ) -> None:

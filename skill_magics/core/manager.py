@@ -373,7 +373,10 @@ class SkillManager:
         return list(lines)
 
     def get_skill(self, name: str) -> Skill:
-        """The skill called ``name`` (body and scripts load on first use, then cached)."""
+        """The skill called ``name`` (body and scripts load on first use, then cached).
+        ``LABEL/NAME``: an MCP server's skill, its copy brought to the server's current
+        listing (each file verified) and re-hashed (core/mcp/runs.py)."""
+        self._finder.fetch_remote(name)
         return self._finder.get_skill(name)
 
     # -- what skills need, and their managed environments -----------------------------------

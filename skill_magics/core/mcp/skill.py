@@ -24,10 +24,19 @@ class McpSkill(Skill):
         *,
         detector: ScriptDetector | None = None,
     ) -> None:
-        super().__init__(replace(metadata, name=qualified), detector=detector)
         self.qualified = qualified
+        super().__init__(metadata, detector=detector)
         self.origin = origin
         self.binding = origin.binding
+
+    # Skill re-parses SKILL.md into ``metadata`` when it changes: keep the qualified name.
+    @property
+    def metadata(self) -> SkillMetadata:
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, value: SkillMetadata) -> None:
+        self._metadata = replace(value, name=self.qualified)
 
     @property
     def name(self) -> str:
