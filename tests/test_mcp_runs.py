@@ -174,6 +174,22 @@ def test_a_tampered_cache_is_refused_before_any_process_starts(
     assert len(approver.asked) == 1
 
 
+def test_session_approval_is_keyed_to_the_digest_set() -> None:
+    from skill_magics.core.run.approval import McpOriginInfo
+    from skill_magics.core.run.store import ApprovalStore
+
+    def request(binding: str) -> ApprovalRequest:
+        origin = McpOriginInfo("mcp:team", "srv", binding)
+        return ApprovalRequest("team/x", (), content_hash="f", mcp=origin)
+
+    store = ApprovalStore()
+    store.approve("team/x", "f", binding="mcp-sha256:a")
+    assert store.covers(request("mcp-sha256:a"))
+    # Same files on disk (same fingerprint), another listed set: not covered.
+    assert not store.covers(request("mcp-sha256:b"))
+    assert not store.covers(ApprovalRequest("team/x", (), content_hash="f"))
+
+
 def test_mcp_names_never_reach_local_skills_and_need_their_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,6 +223,10 @@ def test_unreachable_server_and_dynamic_skill_are_refused(
             manager.execute_skill_script("evil/demo", "run", approver=approver)
         message = str(caught.value)
         assert "'evil'" in message and "nothing ran" in message and "\n" not in message
+        assert len(approver.asked) == 1
+        server.connection.request("test/mode", {"mode": "with-pycache"})
+        with pytest.raises(McpError, match=r"ships 'scripts/__pycache__/run.cpython-312.pyc'"):
+            manager.execute_skill_script("evil/demo", "run", approver=approver)
         assert len(approver.asked) == 1
         server.connection.request("test/mode", {"mode": "with-dynamic"})
         with pytest.raises(McpError, match="'dynamic-one' is dynamic .* never run"):

@@ -14,7 +14,9 @@ local run has. What MCP adds, and where:
   session approval's keeping) re-hashes every file against what was verified; a file changed
   or planted on disk refuses the run before any process starts (audited);
 - a "dynamic" skill (files not listed) never runs: nothing could bind an approval to its
-  code or verify what runs;
+  code or verify what runs; nor does one that ships bytecode or an environment
+  (``fingerprint.SKIP_DIRS``: ``__pycache__/``, ``venv/``...), which would run instead of
+  the code the panel shows;
 - the request carries :class:`McpOriginInfo` (``mcp:LABEL``, the server, the binding, what
   changed since the copy cached before); the gate keys "Yes in session" to the binding as
   well as to the copy's fingerprint.
@@ -30,6 +32,7 @@ from typing import Any
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.fingerprint import SKIP_DIRS
 from skill_magics.core.mcp.cache import McpCache, fetch_into
 from skill_magics.core.mcp.servers import McpServers
 from skill_magics.core.mcp.skill import McpSkill
@@ -93,6 +96,17 @@ class McpRemote:
                 f"MCP server '{label}': skill {bare!r} is dynamic (its files are not listed "
                 "with digests): its scripts never run, since no approval could be bound to "
                 "its code; read it with %skills show"
+            )
+        shipped = next(
+            (f.path for f in entry.files if SKIP_DIRS.intersection(f.path.split("/")[:-1])), None
+        )
+        if shipped is not None:
+            # Bytecode or an environment from a server would run instead of the code shown
+            # (an unchecked-hash .pyc is loaded whatever the source says): never taken.
+            raise McpError(
+                f"MCP server '{label}': skill {bare!r} ships {shipped!r} (bytecode, an "
+                "environment or a repository): such files are never taken from a server, so "
+                "its scripts do not run; the server should list source files only"
             )
         cache = self.cache()
         old = cache.recorded(label, bare)
