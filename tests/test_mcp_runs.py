@@ -251,6 +251,11 @@ def test_skillrun_magic_runs_an_mcp_script(
         ran = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "nb"}')
         assert ran.error_in_exec is None, ran.error_in_exec
         assert "hello v1 nb" in str(ran.result.stdout)
+        shell.user_ns["people"] = [{"who": "p1"}, {"who": "p2"}]
+        mapped = shell.run_cell("%%skillrun team/hello-mcp.hello --map people -o out\n")
+        assert mapped.error_in_exec is None, mapped.error_in_exec
+        outs = sorted(i.stdout.strip() for i in shell.user_ns["out"].items)
+        assert outs == ["hello v1 p1", "hello v1 p2"]
     finally:
         shell.run_cell("%skills remove mcp team")
     assert os.path.isdir(tmp_path / "cache" / "team" / "hello-mcp")
