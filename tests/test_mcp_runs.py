@@ -18,7 +18,7 @@ from skill_magics.core.errors import McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.status import AuditOutcome
-from skill_magics.notebook.approval.panel import summary_text
+from skill_magics.notebook.approval.panel import summary_html, summary_text
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(120)]
 
@@ -95,6 +95,7 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
     assert request.mcp.binding.startswith("mcp-sha256:") and request.mcp.changes == ()
     text = summary_text(request)
     assert "From MCP server: mcp:team (" in text and request.mcp.binding in text
+    assert "From MCP server" in summary_html(request) and "mcp:team (" in summary_html(request)
     # The copy ran from the host-only cache, outside every skill folder.
     command = request.scripts[0].command
     assert command[-1].startswith(str(tmp_path / "cache" / "team" / "hello-mcp"))
