@@ -154,6 +154,32 @@ def test_skill_context_of_an_mcp_skill_shows_its_origin_and_runs_its_scripts(
     assert "# Hello again" in xml
 
 
+def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager, Path]) -> None:
+    from skill_magics.core.available_skills import available_skills
+    from skill_magics.core.tools import handle_tool_call, tool_specs
+
+    manager, _skill = served
+    block = available_skills(manager)
+    assert "<name>\nteam/hello-mcp\n</name>" in block and "<origin>\nmcp:team\n</origin>" in block
+    assert "<location>\nskill://hello-mcp/SKILL.md\n</location>" in block
+    guide = available_skills(manager, format="guide")
+    assert "<origin>mcp:team</origin>" in guide
+    # Activatable from the listing alone: nothing fetched until the model activates it.
+    (activation,) = [s for s in tool_specs(manager) if s.kind == "activation"]
+    assert activation.enum == ("team/hello-mcp",)
+    assert not (Path(os.environ["SKILL_MAGICS_MCP_CACHE"]) / "team").exists()
+    got = handle_tool_call(manager, "activate_skill", {"name": "team/hello-mcp"}, "t1")
+    assert not got.get("is_error") and "# Hello" in str(got["content"])
+    # Named explicitly, its script tools run it behind the same approval.
+    approver = Recorder(Decision.YES_ONCE)
+    (tool,) = [s for s in tool_specs(manager, ["team/hello-mcp"]) if s.kind == "script"]
+    ran = handle_tool_call(
+        manager, tool.name, {"who": "model"}, "t2", approver=approver, skills=["team/hello-mcp"]
+    )
+    assert "hello v1 model" in str(ran["content"]) and len(approver.asked) == 1
+    assert approver.asked[0].mcp is not None
+
+
 def test_a_tampered_cache_is_refused_before_any_process_starts(
     served: tuple[SkillManager, Path], tmp_path: Path
 ) -> None:
