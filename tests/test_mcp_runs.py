@@ -128,7 +128,7 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
     mcp = approver.asked[1].mcp
     assert mcp is not None and mcp.binding != request.mcp.binding
     assert mcp.changes == ("added notes.txt", "changed scripts/hello.py")
-    assert "server changed: 2 file(s) since the copy approved before: added notes.txt, " in (
+    assert "server changed: 2 file(s) since the copy fetched before: added notes.txt, " in (
         summary_text(approver.asked[1])
     )
 

@@ -283,7 +283,7 @@ def _mcp_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(
             (
                 "server changed",
-                f"{len(mcp.changes)} file(s) since the copy approved before: {listed}"
+                f"{len(mcp.changes)} file(s) since the copy fetched before: {listed}"
                 + (f", +{more} more" if more > 0 else ""),
             )
         )
