@@ -136,6 +136,7 @@ def test_examples_run_in_a_real_kernel(page: Path, tmp_path: Path) -> None:
         "SKILL_MAGICS_PATH": str(examples),
         "SKILL_MAGICS_AUTO_APPROVE": "*",
         "SKILL_MAGICS_ENV_DIR": str(tmp_path / "envs"),
+        "SKILL_MAGICS_MCP_CACHE": str(tmp_path / "mcp-cache"),  # docs/mcp.md runs a script
     }
     work = tmp_path / "work"
     work.mkdir()

@@ -44,6 +44,7 @@ import html
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core.deprecation import deprecated_alias
@@ -192,13 +193,15 @@ def opted_out(meta: SkillMetadata) -> bool:
 
 
 def model_visible(manager: SkillManager) -> list[str]:
-    """Names of the skills a model may activate (not opted out), by name."""
-    return sorted(m.name for m in manager.list_skills() if not opted_out(m))
+    """Names of the skills a model may activate (not opted out), by name; MCP servers'
+    skills (``LABEL/NAME``) included."""
+    metas = list(manager.list_skills()) + mcp_listed(manager)
+    return sorted(m.name for m in metas if not opted_out(m))
 
 
 def entry_text(meta: SkillMetadata, format: Layout = "skills-ref") -> str:
     """One skill's ``<skill>`` element as the block lists it (full description)."""
-    return _entry_lines(meta.name, meta.description, _location(meta), format)
+    return _entry_lines(meta.name, meta.description, _location(meta), format, _origin(meta))
 
 
 def shorten(text: str, cap: int) -> str:
@@ -221,13 +224,46 @@ def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else [str(p) for p in value]
 
 
+@dataclass
+class McpListed(SkillMetadata):
+    """An MCP server's skill as its listing describes it (nothing of it fetched):
+    ``location`` is its SKILL.md URI on that server, ``origin`` ``mcp:LABEL``."""
+
+    location: str = ""
+    origin: str = ""
+
+
+def mcp_listed(manager: SkillManager) -> list[SkillMetadata]:
+    """The skills of the manager's MCP servers, from their checked listings, by name."""
+    from skill_magics.core.mcp.servers import servers_of
+
+    out: list[SkillMetadata] = []
+    for entry in servers_of(manager).skills():
+        fm = entry.frontmatter
+        description = fm.get("description")
+        raw = fm.get("metadata")
+        extra: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+        flags = {OPT_OUT_KEY: fm[OPT_OUT_KEY]} if OPT_OUT_KEY in fm else {}
+        out.append(
+            McpListed(
+                name=entry.qualified_name,
+                description=description if isinstance(description, str) else "",
+                path=Path(entry.name) / "SKILL.md",  # never read: ``location`` is shown
+                metadata={**extra, **flags},
+                location=entry.uri,
+                origin=f"mcp:{entry.label}",
+            )
+        )
+    return out
+
+
 def _select(
     manager: SkillManager,
     names: Iterable[str] | None,
     include: list[str] | None,
     exclude: list[str] | None,
 ) -> tuple[list[SkillMetadata], list[Omission]]:
-    everything = list(manager.list_skills())
+    everything = list(manager.list_skills()) + mcp_listed(manager)
     # The opt-out is the skill's own say: reported as the reason even when a filter also hides it.
     omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in everything if opted_out(m)]
     listed = [m for m in everything if not opted_out(m)]
@@ -324,7 +360,9 @@ def _render(
         description = meta.description if cap is None else shorten(meta.description, cap)
         if description != meta.description:
             shortened.append(meta.name)
-        entries.append(_entry_lines(meta.name, description, _location(meta, where), format))
+        entries.append(
+            _entry_lines(meta.name, description, _location(meta, where), format, _origin(meta))
+        )
     indent = "  " if format == "guide" else ""
     lines = ["<available_skills>", *entries]
     note = _note([m.name for m in dropped], shortened)
@@ -347,7 +385,13 @@ def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
     return " ".join(parts).replace("--", "- -")
 
 
+def _origin(meta: SkillMetadata) -> str:
+    return meta.origin if isinstance(meta, McpListed) else ""
+
+
 def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
+    if isinstance(meta, McpListed):
+        return meta.location
     # ``where`` memoises per call: resolving paths dominated a 1,000-skill bisection.
     key = str(meta.path)
     if where is not None and key in where:
@@ -360,32 +404,36 @@ def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
     return location
 
 
-def _entry_lines(name: str, description: str, location: str, format: Layout) -> str:
+def _entry_lines(
+    name: str, description: str, location: str, format: Layout, origin: str = ""
+) -> str:
+    # An MCP server's skill says where it came from (SEP-2640: the origin shown to the model);
+    # its location is the server's URI: activate_skill loads it.
     if format == "guide":
-        return "\n".join(
-            [
-                "  <skill>",
-                "    " + element("name", name),
-                "    " + element("description", description),
-                "    " + element("location", location),
-                "  </skill>",
-            ]
-        )
-    return "\n".join(
-        [
-            "<skill>",
-            "<name>",
-            html.escape(name),
-            "</name>",
-            "<description>",
-            html.escape(description),
-            "</description>",
-            "<location>",
-            location,
-            "</location>",
-            "</skill>",
+        lines = [
+            "  <skill>",
+            "    " + element("name", name),
+            "    " + element("description", description),
+            "    " + element("location", location),
         ]
-    )
+        if origin:
+            lines.append("    " + element("origin", origin))
+        return "\n".join([*lines, "  </skill>"])
+    lines = [
+        "<skill>",
+        "<name>",
+        html.escape(name),
+        "</name>",
+        "<description>",
+        html.escape(description),
+        "</description>",
+        "<location>",
+        html.escape(location) if origin else location,
+        "</location>",
+    ]
+    if origin:
+        lines += ["<origin>", html.escape(origin), "</origin>"]
+    return "\n".join([*lines, "</skill>"])
 
 
 def _entry(
@@ -396,7 +444,7 @@ def _entry(
     where: dict[str, str],
 ) -> ListedSkill:
     description = meta.description if cap is None else shorten(meta.description, cap)
-    text = _entry_lines(meta.name, description, _location(meta, where), format)
+    text = _entry_lines(meta.name, description, _location(meta, where), format, _origin(meta))
     return ListedSkill(
         name=meta.name,
         description=description,
@@ -416,11 +464,13 @@ __all__ = [
     "FORMATS",
     "Layout",
     "ListedSkill",
+    "McpListed",
     "MIN_DESCRIPTION",
     "OPT_OUT_KEY",
     "Omission",
     "available_skills",
     "entry_text",
+    "mcp_listed",
     "model_visible",
     "opted_out",
     "shorten",

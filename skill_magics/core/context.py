@@ -75,6 +75,7 @@ from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.models import ScriptExecutionResult
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
@@ -281,7 +282,9 @@ def _render(
     include_references: RefsMode,
     max_output_chars: int | None,
 ) -> str:
-    out = [start_tag("skill_context", {"id": skill.metadata.name})]
+    # An MCP server's skill says where it came from (SEP-2640: show the origin to the model).
+    origin = skill.origin.origin if isinstance(skill, McpSkill) else None
+    out = [start_tag("skill_context", {"id": skill.metadata.name, "origin": origin})]
     out.append("  " + element("instructions", instructions))
     out.append("  <active_resources>")
     for outcome in outcomes:

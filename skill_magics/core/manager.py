@@ -288,7 +288,13 @@ class SkillManager:
         named ``label/<skill>``; the checked listing (core/mcp/servers.py)."""
         from skill_magics.core.mcp.servers import servers_of
 
-        server = servers_of(self).add(label, command=command, url=url, env=env, timeout=timeout)
+        servers = servers_of(self)
+        server = servers.add(label, command=command, url=url, env=env, timeout=timeout)
+        if self._finder.remote is None:  # LABEL/NAME now resolves to a verified cached copy
+            from skill_magics.core.mcp.runs import McpRemote
+
+            finder = self._finder
+            self._finder.remote = McpRemote(servers, lambda: finder.skill_dirs)
         return list(server.skills)
 
     def remove_mcp_server(self, label: str) -> bool:
@@ -367,7 +373,10 @@ class SkillManager:
         return list(lines)
 
     def get_skill(self, name: str) -> Skill:
-        """The skill called ``name`` (body and scripts load on first use, then cached)."""
+        """The skill called ``name`` (body and scripts load on first use, then cached).
+        ``LABEL/NAME``: an MCP server's skill, its copy brought to the server's current
+        listing (each file verified) and re-hashed (core/mcp/runs.py)."""
+        self._finder.fetch_remote(name)
         return self._finder.get_skill(name)
 
     # -- what skills need, and their managed environments -----------------------------------

@@ -392,7 +392,10 @@ def check_skill_name(name: str, folder: str | None = None, *, folder_of: str = "
     as the name in the error."""
     if name in _GOOD_NAMES:  # every run checks its skill's name: decide each name once
         return
-    why = folder_name_problem(name)
+    # An MCP server's skill is LABEL/NAME (core/mcp/runs.py): two folder names, each checked;
+    # the finder never resolves such a name to a skills folder's skill.
+    parts = name.split("/") if isinstance(name, str) and name.count("/") == 1 else [name]
+    why = next((w for w in map(folder_name_problem, parts) if w is not None), None)
     if why is None:
         if type(name) is str and len(_GOOD_NAMES) < 4096:
             _GOOD_NAMES.add(name)

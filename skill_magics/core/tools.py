@@ -42,7 +42,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skill_magics.core.available_skills import opted_out
+from skill_magics.core.available_skills import mcp_listed, opted_out
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.context import build_skill_context
 from skill_magics.core.errors import SkillMagicsError
@@ -166,12 +166,17 @@ def tool_specs(
     one without editing the file; names and inputs stay the same.
     """
     metas = manager.list_skills()
-    hidden = {m.name for m in metas if opted_out(m)}
+    # MCP servers' skills (LABEL/NAME): activatable from their listing (fetched, verified,
+    # when activated); their prompt and script tools only when ``skills`` names them (a
+    # listing never makes us fetch every server's files).
+    remote = mcp_listed(manager)
+    hidden = {m.name for m in [*metas, *remote] if opted_out(m)}
     wanted = sorted(m.name for m in metas) if skills is None else list(skills)
     names = [n for n in wanted if n not in hidden]
     used: set[str] = {ACTIVATION_TOOL}
     specs: list[ToolSpec] = []
-    activatable = tuple(n for n in names if n not in hidden)
+    extra = [m.name for m in remote if m.name not in hidden] if skills is None else []
+    activatable = tuple(n for n in [*names, *extra] if n not in hidden)
     if activatable:  # the guide: no activation tool when there is nothing to activate
         specs.append(
             ToolSpec(

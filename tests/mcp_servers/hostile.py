@@ -152,6 +152,10 @@ async def list_skills(ctx: Any, params: types.PaginatedRequestParams) -> dict[st
         return _complete(skills=[demo, scenario("digest-lie"), scenario("dot-dot")])
     if mode == "not-a-list":
         return _complete(skills={"demo": demo})
+    if mode == "with-pycache":  # bytecode beside the script (run instead of the source)
+        return _complete(skills=[honest("demo", {"scripts/__pycache__/run.cpython-312.pyc": b"x"})])
+    if mode == "with-dynamic":  # a skill whose files are not listed, beside an honest one
+        return _complete(skills=[demo, scenario("dynamic-one")])
     if mode == "paged":  # honest paging: three pages
         page = int(params.cursor or 0)
         names = [["alpha", "beta"], ["gamma"], ["delta"]][page]

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
@@ -81,6 +82,21 @@ def _as_dirs(value: DirsArg) -> list[Path]:
     return [Path(d) for d in value]
 
 
+class RemoteSkills(Protocol):
+    """Skills that are not in a skills folder: an MCP server's, named ``LABEL/NAME``
+    (core/mcp/runs.py). ``skill`` gives the verified local copy (re-hashed on every call);
+    ``fetch`` brings that copy up to the server's current listing (before a run is planned)."""
+
+    def skill(self, name: str, detector: ScriptDetector) -> Skill: ...
+
+    def fetch(self, name: str) -> None: ...
+
+
+def is_qualified(name: str) -> bool:
+    """``LABEL/NAME``: a skill of an MCP server, never one of a skills folder."""
+    return isinstance(name, str) and "/" in name
+
+
 class SkillFinder:
     """The skills found in ``skill_dirs`` (earlier wins a name clash), loaded lazily.
 
@@ -96,6 +112,8 @@ class SkillFinder:
         self._skills: dict[str, Skill] = {}
         self._dirs = _dedupe([_absolute(d) for d in _as_dirs(skill_dirs)])
         self._detector = detector or ScriptDetector()
+        # MCP servers' skills (``LABEL/NAME``); None until a server is added.
+        self.remote: RemoteSkills | None = None
 
     @property
     def detector(self) -> ScriptDetector:
@@ -187,7 +205,19 @@ class SkillFinder:
         return list(self.refresh().warnings)
 
     def get_skill(self, name: str) -> Skill:
-        """The skill called ``name`` (body and scripts load on first use, then cached)."""
+        """The skill called ``name`` (body and scripts load on first use, then cached).
+        ``LABEL/NAME`` is an MCP server's skill, its verified cached copy; never a local
+        skill (a local SKILL.md naming itself so is listed, never run)."""
+        if is_qualified(name):
+            label = name.partition("/")[0]
+            if self.remote is None:
+                raise SkillNotFoundError(
+                    f"No skill named {name!r}: no MCP server is labelled {label!r} "
+                    "(manager.add_mcp_server)",
+                    magic=f"No skill named {name!r}: no MCP server is labelled {label!r} "
+                    f"(%skills add mcp {label} -- COMMAND)",
+                )
+            return self.remote.skill(name, self._detector)
         index = self._ensure_index()
         with self._lock:
             skill = self._skills.get(name)
@@ -262,10 +292,17 @@ class SkillFinder:
         index.folders = tuple(folders.items())
         return index
 
+    def fetch_remote(self, name: str) -> None:
+        """Before a run of ``LABEL/NAME`` is planned: its copy as the server lists it now
+        (nothing for a local skill)."""
+        if is_qualified(name) and self.remote is not None:
+            self.remote.fetch(name)
+
     def resolve_script(
         self, skill_name: str, script: str | os.PathLike[str]
     ) -> tuple[Skill, ScriptMetadata]:
         """(skill, script) for a skill name and a script stem, file name or relative path."""
+        self.fetch_remote(skill_name)
         skill = self.get_skill(skill_name)
         return skill, skill.find_script(script)
 
@@ -366,6 +403,8 @@ def _reason(exc: BaseException) -> str:
 
 __all__ = [
     "SkillFinder",
+    "RemoteSkills",
+    "is_qualified",
     "default_skill_dirs",
     "examples_dir",
     "ENV_VAR",

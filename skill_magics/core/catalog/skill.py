@@ -45,6 +45,10 @@ REFERENCE_DIRS = ("references", "assets")
 class Skill:
     """A skill: metadata now, body and scripts when first asked for. Thread-safe caches."""
 
+    # An MCP server's skill (core/mcp/skill.py): the set of {uri, digest} its files were
+    # verified against, which a "Yes in session" binds to; "" for a skills folder's skill.
+    binding = ""
+
     def __init__(self, metadata: SkillMetadata, *, detector: ScriptDetector | None = None) -> None:
         self.metadata = metadata
         self._detector = detector or ScriptDetector()

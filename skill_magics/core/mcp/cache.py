@@ -245,6 +245,24 @@ class McpCache:
             origin["binding"],
         )
 
+    def recorded(self, label: str, name: str) -> dict[str, Any] | None:
+        """The origin record of a cached skill, NOT re-hashed (None: not cached or no valid
+        record): what was verified when it was written, to tell whether a server's listing
+        still matches it. Its files are re-hashed by :meth:`verify` before any use."""
+        check_label(label)
+        if name_problems(name):
+            return None
+        fds: list[int] = [self._open_root()]
+        try:
+            for part in (label, name):
+                fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
+            return self._origin(fds[-1], label, name)
+        except (OSError, McpCacheError):
+            return None
+        finally:
+            for fd in fds:
+                os.close(fd)
+
     def _origin(self, skill_fd: int, label: str, name: str) -> dict[str, Any]:
         data = _read_at(skill_fd, ORIGIN, 1 << 20)
         try:

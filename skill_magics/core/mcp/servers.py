@@ -5,8 +5,7 @@ Each is one open :class:`~.connection.Connection` and the last checked listing o
 it: :func:`servers_of` maps a manager to its servers (a weak reference: a manager that is
 gone closes nothing here, its connections end with their threads and stdio pipes).
 
-Listing only, for now: nothing of an MCP skill reaches a run (that waits for the gate to
-bind approvals to :func:`.wire.binding` and for runs from :mod:`.cache`).
+Runs of their scripts go through :mod:`.runs` (the finder's source for ``LABEL/NAME``).
 """
 
 from __future__ import annotations

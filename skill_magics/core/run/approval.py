@@ -147,6 +147,18 @@ class ProvenanceInfo:
 
 
 @dataclass(frozen=True)
+class McpOriginInfo:
+    """An MCP server's skill (SEP-2640): where its files came from, the value a "Yes in
+    session" binds to (``core.mcp.wire.binding``: the full set of {uri, digest}) and what
+    changed since the copy cached before ("added x", "changed y", "removed z")."""
+
+    origin: str  # "mcp:LABEL"
+    server: str  # the command line or URL the label stands for
+    binding: str
+    changes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SandboxInfo:
     """How isolated the run is: the mode, whether it has network, what it may write."""
 
@@ -229,6 +241,7 @@ class ApprovalRequest:
     install: InstallInfo | None = None  # packages installed before the run
     skill_install: SkillInstallInfo | None = None  # skill files copied in (nothing runs)
     provenance: ProvenanceInfo | None = None  # an installed skill: its source, lock state
+    mcp: McpOriginInfo | None = None  # an MCP server's skill: origin, digest-set binding
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     scope: ScopeInfo | None = None  # later runs a model chooses, decided by this answer
@@ -448,6 +461,7 @@ __all__ = [
     "InstallInfo",
     "SkillInstallInfo",
     "ProvenanceInfo",
+    "McpOriginInfo",
     "SandboxInfo",
     "SecretsInfo",
     "ScopeInfo",

@@ -248,7 +248,11 @@ class ApprovalGate:
         if decision is Decision.YES_IN_SESSION:
             for part in request.requests:  # each skill at its own fingerprint
                 self.store.approve(
-                    part.skill_name, part.content_hash, part.sandbox, part.environment
+                    part.skill_name,
+                    part.content_hash,
+                    part.sandbox,
+                    part.environment,
+                    part.mcp.binding if part.mcp is not None else "",
                 )
         if by != SESSION:
             self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")
@@ -280,12 +284,16 @@ class ApprovalGate:
             return staged_is_current(part.skill_install), None
         snap = None
         try:
-            base = self.finder.get_skill(part.skill_name).base_dir
+            skill = self.finder.get_skill(part.skill_name)  # an MCP skill's copy: re-hashed
+            base = skill.base_dir
             if snapshot:
                 entries, snap = fingerprint.skill_snapshot(base)
             else:
                 entries = fingerprint.skill_entries(base)
         except (SkillMagicsError, OSError):
+            return False, None
+        # An MCP skill's copy now holds another set of {uri, digest} than the one asked about.
+        if skill.binding != (part.mcp.binding if part.mcp is not None else ""):
             return False, None
         if envdirs.environment_id(base) != part.environment:
             return False, None  # the managed environment was rebuilt: other code would run

@@ -40,6 +40,7 @@ from skill_magics.core.errors import (
     ScriptNotFoundError,
     SkillMagicsError,
 )
+from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.models import ScriptMetadata, SkillMetadata
 from skill_magics.core.paths import open_inside
 from skill_magics.core.run.approval import (
@@ -474,6 +475,7 @@ class Planner:
             secrets=self._secrets_info(skill_name, prepared),
             environment=envdirs.environment_id(skill.base_dir),
             provenance=provenance_info(skill.base_dir),
+            mcp=skill.origin if isinstance(skill, McpSkill) else None,
             start=_start_info(prepared),
         )
 

@@ -3,7 +3,8 @@
 An approval also remembers the sandbox the approved run had: it covers later runs only when
 they are confined no less (``approval.no_weaker``), so turning the sandbox off asks again;
 and the managed environment the scripts ran with (``ApprovalRequest.environment``): after a
-rebuild the next run asks again.
+rebuild the next run asks again; and, for an MCP server's skill, the set of {uri, digest}
+it was approved at (``ApprovalRequest.mcp.binding``): a server that changes any file asks again.
 
 Only the gate (gate.py) writes here; ``%skills approvals`` and ``%skills revoke`` read and
 forget entries.
@@ -30,6 +31,7 @@ class ApprovalStore:
         self._approved: dict[str, str] = {}
         self._sandbox: dict[str, SandboxInfo | None] = {}  # the isolation approved with it
         self._environment: dict[str, str] = {}  # the managed environment approved with it
+        self._binding: dict[str, str] = {}  # an MCP skill's digest set approved with it
 
     def is_approved(self, skill_name: str, content_hash: str) -> bool:
         with self._lock:
@@ -42,6 +44,7 @@ class ApprovalStore:
                 self._approved.get(part.skill_name) == part.content_hash
                 and no_weaker(part.sandbox, self._sandbox.get(part.skill_name))
                 and self._environment.get(part.skill_name, "") == part.environment
+                and self._binding.get(part.skill_name, "") == _binding(part)
                 for part in request.requests
             )
 
@@ -51,6 +54,7 @@ class ApprovalStore:
         content_hash: str,
         sandbox: SandboxInfo | None = None,
         environment: str = "",
+        binding: str = "",
     ) -> None:
         """Remember "Yes in session" for ``skill_name`` at ``content_hash``, for runs confined
         at least as much as ``sandbox`` (None: the run had no sandbox) with the managed
@@ -59,6 +63,7 @@ class ApprovalStore:
             self._approved[skill_name] = content_hash
             self._sandbox[skill_name] = sandbox
             self._environment[skill_name] = environment
+            self._binding[skill_name] = binding
 
     def rebase(self, skill_name: str, old_hash: str, new_hash: str) -> bool:
         """Move a session approval from ``old_hash`` to ``new_hash`` if it is still at
@@ -77,6 +82,7 @@ class ApprovalStore:
                 return False
             self._sandbox.pop(skill_name, None)
             self._environment.pop(skill_name, None)
+            self._binding.pop(skill_name, None)
             return self._approved.pop(skill_name, None) is not None
 
     def clear(self) -> None:
@@ -84,11 +90,16 @@ class ApprovalStore:
             self._approved.clear()
             self._sandbox.clear()
             self._environment.clear()
+            self._binding.clear()
 
     def approvals(self) -> dict[str, str]:
         """A copy of skill name -> approved content hash."""
         with self._lock:
             return dict(self._approved)
+
+
+def _binding(part: ApprovalRequest) -> str:
+    return part.mcp.binding if part.mcp is not None else ""
 
 
 __all__ = ["ApprovalStore"]

@@ -199,7 +199,7 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
-    rows += _provenance_rows(request)
+    rows += _provenance_rows(request) + _mcp_rows(request)
     if request.start:
         rows.append(("Start", request.start))
     secrets = request.secrets
@@ -267,6 +267,26 @@ def _provenance_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
             + f"; %skills verify lists them, {provenance.lock})",
         )
     )
+    return rows
+
+
+def _mcp_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """An MCP server's skill: where its code comes from, the digest set a "Yes in session"
+    binds to, and what the server changed since the copy cached before."""
+    mcp = request.mcp
+    if mcp is None:
+        return []
+    rows = [("From MCP server", f"{mcp.origin} ({mcp.server})"), ("digest set", mcp.binding)]
+    if mcp.changes:
+        listed = ", ".join(mcp.changes[:8])
+        more = len(mcp.changes) - 8
+        rows.append(
+            (
+                "server changed",
+                f"{len(mcp.changes)} file(s) since the copy fetched before: {listed}"
+                + (f", +{more} more" if more > 0 else ""),
+            )
+        )
     return rows
 
 
