@@ -174,7 +174,8 @@ e2e: $(STAMP) browser
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
 TEST_JOBS ?= 3
 STAGE_LOG := build/test-stages.txt
-TEST_STAGES := stage-unit stage-unit-warm stage-python-other stage-python-other-warm \
+# Longest first (make starts them in this order).
+TEST_STAGES := stage-python-other stage-unit stage-python-other-warm stage-unit-warm \
   stage-kernel-main $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
@@ -199,7 +200,7 @@ test: $(STAMP) browser sandbox npm-tools
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
 .PHONY: test-stages stage-unit stage-unit-warm stage-kernel-main stage-pyyaml-floor \
-  stage-python-other stage-python-other-warm python-other-venv
+  stage-python-other stage-python-other-warm
 test-stages: $(TEST_STAGES)
 
 # The main venv's pytest in three parts that run side by side: without real kernels (the
@@ -222,18 +223,16 @@ stage-kernel-%:
 stage-pyyaml-floor:
 	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
 
-# The newest supported Python other than .venv's (scripts/python-matrix.sh --other), its venv
-# made once, then its unit tests in two halves side by side as above.
-python-other-venv:
-	@bash scripts/python-matrix.sh --other --prepare
-
+# The newest supported Python other than .venv's (scripts/python-matrix.sh --other): its unit
+# tests in two halves side by side as above (the first to start makes the venv; the other
+# waits for it on a lock).
 OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH))" \
   bash scripts/python-matrix.sh --other
 
-stage-python-other: python-other-venv
+stage-python-other:
 	$(call stage,other Python (warm start apart),PYTEST_ARGS="$(NOT_WARM)" $(OTHER_PYTHON))
 
-stage-python-other-warm: python-other-venv
+stage-python-other-warm:
 	$(call stage,other Python (warm start),PYTEST_ARGS="$(WARM_TESTS)" $(OTHER_PYTHON))
 
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).

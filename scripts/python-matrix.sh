@@ -163,6 +163,11 @@ for entry in "${found[@]}"; do
     venv="$VENVS/$version"
     start=$(date +%s)
     stamp="$venv/.installed"
+    # One creator at a time (make test runs two halves of the suite side by side): the other
+    # waits here, then finds the stamp.
+    mkdir -p "$VENVS"
+    exec 9>"$VENVS/.$version.lock"
+    flock 9
     # Rebuilt when pyproject.toml or uv.lock changes, or the venv belongs to another interpreter.
     want="$(realpath "$py") $(sha256sum pyproject.toml uv.lock | cut -c1-16 | tr '\n' ' ')"
     if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -180,6 +185,7 @@ for entry in "${found[@]}"; do
         fi
         echo "$want" >"$stamp"
     fi
+    exec 9>&-
     if [ "$prepare" = 1 ]; then
         summary="$summary\n  Python $version ($py): venv ready ($venv)"
         continue
