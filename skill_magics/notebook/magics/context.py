@@ -128,7 +128,7 @@ def highlight_xml(text: str) -> str:
 
 @magics_class
 class ContextMagics(SharedMagics):
-    """%skill_context, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%skill_context, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
@@ -168,7 +168,7 @@ class ContextMagics(SharedMagics):
         from skill_magics.core.context import build_skill_context
 
         opts = self._context_opts(line)
-        names, options = self._build_args(opts, self.settings.approver())
+        names, options = self._build_args(opts, self.skill_magics.approver())
         text = build_skill_context(self.manager, names, **options)
         return self._store(opts.out, SkillContextText(text))
 
@@ -182,7 +182,7 @@ class ContextMagics(SharedMagics):
 
         opts = self._context_opts(line)
         cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel)
+        approver = self.skill_magics.approver(in_worker=True, cancel=cancel)
         names, options = self._build_args(opts, approver)
         text = await build_skill_context_async(self.manager, names, cancel=cancel, **options)
         return self._store(opts.out, SkillContextText(text))

@@ -62,10 +62,10 @@ class LineParser(argparse.ArgumentParser):
         raise UsageError(f"{message}: usage: {self.usage_line}")
 
 
-def find_client(settings: Any, name: str | None) -> Any:
+def find_client(skill_magics: Any, name: str | None) -> Any:
     """The client named ``name`` in the notebook, else SkillMagics.model_client."""
-    shell = settings.shell
-    client = settings.model_client
+    shell = skill_magics.shell
+    client = skill_magics.model_client
     label = "SkillMagics.model_client"
     if name:
         client, label = name, "--client"
@@ -86,8 +86,8 @@ def find_client(settings: Any, name: str | None) -> Any:
     return client
 
 
-def find_model(settings: Any, model: str | None) -> str:
-    chosen = model or settings.model
+def find_model(skill_magics: Any, model: str | None) -> str:
+    chosen = model or skill_magics.model
     if not chosen:
         raise UsageError(NO_MODEL)
     return str(chosen)
@@ -111,7 +111,7 @@ def sync_only(client: Any, what: str) -> None:
 
 @magics_class
 class SkillAgentMagics(SharedMagics):
-    """%%skillagent, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%%skillagent, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     @magic_arguments(name="%skillagent")  # a cell magic: usage reads %%skillagent
     @argument("--model", default=None, help="the model's name (default: SkillMagics.model)")
@@ -137,7 +137,7 @@ class SkillAgentMagics(SharedMagics):
         except MissingKey as exc:
             return self._keyless(line, exc)
         sync_only(client, "%%skillagent")
-        approver = self.settings.approver(asker=MODEL_ASKS)
+        approver = self.skill_magics.approver(asker=MODEL_ASKS)
         try:
             transcript = run_agent(client, self.manager, cell.strip(), options, approver=approver)
         except (SkillMagicsError, ValueError) as exc:
@@ -154,7 +154,7 @@ class SkillAgentMagics(SharedMagics):
         except MissingKey as exc:
             return self._keyless(line, exc)
         cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS)
+        approver = self.skill_magics.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS)
         try:
             transcript = await run_agent_async(
                 client, self.manager, cell.strip(), options, approver=approver, cancel=cancel
@@ -195,8 +195,8 @@ class SkillAgentMagics(SharedMagics):
             ) from None
         if not cell.strip():
             raise UsageError("%%skillagent needs a prompt: write it in the cell below the line")
-        client = find_client(self.settings, opts.client)
-        model = find_model(self.settings, opts.model)
+        client = find_client(self.skill_magics, opts.client)
+        model = find_model(self.skill_magics, opts.model)
         try:
             options = AgentOptions(
                 model=model,

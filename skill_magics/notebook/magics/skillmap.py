@@ -67,7 +67,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     from skill_magics.core.run.template import fill_argv, placeholders
 
     parsed = parse_run_line(
-        magics.skillrun.parser, line, require_approval=magics.settings.require_approval
+        magics.skillrun.parser, line, require_approval=magics.skill_magics.require_approval
     )
     opts, skill, script, template = parsed.opts, parsed.skill, parsed.script, parsed.tail
     if opts.eval or cell.strip():
@@ -231,7 +231,7 @@ def run_map(magics: Any, line: str, cell: str) -> BatchResult:
     from skill_magics.notebook.approval.waiting import Strategy
 
     run = plan_map(magics, line, cell)
-    approver = magics.settings.approver()
+    approver = magics.skill_magics.approver()
     cancel = threading.Event()
     # Stop: a click handled on another thread (a JupyterLab subshell) while this one runs
     stoppable = approver.strategy in (Strategy.RELAY, Strategy.THREAD)
@@ -260,7 +260,7 @@ async def run_map_async(magics: Any, line: str, cell: str) -> BatchResult:
 
     run = plan_map(magics, line, cell)
     cancel = threading.Event()
-    approver = magics.settings.approver(in_worker=True, cancel=cancel)
+    approver = magics.skill_magics.approver(in_worker=True, cancel=cancel)
     progress = _Progress(magics, run, approver, cancel.set)
     try:
         outcome = await magics.manager.run_planned_async(

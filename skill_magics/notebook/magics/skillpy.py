@@ -57,7 +57,7 @@ class SkillPyResult(dict):
 
 @magics_class
 class SkillPyMagics(SharedMagics):
-    """%%skillpy, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%%skillpy, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     # %%skillpy ---------------------------------------------------------------------------
     @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
@@ -79,7 +79,7 @@ class SkillPyMagics(SharedMagics):
             opts.skill,
             cell,
             timeout=opts.timeout,
-            approver=self.settings.approver(),
+            approver=self.skill_magics.approver(),
         )
         return self._store(opts.out, SkillPyResult(result))
 
@@ -94,7 +94,7 @@ class SkillPyMagics(SharedMagics):
             opts.skill,
             cell,
             timeout=opts.timeout,
-            approver=self.settings.approver(in_worker=True, cancel=cancel),
+            approver=self.skill_magics.approver(in_worker=True, cancel=cancel),
             cancel=cancel,
         )
         return self._store(opts.out, SkillPyResult(result))

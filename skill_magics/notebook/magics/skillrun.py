@@ -75,7 +75,7 @@ class _Run:
 
 @magics_class
 class SkillRunMagics(SharedMagics):
-    """``%%skillrun``; configuration, manager and panels come from ``settings`` (SkillMagics)."""
+    """``%%skillrun``; configuration, manager and panels come from ``skill_magics``."""
 
     @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
     @argument(
@@ -161,7 +161,7 @@ class SkillRunMagics(SharedMagics):
         if wants_map(line):  # a batch: magics/skillmap.py
             return run_map(self, line, cell)
         run = self._plan(line, cell)
-        approver = self.settings.approver(pending_ok=True)
+        approver = self.skill_magics.approver(pending_ok=True)
         # Stop works where clicks arrive on another thread while this one runs the script.
         view = _RunView(self, run, stoppable=approver.strategy in (Strategy.RELAY, Strategy.THREAD))
         try:
@@ -193,7 +193,7 @@ class SkillRunMagics(SharedMagics):
             return await run_map_async(self, line, cell)
         run = self._plan(line, cell)
         cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)
+        approver = self.skill_magics.approver(in_worker=True, cancel=cancel, pending_ok=True)
         view = _RunView(self, run, stoppable=True, cancel=cancel, on_loop=True)
         task = asyncio.ensure_future(
             self.manager.run_planned_async(
@@ -228,7 +228,7 @@ class SkillRunMagics(SharedMagics):
     def _plan(self, line: str, cell: str) -> _Run:
         """Parse and plan; a one-line UsageError when nothing can run."""
         parsed = parse_run_line(
-            self.skillrun.parser, line, require_approval=self.settings.require_approval
+            self.skillrun.parser, line, require_approval=self.skill_magics.require_approval
         )
         opts, skill, script, argv = parsed.opts, parsed.skill, parsed.script, parsed.tail
         manager = self.manager
@@ -286,7 +286,7 @@ class SkillRunMagics(SharedMagics):
             message=message,
             arguments=run.arguments,
             argv=run.argv or (),
-            max_display_chars=self.settings.max_display_chars,
+            max_display_chars=self.skill_magics.max_display_chars,
         )
 
     def _settled(self, run: _Run, outcome: RunOutcome, view: _RunView) -> SkillRunResult:
@@ -334,9 +334,9 @@ class SkillRunMagics(SharedMagics):
             run.script,
             arguments=run.arguments,
             argv=run.argv or (),
-            max_display_chars=self.settings.max_display_chars,
+            max_display_chars=self.skill_magics.max_display_chars,
         )
-        pending = self.settings.pending
+        pending = self.skill_magics.pending
         pending.append(res)
         updates = _displays_update(self.shell)
         if updates:

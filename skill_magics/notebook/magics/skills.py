@@ -410,16 +410,16 @@ class SkillMagics(Magics):
 
 
 class SharedMagics(Magics):
-    """Base of the magics that share one SkillMagics (``settings``): its configuration, its
+    """Base of the magics that share one SkillMagics (``skill_magics``): its configuration, its
     manager, its panels. Not registered itself; subclasses add their magics."""
 
-    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+    def __init__(self, shell: Any, skill_magics: SkillMagics) -> None:
         super().__init__(shell=shell)
-        self.settings = settings
+        self.skill_magics = skill_magics
 
     @property
     def manager(self) -> SkillManager:
-        return self.settings.manager
+        return self.skill_magics.manager
 
     @property
     def _shell(self) -> InteractiveShell:
