@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -22,6 +21,7 @@ from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # core/lab is imported on use
@@ -130,34 +130,28 @@ class SkillAgentMagics(SharedMagics):
         skills' script tools; each script it calls asks for approval first. Returns the
         Transcript (messages, steps with timing, activated, tool_calls, final_text, usage).
         """
-        from skill_magics.core.lab.agent import run_agent
-
-        try:
-            opts, client, options = self._parse(line, cell)
-        except MissingKey as exc:
-            return self._keyless(line, exc)
-        sync_only(client, "%%skillagent")
-        approver = self.skill_magics.approver(asker=MODEL_ASKS)
-        try:
-            transcript = run_agent(client, self.manager, cell.strip(), options, approver=approver)
-        except (SkillMagicsError, ValueError) as exc:
-            raise usage_error(exc) from None
-        return self._store(opts.out, transcript)
+        return drive.blocking(self.skill_magics, self._skillagent, line, cell)
 
     async def skillagent_async(self, line: str, cell: str) -> Any:
         """The await path: approvals wait in worker threads while the cell awaits; a kernel
         interrupt kills a running script and ends the conversation."""
-        from skill_magics.core.lab.agent import run_agent_async
+        return await drive.awaited(self.skill_magics, self._skillagent, line, cell)
+
+    def _skillagent(self, path: drive.Path, line: str, cell: str) -> drive.Magic[Any]:
+        from skill_magics.core.lab import agent
 
         try:
             opts, client, options = self._parse(line, cell)
         except MissingKey as exc:
             return self._keyless(line, exc)
-        cancel = threading.Event()
-        approver = self.skill_magics.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS)
+        if not path.is_awaited:  # awaited, an async client is awaited too
+            sync_only(client, "%%skillagent")
+        approver = path.approver(asker=MODEL_ASKS)
+        run = (client, self.manager, cell.strip(), options)
         try:
-            transcript = await run_agent_async(
-                client, self.manager, cell.strip(), options, approver=approver, cancel=cancel
+            transcript = yield drive.Step(
+                lambda: agent.run_agent(*run, approver=approver),
+                lambda: agent.run_agent_async(*run, approver=approver, cancel=path.cancel),
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
