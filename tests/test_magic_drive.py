@@ -28,9 +28,9 @@ class Host:
         return kwargs
 
 
-def where(path: drive.Path, fail: BaseException | None = None) -> drive.Magic[dict[str, Any]]:
+def where(mode: drive.Mode, fail: BaseException | None = None) -> drive.Magic[dict[str, Any]]:
     """A magic: its step reports the thread it ran in, or raises ``fail``."""
-    approver = path.approver(pending_ok=True)
+    approver = mode.approver(pending_ok=True)
 
     def step() -> str:
         if fail is not None:
@@ -40,8 +40,8 @@ def where(path: drive.Path, fail: BaseException | None = None) -> drive.Magic[di
     try:
         thread = yield drive.Step(step)
     except (KeyboardInterrupt, ValueError) as exc:
-        return {"caught": type(exc).__name__, "cancel": path.cancel}
-    return {"thread": thread, "approver": approver, "cancel": path.cancel}
+        return {"caught": type(exc).__name__, "cancel": mode.cancel}
+    return {"thread": thread, "approver": approver, "cancel": mode.cancel}
 
 
 def test_blocking_runs_the_step_here_without_a_cancel_event() -> None:
@@ -74,14 +74,14 @@ def test_an_exception_the_magic_does_not_catch_propagates() -> None:
 
 
 def test_a_host_without_an_approver_gives_the_fallback_on_the_blocking_path() -> None:
-    def magic(path: drive.Path) -> drive.Magic[Any]:
-        return (yield drive.Step(lambda: path.approver(fallback="manager's")))
+    def magic(mode: drive.Mode) -> drive.Magic[Any]:
+        return (yield drive.Step(lambda: mode.approver(fallback="manager's")))
 
     assert drive.blocking(object(), magic) == "manager's"
 
 
 def test_an_awaited_step_uses_its_coroutine() -> None:
-    def magic(path: drive.Path) -> drive.Magic[str]:
+    def magic(mode: drive.Mode) -> drive.Magic[str]:
         async def value() -> str:
             return "awaited"
 
@@ -94,7 +94,7 @@ def test_an_awaited_step_uses_its_coroutine() -> None:
 def test_a_cancellation_is_thrown_into_the_magic() -> None:
     started, seen = threading.Event(), []
 
-    def magic(path: drive.Path) -> drive.Magic[str]:
+    def magic(mode: drive.Mode) -> drive.Magic[str]:
         async def forever() -> str:
             started.set()
             await asyncio.sleep(60)
@@ -103,7 +103,7 @@ def test_a_cancellation_is_thrown_into_the_magic() -> None:
         try:
             return (yield drive.Step(lambda: "blocking", forever))
         except asyncio.CancelledError:
-            seen.append(path.cancel)
+            seen.append(mode.cancel)
             raise
 
     async def interrupt() -> None:
@@ -121,9 +121,9 @@ def test_a_cancellation_is_thrown_into_the_magic() -> None:
 def test_a_cancelled_worker_step_sets_the_paths_cancel_event() -> None:
     running, seen = threading.Event(), []
 
-    def magic(path: drive.Path) -> drive.Magic[None]:
-        assert path.cancel is not None
-        cancel = path.cancel
+    def magic(mode: drive.Mode) -> drive.Magic[None]:
+        assert mode.cancel is not None
+        cancel = mode.cancel
         seen.append(cancel)
 
         def work() -> None:  # a step that watches cancel, as the executor does

@@ -1,5 +1,5 @@
 """``%skills`` subcommands: one small module each, ``run(magics, args) -> displayable | None``,
-or, for one that waits (an approval, a process, a model), ``magic(path, magics, args)``:
+or, for one that waits (an approval, a process, a model), ``magic(mode, magics, args)``:
 a generator written once for the blocking and the await path (magics/drive.py).
 
 A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run``

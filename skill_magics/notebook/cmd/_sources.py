@@ -25,10 +25,10 @@ def parser(usage: str) -> SubcommandParser:
 Job = Callable[[Any, threading.Event | None], Any]
 
 
-def waiting(path: drive.Path, job: Job) -> drive.Magic[Any]:
+def waiting(mode: drive.Mode, job: Job) -> drive.Magic[Any]:
     """Run ``job(approver, cancel)``: here, or in a worker thread that an interrupt stops."""
-    approver = path.approver()
-    return (yield drive.Step(lambda: job(approver, path.cancel)))
+    approver = mode.approver()
+    return (yield drive.Step(lambda: job(approver, mode.cancel)))
 
 
 __all__ = ["parser", "waiting"]

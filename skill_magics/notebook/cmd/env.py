@@ -32,11 +32,11 @@ def parse(args: list[str]) -> tuple[str, bool, str | None]:
     return opts.name, opts.rebuild, opts.installer
 
 
-def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[None]:
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[None]:
     """Awaited, the approval and the install run in a worker thread while the cell awaits;
     Kernel > Interrupt stops the installer's process group (nothing is kept)."""
     name, rebuild, installer = parse(args)
-    approver = path.approver()
+    approver = mode.approver()
     try:
         report = yield drive.Step(
             lambda: magics.manager.prepare_env(
@@ -45,7 +45,7 @@ def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[
                 rebuild=rebuild,
                 installer=installer,
                 on_output=_echo,
-                cancel=path.cancel,
+                cancel=mode.cancel,
             )
         )
     except EnvironmentBuildError as exc:

@@ -85,7 +85,7 @@ class _Call:
     options: EvalOptions
 
 
-def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
     """Awaited, the one approval and sync requests wait in worker threads while the cell
     awaits; Kernel > Interrupt kills a running script."""
     from skill_magics.core.lab import evals
@@ -96,17 +96,17 @@ def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[
         opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    if not path.is_awaited:  # awaited, an async client is awaited too
+    if not mode.is_awaited:  # awaited, an async client is awaited too
         sync_only(call.client, "%skills evals")
         if call.grader is not None:
             sync_only(call.grader, "%skills evals")
-    approver = path.approver(fallback=MANAGER_APPROVER)
+    approver = mode.approver(fallback=MANAGER_APPROVER)
     run = (call.client, magics.manager, call.skill, call.options)
     try:
         report = yield drive.Step(
             lambda: evals.run_evals(*run, grader=call.grader, approver=approver),
             lambda: evals.run_evals_async(
-                *run, grader=call.grader, approver=approver, cancel=path.cancel
+                *run, grader=call.grader, approver=approver, cancel=mode.cancel
             ),
         )
     except (SkillMagicsError, ValueError) as exc:

@@ -64,5 +64,5 @@ def _job(magics: Any, args: list[str]) -> _sources.Job:
     return job
 
 
-def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
-    return (yield from _sources.waiting(path, _job(magics, args)))
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    return (yield from _sources.waiting(mode, _job(magics, args)))

@@ -92,7 +92,7 @@ class _Call:
     options: TriggerOptions
 
 
-def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
     """Awaited, requests of a sync client wait in a worker thread (the progress bar and
     Kernel > Interrupt get through); an async client is awaited. Nobody is asked."""
     from skill_magics.core.lab import triggers
@@ -102,7 +102,7 @@ def magic(path: drive.Path, magics: SkillsHost, args: list[str]) -> drive.Magic[
         opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    if not path.is_awaited:
+    if not mode.is_awaited:
         sync_only(call.client, "%skills triggers")
     run = (call.client, magics.manager, call.skill, call.queries, call.options)
     try:

@@ -175,15 +175,15 @@ class ContextMagics(SharedMagics):
         """
         return await drive.awaited(self.skill_magics, self._skill_context, line)
 
-    def _skill_context(self, path: drive.Path, line: str) -> drive.Magic[SkillContextText | None]:
+    def _skill_context(self, mode: drive.Mode, line: str) -> drive.Magic[SkillContextText | None]:
         from skill_magics.core import context
 
         opts = self._context_opts(line)
-        names, options = self._build_args(opts, path.approver())
+        names, options = self._build_args(opts, mode.approver())
         text = yield drive.Step(
             lambda: context.build_skill_context(self.manager, names, **options),
             lambda: context.build_skill_context_async(
-                self.manager, names, cancel=path.cancel, **options
+                self.manager, names, cancel=mode.cancel, **options
             ),
         )
         return self._store(opts.out, SkillContextText(text))

@@ -5,8 +5,8 @@ cell's thread (terminal IPython, ipykernel < 7.4, the body of another magic), an
 (ipykernel >= 7.4, magics/rewrite.py): the waiting happens in worker threads while the cell
 awaits, so the click, the Stop button and Kernel > Interrupt reach the kernel.
 
-A magic is a generator function ``magic(path, ...)`` (a :data:`Magic`): it parses and checks,
-takes its approver from ``path`` (:meth:`Path.approver`), yields a :class:`Step` and gets the
+A magic is a generator function ``magic(mode, ...)`` (a :data:`Magic`): it parses and checks,
+takes its approver from ``mode`` (:meth:`Mode.approver`), yields a :class:`Step` and gets the
 step's value back, or the step's exception thrown in (so its ``except`` clauses serve both
 paths), and returns the cell's value. :func:`blocking` answers the step in this thread;
 :func:`awaited` awaits it. The same pattern as core/lab/drive.py and the pipeline's ``_steps``
@@ -26,7 +26,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Step(Generic[T]):
     """The blocking part of a magic: ``call()`` in this thread, or ``awaited()`` on the await
-    path (None: ``call`` in a worker thread that the path's ``cancel`` stops)."""
+    path (None: ``call`` in a worker thread that the mode's ``cancel`` stops)."""
 
     call: Callable[[], T]
     awaited: Callable[[], Awaitable[T]] | None = None
@@ -36,7 +36,7 @@ Magic = Generator[Step[Any], Any, T]
 
 
 @dataclass(frozen=True)
-class Path:
+class Mode:
     """Which path this cell takes: ``cancel`` is set on the await path (an interrupt sets it:
     a wait for a click ends, a running process group is killed), None on the blocking one."""
 
@@ -57,8 +57,8 @@ class Path:
 
 
 def blocking(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
-    """Run ``magic(path, *args)`` in this thread."""
-    steps = magic(Path(host), *args)
+    """Run ``magic(mode, *args)`` in this thread."""
+    steps = magic(Mode(host), *args)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -74,11 +74,11 @@ def blocking(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
 
 
 async def awaited(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
-    """Await ``magic(path, *args)``: each step in a worker thread or as its coroutine."""
+    """Await ``magic(mode, *args)``: each step in a worker thread or as its coroutine."""
     from skill_magics.core.run.bridge import await_in_thread
 
     cancel = threading.Event()
-    steps = magic(Path(host, cancel), *args)
+    steps = magic(Mode(host, cancel), *args)
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -96,4 +96,4 @@ async def awaited(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
             error = exc
 
 
-__all__ = ["Magic", "Path", "Step", "awaited", "blocking"]
+__all__ = ["Magic", "Mode", "Step", "awaited", "blocking"]

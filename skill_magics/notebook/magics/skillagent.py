@@ -137,21 +137,21 @@ class SkillAgentMagics(SharedMagics):
         interrupt kills a running script and ends the conversation."""
         return await drive.awaited(self.skill_magics, self._skillagent, line, cell)
 
-    def _skillagent(self, path: drive.Path, line: str, cell: str) -> drive.Magic[Any]:
+    def _skillagent(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[Any]:
         from skill_magics.core.lab import agent
 
         try:
             opts, client, options = self._parse(line, cell)
         except MissingKey as exc:
             return self._keyless(line, exc)
-        if not path.is_awaited:  # awaited, an async client is awaited too
+        if not mode.is_awaited:  # awaited, an async client is awaited too
             sync_only(client, "%%skillagent")
-        approver = path.approver(asker=MODEL_ASKS)
+        approver = mode.approver(asker=MODEL_ASKS)
         run = (client, self.manager, cell.strip(), options)
         try:
             transcript = yield drive.Step(
                 lambda: agent.run_agent(*run, approver=approver),
-                lambda: agent.run_agent_async(*run, approver=approver, cancel=path.cancel),
+                lambda: agent.run_agent_async(*run, approver=approver, cancel=mode.cancel),
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None

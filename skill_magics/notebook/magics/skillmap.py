@@ -227,7 +227,7 @@ def _value(magics: Any, run: MapRun, outcome: Any, progress: _Progress) -> Batch
     return magics._store(run.out, result)
 
 
-def magic(path: drive.Path, magics: Any, line: str, cell: str) -> drive.Magic[BatchResult]:
+def magic(mode: drive.Mode, magics: Any, line: str, cell: str) -> drive.Magic[BatchResult]:
     """Gate, then the batch: in this thread (Ctrl-C stops it), or awaited (ipykernel >= 7.4:
     the gate and the batch in worker threads while the cell awaits, so the approval click,
     the Stop click and Kernel > Interrupt arrive)."""
@@ -235,11 +235,11 @@ def magic(path: drive.Path, magics: Any, line: str, cell: str) -> drive.Magic[Ba
     from skill_magics.notebook.approval.waiting import Strategy
 
     run = plan_map(magics, line, cell)
-    approver = path.approver()
-    cancel = path.cancel or threading.Event()
+    approver = mode.approver()
+    cancel = mode.cancel or threading.Event()
     # Stop: awaited, or a click handled on another thread (a JupyterLab subshell) while this
     # thread runs the batch
-    stoppable = path.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
+    stoppable = mode.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
     progress = _Progress(magics, run, approver, cancel.set if stoppable else None)
     options: dict[str, Any] = {
         "on_start": progress.start if len(run.plan) else None,
@@ -257,11 +257,11 @@ def magic(path: drive.Path, magics: Any, line: str, cell: str) -> drive.Magic[Ba
         # what it did.
         raise _failed(magics, run, progress, exc) from None
     except RunInterrupted as exc:  # while waiting for the click: nothing ran
-        if path.is_awaited:
+        if mode.is_awaited:
             raise _interrupted(magics, run, progress, WAIT_INTERRUPTED) from None
         raise RunInterrupted(f"{run.name}: {exc}") from None
     except (asyncio.CancelledError, KeyboardInterrupt):
-        if not path.is_awaited:
+        if not mode.is_awaited:
             raise
         raise _interrupted(magics, run, progress, WAIT_INTERRUPTED) from None
     except (SkillMagicsError, ValueError) as exc:

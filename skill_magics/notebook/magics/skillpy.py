@@ -74,16 +74,16 @@ class SkillPyMagics(SharedMagics):
         """The await path: approval in a worker thread, the run awaited (interrupt kills it)."""
         return await drive.awaited(self.skill_magics, self._skillpy, line, cell)
 
-    def _skillpy(self, path: drive.Path, line: str, cell: str) -> drive.Magic[SkillPyResult | None]:
+    def _skillpy(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[SkillPyResult | None]:
         from skill_magics.core import skillpy
 
         opts = parse_argstring(self.skillpy, line)
         run = (self.manager, opts.skill, cell)
-        approver = path.approver()
+        approver = mode.approver()
         result = yield drive.Step(
             lambda: skillpy.run_python_in_skill(*run, timeout=opts.timeout, approver=approver),
             lambda: skillpy.run_python_in_skill_async(
-                *run, timeout=opts.timeout, approver=approver, cancel=path.cancel
+                *run, timeout=opts.timeout, approver=approver, cancel=mode.cancel
             ),
         )
         return self._store(opts.out, SkillPyResult(result))

@@ -164,20 +164,20 @@ class SkillRunMagics(SharedMagics):
         while the cell awaits, so the click, Stop and Kernel > Interrupt reach the kernel."""
         return await drive.awaited(self.skill_magics, self._skillrun, line, cell)
 
-    def _skillrun(self, path: drive.Path, line: str, cell: str) -> drive.Magic[Any]:
+    def _skillrun(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[Any]:
         """Both paths, written once: plan, then the call site (gate, run) as the one step."""
         from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
         from skill_magics.notebook.approval.waiting import Strategy
         from skill_magics.notebook.magics import skillmap
 
         if skillmap.wants_map(line):  # a batch: magics/skillmap.py
-            return (yield from skillmap.magic(path, self, line, cell))
+            return (yield from skillmap.magic(mode, self, line, cell))
         run = self._plan(line, cell)
-        approver = path.approver(pending_ok=True)
+        approver = mode.approver(pending_ok=True)
         # Stop works when awaited, or where clicks arrive on another thread while this one
         # runs the script.
-        stoppable = path.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
-        view = _RunView(self, run, stoppable=stoppable, cancel=path.cancel, on_loop=path.is_awaited)
+        stoppable = mode.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
+        view = _RunView(self, run, stoppable=stoppable, cancel=mode.cancel, on_loop=mode.is_awaited)
         manager = self.manager
         hooks: dict[str, Any] = {
             "on_start": view.start,
