@@ -231,7 +231,6 @@ def magic(mode: drive.Mode, magics: Any, line: str, cell: str) -> drive.Magic[Ba
     """Gate, then the batch: in this thread (Ctrl-C stops it), or awaited (ipykernel >= 7.4:
     the gate and the batch in worker threads while the cell awaits, so the approval click,
     the Stop click and Kernel > Interrupt arrive)."""
-    from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
     from skill_magics.notebook.approval.waiting import Strategy
 
     run = plan_map(magics, line, cell)
@@ -258,23 +257,25 @@ def magic(mode: drive.Mode, magics: Any, line: str, cell: str) -> drive.Magic[Ba
         raise _failed(magics, run, progress, exc) from None
     except RunInterrupted as exc:  # while waiting for the click: nothing ran
         if mode.is_awaited:
-            raise _interrupted(magics, run, progress, WAIT_INTERRUPTED) from None
+            raise _interrupted(magics, run, progress) from None
         raise RunInterrupted(f"{run.name}: {exc}") from None
     except (asyncio.CancelledError, KeyboardInterrupt):
         if not mode.is_awaited:
             raise
-        raise _interrupted(magics, run, progress, WAIT_INTERRUPTED) from None
+        raise _interrupted(magics, run, progress) from None
     except (SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
     return _value(magics, run, outcome, progress)
 
 
-def _interrupted(magics: Any, run: MapRun, progress: _Progress, waiting: str) -> BaseException:
+def _interrupted(magics: Any, run: MapRun, progress: _Progress) -> BaseException:
     """Kernel > Interrupt on the await path: as the batch started (nothing to keep), or while
     the click was awaited."""
+    from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+
     if progress.view is not None:
         return _failed(magics, run, progress, BatchInterrupted(INTERRUPTED))
-    return RunInterrupted(f"{run.name}: {waiting}")
+    return RunInterrupted(f"{run.name}: {WAIT_INTERRUPTED}")
 
 
 def _failed(magics: Any, run: MapRun, progress: _Progress, exc: BaseException) -> BaseException:
