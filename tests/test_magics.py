@@ -718,7 +718,7 @@ def test_skillrun_no_approval_flag_refused_while_approval_required():
 
     shell = InteractiveShell.instance()
     magics = SkillRunMagics(shell, SkillMagics(shell=shell))
-    assert magics.settings.require_approval is True
+    assert magics.skill_magics.require_approval is True
     with pytest.raises(UsageError):
         magics._plan("anything.a --no-approval", "")
 

@@ -226,7 +226,7 @@ def ipython(tmp_path: Path, examples_dir: Path) -> Iterator[TerminalIPython]:
 
 def test_skills_prints_an_aligned_text_table(ipython: TerminalIPython) -> None:
     ui = ipython.run(
-        "print(get_ipython().find_cell_magic('skillrun').__self__.settings.approval_ui)"
+        "print(get_ipython().find_cell_magic('skillrun').__self__.skill_magics.approval_ui)"
     )
     assert ui.strip().splitlines()[-1] == "auto"  # the real default path, nothing forced
 

@@ -56,11 +56,10 @@ def load(shell: Any) -> SkillMagics:
             "skillrun": skillrun.skillrun_async,
             "skillpy": skillpy.skillpy_async,
             "skill_context": context.skill_context_async,
-            "skills env": magics.skills_env_async,
             "skillagent": skillagent.skillagent_async,
             **{
                 f"skills {name}": functools.partial(magics.skills_subcommand_async, name)
-                for name in ("install", "update", "sync", "evals", "triggers")
+                for name in ("env", "install", "update", "sync", "evals", "triggers")
             },
         },
     )

@@ -1,4 +1,6 @@
-"""``%skills`` subcommands: one small module each, ``run(magics, args) -> displayable | None``.
+"""``%skills`` subcommands: one small module each, ``run(magics, args) -> displayable | None``,
+or, for one that waits (an approval, a process, a model), ``magic(mode, magics, args)``:
+a generator written once for the blocking and the await path (magics/drive.py).
 
 A module named like the subcommand (``list.py`` for ``%skills list``) with a ``run``
 function and a one-line ``HELP`` string is picked up automatically; another helper's module
@@ -58,7 +60,13 @@ def lookup(name: str) -> Callable[[SkillsHost, list[str]], Any]:
             f"Unknown subcommand %skills {name}.{hint} Available: {', '.join(available)} "
             "(see %skills?)"
         )
-    return importlib.import_module(f"{__name__}.{name}").run
+    module = importlib.import_module(f"{__name__}.{name}")
+    magic = getattr(module, "magic", None)
+    if magic is not None:  # a subcommand that waits, written once (magics/drive.py)
+        from skill_magics.notebook.magics import drive
+
+        return lambda magics, args: drive.blocking(magics, magic, magics, args)
+    return module.run
 
 
 def help_lines() -> list[str]:

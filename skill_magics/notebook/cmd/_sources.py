@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skill_magics.notebook.cmd import SubcommandParser
+from skill_magics.notebook.magics import drive
 
 
 def parser(usage: str) -> SubcommandParser:
@@ -24,20 +25,10 @@ def parser(usage: str) -> SubcommandParser:
 Job = Callable[[Any, threading.Event | None], Any]
 
 
-def run_sync(magics: Any, job: Job) -> Any:
-    """Run ``job(approver, cancel)`` here (terminal IPython, older kernels)."""
-    approver_of = getattr(magics, "approver", None)
-    approver = approver_of() if callable(approver_of) else None
-    return job(approver, None)
+def waiting(mode: drive.Mode, job: Job) -> drive.Magic[Any]:
+    """Run ``job(approver, cancel)``: here, or in a worker thread that an interrupt stops."""
+    approver = mode.approver()
+    return (yield drive.Step(lambda: job(approver, mode.cancel)))
 
 
-async def run_async(magics: Any, job: Job) -> Any:
-    """The await path: ``job`` in a worker thread; an interrupt sets ``cancel``."""
-    from skill_magics.core.run.bridge import await_in_thread
-
-    cancel = threading.Event()
-    approver = magics.approver(in_worker=True, cancel=cancel)
-    return await await_in_thread(lambda: job(approver, cancel), cancel)
-
-
-__all__ = ["parser", "run_sync", "run_async"]
+__all__ = ["parser", "waiting"]

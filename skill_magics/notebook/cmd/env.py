@@ -9,13 +9,12 @@ ipykernel >= 7.4 the line is awaited (magics/rewrite.py), so the approval click 
 from __future__ import annotations
 
 import sys
-import threading
-from typing import Any
 
 from IPython.core.error import UsageError
 
 from skill_magics.core.errors import EnvironmentBuildError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
+from skill_magics.notebook.magics import drive
 
 HELP = "NAME [--rebuild] [--installer uv|pip]: install what a skill's scripts lack"
 USAGE = "%skills env NAME [--rebuild] [--installer uv|pip]"
@@ -33,42 +32,21 @@ def parse(args: list[str]) -> tuple[str, bool, str | None]:
     return opts.name, opts.rebuild, opts.installer
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[None]:
+    """Awaited, the approval and the install run in a worker thread while the cell awaits;
+    Kernel > Interrupt stops the installer's process group (nothing is kept)."""
     name, rebuild, installer = parse(args)
-    approver_of = getattr(magics, "approver", None)
-    approver = approver_of() if callable(approver_of) else None
-    return _build_env(magics, name, rebuild, installer, approver, None)
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    """The await path: the approval and the install run in a worker thread while the cell
-    awaits; Kernel > Interrupt stops the installer's process group (nothing is kept)."""
-    from skill_magics.core.run.bridge import await_in_thread
-
-    name, rebuild, installer = parse(args)
-    cancel = threading.Event()
-    approver = magics.approver(in_worker=True, cancel=cancel)
-    return await await_in_thread(
-        lambda: _build_env(magics, name, rebuild, installer, approver, cancel), cancel
-    )
-
-
-def _build_env(
-    magics: Any,
-    name: str,
-    rebuild: bool,
-    installer: str | None,
-    approver: Any,
-    cancel: threading.Event | None,
-) -> None:
+    approver = mode.approver()
     try:
-        report = magics.manager.prepare_env(
-            name,
-            approver=approver,
-            rebuild=rebuild,
-            installer=installer,
-            on_output=_echo,
-            cancel=cancel,
+        report = yield drive.Step(
+            lambda: magics.manager.prepare_env(
+                name,
+                approver=approver,
+                rebuild=rebuild,
+                installer=installer,
+                on_output=_echo,
+                cancel=mode.cancel,
+            )
         )
     except EnvironmentBuildError as exc:
         # One line that ends with the installer's last lines (its full output streamed above).

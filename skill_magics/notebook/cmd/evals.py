@@ -10,7 +10,6 @@ awaited (magics/rewrite.py), so that click arrives.
 from __future__ import annotations
 
 import argparse
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from IPython.core.error import UsageError
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skillagent import MissingKey
 
 if TYPE_CHECKING:  # core/lab is imported on use
@@ -85,47 +85,30 @@ class _Call:
     options: EvalOptions
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
-    from skill_magics.core.lab.evals import run_evals
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    """Awaited, the one approval and sync requests wait in worker threads while the cell
+    awaits; Kernel > Interrupt kills a running script."""
+    from skill_magics.core.lab import evals
+    from skill_magics.core.run.approval import MANAGER_APPROVER
     from skill_magics.notebook.magics.skillagent import sync_only
 
     try:
         opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    sync_only(call.client, "%skills evals")
-    if call.grader is not None:
-        sync_only(call.grader, "%skills evals")
-    from skill_magics.core.run.approval import MANAGER_APPROVER
-
-    approver_of = getattr(magics, "approver", None)
-    approver = approver_of() if callable(approver_of) else MANAGER_APPROVER
+    if not mode.is_awaited:  # awaited, an async client is awaited too
+        sync_only(call.client, "%skills evals")
+        if call.grader is not None:
+            sync_only(call.grader, "%skills evals")
+    approver = mode.approver(fallback=MANAGER_APPROVER)
+    run = (call.client, magics.manager, call.skill, call.options)
     try:
-        report = run_evals(
-            call.client, magics.manager, call.skill, call.options, grader=call.grader,
-            approver=approver,
-        )  # fmt: skip
-    except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(magic_words(exc)) from None
-    return _store(magics, opts.out, report)
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    """The await path: the one approval and sync requests wait in worker threads while
-    the cell awaits; Kernel > Interrupt kills a running script."""
-    from skill_magics.core.lab.evals import run_evals_async
-
-    try:
-        opts, call = _call(magics, args)
-    except MissingKey as exc:
-        return _keyless(magics, args, exc)
-    cancel = threading.Event()
-    approver = magics.approver(in_worker=True, cancel=cancel)
-    try:
-        report = await run_evals_async(
-            call.client, magics.manager, call.skill, call.options, grader=call.grader,
-            approver=approver, cancel=cancel,
-        )  # fmt: skip
+        report = yield drive.Step(
+            lambda: evals.run_evals(*run, grader=call.grader, approver=approver),
+            lambda: evals.run_evals_async(
+                *run, grader=call.grader, approver=approver, cancel=mode.cancel
+            ),
+        )
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None
     return _store(magics, opts.out, report)

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
+from skill_magics.notebook.magics import drive
 
 HELP = (
     "SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]: install skills "
@@ -62,9 +63,5 @@ def _job(magics: Any, args: list[str]) -> _sources.Job:
     return job
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
-    return _sources.run_sync(magics, _job(magics, args))
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    return await _sources.run_async(magics, _job(magics, args))
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    return (yield from _sources.waiting(mode, _job(magics, args)))

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
+from skill_magics.notebook.magics import drive
 
 HELP = (
     "[DIR] [--force] | --from PATH [--into DIR]: re-create the skills a skills-lock.json pins "
@@ -63,9 +64,5 @@ def _job(magics: Any, args: list[str]) -> _sources.Job:
     return job
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
-    return _sources.run_sync(magics, _job(magics, args))
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    return await _sources.run_async(magics, _job(magics, args))
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    return (yield from _sources.waiting(mode, _job(magics, args)))

@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skillagent import MissingKey
 
 if TYPE_CHECKING:  # core/lab is imported on use
@@ -91,36 +92,23 @@ class _Call:
     options: TriggerOptions
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
-    from skill_magics.core.lab.triggers import evaluate_triggers
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    """Awaited, requests of a sync client wait in a worker thread (the progress bar and
+    Kernel > Interrupt get through); an async client is awaited. Nobody is asked."""
+    from skill_magics.core.lab import triggers
     from skill_magics.notebook.magics.skillagent import sync_only
 
     try:
         opts, call = _call(magics, args)
     except MissingKey as exc:
         return _keyless(magics, args, exc)
-    sync_only(call.client, "%skills triggers")
+    if not mode.is_awaited:
+        sync_only(call.client, "%skills triggers")
+    run = (call.client, magics.manager, call.skill, call.queries, call.options)
     try:
-        report = evaluate_triggers(
-            call.client, magics.manager, call.skill, call.queries, call.options
-        )
-    except (SkillMagicsError, ValueError) as exc:
-        raise UsageError(magic_words(exc)) from None
-    return _store(magics, opts.out, report)
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    """The await path: requests of a sync client wait in a worker thread (the progress bar
-    and Kernel > Interrupt get through); an async client is awaited."""
-    from skill_magics.core.lab.triggers import evaluate_triggers_async
-
-    try:
-        opts, call = _call(magics, args)
-    except MissingKey as exc:
-        return _keyless(magics, args, exc)
-    try:
-        report = await evaluate_triggers_async(
-            call.client, magics.manager, call.skill, call.queries, call.options
+        report = yield drive.Step(
+            lambda: triggers.evaluate_triggers(*run),
+            lambda: triggers.evaluate_triggers_async(*run),
         )
     except (SkillMagicsError, ValueError) as exc:
         raise UsageError(magic_words(exc)) from None

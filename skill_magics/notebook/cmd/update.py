@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
+from skill_magics.notebook.magics import drive
 
 HELP = "[NAME ...] [--into DIR] [--force]: fetch installed skills again, install what changed"
 USAGE = "%skills update [NAME ...] [--into DIR] [--force]"
@@ -40,9 +41,5 @@ def _job(magics: Any, args: list[str]) -> _sources.Job:
     return job
 
 
-def run(magics: SkillsHost, args: list[str]) -> Any:
-    return _sources.run_sync(magics, _job(magics, args))
-
-
-async def run_async(magics: Any, args: list[str]) -> Any:
-    return await _sources.run_async(magics, _job(magics, args))
+def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[Any]:
+    return (yield from _sources.waiting(mode, _job(magics, args)))

@@ -19,7 +19,6 @@ import html
 import json
 import re
 import shlex
-import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def highlight_xml(text: str) -> str:
 
 @magics_class
 class ContextMagics(SharedMagics):
-    """%skill_context, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%skill_context, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
@@ -165,12 +165,7 @@ class ContextMagics(SharedMagics):
         pass to a model. --no-run lists them without running; --args JSON feeds them stdin
         (--args NAME=JSON, repeated: each skill its own).
         """
-        from skill_magics.core.context import build_skill_context
-
-        opts = self._context_opts(line)
-        names, options = self._build_args(opts, self.settings.approver())
-        text = build_skill_context(self.manager, names, **options)
-        return self._store(opts.out, SkillContextText(text))
+        return drive.blocking(self.skill_magics, self._skill_context, line)
 
     async def skill_context_async(self, line: str) -> SkillContextText | None:
         """The await path: core in a worker thread, the cell awaiting (clicks get through).
@@ -178,13 +173,19 @@ class ContextMagics(SharedMagics):
         A kernel interrupt cancels the await: the approval wait ends, a running script's
         process group is killed and no further script starts, then the interrupt propagates.
         """
-        from skill_magics.core.context import build_skill_context_async
+        return await drive.awaited(self.skill_magics, self._skill_context, line)
+
+    def _skill_context(self, mode: drive.Mode, line: str) -> drive.Magic[SkillContextText | None]:
+        from skill_magics.core import context
 
         opts = self._context_opts(line)
-        cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel)
-        names, options = self._build_args(opts, approver)
-        text = await build_skill_context_async(self.manager, names, cancel=cancel, **options)
+        names, options = self._build_args(opts, mode.approver())
+        text = yield drive.Step(
+            lambda: context.build_skill_context(self.manager, names, **options),
+            lambda: context.build_skill_context_async(
+                self.manager, names, cancel=mode.cancel, **options
+            ),
+        )
         return self._store(opts.out, SkillContextText(text))
 
     def _context_opts(self, line: str) -> argparse.Namespace:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import threading
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -22,6 +21,7 @@ from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from skill_magics.core.errors import SkillMagicsError, magic_words
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # core/lab is imported on use
@@ -62,10 +62,10 @@ class LineParser(argparse.ArgumentParser):
         raise UsageError(f"{message}: usage: {self.usage_line}")
 
 
-def find_client(settings: Any, name: str | None) -> Any:
+def find_client(skill_magics: Any, name: str | None) -> Any:
     """The client named ``name`` in the notebook, else SkillMagics.model_client."""
-    shell = settings.shell
-    client = settings.model_client
+    shell = skill_magics.shell
+    client = skill_magics.model_client
     label = "SkillMagics.model_client"
     if name:
         client, label = name, "--client"
@@ -86,8 +86,8 @@ def find_client(settings: Any, name: str | None) -> Any:
     return client
 
 
-def find_model(settings: Any, model: str | None) -> str:
-    chosen = model or settings.model
+def find_model(skill_magics: Any, model: str | None) -> str:
+    chosen = model or skill_magics.model
     if not chosen:
         raise UsageError(NO_MODEL)
     return str(chosen)
@@ -111,7 +111,7 @@ def sync_only(client: Any, what: str) -> None:
 
 @magics_class
 class SkillAgentMagics(SharedMagics):
-    """%%skillagent, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%%skillagent, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     @magic_arguments(name="%skillagent")  # a cell magic: usage reads %%skillagent
     @argument("--model", default=None, help="the model's name (default: SkillMagics.model)")
@@ -130,34 +130,28 @@ class SkillAgentMagics(SharedMagics):
         skills' script tools; each script it calls asks for approval first. Returns the
         Transcript (messages, steps with timing, activated, tool_calls, final_text, usage).
         """
-        from skill_magics.core.lab.agent import run_agent
-
-        try:
-            opts, client, options = self._parse(line, cell)
-        except MissingKey as exc:
-            return self._keyless(line, exc)
-        sync_only(client, "%%skillagent")
-        approver = self.settings.approver(asker=MODEL_ASKS)
-        try:
-            transcript = run_agent(client, self.manager, cell.strip(), options, approver=approver)
-        except (SkillMagicsError, ValueError) as exc:
-            raise usage_error(exc) from None
-        return self._store(opts.out, transcript)
+        return drive.blocking(self.skill_magics, self._skillagent, line, cell)
 
     async def skillagent_async(self, line: str, cell: str) -> Any:
         """The await path: approvals wait in worker threads while the cell awaits; a kernel
         interrupt kills a running script and ends the conversation."""
-        from skill_magics.core.lab.agent import run_agent_async
+        return await drive.awaited(self.skill_magics, self._skillagent, line, cell)
+
+    def _skillagent(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[Any]:
+        from skill_magics.core.lab import agent
 
         try:
             opts, client, options = self._parse(line, cell)
         except MissingKey as exc:
             return self._keyless(line, exc)
-        cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel, asker=MODEL_ASKS)
+        if not mode.is_awaited:  # awaited, an async client is awaited too
+            sync_only(client, "%%skillagent")
+        approver = mode.approver(asker=MODEL_ASKS)
+        run = (client, self.manager, cell.strip(), options)
         try:
-            transcript = await run_agent_async(
-                client, self.manager, cell.strip(), options, approver=approver, cancel=cancel
+            transcript = yield drive.Step(
+                lambda: agent.run_agent(*run, approver=approver),
+                lambda: agent.run_agent_async(*run, approver=approver, cancel=mode.cancel),
             )
         except (SkillMagicsError, ValueError) as exc:
             raise usage_error(exc) from None
@@ -195,8 +189,8 @@ class SkillAgentMagics(SharedMagics):
             ) from None
         if not cell.strip():
             raise UsageError("%%skillagent needs a prompt: write it in the cell below the line")
-        client = find_client(self.settings, opts.client)
-        model = find_model(self.settings, opts.model)
+        client = find_client(self.skill_magics, opts.client)
+        model = find_model(self.skill_magics, opts.model)
         try:
             options = AgentOptions(
                 model=model,

@@ -25,6 +25,7 @@ from IPython.core.error import UsageError
 
 from skill_magics.core.errors import BatchInterrupted, RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import usage_error
 
@@ -67,7 +68,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     from skill_magics.core.run.template import fill_argv, placeholders
 
     parsed = parse_run_line(
-        magics.skillrun.parser, line, require_approval=magics.settings.require_approval
+        magics.skillrun.parser, line, require_approval=magics.skill_magics.require_approval
     )
     opts, skill, script, template = parsed.opts, parsed.skill, parsed.script, parsed.tail
     if opts.eval or cell.strip():
@@ -226,60 +227,55 @@ def _value(magics: Any, run: MapRun, outcome: Any, progress: _Progress) -> Batch
     return magics._store(run.out, result)
 
 
-def run_map(magics: Any, line: str, cell: str) -> BatchResult:
-    """The synchronous path: gate, then the batch in this thread (Ctrl-C stops it)."""
+def magic(mode: drive.Mode, magics: Any, line: str, cell: str) -> drive.Magic[BatchResult]:
+    """Gate, then the batch: in this thread (Ctrl-C stops it), or awaited (ipykernel >= 7.4:
+    the gate and the batch in worker threads while the cell awaits, so the approval click,
+    the Stop click and Kernel > Interrupt arrive)."""
     from skill_magics.notebook.approval.waiting import Strategy
 
     run = plan_map(magics, line, cell)
-    approver = magics.settings.approver()
-    cancel = threading.Event()
-    # Stop: a click handled on another thread (a JupyterLab subshell) while this one runs
-    stoppable = approver.strategy in (Strategy.RELAY, Strategy.THREAD)
+    approver = mode.approver()
+    cancel = mode.cancel or threading.Event()
+    # Stop: awaited, or a click handled on another thread (a JupyterLab subshell) while this
+    # thread runs the batch
+    stoppable = mode.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
     progress = _Progress(magics, run, approver, cancel.set if stoppable else None)
+    options: dict[str, Any] = {
+        "on_start": progress.start if len(run.plan) else None,
+        "cancel": cancel,
+        "batch": _options(run, progress),
+    }
+    manager = magics.manager
     try:
-        outcome = magics.manager.run_planned(
-            run.plan,
-            approver,
-            on_start=progress.start if len(run.plan) else None,
-            cancel=cancel,
-            batch=_options(run, progress),
-        )
-    except RunInterrupted as exc:
-        if isinstance(exc, BatchInterrupted):
-            raise _failed(magics, run, progress, exc) from None
-        raise RunInterrupted(f"{run.name}: {exc}") from None
-    except (SkillMagicsError, ValueError) as exc:
-        raise _failed(magics, run, progress, exc) from None
-    return _value(magics, run, outcome, progress)
-
-
-async def run_map_async(magics: Any, line: str, cell: str) -> BatchResult:
-    """The await path (ipykernel >= 7.4): the gate and the batch run in worker threads while
-    the cell awaits, so the approval click, the Stop click and Kernel > Interrupt arrive."""
-    from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
-
-    run = plan_map(magics, line, cell)
-    cancel = threading.Event()
-    approver = magics.settings.approver(in_worker=True, cancel=cancel)
-    progress = _Progress(magics, run, approver, cancel.set)
-    try:
-        outcome = await magics.manager.run_planned_async(
-            run.plan,
-            approver,
-            on_start=progress.start if len(run.plan) else None,
-            cancel=cancel,
-            batch=_options(run, progress),
+        outcome = yield drive.Step(
+            lambda: manager.run_planned(run.plan, approver, **options),
+            lambda: manager.run_planned_async(run.plan, approver, **options),
         )
     except BatchInterrupted as exc:
-        # Kernel > Interrupt during the batch: it saw ``cancel`` and stopped; keep what it did.
+        # Ctrl-C or Kernel > Interrupt during the batch: it saw ``cancel`` and stopped; keep
+        # what it did.
         raise _failed(magics, run, progress, exc) from None
-    except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
-        if progress.view is not None:  # interrupted as the batch started: nothing to keep
-            raise _failed(magics, run, progress, BatchInterrupted(INTERRUPTED)) from None
-        raise RunInterrupted(f"{run.name}: {WAIT_INTERRUPTED}") from None
+    except RunInterrupted as exc:  # while waiting for the click: nothing ran
+        if mode.is_awaited:
+            raise _interrupted(magics, run, progress) from None
+        raise RunInterrupted(f"{run.name}: {exc}") from None
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if not mode.is_awaited:
+            raise
+        raise _interrupted(magics, run, progress) from None
     except (SkillMagicsError, ValueError) as exc:
         raise _failed(magics, run, progress, exc) from None
     return _value(magics, run, outcome, progress)
+
+
+def _interrupted(magics: Any, run: MapRun, progress: _Progress) -> BaseException:
+    """Kernel > Interrupt on the await path: as the batch started (nothing to keep), or while
+    the click was awaited."""
+    from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+
+    if progress.view is not None:
+        return _failed(magics, run, progress, BatchInterrupted(INTERRUPTED))
+    return RunInterrupted(f"{run.name}: {WAIT_INTERRUPTED}")
 
 
 def _failed(magics: Any, run: MapRun, progress: _Progress, exc: BaseException) -> BaseException:
@@ -296,4 +292,4 @@ def _failed(magics: Any, run: MapRun, progress: _Progress, exc: BaseException) -
     return usage_error(exc)
 
 
-__all__ = ["MapRun", "plan_map", "run_map", "run_map_async", "wants_map"]
+__all__ = ["MapRun", "magic", "plan_map", "wants_map"]

@@ -7,16 +7,13 @@ executor runs it (core/skillpy.py). This module parses the line and shows the re
 from __future__ import annotations
 
 import html
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
-
-if TYPE_CHECKING:
-    pass
 
 
 class SkillPyResult(dict):
@@ -57,7 +54,7 @@ class SkillPyResult(dict):
 
 @magics_class
 class SkillPyMagics(SharedMagics):
-    """%%skillpy, sharing SkillMagics' manager, approvals and config (``settings``)."""
+    """%%skillpy, sharing SkillMagics' manager, approvals and config (``skill_magics``)."""
 
     # %%skillpy ---------------------------------------------------------------------------
     @magic_arguments(name="%skillpy")  # a cell magic: usage reads %%skillpy
@@ -71,31 +68,23 @@ class SkillPyMagics(SharedMagics):
         cwd is the skill folder; the approval panel shows the code. Returns the skillpy
         dict: skill_name, stdout, stderr, returncode, timed_out (and error).
         """
-        from skill_magics.core.skillpy import run_python_in_skill
-
-        opts = parse_argstring(self.skillpy, line)
-        result = run_python_in_skill(
-            self.manager,
-            opts.skill,
-            cell,
-            timeout=opts.timeout,
-            approver=self.settings.approver(),
-        )
-        return self._store(opts.out, SkillPyResult(result))
+        return drive.blocking(self.skill_magics, self._skillpy, line, cell)
 
     async def skillpy_async(self, line: str, cell: str) -> SkillPyResult | None:
         """The await path: approval in a worker thread, the run awaited (interrupt kills it)."""
-        from skill_magics.core.skillpy import run_python_in_skill_async
+        return await drive.awaited(self.skill_magics, self._skillpy, line, cell)
+
+    def _skillpy(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[SkillPyResult | None]:
+        from skill_magics.core import skillpy
 
         opts = parse_argstring(self.skillpy, line)
-        cancel = threading.Event()  # interrupt: stop waiting for the click, kill the run
-        result = await run_python_in_skill_async(
-            self.manager,
-            opts.skill,
-            cell,
-            timeout=opts.timeout,
-            approver=self.settings.approver(in_worker=True, cancel=cancel),
-            cancel=cancel,
+        run = (self.manager, opts.skill, cell)
+        approver = mode.approver()
+        result = yield drive.Step(
+            lambda: skillpy.run_python_in_skill(*run, timeout=opts.timeout, approver=approver),
+            lambda: skillpy.run_python_in_skill_async(
+                *run, timeout=opts.timeout, approver=approver, cancel=mode.cancel
+            ),
         )
         return self._store(opts.out, SkillPyResult(result))
 

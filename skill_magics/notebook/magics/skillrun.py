@@ -26,6 +26,7 @@ import contextvars
 import json
 import logging
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.jsonable import to_jsonable
 from skill_magics.core.status import RunStatus
+from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
@@ -75,7 +77,7 @@ class _Run:
 
 @magics_class
 class SkillRunMagics(SharedMagics):
-    """``%%skillrun``; configuration, manager and panels come from ``settings`` (SkillMagics)."""
+    """``%%skillrun``; configuration, manager and panels come from ``skill_magics``."""
 
     @magic_arguments(name="%skillrun")  # a cell magic: usage reads %%skillrun
     @argument(
@@ -155,80 +157,63 @@ class SkillRunMagics(SharedMagics):
         Yes in session / No before running. Returns a SkillRunResult (.stdout, .stderr,
         .exit_code, .json(), .status).
         """
-        from skill_magics.notebook.approval.waiting import Strategy
-        from skill_magics.notebook.magics.skillmap import run_map, wants_map
+        return drive.blocking(self.skill_magics, self._skillrun, line, cell)
 
-        if wants_map(line):  # a batch: magics/skillmap.py
-            return run_map(self, line, cell)
+    async def skillrun_async(self, line: str, cell: str = "") -> Any:
+        """The await path (ipykernel >= 7.4): the gate and the run happen in worker threads
+        while the cell awaits, so the click, Stop and Kernel > Interrupt reach the kernel."""
+        return await drive.awaited(self.skill_magics, self._skillrun, line, cell)
+
+    def _skillrun(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[Any]:
+        """Both paths, written once: plan, then the call site (gate, run) as the one step."""
+        from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
+        from skill_magics.notebook.approval.waiting import Strategy
+        from skill_magics.notebook.magics import skillmap
+
+        if skillmap.wants_map(line):  # a batch: magics/skillmap.py
+            return (yield from skillmap.magic(mode, self, line, cell))
         run = self._plan(line, cell)
-        approver = self.settings.approver(pending_ok=True)
-        # Stop works where clicks arrive on another thread while this one runs the script.
-        view = _RunView(self, run, stoppable=approver.strategy in (Strategy.RELAY, Strategy.THREAD))
+        approver = mode.approver(pending_ok=True)
+        # Stop works when awaited, or where clicks arrive on another thread while this one
+        # runs the script.
+        stoppable = mode.is_awaited or approver.strategy in (Strategy.RELAY, Strategy.THREAD)
+        view = _RunView(self, run, stoppable=stoppable, cancel=mode.cancel, on_loop=mode.is_awaited)
+        manager = self.manager
+        hooks: dict[str, Any] = {
+            "on_start": view.start,
+            "on_output": view.output,
+            "cancel": view.cancel,
+        }
         try:
-            outcome = self.manager.run_planned(
-                run.plan,
-                approver,
-                on_start=view.start,
-                on_output=view.output,
-                cancel=view.cancel,
+            outcome = yield drive.Step(
+                lambda: manager.run_planned(run.plan, approver, **hooks),
+                lambda: _until_stopped(
+                    manager.run_planned_async(run.plan, approver, **hooks), view.cancel
+                ),
             )
         except RunInterrupted as exc:  # while waiting for the click: nothing ran
             raise RunInterrupted(f"{run.skill}.{run.script}: {exc}") from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C on the blocking path
             if view.res is None:
                 raise
             # The executor killed the group; only the streamed output (res.live_text) is left.
             raise self._interrupted(run, view.res) from None
         finally:
             view.finish()
-        return self._settled(run, outcome, view)
-
-    async def skillrun_async(self, line: str, cell: str = "") -> Any:
-        """The await path (ipykernel >= 7.4): the gate and the run happen in worker threads
-        while the cell awaits, so the click, Stop and Kernel > Interrupt reach the kernel."""
-        from skill_magics.notebook.approval.approver import WAIT_INTERRUPTED
-        from skill_magics.notebook.magics.skillmap import run_map_async, wants_map
-
-        if wants_map(line):  # a batch: magics/skillmap.py
-            return await run_map_async(self, line, cell)
-        run = self._plan(line, cell)
-        cancel = threading.Event()
-        approver = self.settings.approver(in_worker=True, cancel=cancel, pending_ok=True)
-        view = _RunView(self, run, stoppable=True, cancel=cancel, on_loop=True)
-        task = asyncio.ensure_future(
-            self.manager.run_planned_async(
-                run.plan, approver, on_start=view.start, on_output=view.output, cancel=cancel
-            )
-        )
-        try:
-            outcome = await asyncio.shield(task)
-        except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
-            # Kernel > Interrupt: stop as the Stop button does (a wait for the click ends; a
-            # running group is killed and the output so far comes back), then end the cell
-            # with one line.
-            cancel.set()
-            if not task.done():
-                await asyncio.wait({task}, timeout=5)
-            if not task.done():
-                task.cancel()
+        if isinstance(outcome, _Stopped):  # Kernel > Interrupt on the await path
             res = view.res
-            view.finish()
             if res is None:
-                raise RunInterrupted(f"{run.skill}.{run.script}: {WAIT_INTERRUPTED}") from None
-            ended = None
-            if not task.cancelled() and task.exception() is None:
-                ended = task.result().result
-            if ended is not None:
-                res.set_result(ended, status=RunStatus.INTERRUPTED, message=INTERRUPTED)
-            raise self._interrupted(run, res) from None
-        view.finish()
+                raise RunInterrupted(f"{run.skill}.{run.script}: {WAIT_INTERRUPTED}")
+            if outcome.ended is not None:
+                res.set_result(outcome.ended, status=RunStatus.INTERRUPTED, message=INTERRUPTED)
+            raise self._interrupted(run, res)
         return self._settled(run, outcome, view)
 
     # -- steps --------------------------------------------------------------------------------
     def _plan(self, line: str, cell: str) -> _Run:
         """Parse and plan; a one-line UsageError when nothing can run."""
         parsed = parse_run_line(
-            self.skillrun.parser, line, require_approval=self.settings.require_approval
+            self.skillrun.parser, line, require_approval=self.skill_magics.require_approval
         )
         opts, skill, script, argv = parsed.opts, parsed.skill, parsed.script, parsed.tail
         manager = self.manager
@@ -286,7 +271,7 @@ class SkillRunMagics(SharedMagics):
             message=message,
             arguments=run.arguments,
             argv=run.argv or (),
-            max_display_chars=self.settings.max_display_chars,
+            max_display_chars=self.skill_magics.max_display_chars,
         )
 
     def _settled(self, run: _Run, outcome: RunOutcome, view: _RunView) -> SkillRunResult:
@@ -334,9 +319,9 @@ class SkillRunMagics(SharedMagics):
             run.script,
             arguments=run.arguments,
             argv=run.argv or (),
-            max_display_chars=self.settings.max_display_chars,
+            max_display_chars=self.skill_magics.max_display_chars,
         )
-        pending = self.settings.pending
+        pending = self.skill_magics.pending
         pending.append(res)
         updates = _displays_update(self.shell)
         if updates:
@@ -393,6 +378,34 @@ class SkillRunMagics(SharedMagics):
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stopped:
+    """The await path's run ended by Kernel > Interrupt; ``ended``: the killed script's
+    result, when it came back in time."""
+
+    ended: Any
+
+
+async def _until_stopped(
+    running: Awaitable[RunOutcome[Any]], cancel: threading.Event
+) -> RunOutcome[Any] | _Stopped:
+    """Await the call site; on Kernel > Interrupt stop as the Stop button does (a wait for
+    the click ends; a running group is killed and the output so far comes back)."""
+    task = asyncio.ensure_future(running)
+    try:
+        return await asyncio.shield(task)
+    except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
+        cancel.set()
+        if not task.done():
+            await asyncio.wait({task}, timeout=5)
+        if not task.done():
+            task.cancel()
+        ended = None
+        if not task.cancelled() and task.exception() is None:
+            ended = task.result().result
+        return _Stopped(ended)
 
 
 def _stopped_status(res: SkillRunResult) -> RunStatus | None:

@@ -360,26 +360,15 @@ class SkillMagics(Magics):
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 
-    async def skills_env_async(self, line: str = "") -> Any:
-        """``%skills env ...`` on the await path (ipykernel >= 7.4): the install's approval
-        waits in a worker thread while the cell awaits, so the click reaches the kernel."""
-        from skill_magics.notebook.cmd import env
-
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
-        try:
-            return await env.run_async(self, words)
-        except SkillMagicsError as exc:
-            raise usage_error(exc) from None
-
     async def skills_subcommand_async(self, name: str, line: str = "") -> Any:
         """``%skills NAME ...`` on the await path (ipykernel >= 7.4) for the subcommands
-        with a ``run_async`` (``install``, ``update``, ``sync``, ``evals``, ``triggers``): the
-        approval, the fetch or the model's requests wait in worker threads while the cell
-        awaits, so clicks, progress and Kernel > Interrupt get through."""
+        that wait (``env``, ``install``, ``update``, ``sync``, ``evals``, ``triggers``: a
+        ``magic`` in their module, magics/drive.py): the approval, the fetch or the model's
+        requests wait in worker threads while the cell awaits, so clicks, progress and
+        Kernel > Interrupt get through."""
         import importlib
+
+        from skill_magics.notebook.magics import drive
 
         try:
             words = shlex.split(line)
@@ -387,7 +376,7 @@ class SkillMagics(Magics):
             raise UsageError(f"Cannot parse {line!r}: {exc}; check the quotes") from None
         module = importlib.import_module(f"skill_magics.notebook.cmd.{name}")
         try:
-            return await module.run_async(self, words)
+            return await drive.awaited(self, module.magic, self, words)
         except SkillMagicsError as exc:
             raise usage_error(exc) from None
 
@@ -410,16 +399,16 @@ class SkillMagics(Magics):
 
 
 class SharedMagics(Magics):
-    """Base of the magics that share one SkillMagics (``settings``): its configuration, its
+    """Base of the magics that share one SkillMagics (``skill_magics``): its configuration, its
     manager, its panels. Not registered itself; subclasses add their magics."""
 
-    def __init__(self, shell: Any, settings: SkillMagics) -> None:
+    def __init__(self, shell: Any, skill_magics: SkillMagics) -> None:
         super().__init__(shell=shell)
-        self.settings = settings
+        self.skill_magics = skill_magics
 
     @property
     def manager(self) -> SkillManager:
-        return self.settings.manager
+        return self.skill_magics.manager
 
     @property
     def _shell(self) -> InteractiveShell:
