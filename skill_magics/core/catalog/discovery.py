@@ -34,6 +34,7 @@ from skill_magics.core.catalog.plugins import PLUGIN_FILE, is_plugin, plugin_ski
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.paths import folder_name_problem
 
 ENV_VAR = "SKILL_MAGICS_PATH"
 DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")
@@ -93,8 +94,16 @@ class RemoteSkills(Protocol):
 
 
 def is_qualified(name: str) -> bool:
-    """``LABEL/NAME``: a skill of an MCP server, never one of a skills folder."""
-    return isinstance(name, str) and "/" in name
+    """``LABEL/NAME``: a skill of an MCP server, never one of a skills folder. Exactly one
+    ``/`` between two folder names; anything else with a ``/`` (``../../x/precious``) is a
+    local name, refused by the name check as one that climbs out of its folder.
+
+        >>> is_qualified("team/pdf"), is_qualified("../../x/precious"), is_qualified("../x")
+        (True, False, False)
+    """
+    if not isinstance(name, str) or name.count("/") != 1:
+        return False
+    return all(folder_name_problem(part) is None for part in name.split("/"))
 
 
 class SkillFinder:
