@@ -175,7 +175,10 @@ def test_a_descendant_that_left_the_group_dies_with_its_killed_parent(tmp_path):
         assert time.monotonic() < deadline, "the command never started its daemon"
         time.sleep(0.05)
     daemon = psutil.Process(int(pid_file.read_text()))
-    assert os.getsid(daemon.pid) == daemon.pid  # out of the group and the session
+    # `$!` is known before the child has run setsid(2): wait until it left the session.
+    while os.getsid(daemon.pid) != daemon.pid:
+        assert time.monotonic() < deadline, "the daemon never left the session"
+        time.sleep(0.05)
     parent.kill()
     parent.wait(10)
     _gone, alive = psutil.wait_procs([daemon], timeout=10)
