@@ -155,7 +155,9 @@ class WarmLauncher:
             # Imported once no run is in flight; a run that waits for its server (a batch
             # item, warm=True) waits for them too, then asks again.
             POOL.extend(run.key, server, wanted, drain=waiting)
-        if server.state is ServerState.DRAINING and waiting and may_wait:
+        # DRAINING or already LOADING: an item that comes when the import has begun waits
+        # too (it went cold, a race a busy machine lost in the fresh-clone run).
+        if server.state in (ServerState.DRAINING, ServerState.LOADING) and waiting and may_wait:
             done = _wait(server, _imported, DRAIN_S, cancel, "imported packages")
             if isinstance(done, Cold):
                 return done
