@@ -35,6 +35,7 @@ from skill_magics.core.mcp.wire import (
     frontmatter_of,
     sha256_digest,
 )
+from skill_magics.core.paths import read_fd
 from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS
 
 NOT_SHIPPED = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git", "site-packages"})
@@ -192,15 +193,7 @@ def _read_at(base: Path, rel: str) -> bytes | None:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
                 return None
-            chunks = []
-            left = MAX_BYTES + 1
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)
+            return read_fd(fd, MAX_BYTES + 1)
         finally:
             os.close(fd)
     except OSError:
