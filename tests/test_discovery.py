@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from manager_support import posix_only
 
-from skill_magics.core.catalog.detect import ScriptDetector
-from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     AmbiguousScriptError,
     PathSecurityError,
     ScriptNotFoundError,
     SkillNotFoundError,
     SkillParseError,
 )
+from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.manager import SkillManager, default_skill_dirs, examples_dir
 
 # -- directories and precedence -----------------------------------------------------------

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from manager_support import posix_only
 
+from skill_magics.core.base.errors import SkillParseError
 from skill_magics.core.catalog import frontmatter as fm
 from skill_magics.core.catalog.frontmatter import (
     MAX_DEPTH,
@@ -29,7 +30,6 @@ from skill_magics.core.catalog.frontmatter import (
     read_frontmatter_text,
     split_frontmatter,
 )
-from skill_magics.core.errors import SkillParseError
 
 SKILL_MD = Path("/skills/demo/SKILL.md")
 

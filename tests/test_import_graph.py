@@ -30,25 +30,11 @@ from pathlib import Path
 # ending in ".*" matches every module below that package. The most specific key wins: an exact
 # name over a pattern, a longer pattern over a shorter one.
 RANKS: dict[str, int] = {
-    # 0: the core's base modules, which import nothing above them
-    "skill_magics.core": 0,  # core/__init__.py
-    "skill_magics.core.errors": 0,
-    "skill_magics.core.status": 0,
-    "skill_magics.core.visible": 0,
-    "skill_magics.core.models": 0,
-    "skill_magics.core.audit": 0,
-    "skill_magics.core.interpreters": 0,
-    "skill_magics.core.paths": 0,
-    "skill_magics.core.fingerprint": 0,
-    "skill_magics.core.xmltext": 0,
-    "skill_magics.core.jsonable": 0,
-    "skill_magics.core.version": 0,
-    "skill_magics.core.tokens": 0,
-    "skill_magics.core.secrets": 0,
-    "skill_magics.core.envdirs": 0,
-    "skill_magics.core.namelist": 0,
-    "skill_magics.core.safefs": 0,
-    "skill_magics.core.deprecation": 0,
+    # 0: the core's base (core/base/), which imports nothing above it
+    "skill_magics.core": 0,  # core/__init__.py (and the aliases of moved modules)
+    "skill_magics.core.moved": 0,
+    "skill_magics.core.base": 0,
+    "skill_magics.core.base.*": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
@@ -67,12 +53,11 @@ RANKS: dict[str, int] = {
     # 3: the SkillManager, which ties catalog and run together
     "skill_magics.core.manager": 3,
     # 4: what is built on the manager
-    "skill_magics.core.context": 4,
-    "skill_magics.core.tools": 4,
-    "skill_magics.core.skillpy": 4,
-    "skill_magics.core.available_skills": 4,
-    "skill_magics.core.activation": 4,
-    "skill_magics.core.validation": 4,
+    # what a model sees and calls: the envelope, the available skills block, activation, tools
+    "skill_magics.core.prompt": 4,
+    "skill_magics.core.prompt.*": 4,
+    # code in a skill's environment (%%skillpy): built on the manager, unlike the rest of run/
+    "skill_magics.core.run.env.skillpy": 4,
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager

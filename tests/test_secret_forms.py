@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from skill_magics.core.manager import SkillManager
-from skill_magics.core.secrets import (
+from skill_magics.core.base.secrets import (
     REDACTED,
     declared_secrets,
     secret_conflicts,
     secret_forms,
 )
-from skill_magics.core.validation import check_skill
+from skill_magics.core.lab.validation import check_skill
+from skill_magics.core.manager import SkillManager
 
 VALUE = "sk-form-5e4d3c2b1a09"
 

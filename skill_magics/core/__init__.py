@@ -1,10 +1,19 @@
-"""Plain-Python core: discovery, detection, safe execution, approval, context, tools.
+"""Plain-Python core: nothing in here imports IPython or ipywidgets (docs/architecture.md).
 
-Nothing in here imports IPython or ipywidgets.
+- ``base/``: small modules every layer uses (errors, models, paths, safe file I/O, secrets,
+  the audit, fingerprints);
+- ``catalog/``: skills on disk; ``sources/``: installing them; ``mcp/``: skills over MCP;
+- ``run/``: plan -> gate -> execute (batches in ``run/batch/``, environments in ``run/env/``,
+  warm start in ``run/warm/``);
+- ``manager.py``: the facade; ``prompt/``: what a model sees and calls; ``lab/``: a skill
+  author's tools (validation, a model with skills, trigger and output evaluations).
 """
 
 import logging
 
+from skill_magics.core import moved
+
 # Library convention: the application decides where log records go. Without this, Python's
 # last-resort handler prints every audit WARNING raw on stderr, under the magic's own message.
 logging.getLogger("skill_magics").addHandler(logging.NullHandler())
+moved.install()

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.available_skills import model_visible, opted_out
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.agent import now_iso
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
@@ -43,6 +42,7 @@ from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.options import TriggerOptions, chosen
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.prompt.available_skills import model_visible, opted_out
 
 TRIGGERED = "triggered"
 NOT_TRIGGERED = "not_triggered"

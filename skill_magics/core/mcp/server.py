@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from skill_magics.core.base.paths import read_fd
+from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS
 from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.catalog.frontmatter import name_problems
 from skill_magics.core.mcp.wire import (
@@ -35,8 +37,6 @@ from skill_magics.core.mcp.wire import (
     frontmatter_of,
     sha256_digest,
 )
-from skill_magics.core.paths import read_fd
-from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS
 
 NOT_SHIPPED = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git", "site-packages"})
 PAGE_SIZE = 50

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.models import SkillMetadata
 from skill_magics.core.run.approval import McpOriginInfo
 
 

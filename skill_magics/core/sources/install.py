@@ -34,8 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalUnavailable,
     RunInterrupted,
@@ -43,6 +42,9 @@ from skill_magics.core.errors import (
     SkillMagicsError,
     SourceError,
 )
+from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.base.visible import visible
+from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
@@ -73,8 +75,6 @@ from skill_magics.core.sources.spec import (
     SourceSpec,
     parse_source,
 )
-from skill_magics.core.status import AuditOutcome
-from skill_magics.core.visible import visible
 
 DEFAULT_SUBDIR = Path(".agents") / "skills"
 

@@ -1,0 +1,68 @@
+"""Module paths of the layout before issue 30, still importable for one release.
+
+``import skill_magics.core.context`` (or ``from skill_magics.core.tools import ...``) gives the
+module at its new place, the same object, with a ``DeprecationWarning`` naming that place; the
+old path goes in the next release. An import hook rather than files at the old paths, so no
+second module object (and no second copy of its state) can exist.
+
+Example:
+    >>> import warnings, importlib
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = importlib.import_module("skill_magics.core.xmltext")
+    >>> old is importlib.import_module("skill_magics.core.prompt.xmltext")
+    True
+    >>> str(caught[0].message).split(":")[0]
+    'skill_magics.core.xmltext is deprecated and will be removed in the next release'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
+
+from skill_magics.core.base.deprecation import deprecation_message
+
+_BASE = (
+    "audit deprecation envdirs errors fingerprint interpreters jsonable models namelist paths "
+    "safefs secrets status version visible"
+)
+_WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
+    **{
+        name: f"prompt.{name}"
+        for name in "activation available_skills context tokens tools xmltext".split()
+    },
+    "validation": "lab.validation",
+    "skillpy": "run.env.skillpy",
+}
+MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
+
+
+class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old paths only; the module it returns is the one at the new path."""
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED else None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warnings.warn(deprecation_message(spec.name, MOVED[spec.name]), DeprecationWarning, 2)
+        return importlib.import_module(MOVED[spec.name])
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module was imported at its new path."""
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` once (it answers only for the names in MOVED)."""
+    if not any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
+        sys.meta_path.append(_OldPaths())
+
+
+__all__ = ["MOVED", "install"]
