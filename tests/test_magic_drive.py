@@ -142,3 +142,33 @@ def test_a_cancelled_worker_step_sets_the_paths_cancel_event() -> None:
 
     asyncio.run(interrupt())
     assert seen[0].is_set()  # core/run/bridge.py set it, then joined the worker
+
+
+def test_an_interrupted_await_whose_run_outlives_the_wait_gives_no_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kernel > Interrupt while the run ignores the cancel event past the wait: the run is
+    cancelled and nothing is read from it (asking an undone task for its exception raised
+    InvalidStateError, which surfaced as a traceback instead of "Stopped")."""
+    from skill_magics.notebook.magics import skillrun
+
+    monkeypatch.setattr(skillrun, "STOP_WAIT_S", 0.05)
+    cancel = threading.Event()
+    finished = []
+
+    async def run_that_ignores_cancel() -> Any:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            finished.append("cancelled")
+
+    async def main() -> Any:
+        waiting = asyncio.ensure_future(skillrun._until_stopped(run_that_ignores_cancel(), cancel))
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # what Kernel > Interrupt does to an awaited cell
+        return await waiting
+
+    stopped = asyncio.run(main())
+    assert stopped == skillrun._Stopped(None)
+    assert cancel.is_set()
+    assert finished == ["cancelled"]

@@ -380,6 +380,9 @@ class SkillRunMagics(SharedMagics):
 # -- helpers ---------------------------------------------------------------------------------
 
 
+STOP_WAIT_S = 5.0  # how long an interrupted await waits for the killed script's result
+
+
 @dataclass(frozen=True)
 class _Stopped:
     """The await path's run ended by Kernel > Interrupt; ``ended``: the killed script's
@@ -399,11 +402,11 @@ async def _until_stopped(
     except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
         cancel.set()
         if not task.done():
-            await asyncio.wait({task}, timeout=5)
+            await asyncio.wait({task}, timeout=STOP_WAIT_S)
         if not task.done():
-            task.cancel()
+            task.cancel()  # takes effect at the task's next step: it is not done yet
         ended = None
-        if not task.cancelled() and task.exception() is None:
+        if task.done() and not task.cancelled() and task.exception() is None:
             ended = task.result().result
         return _Stopped(ended)
 
