@@ -28,6 +28,7 @@ from process_support import assert_group_gone, wait_for_text
 from skill_magics.core.base import paths
 from skill_magics.core.run import warm
 from skill_magics.core.run.warm import launch
+from skill_magics.core.run.warm.server import ServerState
 
 pytestmark = [
     posix_only,
@@ -491,6 +492,34 @@ def test_idle_servers_stop(skills: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     while server.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not server.alive() and server not in warm.POOL.servers()
+
+
+def test_a_server_that_died_is_reaped_and_closed_when_replaced(
+    skills: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A READY server killed from outside (the OOM killer, a person's kill) is replaced at the
+    next run, and the dead one is reaped and its socket and log closed (it was only dropped:
+    a zombie and two descriptors left in the kernel until garbage collection)."""
+    monkeypatch.setenv("WARM_DEAD_KEY", uuid.uuid4().hex)  # a server of its own
+    manager = manager_for(skills, run_cwd="skill", warm_start="on", env_passthrough="WARM_DEAD_KEY")
+    (ready,) = manager.warm_up("frames", ["scripts/rng.py"])
+    assert ready.server is not None
+    (dead,) = [s for s in warm.POOL.servers() if s.pid == ready.server.pid]
+    assert dead.proc is not None
+    os.killpg(dead.proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while psutil.Process(dead.proc.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the killed server never exited"
+        time.sleep(0.05)
+    assert manager.warm_up("frames", ["scripts/rng.py"])[0].server is not None
+    deadline = time.monotonic() + 10
+    while dead.proc.returncode is None or dead._ctl is not None or dead._log is not None:
+        assert time.monotonic() < deadline, (dead.proc.returncode, dead._ctl, dead._log)
+        time.sleep(0.05)
+    assert dead.state is ServerState.STOPPED
+    assert not psutil.pid_exists(dead.proc.pid)
+    after = manager.execute_skill_script("frames", "rng", approver=None)
+    assert after.start == "warm", after.start_note
 
 
 def test_auto_starts_the_server_after_a_cold_run_and_warm_up_waits(

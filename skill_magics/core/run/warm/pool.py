@@ -132,8 +132,10 @@ class Pool:
             self._failed[key] = (time.monotonic(), server)
         if server.state is ServerState.RETIRED:  # what made it unsafe stays out of the next
             self._excluded.setdefault(key, {}).update(server.excluded)
-        if server.state in (ServerState.FAILED, ServerState.STOPPED) or not server.alive():
-            return None, None
+        if server.state in (ServerState.FAILED, ServerState.STOPPED):
+            return None, None  # already killed and closed (WarmServer.start, stop)
+        if not server.alive():
+            return None, server  # died: stopping it reaps it and closes its socket and log
         return None, server if server.retire() else None
 
     def _recent_failure(self, key: ServerKey) -> WarmServer | None:
