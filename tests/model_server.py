@@ -49,6 +49,7 @@ class Scripted:
     output_tokens: int | None = None
     raw: bytes | None = None  # sent as the 200 reply's body as is (a broken provider)
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()  # sent with the reply (e.g. retry-after)
 
 
 def say(text: str, **kw: Any) -> Scripted:
@@ -66,6 +67,7 @@ class Call:
     provider: str  # "anthropic" or "openai"
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)  # when the server received it
 
     @property
     def model(self) -> str:
@@ -237,17 +239,22 @@ class ScriptedServer:
                     self._send_raw(reply.status, reply.content_type, reply.raw)
                     return
                 if reply.status != 200:
-                    self._send(reply.status, _error_body(provider, reply))
+                    self._send(reply.status, _error_body(provider, reply), reply.headers)
                     return
                 make = _anthropic_body if provider == "anthropic" else _openai_body
                 self._send(200, make(body, reply, next(server._ids)))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                self._send_raw(status, "application/json", json.dumps(payload).encode())
+            def _send(self, status: int, payload: dict[str, Any], headers: tuple = ()) -> None:
+                data = json.dumps(payload).encode()
+                self._send_raw(status, "application/json", data, headers)
 
-            def _send_raw(self, status: int, content_type: str, data: bytes) -> None:
+            def _send_raw(
+                self, status: int, content_type: str, data: bytes, headers: tuple = ()
+            ) -> None:
                 try:
                     self.send_response(status)
+                    for name, value in headers:
+                        self.send_header(name, value)
                     self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

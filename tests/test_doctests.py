@@ -69,6 +69,7 @@ DOCTESTED = (
     "skill_magics.core.catalog.requirements_cache",
     "skill_magics.core.catalog.skill",
     "skill_magics.core.catalog.toplevel",
+    "skill_magics.core.lab.clients",
     "skill_magics.core.lab.validation",
     "skill_magics.core.moved",
     "skill_magics.core.prompt.activation",

@@ -249,6 +249,45 @@ def test_the_lab_retries_itself_as_often_as_the_client_says(server, tmp_path, ma
     assert report.results[0].passed
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_a_retry_waits_as_long_as_the_api_asks(server, tmp_path, make_skill, kind):
+    """A 429 with ``retry-after-ms: 1500`` is retried after 1.5 s (it was retried after the
+    lab's own 0.5 s back-off: sooner than the API allowed, so rate limits bit again)."""
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import evaluate_triggers
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    limited = Scripted(status=429, error="slow down", headers=(("retry-after-ms", "1500"),))
+    replies = iter([limited])
+    server.script = lambda c: next(replies, say("no"))
+    queries = [{"query": "q one", "should_trigger": False}]
+    client = _default_retry_client(kind, server.url)
+    report = evaluate_triggers(client, manager, "marker", queries, model="m", runs=1)
+    assert report.results[0].errors == 0 and len(server.calls) == 2
+    assert server.calls[1].at - server.calls[0].at >= 1.45
+
+
+def test_a_retry_after_past_a_minute_is_not_taken(server, tmp_path, make_skill):
+    """What the rule must NOT do: a hostile or broken API asking for an hour does not stall
+    the evaluation; the lab backs off as it would without the header."""
+    from lab_support import lab_skills
+    from manager_support import manager_for
+
+    from skill_magics import evaluate_triggers
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    stall = Scripted(status=503, error="later", headers=(("retry-after", "3600"),))
+    replies = iter([stall])
+    server.script = lambda c: next(replies, say("no"))
+    queries = [{"query": "q one", "should_trigger": False}]
+    client = _default_retry_client("anthropic", server.url)
+    report = evaluate_triggers(client, manager, "marker", queries, model="m", runs=1)
+    assert report.results[0].errors == 0 and len(server.calls) == 2
+    assert server.calls[1].at - server.calls[0].at < 30
+
+
 BROKEN = [
     Scripted(raw=b"<html><body>Bad gateway</body></html>", content_type="text/html"),
     Scripted(raw=b"{}"),

@@ -196,13 +196,21 @@ class ModelCallError(SkillMagicsError, RuntimeError):
 
     ``kind`` is ``"status"``, ``"connection"``, ``"timeout"`` or ``"reply"`` (an answer that
     is not a well-formed message of the API's schema); ``status_code`` is the HTTP status for
-    ``"status"`` (else None). The skill lab counts these apart from the model's answers
-    (core/lab)."""
+    ``"status"`` (else None); ``retry_after`` the seconds the API asked to wait before a
+    retry (its ``retry-after-ms`` / ``retry-after`` header, when between 0 and 60 s, as the
+    SDKs read it). The skill lab counts these apart from the model's answers (core/lab)."""
 
-    def __init__(self, message: str, kind: str = "status", status_code: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        kind: str = "status",
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.status_code = status_code
+        self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:

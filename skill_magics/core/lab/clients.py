@@ -35,8 +35,10 @@ its caps (core/lab/drive.py: ``model_call``).
 
 from __future__ import annotations
 
+import email.utils
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
@@ -214,7 +216,10 @@ class Provider:
         if isinstance(exc, getattr(sdk, "APIStatusError", ())):
             status = getattr(exc, "status_code", None)
             return ModelCallError(
-                f"{label} API answered HTTP {status}: {_first_line(exc)}", "status", status
+                f"{label} API answered HTTP {status}: {_first_line(exc)}",
+                "status",
+                status,
+                retry_after(getattr(getattr(exc, "response", None), "headers", None)),
             )
         return ModelCallError(f"{label} API not reachable: {_first_line(exc)}", "connection")
 
@@ -235,6 +240,39 @@ class Provider:
         if self.name == "anthropic":
             return _parse_anthropic(response)
         return _parse_openai(response)
+
+
+MAX_RETRY_AFTER_S = 60.0  # a longer wait asked for is not taken (the SDKs' rule): back off
+
+
+def retry_after(headers: Any) -> float | None:
+    """The seconds a reply's headers ask to wait before a retry: ``retry-after-ms``, else
+    ``retry-after`` (seconds or an HTTP date); None when absent, unreadable, not positive or
+    above MAX_RETRY_AFTER_S (a hostile or broken API cannot stall the lab for an hour).
+
+    >>> retry_after({"retry-after-ms": "1500"}), retry_after({"retry-after": "2"})
+    (1.5, 2.0)
+    >>> retry_after({"retry-after": "3600"}), retry_after({"retry-after": "soon"})
+    (None, None)
+    """
+    if headers is None:
+        return None
+    seconds: float | None = None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif headers.get("retry-after") is not None:
+            text = str(headers["retry-after"]).strip()
+            try:
+                seconds = float(text)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(text)
+                seconds = when.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
+    if seconds is None or not 0 < seconds <= MAX_RETRY_AFTER_S:
+        return None
+    return seconds
 
 
 def provider_for(client: Any) -> Provider:

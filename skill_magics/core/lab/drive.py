@@ -87,8 +87,10 @@ def model_call(provider: Provider, kwargs: dict[str, Any], caps: Caps | None) ->
             spent = caps is not None and bool(caps.exhausted())
             if attempt >= provider.retries or not exc.retryable or spent:
                 raise
+            asked = exc.retry_after  # the wait the API asked for (429/503 with retry-after)
         attempt += 1
-        yield Blocking(functools.partial(time.sleep, RETRY_DELAY_S * 2 ** (attempt - 1)))
+        delay = asked or RETRY_DELAY_S * 2 ** (attempt - 1)  # else a doubling back-off
+        yield Blocking(functools.partial(time.sleep, delay))
 
 
 def sync_provider(client: Any, what: str) -> Provider:
