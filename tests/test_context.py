@@ -18,12 +18,13 @@ import pytest
 from manager_support import RecordingApprover, manager_for, posix_only, refusals
 from process_support import assert_group_gone
 
-from skill_magics.core.base.errors import ApprovalUnavailable
+from skill_magics.core.base.errors import ApprovalUnavailable, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.context import (
     build_skill_context,
     build_skill_context_async,
     directive_text,
+    not_found,
     parse_skill_context,
 )
 from skill_magics.core.run.approval import Decision
@@ -482,7 +483,27 @@ def test_unknown_skill_is_a_structured_not_found(demo):
     assert root.tag == "skill_context"
     assert root.get("id") == "dmo" and root.get("status") == "not_found"
     assert root.get("close_matches") == "demo"
-    assert "dmo" in root.find("error").text
+    assert root.find("error").text == "No skill named 'dmo' is available"
+    # A model reads this: not the folders searched here, nor a call it cannot make.
+    envelope = build_skill_context(manager, ["dmo", "demo"], run_scripts=False)
+    assert "manager." not in envelope and "%skills" not in envelope
+    assert not any(str(d) in envelope for d in manager.skill_dirs)
+    assert not_found(envelope) == ["dmo"]
+
+
+def test_a_skipped_skill_says_why_to_the_model(tmp_path):
+    """What the short text must NOT hide: a folder left out (an unreadable SKILL.md) says
+    why, still without the path it was found at."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("no frontmatter here\n")
+    manager = SkillManager([tmp_path])
+    root = ET.fromstring(build_skill_context(manager, "broken", run_scripts=False))
+    text = root.find("error").text
+    assert root.get("status") == "not_found"
+    assert text.startswith("Skill 'broken' cannot be used: ") and str(tmp_path) not in text
+    with pytest.raises(SkillNotFoundError, match=r"was skipped: .*SKILL\.md"):
+        manager.get_skill("broken")  # Python's message keeps the path
 
 
 def test_several_names_are_wrapped(demo):

@@ -111,10 +111,15 @@ def test_each_skill_gets_its_own_args(shell, make_skill, capsys):
     assert "NAME=JSON" in capsys.readouterr().err
 
 
-def test_unknown_skill_is_an_element_not_an_error(shell):
+def test_unknown_skill_is_an_element_not_an_error(shell, capsys):
+    capsys.readouterr()
     ctx = shell.run_cell("%skill_context ecko").result
     root = ET.fromstring(ctx)
     assert root.get("status") == "not_found" and root.get("close_matches") == "echo"
+    # The person also gets where it looked and the fix, in the magics' words.
+    err = capsys.readouterr().err
+    assert "No skill named 'ecko'" in err and "%skills add DIR" in err
+    assert "manager." not in err
 
 
 def test_available_subcommand(shell):

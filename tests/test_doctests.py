@@ -74,6 +74,7 @@ DOCTESTED = (
     "skill_magics.core.moved",
     "skill_magics.core.prompt.activation",
     "skill_magics.core.prompt.available_skills",
+    "skill_magics.core.prompt.context",
     "skill_magics.core.prompt.tokens",
     "skill_magics.core.prompt.xmltext",
     "skill_magics.core.run.approval",

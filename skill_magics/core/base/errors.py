@@ -45,7 +45,21 @@ def magic_words(exc: BaseException) -> str:
 
 
 class SkillNotFoundError(SkillMagicsError, LookupError):
-    """No skill of that name in the configured directories."""
+    """No skill of that name in the configured directories. ``skipped``: why a folder of
+    that name was left out (a clash, a bad SKILL.md), else empty."""
+
+    skipped: str = ""
+
+    def __init__(self, *args: object, magic: str | None = None, skipped: str = "") -> None:
+        super().__init__(*args, magic=magic)
+        self.skipped = skipped
+
+    def model_text(self, name: str) -> str:
+        """The message for a model (an envelope's ``<error>``): neither the local folders
+        searched nor a Python call or magic it cannot make."""
+        if self.skipped:
+            return visible(f"Skill {name!r} cannot be used: {self.skipped}")
+        return visible(f"No skill named {name!r} is available")
 
 
 class ScriptNotFoundError(SkillMagicsError, LookupError):

@@ -70,6 +70,7 @@ class _Index:
     skills: dict[str, SkillMetadata] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # dir name -> why it was skipped
+    reasons: dict[str, str] = field(default_factory=dict)  # the same without the path
     # (path, mtime_ns) of every folder the scan looked into, -1 for a configured one that was
     # missing: a skill folder added (or a ./skills made) later changes one of them.
     folders: tuple[tuple[str, int], ...] = ()
@@ -240,6 +241,7 @@ class SkillFinder:
                 raise SkillNotFoundError(
                     self._not_found_message(name, index, magic=False),
                     magic=self._not_found_message(name, index, magic=True),
+                    skipped=index.reasons.get(name, ""),
                 )
             skill = Skill(metadata, detector=self._detector)
             self._skills[name] = skill
@@ -284,6 +286,7 @@ class SkillFinder:
                     reason = _reason(exc)
                     index.warnings.append(f"Skipped {skill_md}: {reason}")
                     index.skipped.setdefault(skill_md.parent.name, f"{skill_md}: {reason}")
+                    index.reasons.setdefault(skill_md.parent.name, reason)
                     continue
                 winner = owner.get(metadata.name)
                 if winner is not None:
@@ -298,6 +301,7 @@ class SkillFinder:
                 index.skills[metadata.name] = metadata
         for name in index.skills:
             index.skipped.pop(name, None)
+            index.reasons.pop(name, None)
         index.folders = tuple(folders.items())
         return index
 

@@ -119,7 +119,7 @@ def _one(manager: SkillManager, name: str, max_resources: int) -> str:
         skill = manager.get_skill(name)
         instructions = skill.content
     except SkillNotFoundError as exc:
-        return _missing(manager, name, "not_found", str(exc))
+        return _missing(manager, name, "not_found", exc.model_text(name))
     except (SkillMagicsError, OSError) as exc:
         return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
     directory = str(Path(skill.base_dir).resolve())

@@ -256,6 +256,24 @@ def parse_skill_context(xml_text: str) -> list[dict[str, Any]]:
     return [_parse_one(ctx) for ctx in contexts]
 
 
+def not_found(text: str) -> list[str]:
+    """The names an envelope (``<skill_context>`` or ``<skill_content>``, one or several)
+    says were not found, in order.
+
+    >>> not_found('<skill_contexts><skill_context id="a" status="not_found"><error>No skill '
+    ...           "named 'a' is available</error></skill_context></skill_contexts>")
+    ['a']
+    """
+    root = ET.fromstring(text)
+    found = []
+    for elem in root.iter():
+        key = "id" if elem.tag == "skill_context" else "name"
+        name = elem.get(key)
+        if elem.get("status") == "not_found" and name is not None:
+            found.append(decoded_text(name, elem.get("sanitized"), key))
+    return found
+
+
 # -- building ------------------------------------------------------------------------------
 
 
@@ -267,7 +285,7 @@ def _load(
         skill = manager.get_skill(name)
         instructions = skill.content
     except SkillNotFoundError as exc:
-        return _missing(manager, name, "not_found", str(exc))
+        return _missing(manager, name, "not_found", exc.model_text(name))
     except (SkillMagicsError, OSError) as exc:
         return _missing(manager, name, "error", f"Skill {name!r} cannot be read: {exc}")
     refs, linked = scan_skill(skill)

@@ -19,6 +19,7 @@ import html
 import json
 import re
 import shlex
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
 
@@ -186,7 +187,19 @@ class ContextMagics(SharedMagics):
                 self.manager, names, cancel=mode.cancel, **options
             ),
         )
+        self._say_not_found(context.not_found(text))
         return self._store(opts.out, SkillContextText(text))
+
+    def _say_not_found(self, names: list[str]) -> None:
+        """The envelope tells a model only that a skill is not there; the person running
+        the magic also gets where it was looked for and the fix, in the magics' words."""
+        for name in names:
+            try:
+                self.manager.get_skill(name)
+            except SkillNotFoundError as exc:
+                print(exc.magic_text(), file=sys.stderr)
+            except SkillMagicsError:
+                pass  # the envelope's <error> already says what went wrong
 
     def _context_opts(self, line: str) -> argparse.Namespace:
         try:
