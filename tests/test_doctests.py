@@ -89,6 +89,7 @@ DOCTESTED = (
     "skill_magics.core.run.template",
     "skill_magics.core.run.warm.skillcode",
     "skill_magics.core.run.workdir",
+    "skill_magics.core.sources.members",
     "skill_magics.core.sources.names",
     "skill_magics.core.sources.spec",
     "skill_magics.notebook.approval.preapproval",

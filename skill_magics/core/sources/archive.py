@@ -4,7 +4,7 @@ A ``.skill`` file is a zip of one skill folder (``name/SKILL.md``, ``name/script
 skill-creator's ``package_skill.py`` writes); a ``.zip`` may hold several skills or a whole
 repository (GitHub's "Download ZIP" puts everything under ``repo-main/``). Either way every
 member is checked when the archive is opened, and one bad member refuses the whole archive
-in one line naming the member and the rule:
+in one line naming the member and the rule (the rules a tar.gz shares: ``members.py``):
 
 - no absolute path (``/x``, ``C:x``), no ``..`` component, no backslashes, no control or
   bidi characters, no member listed twice, no file that is also a folder;
@@ -32,15 +32,8 @@ from typing import BinaryIO
 
 from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import path_problem
-from skill_magics.core.sources.snapshot import (
-    FILE,
-    LIMITS_TEXT,
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
-    Entry,
-    Snapshot,
-)
+from skill_magics.core.sources.members import Members
+from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.spec import ARCHIVE, SourceSpec
 
 MAX_MEMBERS = 20_000  # files and folders
@@ -79,11 +72,6 @@ class ZipSnapshot(Snapshot):
             self.zip.close()
             raise
 
-    def _refuse(self, member: str, why: str) -> UnsafeArchiveError:
-        return UnsafeArchiveError(
-            f"Refused {self.name}: member {visible(member)!r} {why}; nothing was written"
-        )
-
     def _check(self) -> None:
         infos = self.zip.infolist()
         if len(infos) > MAX_MEMBERS:
@@ -91,54 +79,34 @@ class ZipSnapshot(Snapshot):
                 f"Refused {self.name}: {len(infos):,} members, over the limit of "
                 f"{MAX_MEMBERS:,}; nothing was written"
             )
-        seen: set[str] = set()
-        folders: set[str] = set()
-        total = files = 0
+        members = Members(self.name)
         for info in infos:
             name = info.filename
             path = name.rstrip("/") if info.is_dir() else name
-            problem = path_problem(path) if path else "has an empty name"
-            if problem is not None:
-                if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
-                    raise self._refuse(name, "has an absolute path")
-                if ".." in path.replace("\\", "/").split("/"):
-                    raise self._refuse(name, "climbs out with '..'")
-                raise self._refuse(name, problem.replace("it ", "", 1))
+            members.check_name(name, path)
             mode = info.external_attr >> 16
             kind = _KINDS.get(stat.S_IFMT(mode))
             if kind is not None:
-                raise self._refuse(name, f"is {kind}: links and device files are never extracted")
+                raise members.refuse(name, f"is {kind}: links and device files are never extracted")
             if info.flag_bits & 0x1:
-                raise self._refuse(name, "is encrypted")
+                raise members.refuse(name, "is encrypted")
             if info.compress_type not in METHODS:
-                raise self._refuse(name, f"uses compression method {info.compress_type}")
-            if path in seen:
-                raise self._refuse(name, "is listed twice")
-            seen.add(path)
-            parts = path.split("/")
-            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
-            if info.is_dir() or parts[0] == "__MACOSX":
+                raise members.refuse(name, f"uses compression method {info.compress_type}")
+            skipped = info.is_dir() or path.split("/")[0] == "__MACOSX"
+            members.add(name, path, size=None if skipped else info.file_size)
+            if skipped:
                 continue
-            files += 1
-            total += info.file_size
-            if files > MAX_FILES or total > MAX_TOTAL_BYTES:
-                raise UnsafeArchiveError(
-                    f"Refused {self.name}: it expands to more than the limits of {LIMITS_TEXT} "
-                    f"(at {visible(name)!r}: {files:,} files, {total:,} bytes); nothing was written"
-                )
             if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(
                 info.compress_size, 1
             ):
-                raise self._refuse(
+                raise members.refuse(
                     name,
                     f"expands {info.file_size:,} bytes from {info.compress_size:,} (more than "
                     f"{MAX_RATIO} times: a zip bomb?)",
                 )
             executable = bool(mode) and stat.S_ISREG(mode) and bool(mode & 0o111)
             self.entries.append(Entry(path, FILE, info.file_size, executable, name))
-        clash = folders & {e.path for e in self.entries}
-        if clash:
-            raise self._refuse(sorted(clash)[0], "is both a file and a folder")
+        members.check_folders(e.path for e in self.entries)
 
     def copy_to(self, entry: Entry, out: BinaryIO) -> None:
         try:

@@ -1,13 +1,13 @@
 """A ``.tar.gz`` archive as a Snapshot, checked whole before anything is written.
 
-Well-known indexes (docs/architecture.md, *Installed skills*) publish skills as zip or
-tar.gz archives; a tar.gz gets the same refusals as a ``.skill`` file (``archive.py``), in one
-line naming the member and the rule: no absolute path, ``..``, backslash, control or bidi
-character, ``.git`` component, member listed twice, file that is also a folder; no symbolic or
-hard link, device or FIFO; at most :data:`~archive.MAX_MEMBERS` members, and the files'
-limits of an install. Members are read with ``extractfile``: nothing is extracted by tarfile
-itself, so its own link handling never runs. The walk stops at the first member over a
-limit, so a gzip bomb is decompressed no further than the limits.
+Well-known indexes (docs/architecture.md, *Installed skills*) publish skills as zip or tar.gz
+archives; a tar.gz gets the same refusals as a ``.skill`` file (``archive.py``,
+``members.py``), in one line naming the member and the rule: no absolute path, ``..``,
+backslash, control or bidi character, ``.git`` component, member listed twice, file that is
+also a folder; no symbolic or hard link, device or FIFO; at most :data:`~archive.MAX_MEMBERS`
+members, and the files' limits of an install. Members are read with ``extractfile``: nothing
+is extracted by tarfile itself, so its own link handling never runs. The walk stops at the
+first member over a limit, so a gzip bomb is decompressed no further than the limits.
 """
 
 from __future__ import annotations
@@ -18,15 +18,8 @@ from typing import BinaryIO
 from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.archive import MAX_MEMBERS
-from skill_magics.core.sources.names import path_problem
-from skill_magics.core.sources.snapshot import (
-    FILE,
-    LIMITS_TEXT,
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
-    Entry,
-    Snapshot,
-)
+from skill_magics.core.sources.members import Members
+from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.spec import SourceSpec
 
 
@@ -50,15 +43,9 @@ class TarSnapshot(Snapshot):
             self.tar.close()
             raise
 
-    def _refuse(self, member: str, why: str) -> UnsafeArchiveError:
-        return UnsafeArchiveError(
-            f"Refused {self.name}: member {visible(member)!r} {why}; nothing was written"
-        )
-
     def _check(self) -> None:
-        seen: set[str] = set()
-        folders: set[str] = set()
-        count = files = total = 0
+        members = Members(self.name)
+        count = 0
         for info in self.tar:
             count += 1
             if count > MAX_MEMBERS:
@@ -70,38 +57,19 @@ class TarSnapshot(Snapshot):
             path = path.rstrip("/") if info.isdir() else path
             if info.isdir() and path in ("", "."):
                 continue
-            if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
-                raise self._refuse(raw, "has an absolute path")
-            if ".." in path.replace("\\", "/").split("/"):
-                raise self._refuse(raw, "climbs out with '..'")
-            problem = path_problem(path) if path else "has an empty name"
-            if problem is not None:
-                raise self._refuse(raw, problem.replace("it ", "", 1))
+            members.check_name(raw, path)
             if info.issym() or info.islnk():
-                raise self._refuse(
+                raise members.refuse(
                     raw, "is a link: links are never extracted (they can point outside the skill)"
                 )
             if not (info.isreg() or info.isdir()):
-                raise self._refuse(raw, "is a device, FIFO or other special file")
-            if path in seen:
-                raise self._refuse(raw, "is listed twice")
-            seen.add(path)
-            parts = path.split("/")
-            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+                raise members.refuse(raw, "is a device, FIFO or other special file")
+            members.add(raw, path, size=None if info.isdir() else info.size)
             if info.isdir():
                 continue
-            files += 1
-            total += info.size
-            if files > MAX_FILES or total > MAX_TOTAL_BYTES:
-                raise UnsafeArchiveError(
-                    f"Refused {self.name}: it expands to more than the limits of {LIMITS_TEXT} "
-                    f"(at {visible(raw)!r}); nothing was written"
-                )
             self.members[path] = info
             self.entries.append(Entry(path, FILE, info.size, bool(info.mode & 0o111), path))
-        clash = folders & set(self.members)
-        if clash:
-            raise self._refuse(sorted(clash)[0], "is both a file and a folder")
+        members.check_folders(self.members)
 
     def copy_to(self, entry: Entry, out: BinaryIO) -> None:
         try:
