@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.errors import McpCacheError, McpError, SkillMagicsError
+from skill_magics.core.errors import ApprovalStale, McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.status import AuditOutcome
@@ -180,25 +180,105 @@ def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager,
     assert approver.asked[0].mcp is not None
 
 
-def test_a_tampered_cache_is_refused_before_any_process_starts(
-    served: tuple[SkillManager, Path], tmp_path: Path
-) -> None:
+def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_path: Path) -> None:
     manager, _skill = served
-    approver = Recorder()
-    manager.execute_skill_script("team/hello-mcp", "hello", {"who": "a"}, approver=approver)
-    cached = tmp_path / "cache" / "team" / "hello-mcp" / "files" / "scripts" / "hello.py"
+    copy = tmp_path / "cache" / "team" / "hello-mcp" / "files"
     marker = tmp_path / "ran"
-    cached.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
-    with pytest.raises(McpCacheError, match=r"hello-mcp, file 'scripts/hello.py': its bytes"):
-        manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
-    assert not marker.exists() and len(approver.asked) == 1  # nobody asked, nothing ran
-    assert any("its bytes changed since they were verified" in r for r in refusals(manager))
-    # A file planted beside the verified ones is refused the same way.
-    cached.write_text(HELLO)
-    (cached.parent / "extra.py").write_text("print('planted')\n")
+    evil = f"open({str(marker)!r}, 'w').write('x')\n"
+
+    # Changed after the run was planned (while the panel was up): refused before any process
+    # starts, whatever the answer.
+    def tamper_then_yes(request: ApprovalRequest) -> Decision:
+        (copy / "scripts" / "hello.py").write_text(evil)
+        return Decision.YES_IN_SESSION
+
+    with pytest.raises(ApprovalStale, match="files changed after the approval was asked"):
+        manager.execute_skill_script(
+            "team/hello-mcp", "hello", {"who": "a"}, approver=tamper_then_yes
+        )
+    assert not marker.exists()
+    assert any("changed after the approval" in r for r in refusals(manager))
+
+    # Changed or planted between runs (by anyone): the next run discards the copy, fetches it
+    # again (every file verified) and runs the server's bytes, never the tampered ones.
+    approver = Recorder()
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 b" and not marker.exists()
+    (copy / "scripts" / "hello.py").write_text(evil)
+    (copy / "scripts" / "extra.py").write_text("print('planted')\n")
+    (copy / "scripts" / "json").symlink_to(tmp_path)  # would be imported by `import json`
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "c"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 c" and not marker.exists()
+    assert len(approver.asked) == 1  # the verified bytes it approved: not asked again
+    assert sorted(p.name for p in (copy / "scripts").iterdir()) == ["hello.py"]
+    audited = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    # Twice: the copy changed while the panel was up (run b), then between runs (run c).
+    assert [r.skill for r in audited] == ["team/hello-mcp"] * 2
+    assert audited[0].script == "<mcp copy>"
+    assert "(changed scripts/hello.py)" in (audited[0].reason or "")
+    reason = audited[1].reason or ""
+    assert "added scripts/extra.py, added scripts/json, changed scripts/hello.py" in reason
+    assert "nothing of the old copy ran" in reason
+    # The copy's check on its own still refuses what it did not verify (one line).
+    from skill_magics.core.mcp.cache import McpCache
+
+    (copy / "scripts" / "extra.py").write_text("print('planted')\n")
     with pytest.raises(McpCacheError, match="'scripts/extra.py': not in what was verified"):
-        manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
-    assert len(approver.asked) == 1
+        McpCache(discovery_dirs=[]).verify("team", "hello-mcp")
+
+
+WRITER = """from pathlib import Path
+here = Path(__file__).resolve()
+top = here.parent.parent
+print("v1", sorted(p.name for p in top.rglob("*") if p.is_file()))
+(top / "out.txt").write_text("data")
+(here.parent / "helper.py").write_text("print('planted')")
+(here.parent / "json").mkdir()
+(here.parent / "json" / "__init__.py").write_text("planted = True")
+here.write_text(here.read_text().replace('"v1"', '"tampered"'))
+"""
+
+
+def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script writing beside itself (sandbox off: same uid, the copy is writable) used to
+    leave its copy failing the re-hash for good; now the next run discards the copy, fetches
+    every file again (verified) and runs those bytes, audited as copy_refetched."""
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    skill = tmp_path / "served" / "writer-mcp"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: writer-mcp\ndescription: Writes. Use it.\n---\n")
+    (skill / "scripts" / "write.py").write_text(WRITER)
+    manager = SkillManager([])
+    manager.add_mcp_server(
+        "team", command=[PY, "-m", "skill_magics.mcp", "serve", str(skill.parent)]
+    )
+    approver = Recorder()
+    try:
+        expected = "v1 ['SKILL.md', 'write.py']"
+        for _ in range(3):
+            ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
+            # Every run starts from the verified bytes: nothing an earlier run wrote is there
+            # (not its data, not the module it planted, not its edit of its own script).
+            assert ran.exit_code == 0 and ran.stdout.strip() == expected, ran.stderr
+        assert len(approver.asked) == 1  # the same verified bytes: "Yes in session" holds
+    finally:
+        manager.remove_mcp_server("team")
+    refetched = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    assert len(refetched) == 2 and {r.skill for r in refetched} == {"team/writer-mcp"}
+    reason = refetched[0].reason or ""
+    for found in (
+        "added out.txt",
+        "added scripts/helper.py",
+        "added scripts/json/",
+        "changed scripts/write.py",
+    ):
+        assert found in reason, reason
+    assert "fetched again from the server, every file verified" in reason
+    assert not any(r.outcome is AuditOutcome.APPROVAL_LAPSED for r in manager.audit.records())
+    # The old copies are gone whole, nothing left aside in the cache.
+    assert sorted(p.name for p in (tmp_path / "cache" / "team").iterdir()) == ["writer-mcp"]
 
 
 def test_session_approval_is_keyed_to_the_digest_set() -> None:
