@@ -19,6 +19,7 @@ from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.status import AuditOutcome
 from skill_magics.notebook.approval.panel import summary_html, summary_text
+from skill_magics.notebook.extension import get_magics
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(120)]
 
@@ -351,7 +352,9 @@ def test_skillrun_magic_runs_an_mcp_script(
     skill = write_served(tmp_path / "served")
     local = tmp_path / "local"
     local.mkdir()
-    shell = ipython_shell(local, auto_approve=True)  # type: ignore[operator]
+    shell = ipython_shell(local)  # type: ignore[operator]
+    # An MCP server's skills are pre-approved by their label's wildcard (or their name).
+    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "team/*")
     added = shell.run_cell(f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {skill.parent}")
     assert added.error_in_exec is None
     try:
@@ -366,3 +369,71 @@ def test_skillrun_magic_runs_an_mcp_script(
     finally:
         shell.run_cell("%skills remove mcp team")
     assert os.path.isdir(tmp_path / "cache" / "team" / "hello-mcp")
+
+
+def _write_local(local: Path) -> None:
+    (local / "local-hello" / "scripts").mkdir(parents=True)
+    (local / "local-hello" / "SKILL.md").write_text(
+        "---\nname: local-hello\ndescription: Says hello locally. Use it for tests.\n---\n"
+    )
+    (local / "local-hello" / "scripts" / "hello.py").write_text("print('local hello')\n")
+
+
+def unavailable(cell: object) -> str:
+    """The message of a %%skillrun nobody could approve (its result says why)."""
+    result = getattr(cell, "result", None)
+    assert getattr(cell, "error_in_exec", None) is None and result is not None
+    assert result.status.value == "approval_unavailable", result.status
+    return str(result.message)
+
+
+@pytest.mark.parametrize("where", ["env", "config"])
+def test_auto_approve_star_is_for_local_skills_and_label_star_for_one_server(
+    ipython_shell: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """``*`` pre-approves local skills only: a remote server's skill (one it adds tomorrow
+    included) needs ``LABEL/*`` or ``LABEL/NAME``; ``LABEL/*`` approves that label only."""
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    skill = write_served(tmp_path / "served")
+    local = tmp_path / "local"
+    _write_local(local)
+    shell = ipython_shell(local)  # type: ignore[operator]
+
+    def pre_approve(value: str) -> None:
+        if where == "env":
+            monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", value)
+        else:
+            shell.run_cell(f"%config SkillMagics.auto_approve = {value.split(',')!r}")
+
+    serve = f"{PY} -m skill_magics.mcp serve {skill.parent}"
+    for label in ("team", "other"):
+        assert shell.run_cell(f"%skills add mcp {label} -- {serve}").error_in_exec is None
+    try:
+        pre_approve("*")
+        # What `*` must still approve: a local skill.
+        ran = shell.run_cell("%%skillrun local-hello.hello\n")
+        assert ran.error_in_exec is None and "local hello" in str(ran.result.stdout)
+        # What it must not: an MCP server's skill (nobody can click here: unavailable).
+        refused = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "x"}')
+        message = unavailable(refused)
+        assert "Approval unavailable" in message and "nothing ran" in message
+        assert "SKILL_MAGICS_AUTO_APPROVE=team/hello-mcp (or team/*)" in message
+        pre_approve("other/*")  # another label's wildcard approves only that label
+        refused = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "x"}')
+        assert "Approval unavailable" in unavailable(refused)
+        ran = shell.run_cell('%%skillrun other/hello-mcp.hello\n{"who": "o"}')
+        assert ran.error_in_exec is None and "hello v1 o" in str(ran.result.stdout)
+        refused = shell.run_cell("%%skillrun local-hello.hello\n")  # not a local wildcard
+        assert "Approval unavailable" in unavailable(refused)
+        pre_approve("team/hello-mcp,*")  # by name, beside the local wildcard
+        ran = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "t"}')
+        assert ran.error_in_exec is None and "hello v1 t" in str(ran.result.stdout)
+    finally:
+        shell.run_cell("%skills remove mcp team")
+        shell.run_cell("%skills remove mcp other")
+    by = {
+        r.skill: r.reason
+        for r in get_magics(shell).manager.audit.records()
+        if r.outcome is AuditOutcome.APPROVED
+    }
+    assert set(by) == {"local-hello", "other/hello-mcp", "team/hello-mcp"}
