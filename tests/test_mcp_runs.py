@@ -17,7 +17,7 @@ import pytest
 from skill_magics.core.errors import ApprovalStale, McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.status import AuditOutcome, RunStatus
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.extension import get_magics
 
@@ -296,6 +296,59 @@ def test_session_approval_is_keyed_to_the_digest_set() -> None:
     # Same files on disk (same fingerprint), another listed set: not covered.
     assert not store.covers(request("mcp-sha256:b"))
     assert not store.covers(ApprovalRequest("team/x", (), content_hash="f"))
+
+
+def test_the_gate_binds_yes_in_session_to_the_digest_set_beside_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The binding alone decides, through the real gate with real requests: the server lists
+    the same bytes at the same paths under other URIs (percent-encoded), so the copy's
+    fingerprint is unchanged and only the {uri, digest} set differs."""
+    from skill_magics.core.mcp.servers import servers_of
+    from skill_magics.core.run.gate import SESSION
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    manager = SkillManager([])
+    manager.add_mcp_server("evil", command=[PY, str(SERVERS / "hostile.py")], timeout=5)
+    server = servers_of(manager).get("evil")
+    assert server is not None
+    gate, approver = manager._gate, Recorder()
+
+    def mode(name: str) -> None:
+        assert server is not None
+        server.connection.request("test/mode", {"mode": name})
+
+    try:
+        first = manager.plan("evil/demo", "run").request
+        assert gate.decide(first, approver).allowed and len(approver.asked) == 1
+        # Nothing changed: covered by the session approval, nobody asked, and it runs.
+        same = manager.plan("evil/demo", "run").request
+        assert same.mcp == first.mcp and same.content_hash == first.content_hash
+        assert gate.decide(same, approver).by == SESSION and len(approver.asked) == 1
+        ran = manager.execute_skill_script("evil/demo", "run", approver=approver)
+        assert ran.stdout.strip() == "run" and len(approver.asked) == 1
+
+        mode("encoded-uris")
+        moved = manager.plan("evil/demo", "run").request
+        assert moved.content_hash == first.content_hash  # the copy would match...
+        assert moved.mcp is not None and first.mcp is not None
+        assert moved.mcp.binding != first.mcp.binding  # ...the listed set does not
+        assert moved.mcp.changes == ("changed scripts/run.py",)
+        verdict = gate.decide(moved, approver)
+        assert verdict.allowed and verdict.by != SESSION and len(approver.asked) == 2
+        assert approver.asked[1] is moved
+
+        # A Yes given for one set after the copy moved to another (same bytes) is refused.
+        mode("honest")
+        earlier = manager.plan("evil/demo", "run").request  # back to the first set
+        assert earlier.mcp is not None and earlier.mcp.binding == first.mcp.binding
+        mode("encoded-uris")
+        manager.get_skill("evil/demo")  # the copy now holds the other set
+        assert manager.plan("evil/demo", "run").request.content_hash == earlier.content_hash
+        late = gate.settle(earlier, Decision.YES_ONCE, "a late click")
+        assert late.status is RunStatus.REFUSED and "changed after the approval" in late.message
+    finally:
+        manager.remove_mcp_server("evil")
 
 
 def test_mcp_names_never_reach_local_skills_and_need_their_server(
