@@ -17,6 +17,7 @@ import pytest
 from skill_magics.core.errors import ApprovalStale, McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
+from skill_magics.core.run.batch.runner import RESOLVE_S
 from skill_magics.core.status import AuditOutcome, RunStatus
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.extension import get_magics
@@ -228,7 +229,10 @@ def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_p
         McpCache(discovery_dirs=[]).verify("team", "hello-mcp")
 
 
-WRITER = """from pathlib import Path
+WRITER_SAW = "v1 ['SKILL.md', 'write.py']"  # what it prints from a copy nobody wrote into
+WRITER = """import json, sys, time
+from pathlib import Path
+time.sleep(json.loads(sys.stdin.read() or "{}").get("sleep", 0))
 here = Path(__file__).resolve()
 top = here.parent.parent
 print("v1", sorted(p.name for p in top.rglob("*") if p.is_file()))
@@ -240,32 +244,38 @@ here.write_text(here.read_text().replace('"v1"', '"tampered"'))
 """
 
 
-def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A script writing beside itself (sandbox off: same uid, the copy is writable) used to
-    leave its copy failing the re-hash for good; now the next run discards the copy, fetches
-    every file again (verified) and runs those bytes, audited as copy_refetched."""
+@pytest.fixture
+def writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SkillManager]:
+    """A manager with the server 'team' serving 'writer-mcp', whose script writes beside
+    itself: data, a module, a package, and an edit of its own code."""
     monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
     skill = tmp_path / "served" / "writer-mcp"
     (skill / "scripts").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: writer-mcp\ndescription: Writes. Use it.\n---\n")
     (skill / "scripts" / "write.py").write_text(WRITER)
     manager = SkillManager([])
-    manager.add_mcp_server(
-        "team", command=[PY, "-m", "skill_magics.mcp", "serve", str(skill.parent)]
-    )
-    approver = Recorder()
+    serve = [PY, "-m", "skill_magics.mcp", "serve", str(skill.parent)]
+    manager.add_mcp_server("team", command=serve)
     try:
-        expected = "v1 ['SKILL.md', 'write.py']"
-        for _ in range(3):
-            ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
-            # Every run starts from the verified bytes: nothing an earlier run wrote is there
-            # (not its data, not the module it planted, not its edit of its own script).
-            assert ran.exit_code == 0 and ran.stdout.strip() == expected, ran.stderr
-        assert len(approver.asked) == 1  # the same verified bytes: "Yes in session" holds
+        yield manager
     finally:
         manager.remove_mcp_server("team")
+
+
+def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
+    writer: SkillManager, tmp_path: Path
+) -> None:
+    """A script writing beside itself (sandbox off: same uid, the copy is writable) used to
+    leave its copy failing the re-hash for good; now the next run discards the copy, fetches
+    every file again (verified) and runs those bytes, audited as copy_refetched."""
+    manager = writer
+    approver = Recorder()
+    for _ in range(3):
+        ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
+        # Every run starts from the verified bytes: nothing an earlier run wrote is there
+        # (not its data, not the module it planted, not its edit of its own script).
+        assert ran.exit_code == 0 and ran.stdout.strip() == WRITER_SAW, ran.stderr
+    assert len(approver.asked) == 1  # the same verified bytes: "Yes in session" holds
     refetched = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
     assert len(refetched) == 2 and {r.skill for r in refetched} == {"team/writer-mcp"}
     reason = refetched[0].reason or ""
@@ -280,6 +290,28 @@ def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
     assert not any(r.outcome is AuditOutcome.APPROVAL_LAPSED for r in manager.audit.records())
     # The old copies are gone whole, nothing left aside in the cache.
     assert sorted(p.name for p in (tmp_path / "cache" / "team").iterdir()) == ["writer-mcp"]
+
+
+def test_a_batch_never_runs_an_item_on_a_copy_an_earlier_item_wrote_into(
+    writer: SkillManager,
+) -> None:
+    """A batch's items share one verified copy: once an item wrote into it, the rest are
+    refused (never run on unverified files, never swapped under a running item), with a
+    message naming the likely cause and the fix; the next run fetches the copy again."""
+    manager, approver = writer, Recorder()
+    # Items slower than a batch's re-resolve (RESOLVE_S): it must not fetch the copy again.
+    slow = [{"sleep": RESOLVE_S + 0.15}] * 3
+    batch = manager.map("team/writer-mcp", "write", slow, approver=approver, max_workers=1)
+    first, *rest = batch.items
+    assert first.stdout.strip() == WRITER_SAW
+    assert [i.status for i in rest] == [RunStatus.REFUSED] * 2
+    # Refused by the copy's re-hash when the batch resolves again, or by its watch of the
+    # code before each item: either way the message names the likely cause.
+    for item in rest:
+        assert "team/writer-mcp" in item.message and "writes beside itself" in item.message
+        assert "next run fetches" in item.message
+    ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
+    assert ran.stdout.strip() == WRITER_SAW and len(approver.asked) == 1
 
 
 def test_session_approval_is_keyed_to_the_digest_set() -> None:

@@ -218,8 +218,8 @@ class McpCache:
             if found:
                 path, kind = found[0]
                 raise McpCacheError(
-                    f"MCP skill cache: {label}/{name}, file {path!r}: {_SAID[kind]}; nothing "
-                    "of it runs: fetch it again"
+                    f"MCP skill cache: {label}/{name}, file {path!r}: {_SAID[kind]}{_BY}; "
+                    "nothing of it runs: the next run fetches it again"
                 )
         finally:
             for fd in fds:
@@ -352,10 +352,11 @@ def refetch(cache: McpCache, host: McpSkillsHost, entry: SkillEntry) -> CachedSk
 
 # What a file of a copy can be that its record does not say: a kind -> words for errors.
 _SAID = {
-    "planted": "not in what was verified (planted after the download?)",
-    "missing": "missing or not a regular file",
-    "changed": "its bytes changed since they were verified",
+    "planted": "not in what was verified (written there after the download",
+    "missing": "missing or not a regular file (removed after the download",
+    "changed": "its bytes changed since they were verified (after the download",
 }
+_BY = ": by a script that writes beside itself, or by someone else)"
 _WORD = {"planted": "added", "missing": "missing", "changed": "changed"}
 
 

@@ -83,8 +83,10 @@ class McpRemote:
         origin = McpOriginInfo(f"mcp:{label}", cached.server, cached.binding, changes)
         return McpSkill(metadata, name, origin, detector=detector)
 
-    def fetch(self, name: str) -> None:
-        """Bring the copy of ``LABEL/NAME`` to the server's current listing (see above)."""
+    def fetch(self, name: str, *, repair: bool = True) -> None:
+        """Bring the copy of ``LABEL/NAME`` to the server's current listing (see above);
+        ``repair`` False: a copy that no longer verifies is left as it is (to be refused:
+        a batch's items share it, so it is never swapped under a running item)."""
         label, _, bare = name.partition("/")
         server = self.servers.get(label)
         if server is None:
@@ -130,7 +132,7 @@ class McpRemote:
             # The copy is what the server lists; its files are what was verified, or it is
             # replaced whole (a run may have written into its own folder: never stuck, and
             # nothing it wrote survives into this run).
-            found = cache.differences(label, bare)
+            found = cache.differences(label, bare) if repair else []
             if found:
                 refetch(cache, server.host, entry)
                 self._refetched(name, found)
