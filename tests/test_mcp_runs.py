@@ -6,6 +6,7 @@ skill, and real runs through the one call site (plan -> gate -> execute).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -16,6 +17,8 @@ import pytest
 
 from skill_magics.core.errors import ApprovalStale, McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.mcp.cache import McpCache
+from skill_magics.core.mcp.wire import sha256_digest
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.run.batch.runner import RESOLVE_S
 from skill_magics.core.status import AuditOutcome, RunStatus
@@ -221,9 +224,33 @@ def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_p
     reason = audited[1].reason or ""
     assert "added scripts/extra.py, added scripts/json, changed scripts/hello.py" in reason
     assert "nothing of the old copy ran" in reason
+    # The record itself rewritten to vouch for changed bytes (sandbox off, a script can reach
+    # it): it no longer matches the binding its files were verified under, so the copy is
+    # fetched again and the server's bytes run.
+    (copy / "scripts" / "hello.py").write_text(evil)
+    record_path = copy.parent / "origin.json"
+    record = json.loads(record_path.read_text())
+    record["files"]["scripts/hello.py"].update(
+        digest=sha256_digest(evil.encode()), size=len(evil.encode())
+    )
+    record_path.write_text(json.dumps(record))
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "d"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 d" and not marker.exists()
+    audited = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    assert len(audited) == 3 and "the origin record" in (audited[2].reason or "")
+    # Digests swapped between two files keep the binding but not the paths: no record either.
+    record = json.loads(record_path.read_text())
+    files = record["files"]
+    files["SKILL.md"], files["scripts/hello.py"] = (
+        {**files["SKILL.md"], "uri": files["scripts/hello.py"]["uri"]},
+        {**files["scripts/hello.py"], "uri": files["SKILL.md"]["uri"]},
+    )
+    record_path.write_text(json.dumps(record))
+    with pytest.raises(McpCacheError, match="no valid origin record"):
+        McpCache(discovery_dirs=[]).verify("team", "hello-mcp")
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "e"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 e" and len(approver.asked) == 1
     # The copy's check on its own still refuses what it did not verify (one line).
-    from skill_magics.core.mcp.cache import McpCache
-
     (copy / "scripts" / "extra.py").write_text("print('planted')\n")
     with pytest.raises(McpCacheError, match="'scripts/extra.py': not in what was verified"):
         McpCache(discovery_dirs=[]).verify("team", "hello-mcp")

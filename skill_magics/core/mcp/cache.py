@@ -16,7 +16,12 @@ Rules (SEP-2640's, and ours for folders others can write):
   file's ``{uri, digest, size}``: after a restart the copy is still an MCP skill, with the
   binding its approval needs;
 - every use re-hashes every file against that record, and a file that is not in it (planted
-  after the write) is a mismatch: :meth:`McpCache.verify`.
+  after the write, a folder or a link included) is a mismatch: :meth:`McpCache.verify`. The
+  record itself is checked first: its files must hash to its binding (the one the server's
+  listing is compared with), each at the path its URI names, so a record rewritten to vouch
+  for changed bytes is no record;
+- a copy that fails that is never repaired in place: :func:`refetch` discards it whole and
+  fetches every file again (core/mcp/runs.py does, before a run is planned).
 """
 
 from __future__ import annotations
@@ -32,9 +37,17 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.catalog.frontmatter import name_problems
-from skill_magics.core.errors import McpCacheError
+from skill_magics.core.errors import McpCacheError, McpError
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
-from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
+from skill_magics.core.mcp.wire import (
+    SkillEntry,
+    binding,
+    binding_of,
+    check_label,
+    sha256_digest,
+    skill_path_segments,
+    split_uri,
+)
 from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS, write_file
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
@@ -253,6 +266,10 @@ class McpCache:
                 os.close(fd)
         return [f"{_WORD[kind]} {_shown(path)}" for path, kind in found]
 
+    def present(self, label: str, name: str) -> bool:
+        """Is there anything at the place of ``label/name`` (a copy, valid or not)?"""
+        return os.path.lexists(self.root / label / name)
+
     def discard(self, label: str, name: str) -> None:
         """Remove a cached copy whole (moved aside first, so no reader sees half of it):
         whatever was written into it is gone. Nothing when it is not there."""
@@ -309,7 +326,11 @@ class McpCache:
                     for r in origin["files"].values()
                 )
             )
-        except (ValueError, AttributeError):
+            # The record is what every re-hash trusts: its files must be the ones its binding
+            # was computed from, each at the path its URI names (a record rewritten to match
+            # changed files, or with digests swapped between files, is no record).
+            ok = ok and _record_consistent(label, origin)
+        except (ValueError, AttributeError, TypeError):
             ok = False
         if not ok:
             raise McpCacheError(
@@ -358,6 +379,23 @@ _SAID = {
 }
 _BY = ": by a script that writes beside itself, or by someone else)"
 _WORD = {"planted": "added", "missing": "missing", "changed": "changed"}
+
+
+def _record_consistent(label: str, origin: dict[str, Any]) -> bool:
+    """Do the record's files hash to its binding, each at the path its URI names?"""
+    try:
+        scheme, authority, base = skill_path_segments(label, origin.get("uri"))
+        pairs = []
+        for path, rec in origin["files"].items():
+            at = split_uri(label, rec.get("uri"), "cache record")
+            if at[:2] != (scheme, authority) or "/".join(at[2][len(base) :]) != path:
+                return False
+            if at[2][: len(base)] != base or not isinstance(rec.get("digest"), str):
+                return False
+            pairs.append((rec["uri"], rec["digest"]))
+    except McpError:
+        return False
+    return binding_of(pairs) == origin.get("binding")
 
 
 def _shown(path: str) -> str:

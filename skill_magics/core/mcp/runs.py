@@ -137,10 +137,15 @@ class McpRemote:
                 refetch(cache, server.host, entry)
                 self._refetched(name, found)
             return
+        unrecorded = old is None and cache.present(label, bare)  # its record was rewritten
+        if unrecorded and not repair:
+            return  # left to be refused by the re-hash, as above
         changes = _changes(old["files"] if old is not None else None, entry.files)
         fetch_into(cache, server.host, entry)
         with self._lock:
             self._changes[name] = changes
+        if unrecorded:
+            self._refetched(name, ["the origin record: missing, or not matching its binding"])
 
     def _refetched(self, name: str, shown: list[str]) -> None:
         """Audit a copy discarded and fetched again, naming what it held."""
