@@ -314,6 +314,10 @@ def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
     ):
         assert found in reason, reason
     assert "fetched again from the server, every file verified" in reason
+    from skill_magics.notebook.render.history import history_table
+
+    shown = history_table(manager.audit.records())  # %skills history
+    assert "copy fetched again" in shown.text and "the cached copy held what was not" in shown.text
     assert not any(r.outcome is AuditOutcome.APPROVAL_LAPSED for r in manager.audit.records())
     # The old copies are gone whole, nothing left aside in the cache.
     assert sorted(p.name for p in (tmp_path / "cache" / "team").iterdir()) == ["writer-mcp"]
