@@ -16,13 +16,13 @@ import pytest
 from kernel_fixtures import start_kernel
 from mcp_support import free_port, http_server
 
-from skill_magics.core.errors import ApprovalDeclined
+from skill_magics.core.base.errors import ApprovalDeclined
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.servers import servers_of
 from skill_magics.core.mcp.wire import binding
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.run.sandbox import unavailable_reason
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(180)]
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from mcp_support import free_port, http_server
 
-from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
 from skill_magics.core.mcp.cache import McpCache, fetch_into
 from skill_magics.core.mcp.connection import ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.catalog.frontmatter import name_problems
-from skill_magics.core.errors import McpCacheError, McpError
+from skill_magics.core.base.errors import McpCacheError, McpError
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import (
     SkillEntry,
@@ -48,7 +48,7 @@ from skill_magics.core.mcp.wire import (
     skill_path_segments,
     split_uri,
 )
-from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS, write_file
+from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS, write_file
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 ORIGIN = "origin.json"

@@ -34,17 +34,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.audit import AuditLog
+from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
-from skill_magics.core.fingerprint import SKIP_DIRS
+from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.base.fingerprint import SKIP_DIRS
 from skill_magics.core.mcp.cache import McpCache, fetch_into, refetch
 from skill_magics.core.mcp.servers import McpServers
 from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.mcp.wire import SKILL_MD, SkillFile, binding
 from skill_magics.core.run.approval import McpOriginInfo
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 
 COPY_LABEL = "<mcp copy>"  # the "script" a copy fetched again is audited under
 

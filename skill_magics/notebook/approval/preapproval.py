@@ -1,7 +1,7 @@
 """Pre-approval from configuration: ``SkillMagics.auto_approve`` and ``SKILL_MAGICS_AUTO_APPROVE``.
 
 Both take skill names: a list, or one string of names separated by commas and/or spaces
-(``core/namelist.py``, the one name-list parser). Patterns:
+(``core/base/namelist.py``, the one name-list parser). Patterns:
 
 - ``"*"``: every LOCAL skill (those in skill folders), never an MCP server's: a wildcard
   written for your own skills must not pre-approve a skill a remote server adds later;
@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from skill_magics.core.catalog.discovery import is_qualified
-from skill_magics.core.namelist import name_list
+from skill_magics.core.base.namelist import name_list
 
 AUTO_APPROVE_ENV = "SKILL_MAGICS_AUTO_APPROVE"
 
