@@ -143,6 +143,27 @@ def test_preapproval_sources():
     assert preapproved_by("pdf", [], env={"SKILL_MAGICS_AUTO_APPROVE": ""}) is None
 
 
+def test_preapproval_wildcards_local_and_per_server():
+    env: dict[str, str] = {}
+    # `*` is every local skill, never an MCP server's (LABEL/NAME).
+    assert preapproved_by("pdf", "*", env=env) is not None
+    assert preapproved_by("team/pdf", "*", env=env) is None
+    assert preapproved_by("team/pdf", [], env={"SKILL_MAGICS_AUTO_APPROVE": "*"}) is None
+    # LABEL/* is every skill of that server, and of no other; LABEL/NAME is that one.
+    assert preapproved_by("team/pdf", "team/*", env=env) is not None
+    assert preapproved_by("team/new-one", ["team/*"], env=env) is not None
+    assert preapproved_by("teams/pdf", "team/*", env=env) is None
+    assert preapproved_by("pdf", "team/*", env=env) is None
+    assert preapproved_by("team/pdf", "team/pdf", env=env) is not None
+    assert preapproved_by("team/csv", "team/pdf", env=env) is None
+    assert preapproved_by("team/pdf", [], env={"SKILL_MAGICS_AUTO_APPROVE": "*,team/*"}) == (
+        "env SKILL_MAGICS_AUTO_APPROVE"
+    )
+    # Not wildcards: a name that only looks like one, or a pattern over local names.
+    assert preapproved_by("team/pdf", "*/*", env=env) is None
+    assert preapproved_by("team/pdf", "team/p*", env=env) is None
+
+
 def _script(path: str, interpreter: str, text: str, program: str) -> ScriptToApprove:
     return ScriptToApprove(
         path,

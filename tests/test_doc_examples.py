@@ -3,7 +3,8 @@
 Each Markdown file's fenced blocks are read in order. A `python` or `ipython` block is a cell:
 all of a file's cells run in order in one real kernel (jupyter_client), started in an empty
 folder with the example skills configured (`SKILL_MAGICS_PATH`, as `make demo` sets it), the
-documented headless pre-approval (`SKILL_MAGICS_AUTO_APPROVE=*`: nobody can click here) and the
+documented headless pre-approval (`SKILL_MAGICS_AUTO_APPROVE='*,examples/*'`: nobody can click
+here; `*` is local skills only, docs/mcp.md's server is labelled `examples`) and the
 extension loaded (`%load_ext skill_magics`, which every page assumes). A cell
 passes when it raises nothing; at the end, every run result the file's examples kept (`-o`,
 assignments) must have completed.
@@ -134,7 +135,7 @@ def test_examples_run_in_a_real_kernel(page: Path, tmp_path: Path) -> None:
     examples = REPO / "skill_magics" / "examples" / "skills"
     env = {
         "SKILL_MAGICS_PATH": str(examples),
-        "SKILL_MAGICS_AUTO_APPROVE": "*",
+        "SKILL_MAGICS_AUTO_APPROVE": "*,examples/*",  # local skills, docs/mcp.md's server's
         "SKILL_MAGICS_ENV_DIR": str(tmp_path / "envs"),
         "SKILL_MAGICS_MCP_CACHE": str(tmp_path / "mcp-cache"),  # docs/mcp.md runs a script
     }

@@ -6,6 +6,7 @@ skill, and real runs through the one call site (plan -> gate -> execute).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -14,11 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.base.errors import McpCacheError, McpError, SkillMagicsError
-from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.base.errors import ApprovalStale, McpCacheError, McpError, SkillMagicsError
+from skill_magics.core.base.status import AuditOutcome, RunStatus
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.mcp.cache import McpCache
+from skill_magics.core.mcp.wire import sha256_digest
 from skill_magics.core.run.approval import ApprovalRequest, Decision
+from skill_magics.core.run.batch.runner import RESOLVE_S
 from skill_magics.notebook.approval.panel import summary_html, summary_text
+from skill_magics.notebook.extension import get_magics
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(120)]
 
@@ -180,25 +185,164 @@ def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager,
     assert approver.asked[0].mcp is not None
 
 
-def test_a_tampered_cache_is_refused_before_any_process_starts(
-    served: tuple[SkillManager, Path], tmp_path: Path
-) -> None:
+def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_path: Path) -> None:
     manager, _skill = served
-    approver = Recorder()
-    manager.execute_skill_script("team/hello-mcp", "hello", {"who": "a"}, approver=approver)
-    cached = tmp_path / "cache" / "team" / "hello-mcp" / "files" / "scripts" / "hello.py"
+    copy = tmp_path / "cache" / "team" / "hello-mcp" / "files"
     marker = tmp_path / "ran"
-    cached.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
-    with pytest.raises(McpCacheError, match=r"hello-mcp, file 'scripts/hello.py': its bytes"):
-        manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
-    assert not marker.exists() and len(approver.asked) == 1  # nobody asked, nothing ran
-    assert any("its bytes changed since they were verified" in r for r in refusals(manager))
-    # A file planted beside the verified ones is refused the same way.
-    cached.write_text(HELLO)
-    (cached.parent / "extra.py").write_text("print('planted')\n")
+    evil = f"open({str(marker)!r}, 'w').write('x')\n"
+
+    # Changed after the run was planned (while the panel was up): refused before any process
+    # starts, whatever the answer.
+    def tamper_then_yes(request: ApprovalRequest) -> Decision:
+        (copy / "scripts" / "hello.py").write_text(evil)
+        return Decision.YES_IN_SESSION
+
+    with pytest.raises(ApprovalStale, match="files changed after the approval was asked"):
+        manager.execute_skill_script(
+            "team/hello-mcp", "hello", {"who": "a"}, approver=tamper_then_yes
+        )
+    assert not marker.exists()
+    assert any("changed after the approval" in r for r in refusals(manager))
+
+    # Changed or planted between runs (by anyone): the next run discards the copy, fetches it
+    # again (every file verified) and runs the server's bytes, never the tampered ones.
+    approver = Recorder()
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 b" and not marker.exists()
+    (copy / "scripts" / "hello.py").write_text(evil)
+    (copy / "scripts" / "extra.py").write_text("print('planted')\n")
+    (copy / "scripts" / "json").symlink_to(tmp_path)  # would be imported by `import json`
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "c"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 c" and not marker.exists()
+    assert len(approver.asked) == 1  # the verified bytes it approved: not asked again
+    assert sorted(p.name for p in (copy / "scripts").iterdir()) == ["hello.py"]
+    audited = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    # Twice: the copy changed while the panel was up (run b), then between runs (run c).
+    assert [r.skill for r in audited] == ["team/hello-mcp"] * 2
+    assert audited[0].script == "<mcp copy>"
+    assert "(changed scripts/hello.py)" in (audited[0].reason or "")
+    reason = audited[1].reason or ""
+    assert "added scripts/extra.py, added scripts/json, changed scripts/hello.py" in reason
+    assert "nothing of the old copy ran" in reason
+    # The record itself rewritten to vouch for changed bytes (sandbox off, a script can reach
+    # it): it no longer matches the binding its files were verified under, so the copy is
+    # fetched again and the server's bytes run.
+    (copy / "scripts" / "hello.py").write_text(evil)
+    record_path = copy.parent / "origin.json"
+    record = json.loads(record_path.read_text())
+    record["files"]["scripts/hello.py"].update(
+        digest=sha256_digest(evil.encode()), size=len(evil.encode())
+    )
+    record_path.write_text(json.dumps(record))
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "d"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 d" and not marker.exists()
+    audited = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    assert len(audited) == 3 and "the origin record" in (audited[2].reason or "")
+    # Digests swapped between two files keep the binding but not the paths: no record either.
+    record = json.loads(record_path.read_text())
+    files = record["files"]
+    files["SKILL.md"], files["scripts/hello.py"] = (
+        {**files["SKILL.md"], "uri": files["scripts/hello.py"]["uri"]},
+        {**files["scripts/hello.py"], "uri": files["SKILL.md"]["uri"]},
+    )
+    record_path.write_text(json.dumps(record))
+    with pytest.raises(McpCacheError, match="no valid origin record"):
+        McpCache(discovery_dirs=[]).verify("team", "hello-mcp")
+    ran = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "e"}, approver=approver)
+    assert ran.stdout.strip() == "hello v1 e" and len(approver.asked) == 1
+    # The copy's check on its own still refuses what it did not verify (one line).
+    (copy / "scripts" / "extra.py").write_text("print('planted')\n")
     with pytest.raises(McpCacheError, match="'scripts/extra.py': not in what was verified"):
-        manager.execute_skill_script("team/hello-mcp", "hello", {"who": "b"}, approver=approver)
-    assert len(approver.asked) == 1
+        McpCache(discovery_dirs=[]).verify("team", "hello-mcp")
+
+
+WRITER_SAW = "v1 ['SKILL.md', 'write.py']"  # what it prints from a copy nobody wrote into
+WRITER = """import json, sys, time
+from pathlib import Path
+time.sleep(json.loads(sys.stdin.read() or "{}").get("sleep", 0))
+here = Path(__file__).resolve()
+top = here.parent.parent
+print("v1", sorted(p.name for p in top.rglob("*") if p.is_file()))
+(top / "out.txt").write_text("data")
+(here.parent / "helper.py").write_text("print('planted')")
+(here.parent / "json").mkdir()
+(here.parent / "json" / "__init__.py").write_text("planted = True")
+here.write_text(here.read_text().replace('"v1"', '"tampered"'))
+"""
+
+
+@pytest.fixture
+def writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SkillManager]:
+    """A manager with the server 'team' serving 'writer-mcp', whose script writes beside
+    itself: data, a module, a package, and an edit of its own code."""
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    skill = tmp_path / "served" / "writer-mcp"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: writer-mcp\ndescription: Writes. Use it.\n---\n")
+    (skill / "scripts" / "write.py").write_text(WRITER)
+    manager = SkillManager([])
+    serve = [PY, "-m", "skill_magics.mcp", "serve", str(skill.parent)]
+    manager.add_mcp_server("team", command=serve)
+    try:
+        yield manager
+    finally:
+        manager.remove_mcp_server("team")
+
+
+def test_a_script_that_writes_into_its_own_copy_runs_again_from_verified_bytes(
+    writer: SkillManager, tmp_path: Path
+) -> None:
+    """A script writing beside itself (sandbox off: same uid, the copy is writable) used to
+    leave its copy failing the re-hash for good; now the next run discards the copy, fetches
+    every file again (verified) and runs those bytes, audited as copy_refetched."""
+    manager = writer
+    approver = Recorder()
+    for _ in range(3):
+        ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
+        # Every run starts from the verified bytes: nothing an earlier run wrote is there
+        # (not its data, not the module it planted, not its edit of its own script).
+        assert ran.exit_code == 0 and ran.stdout.strip() == WRITER_SAW, ran.stderr
+    assert len(approver.asked) == 1  # the same verified bytes: "Yes in session" holds
+    refetched = [r for r in manager.audit.records() if r.outcome is AuditOutcome.COPY_REFETCHED]
+    assert len(refetched) == 2 and {r.skill for r in refetched} == {"team/writer-mcp"}
+    reason = refetched[0].reason or ""
+    for found in (
+        "added out.txt",
+        "added scripts/helper.py",
+        "added scripts/json/",
+        "changed scripts/write.py",
+    ):
+        assert found in reason, reason
+    assert "fetched again from the server, every file verified" in reason
+    from skill_magics.notebook.render.history import history_table
+
+    shown = history_table(manager.audit.records())  # %skills history
+    assert "copy fetched again" in shown.text and "the cached copy held what was not" in shown.text
+    assert not any(r.outcome is AuditOutcome.APPROVAL_LAPSED for r in manager.audit.records())
+    # The old copies are gone whole, nothing left aside in the cache.
+    assert sorted(p.name for p in (tmp_path / "cache" / "team").iterdir()) == ["writer-mcp"]
+
+
+def test_a_batch_never_runs_an_item_on_a_copy_an_earlier_item_wrote_into(
+    writer: SkillManager,
+) -> None:
+    """A batch's items share one verified copy: once an item wrote into it, the rest are
+    refused (never run on unverified files, never swapped under a running item), with a
+    message naming the likely cause and the fix; the next run fetches the copy again."""
+    manager, approver = writer, Recorder()
+    # Items slower than a batch's re-resolve (RESOLVE_S): it must not fetch the copy again.
+    slow = [{"sleep": RESOLVE_S + 0.15}] * 3
+    batch = manager.map("team/writer-mcp", "write", slow, approver=approver, max_workers=1)
+    first, *rest = batch.items
+    assert first.stdout.strip() == WRITER_SAW
+    assert [i.status for i in rest] == [RunStatus.REFUSED] * 2
+    # Refused by the copy's re-hash when the batch resolves again, or by its watch of the
+    # code before each item: either way the message names the likely cause.
+    for item in rest:
+        assert "team/writer-mcp" in item.message and "writes beside itself" in item.message
+        assert "next run fetches" in item.message
+    ran = manager.execute_skill_script("team/writer-mcp", "write", approver=approver)
+    assert ran.stdout.strip() == WRITER_SAW and len(approver.asked) == 1
 
 
 def test_session_approval_is_keyed_to_the_digest_set() -> None:
@@ -215,6 +359,59 @@ def test_session_approval_is_keyed_to_the_digest_set() -> None:
     # Same files on disk (same fingerprint), another listed set: not covered.
     assert not store.covers(request("mcp-sha256:b"))
     assert not store.covers(ApprovalRequest("team/x", (), content_hash="f"))
+
+
+def test_the_gate_binds_yes_in_session_to_the_digest_set_beside_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The binding alone decides, through the real gate with real requests: the server lists
+    the same bytes at the same paths under other URIs (percent-encoded), so the copy's
+    fingerprint is unchanged and only the {uri, digest} set differs."""
+    from skill_magics.core.mcp.servers import servers_of
+    from skill_magics.core.run.gate import SESSION
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    manager = SkillManager([])
+    manager.add_mcp_server("evil", command=[PY, str(SERVERS / "hostile.py")], timeout=5)
+    server = servers_of(manager).get("evil")
+    assert server is not None
+    gate, approver = manager._gate, Recorder()
+
+    def mode(name: str) -> None:
+        assert server is not None
+        server.connection.request("test/mode", {"mode": name})
+
+    try:
+        first = manager.plan("evil/demo", "run").request
+        assert gate.decide(first, approver).allowed and len(approver.asked) == 1
+        # Nothing changed: covered by the session approval, nobody asked, and it runs.
+        same = manager.plan("evil/demo", "run").request
+        assert same.mcp == first.mcp and same.content_hash == first.content_hash
+        assert gate.decide(same, approver).by == SESSION and len(approver.asked) == 1
+        ran = manager.execute_skill_script("evil/demo", "run", approver=approver)
+        assert ran.stdout.strip() == "run" and len(approver.asked) == 1
+
+        mode("encoded-uris")
+        moved = manager.plan("evil/demo", "run").request
+        assert moved.content_hash == first.content_hash  # the copy would match...
+        assert moved.mcp is not None and first.mcp is not None
+        assert moved.mcp.binding != first.mcp.binding  # ...the listed set does not
+        assert moved.mcp.changes == ("changed scripts/run.py",)
+        verdict = gate.decide(moved, approver)
+        assert verdict.allowed and verdict.by != SESSION and len(approver.asked) == 2
+        assert approver.asked[1] is moved
+
+        # A Yes given for one set after the copy moved to another (same bytes) is refused.
+        mode("honest")
+        earlier = manager.plan("evil/demo", "run").request  # back to the first set
+        assert earlier.mcp is not None and earlier.mcp.binding == first.mcp.binding
+        mode("encoded-uris")
+        manager.get_skill("evil/demo")  # the copy now holds the other set
+        assert manager.plan("evil/demo", "run").request.content_hash == earlier.content_hash
+        late = gate.settle(earlier, Decision.YES_ONCE, "a late click")
+        assert late.status is RunStatus.REFUSED and "changed after the approval" in late.message
+    finally:
+        manager.remove_mcp_server("evil")
 
 
 def test_mcp_names_never_reach_local_skills_and_need_their_server(
@@ -271,7 +468,9 @@ def test_skillrun_magic_runs_an_mcp_script(
     skill = write_served(tmp_path / "served")
     local = tmp_path / "local"
     local.mkdir()
-    shell = ipython_shell(local, auto_approve=True)  # type: ignore[operator]
+    shell = ipython_shell(local)  # type: ignore[operator]
+    # An MCP server's skills are pre-approved by their label's wildcard (or their name).
+    monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", "team/*")
     added = shell.run_cell(f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {skill.parent}")
     assert added.error_in_exec is None
     try:
@@ -286,3 +485,71 @@ def test_skillrun_magic_runs_an_mcp_script(
     finally:
         shell.run_cell("%skills remove mcp team")
     assert os.path.isdir(tmp_path / "cache" / "team" / "hello-mcp")
+
+
+def _write_local(local: Path) -> None:
+    (local / "local-hello" / "scripts").mkdir(parents=True)
+    (local / "local-hello" / "SKILL.md").write_text(
+        "---\nname: local-hello\ndescription: Says hello locally. Use it for tests.\n---\n"
+    )
+    (local / "local-hello" / "scripts" / "hello.py").write_text("print('local hello')\n")
+
+
+def unavailable(cell: object) -> str:
+    """The message of a %%skillrun nobody could approve (its result says why)."""
+    result = getattr(cell, "result", None)
+    assert getattr(cell, "error_in_exec", None) is None and result is not None
+    assert result.status.value == "approval_unavailable", result.status
+    return str(result.message)
+
+
+@pytest.mark.parametrize("where", ["env", "config"])
+def test_auto_approve_star_is_for_local_skills_and_label_star_for_one_server(
+    ipython_shell: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """``*`` pre-approves local skills only: a remote server's skill (one it adds tomorrow
+    included) needs ``LABEL/*`` or ``LABEL/NAME``; ``LABEL/*`` approves that label only."""
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    skill = write_served(tmp_path / "served")
+    local = tmp_path / "local"
+    _write_local(local)
+    shell = ipython_shell(local)  # type: ignore[operator]
+
+    def pre_approve(value: str) -> None:
+        if where == "env":
+            monkeypatch.setenv("SKILL_MAGICS_AUTO_APPROVE", value)
+        else:
+            shell.run_cell(f"%config SkillMagics.auto_approve = {value.split(',')!r}")
+
+    serve = f"{PY} -m skill_magics.mcp serve {skill.parent}"
+    for label in ("team", "other"):
+        assert shell.run_cell(f"%skills add mcp {label} -- {serve}").error_in_exec is None
+    try:
+        pre_approve("*")
+        # What `*` must still approve: a local skill.
+        ran = shell.run_cell("%%skillrun local-hello.hello\n")
+        assert ran.error_in_exec is None and "local hello" in str(ran.result.stdout)
+        # What it must not: an MCP server's skill (nobody can click here: unavailable).
+        refused = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "x"}')
+        message = unavailable(refused)
+        assert "Approval unavailable" in message and "nothing ran" in message
+        assert "SKILL_MAGICS_AUTO_APPROVE=team/hello-mcp (or team/*)" in message
+        pre_approve("other/*")  # another label's wildcard approves only that label
+        refused = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "x"}')
+        assert "Approval unavailable" in unavailable(refused)
+        ran = shell.run_cell('%%skillrun other/hello-mcp.hello\n{"who": "o"}')
+        assert ran.error_in_exec is None and "hello v1 o" in str(ran.result.stdout)
+        refused = shell.run_cell("%%skillrun local-hello.hello\n")  # not a local wildcard
+        assert "Approval unavailable" in unavailable(refused)
+        pre_approve("team/hello-mcp,*")  # by name, beside the local wildcard
+        ran = shell.run_cell('%%skillrun team/hello-mcp.hello\n{"who": "t"}')
+        assert ran.error_in_exec is None and "hello v1 t" in str(ran.result.stdout)
+    finally:
+        shell.run_cell("%skills remove mcp team")
+        shell.run_cell("%skills remove mcp other")
+    by = {
+        r.skill: r.reason
+        for r in get_magics(shell).manager.audit.records()
+        if r.outcome is AuditOutcome.APPROVED
+    }
+    assert set(by) == {"local-hello", "other/hello-mcp", "team/hello-mcp"}

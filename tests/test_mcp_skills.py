@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp_support import free_port, http_server
 
 from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
 from skill_magics.core.mcp.cache import McpCache, fetch_into
@@ -138,12 +138,6 @@ def disk_files(base: Path) -> dict[str, bytes]:
 # -- servers --------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("mcp")
@@ -151,32 +145,6 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "shared": write_shared_skills(base / "shared"),
         "ours": write_our_extra_skills(base / "ours" / "skills"),
     }
-
-
-@contextlib.contextmanager
-def http_server(argv: list[str], port: int) -> Iterator[str]:
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise AssertionError(f"HTTP server exited: {err[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise AssertionError("HTTP server did not listen within 90 s")
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -286,16 +254,18 @@ def test_file_changed_between_list_and_read_is_a_mismatch(
 # -- our server ------------------------------------------------------------------------------
 
 
-def test_our_server_against_fastmcp_client(roots: dict[str, Path]) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_our_server_against_fastmcp_client(roots: dict[str, Path], transport: str) -> None:
+    """FastMCP's skills client (not ours) lists and reads every skill of our server, over
+    stdio and over streamable HTTP (``serve --http PORT``), checking every digest and size."""
     from fastmcp import Client
-    from fastmcp.client.transports import StdioTransport
+    from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
     from fastmcp.skills.client import SkillsClientExtension
 
-    async def run() -> dict[str, dict[str, bytes]]:
-        transport = StdioTransport(
-            command=PY, args=["-m", "skill_magics.mcp", "serve", str(roots["shared"])]
-        )
-        async with Client(transport, extensions=[SkillsClientExtension()]) as client:
+    args = ["-m", "skill_magics.mcp", "serve", str(roots["shared"])]
+
+    async def run(connect_to: StdioTransport | StreamableHttpTransport) -> dict[str, Any]:
+        async with Client(connect_to, extensions=[SkillsClientExtension()]) as client:
             listed = await client.list_skills()
             out = {}
             for entry in listed:
@@ -303,7 +273,12 @@ def test_our_server_against_fastmcp_client(roots: dict[str, Path]) -> None:
                 out[entry.frontmatter.name] = dict(skill.files)
             return out
 
-    got = asyncio.run(run())
+    if transport == "stdio":
+        got = asyncio.run(run(StdioTransport(command=PY, args=args)))
+    else:
+        port = free_port()
+        with http_server([PY, *args[:3], "--http", str(port), *args[3:]], port) as url:
+            got = asyncio.run(run(StreamableHttpTransport(url)))
     assert set(got) == {"pdf-forms", "sci-plotting"}
     for name, files in got.items():
         assert files == disk_files(roots["shared"] / name)

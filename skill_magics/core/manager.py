@@ -294,7 +294,7 @@ class SkillManager:
             from skill_magics.core.mcp.runs import McpRemote
 
             finder = self._finder
-            self._finder.remote = McpRemote(servers, lambda: finder.skill_dirs)
+            self._finder.remote = McpRemote(servers, lambda: finder.skill_dirs, self.audit)
         return list(server.skills)
 
     def remove_mcp_server(self, label: str) -> bool:

@@ -154,6 +154,12 @@ async def list_skills(ctx: Any, params: types.PaginatedRequestParams) -> dict[st
         return _complete(skills={"demo": demo})
     if mode == "with-pycache":  # bytecode beside the script (run instead of the source)
         return _complete(skills=[honest("demo", {"scripts/__pycache__/run.cpython-312.pyc": b"x"})])
+    if mode == "encoded-uris":  # the same bytes at the same paths, listed at other URIs
+        for res in demo["resources"]:
+            if res["uri"].endswith("/run.py"):
+                res["uri"] = res["uri"].removesuffix("run.py") + "run%2Epy"
+                FILES[res["uri"]] = RUN_PY
+        return _complete(skills=[demo])
     if mode == "with-dynamic":  # a skill whose files are not listed, beside an honest one
         return _complete(skills=[demo, scenario("dynamic-one")])
     if mode == "paged":  # honest paging: three pages

@@ -79,6 +79,9 @@ class AuditOutcome(_Name):
     INTERRUPTED = "interrupted"
     APPROVAL_LAPSED = "approval_lapsed"  # a run changed the skill's code: ask again next time
     NETWORK_GRANTED = "network_granted"  # a skill may use the network in sandboxed runs
+    # An MCP skill's cached copy held what was not verified (a run wrote there, or someone
+    # else did): discarded whole, fetched again from its server, every file verified.
+    COPY_REFETCHED = "copy_refetched"
 
 
 _NOTABLE = frozenset(

@@ -87,11 +87,12 @@ def _as_dirs(value: DirsArg) -> list[Path]:
 class RemoteSkills(Protocol):
     """Skills that are not in a skills folder: an MCP server's, named ``LABEL/NAME``
     (core/mcp/runs.py). ``skill`` gives the verified local copy (re-hashed on every call);
-    ``fetch`` brings that copy up to the server's current listing (before a run is planned)."""
+    ``fetch`` brings that copy up to the server's current listing (before a run is planned;
+    ``repair``: a copy that no longer verifies is fetched again, else left to be refused)."""
 
     def skill(self, name: str, detector: ScriptDetector) -> Skill: ...
 
-    def fetch(self, name: str) -> None: ...
+    def fetch(self, name: str, *, repair: bool = True) -> None: ...
 
 
 def is_qualified(name: str) -> bool:
@@ -305,17 +306,19 @@ class SkillFinder:
         index.folders = tuple(folders.items())
         return index
 
-    def fetch_remote(self, name: str) -> None:
+    def fetch_remote(self, name: str, *, repair: bool = True) -> None:
         """Before a run of ``LABEL/NAME`` is planned: its copy as the server lists it now
-        (nothing for a local skill)."""
+        (nothing for a local skill). ``repair`` False: a copy that no longer verifies is not
+        fetched again (a batch under way: its items share that copy, and are refused)."""
         if is_qualified(name) and self.remote is not None:
-            self.remote.fetch(name)
+            self.remote.fetch(name, repair=repair)
 
     def resolve_script(
-        self, skill_name: str, script: str | os.PathLike[str]
+        self, skill_name: str, script: str | os.PathLike[str], *, repair: bool = True
     ) -> tuple[Skill, ScriptMetadata]:
-        """(skill, script) for a skill name and a script stem, file name or relative path."""
-        self.fetch_remote(skill_name)
+        """(skill, script) for a skill name and a script stem, file name or relative path
+        (``repair``: as for :meth:`fetch_remote`)."""
+        self.fetch_remote(skill_name, repair=repair)
         skill = self.get_skill(skill_name)
         return skill, skill.find_script(script)
 

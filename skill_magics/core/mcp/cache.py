@@ -16,7 +16,12 @@ Rules (SEP-2640's, and ours for folders others can write):
   file's ``{uri, digest, size}``: after a restart the copy is still an MCP skill, with the
   binding its approval needs;
 - every use re-hashes every file against that record, and a file that is not in it (planted
-  after the write) is a mismatch: :meth:`McpCache.verify`.
+  after the write, a folder or a link included) is a mismatch: :meth:`McpCache.verify`. The
+  record itself is checked first: its files must hash to its binding (the one the server's
+  listing is compared with), each at the path its URI names, so a record rewritten to vouch
+  for changed bytes is no record;
+- a copy that fails that is never repaired in place: :func:`refetch` discards it whole and
+  fetches every file again (core/mcp/runs.py does, before a run is planned).
 """
 
 from __future__ import annotations
@@ -31,11 +36,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.base.errors import McpCacheError
+from skill_magics.core.base.errors import McpCacheError, McpError
 from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS, write_file
 from skill_magics.core.catalog.frontmatter import name_problems
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
-from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
+from skill_magics.core.mcp.wire import (
+    SkillEntry,
+    binding,
+    binding_of,
+    check_label,
+    sha256_digest,
+    skill_path_segments,
+    split_uri,
+)
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 ORIGIN = "origin.json"
@@ -214,24 +227,13 @@ class McpCache:
                 raise McpCacheError(
                     f"MCP skill cache: {label}/{name} has no files folder; fetch it again"
                 ) from None
-            files_fd = fds[-1]
-            for path in sorted(set(_walk_files(files_fd)) - set(listed)):
+            found = _differences(fds[-1], listed)
+            if found:
+                path, kind = found[0]
                 raise McpCacheError(
-                    f"MCP skill cache: {label}/{name}, file {path!r}: not in what was verified "
-                    "(planted after the download?); nothing of it runs: fetch it again"
+                    f"MCP skill cache: {label}/{name}, file {path!r}: {_SAID[kind]}{_BY}; "
+                    "nothing of it runs: the next run fetches it again"
                 )
-            for path, rec in sorted(listed.items()):
-                data = _read_at(files_fd, path, int(rec["size"]) + 1)
-                if data is None:
-                    raise McpCacheError(
-                        f"MCP skill cache: {label}/{name}, file {path!r}: missing or not a "
-                        "regular file; nothing of it runs: fetch it again"
-                    )
-                if len(data) != rec["size"] or sha256_digest(data) != rec["digest"]:
-                    raise McpCacheError(
-                        f"MCP skill cache: {label}/{name}, file {path!r}: its bytes changed "
-                        "since they were verified; nothing of it runs: fetch it again"
-                    )
         finally:
             for fd in fds:
                 os.close(fd)
@@ -244,6 +246,53 @@ class McpCache:
             listed,
             origin["binding"],
         )
+
+    def differences(self, label: str, name: str) -> list[str]:
+        """What a cached copy holds that was not verified, in a few words each ("added
+        out.txt", "changed scripts/a.py", "missing x"; the whole copy when it cannot be
+        read): [] when every file still matches its record. For the audit of a copy that is
+        discarded and fetched again (:func:`refetch`)."""
+        fds: list[int] = [self._open_root()]
+        try:
+            for part in (label, name):
+                fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
+            listed = self._origin(fds[-1], label, name)["files"]
+            fds.append(os.open(FILES, DIR_FLAGS, dir_fd=fds[-1]))
+            found = _differences(fds[-1], listed)
+        except (OSError, McpCacheError) as exc:
+            return [f"the whole copy ({exc})"]
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return [f"{_WORD[kind]} {_shown(path)}" for path, kind in found]
+
+    def present(self, label: str, name: str) -> bool:
+        """Is there anything at the place of ``label/name`` (a copy, valid or not)?"""
+        return os.path.lexists(self.root / label / name)
+
+    def discard(self, label: str, name: str) -> None:
+        """Remove a cached copy whole (moved aside first, so no reader sees half of it):
+        whatever was written into it is gone. Nothing when it is not there."""
+        check_label(label)
+        if name_problems(name):
+            raise McpCacheError(f"MCP skill cache: {name!r} is not a skill name")
+        root = self._open_root()
+        try:
+            try:
+                label_fd = os.open(label, DIR_FLAGS, dir_fd=root)
+            except OSError:
+                return
+            try:
+                aside = f".{name}.{secrets.token_hex(8)}.old"
+                try:
+                    os.rename(name, aside, src_dir_fd=label_fd, dst_dir_fd=label_fd)
+                except FileNotFoundError:
+                    return
+                _rmtree_at(label_fd, aside)
+            finally:
+                os.close(label_fd)
+        finally:
+            os.close(root)
 
     def recorded(self, label: str, name: str) -> dict[str, Any] | None:
         """The origin record of a cached skill, NOT re-hashed (None: not cached or no valid
@@ -277,7 +326,11 @@ class McpCache:
                     for r in origin["files"].values()
                 )
             )
-        except (ValueError, AttributeError):
+            # The record is what every re-hash trusts: its files must be the ones its binding
+            # was computed from, each at the path its URI names (a record rewritten to match
+            # changed files, or with digests swapped between files, is no record).
+            ok = ok and _record_consistent(label, origin)
+        except (ValueError, AttributeError, TypeError):
             ok = False
         if not ok:
             raise McpCacheError(
@@ -308,6 +361,62 @@ def fetch_into(cache: McpCache, host: McpSkillsHost, entry: SkillEntry) -> Cache
     them: what a run of an MCP skill will start from. A mismatch stores nothing."""
     fetched = list(host.fetch_all(entry))
     return cache.store(entry, host.connection.spec.origin, fetched)
+
+
+def refetch(cache: McpCache, host: McpSkillsHost, entry: SkillEntry) -> CachedSkill:
+    """Discard a cached copy (one that no longer matches its record) and fetch every file
+    again, each verified, into a fresh folder. Nothing of the old copy is kept: a file a run
+    or anyone else wrote there never reaches a later run, even when the fetch fails."""
+    cache.discard(entry.label, entry.name)
+    return fetch_into(cache, host, entry)
+
+
+# What a file of a copy can be that its record does not say: a kind -> words for errors.
+_SAID = {
+    "planted": "not in what was verified (written there after the download",
+    "missing": "missing or not a regular file (removed after the download",
+    "changed": "its bytes changed since they were verified (after the download",
+}
+_BY = ": by a script that writes beside itself, or by someone else)"
+_WORD = {"planted": "added", "missing": "missing", "changed": "changed"}
+
+
+def _record_consistent(label: str, origin: dict[str, Any]) -> bool:
+    """Do the record's files hash to its binding, each at the path its URI names?"""
+    try:
+        scheme, authority, base = skill_path_segments(label, origin.get("uri"))
+        pairs = []
+        for path, rec in origin["files"].items():
+            at = split_uri(label, rec.get("uri"), "cache record")
+            if at[:2] != (scheme, authority) or "/".join(at[2][len(base) :]) != path:
+                return False
+            if at[2][: len(base)] != base or not isinstance(rec.get("digest"), str):
+                return False
+            pairs.append((rec["uri"], rec["digest"]))
+    except McpError:
+        return False
+    return binding_of(pairs) == origin.get("binding")
+
+
+def _shown(path: str) -> str:
+    """A path a run may have named (any bytes) as one short printable line."""
+    text = path if path.isprintable() else repr(path)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _differences(files_fd: int, listed: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(path, kind) for every file below ``files_fd`` that its record does not say: planted
+    (not listed), missing (or not a regular file), changed (size or digest)."""
+    folders = {p.rsplit("/", i)[0] + "/" for p in listed for i in range(1, p.count("/") + 1)}
+    found = set(_walk_files(files_fd)) - set(listed) - folders
+    out = [(path, "planted") for path in sorted(found)]
+    for path, rec in sorted(listed.items()):
+        data = _read_at(files_fd, path, int(rec["size"]) + 1)
+        if data is None:
+            out.append((path, "missing"))
+        elif len(data) != rec["size"] or sha256_digest(data) != rec["digest"]:
+            out.append((path, "changed"))
+    return out
 
 
 def _within(path: str, folder: str) -> bool:
@@ -365,12 +474,19 @@ def _read_at(top_fd: int, rel: str, limit: int) -> bytes | None:
 
 def _walk_files(top_fd: int) -> list[str]:
     """Every entry below the folder ``top_fd`` that is not a folder (links and special files
-    included: all of them are mismatches unless listed; a listed one must read as a file)."""
+    included: all of them are mismatches unless listed; a listed one must read as a file),
+    and every folder as ``path/`` (a link to a folder included, which a walk that does not
+    follow links lists as a folder: a planted ``scripts/json -> elsewhere`` would be
+    imported by a script, so it must show)."""
     out: list[str] = []
     top = os.dup(top_fd)  # fwalk closes nothing of ours, but keep the caller's fd untouched
     try:
-        for root, _dirs, names, _fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+        for root, dirs, names, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
             out.extend(os.path.normpath(os.path.join(root, n)) for n in names)
+            for d in dirs:
+                path = os.path.normpath(os.path.join(root, d))
+                link = stat.S_ISLNK(os.stat(d, dir_fd=fd, follow_symlinks=False).st_mode)
+                out.append(path if link else path + "/")
     finally:
         os.close(top)
     return out

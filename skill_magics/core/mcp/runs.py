@@ -10,9 +10,14 @@ local run has. What MCP adds, and where:
   every file is fetched again, each verified, and the copy replaced whole. A server that
   cannot be reached refuses the run (one line, audited): a copy is run only while the server
   still lists exactly it, so a change on the server always asks again;
-- every use of the copy (:meth:`McpRemote.skill`: planning, the gate's staleness checks, the
-  session approval's keeping) re-hashes every file against what was verified; a file changed
-  or planted on disk refuses the run before any process starts (audited);
+- a copy that no longer matches what was verified (a script that writes into its own folder,
+  or anyone else who wrote there) is discarded whole when the next run is planned and every
+  file fetched again, each verified, into a fresh folder (audited ``copy_refetched``, naming
+  what was found): the run goes on with the verified bytes, and nothing written into the old
+  copy reaches it;
+- every use of the copy (:meth:`McpRemote.skill`: planning, the gate's staleness checks)
+  re-hashes every file against what was verified; a file changed or planted on disk after
+  the run was planned refuses it before any process starts (audited);
 - a "dynamic" skill (files not listed) never runs: nothing could bind an approval to its
   code or verify what runs; nor does one that ships bytecode or an environment
   (``fingerprint.SKIP_DIRS``: ``__pycache__/``, ``venv/``...), which would run instead of
@@ -29,24 +34,35 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
 from skill_magics.core.base.fingerprint import SKIP_DIRS
+from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.mcp.cache import McpCache, fetch_into
+from skill_magics.core.mcp.cache import McpCache, fetch_into, refetch
 from skill_magics.core.mcp.servers import McpServers
 from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.mcp.wire import SKILL_MD, SkillFile, binding
 from skill_magics.core.run.approval import McpOriginInfo
 
+COPY_LABEL = "<mcp copy>"  # the "script" a copy fetched again is audited under
+
 
 class McpRemote:
     """MCP servers' skills for a finder (``SkillFinder.remote``); see the module docstring.
-    ``skill_dirs``: the finder's folders now (the cache may overlap none of them)."""
+    ``skill_dirs``: the finder's folders now (the cache may overlap none of them); ``audit``:
+    where a copy fetched again is recorded (the manager's log)."""
 
-    def __init__(self, servers: McpServers, skill_dirs: Callable[[], Iterable[Path]]) -> None:
+    def __init__(
+        self,
+        servers: McpServers,
+        skill_dirs: Callable[[], Iterable[Path]],
+        audit: AuditLog | None = None,
+    ) -> None:
         self.servers = servers
         self.skill_dirs = skill_dirs
+        self.audit = audit
         self._lock = threading.Lock()
         self._changes: dict[str, tuple[str, ...]] = {}  # LABEL/NAME -> changes at last fetch
 
@@ -67,8 +83,10 @@ class McpRemote:
         origin = McpOriginInfo(f"mcp:{label}", cached.server, cached.binding, changes)
         return McpSkill(metadata, name, origin, detector=detector)
 
-    def fetch(self, name: str) -> None:
-        """Bring the copy of ``LABEL/NAME`` to the server's current listing (see above)."""
+    def fetch(self, name: str, *, repair: bool = True) -> None:
+        """Bring the copy of ``LABEL/NAME`` to the server's current listing (see above);
+        ``repair`` False: a copy that no longer verifies is left as it is (to be refused:
+        a batch's items share it, so it is never swapped under a running item)."""
         label, _, bare = name.partition("/")
         server = self.servers.get(label)
         if server is None:
@@ -111,11 +129,38 @@ class McpRemote:
         cache = self.cache()
         old = cache.recorded(label, bare)
         if old is not None and old.get("binding") == value:
-            return  # the copy is what the server lists: re-hashed when used
+            # The copy is what the server lists; its files are what was verified, or it is
+            # replaced whole (a run may have written into its own folder: never stuck, and
+            # nothing it wrote survives into this run).
+            found = cache.differences(label, bare) if repair else []
+            if found:
+                refetch(cache, server.host, entry)
+                self._refetched(name, found)
+            return
+        unrecorded = old is None and cache.present(label, bare)  # its record was rewritten
+        if unrecorded and not repair:
+            return  # left to be refused by the re-hash, as above
         changes = _changes(old["files"] if old is not None else None, entry.files)
         fetch_into(cache, server.host, entry)
         with self._lock:
             self._changes[name] = changes
+        if unrecorded:
+            self._refetched(name, ["the origin record: missing, or not matching its binding"])
+
+    def _refetched(self, name: str, shown: list[str]) -> None:
+        """Audit a copy discarded and fetched again, naming what it held."""
+        if self.audit is None:
+            return
+        listed = ", ".join(shown[:8]) + (f" (+{len(shown) - 8} more)" if len(shown) > 8 else "")
+        self.audit.event(
+            name,
+            COPY_LABEL,
+            None,
+            AuditOutcome.COPY_REFETCHED,
+            reason=f"the cached copy held what was not verified ({listed}): discarded whole "
+            "and fetched again from the server, every file verified; nothing of the old copy "
+            "ran",
+        )
 
 
 def _changes(old: dict[str, Any] | None, new: Iterable[SkillFile]) -> tuple[str, ...]:

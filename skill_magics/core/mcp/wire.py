@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -244,8 +245,13 @@ def binding(entry: SkillEntry) -> str | None:
     skill, which is never content-bound: each run must be asked again."""
     if entry.files is None:
         return None
-    pairs = sorted((f.uri, f.digest) for f in entry.files)
-    text = json.dumps([{"uri": u, "digest": d} for u, d in pairs], separators=(",", ":"))
+    return binding_of((f.uri, f.digest) for f in entry.files)
+
+
+def binding_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """:func:`binding` of (uri, digest) pairs (a cache record is checked with it)."""
+    ordered = sorted(pairs)
+    text = json.dumps([{"uri": u, "digest": d} for u, d in ordered], separators=(",", ":"))
     return "mcp-sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

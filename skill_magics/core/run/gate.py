@@ -367,12 +367,19 @@ class ApprovalGate:
         lapse it; when it changed code (a script, a module it may import:
         ``fingerprint.is_code``) revoke it and audit ``approval_lapsed``: the next run asks
         again. A change made by another process during the run is attributed to the run.
+        An MCP skill's approval is left as it is (what a run writes into its copy never
+        reaches a later run).
         """
         name = prepared.skill_name
         if not self.store.approvals().get(name):
             return None  # nothing to keep: no fingerprint computed
         try:
             skill = self.finder.get_skill(name)
+            if skill.binding:
+                # An MCP skill's copy: whatever the run writes there is discarded before the
+                # next use (the copy is fetched again, every file verified: core/mcp/runs.py),
+                # so the approval stays with the verified files it was given for.
+                return None
             before = fingerprint.skill_entries(skill.base_dir)
         except (SkillMagicsError, OSError):
             return None

@@ -246,12 +246,16 @@ class Planner:
         script: str | os.PathLike[str],
         arguments: Any = None,
         argv: Sequence[str] | None = None,
+        *,
+        repair: bool = True,
     ) -> Resolved:
         """The skill, the script and what SKILL.md says now; refusals raise (audited).
-        A batch resolves once and re-resolves every RECHECK_S (core/run/batch/runner.py)."""
+        A batch resolves once and re-resolves every RECHECK_S (core/run/batch/runner.py),
+        with ``repair`` False: an MCP skill's copy that no longer verifies is not fetched
+        again under its running items (SkillFinder.fetch_remote)."""
         started = time.monotonic()
         try:
-            skill, meta = self.finder.resolve_script(skill_name, script)
+            skill, meta = self.finder.resolve_script(skill_name, script, repair=repair)
             if not meta.runnable:
                 raise not_runnable_error(skill, meta)
             # SKILL.md may have been edited since listing (e.g. Bash dropped from

@@ -97,9 +97,10 @@ class SkillMagics(Magics):
     auto_approve = Union(
         [Unicode(), List(Unicode())],
         default_value=[],
-        help='Skills pre-approved without asking: a list of names or "*" (audited). '
+        help='Skills pre-approved without asking: a list of names, "*" (every local skill) '
+        'or "LABEL/*" (every skill of that MCP server; "*" never covers one) (audited). '
         "Env var SKILL_MAGICS_AUTO_APPROVE does the same (names separated by commas or "
-        "spaces, or *).",
+        "spaces).",
     ).tag(config=True)
     inherit_env = Bool(
         DEFAULTS["inherit_env"],

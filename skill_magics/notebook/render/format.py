@@ -19,6 +19,7 @@ STATUS_STYLES: dict[str, tuple[str, str]] = {
     "declined": ("declined", "#6e7781"),
     "approval_unavailable": ("approval unavailable", "#9a6700"),
     "refused": ("refused", "#cf222e"),
+    "copy_refetched": ("copy fetched again", "#9a6700"),  # an MCP skill's copy, discarded
     "pending": ("pending approval", "#0969da"),
     "running": ("running", "#0969da"),
     "cancelled": ("cancelled", "#6e7781"),

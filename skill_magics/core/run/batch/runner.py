@@ -690,7 +690,9 @@ class BatchRunner:
         if fresh:
             assert found is not None
             return found[1]
-        resolved = self.planner.resolve(self.plan.skill_name, self.plan.script, args, argv)
+        resolved = self.planner.resolve(
+            self.plan.skill_name, self.plan.script, args, argv, repair=False
+        )
         with self._lock:
             self._found = (now, resolved)
         return resolved
@@ -704,10 +706,20 @@ class BatchRunner:
         with self._stale_lock:
             if self._stale:
                 return self._stale
-            self._stale = (
-                f"{self.plan.skill_name}: the skill's code changed during the batch; the "
-                "remaining items were refused. Run the batch again to review the new code"
-            )
+            if self.plan.request.mcp is not None:
+                # Items share one verified copy of an MCP skill: any file written into it
+                # (by an item, or anyone) makes it unverified, and nothing runs on that.
+                self._stale = (
+                    f"{self.plan.skill_name}: its cached copy changed during the batch (a "
+                    "script that writes beside itself? have it write into its working "
+                    "directory or $SKILL_WORKSPACE); the remaining items were refused, "
+                    "nothing ran on unverified files. The next run fetches the copy again"
+                )
+            else:
+                self._stale = (
+                    f"{self.plan.skill_name}: the skill's code changed during the batch; the "
+                    "remaining items were refused. Run the batch again to review the new code"
+                )
         self.audit.event(
             self.plan.skill_name,
             self.plan.script,
