@@ -65,6 +65,10 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
     server = servers_of(magics.manager).get(label)
     if server is None:
         return None
+    try:
+        server.refresh()  # the server's listing now: a skill added since shows
+    except McpError as exc:
+        raise UsageError(exc.magic_text()) from None
     entry = next((e for e in server.skills if e.name == name), None)
     if entry is None:
         names = ", ".join(e.qualified_name for e in server.skills) or "none"
