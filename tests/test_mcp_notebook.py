@@ -54,7 +54,9 @@ def test_skills_shows_the_servers_listing_now(
     write_skill(local, "local-one")
     shell = ipython_shell(local)  # type: ignore[operator]
     assert shell.run_cell(f"%skills add mcp team {url}").error_in_exec is None
-    assert "team/hello-mcp" in repr(shell.run_cell("%skills").result)
+    table = repr(shell.run_cell("%skills").result)
+    assert "team/hello-mcp" in table and "--- from MCP servers ---" in table
+    assert "do not run" not in table  # they do (tests/test_mcp_runs.py)
     # A skill added on the server: listed, and shown, without adding the server again.
     write_skill(root, "added-later")
     text = repr(shell.run_cell("%skills").result)
@@ -62,6 +64,9 @@ def test_skills_shows_the_servers_listing_now(
     shutil.rmtree(root / "hello-mcp")
     shown = shell.run_cell("%skills show team/added-later")
     assert shown.error_in_exec is None and "# added-later" in repr(shown.result)
+    assert "scripts: run after approval bound to that value, from a verified copy " in repr(
+        shown.result
+    )
     # A skill removed on the server: gone from the table, and `show` says so.
     text = repr(shell.run_cell("%skills").result)
     assert "team/added-later" in text and "team/hello-mcp" not in text

@@ -37,7 +37,8 @@ def add(magics: SkillsHost, args: list[str]) -> Any:
     print(
         f"Added MCP server '{label}': {len(names)} skill{'s' if len(names) != 1 else ''}"
         f"{' (' + shown + ')' if names else ''}, listed with their origin in %skills; "
-        "their files are read only when needed, and their scripts cannot run yet"
+        "their files are read only when needed, and their scripts run after approval "
+        "(%%skillrun LABEL/NAME.SCRIPT)"
     )
     return None
 
@@ -88,8 +89,11 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
         f"{visible(entry.qualified_name)}: from MCP server '{label}' ({visible(server.origin)})",
         f"uri: {visible(entry.uri)}",
         f"files: {files}",
-        f"approval binds to: {value or 'nothing (dynamic): asked every time'}",
-        "scripts: do not run yet (skills from MCP servers are listed and read, not run)",
+        f"approval binds to: {value or 'nothing (dynamic)'}",
+        f"scripts: run after approval bound to that value, from a verified copy "
+        f"(%%skillrun {visible(entry.qualified_name)}.SCRIPT)"
+        if value
+        else "scripts: never run (dynamic: no approval could be bound to its code)",
         "",
         visible(skill_md)
         if "\n" not in skill_md

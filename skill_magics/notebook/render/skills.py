@@ -153,7 +153,7 @@ def _mcp_section(
         if getattr(s, "error", None)
     ]
     note = "\n".join(notes)
-    title = "--- from MCP servers (scripts do not run yet) ---"
+    title = "--- from MCP servers ---"
     table = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH) if rows else ""
     text = "\n\n".join(part for part in (text, title, table, note) if part)
     body += f"<p><b>{html.escape(title.strip('- '))}</b></p>"
