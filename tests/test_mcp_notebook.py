@@ -87,3 +87,166 @@ def test_skills_shows_the_servers_listing_now(
     error = shell.run_cell("%skills show team/added-later").error_in_exec
     assert error is not None and "MCP server 'team'" in str(error) and "\n" not in str(error)
     assert shell.run_cell("%skills remove mcp team").error_in_exec is None
+
+
+# -- %skills env, %%skillpy, %skills validate and the lab with an MCP skill named ---------
+
+NEEDS_TABULATE = """# /// script
+# dependencies = ["tabulate>=0.9"]
+# ///
+import json, sys
+import tabulate
+print(json.dumps({"python": sys.executable, "table": tabulate.tabulate([[1, 2]])}))
+"""
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[object, Path]]:
+    """A manager with server 'team' (stdio) serving ``needs-pkg`` (its script imports
+    tabulate, which the kernel lacks) and ``greeter``; the cache and envs in tmp."""
+    from skill_magics.core.manager import SkillManager
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SKILL_MAGICS_ENV_DIR", str(tmp_path / "envs"))
+    root = tmp_path / "served"
+    write_skill(root, "needs-pkg", NEEDS_TABULATE)
+    write_skill(
+        root,
+        "greeter",
+        "import json, sys\nprint('hello ' + json.load(sys.stdin).get('who', '?'))\n",
+    )
+    local = tmp_path / "local"
+    write_skill(local, "local-one")
+    manager = SkillManager([local])
+    manager.add_mcp_server("team", command=[PY, "-m", "skill_magics.mcp", "serve", str(root)])
+    try:
+        yield manager, root
+    finally:
+        manager.remove_mcp_server("team")
+
+
+def test_skills_env_builds_an_mcp_skills_environment(
+    ipython_shell: object, team: tuple[object, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The install is asked with the MCP origin (it was refused as stale: the request carried
+    no digest set, the skill's copy did), then the skill's runs use the environment."""
+    from manager_support import RecordingApprover
+
+    from skill_magics.core.manager import SkillManager
+
+    manager, _root = team
+    assert isinstance(manager, SkillManager)
+    asked = RecordingApprover("yes_once")
+    report = manager.prepare_env("team/needs-pkg", approver=asked)
+    assert report.status == "built", report.message
+    (request,) = asked.requests
+    assert request.install is not None and request.install.packages == ("tabulate>=0.9",)
+    assert request.mcp is not None and request.mcp.origin == "mcp:team"
+    result = manager.execute_skill_script("team/needs-pkg", "run", approver=asked)
+    assert result.exit_code == 0, result.stderr
+    assert "/current/bin/python" in result.stdout and "-  -" in result.stdout
+    assert request.mcp.binding == asked.requests[-1].mcp.binding  # the same digest set
+    # The magic, pre-approved by the explicit LABEL/NAME (nobody can click here): up to date.
+    shell = ipython_shell(Path(manager.skill_dirs[0]))  # type: ignore[operator]
+    add = f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {_root}"
+    assert shell.run_cell(add).error_in_exec is None
+    shell.run_cell('%config SkillMagics.auto_approve = ["team/needs-pkg"]')
+    assert shell.run_cell("%skills env team/needs-pkg").error_in_exec is None
+    assert "The environment of 'team/needs-pkg' is up to date" in capsys.readouterr().out
+
+
+def test_skillpy_refuses_an_mcp_skill_in_one_line(
+    ipython_shell: object, team: tuple[object, Path]
+) -> None:
+    from skill_magics.core.skillpy import run_python_in_skill
+
+    manager, _root = team
+    got = run_python_in_skill(manager, "team/greeter", "print(1)", approver=None)  # type: ignore[arg-type]
+    assert got == {
+        "skill_name": "team/greeter",
+        "error": "'team/greeter' is an MCP server's skill: code runs only in a skill's own "
+        "venv, and a skill from a server never brings one; run its scripts instead "
+        "(%%skillrun team/greeter.SCRIPT, or manager.execute_skill_script)",
+    }
+    assert manager.audit.records() == []  # nothing was planned, fetched or run
+    # What must NOT change: a LABEL/NAME of no added server is the invalid name it was.
+    assert run_python_in_skill(manager, "nobody/greeter", "1", approver=None)["error"].startswith(  # type: ignore[arg-type]
+        "Invalid skill name: 'nobody/greeter'"
+    )
+    shell = ipython_shell(Path(manager.skill_dirs[0]))  # type: ignore[operator, attr-defined]
+    add = f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {_root}"
+    assert shell.run_cell(add).error_in_exec is None
+    shown = shell.run_cell("%%skillpy team/greeter\nprint(1)\n").result
+    assert "is an MCP server's skill" in repr(shown) and "\n" not in repr(shown).strip()
+
+
+def test_validate_an_mcp_skill_checks_its_copy(
+    ipython_shell: object,
+    team: tuple[object, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from skill_magics.core.validation import validate_skills
+
+    manager, root = team
+    (root / "greeter" / "SKILL.md").write_text(
+        "---\nname: greeter\ndescription: Greets. Use it in tests.\n---\n# greeter\n\n"
+        "Run `scripts/run.py`; see `scripts/gone.py`.\n"
+    )
+    got = validate_skills(manager, ["team/greeter", "team/needs-pkg"])  # type: ignore[arg-type]
+    # Its real problem is found; the cache's folder name is not one (it said 'files').
+    assert got == {
+        "team/greeter": [
+            "SKILL.md:7: scripts/gone.py is referenced but does not exist. Fix: fix the path "
+            "or add the file"
+        ],
+        "team/needs-pkg": [],
+    }
+    # What must NOT change: a path that looks like LABEL/NAME with no such server is a path.
+    monkeypatch.chdir(tmp_path)
+    write_skill(tmp_path / "skills", "folder-one")
+    assert validate_skills(manager, ["skills/folder-one"]) == {"skills/folder-one": []}  # type: ignore[arg-type]
+    shell = ipython_shell(Path(manager.skill_dirs[0]))  # type: ignore[operator, attr-defined]
+    add = f"%skills add mcp team -- {PY} -m skill_magics.mcp serve {root}"
+    assert shell.run_cell(add).error_in_exec is None
+    report = shell.run_cell("%skills validate team/greeter").result
+    assert "scripts/gone.py is referenced" in repr(report) and "folder" not in repr(report)
+
+
+def test_the_lab_offers_and_runs_an_mcp_skill_named(
+    server: object, team: tuple[object, Path]
+) -> None:
+    from lab_support import by_turn, make_client
+    from manager_support import RecordingApprover
+    from model_server import call, say
+
+    from skill_magics import run_agent
+    from skill_magics.core.tools import tool_specs
+
+    manager, _root = team
+    (tool,) = [
+        s.name
+        for s in tool_specs(manager, ["team/greeter"])  # type: ignore[arg-type]
+        if s.kind == "script"
+    ]
+    server.script = by_turn(  # type: ignore[attr-defined]
+        call("activate_skill", {"name": "team/greeter"}),
+        call(tool, {"who": "ann"}),
+        lambda c: say("said: " + c.tool_results[-1]["content"].strip()),
+    )
+    asked = RecordingApprover("yes_once")
+    transcript = run_agent(
+        make_client("anthropic", server.url),  # type: ignore[attr-defined]
+        manager,
+        "greet ann",
+        model="m-1",
+        skills=["team/greeter"],
+        approver=asked,
+    )
+    first = server.calls[0]  # type: ignore[attr-defined]
+    assert "<origin>\nmcp:team\n</origin>" in first.system and "local-one" not in first.system
+    assert sorted(first.tools) == ["activate_skill", tool]
+    assert "# greeter" in server.calls[1].tool_results[-1]["content"]  # type: ignore[attr-defined]
+    assert transcript.final_text == "said: hello ann"
+    (request,) = asked.requests  # the script call passed the gate with the MCP origin
+    assert request.skill_name == "team/greeter" and request.mcp is not None
