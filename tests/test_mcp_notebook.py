@@ -250,3 +250,71 @@ def test_the_lab_offers_and_runs_an_mcp_skill_named(
     assert transcript.final_text == "said: hello ann"
     (request,) = asked.requests  # the script call passed the gate with the MCP origin
     assert request.skill_name == "team/greeter" and request.mcp is not None
+
+
+def test_the_lab_evaluates_an_mcp_skill(
+    server: object, team: tuple[object, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its evals/evals.json from the verified copy; the default workspace is named after the
+    label and the skill (it was ./files-workspace, the cache folder's name, for every one)."""
+    import json
+
+    from lab_support import make_client
+    from model_server import Call, Scripted, call, say
+
+    from skill_magics import evaluate_triggers, run_evals
+    from skill_magics.core.tools import tool_specs
+
+    manager, root = team
+    evals = root / "greeter" / "evals"
+    evals.mkdir()
+    (evals / "evals.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "greeter",
+                "evals": [{"id": 1, "prompt": "greet ann", "expected_output": "hello ann"}],
+            }
+        )
+    )
+    (tool,) = [
+        s.name
+        for s in tool_specs(manager, ["team/greeter"])  # type: ignore[arg-type]
+        if s.kind == "script"
+    ]
+
+    def script(c: Call) -> Scripted:
+        if "<available_skills>" not in c.system:
+            return say("no skill here")
+        done = [name for name, _ in c.calls_made]
+        if not done:
+            return call("activate_skill", {"name": "team/greeter"})
+        if len(done) == 1:
+            return call(tool, {"who": "ann"})
+        return say(c.tool_results[-1]["content"].strip())
+
+    server.script = script  # type: ignore[attr-defined]
+    client = make_client("anthropic", server.url)  # type: ignore[attr-defined]
+    monkeypatch.chdir(tmp_path)
+    report = run_evals(
+        client, manager, "team/greeter", model="m", runs=1, approver=lambda r: "yes_once"
+    )
+    assert report.workspace == tmp_path / "team.greeter-workspace"
+    with_skill = next(r for r in report.runs if r.configuration == "with_skill")
+    assert (with_skill.run_dir / "outputs" / "response.md").read_text().startswith("hello ann")
+    assert not (tmp_path / "files-workspace").exists()
+    # Triggers: the MCP skill offered (with its origin) beside the others.
+    server.script = lambda c: (  # type: ignore[attr-defined]
+        call("activate_skill", {"name": "team/greeter"}) if "greet" in c.prompt else say("no")
+    )
+    triggers = evaluate_triggers(
+        client,
+        manager,
+        "team/greeter",
+        [
+            {"query": "greet bob", "should_trigger": True},
+            {"query": "sum 2", "should_trigger": False},
+        ],
+        model="m",
+        runs=1,
+    )
+    assert [r.passed for r in triggers.results] == [True, True]
