@@ -141,6 +141,33 @@ def test_serve_magic_errors_are_one_line_and_leave_nothing_running(
     )
 
 
+def test_a_planted_module_and_the_kernels_secrets_stay_out_of_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script run from the notebook's folder can write files there: ``mcp.py`` there must
+    not stand in for the SDK in the server we start (``python -m`` would import it)."""
+    skills = write_skills(tmp_path / "skills")
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "planted-ran"
+    (work / "mcp.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("SKILL_MAGICS_TEST_KERNEL_SECRET", "s3cret")
+    info = serving.serve([skills])
+    try:
+        assert info.skills == ("alpha-one", "beta-two")
+        assert not marker.exists()
+        # Nor does it get the kernel's secrets: only what a server of files needs.
+        names = {
+            item.split(b"=", 1)[0].decode()
+            for item in Path(f"/proc/{info.pid}/environ").read_bytes().split(b"\0")
+            if item
+        }
+        assert "SKILL_MAGICS_TEST_KERNEL_SECRET" not in names and "PATH" in names
+    finally:
+        serving.stop()
+
+
 def test_the_same_port_twice_and_a_server_that_dies(tmp_path: Path) -> None:
     skills = write_skills(tmp_path / "skills")
     info = serving.serve([skills])

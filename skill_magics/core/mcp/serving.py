@@ -204,6 +204,9 @@ def _start(host: str, port: int, dirs: tuple[Path, ...], sock: socket.socket) ->
     log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
     argv = [
         sys.executable,
+        # -P: the kernel's working folder is not put on sys.path, so a module a skill's
+        # script left there (mcp.py, uvicorn.py) is never imported in place of the real one.
+        "-P",
         "-m",
         "skill_magics.mcp",
         "serve",
@@ -224,6 +227,7 @@ def _start(host: str, port: int, dirs: tuple[Path, ...], sock: socket.socket) ->
             stdout=subprocess.DEVNULL,
             stderr=log,
             pass_fds=(sock.fileno(), read_end),
+            env=_server_env(),
             start_new_session=True,  # a Ctrl-C meant for a cell never reaches it
         )
     except OSError as exc:
@@ -233,6 +237,26 @@ def _start(host: str, port: int, dirs: tuple[Path, ...], sock: socket.socket) ->
     finally:
         os.close(read_end)
     return _Served(host, port, dirs, proc, write_end, log)
+
+
+# What the server needs of the kernel's environment: finding programs and its home, the
+# locale, a temp folder, and PYTHONPATH (how this kernel may import skill_magics itself).
+# Nothing else: the kernel's API keys and tokens are no business of a server of files.
+_ENV_KEPT = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "PYTHONPATH",
+)
+
+
+def _server_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in _ENV_KEPT if k in os.environ}
 
 
 def _wait_ready(served: _Served, timeout: float) -> tuple[str, ...]:
