@@ -157,8 +157,8 @@ def _script(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def test_runtime_dependencies_come_from_the_lock() -> None:
     """The matrix venvs get uv.lock's pins of the runtime dependencies and the [lab] and
-    [mcp] extras (the kernel's own version replaced), not the test tooling, and not whatever the index
-    serves today."""
+    [mcp] extras (the kernel's own version replaced), not the test tooling, and not whatever
+    the index serves today."""
     import tomllib
 
     run = _script("--print-deps")

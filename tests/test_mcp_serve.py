@@ -188,6 +188,15 @@ def test_the_same_port_twice_and_a_server_that_dies(tmp_path: Path) -> None:
         assert states == {info.port: running, other.port: exited}
         dead = next(i for i in serving.running() if i.port == other.port)
         assert "exited (code -9)" in dead.line()
+        # Its port can be served again: the new server replaces the exited one's entry.
+        again = serving.serve([skills], port=other.port)
+        assert again.pid != other.pid
+        assert {i.port: i.state for i in serving.running()} == {
+            info.port: running,
+            other.port: running,
+        }
+        with pytest.raises(McpError, match="not a TCP port"):
+            serving.serve([skills], port=80.5)  # type: ignore[arg-type]
     finally:
         assert serving.stop() == 2
     assert gone(info.pid) and serving.running() == []
@@ -214,3 +223,11 @@ def test_a_killed_kernel_takes_its_server_with_it(tmp_path: Path) -> None:
         assert fastmcp_reads(f"http://127.0.0.1:{port}/mcp").keys() == {"alpha-one", "beta-two"}
         os.kill(kernel_pid, signal.SIGKILL)
         assert gone(pid), "the skills server outlived its kernel"
+
+
+def test_an_ipv6_host_is_written_in_brackets() -> None:
+    info = serving.ServedInfo("::1", 8765, (), 1, serving.ServeState.RUNNING, ())
+    assert info.url == "http://[::1]:8765/mcp"
+    assert serving.ServedInfo("127.0.0.1", 1, (), 1, serving.ServeState.RUNNING, ()).url == (
+        "http://127.0.0.1:1/mcp"
+    )

@@ -61,7 +61,7 @@ class ServedInfo:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/mcp"
+        return _url(self.host, self.port)
 
     def line(self) -> str:
         where = ", ".join(str(d) for d in self.dirs)
@@ -69,6 +69,10 @@ class ServedInfo:
             return f"{self.url} · pid {self.pid} · serving {where}"
         last = f": {self.notes[-1]}" if self.notes else ""
         return f"{self.url} · exited (code {self.exit_code}){last} · was serving {where}"
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
 
 
 class _Served:
@@ -152,7 +156,9 @@ def serve(
     missing = next((d for d in folders if not d.is_dir()), None)
     if missing is not None:
         raise McpError(f"{missing} is not a folder: give folders of skills to serve")
-    if port is not None and (isinstance(port, bool) or not 0 <= port <= 65535):
+    if port is not None and (
+        isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
+    ):
         raise McpError(f"Port {port!r} is not a TCP port: give 1-65535, or none for a free one")
     sock = _bind(host, port or 0)
     try:
@@ -166,7 +172,10 @@ def serve(
         served.stop()
         raise
     with _LOCK:
+        gone = _SERVED.pop(bound, None)  # one that exited on its own, listed until now
         _SERVED[bound] = served
+    if gone is not None:
+        gone.stop()
     return served.info()
 
 
@@ -265,7 +274,7 @@ def _wait_ready(served: _Served, timeout: float) -> tuple[str, ...]:
     from skill_magics.core.mcp.connection import connect
     from skill_magics.core.mcp.host import McpSkillsHost
 
-    url = f"http://{served.host}:{served.port}/mcp"
+    url = _url(served.host, served.port)
     try:
         with connect("served", url=url, connect_timeout=timeout, timeout=timeout) as conn:
             names = tuple(e.name for e in McpSkillsHost(conn).list_skills())
