@@ -104,6 +104,15 @@ def test_serve_magic_starts_lists_and_stops(
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", info.port))
+    # Unloading the extension stops what it serves, as it stops the warm servers.
+    from skill_magics.notebook import extension
+
+    assert shell.run_cell(f"%skills serve mcp --http {info.port}").error_in_exec is None
+    (again,) = serving.running()
+    assert again.port == info.port  # the port given is the port served
+    extension.unload(shell)
+    assert gone(again.pid) and serving.running() == []
+    extension.load(shell)
 
 
 def test_serve_magic_errors_are_one_line_and_leave_nothing_running(
