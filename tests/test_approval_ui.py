@@ -419,7 +419,7 @@ class _Settings:
 
 
 def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_path, monkeypatch):
-    from skill_magics.core.errors import RunInterrupted
+    from skill_magics.core.base.errors import RunInterrupted
     from skill_magics.notebook.approval.approver import NotebookApprover
 
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
@@ -508,7 +508,7 @@ class _ForeignKernel:
 
 
 def test_a_kernel_that_cannot_deliver_a_click_says_what_to_do(make_skill, tmp_path, monkeypatch):
-    from skill_magics.core.models import RunStatus
+    from skill_magics.core.base.models import RunStatus
     from skill_magics.notebook.approval.approver import NotebookApprover
 
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)

@@ -158,7 +158,7 @@ def test_skills_env_builds_an_mcp_skills_environment(
 def test_skillpy_refuses_an_mcp_skill_in_one_line(
     ipython_shell: object, team: tuple[object, Path]
 ) -> None:
-    from skill_magics.core.skillpy import run_python_in_skill
+    from skill_magics.core.run.env.skillpy import run_python_in_skill
 
     manager, _root = team
     got = run_python_in_skill(manager, "team/greeter", "print(1)", approver=None)  # type: ignore[arg-type]
@@ -186,7 +186,7 @@ def test_validate_an_mcp_skill_checks_its_copy(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from skill_magics.core.validation import validate_skills
+    from skill_magics.core.lab.validation import validate_skills
 
     manager, root = team
     (root / "greeter" / "SKILL.md").write_text(
@@ -221,7 +221,7 @@ def test_the_lab_offers_and_runs_an_mcp_skill_named(
     from model_server import call, say
 
     from skill_magics import run_agent
-    from skill_magics.core.tools import tool_specs
+    from skill_magics.core.prompt.tools import tool_specs
 
     manager, _root = team
     (tool,) = [
@@ -263,7 +263,7 @@ def test_the_lab_evaluates_an_mcp_skill(
     from model_server import Call, Scripted, call, say
 
     from skill_magics import evaluate_triggers, run_evals
-    from skill_magics.core.tools import tool_specs
+    from skill_magics.core.prompt.tools import tool_specs
 
     manager, root = team
     evals = root / "greeter" / "evals"

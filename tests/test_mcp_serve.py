@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.errors import McpError
+from skill_magics.core.base.errors import McpError
 from skill_magics.core.mcp import serving
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(180)]

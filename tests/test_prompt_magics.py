@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from skill_magics.core.activation import parse_skill_content
-from skill_magics.core.available_skills import available_skills
+from skill_magics.core.prompt.activation import parse_skill_content
+from skill_magics.core.prompt.available_skills import available_skills
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics.context import AvailableSkillsText
 

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from manager_support import RecordingApprover, manager_for, posix_only
 
-from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
+from skill_magics.core.base.errors import AmbiguousScriptError, ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
-from skill_magics.core.tools import (
+from skill_magics.core.prompt.tools import (
     NAME_RE,
     handle_tool_call,
     handle_tool_call_async,
@@ -335,7 +335,7 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
     """The approval request hashes every file of the skill (its fingerprint) and reads previews:
     on the loop thread that stalls every other task. A real ticker on the loop must keep
     ticking while the fingerprint is computed, which happens on a worker thread."""
-    from skill_magics.core import fingerprint
+    from skill_magics.core.base import fingerprint
 
     make_skill(tmp_path, "sk", scripts={"scripts/a.py": "print('ok')\n"}, body="x")
     manager = manager_for(tmp_path)
@@ -539,7 +539,7 @@ def test_deep_but_reasonable_input_still_runs(tools_dir):
 def test_context_arguments_nested_too_deep_are_a_refused_status(tools_dir):
     """build_skill_context takes model-chosen arguments too: deep ones refuse the script
     (status="refused", audited), they never raise."""
-    from skill_magics.core.context import build_skill_context
+    from skill_magics.core.prompt.context import build_skill_context
 
     manager = manager_for(tools_dir, approver=lambda request: "yes_once")
     deep = _nested(3000)

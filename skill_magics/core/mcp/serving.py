@@ -33,7 +33,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO
 
-from skill_magics.core.errors import McpError
+from skill_magics.core.base.errors import McpError
 
 DEFAULT_HOST = "127.0.0.1"
 READY_TIMEOUT = 60.0  # the server imports the SDK and uvicorn before it accepts

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from IPython.display import display
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalPending,
     ApprovalUnavailable,
     RunInterrupted,

@@ -11,7 +11,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import McpError
+from skill_magics.core.base.errors import McpError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = (

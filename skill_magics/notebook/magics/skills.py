@@ -29,7 +29,7 @@ from traitlets import (
     validate,
 )
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.run.defaults import DEFAULTS
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
@@ -289,7 +289,7 @@ class SkillMagics(Magics):
 
     @observe("catalog_budget")
     def _old_budget_name(self, change: Any) -> None:
-        from skill_magics.core.deprecation import renamed_argument
+        from skill_magics.core.base.deprecation import renamed_argument
 
         new, old = "SkillMagics.available_skills_budget", "SkillMagics.catalog_budget"
         current = self.available_skills_budget

@@ -42,17 +42,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skill_magics.core.available_skills import mcp_listed, opted_out
+from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.context import build_skill_context
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.prompt.context import build_skill_context
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.base.models import ScriptExecutionResult, ScriptMetadata
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
-from skill_magics.core.secrets import redact_known
+from skill_magics.core.base.secrets import redact_known
 
 ToolFormat = Literal["anthropic", "openai"]
 ACTIVATION_TOOL = "activate_skill"
