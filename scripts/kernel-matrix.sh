@@ -3,8 +3,9 @@
 #
 # Each version gets its own venv under .venv-matrix/ipykernel-X (created on first use, reused
 # until uv.lock changes; uv's cache makes re-creation cheap). The venv holds the kernel:
-# ipykernel==X plus the runtime dependencies and the [lab] extra (the model SDKs: the lab's
-# approval paths are clicked there too) as uv.lock pins them (scripts/locked-install.sh),
+# ipykernel==X plus the runtime dependencies and the [lab] and [mcp] extras (the model SDKs:
+# the lab's approval paths are clicked there too; the MCP SDK: notebooks/08_mcp_skills.ipynb
+# serves skills from the kernel) as uv.lock pins them (scripts/locked-install.sh),
 # and a .pth file pointing at this checkout (an
 # editable install without build artefacts in the repo). pytest itself runs from the main venv
 # and starts kernels with SKILL_MAGICS_TEST_KERNEL_PYTHON=<matrix venv python>, through a private
@@ -80,11 +81,12 @@ EOF
 DEPS=()
 if [ -n "$DEPS_TEXT" ]; then mapfile -t DEPS <<<"$DEPS_TEXT"; fi
 # The matrix venvs hold what uv.lock pins for the runtime dependencies and the
-# [lab] extra (the lab's approval paths are clicked there too: tests/test_vscode_kernel.py),
-# ipykernel replaced.
+# [lab] and [mcp] extras (the lab's approval paths are clicked there too:
+# tests/test_vscode_kernel.py; 08_mcp_skills.ipynb adds and serves MCP servers), ipykernel
+# replaced.
 locked_runtime() {
     "$ROOT/.venv/bin/uv" export --locked --quiet --format requirements.txt --no-hashes \
-        --no-emit-project --extra lab | grep -E '^[A-Za-z0-9]' | grep -viE '^ipykernel[ =]'
+        --no-emit-project --extra lab --extra mcp | grep -E '^[A-Za-z0-9]' | grep -viE '^ipykernel[ =]'
 }
 if [ "$mode" = deps ]; then
     locked_runtime
@@ -142,7 +144,7 @@ make_colab_venv() {
     local venv="$1" base="$2"
     local stamp="$venv/.skill-magics-matrix"
     local want
-    want="colab[lab] $(sha256sum "$COLAB_PINS" | cut -c1-16) ${DEPS[*]} (Python $(pyver "$base"))"
+    want="colab[lab,mcp] $(sha256sum "$COLAB_PINS" | cut -c1-16) ${DEPS[*]} (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
@@ -170,9 +172,10 @@ make_colab_venv() {
         echo "kernel-matrix: pin the new dependency (or fix the version) in $COLAB_PINS" >&2
         return 1
     fi
-    # What `%pip install skill-magics[lab]` does on Colab: it must move none of the pins. The
-    # [lab] extra (the model SDKs) is there because the example notebooks include the lab's.
-    if ! "${pip[@]}" install -e "$ROOT[lab]" -c "$COLAB_PINS" >>"$log" 2>&1; then
+    # What `%pip install skill-magics[lab,mcp]` does on Colab: it must move none of the pins.
+    # The extras are there because the example notebooks include the lab's (model SDKs) and
+    # 08_mcp_skills (the MCP SDK).
+    if ! "${pip[@]}" install -e "$ROOT[lab,mcp]" -c "$COLAB_PINS" >>"$log" 2>&1; then
         tail -30 "$log" >&2
         echo "kernel-matrix: skill-magics does not install beside $COLAB_PINS (log above): loosen pyproject.toml's ranges" >&2
         return 1
@@ -207,7 +210,7 @@ fi
 make_venv() {
     local version="$1" venv="$2" base="$3"
     local stamp="$venv/.skill-magics-matrix"
-    local want="ipykernel==$version [lab] lock $(sha256sum uv.lock | cut -c1-16) (Python $(pyver "$base"))"
+    local want="ipykernel==$version [lab,mcp] lock $(sha256sum uv.lock | cut -c1-16) (Python $(pyver "$base"))"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
@@ -217,7 +220,7 @@ make_venv() {
     # uv.lock's runtime pins with ipykernel==X instead of the lock's: only what that version
     # alone needs is resolved anew. The output goes to a log, shown when the install fails.
     if ! bash "$ROOT/scripts/locked-install.sh" "$venv/bin/python" --no-project --extra lab \
-        --replace "ipykernel==$version" >"$venv/pip-install.log" 2>&1; then
+        --extra mcp --replace "ipykernel==$version" >"$venv/pip-install.log" 2>&1; then
         cat "$venv/pip-install.log" >&2
         echo "kernel-matrix: could not install uv.lock's runtime pins with ipykernel==$version (log above)" >&2
         return 1

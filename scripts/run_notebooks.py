@@ -76,6 +76,7 @@ def kernel_env(tmp: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SKILL_MAGICS_PATH", None)  # the notebooks add the bundled examples themselves
     env["SKILL_MAGICS_ENV_DIR"] = str(tmp / "envs")  # managed envs (%skills env) stay in tmp
+    env["SKILL_MAGICS_MCP_CACHE"] = str(tmp / "mcp-cache")  # MCP skills' copies (08) too
     return env
 
 

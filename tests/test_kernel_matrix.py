@@ -156,9 +156,9 @@ def _script(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_runtime_dependencies_come_from_the_lock() -> None:
-    """The matrix venvs get uv.lock's pins of the runtime dependencies and the [lab] extra
-    (the kernel's own version replaced), not the test tooling, and not whatever the index
-    serves today."""
+    """The matrix venvs get uv.lock's pins of the runtime dependencies and the [lab] and
+    [mcp] extras (the kernel's own version replaced), not the test tooling, and not whatever
+    the index serves today."""
     import tomllib
 
     run = _script("--print-deps")
@@ -168,6 +168,7 @@ def test_runtime_dependencies_come_from_the_lock() -> None:
         locked = {p["name"]: p.get("version") for p in tomllib.load(fh)["package"]}
     assert f"ipython=={locked['ipython']}" in deps and f"pyyaml=={locked['pyyaml']}" in deps
     assert f"anthropic=={locked['anthropic']}" in deps
+    assert f"mcp=={locked['mcp']}" in deps  # 08_mcp_skills.ipynb serves skills from the kernel
     assert not [d for d in deps if d.startswith("ipykernel")], "each venv pins its own"
     assert not [d for d in deps if d.split("==")[0] in ("pytest", "hypothesis", "jupyterlab")]
     assert all("==" in d for d in deps), deps

@@ -26,6 +26,7 @@ EXPECTED = [
     "05_sandbox_secrets.ipynb",
     "06_real_skills.ipynb",
     "07_skill_lab.ipynb",
+    "08_mcp_skills.ipynb",
 ]
 
 
@@ -171,6 +172,26 @@ MUST_SHOW = {
         "12/12 runs · with_skill 100% · without_skill 0% · delta +1.00",
         "iteration-1/eval-marathon-in-miles/with_skill/run-1/grading.json",
         '"pass_rate": "+1.00"',
+    ],
+    # issue 32: skills over MCP, taken from a local server and served from the kernel
+    "08_mcp_skills.ipynb": [
+        "Added MCP server 'examples': 4 skills (examples/csv-profiler, examples/demo-behaviours, "
+        "examples/text-tools, examples/unit-converter)",
+        "--- from MCP servers ---",
+        "examples/unit-converter: from MCP server 'examples' (",
+        "approval binds to: mcp-sha256:",
+        "26.2188 mi (completed, exit code 0)",
+        # pre-approved by its full name, not by '*' (nobody can click headless)
+        "yes_once by auto_approve by config SkillMagics.auto_approve",
+        '<skill_context id="examples/unit-converter" origin="mcp:examples">',
+        '"result": 6.213712',
+        "<origin>\nmcp:examples\n</origin>",
+        "Serving 1 skill (greeting) at http://127.0.0.1:",
+        "claude mcp add --transport http my-skills http://127.0.0.1:",
+        "[mcp_servers.my-skills]",
+        "Added MCP server 'mine': 1 skill (mine/greeting)",
+        "mine/greeting: from MCP server 'mine' (http://127.0.0.1:",
+        "Stopped 1 skills server",
     ],
 }
 

@@ -139,10 +139,14 @@ def _lab_progress(shell: Any, *, install: bool) -> None:
 
 def unload(shell: Any) -> None:
     """Undo load(): magics, completion and the rewrite go; the instances are dropped; the
-    warm servers stop (core/run/warm/: they would otherwise wait for their idle timeout)."""
+    warm servers stop (core/run/warm/: they would otherwise wait for their idle timeout), and
+    so do the skills servers ``%skills serve mcp`` started (core/mcp/serving.py)."""
     magics = getattr(shell, _ATTR, None)
     if magics is not None and magics.has_manager:
         magics.manager.stop_warm_servers()
+    serving = sys.modules.get("skill_magics.core.mcp.serving")  # imported only when used
+    if serving is not None:
+        serving.stop()
     rewrite.uninstall(shell)
     completion.uninstall(shell)
     _core_displays(shell, install=False)

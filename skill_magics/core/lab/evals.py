@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.base import paths
+from skill_magics.core.catalog.discovery import is_qualified
 from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.agent import conversation_loop, now_iso
 from skill_magics.core.lab.approvals import approver_for_model
@@ -318,7 +319,10 @@ def _prepare(
             "with_skill would equal without_skill; remove that line to evaluate it"
         )
     workspace = opts.workspace
-    root = Path(workspace) if workspace is not None else Path.cwd() / f"{base.name}-workspace"
+    # An MCP server's skill (LABEL/NAME, two checked folder names) lives in a cache folder
+    # named 'files': its workspace is named LABEL.NAME (a '.' no skill name has).
+    folder = skill.replace("/", ".") if is_qualified(skill) else base.name
+    root = Path(workspace) if workspace is not None else Path.cwd() / f"{folder}-workspace"
     report = EvalReport(
         skill=skill,
         provider=provider.name,

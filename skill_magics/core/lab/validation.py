@@ -56,6 +56,7 @@ from skill_magics.core.base.interpreters import (
 )
 from skill_magics.core.base.paths import folder_name_problem
 from skill_magics.core.base.secrets import secret_conflicts
+from skill_magics.core.catalog.discovery import is_qualified
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
     parse_frontmatter_yaml,
@@ -219,8 +220,11 @@ def validate_skills(
     """Problems per skill: ``targets`` are skill names or folder paths (a name wins when
     both exist); None: every skill folder in the manager's directories, including those
     discovery skipped (no description, bad YAML). Keys: the name, or the folder for a path.
-    An unknown name that is not a path raises SkillNotFoundError (with close matches)."""
+    ``LABEL/NAME`` of an added MCP server: its verified copy (fetched now; MCP skills are
+    validated only when named). An unknown name that is not a path raises SkillNotFoundError
+    (with close matches)."""
     folders: dict[str, Path] = {}
+    remote: set[str] = set()  # MCP servers' skills (LABEL/NAME), validated in their copies
     if targets is None:
         for meta in manager.list_skills():
             folders[meta.name] = Path(meta.path).parent
@@ -235,14 +239,29 @@ def validate_skills(
     else:
         listed = {m.name for m in manager.list_skills()}
         for target in targets:
-            if target in listed or not Path(target).exists():
-                folders[target] = Path(manager.get_skill(target).base_dir)
+            if target in listed or _mcp_name(manager, target) or not Path(target).exists():
+                skill = manager.get_skill(target)  # an MCP skill: its verified copy
+                folders[target] = Path(skill.base_dir)
+                if skill.binding:
+                    remote.add(target)
             else:
                 folders[target] = Path(target)
-    return {
-        key: validate_skill(folder, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
-        for key, folder in folders.items()
-    }
+    out = {}
+    for key, folder in folders.items():
+        found = check_skill(folder, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
+        if key in remote:
+            # The copy's folder is the cache's, not the skill's: the host already checked
+            # that the server serves it under its own name (core/mcp/wire.py).
+            found = [p for p in found if p.code != "name-folder"]
+        out[key] = [str(p) for p in found]
+    return out
+
+
+def _mcp_name(manager: SkillManager, target: str) -> bool:
+    """``LABEL/NAME`` of a server added to ``manager`` (``skills/x`` stays a path otherwise)."""
+    from skill_magics.core.mcp.servers import servers_of
+
+    return is_qualified(target) and servers_of(manager).get(target.split("/")[0]) is not None
 
 
 # -- frontmatter ----------------------------------------------------------------------------

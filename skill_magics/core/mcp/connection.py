@@ -142,6 +142,10 @@ class Connection:
         asyncio.set_event_loop(self._loop)
         try:
             self._loop.run_until_complete(self._main())
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the transport ended
+            # under us (an HTTP server that went away cancels the client's task group): no
+            # traceback in the notebook; every later call says "is not connected".
+            pass
         finally:
             self._loop.close()
             if not self._done.done():

@@ -17,6 +17,7 @@ The SDK is imported inside :func:`build_server` and the ``run_*`` functions only
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import sys
 from collections.abc import Sequence
@@ -318,10 +319,20 @@ def run_stdio(dirs: Sequence[str | os.PathLike[str]]) -> None:
     anyio.run(main)
 
 
-def run_http(dirs: Sequence[str | os.PathLike[str]], host: str, port: int) -> None:
-    """Serve over streamable HTTP at ``http://HOST:PORT/mcp``."""
+def run_http(
+    dirs: Sequence[str | os.PathLike[str]],
+    host: str,
+    port: int,
+    *,
+    sock: socket.socket | None = None,
+) -> None:
+    """Serve over streamable HTTP at ``http://HOST:PORT/mcp``; ``sock``: on that listening
+    socket, bound by whoever started us (core/mcp/serving.py), instead of binding HOST:PORT."""
     import uvicorn
 
     server = build_server(SkillFolders(dirs))
     app = server.streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if sock is None:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    else:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

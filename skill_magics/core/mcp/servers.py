@@ -36,10 +36,18 @@ class McpServer:
     connection: Connection
     host: McpSkillsHost
     skills: list[SkillEntry]
+    # Why the last re-listing failed (None: it succeeded): ``skills`` is then the listing
+    # before it, shown with this reason (a run lists again, and refuses, on its own).
+    error: str | None = None
 
     def refresh(self) -> list[SkillEntry]:
         """List its skills again (a listing that fails keeps nothing of the new one)."""
-        self.skills = self.host.list_skills()
+        try:
+            self.skills = self.host.list_skills()
+        except McpError as exc:
+            self.error = str(exc)
+            raise
+        self.error = None
         return self.skills
 
 
@@ -111,6 +119,18 @@ class McpServers:
     def servers(self) -> list[McpServer]:
         with self._lock:
             return [self._servers[k] for k in sorted(self._servers)]
+
+    def refresh(self, label: str | None = None) -> list[McpServer]:
+        """List the skills of ``label``'s server (None: of every server) again, so skills
+        added on a server appear and removed ones go, without adding it again. A server
+        that fails keeps its last listing and says why in ``error``; never raises."""
+        chosen = self.servers() if label is None else [s for s in [self.get(label)] if s]
+        for server in chosen:
+            try:
+                server.refresh()
+            except McpError:
+                pass  # kept in server.error, shown beside its last listing
+        return chosen
 
     def skills(self) -> list[SkillEntry]:
         """Every listed skill of every server, by qualified name."""

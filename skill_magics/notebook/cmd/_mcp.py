@@ -37,7 +37,8 @@ def add(magics: SkillsHost, args: list[str]) -> Any:
     print(
         f"Added MCP server '{label}': {len(names)} skill{'s' if len(names) != 1 else ''}"
         f"{' (' + shown + ')' if names else ''}, listed with their origin in %skills; "
-        "their files are read only when needed, and their scripts cannot run yet"
+        "their files are read only when needed, and their scripts run after approval "
+        "(%%skillrun LABEL/NAME.SCRIPT)"
     )
     return None
 
@@ -59,12 +60,17 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
     from skill_magics.core.base.visible import visible
     from skill_magics.core.mcp.servers import servers_of
     from skill_magics.core.mcp.wire import SKILL_MD, binding
+    from skill_magics.core.base.visible import visible
     from skill_magics.notebook.render.display import Display
 
     label, _, name = qualified.partition("/")
     server = servers_of(magics.manager).get(label)
     if server is None:
         return None
+    try:
+        server.refresh()  # the server's listing now: a skill added since shows
+    except McpError as exc:
+        raise UsageError(exc.magic_text()) from None
     entry = next((e for e in server.skills if e.name == name), None)
     if entry is None:
         names = ", ".join(e.qualified_name for e in server.skills) or "none"
@@ -84,8 +90,11 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
         f"{visible(entry.qualified_name)}: from MCP server '{label}' ({visible(server.origin)})",
         f"uri: {visible(entry.uri)}",
         f"files: {files}",
-        f"approval binds to: {value or 'nothing (dynamic): asked every time'}",
-        "scripts: do not run yet (skills from MCP servers are listed and read, not run)",
+        f"approval binds to: {value or 'nothing (dynamic)'}",
+        f"scripts: run after approval bound to that value, from a verified copy "
+        f"(%%skillrun {visible(entry.qualified_name)}.SCRIPT)"
+        if value
+        else "scripts: never run (dynamic: no approval could be bound to its code)",
         "",
         visible(skill_md)
         if "\n" not in skill_md

@@ -33,10 +33,13 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 
 
 def _mcp_servers(manager: Any) -> list[Any]:
-    """The MCP servers added to this manager (none: the SDK is never imported)."""
+    """The MCP servers added to this manager, each listed again now (a skill added or
+    removed on a server shows; none added: the SDK is never imported)."""
     from skill_magics.core.mcp.servers import servers_of
 
-    return servers_of(manager).servers()
+    servers = servers_of(manager)
+    servers.refresh()
+    return servers.servers()
 
 
 def _plugins(skills: list[Any]) -> list[tuple[Any, list[str]]]:

@@ -347,6 +347,9 @@ class SkillMagics(Magics):
         %skills evals NAME           the skill's evals/evals.json with and without it
         %skills warm                 warm servers (interpreter, preloaded packages, memory,
                                      idle time); --stop stops them; NAME starts a skill's
+        %skills add mcp LABEL -- COMMAND... | URL   an MCP server's skills, as LABEL/NAME
+        %skills serve mcp [--http PORT] [DIR...]    serve skill folders to other agents over
+                                     MCP; %skills serve lists them, --stop [PORT] stops them
         """
         from skill_magics.notebook import cmd
 

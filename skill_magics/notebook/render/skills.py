@@ -144,16 +144,22 @@ def _mcp_section(
                 Cell(shorten(origin, _DESCRIPTION_WIDTH), title=origin),
             ]
         )
-    empty = [s.label for s in servers if not s.skills]
-    note = f"MCP servers with no skills: {', '.join(empty)}" if empty else ""
-    title = "--- from MCP servers (scripts do not run yet) ---"
+    empty = [s.label for s in servers if not s.skills and not getattr(s, "error", None)]
+    notes = [f"MCP servers with no skills: {', '.join(empty)}"] if empty else []
+    notes += [
+        f"MCP server '{s.label}' could not be listed again (its last listing is shown): "
+        + visible(s.error)
+        for s in servers
+        if getattr(s, "error", None)
+    ]
+    note = "\n".join(notes)
+    title = "--- from MCP servers ---"
     table = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH) if rows else ""
     text = "\n\n".join(part for part in (text, title, table, note) if part)
     body += f"<p><b>{html.escape(title.strip('- '))}</b></p>"
     if rows:
         body += html_table(headers, rows, "skill-magics-mcp-skills")
-    if note:
-        body += f"<p>{html.escape(note)}</p>"
+    body += "".join(f"<p>{html.escape(line)}</p>" for line in notes)
     return text, body
 
 

@@ -35,6 +35,7 @@ from skill_magics.core.base.paths import check_skill_name
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
     ApprovalRequest,
@@ -97,7 +98,8 @@ class InstallPlan(Plan[EnvReport]):
 def install_request(
     skill: Skill, packages: tuple[str, ...], env_dir: Path, command: tuple[str, ...]
 ) -> ApprovalRequest:
-    """The request a person sees before an install: packages, target, command."""
+    """The request a person sees before an install: packages, target, command; for an MCP
+    server's skill its origin and digest set too, as a run's (the gate binds to it)."""
     entries = fingerprint.skill_entries(skill.base_dir)
     return ApprovalRequest(
         skill_name=skill.name,
@@ -107,6 +109,7 @@ def install_request(
         install=InstallInfo(packages=packages, target=str(env_dir), command=command),
         entries=entries,
         environment=envdirs.environment_id(skill.base_dir),
+        mcp=skill.origin if isinstance(skill, McpSkill) else None,
     )
 
 

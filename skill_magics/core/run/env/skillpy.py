@@ -30,6 +30,7 @@ from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.interpreters import skill_venv_python
 from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.catalog.discovery import is_qualified
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.pipeline import RunOutcome
@@ -48,6 +49,15 @@ def invalid_name_error(skill_name: str) -> str | None:
     return None
 
 
+def _mcp_name(manager: SkillManager, skill_name: str) -> bool:
+    """``LABEL/NAME`` of a server added to ``manager`` (else the name check refuses it)."""
+    from skill_magics.core.mcp.servers import servers_of
+
+    return (
+        is_qualified(skill_name) and servers_of(manager).get(skill_name.split("/")[0]) is not None
+    )
+
+
 def venv_python(skill_base_dir: Path) -> Path | None:
     """The skill's venv interpreter, or None (see ``interpreters.skill_venv_python``)."""
     return skill_venv_python(skill_base_dir)
@@ -61,6 +71,16 @@ def plan_python(
     timeout: float | None = None,
 ) -> tuple[PlannedRun | None, dict[str, Any] | None]:
     """Step 1 for ``code``: ``(plan, None)``, or ``(None, error dict)`` when it cannot run."""
+    if _mcp_name(manager, skill_name):
+        # An MCP server's skill never brings an environment (core/mcp/runs.py refuses one
+        # that ships venv/ or .venv/), so there is no venv to run code in: said before
+        # anything of it is fetched.
+        return None, {
+            "skill_name": skill_name,
+            "error": f"'{skill_name}' is an MCP server's skill: code runs only in a skill's "
+            "own venv, and a skill from a server never brings one; run its scripts instead "
+            f"(%%skillrun {skill_name}.SCRIPT, or manager.execute_skill_script)",
+        }
     problem = invalid_name_error(skill_name)
     if problem:
         return None, {"error": problem}
