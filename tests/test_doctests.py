@@ -71,6 +71,7 @@ DOCTESTED = (
     "skill_magics.core.catalog.toplevel",
     "skill_magics.core.lab.clients",
     "skill_magics.core.lab.validation",
+    "skill_magics.core.mcp.cache",
     "skill_magics.core.moved",
     "skill_magics.core.prompt.activation",
     "skill_magics.core.prompt.available_skills",

@@ -77,6 +77,30 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sk
         manager.remove_mcp_server("team")
 
 
+def copy_folder(skill: Path) -> _CopyPath:
+    """The files of a skill's only copy in the cache (one folder per digest set: cache.py),
+    looked up at each use: a test names it before the copy exists."""
+    return _CopyPath(skill)
+
+
+class _CopyPath:
+    """``skill/<the only copy>/files``, looked up each time it is used."""
+
+    def __init__(self, skill: Path) -> None:
+        self.skill = skill
+
+    def _files(self) -> Path:
+        (copy,) = [p for p in self.skill.iterdir() if not p.name.startswith(".")]
+        return copy / "files"
+
+    def __truediv__(self, other: str) -> Path:
+        return self._files() / other
+
+    @property
+    def parent(self) -> Path:
+        return self._files().parent
+
+
 def refusals(manager: SkillManager) -> list[str]:
     return [
         r.reason or ""
@@ -187,7 +211,7 @@ def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager,
 
 def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_path: Path) -> None:
     manager, _skill = served
-    copy = tmp_path / "cache" / "team" / "hello-mcp" / "files"
+    copy = copy_folder(tmp_path / "cache" / "team" / "hello-mcp")
     marker = tmp_path / "ran"
     evil = f"open({str(marker)!r}, 'w').write('x')\n"
 

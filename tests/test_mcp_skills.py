@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -31,7 +32,7 @@ import pytest
 from mcp_support import free_port, http_server
 
 from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
-from skill_magics.core.mcp.cache import McpCache, fetch_into
+from skill_magics.core.mcp.cache import McpCache, copy_key, fetch_into
 from skill_magics.core.mcp.connection import ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost
 from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
@@ -578,7 +579,9 @@ def test_cache_stores_verified_files_host_only_and_remembers_the_origin(
     (again,) = McpCache(tmp_path / "cache", discovery_dirs=[]).cached()
     assert again.origin == "mcp:fm" and again.binding == binding(entry)
     assert again.uri == "skill://sci-plotting/SKILL.md"
-    origin = json.loads((tmp_path / "cache" / "fm" / "sci-plotting" / "origin.json").read_text())
+    copy = tmp_path / "cache" / "fm" / "sci-plotting" / copy_key(binding(entry))
+    assert cached.base_dir == copy / "files"  # one folder per digest set
+    origin = json.loads((copy / "origin.json").read_text())
     assert origin["origin"] == "mcp" and origin["server"] == "fastmcp_skills.py"
     # Re-hashed on use: a changed byte, then a planted file, are refused.
     plot = cached.base_dir / "scripts" / "plot.py"
@@ -634,22 +637,30 @@ def test_cache_write_never_follows_a_planted_link(hostile: McpSkillsHost, tmp_pa
     cache.store(entry, "s", fetched)
     target = tmp_path / "victim"
     target.mkdir()
-    # A link where the skill folder was (as if planted): replaced, never written through.
-    skill = tmp_path / "cache" / "evil" / "demo"
+    # A link where the skill's folders were (as if planted): never written through.
     import shutil
 
-    shutil.rmtree(skill)
-    skill.symlink_to(target)
-    cache.store(entry, "s", fetched)
-    assert list(target.iterdir()) == []
-    assert not skill.is_symlink() and cache.verify("evil", "demo").name == "demo"
+    for skill in (
+        tmp_path / "cache" / "evil" / "demo" / copy_key(binding(entry)),  # the copy's
+        tmp_path / "cache" / "evil" / "demo",  # the skill's
+    ):
+        shutil.rmtree(skill)
+        skill.symlink_to(target)
+        try:
+            cache.store(entry, "s", fetched)
+        except McpCacheError:  # refused is fine too; writing through the link is not
+            skill.unlink()
+            cache.store(entry, "s", fetched)
+        assert list(target.iterdir()) == []
+        assert not skill.is_symlink() and cache.verify("evil", "demo").name == "demo"
+        assert [p.name for p in skill.parent.iterdir() if p.name.startswith(".")] == []
     # A verified copy reached through a link is not the cache's: never read through it.
     label = tmp_path / "cache" / "evil"
     label.rename(tmp_path / "moved")
     label.symlink_to(tmp_path / "moved")
     with pytest.raises(McpCacheError, match="evil/demo is not cached"):
         cache.verify("evil", "demo")
-    files = tmp_path / "moved" / "demo" / "files"
+    files = tmp_path / "moved" / "demo" / copy_key(binding(entry)) / "files"
     files.rename(tmp_path / "files-elsewhere")
     files.symlink_to(tmp_path / "files-elsewhere")
     label.unlink()
@@ -692,7 +703,10 @@ def test_skills_add_mcp_magic_lists_them_with_their_origin(
     table = shell.run_cell("%skills").result
     text, page = repr(table), table._repr_html_()
     assert "local-one" in text and "team/pdf-forms" in text and "team/sci-plotting" in text
-    assert "mcp: team (" in text and "skill_magics.mcp serve" in text
+    assert (
+        re.search(r"mcp: team\s", text)
+        and f"MCP server 'team': {PY} -m skill_magics.mcp serve " in text
+    )
     assert "team/pdf-forms" in page and "skill-magics-mcp-skills" in page
     for line, expect in (
         ("%skills add mcp team -- x", "already in use (" + PY),

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.base import paths
-from skill_magics.core.catalog.discovery import is_qualified
 from skill_magics.core.base.errors import ModelCallError
+from skill_magics.core.catalog.discovery import is_qualified
 from skill_magics.core.lab.agent import conversation_loop, now_iso
 from skill_magics.core.lab.approvals import approver_for_model
 from skill_magics.core.lab.budget import Caps

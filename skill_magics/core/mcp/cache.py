@@ -21,16 +21,23 @@ Rules (SEP-2640's, and ours for folders others can write):
   listing is compared with), each at the path its URI names, so a record rewritten to vouch
   for changed bytes is no record;
 - a copy that fails that is never repaired in place: :func:`refetch` discards it whole and
-  fetches every file again (core/mcp/runs.py does, before a run is planned).
+  fetches every file again (core/mcp/runs.py does, before a run is planned);
+- each copy has a folder of its own per digest set, ``LABEL/NAME/KEY`` (KEY: a hash of its
+  binding), written once and never replaced while it verifies: two kernels that give one
+  label to two servers, or a server that changes while a run of its old copy goes on, each
+  run from their own bytes, never from a folder swapped under them. Copies not used for
+  KEEP_S are removed when another copy of that skill is written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import shutil
 import stat
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +58,7 @@ from skill_magics.core.mcp.wire import (
 )
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
+KEEP_S = 24 * 3600  # a copy unused this long goes when another copy of its skill is written
 ORIGIN = "origin.json"
 FILES = "files"
 
@@ -172,54 +180,93 @@ class McpCache:
                 f.path: {"uri": f.uri, "digest": f.digest, "size": f.size} for f in entry.files
             },
         }
+        key = copy_key(value)
+        try:  # the same bytes already here (another kernel, an earlier session): kept as is
+            return self.verify(entry.label, entry.name, value)
+        except McpCacheError:
+            self.discard(entry.label, entry.name, value)  # nothing, or a copy that fails
         root = self._open_root()
         try:
             label_fd = _subdir(root, entry.label)
             try:
-                tmp = f".{entry.name}.{secrets.token_hex(8)}.tmp"
-                os.mkdir(tmp, 0o700, dir_fd=label_fd)
+                name_fd = _subdir(label_fd, entry.name)
                 try:
-                    tmp_fd = os.open(tmp, DIR_FLAGS, dir_fd=label_fd)
-                    try:
-                        files_fd = _subdir(tmp_fd, FILES)
-                        try:
-                            for listed in entry.files:
-                                _write_at(files_fd, listed.path, got[listed.path].data)
-                        finally:
-                            os.close(files_fd)
-                        write_file(tmp_fd, ORIGIN, json.dumps(origin, indent=1), mode=0o600)
-                    finally:
-                        os.close(tmp_fd)
-                    _replace_dir(label_fd, tmp, entry.name)
-                except BaseException:
-                    _rmtree_at(label_fd, tmp)
-                    raise
+                    self._write_copy(name_fd, key, origin, entry.files, got)
+                    _remove_unused(name_fd, key)
+                finally:
+                    os.close(name_fd)
             finally:
                 os.close(label_fd)
         finally:
             os.close(root)
-        return self.verify(entry.label, entry.name)
+        return self.verify(entry.label, entry.name, value)
+
+    @staticmethod
+    def _write_copy(
+        name_fd: int,
+        key: str,
+        origin: dict[str, Any],
+        listed: Sequence[Any],
+        got: dict[str, FetchedFile],
+    ) -> None:
+        """Assemble a copy in a fresh folder and rename it to ``key`` (a copy of the same
+        key written meanwhile by another kernel is the same bytes: ours is dropped)."""
+        tmp = f".{key}.{secrets.token_hex(8)}.tmp"
+        os.mkdir(tmp, 0o700, dir_fd=name_fd)
+        try:
+            tmp_fd = os.open(tmp, DIR_FLAGS, dir_fd=name_fd)
+            try:
+                files_fd = _subdir(tmp_fd, FILES)
+                try:
+                    for file in listed:
+                        _write_at(files_fd, file.path, got[file.path].data)
+                finally:
+                    os.close(files_fd)
+                write_file(tmp_fd, ORIGIN, json.dumps(origin, indent=1), mode=0o600)
+            finally:
+                os.close(tmp_fd)
+            try:
+                os.rename(tmp, key, src_dir_fd=name_fd, dst_dir_fd=name_fd)
+            except OSError:  # written meanwhile: verified by the caller like any copy
+                _rmtree_at(name_fd, tmp)
+        except BaseException:
+            _rmtree_at(name_fd, tmp)
+            raise
 
     # -- reading ---------------------------------------------------------------------------
 
-    def verify(self, label: str, name: str) -> CachedSkill:
-        """The cached skill, every file re-hashed against its origin record (and nothing
-        else there): one line naming the label, the file and what differed otherwise.
-        Every folder on the way is opened without following a link (a run may one day
-        write there)."""
+    def _open_copy(self, label: str, name: str, binding: str | None) -> list[int]:
+        """Descriptors of the root, ``label``, ``name`` and the copy (the copy of
+        ``binding``, or the one written last when None), each opened without following a
+        link; the caller closes them. OSError when there is no such copy."""
         check_label(label)
         if name_problems(name):  # names come from folders here: never a path of two parts
             raise McpCacheError(f"MCP skill cache: {name!r} is not a skill name")
         fds: list[int] = [self._open_root()]
         try:
             for part in (label, name):
-                try:
-                    fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
-                except OSError:
-                    raise McpCacheError(
-                        f"MCP skill cache: {label}/{name} is not cached (or not a folder)"
-                    ) from None
-            origin = self._origin(fds[-1], label, name)
+                fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
+            key = copy_key(binding) if binding is not None else _newest(fds[-1])
+            fds.append(os.open(key, DIR_FLAGS, dir_fd=fds[-1]))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
+    def verify(self, label: str, name: str, binding: str | None = None) -> CachedSkill:
+        """The cached copy of ``binding`` (None: the one written last), every file re-hashed
+        against its origin record (and nothing else there): one line naming the label, the
+        file and what differed otherwise. Every folder on the way is opened without
+        following a link (a run may write there)."""
+        try:
+            fds = self._open_copy(label, name, binding)
+        except OSError:
+            raise McpCacheError(
+                f"MCP skill cache: {label}/{name} is not cached (or not a folder)"
+            ) from None
+        try:
+            origin = self._origin(fds[-1], label, name, binding)
             listed: dict[str, dict[str, Any]] = origin["files"]
             try:
                 fds.append(os.open(FILES, DIR_FLAGS, dir_fd=fds[-1]))
@@ -234,29 +281,29 @@ class McpCache:
                     f"MCP skill cache: {label}/{name}, file {path!r}: {_SAID[kind]}{_BY}; "
                     "nothing of it runs: the next run fetches it again"
                 )
+            os.utime(fds[-2])  # used now: kept past KEEP_S, and the one a restart takes
         finally:
             for fd in fds:
                 os.close(fd)
         return CachedSkill(
             label,
             name,
-            self.root / label / name / FILES,
+            self.root / label / name / copy_key(origin["binding"]) / FILES,
             origin["uri"],
             origin["server"],
             listed,
             origin["binding"],
         )
 
-    def differences(self, label: str, name: str) -> list[str]:
-        """What a cached copy holds that was not verified, in a few words each ("added
-        out.txt", "changed scripts/a.py", "missing x"; the whole copy when it cannot be
-        read): [] when every file still matches its record. For the audit of a copy that is
-        discarded and fetched again (:func:`refetch`)."""
-        fds: list[int] = [self._open_root()]
+    def differences(self, label: str, name: str, binding: str) -> list[str]:
+        """What the copy of ``binding`` holds that was not verified, in a few words each
+        ("added out.txt", "changed scripts/a.py", "missing x"; the whole copy when it cannot
+        be read): [] when every file still matches its record. For the audit of a copy that
+        is discarded and fetched again (:func:`refetch`)."""
+        fds: list[int] = []
         try:
-            for part in (label, name):
-                fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
-            listed = self._origin(fds[-1], label, name)["files"]
+            fds = self._open_copy(label, name, binding)
+            listed = self._origin(fds[-1], label, name, binding)["files"]
             fds.append(os.open(FILES, DIR_FLAGS, dir_fd=fds[-1]))
             found = _differences(fds[-1], listed)
         except (OSError, McpCacheError) as exc:
@@ -266,53 +313,47 @@ class McpCache:
                 os.close(fd)
         return [f"{_WORD[kind]} {_shown(path)}" for path, kind in found]
 
-    def present(self, label: str, name: str) -> bool:
-        """Is there anything at the place of ``label/name`` (a copy, valid or not)?"""
-        return os.path.lexists(self.root / label / name)
+    def present(self, label: str, name: str, binding: str) -> bool:
+        """Is there anything at the place of the copy of ``binding`` (valid or not)?"""
+        return os.path.lexists(self.root / label / name / copy_key(binding))
 
-    def discard(self, label: str, name: str) -> None:
-        """Remove a cached copy whole (moved aside first, so no reader sees half of it):
-        whatever was written into it is gone. Nothing when it is not there."""
+    def discard(self, label: str, name: str, binding: str) -> None:
+        """Remove the copy of ``binding`` whole (moved aside first, so no reader sees half
+        of it): whatever was written into it is gone. Nothing when it is not there."""
         check_label(label)
         if name_problems(name):
             raise McpCacheError(f"MCP skill cache: {name!r} is not a skill name")
-        root = self._open_root()
-        try:
-            try:
-                label_fd = os.open(label, DIR_FLAGS, dir_fd=root)
-            except OSError:
-                return
-            try:
-                aside = f".{name}.{secrets.token_hex(8)}.old"
-                try:
-                    os.rename(name, aside, src_dir_fd=label_fd, dst_dir_fd=label_fd)
-                except FileNotFoundError:
-                    return
-                _rmtree_at(label_fd, aside)
-            finally:
-                os.close(label_fd)
-        finally:
-            os.close(root)
-
-    def recorded(self, label: str, name: str) -> dict[str, Any] | None:
-        """The origin record of a cached skill, NOT re-hashed (None: not cached or no valid
-        record): what was verified when it was written, to tell whether a server's listing
-        still matches it. Its files are re-hashed by :meth:`verify` before any use."""
-        check_label(label)
-        if name_problems(name):
-            return None
         fds: list[int] = [self._open_root()]
         try:
             for part in (label, name):
-                fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
-            return self._origin(fds[-1], label, name)
+                try:
+                    fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
+                except OSError:
+                    return
+            _remove(fds[-1], copy_key(binding))
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def recorded(self, label: str, name: str, binding: str | None = None) -> dict[str, Any] | None:
+        """The origin record of the copy of ``binding`` (None: the one written last), NOT
+        re-hashed (None: not cached or no valid record): what was verified when it was
+        written. Its files are re-hashed by :meth:`verify` before any use."""
+        try:
+            fds = self._open_copy(label, name, binding)
         except (OSError, McpCacheError):
+            return None
+        try:
+            return self._origin(fds[-1], label, name, binding)
+        except McpCacheError:
             return None
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def _origin(self, skill_fd: int, label: str, name: str) -> dict[str, Any]:
+    def _origin(
+        self, skill_fd: int, label: str, name: str, binding: str | None = None
+    ) -> dict[str, Any]:
         data = _read_at(skill_fd, ORIGIN, 1 << 20)
         try:
             origin = json.loads(data or b"")
@@ -330,6 +371,8 @@ class McpCache:
             # was computed from, each at the path its URI names (a record rewritten to match
             # changed files, or with digests swapped between files, is no record).
             ok = ok and _record_consistent(label, origin)
+            # In the folder of another digest set it vouches for nothing here.
+            ok = ok and (binding is None or origin["binding"] == binding)
         except (ValueError, AttributeError, TypeError):
             ok = False
         if not ok:
@@ -351,7 +394,7 @@ class McpCache:
                     continue
                 try:
                     out.append(self.verify(label_dir.name, skill_dir.name))
-                except McpCacheError:
+                except McpCacheError:  # the copy written last does not verify: left out
                     continue
         return out
 
@@ -367,7 +410,9 @@ def refetch(cache: McpCache, host: McpSkillsHost, entry: SkillEntry) -> CachedSk
     """Discard a cached copy (one that no longer matches its record) and fetch every file
     again, each verified, into a fresh folder. Nothing of the old copy is kept: a file a run
     or anyone else wrote there never reaches a later run, even when the fetch fails."""
-    cache.discard(entry.label, entry.name)
+    value = binding(entry)
+    if value is not None:
+        cache.discard(entry.label, entry.name, value)
     return fetch_into(cache, host, entry)
 
 
@@ -430,7 +475,10 @@ def _subdir(parent_fd: int, name: str) -> int:
     try:
         os.mkdir(name, 0o700, dir_fd=parent_fd)
     except FileExistsError:
-        pass
+        if not stat.S_ISDIR(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode):
+            # A link or a file planted where a folder of ours goes: removed, never followed.
+            os.unlink(name, dir_fd=parent_fd)
+            os.mkdir(name, 0o700, dir_fd=parent_fd)
     return os.open(name, DIR_FLAGS, dir_fd=parent_fd)
 
 
@@ -492,17 +540,54 @@ def _walk_files(top_fd: int) -> list[str]:
     return out
 
 
-def _replace_dir(parent_fd: int, tmp: str, name: str) -> None:
-    """Put the folder ``tmp`` in place of ``name`` (moving the old one aside first)."""
-    old = None
+def copy_key(binding: str) -> str:
+    """The folder name of a copy: a hash of its binding (its full {uri, digest} set).
+
+    >>> copy_key("mcp-sha256:00")
+    '7b1590b17addee342f65'
+    """
+    return hashlib.sha256(binding.encode()).hexdigest()[:20]
+
+
+def _newest(name_fd: int) -> str:
+    """The copy of a skill written (or used) last: OSError when there is none."""
+    copies = []
+    with os.scandir(name_fd) as it:
+        for item in it:
+            if not item.name.startswith(".") and item.is_dir(follow_symlinks=False):
+                copies.append((item.stat(follow_symlinks=False).st_mtime_ns, item.name))
+    if not copies:
+        raise FileNotFoundError("no copy")
+    return max(copies)[1]
+
+
+def _remove(parent_fd: int, name: str) -> None:
+    """Move ``name`` aside, then delete it (a reader never sees half of it)."""
+    aside = f".{name}.{secrets.token_hex(8)}.old"
     try:
-        os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        os.rename(name, aside, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+    except FileNotFoundError:
         return
-    except OSError:
-        old = f".{name}.{secrets.token_hex(8)}.old"
-        os.rename(name, old, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-    os.rename(tmp, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-    _rmtree_at(parent_fd, old)
+    if stat.S_ISDIR(os.stat(aside, dir_fd=parent_fd, follow_symlinks=False).st_mode):
+        _rmtree_at(parent_fd, aside)
+    else:  # a link or a file planted in its place: removed, never followed
+        os.unlink(aside, dir_fd=parent_fd)
+
+
+def _remove_unused(name_fd: int, keep: str) -> None:
+    """Remove the other copies of a skill not written or used for KEEP_S (a run of one in
+    another kernel may still go on: those are young)."""
+    now = time.time()
+    with os.scandir(name_fd) as it:
+        old = [
+            item.name
+            for item in it
+            if item.name != keep
+            and item.is_dir(follow_symlinks=False)
+            and now - item.stat(follow_symlinks=False).st_mtime > KEEP_S
+        ]
+    for name in old:
+        _remove(name_fd, name)
 
 
 def _rmtree_at(parent_fd: int, name: str) -> None:

@@ -65,6 +65,9 @@ class McpRemote:
         self.audit = audit
         self._lock = threading.Lock()
         self._changes: dict[str, tuple[str, ...]] = {}  # LABEL/NAME -> changes at last fetch
+        # LABEL/NAME -> the binding of the copy this session runs: its own server's bytes,
+        # whatever another kernel with a server of the same label fetched (cache.py).
+        self._bindings: dict[str, str] = {}
 
     def cache(self) -> McpCache:
         return McpCache(discovery_dirs=list(self.skill_dirs()))
@@ -72,7 +75,9 @@ class McpRemote:
     def skill(self, name: str, detector: ScriptDetector) -> McpSkill:
         """The cached copy of ``LABEL/NAME``, every file re-hashed now."""
         label, _, bare = name.partition("/")
-        cached = self.cache().verify(label, bare)
+        with self._lock:
+            value = self._bindings.get(name)
+        cached = self.cache().verify(label, bare, value)
         metadata = load_skill_metadata(cached.base_dir / SKILL_MD)
         if metadata.name != bare:
             raise McpCacheError(
@@ -127,25 +132,30 @@ class McpRemote:
                 "its scripts do not run; the server should list source files only"
             )
         cache = self.cache()
-        old = cache.recorded(label, bare)
-        if old is not None and old.get("binding") == value:
-            # The copy is what the server lists; its files are what was verified, or it is
+        with self._lock:
+            before = self._bindings.get(name)
+        # What this session ran before (else the copy used last): what the panel says changed.
+        old = cache.recorded(label, bare, before)
+        if old is not None and old.get("binding") != value:
+            with self._lock:
+                self._changes[name] = _changes(old["files"], entry.files)
+        if cache.recorded(label, bare, value) is not None:
+            # A copy of what the server lists; its files are what was verified, or it is
             # replaced whole (a run may have written into its own folder: never stuck, and
             # nothing it wrote survives into this run).
-            found = cache.differences(label, bare) if repair else []
+            found = cache.differences(label, bare, value) if repair else []
             if found:
                 refetch(cache, server.host, entry)
                 self._refetched(name, found)
-            return
-        unrecorded = old is None and cache.present(label, bare)  # its record was rewritten
-        if unrecorded and not repair:
-            return  # left to be refused by the re-hash, as above
-        changes = _changes(old["files"] if old is not None else None, entry.files)
-        fetch_into(cache, server.host, entry)
+        elif cache.present(label, bare, value):  # its record was rewritten
+            if repair:
+                refetch(cache, server.host, entry)
+                self._refetched(name, ["the origin record: missing, or not matching its binding"])
+            # else left to be refused by the re-hash, as above
+        else:
+            fetch_into(cache, server.host, entry)
         with self._lock:
-            self._changes[name] = changes
-        if unrecorded:
-            self._refetched(name, ["the origin record: missing, or not matching its binding"])
+            self._bindings[name] = value
 
     def _refetched(self, name: str, shown: list[str]) -> None:
         """Audit a copy discarded and fetched again, naming what it held."""

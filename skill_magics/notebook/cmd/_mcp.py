@@ -60,7 +60,6 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
     from skill_magics.core.base.visible import visible
     from skill_magics.core.mcp.servers import servers_of
     from skill_magics.core.mcp.wire import SKILL_MD, binding
-    from skill_magics.core.base.visible import visible
     from skill_magics.notebook.render.display import Display
 
     label, _, name = qualified.partition("/")

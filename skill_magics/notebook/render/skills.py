@@ -132,7 +132,8 @@ def _mcp_section(
     for server, entry in skills:
         description = visible(str(entry.frontmatter.get("description") or ""))
         files = "dynamic" if entry.files is None else str(len(entry.files))
-        origin = f"mcp: {server.label} ({visible(server.origin)})"
+        # The label only: the server's command (a path, long) is said once, below the table.
+        origin = f"mcp: {server.label}"
         rows.append(
             [
                 Cell(
@@ -141,11 +142,12 @@ def _mcp_section(
                 ),
                 Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
                 files,
-                Cell(shorten(origin, _DESCRIPTION_WIDTH), title=origin),
+                Cell(origin, title=visible(server.origin)),
             ]
         )
     empty = [s.label for s in servers if not s.skills and not getattr(s, "error", None)]
-    notes = [f"MCP servers with no skills: {', '.join(empty)}"] if empty else []
+    notes = [f"MCP server '{s.label}': {visible(s.origin)}" for s in servers if s.skills]
+    notes += [f"MCP servers with no skills: {', '.join(empty)}"] if empty else []
     notes += [
         f"MCP server '{s.label}' could not be listed again (its last listing is shown): "
         + visible(s.error)

@@ -1,0 +1,132 @@
+"""Where two MCP servers, two kernels or two runs meet (issue 32; the lesson of issue 28's
+review: attack the seams). Real servers (``python -m skill_magics.mcp serve``) over stdio,
+real runs through the one call site, one cache root shared as two kernels of one user share
+it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.approval import ApprovalRequest, Decision
+
+pytestmark = [pytest.mark.mcp, pytest.mark.timeout(180)]
+
+PY = sys.executable
+
+# Reads a file of its own skill after a pause: long enough for another kernel to fetch.
+READER = """import os, sys, time
+time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 0)
+here = os.path.dirname(os.path.abspath(__file__))
+print(open(os.path.join(here, "..", "data.txt")).read().strip())
+"""
+
+
+def served_skill(root: Path, data: str) -> Path:
+    skill = root / "shared-name"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: shared-name\ndescription: Reads its data. Use it for tests.\n---\n"
+        "Run `scripts/read.py`.\n"
+    )
+    (skill / "scripts" / "read.py").write_text(READER)
+    (skill / "data.txt").write_text(data + "\n")
+    return skill
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.asked: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        self.asked.append(request)
+        return Decision.YES_IN_SESSION
+
+
+def serve(manager: SkillManager, label: str, skill: Path) -> None:
+    manager.add_mcp_server(
+        label, command=[PY, "-m", "skill_magics.mcp", "serve", str(skill.parent)]
+    )
+
+
+@pytest.fixture
+def two_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    yield {
+        "one": served_skill(tmp_path / "one", "from server one"),
+        "two": served_skill(tmp_path / "two", "from server two"),
+    }
+
+
+def test_two_labels_with_a_skill_of_the_same_name_stay_apart(
+    two_servers: dict[str, Path], tmp_path: Path
+) -> None:
+    (tmp_path / "local").mkdir()
+    manager = SkillManager([tmp_path / "local"])
+    serve(manager, "a", two_servers["one"])
+    serve(manager, "b", two_servers["two"])
+    try:
+        approver = Recorder()
+        first = manager.execute_skill_script("a/shared-name", "read", approver=approver)
+        assert first.stdout.strip() == "from server one"
+        # A Yes in session for a/shared-name says nothing about b's skill of that name.
+        second = manager.execute_skill_script("b/shared-name", "read", approver=approver)
+        assert second.stdout.strip() == "from server two"
+        assert [r.skill_name for r in approver.asked] == ["a/shared-name", "b/shared-name"]
+        # What must NOT be asked again: each one, unchanged, after its own Yes in session.
+        again = manager.execute_skill_script("a/shared-name", "read", approver=approver)
+        assert again.stdout.strip() == "from server one" and len(approver.asked) == 2
+    finally:
+        manager.remove_mcp_server("a")
+        manager.remove_mcp_server("b")
+
+
+def test_two_kernels_with_one_label_for_two_servers_each_run_their_own_bytes(
+    two_servers: dict[str, Path], tmp_path: Path
+) -> None:
+    """One user, two notebooks, one cache root, the label 'team' given to two different
+    servers: a run of one kernel never reads the other server's files, even when the other
+    kernel fetches its copy while the run is going on."""
+    (tmp_path / "local").mkdir()
+    kernel_one, kernel_two = SkillManager([tmp_path / "local"]), SkillManager([tmp_path / "local"])
+    serve(kernel_one, "team", two_servers["one"])
+    serve(kernel_two, "team", two_servers["two"])
+    try:
+        one, two = Recorder(), Recorder()
+        assert (
+            kernel_one.execute_skill_script("team/shared-name", "read", approver=one).stdout
+            == "from server one\n"
+        )
+        results: dict[str, str] = {}
+
+        def slow_run() -> None:
+            got = kernel_one.execute_skill_script(
+                "team/shared-name", "read", argv=["2"], approver=one
+            )
+            results["one"] = got.stdout + got.stderr
+
+        thread = threading.Thread(target=slow_run)
+        thread.start()
+        # Meanwhile the other kernel fetches and runs its server's skill under the same label.
+        assert (
+            kernel_two.execute_skill_script("team/shared-name", "read", approver=two).stdout
+            == "from server two\n"
+        )
+        thread.join(60)
+        assert results["one"] == "from server one\n"
+        # What must NOT happen either: asking again when nothing changed on either server.
+        assert len(one.asked) == 1 and len(two.asked) == 1
+        assert (
+            kernel_one.execute_skill_script("team/shared-name", "read", approver=one).stdout
+            == "from server one\n"
+        )
+        assert len(one.asked) == 1
+    finally:
+        kernel_one.remove_mcp_server("team")
+        kernel_two.remove_mcp_server("team")
