@@ -130,3 +130,39 @@ def test_two_kernels_with_one_label_for_two_servers_each_run_their_own_bytes(
     finally:
         kernel_one.remove_mcp_server("team")
         kernel_two.remove_mcp_server("team")
+
+
+def test_a_server_that_hangs_does_not_hold_the_skills_table_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ipython_shell: object
+) -> None:
+    """%skills lists every server again; one that stopped answering used to hold the table
+    for its whole timeout, each time. Now it waits a few seconds for all servers together
+    and shows a slow one's last listing, marked; what must NOT change: a server that answers
+    shows its listing of now."""
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "local").mkdir()
+    shell = ipython_shell(tmp_path / "local")  # type: ignore[operator]
+    honest = served_skill(tmp_path / "one", "from server one")
+    hostile = Path(__file__).resolve().parent / "mcp_servers" / "hostile.py"
+    assert shell.run_cell(f"%skills add mcp slow -- {PY} {hostile}").error_in_exec is None
+    assert (
+        shell.run_cell(
+            f"%skills add mcp quick -- {PY} -m skill_magics.mcp serve {honest.parent}"
+        ).error_in_exec
+        is None
+    )
+    from skill_magics.core.mcp.servers import servers_of
+    from skill_magics.notebook.extension import get_magics
+
+    servers = servers_of(get_magics(shell).manager)
+    servers.get("slow").connection.request("test/mode", {"mode": "hang"})  # type: ignore[union-attr]
+    (honest.parent / "added-later").mkdir()
+    (honest.parent / "added-later" / "SKILL.md").write_text(
+        "---\nname: added-later\ndescription: New on the server.\n---\nBody\n"
+    )
+    text = repr(shell.run_cell("%skills").result)
+    assert "slow/demo" in text  # its last listing, marked
+    assert "could not be listed again (its last listing is shown): it did not answer " in text
+    assert "quick/added-later" in text and "quick/shared-name" in text
+    shell.run_cell("%skills remove mcp slow")
+    shell.run_cell("%skills remove mcp quick")

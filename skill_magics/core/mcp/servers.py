@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,24 @@ class McpServer:
     # Why the last re-listing failed (None: it succeeded): ``skills`` is then the listing
     # before it, shown with this reason (a run lists again, and refuses, on its own).
     error: str | None = None
+    _listing: threading.Thread | None = None  # a re-listing under way (refresh(wait=...))
+
+    def refresh_in_background(self) -> threading.Thread:
+        """The re-listing of this server under way, started now if none is: one at a time,
+        however often a person types ``%skills`` while a server is slow."""
+        if self._listing is None or not self._listing.is_alive():
+
+            def quietly() -> None:
+                try:
+                    self.refresh()
+                except McpError:
+                    pass  # kept in self.error
+
+            self._listing = threading.Thread(
+                target=quietly, name=f"skill-magics-mcp-list-{self.label}", daemon=True
+            )
+            self._listing.start()
+        return self._listing
 
     def refresh(self) -> list[SkillEntry]:
         """List its skills again (a listing that fails keeps nothing of the new one)."""
@@ -120,16 +139,26 @@ class McpServers:
         with self._lock:
             return [self._servers[k] for k in sorted(self._servers)]
 
-    def refresh(self, label: str | None = None) -> list[McpServer]:
+    def refresh(self, label: str | None = None, *, wait: float | None = None) -> list[McpServer]:
         """List the skills of ``label``'s server (None: of every server) again, so skills
         added on a server appear and removed ones go, without adding it again. A server
-        that fails keeps its last listing and says why in ``error``; never raises."""
+        that fails keeps its last listing and says why in ``error``; never raises.
+        ``wait``: list the servers side by side and wait at most that long in all; a server
+        still listing keeps its last listing, marked (its listing lands when it answers)."""
         chosen = self.servers() if label is None else [s for s in [self.get(label)] if s]
-        for server in chosen:
-            try:
-                server.refresh()
-            except McpError:
-                pass  # kept in server.error, shown beside its last listing
+        if wait is None:
+            for server in chosen:
+                try:
+                    server.refresh()
+                except McpError:
+                    pass  # kept in server.error, shown beside its last listing
+            return chosen
+        deadline = time.monotonic() + wait
+        listing = [(server, server.refresh_in_background()) for server in chosen]
+        for server, thread in listing:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                server.error = f"it did not answer within {wait:g} s; still asked"
         return chosen
 
     def skills(self) -> list[SkillEntry]:

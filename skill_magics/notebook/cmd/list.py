@@ -7,6 +7,7 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
+LIST_WAIT_S = 3.0  # how long %skills waits for MCP servers to list their skills again
 HELP = "table of skills (name, description, scripts, location) and warnings"
 
 PARSER = SubcommandParser("list", "%skills [list]")
@@ -38,7 +39,7 @@ def _mcp_servers(manager: Any) -> list[Any]:
     from skill_magics.core.mcp.servers import servers_of
 
     servers = servers_of(manager)
-    servers.refresh()
+    servers.refresh(wait=LIST_WAIT_S)  # a slow server does not hold the table back
     return servers.servers()
 
 
