@@ -101,13 +101,13 @@ def test_anthropic_and_openai_shapes(tools_dir):
         "items": {"type": "string"},
         "description": schema["properties"]["argv"]["description"],
     }
-    openai = tool_definitions(manager, format="openai", skills=["pdf-extractor"])
+    openai = tool_definitions(manager, api="openai", skills=["pdf-extractor"])
     assert openai[0]["type"] == "function"
     assert set(openai[0]["function"]) == {"name", "description", "parameters"}
     assert [t["function"]["name"] for t in openai] == [t["name"] for t in anthropic]
     json.dumps(openai)  # plain JSON
     with pytest.raises(ValueError, match="anthropic"):
-        tool_definitions(manager, format="gemini")
+        tool_definitions(manager, api="gemini")
 
 
 def test_descriptions_use_docstrings(tools_dir):

@@ -4,7 +4,7 @@ One tool per script (``{skill}__{script}``) plus one prompt tool per skill (``{s
 returns the skill's ``<skill_context>`` envelope (scripts not run) and its script tools.
 First comes the client guide's activation tool, ``activate_skill``: its ``name`` parameter is
 an enum of the real skill names (those without ``disable-model-invocation: true``), and it
-returns ``build_skill_context(manager, name, format="skill_content")`` (docs/architecture.md,
+returns ``build_skill_context(manager, name, envelope="skill_content")`` (docs/architecture.md,
 *Activation*). With no such skill it is not defined at all.
 Names match ``^[a-zA-Z0-9_-]{1,64}$`` (valid for both APIs), are unique, and depend only on
 the skill and script paths, so they are stable across runs and machines. A name is either
@@ -45,6 +45,7 @@ from typing import Any, Literal
 from skill_magics.core.available_skills import mcp_listed, opted_out
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.context import build_skill_context
+from skill_magics.core.deprecation import renamed_argument
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
@@ -54,7 +55,8 @@ from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.secrets import redact_known
 
-ToolFormat = Literal["anthropic", "openai"]
+ToolApi = Literal["anthropic", "openai"]  # whose tool-definition shape
+ToolFormat = ToolApi  # deprecated: the old name of ToolApi
 ACTIVATION_TOOL = "activate_skill"
 ACTIVATION_DESCRIPTION = (
     "Load a skill's full instructions when a task matches its description. Returns "
@@ -118,14 +120,15 @@ class ToolSpec:
             "additionalProperties": True,
         }
 
-    def definition(self, format: ToolFormat = "anthropic") -> dict[str, Any]:
-        if format == "anthropic":
+    def definition(self, api: ToolApi = "anthropic") -> dict[str, Any]:
+        """This tool's definition in ``api``'s shape (Anthropic Messages or OpenAI)."""
+        if api == "anthropic":
             return {
                 "name": self.name,
                 "description": self.description,
                 "input_schema": self.input_schema(),
             }
-        if format == "openai":
+        if api == "openai":
             return {
                 "type": "function",
                 "function": {
@@ -134,22 +137,25 @@ class ToolSpec:
                     "parameters": self.input_schema(),
                 },
             }
-        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
+        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
 
 
 def tool_definitions(
     manager: SkillManager,
-    format: ToolFormat = "anthropic",
+    api: ToolApi | None = None,
     skills: list[str] | None = None,
     *,
     descriptions: Mapping[str, str] | None = None,
+    format: ToolApi | None = None,
 ) -> list[dict[str, Any]]:
     """Tool definitions for every skill (or ``skills``): the activation tool, then per skill its
-    prompt tool and its script tools. ``descriptions`` (skill name -> text) replaces a
-    skill's description in its tools' texts (see :func:`tool_specs`)."""
-    if format not in ("anthropic", "openai"):
-        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
-    return [spec.definition(format) for spec in tool_specs(manager, skills, descriptions)]
+    prompt tool and its script tools, in ``api``'s shape ("anthropic", the default, or
+    "openai"). ``descriptions`` (skill name -> text) replaces a skill's description in its
+    tools' texts (see :func:`tool_specs`). ``format`` is the deprecated old name of ``api``."""
+    api = renamed_argument(api, format, new="api=", old="format=") or "anthropic"
+    if api not in ("anthropic", "openai"):
+        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
+    return [spec.definition(api) for spec in tool_specs(manager, skills, descriptions)]
 
 
 def tool_specs(
@@ -399,7 +405,7 @@ def _plan_call(
 
 def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
     """The activation tool's result: ``<skill_content>`` for a name in its enum, through
-    the same core path as ``build_skill_context(manager, name, format="skill_content")``."""
+    the same core path as ``build_skill_context(manager, name, envelope="skill_content")``."""
     value = _decoded(input)
     skill = value.get("name") if isinstance(value, dict) else None
     if not isinstance(skill, str) or skill not in spec.enum:
@@ -407,7 +413,7 @@ def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
             f'{ACTIVATION_TOOL} needs {{"name": ...}} with one of: {", ".join(spec.enum)}; '
             f"got {skill!r}"
         )
-    return build_skill_context(manager, skill, format="skill_content")
+    return build_skill_context(manager, skill, envelope="skill_content")
 
 
 def prompt_content(manager: SkillManager, skill_name: str) -> str:

@@ -1,0 +1,43 @@
+"""Each name means one thing (issue 30): the renamed keywords and attributes, and their old
+spellings kept for one release (the same result, a DeprecationWarning naming the new one;
+both spellings together refuse)."""
+
+from __future__ import annotations
+
+import pytest
+from manager_support import manager_for
+
+from skill_magics.core.available_skills import available_skills, entry_text
+from skill_magics.core.context import build_skill_context
+from skill_magics.core.tools import tool_definitions
+
+
+@pytest.fixture
+def manager(tmp_path, make_skill):
+    make_skill(tmp_path, "pdf", scripts={"scripts/extract.py": "print('x')\n"})
+    return manager_for(tmp_path)
+
+
+def test_format_was_three_things_now_envelope_api_and_layout(manager):
+    cases = [
+        (build_skill_context, ("pdf",), "envelope", "skill_content"),
+        (tool_definitions, (), "api", "openai"),
+        (available_skills, (), "layout", "guide"),
+    ]
+    for func, args, keyword, value in cases:
+        new, name = {keyword: value}, f"{keyword}="
+        expected = func(manager, *args, **new)
+        with pytest.warns(DeprecationWarning, match=rf"^format= is deprecated .*use {name}"):
+            assert func(manager, *args, format=value) == expected
+        with pytest.raises(ValueError, match=rf"format= is the old name of {name}: give {name}"):
+            func(manager, *args, format=value, **new)
+    meta = manager.get_skill("pdf").metadata
+    with pytest.warns(DeprecationWarning, match="use layout="):
+        assert entry_text(meta, format="guide") == entry_text(meta, "guide")
+
+
+def test_the_defaults_did_not_move(manager):
+    """No keyword: the <skill_context> envelope, Anthropic's tool shape, skills-ref's layout."""
+    assert build_skill_context(manager, "pdf", run_scripts=False).startswith("<skill_context")
+    assert "input_schema" in tool_definitions(manager)[0]
+    assert available_skills(manager).layout == "skills-ref"
