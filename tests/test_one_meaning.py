@@ -41,3 +41,16 @@ def test_the_defaults_did_not_move(manager):
     assert build_skill_context(manager, "pdf", run_scripts=False).startswith("<skill_context")
     assert "input_schema" in tool_definitions(manager)[0]
     assert available_skills(manager).layout == "skills-ref"
+
+
+def test_an_offer_names_its_block_available_skills(manager):
+    """Offer.catalog was the <available_skills> block while core/catalog/ is the skills on
+    disk: the block is Offer.available_skills now, .catalog its deprecated old name."""
+    from skill_magics.core.lab.offer import make_offer
+
+    offer = make_offer(manager)
+    assert offer.available_skills == str(available_skills(manager, ["pdf"]))
+    assert offer.available_skills in offer.system
+    with pytest.warns(DeprecationWarning, match=r"^Offer\.catalog is deprecated .*available_"):
+        assert offer.catalog == offer.available_skills
+    assert make_offer(manager, []).available_skills == ""

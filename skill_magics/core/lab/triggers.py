@@ -2,8 +2,8 @@
 
 For each query (skill-creator's trigger eval set: ``[{"query", "should_trigger"}]``, a
 DataFrame with those columns, or the path of such a JSON file), ``runs`` requests are sent,
-each a fresh conversation with the system prompt, catalog and tools a real client gives
-(core/lab/offer.py). A run *triggers* when the model's first reply activates the skill
+each a fresh conversation with the system prompt, ``<available_skills>`` and tools a real
+client gives (core/lab/offer.py). A run *triggers* when the model's first reply activates the skill
 (``activate_skill`` with its name) or calls one of its script tools. Nothing is run: only
 the first reply is read, so no approval is needed.
 
@@ -12,7 +12,8 @@ the first reply is read, so no approval is needed.
   counted per query as ``errors``, apart from non-triggers: they never make a query pass (a
   query with no answered run fails and is counted as ``unanswered``).
 - ``description=`` evaluates another description without touching SKILL.md: it replaces the
-  skill's description everywhere the model sees it (the catalog entry, its script tools).
+  skill's description everywhere the model sees it (its ``<available_skills>`` entry, its
+  script tools).
 - ``holdout=0.4`` splits the queries into train and test, stratified (positives and
   negatives apart) and seeded: ``round(n * holdout)`` of each class go to test, at least one
   and never all of a class with two or more. Summaries are given for both parts.
