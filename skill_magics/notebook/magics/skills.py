@@ -389,7 +389,7 @@ class SkillMagics(Magics):
         pending_ok: bool = False,
         asker: str = "",
     ) -> NotebookApprover:
-        """The approver every magic passes to the gate, configured from these settings
+        """The approver every magic passes to the gate, reading this configuration
         (``asker``: who wants the runs when it is not the person, shown first in the panel)."""
         from skill_magics.notebook.approval.approver import NotebookApprover
 
