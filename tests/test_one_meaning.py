@@ -54,3 +54,27 @@ def test_an_offer_names_its_block_available_skills(manager):
     with pytest.warns(DeprecationWarning, match=r"^Offer\.catalog is deprecated .*available_"):
         assert offer.catalog == offer.available_skills
     assert make_offer(manager, []).available_skills == ""
+
+
+def test_a_prepared_run_and_its_settings_share_no_name_with_two_types():
+    """PreparedRun.sandbox was a SandboxProfile and PreparedRun.warm a mode name, beside
+    RunSettings.sandbox (a mode name) and the per-run ``warm=`` (a bool): a field named like
+    a setting now holds that setting's type, and the profile has a name of its own."""
+    import dataclasses
+
+    from skill_magics.core.run.checks import PreparedRun
+    from skill_magics.core.run.executor import ScriptExecutor
+    from skill_magics.core.run.settings import RunSettings
+
+    settings = {f.name: f.type for f in dataclasses.fields(RunSettings)}
+    prepared = {f.name: f.type for f in dataclasses.fields(PreparedRun)}
+    shared = set(settings) & set(prepared)
+    assert shared >= {"timeout", "max_output_size", "warm_start"}
+    assert {n: (settings[n], prepared[n]) for n in shared if settings[n] != prepared[n]} == {
+        "warm_start": ("str | None", "str")  # resolved: None became the default mode
+    }
+    assert "sandbox" not in prepared and "warm" not in prepared
+    assert "sandbox_profile" in prepared
+    # The executor's warm launcher is not a boolean ``warm`` beside execute(warm=...).
+    executor = ScriptExecutor()
+    assert not hasattr(executor, "warm") and executor.warm_launcher is not None

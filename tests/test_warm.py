@@ -623,7 +623,7 @@ def test_packages_that_print_or_start_threads_are_not_preloaded(
     manager = manager_for(skills, run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH")
     # The requirements analysis reads this process's sys.path, which has no `site`: name the
     # packages to preload here (what the analysis would give for an installed package).
-    manager._executor.warm.preload = lambda prepared: ("noisy", "threader", "pandas")
+    manager._executor.warm_launcher.preload = lambda prepared: ("noisy", "threader", "pandas")
     cold, hot = both(manager, "use", skill="awkward")
     same(cold, hot)
     assert hot.stderr == "noisy imported\n" and hot.stdout == "2\n"

@@ -617,8 +617,8 @@ def provenance_info(base_dir: Path) -> ProvenanceInfo | None:
 def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:
     """The first run's sandbox as the panel shows it (the runs of one request share it)."""
     for run in prepared or ():
-        if run is not None and run.sandbox is not None:
-            return run.sandbox.info()
+        if run is not None and run.sandbox_profile is not None:
+            return run.sandbox_profile.info()
     return None
 
 
