@@ -110,6 +110,19 @@ def test_the_old_format_options_still_work_and_warn(shell):
         assert not result.success and "give --" in str(result.error_in_exec), line
 
 
+def test_skill_lists_read_a_comma_like_a_space(shell):
+    """%skill_context pdf-a,sheet looked for ONE skill 'pdf-a,sheet' (not found); a list of
+    skills on a magic's line now reads commas and spaces alike (core/namelist.py)."""
+    spaced = run(shell, "%skill_context pdf-a sheet --no-run")
+    assert ET.fromstring(spaced).tag == "skill_contexts"
+    for line in ("pdf-a,sheet", "pdf-a, sheet", "pdf-a,sheet,"):
+        assert run(shell, f"%skill_context {line} --no-run") == spaced, line
+    both = run(shell, "%skills available pdf-a sheet")
+    assert run(shell, "%skills available pdf-a,sheet") == both
+    assert [e.name for e in both.available_skills.entries] == ["pdf-a", "sheet"]
+    assert not shell.run_cell("%skill_context , --no-run").success  # names no skill
+
+
 def test_available_with_no_skills_is_empty(shell):
     cat = run(shell, "%skills available --exclude '*'")
     assert cat == ""
