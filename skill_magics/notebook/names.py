@@ -2,7 +2,7 @@
 
 ``--skills a,b``, ``--skills a b`` and ``--skills a --skills b`` name the same two skills in
 every magic that takes several (``%skill_context``, ``%%skillagent``, ``%skills triggers``,
-``available``, ``install --skill``, ``update``): argparse gives the tokens, :class:`NameList`
+``available``, ``install --skill``, ``update``): argparse gives the tokens, :class:`NameListAction`
 reads each one as a string list (commas and whitespace separate) and adds its names to what
 the option already holds. A list option given only separators (``--skills ,``) is refused:
 offering the model no skills must be said (Python: ``skills=[]``), never fall out of a typo.
@@ -10,7 +10,7 @@ offering the model no skills must be said (Python: ``skills=[]``), never fall ou
 Example:
     >>> import argparse
     >>> p = argparse.ArgumentParser()
-    >>> _ = p.add_argument("--skills", nargs="+", action=NameList)
+    >>> _ = p.add_argument("--skills", nargs="+", action=NameListAction)
     >>> p.parse_args(["--skills", "a,b", "c", "--skills", "d"]).skills
     ['a', 'b', 'c', 'd']
 """
@@ -24,7 +24,7 @@ from typing import Any
 from skill_magics.core.namelist import token_names
 
 
-class NameList(argparse.Action):
+class NameListAction(argparse.Action):
     """Extend the option's list with the names in its tokens (``nargs``, or one token)."""
 
     def __call__(
@@ -43,4 +43,4 @@ class NameList(argparse.Action):
         setattr(namespace, self.dest, [*(held or ()), *names])
 
 
-__all__ = ["NameList"]
+__all__ = ["NameListAction"]

@@ -29,7 +29,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
-from skill_magics.notebook.names import NameList
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:
     from skill_magics.core.run.approval import Approver
@@ -135,7 +135,7 @@ class ContextMagics(SharedMagics):
 
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
-    @argument("names", nargs="+", action=NameList, help="skill names (a,b or a b)")
+    @argument("names", nargs="+", action=NameListAction, help="skill names (a,b or a b)")
     @argument("--no-run", action="store_true", help="do not run the referenced scripts")
     @argument(
         "--args",
@@ -308,7 +308,7 @@ def available_skills_parser() -> SubcommandParser:
     from skill_magics.notebook.cmd import SubcommandParser
 
     parser = SubcommandParser("available", AVAILABLE_USAGE)
-    parser.add_argument("names", nargs="*", action=NameList)
+    parser.add_argument("names", nargs="*", action=NameListAction)
     parser.add_argument("--budget", type=int, default=None, help="max tokens")
     parser.add_argument("--budget-chars", type=int, default=None, help="max characters")
     parser.add_argument("--include", nargs="+", action="extend", default=None)

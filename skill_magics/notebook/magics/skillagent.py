@@ -23,7 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
-from skill_magics.notebook.names import NameList
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:  # core/lab is imported on use
     from skill_magics.core.lab.options import AgentOptions
@@ -119,7 +119,7 @@ class SkillAgentMagics(SharedMagics):
     @argument(
         "--skills",
         nargs="+",
-        action=NameList,
+        action=NameListAction,
         default=None,
         help="the skills offered, a,b or a b (default: all)",
     )
