@@ -19,7 +19,9 @@ sent. Every call goes through approval (docs/architecture.md, *Who approves*): t
 ``approver`` given, else ``manager.approver``; with neither (or ``approver=None``), a script
 tool call is refused (``is_error``, audited ``approval_unavailable``) because the model, not
 a person, chose the script. Pass e.g. ``approver=lambda request: "yes_once"`` to let an agent
-run scripts unattended. A result
+run scripts unattended. ``handle_tool_call`` and ``handle_tool_call_async`` are one
+generator (``_tool_call``: plan, then run, each a step yielded) and two drivers, the pattern of
+core/lab/drive.py, so both answer every call alike. A result
 longer than ``max_result_chars`` (default 100,000, like the context's per-stream cap) is cut,
 with a note saying how many characters were left out.
 
@@ -38,7 +40,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -329,15 +331,8 @@ def handle_tool_call(
     script starts (None: ``manager.settings.run_cwd``). ``tools``: the names the request offered
     (None: every tool of ``skills``); any other name is unknown and never hinted.
     """
-    try:
-        content, plan = _plan_call(manager, name, input, skills, cwd, tools)
-        if plan is None:
-            return tool_result(tool_use_id, content)
-        outcome = manager.run_planned(plan, approver, caller=Caller.MODEL)
-        result = outcome.script_result()
-    except INPUT_ERRORS as exc:
-        return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result, max_result_chars)
+    call = _ToolCall(manager, name, input, tool_use_id, approver, max_result_chars)
+    return _drive(_tool_call(call, skills, cwd, tools))
 
 
 async def handle_tool_call_async(
@@ -359,23 +354,102 @@ async def handle_tool_call_async(
     and the skill's fingerprint, the approver) happens in worker threads. Cancelling the
     task kills the script's process group.
     """
+    call = _ToolCall(manager, name, input, tool_use_id, approver, max_result_chars)
+    stop = cancel if cancel is not None else threading.Event()
+    return await _drive_async(_tool_call(call, skills, cwd, tools), stop)
+
+
+# -- a tool call, written once for both paths -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    """What one call is: the model's tool name and input, and how its answer is made."""
+
+    manager: SkillManager
+    name: str
+    input: Any
+    tool_use_id: str
+    approver: ApproverArg
+    max_result_chars: int | None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A blocking step of a tool call: ``call()`` in this thread (the sync path), or
+    ``awaited(cancel)`` on the async path (work in a worker thread, a run in its process
+    group that ``cancel`` kills)."""
+
+    call: Callable[[], Any]
+    awaited: Callable[[threading.Event], Awaitable[Any]]
+
+
+_Steps = Generator[_Step, Any, dict[str, Any]]
+
+
+def _tool_call(
+    call: _ToolCall,
+    skills: list[str] | None,
+    cwd: CwdArg | None,
+    tools: Collection[str] | None,
+) -> _Steps:
+    """The tool call: plan it (blocking: file scans, checks), run the plan through the
+    manager's call site; yields each blocking step and gets its value back, or its exception
+    thrown in, so the one ``except`` serves both drivers."""
+    manager = call.manager
+
+    def plan() -> tuple[str, PlannedRun | None]:
+        return _plan_call(manager, call.name, call.input, skills, cwd, tools)
+
     try:
-        cancel = cancel if cancel is not None else threading.Event()
         # join=False: nothing has started yet, and a caller's approver may not watch
         # ``cancel`` (a person deciding, or one that asks through this very loop): do not
         # block the loop waiting for it. The abandoned answer is never run.
-        content, plan = await await_in_thread(
-            lambda: _plan_call(manager, name, input, skills, cwd, tools), cancel, join=False
-        )
-        if plan is None:
-            return tool_result(tool_use_id, content)
-        outcome = await manager.run_planned_async(
-            plan, approver, caller=Caller.MODEL, cancel=cancel, join_approval=False
+        content, planned = yield _Step(plan, lambda stop: await_in_thread(plan, stop, join=False))
+        if planned is None:
+            return tool_result(call.tool_use_id, content)
+        outcome = yield _Step(
+            lambda: manager.run_planned(planned, call.approver, caller=Caller.MODEL),
+            lambda stop: manager.run_planned_async(
+                planned, call.approver, caller=Caller.MODEL, cancel=stop, join_approval=False
+            ),
         )
         result = outcome.script_result()
     except INPUT_ERRORS as exc:
-        return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result, max_result_chars)
+        return tool_result(call.tool_use_id, str(exc), is_error=True)
+    return result_block(call.tool_use_id, result, call.max_result_chars)
+
+
+def _drive(steps: _Steps) -> dict[str, Any]:
+    """Answer each step in this thread."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = step.call()
+        except BaseException as exc:  # noqa: BLE001 - thrown into the call (Ctrl-C too)
+            error = exc
+
+
+async def _drive_async(steps: _Steps, cancel: threading.Event) -> dict[str, Any]:
+    """Await each step; ``cancel`` is set when the awaiting task is cancelled."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = await step.awaited(cancel)
+        except BaseException as exc:  # noqa: BLE001 - thrown into the call (cancellation too)
+            error = exc
 
 
 def _plan_call(
