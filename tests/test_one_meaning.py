@@ -78,3 +78,17 @@ def test_a_prepared_run_and_its_settings_share_no_name_with_two_types():
     # The executor's warm launcher is not a boolean ``warm`` beside execute(warm=...).
     executor = ScriptExecutor()
     assert not hasattr(executor, "warm") and executor.warm_launcher is not None
+
+
+def test_a_result_says_timed_out_and_timeout_stays_seconds():
+    """ScriptExecutionResult.timeout was a bool (did it time out) while ``timeout`` is seconds
+    in RunSettings, PreparedRun and every ``timeout=`` keyword: it is ``timed_out`` now (the
+    name ProcessOutcome and %%skillpy's result already used); .timeout warns for one release."""
+    from pathlib import Path
+
+    from skill_magics.core.models import ScriptExecutionResult
+
+    result = ScriptExecutionResult("", "", 124, 1.0, Path("scripts/slow.py"), timed_out=True)
+    assert result.timed_out and result.status.value == "timeout"
+    with pytest.warns(DeprecationWarning, match=r"ScriptExecutionResult\.timeout is deprecated"):
+        assert result.timeout is True

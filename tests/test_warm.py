@@ -363,7 +363,7 @@ def test_timeout_kills_a_warm_runs_whole_group(manager, tmp_path: Path) -> None:
     res = manager.execute_skill_script(
         "frames", "hang", argv=[str(pids)], approver=None, warm=True, timeout=3
     )
-    assert res.start == "warm" and res.timeout and res.exit_code == 124
+    assert res.start == "warm" and res.timed_out and res.exit_code == 124
     pgid, child, escaped = map(int, pids.read_text().split())
     assert_group_gone(pgid, [child, escaped])
 

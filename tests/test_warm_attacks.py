@@ -336,7 +336,7 @@ def test_an_import_for_another_script_never_delays_a_runs_end(
     thread.join()
     res = got["quick"]
     assert res.start == "warm" and res.stdout == "quick done\n"
-    assert not res.timeout and res.exit_code == 0, (res.exit_code, res.execution_time_ms)
+    assert not res.timed_out and res.exit_code == 0, (res.exit_code, res.execution_time_ms)
     assert slow.stdout == "slow done\n" and slow.exit_code == 0
 
 

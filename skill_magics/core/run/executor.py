@@ -340,7 +340,7 @@ class ScriptExecutor:
             script_path=prepared.script_rel,
             signal=sig_name,
             signal_number=sig_num,
-            timeout=out.timed_out,
+            timed_out=out.timed_out,
             stdout_truncated=out.stdout.truncated,
             stderr_truncated=out.stderr.truncated,
             stdout_bytes=out.stdout.total_bytes,
