@@ -92,3 +92,18 @@ def test_a_result_says_timed_out_and_timeout_stays_seconds():
     assert result.timed_out and result.status.value == "timeout"
     with pytest.warns(DeprecationWarning, match=r"ScriptExecutionResult\.timeout is deprecated"):
         assert result.timeout is True
+
+
+def test_a_reference_run_as_a_command_is_not_called_command(tmp_path, make_skill):
+    """ScriptReference.command was a bool beside ``command`` as the argv a run executes
+    (PreparedRun.command, the approval panel's ScriptToApprove.command): as_command now."""
+    from skill_magics.core.catalog.references import scan_skill
+
+    make_skill(
+        tmp_path, "cmd", scripts={"scripts/x.py": "print(1)\n"}, body="Run `python scripts/x.py`.\n"
+    )
+    skill = manager_for(tmp_path).get_skill("cmd")
+    (ref,), _ = scan_skill(skill)
+    assert ref.as_command is True
+    with pytest.warns(DeprecationWarning, match=r"ScriptReference\.command is deprecated"):
+        assert ref.command is True

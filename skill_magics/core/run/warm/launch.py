@@ -85,7 +85,7 @@ class Target:
     python: str
     flags: tuple[str, ...]
     target: str  # the script's path, or the module's name
-    module: bool
+    is_module: bool  # run as ``python -m target``
 
 
 @dataclass(frozen=True)
@@ -509,13 +509,13 @@ def _make_server(
 
 
 def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:
-    argv = [target.target if not target.module else "-m", *prepared.argv]
+    argv = [target.target if not target.is_module else "-m", *prepared.argv]
     spec = {
         "argv": argv,
         "orig_argv": list(prepared.command),
         "cwd": os.fspath(prepared.cwd),
         "env": dict(env),
-        "module": target.module,
+        "module": target.is_module,
         "target": target.target,
         "umask": current_umask(),
         "rlimits": current_rlimits(),
@@ -701,7 +701,7 @@ def _path_front(
     cwd = os.fspath(prepared.cwd)
     out = []
     if not safe:
-        if target.module:
+        if target.is_module:
             out.append((cwd, False))
         else:
             out.append((os.path.dirname(os.path.realpath(target.target)), False))
