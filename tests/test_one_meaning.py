@@ -107,3 +107,14 @@ def test_a_reference_run_as_a_command_is_not_called_command(tmp_path, make_skill
     assert ref.as_command is True
     with pytest.warns(DeprecationWarning, match=r"ScriptReference\.command is deprecated"):
         assert ref.command is True
+
+
+def test_a_trigger_run_names_its_query_by_index():
+    """TriggerRun.query was an index while QueryResult.query and TriggerQuery.query are the
+    query's text: TriggerRun.query_index now, .query warns for one release."""
+    from skill_magics.core.lab.triggers import TriggerRun
+
+    run = TriggerRun(3, 1, "triggered")
+    assert run.query_index == 3
+    with pytest.warns(DeprecationWarning, match=r"TriggerRun\.query is deprecated"):
+        assert run.query == 3
