@@ -217,7 +217,7 @@ class Planner:
         meta, prepared = self.check_script(settings, skill_name, script, arguments, argv)
         asked = None
         if ask:
-            asked = self.request(
+            asked = self.approval_request(
                 settings, skill_name, [meta], arguments, argv or (), prepared=[prepared]
             )
         argv_t = None if argv is None else prepared.argv
@@ -329,7 +329,9 @@ class Planner:
             label=CODE_LABEL,
             arguments_preview=code_preview(code),
         )
-        request = self.request(settings, skill.name, [], None, code=code, prepared=[prepared])
+        request = self.approval_request(
+            settings, skill.name, [], None, code=code, prepared=[prepared]
+        )
         return PlannedRun(request, (prepared,))
 
     # -- a skill's referenced scripts (%skill_context) ---------------------------------------
@@ -379,7 +381,7 @@ class Planner:
             out.paths.append(ref.path)
         if runs:
             shown = runs[0].argv if same_argv else ()
-            request = self.request(settings, name, metas, arguments, shown, prepared=runs)
+            request = self.approval_request(settings, name, metas, arguments, shown, prepared=runs)
             out.plan = PlannedRun(request, tuple(runs), arguments)
         return out
 
@@ -408,12 +410,14 @@ class Planner:
             runs.append(run)
         if not runs:
             return None
-        request = replace(self.request(settings, skill_name, metas, prepared=runs), scope=scope)
+        request = replace(
+            self.approval_request(settings, skill_name, metas, prepared=runs), scope=scope
+        )
         return PlannedRun(request, tuple(runs), None)
 
     # -- the request -------------------------------------------------------------------------
 
-    def request(
+    def approval_request(
         self,
         settings: RunSettings,
         skill_name: str,
