@@ -180,8 +180,17 @@ def test_a_list_of_skills_reads_a_comma_like_a_space(shell, server):
         )
         assert result.error_in_exec is None, (skills, result.error_in_exec)
         assert "<name>\nnotes\n</name>" in server.calls[-1].system
+    from skill_magics.notebook.cmd import evals
+
+    def configurations(*line: str) -> list[str]:
+        return evals.parser().parse_known_args(["marker", *line])[0].configurations
+
+    assert configurations() == ["with_skill", "without_skill"]  # the default
+    assert configurations("--configurations", "with_skill") == ["with_skill"]  # replaced
+    both = configurations("--configurations", "with_skill", "without_skill")
+    assert configurations("--configurations", "with_skill,without_skill") == both
     m = shell.magics_manager.registry[SkillAgentMagics.__name__]
-    with pytest.raises(UsageError, match=r"--skills ',' names no skill: give a name"):
+    with pytest.raises(UsageError, match=r"--skills ',' holds no name: give names as a,b"):
         m.skillagent("--model m --client client --skills ,", "hi")
 
 
