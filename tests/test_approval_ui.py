@@ -428,6 +428,10 @@ def test_the_approver_names_the_magics_it_reads_host_not_settings():
     assert approver.host is host
     with pytest.warns(DeprecationWarning, match=r"^NotebookApprover\.settings is deprecated"):
         assert approver.settings is host
+    from skill_magics.notebook.approval import approver as module
+
+    with pytest.warns(DeprecationWarning, match=r"^ApprovalSettings is deprecated"):
+        assert module.ApprovalSettings is module.ApprovalHost
 
 
 def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_path, monkeypatch):

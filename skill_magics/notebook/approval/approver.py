@@ -61,9 +61,6 @@ class ApprovalHost(Protocol):
     panels: list[Any]  # every panel shown, oldest first
 
 
-ApprovalSettings = ApprovalHost  # deprecated: the old name of ApprovalHost
-
-
 class NotebookApprover:
     """An approver (``request -> Answer``) for notebook and terminal IPython.
 
@@ -299,8 +296,16 @@ def _update_quietly(handle: Any, obj: Any) -> None:
 
 __all__ = [
     "ApprovalHost",
-    "ApprovalSettings",
     "NotebookApprover",
     "WAIT_INTERRUPTED",
     "PROMPT_INTERRUPTED",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``ApprovalSettings``: the deprecated old name of :class:`ApprovalHost` (it warns)."""
+    if name == "ApprovalSettings":
+        message = deprecation_message("ApprovalSettings", "ApprovalHost")
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return ApprovalHost
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
