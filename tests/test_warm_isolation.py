@@ -246,7 +246,7 @@ def test_a_run_that_left_its_group_never_ends_its_server_or_another_run(
     thread.start()
     started = time.monotonic()
     res = manager.execute_skill_script("leaver", "leave", argv=["18"], approver=None, timeout=2)
-    assert res.start == "warm" and res.timeout
+    assert res.start == "warm" and res.timed_out
     left = 20 - (time.monotonic() - started)
     if left > 0:
         time.sleep(left)  # the run that left its group has ended (or was killed) by now
