@@ -118,3 +118,18 @@ def test_a_trigger_run_names_its_query_by_index():
     assert run.query_index == 3
     with pytest.warns(DeprecationWarning, match=r"TriggerRun\.query is deprecated"):
         assert run.query == 3
+
+
+def test_the_old_module_level_names_warn_and_give_the_new_value():
+    from skill_magics.core import available_skills as block
+    from skill_magics.core import context, tools
+
+    for module, old, new in (
+        (context, "ContextFormat", "Envelope"),
+        (tools, "ToolFormat", "ToolApi"),
+        (block, "FORMATS", "LAYOUTS"),
+    ):
+        with pytest.warns(DeprecationWarning, match=rf"^{old} is deprecated .*use {new} instead"):
+            assert getattr(module, old) is getattr(module, new)
+    with pytest.raises(AttributeError, match="has no attribute 'NOPE'"):
+        context.NOPE  # noqa: B018 - any other name is missing as before

@@ -47,7 +47,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from skill_magics.core.deprecation import deprecated_alias, renamed_argument
+from skill_magics.core.deprecation import (
+    deprecated_alias,
+    renamed_argument,
+    renamed_module_name,
+)
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import SkillMetadata
 from skill_magics.core.tokens import TokenCounter, as_counter
@@ -55,7 +59,6 @@ from skill_magics.core.xmltext import element
 
 Layout = Literal["skills-ref", "guide"]
 LAYOUTS: tuple[str, ...] = ("skills-ref", "guide")
-FORMATS = LAYOUTS  # deprecated: the old name of LAYOUTS
 MIN_DESCRIPTION = 100  # characters a shortened description keeps at least
 ELLIPSIS = "…"
 OPT_OUT_KEY = "disable-model-invocation"
@@ -470,7 +473,6 @@ skills_catalog = deprecated_alias(available_skills, "skills_catalog")
 
 __all__ = [
     "AvailableSkills",
-    "FORMATS",
     "LAYOUTS",
     "Layout",
     "ListedSkill",
@@ -486,3 +488,8 @@ __all__ = [
     "shorten",
     "skills_catalog",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``FORMATS`` (now ``LAYOUTS``)."""
+    return renamed_module_name(__name__, name, {"FORMATS": ("LAYOUTS", LAYOUTS)})

@@ -73,7 +73,7 @@ from skill_magics.core.activation import MAX_RESOURCES, error_envelope, skill_co
 from skill_magics.core.available_skills import available_skills, skills_catalog
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.deprecation import renamed_argument
+from skill_magics.core.deprecation import renamed_argument, renamed_module_name
 from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.skill import McpSkill
@@ -88,7 +88,6 @@ from skill_magics.core.xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
 Envelope = Literal["skill_context", "skill_content"]  # what build_skill_context returns
-ContextFormat = Envelope  # deprecated: the old name of Envelope
 MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
 MAX_OUTPUT_CHARS = 100_000  # per script stream: a prompt is not the place for megabytes
 OUTSIDE = "outside the skill"  # error attribute of a reference file that links outside
@@ -500,3 +499,8 @@ __all__ = [
     "run_referenced_scripts",
     "skills_catalog",  # deprecated: the old name of available_skills
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``ContextFormat`` (now ``Envelope``)."""
+    return renamed_module_name(__name__, name, {"ContextFormat": ("Envelope", Envelope)})

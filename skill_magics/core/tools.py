@@ -47,7 +47,7 @@ from typing import Any, Literal
 from skill_magics.core.available_skills import mcp_listed, opted_out
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.context import build_skill_context
-from skill_magics.core.deprecation import renamed_argument
+from skill_magics.core.deprecation import renamed_argument, renamed_module_name
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
@@ -58,7 +58,6 @@ from skill_magics.core.run.workdir import CwdArg
 from skill_magics.core.secrets import redact_known
 
 ToolApi = Literal["anthropic", "openai"]  # whose tool-definition shape
-ToolFormat = ToolApi  # deprecated: the old name of ToolApi
 ACTIVATION_TOOL = "activate_skill"
 ACTIVATION_DESCRIPTION = (
     "Load a skill's full instructions when a task matches its description. Returns "
@@ -670,3 +669,8 @@ __all__ = [
     "MAX_RESULT_CHARS",
     "openai_tool_message",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``ToolFormat`` (now ``ToolApi``)."""
+    return renamed_module_name(__name__, name, {"ToolFormat": ("ToolApi", ToolApi)})

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from IPython.display import display
 
-from skill_magics.core.deprecation import deprecation_message
+from skill_magics.core.deprecation import deprecation_message, renamed_module_name
 from skill_magics.core.errors import (
     ApprovalPending,
     ApprovalUnavailable,
@@ -303,9 +303,5 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``ApprovalSettings``: the deprecated old name of :class:`ApprovalHost` (it warns)."""
-    if name == "ApprovalSettings":
-        message = deprecation_message("ApprovalSettings", "ApprovalHost")
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        return ApprovalHost
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Old names kept for one release: ``ApprovalSettings`` (now ``ApprovalHost``)."""
+    return renamed_module_name(__name__, name, {"ApprovalSettings": ("ApprovalHost", ApprovalHost)})
