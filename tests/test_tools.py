@@ -601,3 +601,18 @@ def test_the_sync_and_async_calls_give_the_same_blocks_and_audit(tools_dir, make
     assert async_asked == sync_asked and async_audit == sync_audit
     kinds = [(b["is_error"], b["content"][:20]) for b in sync_blocks]
     assert len(set(kinds)) > 10, kinds  # the calls cover many different answers
+
+
+def test_skills_given_as_one_string_is_a_name_list_not_letters(tools_dir):
+    """tool_definitions(manager, skills="pdf-extractor") looked for skills 'p', 'd', 'f', ...
+    (SkillNotFoundError); a string is a name list (core/namelist.py), as in every setting."""
+    manager = manager_for(tools_dir)
+    one = tool_definitions(manager, skills=["pdf-extractor"])
+    assert tool_definitions(manager, skills="pdf-extractor") == one
+    both = tool_definitions(manager, skills=["pdf-extractor", "plain"])
+    assert tool_definitions(manager, skills="pdf-extractor, plain") == both
+    assert tool_definitions(manager, skills="pdf-extractor plain") == both
+    block = handle_tool_call(
+        manager, EXTRACT, {}, "t", skills="plain", approver=RecordingApprover()
+    )
+    assert block["is_error"] and "Unknown tool" in block["content"]  # not offered: unknown

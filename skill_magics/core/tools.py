@@ -40,7 +40,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,6 +51,7 @@ from skill_magics.core.deprecation import renamed_argument, renamed_module_name
 from skill_magics.core.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.namelist import name_list
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
@@ -144,7 +145,7 @@ class ToolSpec:
 def tool_definitions(
     manager: SkillManager,
     api: ToolApi | None = None,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     *,
     descriptions: Mapping[str, str] | None = None,
     format: ToolApi | None = None,
@@ -161,7 +162,7 @@ def tool_definitions(
 
 def tool_specs(
     manager: SkillManager,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     descriptions: Mapping[str, str] | None = None,
 ) -> list[ToolSpec]:
     """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path).
@@ -178,7 +179,8 @@ def tool_specs(
     # listing never makes us fetch every server's files).
     remote = mcp_listed(manager)
     hidden = {m.name for m in [*metas, *remote] if opted_out(m)}
-    wanted = sorted(m.name for m in metas) if skills is None else list(skills)
+    # A string is a name list (core/namelist.py), never a sequence of letters.
+    wanted = sorted(m.name for m in metas) if skills is None else list(name_list(skills))
     names = [n for n in wanted if n not in hidden]
     used: set[str] = {ACTIVATION_TOOL}
     specs: list[ToolSpec] = []
@@ -285,7 +287,7 @@ def _with_hash(readable: str, identity: str) -> str:
 def find_tool(
     manager: SkillManager,
     name: str,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     tools: Collection[str] | None = None,
 ) -> ToolSpec:
     """The tool called ``name`` among the tools of every skill (or of ``skills``: what a
@@ -314,7 +316,7 @@ def handle_tool_call(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     tools: Collection[str] | None = None,
 ) -> dict[str, Any]:
@@ -342,7 +344,7 @@ async def handle_tool_call_async(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     cancel: threading.Event | None = None,
     tools: Collection[str] | None = None,
@@ -388,7 +390,7 @@ _Steps = Generator[_Step, Any, dict[str, Any]]
 
 def _tool_call(
     call: _ToolCall,
-    skills: list[str] | None,
+    skills: Sequence[str] | str | None,
     cwd: CwdArg | None,
     tools: Collection[str] | None,
 ) -> _Steps:
@@ -455,7 +457,7 @@ def _plan_call(
     manager: SkillManager,
     name: str,
     input: Any,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     tools: Collection[str] | None = None,
 ) -> tuple[str, PlannedRun | None]:
