@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from skill_magics.core.available_skills import available_skills
+from skill_magics.core.prompt.available_skills import available_skills
 from skill_magics.core.manager import SkillManager
 
 WORDS = "extract tables forms merge split rotate pages watermark documents scanned files".split()

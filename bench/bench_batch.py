@@ -208,7 +208,7 @@ def wide_skill(root: Path, files: int) -> None:
 
 def aged(root: Path) -> None:
     """Wait until the files just written are older than the racy window (fast path)."""
-    from skill_magics.core.fingerprint import RACY_NS
+    from skill_magics.core.base.fingerprint import RACY_NS
 
     newest = max(p.stat().st_ctime_ns for p in root.rglob("*"))
     time.sleep(max(0.0, (newest + RACY_NS - time.time_ns()) / 1e9 + 0.1))

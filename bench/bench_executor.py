@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from skill_magics.core.audit import AuditLog  # noqa: E402
-from skill_magics.core.models import SkillMetadata  # noqa: E402
+from skill_magics.core.base.audit import AuditLog  # noqa: E402
+from skill_magics.core.base.models import SkillMetadata  # noqa: E402
 from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
 
 MiB = 2**20
@@ -104,7 +104,7 @@ RSS_PROBE = """\
 import json, resource, sys
 from pathlib import Path
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.models import SkillMetadata
+from skill_magics.core.base.models import SkillMetadata
 base = Path(sys.argv[1])
 meta = SkillMetadata(name="bench-skill", description="b", path=base / "SKILL.md")
 ex = ScriptExecutor()

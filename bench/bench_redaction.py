@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_redaction.py            # 10 MiB outputs, 5 rounds
     .venv/bin/python bench/bench_redaction.py --mib 2    # smaller
 
-Measures what masking secret values costs (core/secrets.py, docs/architecture.md *Sandbox and
+Measures what masking secret values costs (core/base/secrets.py, docs/architecture.md *Sandbox and
 secrets*):
 
 1. ``SecretStore.redact`` throughput in MiB/s with 1 and 3 values, on plain text (no
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
-from skill_magics.core.secrets import SecretStore  # noqa: E402
+from skill_magics.core.base.secrets import SecretStore  # noqa: E402
 
 VALUES = ["sk-live-4f3e2d1c0b9a8877", 'pä"ss\\wörd/€-tok', "ключ-секрет-7781"]
 PRINTER = """\

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from skill_magics.core import envdirs, interpreters  # noqa: E402
+from skill_magics.core.base import envdirs, interpreters# noqa: E402
 from skill_magics.core.manager import SkillManager  # noqa: E402
 from skill_magics.core.run.env import build as envbuild  # noqa: E402
 

@@ -36,8 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from skill_magics.core.audit import AuditLog  # noqa: E402
-from skill_magics.core.models import SkillMetadata  # noqa: E402
+from skill_magics.core.base.audit import AuditLog  # noqa: E402
+from skill_magics.core.base.models import SkillMetadata  # noqa: E402
 from skill_magics.core.run import sandbox as sandboxing  # noqa: E402
 from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
 

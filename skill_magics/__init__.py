@@ -11,21 +11,21 @@ In IPython/Jupyter: ``%load_ext skill_magics``.
 
 from __future__ import annotations
 
-from skill_magics.core.errors import *  # noqa: F403
-from skill_magics.core.errors import __all__ as _error_names
-from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
+from skill_magics.core.base.errors import *  # noqa: F403
+from skill_magics.core.base.errors import __all__ as _error_names
+from skill_magics.core.base.models import ScriptExecutionResult, ScriptMetadata, SkillMetadata
 
 _LAZY = {
     "SkillManager": ("skill_magics.core.manager", "SkillManager"),
     "Skill": ("skill_magics.core.catalog.skill", "Skill"),
     "ScriptExecutor": ("skill_magics.core.run.executor", "ScriptExecutor"),
     "ScriptDetector": ("skill_magics.core.catalog.detect", "ScriptDetector"),
-    "build_skill_context": ("skill_magics.core.context", "build_skill_context"),
-    "available_skills": ("skill_magics.core.available_skills", "available_skills"),
-    "skills_catalog": ("skill_magics.core.available_skills", "skills_catalog"),  # deprecated
-    "validate_skill": ("skill_magics.core.validation", "validate_skill"),
-    "tool_definitions": ("skill_magics.core.tools", "tool_definitions"),
-    "handle_tool_call": ("skill_magics.core.tools", "handle_tool_call"),
+    "build_skill_context": ("skill_magics.core.prompt.context", "build_skill_context"),
+    "available_skills": ("skill_magics.core.prompt.available_skills", "available_skills"),
+    "skills_catalog": ("skill_magics.core.prompt.available_skills", "skills_catalog"),  # deprecated
+    "validate_skill": ("skill_magics.core.lab.validation", "validate_skill"),
+    "tool_definitions": ("skill_magics.core.prompt.tools", "tool_definitions"),
+    "handle_tool_call": ("skill_magics.core.prompt.tools", "handle_tool_call"),
     "Decision": ("skill_magics.core.run.approval", "Decision"),
     "ApprovalRequest": ("skill_magics.core.run.approval", "ApprovalRequest"),
     "SkillRunResult": ("skill_magics.notebook.result", "SkillRunResult"),
@@ -55,7 +55,7 @@ _LAZY = {
 def __getattr__(name: str):
     # Public names resolve on first use so `import skill_magics` and %load_ext stay fast.
     if name == "__version__":  # read from package metadata on first use
-        from skill_magics.core.version import VERSION
+        from skill_magics.core.base.version import VERSION
 
         globals()[name] = VERSION
         return VERSION

@@ -1,11 +1,11 @@
 """LangChain adapter: a skill's scripts (and its prompt) as ``StructuredTool`` objects.
 
 Optional: needs langchain-core (``pip install langchain-core``, or the ``[langchain]`` extra).
-Tool names are the same as ``core.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a
+Tool names are the same as ``core.prompt.tools`` (``{skill}__{script}``, ``{skill}``). Each tool has a
 sync ``func`` and a real ``coroutine``: the async path awaits the script in slices, so other
 tasks keep running and cancelling the task kills the script. A failed, declined or refused run
 raises ``ToolException`` with the reason; ``handle_tool_error=True`` hands that text to the
-agent. Input nested deeper than ``core.tools.MAX_INPUT_DEPTH`` is refused the same way (and
+agent. Input nested deeper than ``core.prompt.tools.MAX_INPUT_DEPTH`` is refused the same way (and
 audited) before LangChain itself sees it: its callbacks print the input, which raises
 RecursionError for deep enough input.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
-from skill_magics.core.tools import (
+from skill_magics.core.prompt.tools import (
     MAX_RESULT_CHARS,
     ToolSpec,
     check_input_depth,

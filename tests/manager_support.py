@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.audit import AuditLog
+from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.run.approval import (
     ApprovalRequest,
     Decision,

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from manager_support import manager_for
 
-from skill_magics.core.activation import RELATIVE_NOTE, parse_skill_content, skill_content
-from skill_magics.core.context import build_skill_context
-from skill_magics.core.tools import ACTIVATION_TOOL, handle_tool_call, tool_definitions
+from skill_magics.core.prompt.activation import RELATIVE_NOTE, parse_skill_content, skill_content
+from skill_magics.core.prompt.context import build_skill_context
+from skill_magics.core.prompt.tools import ACTIVATION_TOOL, handle_tool_call, tool_definitions
 
 BODY = "# PDF\n\nRun `scripts/extract.py`, read [the guide](references/guide.md).\n"
 
@@ -168,7 +168,7 @@ def test_no_skills_no_activation_tool(tmp_path):
 
 def test_skill_content_and_skill_context_share_one_readable_rule(tmp_path, make_skill):
     # Issue 31 item 8: the same SKILL.md reads the same in both formats.
-    from skill_magics.core.context import build_skill_context
+    from skill_magics.core.prompt.context import build_skill_context
     from skill_magics.core.manager import SkillManager
 
     make_skill(tmp_path, "chem", body="# Chem\nWrite H<sub>2</sub>O; `a && b`.\n")

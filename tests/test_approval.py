@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from manager_support import request_for
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalPending,
     ApprovalStale,

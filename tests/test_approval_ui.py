@@ -435,7 +435,7 @@ def test_the_approver_names_the_magics_it_reads_host_not_settings():
 
 
 def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_path, monkeypatch):
-    from skill_magics.core.errors import RunInterrupted
+    from skill_magics.core.base.errors import RunInterrupted
     from skill_magics.notebook.approval.approver import NotebookApprover
 
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
@@ -524,7 +524,7 @@ class _ForeignKernel:
 
 
 def test_a_kernel_that_cannot_deliver_a_click_says_what_to_do(make_skill, tmp_path, monkeypatch):
-    from skill_magics.core.models import RunStatus
+    from skill_magics.core.base.models import RunStatus
     from skill_magics.notebook.approval.approver import NotebookApprover
 
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)

@@ -1,4 +1,4 @@
-"""core/audit.py: records, logging, bounded history, JSONL file.
+"""core/base/audit.py: records, logging, bounded history, JSONL file.
 
 And the records the manager and the executor write: one line each that newlines cannot forge,
 arguments capped, previews that never raise, scripts named relative to the skill, a duration
@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from manager_support import BadRepr, manager_for, posix_only, refusals, run_plan
 
-from skill_magics.core.audit import (
+from skill_magics.core.base.audit import (
     ARGUMENTS_PREVIEW_CHARS,
     AuditLog,
     AuditRecord,
     arguments_preview,
 )
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     CommandError,
     InterpreterNotAllowedError,
     PathSecurityError,
@@ -240,7 +240,7 @@ def test_record_timestamps_are_iso_utc_with_milliseconds_as_datetime_writes_them
     import re
     from datetime import UTC, datetime, timedelta
 
-    from skill_magics.core.audit import utc_now
+    from skill_magics.core.base.audit import utc_now
 
     before = datetime.now(UTC).replace(microsecond=0)
     stamps = [utc_now() for _ in range(3)] + [
@@ -258,7 +258,7 @@ def test_a_secret_known_only_while_the_run_goes_is_masked_before_the_cut(make_sk
     """The record's argument text is made while the script runs (executor: _texts); a value
     that becomes a known secret meanwhile, straddling the 256-character cut, must still be
     masked whole: the text is made again, redacted first and then cut."""
-    from skill_magics.core.secrets import REDACTED, SecretStore
+    from skill_magics.core.base.secrets import REDACTED, SecretStore
 
     value = "tok-" + "9" * 20
     marker = tmp_path / "running"

@@ -1,4 +1,4 @@
-"""The budgeted, filtered <available_skills> block (core/available_skills.py): nothing left
+"""The budgeted, filtered <available_skills> block (core/prompt/available_skills.py): nothing left
 out silently, skills-ref's bytes by default."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
-from skill_magics.core.available_skills import MIN_DESCRIPTION, available_skills, shorten
-from skill_magics.core.tokens import ESTIMATE_LABEL, TokenCounter
+from skill_magics.core.prompt.available_skills import MIN_DESCRIPTION, available_skills, shorten
+from skill_magics.core.prompt.tokens import ESTIMATE_LABEL, TokenCounter
 
 LONG = (
     "Extract text and tables from PDF files, fill in forms, merge and split documents, "
@@ -196,7 +196,7 @@ def test_skills_catalog_is_the_deprecated_old_name(five):
     import warnings
 
     import skill_magics
-    from skill_magics.core.context import skills_catalog
+    from skill_magics.core.prompt.context import skills_catalog
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

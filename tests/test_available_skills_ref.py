@@ -8,7 +8,7 @@ from pathlib import Path
 import skills_ref.prompt as skills_ref_prompt
 from manager_support import manager_for
 
-from skill_magics.core.context import available_skills
+from skill_magics.core.prompt.context import available_skills
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 

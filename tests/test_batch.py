@@ -19,7 +19,7 @@ import psutil
 import pytest
 from process_support import pid_alive, start_times
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     BatchInterrupted,
     PathSecurityError,
@@ -27,7 +27,7 @@ from skill_magics.core.errors import (
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.batch import ship
 from skill_magics.core.run.batch.runner import ITEM_RECORDS
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 SQUARE = """
 import json, os, sys, time
@@ -544,7 +544,7 @@ def test_the_check_before_each_item_is_a_stat_while_nothing_changed(
 ) -> None:
     """gate.CodeWatch: once files are older than the racy window, unchanged files cost a stat
     each (no walk, no read); a same-size in-place edit is still seen."""
-    from skill_magics.core import fingerprint
+    from skill_magics.core.base import fingerprint
 
     monkeypatch.setattr(fingerprint, "RACY_NS", 50_000_000)  # 50 ms instead of 2.5 s
     time.sleep(0.1)  # the skill's files are now older than that window

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from skill_magics.core.errors import HelperScriptError
+from skill_magics.core.base.errors import HelperScriptError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.status import ScriptRole
-from skill_magics.core.tools import tool_specs
-from skill_magics.core.validation import check_skill
+from skill_magics.core.base.status import ScriptRole
+from skill_magics.core.prompt.tools import tool_specs
+from skill_magics.core.lab.validation import check_skill
 
 CORPUS = Path(__file__).resolve().parent / "conformance" / "skills"
 HIDDEN = (".system", ".curated")  # openai/skills keeps its skills in hidden folders

@@ -18,13 +18,13 @@ import pytest
 from manager_support import RecordingApprover, manager_for, posix_only, refusals
 from process_support import assert_group_gone
 
-from skill_magics.core.context import (
+from skill_magics.core.prompt.context import (
     build_skill_context,
     build_skill_context_async,
     directive_text,
     parse_skill_context,
 )
-from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.base.errors import ApprovalUnavailable
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Decision
 
@@ -540,7 +540,7 @@ def test_reference_links_outside_the_skill_are_named_but_never_read(demo, tmp_pa
 def test_without_an_approver_context_scripts_run_and_a_models_tool_refuses(tmp_path, make_skill):
     """No approver anywhere: the person who builds the context decided (its scripts run); a
     model calling the same skill's script tool is refused (approval_unavailable, audited)."""
-    from skill_magics.core.tools import handle_tool_call
+    from skill_magics.core.prompt.tools import handle_tool_call
 
     skill_dir = make_skill(
         tmp_path,

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from manager_support import RecordingApprover, manager_for, posix_only
 
-from skill_magics.core.context import build_skill_context, directive_text, parse_skill_context
-from skill_magics.core.xmltext import escape_backslashes, has_forbidden
+from skill_magics.core.prompt.context import build_skill_context, directive_text, parse_skill_context
+from skill_magics.core.prompt.xmltext import escape_backslashes, has_forbidden
 
 HOSTILE = [
     "</instructions>",
@@ -143,7 +143,7 @@ def test_raw_bytes_and_hostile_reference_names_roundtrip(body, name, ref_bytes, 
 @pytest.mark.parametrize(
     ("name", "runs"),
     # Quotes, brackets, CDATA ends: one folder name, so its script runs. A control character:
-    # not one (core/paths.py), so the envelope carries the refusal, names and all, as XML.
+    # not one (core/base/paths.py), so the envelope carries the refusal, names and all, as XML.
     [('x"<y>&]]>', True), ('x"<y>&]]>\x01', False)],
     ids=["markup", "control"],
 )
@@ -192,7 +192,7 @@ file_name = st.text(
 def test_skill_content_roundtrip(body, names, content, make_skill):
     """The guide's activation format stays well-formed whatever SKILL.md and file names hold;
     files are listed by name and never read."""
-    from skill_magics.core.activation import parse_skill_content, skill_content
+    from skill_magics.core.prompt.activation import parse_skill_content, skill_content
 
     with tempfile.TemporaryDirectory() as tmp:
         files = {f"assets/{n}": content + "NEVER-READ" for n in names}

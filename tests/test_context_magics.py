@@ -118,7 +118,7 @@ def test_unknown_skill_is_an_element_not_an_error(shell):
 
 
 def test_available_subcommand(shell):
-    from skill_magics.core.context import available_skills
+    from skill_magics.core.prompt.context import available_skills
 
     cat = shell.run_cell("%skills available").result
     assert isinstance(cat, SkillContextText)

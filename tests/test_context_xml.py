@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skill_magics.core import xmltext
+from skill_magics.core.prompt import xmltext
 
 # Every code point, surrogates and the forbidden C0 controls included.
 any_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None))

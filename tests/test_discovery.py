@@ -15,7 +15,7 @@ from manager_support import posix_only
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     AmbiguousScriptError,
     PathSecurityError,
     ScriptNotFoundError,

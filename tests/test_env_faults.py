@@ -23,7 +23,7 @@ import psutil
 import pytest
 from kernel_fixtures import kernel_factory  # noqa: F401 F811 - the fixture
 
-from skill_magics.core import envdirs
+from skill_magics.core.base import envdirs
 from skill_magics.core.run.env import build as envbuild
 
 pytestmark = pytest.mark.timeout(240)

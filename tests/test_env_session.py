@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs, fingerprint
+from skill_magics.core.base import envdirs, fingerprint
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.env import build as envbuild
 

@@ -1,4 +1,4 @@
-"""Managed environments (core/envdirs.py, run/envbuild.py, run/envsetup.py): a real install
+"""Managed environments (core/base/envdirs.py, run/envbuild.py, run/envsetup.py): a real install
 from PyPI into a venv outside the skill, through the gate, then the skill's script runs.
 
 Network to PyPI is needed for the tests marked ``network``."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs
-from skill_magics.core.errors import ApprovalDeclined, EnvironmentBuildError
+from skill_magics.core.base import envdirs
+from skill_magics.core.base.errors import ApprovalDeclined, EnvironmentBuildError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.env import build as envbuild
 from tests.real_layouts import write_pep
@@ -109,7 +109,7 @@ def test_a_failed_build_keeps_nothing_and_ends_with_the_installer_lines(
     with pytest.raises(EnvironmentBuildError) as info:
         manager.prepare_env("pep", approver=None)
     message = str(info.value)
-    assert "\n" not in message  # one message, one line (core/errors.py)
+    assert "\n" not in message  # one message, one line (core/base/errors.py)
     assert message.startswith("Building the environment for skill 'pep' failed")
     head, tail = message.split("nothing was kept", 1)
     assert "Installer's last lines: " in tail  # the installer's own words end it

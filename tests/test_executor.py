@@ -27,8 +27,8 @@ import pytest
 from manager_support import BadRepr, Runner, last, manager_for, posix_only, refusals, run_plan
 
 import skill_magics
-from skill_magics.core.audit import AuditLog
-from skill_magics.core.errors import (
+from skill_magics.core.base.audit import AuditLog
+from skill_magics.core.base.errors import (
     ArgumentSerializationError,
     ArgumentSizeError,
     CommandError,

@@ -187,7 +187,7 @@ RSS_PROBE = """\
 import json, logging, resource, sys
 from pathlib import Path
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.models import SkillMetadata
+from skill_magics.core.base.models import SkillMetadata
 
 base = Path(sys.argv[1])
 meta = SkillMetadata(name="demo", description="d", path=base / "SKILL.md")

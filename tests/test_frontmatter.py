@@ -29,7 +29,7 @@ from skill_magics.core.catalog.frontmatter import (
     read_frontmatter_text,
     split_frontmatter,
 )
-from skill_magics.core.errors import SkillParseError
+from skill_magics.core.base.errors import SkillParseError
 
 SKILL_MD = Path("/skills/demo/SKILL.md")
 

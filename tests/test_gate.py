@@ -30,7 +30,7 @@ from manager_support import (
     request_of,
 )
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalPending,
     ApprovalStale,
@@ -40,7 +40,7 @@ from skill_magics.core.errors import (
     SkillMagicsError,
     ToolRestrictionError,
 )
-from skill_magics.core.fingerprint import MAX_HASHED_BYTES, skill_fingerprint
+from skill_magics.core.base.fingerprint import MAX_HASHED_BYTES, skill_fingerprint
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import (
     MANAGER_APPROVER,
@@ -52,7 +52,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.gate import choose_approver
 from skill_magics.core.run.store import ApprovalStore
-from skill_magics.core.status import AuditOutcome, RunStatus
+from skill_magics.core.base.status import AuditOutcome, RunStatus
 
 # -- the gate: what each decision means ------------------------------------------------------
 
@@ -560,7 +560,7 @@ def test_session_approval_survives_a_bundler_cache_in_node_modules(make_skill, t
 def test_session_approval_counts_as_approval_for_agent_calls_only_when_given(make_skill, tmp_path):
     # A "Yes in session" a person gave for the skill's current files also covers a tool call
     # (that is what it means); without one and without an approver nothing runs.
-    from skill_magics.core.tools import handle_tool_call
+    from skill_magics.core.prompt.tools import handle_tool_call
 
     make_skill(tmp_path, "sess", scripts={"scripts/a.sh": "echo ran\n"})
     manager = SkillManager([tmp_path])
@@ -712,8 +712,8 @@ def test_a_change_past_path_max_is_seen(make_skill, tmp_path):
 
 @posix_only
 def test_a_skill_deeper_than_the_walk_is_refused_before_anything_runs(make_skill, tmp_path):
-    from skill_magics.core.errors import SkillTooDeepError
-    from skill_magics.core.fingerprint import MAX_DEPTH
+    from skill_magics.core.base.errors import SkillTooDeepError
+    from skill_magics.core.base.fingerprint import MAX_DEPTH
 
     rel = _deep_rel(MAX_DEPTH + 1)
     skill = make_skill(
@@ -745,8 +745,8 @@ def test_a_skill_deeper_than_the_walk_is_refused_before_anything_runs(make_skill
 
 @posix_only
 def test_a_run_that_nests_folders_too_deep_ends_its_session_approval(make_skill, tmp_path):
-    from skill_magics.core.errors import SkillTooDeepError
-    from skill_magics.core.fingerprint import MAX_DEPTH
+    from skill_magics.core.base.errors import SkillTooDeepError
+    from skill_magics.core.base.fingerprint import MAX_DEPTH
 
     rel = _deep_rel(MAX_DEPTH + 3)
     make_skill(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.interpreters import (
+from skill_magics.core.base.interpreters import (
     canonical,
     interpreter_for,
     parse_shebang,
@@ -75,7 +75,7 @@ def test_canonical_names():
 
 
 def test_the_skills_venv_python_is_chosen_first(tmp_path):
-    from skill_magics.core.envdirs import choose_python
+    from skill_magics.core.base.envdirs import choose_python
 
     assert choose_python(tmp_path)[0] == sys.executable
     venv_python = tmp_path / ".venv" / "bin" / "python"

@@ -1,4 +1,4 @@
-"""core/jsonable.py: notebook values (pandas, NumPy) as plain JSON for %%skillrun --eval."""
+"""core/base/jsonable.py: notebook values (pandas, NumPy) as plain JSON for %%skillrun --eval."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skill_magics.core.errors import ArgumentSerializationError
-from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.base.errors import ArgumentSerializationError
+from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.core.run.payload import encode_arguments
 
 

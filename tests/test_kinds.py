@@ -16,12 +16,12 @@ import pytest
 
 from skill_magics.core.catalog.pysource import analyze
 from skill_magics.core.catalog.toplevel import only_definitions
-from skill_magics.core.errors import HelperScriptError, ModuleScriptError
+from skill_magics.core.base.errors import HelperScriptError, ModuleScriptError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.base.models import ScriptMetadata
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.status import ScriptRole
-from skill_magics.core.tools import tool_specs
+from skill_magics.core.base.status import ScriptRole
+from skill_magics.core.prompt.tools import tool_specs
 from tests.real_layouts import add_skill_venv, write_all
 
 OFFERED, RUNNABLE, LIBRARY = ScriptRole.OFFERED, ScriptRole.RUNNABLE, ScriptRole.LIBRARY

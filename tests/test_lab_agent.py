@@ -27,7 +27,7 @@ from manager_support import RecordingApprover, manager_for, outcomes
 from model_server import Scripted, call, say
 
 from skill_magics import AgentOptions, evaluate_triggers, run_agent, run_agent_async
-from skill_magics.core.errors import ModelAuthError
+from skill_magics.core.base.errors import ModelAuthError
 from skill_magics.core.lab.clients import provider_for
 from skill_magics.core.lab.offer import SKILLS_NOTE
 from skill_magics.core.lab.transcript import STAND_IN_LABEL, ErrorStep, ModelStep, ToolStep

@@ -17,7 +17,7 @@ from lab_support import make_client
 from model_server import Call, Scripted, call, say
 
 from skill_magics import run_evals
-from skill_magics.core import safefs
+from skill_magics.core.base import safefs
 
 # Plants links in its working folder (an eval run's outputs/): under the name the old lab
 # wrote transcript.md through, and one to a file the sandbox hides from it.

@@ -159,7 +159,7 @@ def test_skills_triggers_reports_rates_and_shows_a_chart(shell, server, capsys):
 
 def test_a_list_of_skills_reads_a_comma_like_a_space(shell, server):
     """--skills marker,notes was ONE unknown skill 'marker,notes'; now the one name-list
-    parser (core/namelist.py) reads it as --skills marker notes, in %%skillagent and in
+    parser (core/base/namelist.py) reads it as --skills marker notes, in %%skillagent and in
     %skills triggers, and a list of separators only is a one-line error."""
     server.script = lambda c: say("hi")
     seen = []

@@ -14,7 +14,7 @@ from manager_support import RecordingApprover, manager_for
 from process_support import assert_group_gone
 
 from skill_magics.core.run.approval import Decision
-from skill_magics.core.tools import NAME_RE
+from skill_magics.core.prompt.tools import NAME_RE
 from skill_magics.langchain import create_tools
 
 ECHO = "import json, sys\nprint(json.dumps({'in': json.load(sys.stdin), 'argv': sys.argv[1:]}))\n"
@@ -183,7 +183,7 @@ def test_results_are_capped_on_both_paths(tmp_path, make_skill):
 
 def test_ainvoke_hashes_the_skill_off_the_event_loop(manager, monkeypatch):
     """The approval request's fingerprint reads every file of the skill: a worker's job."""
-    from skill_magics.core import fingerprint
+    from skill_magics.core.base import fingerprint
 
     threads: list[str] = []
     real_fingerprint = fingerprint.skill_entries

@@ -26,7 +26,7 @@ from manager_support import (
     run_plan,
 )
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     AmbiguousScriptError,
     ArgumentSerializationError,
     ScriptNotFoundError,

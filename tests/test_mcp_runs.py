@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.errors import McpCacheError, McpError, SkillMagicsError
+from skill_magics.core.base.errors import McpCacheError, McpError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(120)]
@@ -136,7 +136,7 @@ def test_mcp_script_runs_after_approval_bound_to_the_digest_set(
 def test_skill_context_of_an_mcp_skill_shows_its_origin_and_runs_its_scripts(
     served: tuple[SkillManager, Path],
 ) -> None:
-    from skill_magics.core.context import build_skill_context
+    from skill_magics.core.prompt.context import build_skill_context
 
     manager, skill = served
     approver = Recorder(Decision.YES_ONCE)
@@ -155,8 +155,8 @@ def test_skill_context_of_an_mcp_skill_shows_its_origin_and_runs_its_scripts(
 
 
 def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager, Path]) -> None:
-    from skill_magics.core.available_skills import available_skills
-    from skill_magics.core.tools import handle_tool_call, tool_specs
+    from skill_magics.core.prompt.available_skills import available_skills
+    from skill_magics.core.prompt.tools import handle_tool_call, tool_specs
 
     manager, _skill = served
     block = available_skills(manager)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
 from skill_magics.core.mcp.cache import McpCache, fetch_into
 from skill_magics.core.mcp.connection import ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost

@@ -1,4 +1,4 @@
-"""core/namelist.py: the one parser for lists of names, and its users (pre-approval, settings,
+"""core/base/namelist.py: the one parser for lists of names, and its users (pre-approval, settings,
 secrets). A string: commas and whitespace both separate; a list: each item is one name."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.namelist import name_list, path_list, token_names
+from skill_magics.core.base.namelist import name_list, path_list, token_names
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.notebook.approval.preapproval import (
     AUTO_APPROVE_ENV,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from manager_support import manager_for
 
-from skill_magics.core.available_skills import available_skills, entry_text
-from skill_magics.core.context import build_skill_context
-from skill_magics.core.tools import tool_definitions
+from skill_magics.core.prompt.available_skills import available_skills, entry_text
+from skill_magics.core.prompt.context import build_skill_context
+from skill_magics.core.prompt.tools import tool_definitions
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_a_result_says_timed_out_and_timeout_stays_seconds():
     name ProcessOutcome and %%skillpy's result already used); .timeout warns for one release."""
     from pathlib import Path
 
-    from skill_magics.core.models import ScriptExecutionResult
+    from skill_magics.core.base.models import ScriptExecutionResult
 
     result = ScriptExecutionResult("", "", 124, 1.0, Path("scripts/slow.py"), timed_out=True)
     assert result.timed_out and result.status.value == "timeout"
@@ -122,7 +122,7 @@ def test_a_trigger_run_names_its_query_by_index():
 
 def test_the_old_module_level_names_warn_and_give_the_new_value():
     from skill_magics.core import available_skills as block
-    from skill_magics.core import context, tools
+    from skill_magics.core.prompt import context, tools
 
     for module, old, new in (
         (context, "ContextFormat", "Envelope"),

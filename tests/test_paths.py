@@ -1,4 +1,4 @@
-"""core/paths.py: the only place that decides "inside the skill". Real files, real symlinks.
+"""core/base/paths.py: the only place that decides "inside the skill". Real files, real symlinks.
 
 The checks on their own, then through the manager and the executor: escapes, symlinks, NUL
 bytes and setuid files are refused before anything is spawned and audited once; a hard link is
@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from manager_support import manager_for, posix_only, refusals
 
-from skill_magics.core.audit import AuditLog
-from skill_magics.core.errors import (
+from skill_magics.core.base.audit import AuditLog
+from skill_magics.core.base.errors import (
     PathSecurityError,
     ScriptNotFoundError,
     ScriptPermissionError,
     SkillMagicsError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.paths import recheck, resolve_script
+from skill_magics.core.base.paths import recheck, resolve_script
 from skill_magics.core.run.checks import RunChecks
 from skill_magics.core.run.settings import RunSettings
 

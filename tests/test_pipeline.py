@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from manager_support import RecordingApprover, manager_for, outcomes, posix_only
 
-from skill_magics.core.errors import ApprovalDeclined, ApprovalStale, SecretMissingError
+from skill_magics.core.base.errors import ApprovalDeclined, ApprovalStale, SecretMissingError
 from skill_magics.core.run.approval import Answer, Caller, Decision
 from skill_magics.core.run.pipeline import ActionPlan, BatchOptions, RunOutcome
 from skill_magics.core.run.plan import PlanGroup
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 pytestmark = posix_only
 

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from skill_magics.core.activation import parse_skill_content
-from skill_magics.core.available_skills import available_skills
+from skill_magics.core.prompt.activation import parse_skill_content
+from skill_magics.core.prompt.available_skills import available_skills
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics.context import AvailableSkillsText
 
@@ -112,7 +112,7 @@ def test_the_old_format_options_still_work_and_warn(shell):
 
 def test_skill_lists_read_a_comma_like_a_space(shell):
     """%skill_context pdf-a,sheet looked for ONE skill 'pdf-a,sheet' (not found); a list of
-    skills on a magic's line now reads commas and spaces alike (core/namelist.py)."""
+    skills on a magic's line now reads commas and spaces alike (core/base/namelist.py)."""
     spaced = run(shell, "%skill_context pdf-a sheet --no-run")
     assert ET.fromstring(spaced).tag == "skill_contexts"
     for line in ("pdf-a,sheet", "pdf-a, sheet", "pdf-a,sheet,"):

@@ -108,7 +108,7 @@ def test_import_does_not_load_the_notebook_layer():
     code = (
         "import sys, skill_magics\n"
         "skill_magics.SkillManager; skill_magics.build_skill_context\n"
-        "import skill_magics.core.manager, skill_magics.core.context, skill_magics.core.tools\n"
+        "import skill_magics.core.manager, skill_magics.core.prompt.context, skill_magics.core.prompt.tools\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('IPython', 'ipywidgets')))\n"
         "assert not bad, bad\n"
     )

@@ -23,7 +23,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 SETUP = textwrap.dedent(
     """
     from pathlib import Path
-    from skill_magics.core.models import ScriptExecutionResult
+    from skill_magics.core.base.models import ScriptExecutionResult
     from skill_magics.notebook.result import SkillRunResult
 
     def execution(stdout="", stderr="", exit_code=0, **kw):

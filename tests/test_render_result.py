@@ -11,7 +11,7 @@ import ipywidgets
 import pytest
 from test_render_support import parse_html
 
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.notebook.render import TAB_TITLES, result_html, result_text
 from skill_magics.notebook.render.widgets import ResultView, widgets_supported
 from skill_magics.notebook.result import WAITING_MESSAGE, WIDGET_MIME, SkillRunResult

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_render_support import parse_html
 
-from skill_magics.core.audit import AuditRecord
-from skill_magics.core.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.base.audit import AuditRecord
+from skill_magics.core.base.models import ScriptMetadata, SkillMetadata
 from skill_magics.core.run.approval import scripts_content_hash
 from skill_magics.notebook.render import (
     Display,

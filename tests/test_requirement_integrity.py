@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.base import envdirs
+from skill_magics.core.base.errors import EnvironmentBuildError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import InstallInfo
 from skill_magics.core.run.env import build as envbuild

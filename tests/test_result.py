@@ -15,8 +15,8 @@ import pytest
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 
-from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.notebook.result import (
     FINAL_STATUSES,
     STATUSES,

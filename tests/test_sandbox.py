@@ -18,10 +18,10 @@ import psutil
 import pytest
 from manager_support import run_plan
 
-from skill_magics.core.errors import SandboxUnavailableError
+from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import sandbox as sandboxing
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 
 WRITER = """\
     #!/bin/bash
@@ -319,7 +319,7 @@ def test_session_approval_covers_only_runs_confined_no_less(box) -> None:
     run with the sandbox off, or with network it did not have; stricter runs need no ask."""
     from manager_support import RecordingApprover
 
-    from skill_magics.core.errors import ApprovalDeclined
+    from skill_magics.core.base.errors import ApprovalDeclined
     from skill_magics.core.run.approval import Decision
 
     box.skill("w", {"scripts/w.sh": "echo hi\n"})

@@ -10,8 +10,8 @@ import time
 import pytest
 from sandbox_support import require_bwrap
 
-from skill_magics.core.secrets import REDACTED
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.secrets import REDACTED
+from skill_magics.core.base.status import AuditOutcome
 from skill_magics.notebook.extension import get_magics
 
 VALUE = "panel-typed-secret-6b1f0c77"

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs
-from skill_magics.core.errors import SandboxUnavailableError
+from skill_magics.core.base import envdirs
+from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import sandbox_mounts
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 
 MODES = ["read-only", "workspace-write"]
 ENTRY = 'if __name__ == "__main__":\n    main()\n'

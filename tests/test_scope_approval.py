@@ -10,7 +10,7 @@ from lab_support import lab_skills
 from manager_support import RecordingApprover, manager_for
 
 from skill_magics.core.run.approval import SandboxInfo, ScopeInfo, no_weaker_within
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 SCOPE = ScopeInfo(purpose="output evaluation of 'marker' (iteration-1)", agent_runs=3)
 
@@ -69,7 +69,7 @@ def test_what_the_scope_does_not_cover_is_refused_never_asked(tmp_path, make_ski
 
 
 def test_an_unanswered_scope_refuses_its_calls(tmp_path, make_skill):
-    from skill_magics.core.errors import ApprovalUnavailable
+    from skill_magics.core.base.errors import ApprovalUnavailable
 
     skills = lab_skills(make_skill, tmp_path / "skills")
     work = tmp_path / "iteration-1"

@@ -1,5 +1,5 @@
 """The kernel never follows a link a script left in a folder it can write: the audit file,
-shipped copies (core/run/batch/ship.py), environment builds (core/safefs.py)."""
+shipped copies (core/run/batch/ship.py), environment builds (core/base/safefs.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.audit import AuditLog
-from skill_magics.core.errors import PathSecurityError
+from skill_magics.core.base.audit import AuditLog
+from skill_magics.core.base.errors import PathSecurityError
 from skill_magics.core.run.batch import ship
 
 

@@ -13,13 +13,13 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.secrets import (
+from skill_magics.core.base.secrets import (
     REDACTED,
     declared_secrets,
     secret_conflicts,
     secret_forms,
 )
-from skill_magics.core.validation import check_skill
+from skill_magics.core.lab.validation import check_skill
 
 VALUE = "sk-form-5e4d3c2b1a09"
 

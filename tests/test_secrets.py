@@ -1,4 +1,4 @@
-"""Declared secrets (core/secrets.py) through real runs: only the declaring skill gets a value,
+"""Declared secrets (core/base/secrets.py) through real runs: only the declaring skill gets a value,
 and no value appears in output, results or the audit (memory and JSONL)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from manager_support import run_plan
 
-from skill_magics.core.errors import SecretMissingError, SkillMagicsError
+from skill_magics.core.base.errors import SecretMissingError, SkillMagicsError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.secrets import REDACTED, SecretStore, declared_secrets, rejected_secrets
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.secrets import REDACTED, SecretStore, declared_secrets, rejected_secrets
+from skill_magics.core.base.status import AuditOutcome
 
 VALUE = "sk-test-9f8e7d6c5b4a39281706"
 
@@ -259,8 +259,8 @@ def printer(tmp_path: Path, make_skill) -> Path:
 
 @pytest.mark.parametrize("value", HARD_VALUES)
 def test_json_views_never_give_a_secret_back(printer: Path, tmp_path: Path, value: str) -> None:
-    from skill_magics.core.context import build_skill_context
-    from skill_magics.core.tools import handle_tool_call
+    from skill_magics.core.prompt.context import build_skill_context
+    from skill_magics.core.prompt.tools import handle_tool_call
 
     manager = SkillManager([printer], audit_log=tmp_path / "audit.jsonl")
     manager.provide_secret("printer", "API_KEY", value)
@@ -311,7 +311,7 @@ def test_output_cap_cuts_after_redaction(printer: Path) -> None:
 def test_audit_preview_is_redacted_before_its_cut(printer: Path, tmp_path: Path) -> None:
     """The arguments preview is cut at 256 characters: a value crossing the cut leaves no head
     in the records, the JSONL file or the logger, wherever the record was made."""
-    from skill_magics.core.audit import ARGUMENTS_PREVIEW_CHARS
+    from skill_magics.core.base.audit import ARGUMENTS_PREVIEW_CHARS
 
     log = tmp_path / "audit.jsonl"
     manager = SkillManager([printer], audit_log=log)
@@ -372,7 +372,7 @@ def test_views_saved_with_a_notebook_mask_before_they_cut(printer: Path, value: 
 def test_reference_files_in_the_envelope_are_masked_before_their_cut(printer: Path) -> None:
     """A run may write a value into the skill's files; include_references="content" sends
     them to a model: masked, also where the 200,000-character cut falls inside the value."""
-    from skill_magics.core.context import MAX_REFERENCE_CHARS, build_skill_context
+    from skill_magics.core.prompt.context import MAX_REFERENCE_CHARS, build_skill_context
 
     manager = SkillManager([printer])
     manager.provide_secret("printer", "API_KEY", VALUE)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core import envdirs
-from skill_magics.core.errors import SkillNameError
+from skill_magics.core.base import envdirs
+from skill_magics.core.base.errors import SkillNameError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.batch import ship, ship_owner
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from manager_support import RecordingApprover, manager_for, posix_only
 
-from skill_magics.core.errors import ApprovalUnavailable
+from skill_magics.core.base.errors import ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
-from skill_magics.core.skillpy import run_python_in_skill, run_python_in_skill_async
+from skill_magics.core.run.env.skillpy import run_python_in_skill, run_python_in_skill_async
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_skillpy_venv_python_is_whatever_the_skill_ships(make_skill, tmp_path):
     # NOTE (by design, and documented): %%skillpy trusts the skill's venv: its
     # bin/python (here a shell script), site-packages, .pth files and sitecustomize all run
     # with the approved code. The approval shows the code only.
-    from skill_magics.core.skillpy import run_python_in_skill
+    from skill_magics.core.run.env.skillpy import run_python_in_skill
 
     make_skill(tmp_path, "vv", scripts={"venv/bin/python": '#!/bin/sh\necho "sh got: $*"\n'})
     manager = manager_for(tmp_path, approver=RecordingApprover(), allowed_interpreters=["python3"])

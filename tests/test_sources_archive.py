@@ -26,7 +26,7 @@ from sources_support import (
     zip_info,
 )
 
-from skill_magics.core.errors import SourceError, UnsafeArchiveError
+from skill_magics.core.base.errors import SourceError, UnsafeArchiveError
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.lock import read_lock
 

@@ -18,7 +18,7 @@ from sources_support import commit_all, git, skill_md, tree_files, write_files
 from wellknown_support import Site, serve, tar_gz
 from wellknown_support import entry as index_entry
 
-from skill_magics.core.errors import LockFileError, SourceError
+from skill_magics.core.base.errors import LockFileError, SourceError
 from skill_magics.core.sources.foreign_locks import (
     TREE_SHA,
     ForeignSkill,

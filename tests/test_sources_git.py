@@ -26,7 +26,7 @@ from sources_support import (
     write_files,
 )
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalStale,
     SkillExistsError,

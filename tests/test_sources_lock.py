@@ -24,7 +24,7 @@ from sources_support import (
     write_zip,
 )
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     LockFileError,
     SkillExistsError,

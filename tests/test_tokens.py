@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from skill_magics.core import tokens
-from skill_magics.core.tokens import ESTIMATE_LABEL, TokenCounter, as_counter, estimate_tokens
+from skill_magics.core.prompt import tokens
+from skill_magics.core.prompt.tokens import ESTIMATE_LABEL, TokenCounter, as_counter, estimate_tokens
 
 
 def test_estimate_is_characters_over_four():

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from manager_support import RecordingApprover, manager_for, posix_only
 
-from skill_magics.core.errors import AmbiguousScriptError, ApprovalUnavailable
+from skill_magics.core.base.errors import AmbiguousScriptError, ApprovalUnavailable
 from skill_magics.core.run.approval import Decision
-from skill_magics.core.tools import (
+from skill_magics.core.prompt.tools import (
     NAME_RE,
     handle_tool_call,
     handle_tool_call_async,
@@ -335,7 +335,7 @@ def test_async_call_keeps_lookup_checks_and_hashing_off_the_event_loop(
     """The approval request hashes every file of the skill (its fingerprint) and reads previews:
     on the loop thread that stalls every other task. A real ticker on the loop must keep
     ticking while the fingerprint is computed, which happens on a worker thread."""
-    from skill_magics.core import fingerprint
+    from skill_magics.core.base import fingerprint
 
     make_skill(tmp_path, "sk", scripts={"scripts/a.py": "print('ok')\n"}, body="x")
     manager = manager_for(tmp_path)
@@ -539,7 +539,7 @@ def test_deep_but_reasonable_input_still_runs(tools_dir):
 def test_context_arguments_nested_too_deep_are_a_refused_status(tools_dir):
     """build_skill_context takes model-chosen arguments too: deep ones refuse the script
     (status="refused", audited), they never raise."""
-    from skill_magics.core.context import build_skill_context
+    from skill_magics.core.prompt.context import build_skill_context
 
     manager = manager_for(tools_dir, approver=lambda request: "yes_once")
     deep = _nested(3000)
@@ -605,7 +605,7 @@ def test_the_sync_and_async_calls_give_the_same_blocks_and_audit(tools_dir, make
 
 def test_skills_given_as_one_string_is_a_name_list_not_letters(tools_dir):
     """tool_definitions(manager, skills="pdf-extractor") looked for skills 'p', 'd', 'f', ...
-    (SkillNotFoundError); a string is a name list (core/namelist.py), as in every setting."""
+    (SkillNotFoundError); a string is a name list (core/base/namelist.py), as in every setting."""
     manager = manager_for(tools_dir)
     one = tool_definitions(manager, skills=["pdf-extractor"])
     assert tool_definitions(manager, skills="pdf-extractor") == one

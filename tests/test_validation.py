@@ -11,7 +11,7 @@ import pytest
 import skills_ref.validator as skills_ref_validator
 from manager_support import manager_for
 
-from skill_magics.core.validation import check_skill, validate_skill, validate_skills
+from skill_magics.core.lab.validation import check_skill, validate_skill, validate_skills
 
 # skills-ref's messages -> the code of the Problem that must report the same thing.
 ORACLE = [
@@ -277,7 +277,7 @@ def test_validate_skills_by_name_path_and_all(tmp_path, make_skill):
     assert any("missing required field 'description'" in line for line in everything[broken_key])
     by_path = validate_skills(manager, [str(tmp_path / "broken")])
     assert list(by_path) == [str(tmp_path / "broken")]
-    from skill_magics.core.errors import SkillNotFoundError
+    from skill_magics.core.base.errors import SkillNotFoundError
 
     with pytest.raises(SkillNotFoundError):
         validate_skills(manager, ["goood"])

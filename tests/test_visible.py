@@ -1,11 +1,11 @@
-"""core/visible.py: text shown to a person shows control characters, separators and bidi
+"""core/base/visible.py: text shown to a person shows control characters, separators and bidi
 overrides as visible escapes, and leaves plain text (tabs and newlines when asked) alone."""
 
 from __future__ import annotations
 
 from manager_support import posix_only
 
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 
 @posix_only

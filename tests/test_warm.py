@@ -25,7 +25,7 @@ import pytest
 from manager_support import manager_for, posix_only
 from process_support import assert_group_gone, wait_for_text
 
-from skill_magics.core import paths
+from skill_magics.core.base import paths
 from skill_magics.core.run import warm
 from skill_magics.core.run.warm import launch
 

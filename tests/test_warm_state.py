@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from skill_magics.core.errors import WarmStateError
+from skill_magics.core.base.errors import WarmStateError
 from skill_magics.core.run.warm.server import ServerKey, ServerState, WarmServer
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm is Linux's")

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from skill_magics.core import envdirs
-from skill_magics.core.audit import CODE_LABEL, AuditLog
+from skill_magics.core.base import envdirs
+from skill_magics.core.base.audit import CODE_LABEL, AuditLog
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import (
     DEFAULT_SUBDIRS,
@@ -53,9 +53,9 @@ from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.deprecation import renamed_argument
+from skill_magics.core.base.deprecation import renamed_argument
 from skill_magics.core.mcp.wire import SkillEntry
-from skill_magics.core.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.base.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run import warm as warmstart
 from skill_magics.core.run.approval import (
     MANAGER_APPROVER,
@@ -89,8 +89,8 @@ from skill_magics.core.run.settings import (
 )
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.run.workdir import WORKSPACE, CwdArg
-from skill_magics.core.secrets import SecretStore, declared_secrets
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.secrets import SecretStore, declared_secrets
+from skill_magics.core.base.status import AuditOutcome
 
 USE_DEFAULT = MANAGER_APPROVER  # the earlier name of the sentinel
 _SETTING_NAMES = frozenset((*RunSettings.names(), "sandbox_network"))
@@ -152,7 +152,7 @@ class SkillManager:
         self._secrets = SecretStore()
         self._grants = NetworkGrants()
         # No secret value in any record: the log masks every SecretStore's values (this
-        # manager's included) before it cuts or keeps a text (core/audit.py).
+        # manager's included) before it cuts or keeps a text (core/base/audit.py).
         self.audit = AuditLog(jsonl_path=audit_log)
         self._requirements = RequirementsCache()
         self._hidden: tuple[tuple, list[str]] | None = None
@@ -462,7 +462,7 @@ class SkillManager:
         self, skill: Skill, python: Path, code: str, *, timeout: float | None = None
     ) -> PlannedRun:
         """Step 1 of ``python -c code`` with ``python`` (the skill's venv) in the skill's
-        folder (``%%skillpy``, core/skillpy.py); refusals raise, audited."""
+        folder (``%%skillpy``, core/run/env/skillpy.py); refusals raise, audited."""
         settings = self._run_settings(skill.name, CODE_LABEL, timeout=timeout)
         return self._planner.plan_code(settings, skill, python, code)
 
@@ -476,7 +476,7 @@ class SkillManager:
         same_argv: bool = True,
     ) -> ReferencePlan:
         """Step 1 of the scripts ``skill``'s SKILL.md references (``%skill_context``,
-        core/context.py): each checked (``argv_for(path)``: its argv), ONE request for those
+        core/prompt/context.py): each checked (``argv_for(path)``: its argv), ONE request for those
         that may run; the others are in ``problems``."""
         return self._planner.plan_references(
             self.settings, skill, refs, arguments, argv_for, same_argv=same_argv

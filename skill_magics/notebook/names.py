@@ -1,4 +1,4 @@
-"""Lists of skill names on a magic's line, read by the one parser (core/namelist.py).
+"""Lists of skill names on a magic's line, read by the one parser (core/base/namelist.py).
 
 ``--skills a,b``, ``--skills a b`` and ``--skills a --skills b`` name the same two skills in
 every magic that takes several (``%skill_context``, ``%%skillagent``, ``%skills triggers``,
@@ -25,7 +25,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from skill_magics.core.namelist import token_names
+from skill_magics.core.base.namelist import token_names
 
 
 class NameListAction(argparse.Action):

@@ -42,9 +42,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.models import ScriptExecutionResult
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.models import ScriptExecutionResult
+from skill_magics.core.base.status import RunStatus
 from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 from skill_magics.notebook.render import sections as _sections
 

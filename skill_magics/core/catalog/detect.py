@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core.interpreters import EXTENSIONS, interpreter_for
-from skill_magics.core.models import ScriptMetadata
+from skill_magics.core.base.interpreters import EXTENSIONS, interpreter_for
+from skill_magics.core.base.models import ScriptMetadata
 
 HEAD_BYTES = 4096  # enough for a shebang plus a docstring; never read whole scripts
 MAX_DEPTH = 5

@@ -32,9 +32,9 @@ from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.catalog.plugins import PLUGIN_FILE, is_plugin, plugin_skill_dirs
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
-from skill_magics.core.models import ScriptMetadata, SkillMetadata
-from skill_magics.core.paths import folder_name_problem
+from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
+from skill_magics.core.base.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.base.paths import folder_name_problem
 
 ENV_VAR = "SKILL_MAGICS_PATH"
 DEFAULT_SUBDIRS = ("skills", ".agents/skills", ".claude/skills")

@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from skill_magics.core.errors import SkillParseError
-from skill_magics.core.models import SkillMetadata
-from skill_magics.core.paths import folder_name_problem
+from skill_magics.core.base.errors import SkillParseError
+from skill_magics.core.base.models import SkillMetadata
+from skill_magics.core.base.paths import folder_name_problem
 
 # The C loader is ~10x faster, which matters when listing a thousand skills.
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -291,7 +291,7 @@ def name_problems(name: str, dir_name: str | None = None) -> list[str]:
     problems = []
     why = folder_name_problem(name)
     if why is not None:
-        # Listed (so the warning is seen), never run: core/paths.py check_skill_name.
+        # Listed (so the warning is seen), never run: core/base/paths.py check_skill_name.
         example = dir_name if dir_name and folder_name_problem(dir_name) is None else "my-skill"
         problems.append(
             f"name {name!r} cannot be one folder name ({why}): none of its scripts run until "

@@ -2,7 +2,7 @@
 *Real skills*).
 
 Two questions about each script of a skill (``ScriptMetadata.role``, a
-:class:`~skill_magics.core.status.ScriptRole`):
+:class:`~skill_magics.core.base.status.ScriptRole`):
 
 *May it run?* Everything a person could sensibly run may: a main guard, a shebang, the exec
 bit, top-level statements beyond imports/definitions/constants (catalog/toplevel.py), and
@@ -44,8 +44,8 @@ from pathlib import Path
 
 from skill_magics.core.catalog.includes import MAX_TEXT, included_files
 from skill_magics.core.catalog.pysource import ImportRef, analyze
-from skill_magics.core.models import ScriptMetadata
-from skill_magics.core.status import ScriptRole
+from skill_magics.core.base.models import ScriptMetadata
+from skill_magics.core.base.status import ScriptRole
 
 _IDENT_RE = re.compile(r"^[A-Za-z_]\w*$")
 _STDLIB = frozenset(sys.stdlib_module_names)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 PLUGIN_FILE = "plugin.json"
 MCP_FILE = "mcp.json"

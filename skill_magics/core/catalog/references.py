@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote
 
-from skill_magics.core.deprecation import deprecation_message
-from skill_magics.core.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
-from skill_magics.core.interpreters import EXTENSIONS
-from skill_magics.core.paths import resolve_script
+from skill_magics.core.base.deprecation import deprecation_message
+from skill_magics.core.base.errors import PathSecurityError, ScriptNotFoundError, ScriptPermissionError
+from skill_magics.core.base.interpreters import EXTENSIONS
+from skill_magics.core.base.paths import resolve_script
 
 SCRIPT_EXTENSIONS = tuple(sorted(ext.lstrip(".") for ext in EXTENSIONS))
 _EXT = "|".join(SCRIPT_EXTENSIONS)

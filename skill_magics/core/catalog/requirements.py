@@ -49,11 +49,11 @@ from pathlib import Path
 # A declared dependency (ipykernel needs it too): the strict PEP 508 parser since 22.0.
 from packaging.requirements import InvalidRequirement, Requirement
 
-from skill_magics.core import envdirs
+from skill_magics.core.base import envdirs
 from skill_magics.core.catalog import distnames, kinds
 from skill_magics.core.catalog.pysource import SourceInfo, analyze
-from skill_magics.core.models import ScriptMetadata
-from skill_magics.core.visible import mark_non_ascii
+from skill_magics.core.base.models import ScriptMetadata
+from skill_magics.core.base.visible import mark_non_ascii
 
 REQUIREMENT_FILES = ("requirements.txt", "scripts/requirements.txt")
 PYPROJECT_FILES = ("pyproject.toml", "scripts/pyproject.toml")

@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 import threading
 
-from skill_magics.core import envdirs
+from skill_magics.core.base import envdirs
 from skill_magics.core.catalog.requirements import Requirements, skill_requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError
 
 MAX_ENTRIES = 256  # skills x Pythons remembered; beyond this the cache starts over
 

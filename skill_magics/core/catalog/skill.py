@@ -28,7 +28,7 @@ from skill_magics.core.catalog.frontmatter import (
     parse_frontmatter_yaml,
     split_frontmatter,
 )
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     AmbiguousScriptError,
     PathSecurityError,
     ScriptNotFoundError,
@@ -36,8 +36,8 @@ from skill_magics.core.errors import (
     SkillNotFoundError,
     SkillParseError,
 )
-from skill_magics.core.fingerprint import skill_fingerprint
-from skill_magics.core.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.base.fingerprint import skill_fingerprint
+from skill_magics.core.base.models import ScriptMetadata, SkillMetadata
 
 REFERENCE_DIRS = ("references", "assets")
 
@@ -192,7 +192,7 @@ class Skill:
 
     def content_hash(self) -> str:
         """The skill's fingerprint (every file, the venv interpreter): "Yes in session" is
-        keyed to it, so it lapses when any code a script may load changes (core.fingerprint).
+        keyed to it, so it lapses when any code a script may load changes (core.base.fingerprint).
         """
         return skill_fingerprint(self.base_dir)
 

@@ -2,7 +2,7 @@
 
 Per turn: send the conversation (the system prompt with the ``<available_skills>`` block,
 the ``activate_skill`` tool and the skills' script tools: core/lab/offer.py); if the reply
-calls tools, run each through ``core/tools.py`` (the activation returns
+calls tools, run each through ``core/prompt/tools.py`` (the activation returns
 ``<skill_content>``; a script runs only after the gate approved it: the approver, never
 unasked) and send the results back, a declined, refused or failed call as an error result;
 stop when a reply calls no tool, after ``max_turns`` replies, on an API error, or when a
@@ -23,7 +23,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.approvals import Watcher, approver_for_model
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for

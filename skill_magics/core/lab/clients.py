@@ -18,10 +18,10 @@ A :class:`Provider` speaks one API in the provider's own message format, so a tr
   assistant message's ``tool_calls``, each result is a ``tool`` message.
 
 Every API failure (an HTTP error status, no connection, a timeout) becomes one
-:class:`~skill_magics.core.errors.ModelCallError` with its ``kind``. A client without a key
+:class:`~skill_magics.core.base.errors.ModelCallError` with its ``kind``. A client without a key
 (``anthropic.Anthropic()`` is made without one) is refused by :func:`provider_for` before any
 request, and a key the API rejects (HTTP 401/403) is a
-:class:`~skill_magics.core.errors.ModelAuthError`: one line naming the environment variable,
+:class:`~skill_magics.core.base.errors.ModelAuthError`: one line naming the environment variable,
 or ``base_url`` to a local OpenAI-compatible server (Ollama, vLLM).
 A reply that is not a well-formed message of the API's schema (an HTML page, ``{}``,
 truncated JSON, a field of the wrong type) is a ``ModelCallError`` of kind ``"reply"``,
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
-from skill_magics.core.errors import ModelAuthError, ModelCallError
-from skill_magics.core.tools import openai_tool_message
+from skill_magics.core.base.errors import ModelAuthError, ModelCallError
+from skill_magics.core.prompt.tools import openai_tool_message
 
 ProviderName = Literal["anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai")

@@ -2,8 +2,8 @@
 
 A loop (the agent's conversation, a trigger evaluation, an output evaluation) yields
 :class:`ModelCall` (send a request: the answer is a :class:`~.clients.Reply`, or the
-:class:`~skill_magics.core.errors.ModelCallError` is thrown into the loop) and
-:class:`ToolCall` (run a tool call through ``core/tools.py``, hence the gate: the answer
+:class:`~skill_magics.core.base.errors.ModelCallError` is thrown into the loop) and
+:class:`ToolCall` (run a tool call through ``core/prompt/tools.py``, hence the gate: the answer
 is a ``tool_result`` block, never an exception) and :class:`Blocking` (blocking work such
 as an approval that may wait for a person). :func:`drive` answers them in this thread with
 synchronous clients (the entry points ``run_agent``, ``evaluate_triggers`` and ``run_evals``,
@@ -23,14 +23,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from skill_magics.core.errors import ModelAuthError, ModelCallError
+from skill_magics.core.base.errors import ModelAuthError, ModelCallError
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.workdir import CwdArg
-from skill_magics.core.tools import handle_tool_call, handle_tool_call_async
+from skill_magics.core.prompt.tools import handle_tool_call, handle_tool_call_async
 
 T = TypeVar("T")
 

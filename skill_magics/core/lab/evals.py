@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import paths
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.base import paths
+from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.agent import conversation_loop, now_iso
 from skill_magics.core.lab.approvals import approver_for_model
 from skill_magics.core.lab.budget import Caps

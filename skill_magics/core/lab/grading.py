@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.lab.workspace import VIEWER_SKIPS
-from skill_magics.core.safefs import read_files
+from skill_magics.core.base.safefs import read_files
 
 MAX_FILE_CHARS = 20_000  # of one output file shown to the grader
 MAX_FILES_CHARS = 60_000  # of all output files together
@@ -196,7 +196,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
 def _files(outputs: Path) -> str:
     """The run's output files for the grader: regular files inside ``outputs`` only, never
     through a link (a script may leave one to a file it could not read itself: the grader
-    reads with the kernel's rights), bounded in count and size (core/safefs.py)."""
+    reads with the kernel's rights), bounded in count and size (core/base/safefs.py)."""
     if not outputs.is_dir() or outputs.is_symlink():
         return "(no output folder)"
     shown: list[str] = []

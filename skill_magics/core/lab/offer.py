@@ -1,9 +1,9 @@
 """What the model sees of the skills: the system prompt with the available skills, and the tools.
 
 Built from the same parts a real client gives a model (docs/architecture.md, *The available
-skills block*, *Activation*): the ``<available_skills>`` block (core/available_skills.py) in the
+skills block*, *Activation*): the ``<available_skills>`` block (core/prompt/available_skills.py) in the
 system prompt after a short note on how to use it, the ``activate_skill`` tool returning
-``<skill_content>`` (core/activation.py) and the skills' script tools (core/tools.py). A
+``<skill_content>`` (core/prompt/activation.py) and the skills' script tools (core/prompt/tools.py). A
 ``descriptions`` override replaces a skill's description in every one of those places (the
 skill's ``<available_skills>`` entry, the activation tool's list is names only, each script
 tool's text), so a new description can be tried without editing SKILL.md. No skills
@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skill_magics.core.available_skills import available_skills, model_visible, opted_out
-from skill_magics.core.deprecation import deprecation_message
+from skill_magics.core.prompt.available_skills import available_skills, model_visible, opted_out
+from skill_magics.core.base.deprecation import deprecation_message
 from skill_magics.core.lab.clients import Provider
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.tools import ACTIVATION_TOOL, ToolSpec, tool_specs
+from skill_magics.core.prompt.tools import ACTIVATION_TOOL, ToolSpec, tool_specs
 
 SKILLS_NOTE = (
     "Skills are folders of instructions, scripts and resources for particular tasks. The "

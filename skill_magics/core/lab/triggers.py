@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.available_skills import model_visible, opted_out
-from skill_magics.core.deprecation import deprecation_message
-from skill_magics.core.errors import ModelCallError
+from skill_magics.core.prompt.available_skills import model_visible, opted_out
+from skill_magics.core.base.deprecation import deprecation_message
+from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.agent import now_iso
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for

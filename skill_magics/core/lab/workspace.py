@@ -19,7 +19,7 @@
         └── benchmark.md
 
 Field names are skill-creator's (``references/schemas.md``); the viewer reads them exactly.
-Every file is written whole or not at all and never through a link (core/safefs.py).
+Every file is written whole or not at all and never through a link (core/base/safefs.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import safefs
+from skill_magics.core.base import safefs
 
 ITERATION_RE = re.compile(r"^iteration-(\d+)$")
 VIEWER_SKIPS = frozenset({"transcript.md", "user_notes.md", "metrics.json"})  # not outputs
@@ -46,7 +46,7 @@ def write_json(path: Path, data: Any) -> Path:
 
 def write_text(path: Path, text: str) -> Path:
     """``text`` at ``path``, whole or not at all and never through a link: a run's
-    ``outputs/`` is the script's to change (core/safefs.py)."""
+    ``outputs/`` is the script's to change (core/base/safefs.py)."""
     safefs.write_file(path.parent, path.name, text)
     return path
 

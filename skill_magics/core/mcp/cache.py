@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.catalog.frontmatter import name_problems
-from skill_magics.core.errors import McpCacheError
+from skill_magics.core.base.errors import McpCacheError
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import SkillEntry, binding, check_label, sha256_digest
-from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS, write_file
+from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS, write_file
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 ORIGIN = "origin.json"

@@ -23,7 +23,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skill_magics.core.errors import McpError, McpSkillMismatchError
+from skill_magics.core.base.errors import McpError, McpSkillMismatchError
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
 
 DEFAULT_TIMEOUT = 30.0

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from skill_magics.core.errors import McpError, McpSkillMismatchError, SkillParseError
+from skill_magics.core.base.errors import McpError, McpSkillMismatchError, SkillParseError
 from skill_magics.core.mcp.connection import Connection
 from skill_magics.core.mcp.wire import (
     MAX_BYTES,

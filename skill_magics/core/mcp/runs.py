@@ -31,8 +31,8 @@ from typing import Any
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.errors import McpCacheError, McpError, McpSkillMismatchError
-from skill_magics.core.fingerprint import SKIP_DIRS
+from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.base.fingerprint import SKIP_DIRS
 from skill_magics.core.mcp.cache import McpCache, fetch_into
 from skill_magics.core.mcp.servers import McpServers
 from skill_magics.core.mcp.skill import McpSkill

@@ -35,8 +35,8 @@ from skill_magics.core.mcp.wire import (
     frontmatter_of,
     sha256_digest,
 )
-from skill_magics.core.paths import read_fd
-from skill_magics.core.safefs import DIR_FLAGS, READ_FLAGS
+from skill_magics.core.base.paths import read_fd
+from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS
 
 NOT_SHIPPED = frozenset({"venv", ".venv", "node_modules", "__pycache__", ".git", "site-packages"})
 PAGE_SIZE = 50

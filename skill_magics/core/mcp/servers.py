@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from skill_magics.core.errors import McpError
+from skill_magics.core.base.errors import McpError
 from skill_magics.core.mcp.connection import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_TIMEOUT,

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from skill_magics.core.catalog.frontmatter import name_problems, split_frontmatter
-from skill_magics.core.errors import McpError, McpSkillMismatchError, SkillParseError
+from skill_magics.core.base.errors import McpError, McpSkillMismatchError, SkillParseError
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 MAX_FILES = 512

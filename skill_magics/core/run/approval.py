@@ -33,9 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.errors import PathSecurityError
-from skill_magics.core.paths import open_inside
-from skill_magics.core.visible import non_ascii_note
+from skill_magics.core.base.errors import PathSecurityError
+from skill_magics.core.base.paths import open_inside
+from skill_magics.core.base.visible import non_ascii_note
 
 
 class Decision(enum.StrEnum):

@@ -38,10 +38,10 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import envdirs, interpreters, paths
-from skill_magics.core.audit import AuditLog, arguments_preview
+from skill_magics.core.base import envdirs, interpreters, paths
+from skill_magics.core.base.audit import AuditLog, arguments_preview
 from skill_magics.core.catalog import kinds
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ArgumentSizeError,
     CommandError,
     InterpreterNotAllowedError,
@@ -52,8 +52,8 @@ from skill_magics.core.errors import (
     ToolRestrictionError,
     UnknownScriptTypeError,
 )
-from skill_magics.core.interpreters import InterpreterSpec
-from skill_magics.core.models import SkillMetadata
+from skill_magics.core.base.interpreters import InterpreterSpec
+from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
@@ -64,8 +64,8 @@ from skill_magics.core.run.settings import (
     RunSettings,
 )
 from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.secrets import declared_secrets
-from skill_magics.core.version import VERSION as _VERSION
+from skill_magics.core.base.secrets import declared_secrets
+from skill_magics.core.base.version import VERSION as _VERSION
 
 logger = logging.getLogger("skill_magics.checks")
 
@@ -560,7 +560,7 @@ class RunChecks:
         """Absolute path of the program that runs the script."""
         if spec.script_type == "python":
             # The skill's own venv, its managed env, else the kernel's Python; never whichever
-            # python3 is on PATH (core/envdirs.py).
+            # python3 is on PATH (core/base/envdirs.py).
             return _python(base)
         # An absolute shebang (#!/bin/bash, #!/any/dir/bash) names the program only by its
         # basename: what runs is the allow-listed program of that name found on PATH, with

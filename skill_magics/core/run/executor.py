@@ -36,10 +36,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from skill_magics.core import paths
-from skill_magics.core.audit import AuditLog
-from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.models import TIMEOUT_EXIT_CODE, ScriptExecutionResult, SkillMetadata
+from skill_magics.core.base import paths
+from skill_magics.core.base.audit import AuditLog
+from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.models import TIMEOUT_EXIT_CODE, ScriptExecutionResult, SkillMetadata
 from skill_magics.core.run import launch as launching
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
@@ -54,8 +54,8 @@ from skill_magics.core.run.settings import (
     RunSettings,
 )
 from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
-from skill_magics.core.secrets import Masks, SecretStore, known_masks
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.secrets import Masks, SecretStore, known_masks
+from skill_magics.core.base.status import AuditOutcome
 
 logger = logging.getLogger("skill_magics.executor")
 

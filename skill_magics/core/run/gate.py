@@ -19,7 +19,7 @@ launches it (executor.py). See docs/architecture.md for the pipeline. The gate o
 A decision comes back as a :class:`Verdict`; nothing here runs a process.
 
 Example:
-    >>> from skill_magics.core.audit import AuditLog
+    >>> from skill_magics.core.base.audit import AuditLog
     >>> from skill_magics.core.catalog.discovery import SkillFinder
     >>> gate = ApprovalGate(SkillFinder(["skills"]), AuditLog())
     >>> plan = manager.plan("csv-profiler", "profile", {"csv": "a,b\\n1,2\\n"})
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skill_magics.core import envdirs, fingerprint
-from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
+from skill_magics.core.base import envdirs, fingerprint
+from skill_magics.core.base.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.discovery import SkillFinder
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalPending,
     ApprovalStale,
@@ -65,7 +65,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.store import ApprovalStore
 from skill_magics.core.sources.lock import folder_files, tree_digest
-from skill_magics.core.status import AuditOutcome, RunStatus
+from skill_magics.core.base.status import AuditOutcome, RunStatus
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun

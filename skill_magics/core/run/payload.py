@@ -9,7 +9,7 @@ Example:
     b'{"name": "Zo\\xc3\\xab", "sizes": [1, 2.5]}'
     >>> encode_arguments({1: "x"})
     Traceback (most recent call last):
-    skill_magics.core.errors.ArgumentSerializationError: Argument key 1 in arguments is int, ...
+    skill_magics.core.base.errors.ArgumentSerializationError: Argument key 1 in arguments is int, ...
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from skill_magics.core.audit import safe_repr, safe_str
-from skill_magics.core.errors import ArgumentSerializationError, ArgumentSizeError
+from skill_magics.core.base.audit import safe_repr, safe_str
+from skill_magics.core.base.errors import ArgumentSerializationError, ArgumentSizeError
 
 MAX_ARGUMENT_BYTES = 10 * 2**20
 # Counted here, not left to json.dumps: it raises RecursionError near 1,000 levels on Python

@@ -25,14 +25,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import envdirs, fingerprint
-from skill_magics.core.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
+from skill_magics.core.base import envdirs, fingerprint
+from skill_magics.core.base.audit import CODE_LABEL, AuditLog, arguments_preview, code_preview
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     AmbiguousScriptError,
     HelperScriptError,
     InterpreterNotAllowedError,
@@ -41,8 +41,8 @@ from skill_magics.core.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.mcp.skill import McpSkill
-from skill_magics.core.models import ScriptMetadata, SkillMetadata
-from skill_magics.core.paths import open_inside
+from skill_magics.core.base.models import ScriptMetadata, SkillMetadata
+from skill_magics.core.base.paths import open_inside
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
     ApprovalRequest,
@@ -66,9 +66,9 @@ from skill_magics.core.run.runplan import (
     one_request,
 )
 from skill_magics.core.run.settings import RunSettings
-from skill_magics.core.secrets import SecretStore
+from skill_magics.core.base.secrets import SecretStore
 from skill_magics.core.sources.lock import skill_lock_status
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 
 @dataclass(frozen=True)

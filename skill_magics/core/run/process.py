@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.secrets import Masks
+from skill_magics.core.base.secrets import Masks
 
 logger = logging.getLogger("skill_magics.executor")
 

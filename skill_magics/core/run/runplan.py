@@ -26,11 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.run.approval import ApprovalRequest
 from skill_magics.core.run.gate import ALLOWED, ApprovalGate, Verdict
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from skill_magics.core.errors import SandboxUnavailableError
+from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run import sandbox_mounts as mounts
 from skill_magics.core.run.approval import SandboxInfo
 from skill_magics.core.run.sandbox_mounts import Bind

@@ -48,7 +48,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from skill_magics.core import envdirs
+from skill_magics.core.base import envdirs
 
 # Bound read-only as they are (a symlink such as /bin -> usr/bin is recreated as one).
 SYSTEM_DIRS: tuple[str, ...] = (

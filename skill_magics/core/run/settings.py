@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from skill_magics.core import interpreters
-from skill_magics.core.namelist import name_list, path_list
+from skill_magics.core.base import interpreters
+from skill_magics.core.base.namelist import name_list, path_list
 from skill_magics.core.run import workdir
 from skill_magics.core.run.defaults import (
     DEFAULT_MAX_OUTPUT_SIZE,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from skill_magics.core.errors import WorkingDirectoryError
+from skill_magics.core.base.errors import WorkingDirectoryError
 
 SKILL = "skill"
 WORKSPACE = "workspace"

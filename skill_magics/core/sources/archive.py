@@ -30,7 +30,7 @@ import stat
 import zipfile
 from typing import BinaryIO
 
-from skill_magics.core.errors import UnsafeArchiveError
+from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.sources.names import path_problem
 from skill_magics.core.sources.snapshot import (
     FILE,
@@ -41,7 +41,7 @@ from skill_magics.core.sources.snapshot import (
     Snapshot,
 )
 from skill_magics.core.sources.spec import ARCHIVE, SourceSpec
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 MAX_MEMBERS = 20_000  # files and folders
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR bytes

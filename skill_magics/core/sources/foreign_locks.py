@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.catalog.frontmatter import parse_skill_md
-from skill_magics.core.errors import LockFileError, SkillMagicsError, SourceError
+from skill_magics.core.base.errors import LockFileError, SkillMagicsError, SourceError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources.install import (
@@ -50,7 +50,7 @@ from skill_magics.core.sources.install import (
 from skill_magics.core.sources.lock import MAX_LOCK_BYTES, computed_hash
 from skill_magics.core.sources.snapshot import StagedSkill
 from skill_magics.core.sources.spec import check_ref, check_subfolder
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 COMPUTED = "computedHash"
 TREE_SHA = "git tree SHA"

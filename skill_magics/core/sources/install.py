@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     ApprovalDeclined,
     ApprovalUnavailable,
     RunInterrupted,
@@ -73,8 +73,8 @@ from skill_magics.core.sources.spec import (
     SourceSpec,
     parse_source,
 )
-from skill_magics.core.status import AuditOutcome
-from skill_magics.core.visible import visible
+from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.base.visible import visible
 
 DEFAULT_SUBDIR = Path(".agents") / "skills"
 

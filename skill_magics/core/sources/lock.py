@@ -34,10 +34,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import fingerprint
-from skill_magics.core.errors import LockFileError, SourceError
+from skill_magics.core.base import fingerprint
+from skill_magics.core.base.errors import LockFileError, SourceError
 from skill_magics.core.sources.names import folder_name, relative_path
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1

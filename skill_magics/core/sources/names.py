@@ -11,14 +11,14 @@ Example:
     'scripts/run.py'
     >>> folder_name("../etc")
     Traceback (most recent call last):
-    skill_magics.core.errors.SourceError: The skill folder name '../etc' is not used ...
+    skill_magics.core.base.errors.SourceError: The skill folder name '../etc' is not used ...
 """
 
 from __future__ import annotations
 
-from skill_magics.core.errors import SourceError
-from skill_magics.core.paths import folder_name_problem
-from skill_magics.core.visible import visible
+from skill_magics.core.base.errors import SourceError
+from skill_magics.core.base.paths import folder_name_problem
+from skill_magics.core.base.visible import visible
 
 MAX_PATH_CHARS = 1024
 MAX_PATH_DEPTH = 32

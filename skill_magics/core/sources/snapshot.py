@@ -31,11 +31,11 @@ from typing import Any, BinaryIO
 
 from skill_magics.core.catalog.discovery import SKILL_FILES
 from skill_magics.core.catalog.frontmatter import parse_skill_md
-from skill_magics.core.errors import SkillMagicsError, SourceError
+from skill_magics.core.base.errors import SkillMagicsError, SourceError
 from skill_magics.core.sources.lock import FileRecord, tree_digest
 from skill_magics.core.sources.names import folder_name, name_problem, path_problem
 from skill_magics.core.sources.spec import SourceSpec
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 FILE = "file"
 LINK = "link"

@@ -25,9 +25,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core.errors import SourceError
+from skill_magics.core.base.errors import SourceError
 from skill_magics.core.sources.names import path_problem
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 GIT = "git"
 ARCHIVE = "archive"

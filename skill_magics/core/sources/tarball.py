@@ -15,7 +15,7 @@ from __future__ import annotations
 import tarfile
 from typing import BinaryIO
 
-from skill_magics.core.errors import UnsafeArchiveError
+from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.sources.archive import MAX_MEMBERS
 from skill_magics.core.sources.names import path_problem
 from skill_magics.core.sources.snapshot import (
@@ -27,7 +27,7 @@ from skill_magics.core.sources.snapshot import (
     Snapshot,
 )
 from skill_magics.core.sources.spec import SourceSpec
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 
 class TarSnapshot(Snapshot):

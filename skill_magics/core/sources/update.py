@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from skill_magics.core.errors import LockFileError, SkillExistsError
+from skill_magics.core.base.errors import LockFileError, SkillExistsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
@@ -60,7 +60,7 @@ from skill_magics.core.sources.lock import (
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
 from skill_magics.core.sources.spec import WELL_KNOWN, SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 MAX_DIFF_CHARS = 200_000
 MAX_DIFF_FILE = 256 * 1024

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urljoin, urlsplit
 
-from skill_magics.core.errors import RunInterrupted, SourceError, UnsafeArchiveError
+from skill_magics.core.base.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.sources.names import name_problem
 from skill_magics.core.sources.snapshot import (
     FILE,
@@ -47,7 +47,7 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
 )
 from skill_magics.core.sources.spec import ARCHIVE, SourceSpec, is_loopback
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD = "skill-md"

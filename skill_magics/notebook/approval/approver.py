@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 from IPython.display import display
 
-from skill_magics.core.deprecation import deprecation_message, renamed_module_name
-from skill_magics.core.errors import (
+from skill_magics.core.base.deprecation import deprecation_message, renamed_module_name
+from skill_magics.core.base.errors import (
     ApprovalPending,
     ApprovalUnavailable,
     RunInterrupted,

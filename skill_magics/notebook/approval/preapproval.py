@@ -1,7 +1,7 @@
 """Pre-approval from configuration: ``SkillMagics.auto_approve`` and ``SKILL_MAGICS_AUTO_APPROVE``.
 
 Both take ``"*"`` (every skill) or skill names: a list, or one string of names separated by
-commas and/or spaces (``core/namelist.py``, the one name-list parser).
+commas and/or spaces (``core/base/namelist.py``, the one name-list parser).
 
 Example:
     >>> preapproved_by("pdf", ["pdf"], env={})
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from skill_magics.core.namelist import name_list
+from skill_magics.core.base.namelist import name_list
 
 AUTO_APPROVE_ENV = "SKILL_MAGICS_AUTO_APPROVE"
 

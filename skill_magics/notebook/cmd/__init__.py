@@ -48,7 +48,7 @@ def lookup(name: str) -> Callable[[SkillsHost, list[str]], Any]:
     """The ``run`` function of subcommand ``name``; UsageError with close matches otherwise."""
     name = ALIASES.get(name, name)
     if name in RENAMED:
-        from skill_magics.core.deprecation import deprecation_message
+        from skill_magics.core.base.deprecation import deprecation_message
 
         old, name = name, RENAMED[name]
         warnings.warn(deprecation_message(f"%skills {old}", f"%skills {name}"), FutureWarning, 2)

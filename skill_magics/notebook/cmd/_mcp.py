@@ -8,7 +8,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import McpError
+from skill_magics.core.base.errors import McpError
 from skill_magics.notebook.cmd import SkillsHost
 
 ADD_USAGE = "%skills add mcp LABEL -- COMMAND [ARG...]  or  %skills add mcp LABEL URL"
@@ -58,7 +58,7 @@ def show(magics: SkillsHost, qualified: str) -> Any | None:
 
     from skill_magics.core.mcp.servers import servers_of
     from skill_magics.core.mcp.wire import SKILL_MD, binding
-    from skill_magics.core.visible import visible
+    from skill_magics.core.base.visible import visible
     from skill_magics.notebook.render.display import Display
 
     label, _, name = qualified.partition("/")

@@ -12,7 +12,7 @@ import sys
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.base.errors import EnvironmentBuildError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 from skill_magics.notebook.magics import drive
 

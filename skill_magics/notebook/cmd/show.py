@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "NAME | LABEL/NAME: metadata, SKILL.md and scripts of one skill (LABEL: an MCP server)"
@@ -17,7 +17,7 @@ PARSER.add_argument("name")
 def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.catalog.plugins import plugin_of
     from skill_magics.core.run.plan import provenance_info
-    from skill_magics.core.secrets import secret_forms
+    from skill_magics.core.base.secrets import secret_forms
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import SkillMagicsError, magic_words
+from skill_magics.core.base.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skillagent import MissingKey

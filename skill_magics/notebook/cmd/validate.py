@@ -36,7 +36,7 @@ class ValidationReport(dict):
 
 
 def run(magics: SkillsHost, args: list[str]) -> ValidationReport:
-    from skill_magics.core.validation import validate_skills
+    from skill_magics.core.lab.validation import validate_skills
 
     opts = PARSER.parse(args)
     budget = opts.budget

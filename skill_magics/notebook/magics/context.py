@@ -1,7 +1,7 @@
 """``%skill_context`` and ``%skills available``: prompt context in a notebook.
 
 Thin on purpose: core builds the XML and runs the referenced scripts through its pipeline
-(core/context.py: plan -> gate -> execute); this module parses the line, hands core the
+(core/prompt/context.py: plan -> gate -> execute); this module parses the line, hands core the
 notebook approver (approval/approver.py) and displays the result.
 
     ctx = %skill_context csv-profiler --args '{"csv": "a,b\\n1,2\\n"}'
@@ -26,7 +26,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
 from skill_magics.notebook.names import NameListAction
@@ -180,7 +180,7 @@ class ContextMagics(SharedMagics):
         return await drive.awaited(self.skill_magics, self._skill_context, line)
 
     def _skill_context(self, mode: drive.Mode, line: str) -> drive.Magic[SkillContextText | None]:
-        from skill_magics.core import context
+        from skill_magics.core.prompt import context
 
         opts = self._context_opts(line)
         names, options = self._build_args(opts, mode.approver())
@@ -246,7 +246,7 @@ class ContextMagics(SharedMagics):
 class AvailableSkillsText(SkillContextText):
     """The ``<available_skills>`` block (a ``str``) shown with its sizes: tokens per skill and
     in total, which tokenizer counted, and every skill left out with the reason.
-    ``.available_skills`` is core's :class:`~skill_magics.core.available_skills.AvailableSkills`
+    ``.available_skills`` is core's :class:`~skill_magics.core.prompt.available_skills.AvailableSkills`
     (``.omitted``, ``.entries``, ...); ``.catalog`` its deprecated old name."""
 
     available_skills: Any
@@ -259,7 +259,7 @@ class AvailableSkillsText(SkillContextText):
     @property
     def catalog(self) -> Any:
         """Deprecated: the old name of ``.available_skills`` (a FutureWarning)."""
-        from skill_magics.core.deprecation import deprecation_message
+        from skill_magics.core.base.deprecation import deprecation_message
 
         old, new = ".catalog", ".available_skills"
         warnings.warn(deprecation_message(old, new), FutureWarning, stacklevel=2)
@@ -291,7 +291,7 @@ class AvailableSkillsText(SkillContextText):
 def renamed_option(value: Any, old_value: Any, new: str, old: str) -> Any:
     """A magic's option under its new name, or its old name with a FutureWarning (shown in
     Jupyter); both given is a UsageError."""
-    from skill_magics.core.deprecation import renamed_argument
+    from skill_magics.core.base.deprecation import renamed_argument
 
     try:
         return renamed_argument(
@@ -328,7 +328,7 @@ AVAILABLE_USAGE = (
 def available_skills_command(magics: SkillsHost, args: list[str]) -> AvailableSkillsText:
     """``%skills available``: the <available_skills> block (skills-ref format by default),
     filtered by name globs and fitted to a budget, with its token counts."""
-    from skill_magics.core.available_skills import available_skills
+    from skill_magics.core.prompt.available_skills import available_skills
 
     opts = available_skills_parser().parse(args)
     layout = renamed_option(opts.layout, opts.format, "--layout", "--format")

@@ -20,7 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from skill_magics.core.errors import SkillMagicsError, magic_words
+from skill_magics.core.base.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 from skill_magics.notebook.names import NameListAction

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from skill_magics.core.errors import BatchInterrupted, RunInterrupted, SkillMagicsError
-from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.base.errors import BatchInterrupted, RunInterrupted, SkillMagicsError
+from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import usage_error
@@ -116,7 +116,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
 
 def _pool(magics: Any, opts: Any) -> Any:
     """The variable ``--pool VAR`` names (or ``--executor VAR``, its deprecated old name)."""
-    from skill_magics.core.deprecation import renamed_argument
+    from skill_magics.core.base.deprecation import renamed_argument
 
     try:
         name = renamed_argument(

@@ -1,7 +1,7 @@
 """``%%skillpy SKILL``: run the cell as Python inside the skill's own venv.
 
 Core plans the ``python -c`` run, the gate decides (the request carries the code), the
-executor runs it (core/skillpy.py). This module parses the line and shows the result.
+executor runs it (core/run/env/skillpy.py). This module parses the line and shows the result.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class SkillPyMagics(SharedMagics):
         return await drive.awaited(self.skill_magics, self._skillpy, line, cell)
 
     def _skillpy(self, mode: drive.Mode, line: str, cell: str) -> drive.Magic[SkillPyResult | None]:
-        from skill_magics.core import skillpy
+        from skill_magics.core.run.env import skillpy
 
         opts = parse_argstring(self.skillpy, line)
         run = (self.manager, opts.skill, cell)

@@ -34,9 +34,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from skill_magics.core.errors import RunInterrupted, SkillMagicsError
-from skill_magics.core.jsonable import to_jsonable
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.errors import RunInterrupted, SkillMagicsError
+from skill_magics.core.base.jsonable import to_jsonable
+from skill_magics.core.base.status import RunStatus
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
@@ -250,7 +250,7 @@ class SkillRunMagics(SharedMagics):
                     f"--eval could not evaluate the cell body ({type(exc).__name__}: {exc}): "
                     "fix the expression"
                 ) from None
-            return to_jsonable(value)  # pandas/NumPy values as plain JSON (core/jsonable.py)
+            return to_jsonable(value)  # pandas/NumPy values as plain JSON (core/base/jsonable.py)
         if not body:
             return {}
         try:

@@ -3,7 +3,7 @@
 Configuration (``%config SkillMagics.timeout = 60`` or ``c.SkillMagics.timeout`` in
 ipython_config.py): see the traits below. Bad values are refused when set, in one line.
 A list of names (``allowed_interpreters``, ``env_passthrough``, ``sandbox_network``) given
-as one string is read by the one parser (core/namelist.py): ``"python3, bash"`` is two
+as one string is read by the one parser (core/base/namelist.py): ``"python3, bash"`` is two
 names, as for ``auto_approve``; a list of paths (``skill_dirs``, ``sandbox_read``,
 ``sandbox_deny_read``) given as one string is one path (a folder name may hold a comma).
 """
@@ -33,8 +33,8 @@ from traitlets import (
     validate,
 )
 
-from skill_magics.core.errors import SkillMagicsError
-from skill_magics.core.namelist import name_list
+from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
@@ -303,7 +303,7 @@ class SkillMagics(Magics):
 
     @observe("catalog_budget")
     def _old_budget_name(self, change: Any) -> None:
-        from skill_magics.core.deprecation import renamed_argument
+        from skill_magics.core.base.deprecation import renamed_argument
 
         new, old = "SkillMagics.available_skills_budget", "SkillMagics.catalog_budget"
         current = self.available_skills_budget

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from skill_magics.core.secrets import redact_known
+from skill_magics.core.base.secrets import redact_known
 
 # status -> (label shown to people, badge colour). Colours read on light and dark themes.
 STATUS_STYLES: dict[str, tuple[str, str]] = {
@@ -57,7 +57,7 @@ def format_count(n: int) -> str:
 def shorten(text: str | None, width: int) -> str:
     """One line, whitespace collapsed, cut at ``width`` characters with an ellipsis.
 
-    Secret values are masked first (core/secrets.py): before the collapse and the cut
+    Secret values are masked first (core/base/secrets.py): before the collapse and the cut
     change the text, so no part of a value ever shows."""
     line = " ".join(redact_known(str(text or "")).split())
     if len(line) <= width:

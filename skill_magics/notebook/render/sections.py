@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from skill_magics.core.secrets import redact_known
+from skill_magics.core.base.secrets import redact_known
 from skill_magics.notebook.render.format import (
     arguments_preview,
     display_slice,

@@ -10,7 +10,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 from skill_magics.notebook.render.display import Display
 from skill_magics.notebook.render.format import shorten
 from skill_magics.notebook.render.markdown import markdown_html

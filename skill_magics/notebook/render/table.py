@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 from skill_magics.notebook.render.format import shorten
 
 

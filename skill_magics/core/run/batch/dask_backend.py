@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError
 
 
 def is_dask_client(obj: Any) -> bool:

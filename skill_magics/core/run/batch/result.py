@@ -24,10 +24,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from skill_magics.core.deprecation import deprecation_message
-from skill_magics.core.models import ScriptExecutionResult
-from skill_magics.core.secrets import cut_known, redact_known
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.deprecation import deprecation_message
+from skill_magics.core.base.models import ScriptExecutionResult
+from skill_magics.core.base.secrets import cut_known, redact_known
+from skill_magics.core.base.status import RunStatus
 
 # The statuses a batch item ends with, in the order summaries list them.
 ITEM_STATUSES = (
@@ -266,7 +266,7 @@ def _json_columns(item: BatchItem, row: dict[str, Any]) -> dict[str, Any]:
 
 def _text_row(item: BatchItem, *, show_error: bool = False) -> str:
     code = "" if item.exit_code is None else f" exit {item.exit_code}"
-    # Every text is redacted before it is cut (core/secrets.py: cut_known).
+    # Every text is redacted before it is cut (core/base/secrets.py: cut_known).
     text = cut_known(item.describe_input(), 60)
     line = f"  [{item.index}] {item.status}{code}  {text}"
     if show_error:

@@ -42,9 +42,9 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skill_magics.core.audit import AuditLog, AuditRecord
-from skill_magics.core.errors import BatchInterrupted, SkillMagicsError
-from skill_magics.core.jsonable import to_jsonable
+from skill_magics.core.base.audit import AuditLog, AuditRecord
+from skill_magics.core.base.errors import BatchInterrupted, SkillMagicsError
+from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
 from skill_magics.core.run.batch.result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
@@ -53,7 +53,7 @@ from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome, finished
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.status import AuditOutcome, RunStatus
+from skill_magics.core.base.status import AuditOutcome, RunStatus
 
 logger = logging.getLogger("skill_magics.batch")
 

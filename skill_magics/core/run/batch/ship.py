@@ -56,15 +56,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from skill_magics.core import fingerprint, paths
-from skill_magics.core.audit import AuditLog, AuditRecord, arguments_preview
+from skill_magics.core.base import fingerprint, paths
+from skill_magics.core.base.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.catalog.discovery import SkillFinder
-from skill_magics.core.errors import ApprovalStale, PathSecurityError, SkillMagicsError
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.errors import ApprovalStale, PathSecurityError, SkillMagicsError
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.run.batch import ship_owner
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
-from skill_magics.core.status import RunStatus
+from skill_magics.core.base.status import RunStatus
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a skill folder bigger than this is data, not a skill
 SHIP_DIR_NAME = "skill-magics-shipped"  # + "-<uid>", under the worker's temp directory

@@ -35,17 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skill_magics.core import envdirs, safefs
+from skill_magics.core.base import envdirs, safefs
 from skill_magics.core.catalog.requirements import requirement_problem
-from skill_magics.core.errors import EnvironmentBuildError
+from skill_magics.core.base.errors import EnvironmentBuildError
 from skill_magics.core.run.process import SpawnError, run_process
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 INFO_FILE = "skill-magics-env.json"
 PTH_FILE = "_skill_magics_kernel.pth"
 STEP_TIMEOUT = 600.0  # one installer step; a large wheel on a slow link fits
 MAX_OUTPUT = 4 << 20
-TAIL_LINES = 6  # errors are one line (core/errors.py): the installer's last lines
+TAIL_LINES = 6  # errors are one line (core/base/errors.py): the installer's last lines
 
 UV = "uv"
 PIP = "pip"

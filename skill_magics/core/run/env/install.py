@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core import envdirs, fingerprint
-from skill_magics.core.audit import AuditLog
+from skill_magics.core.base import envdirs, fingerprint
+from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
-from skill_magics.core.interpreters import skill_venv_python
-from skill_magics.core.paths import check_skill_name
+from skill_magics.core.base.errors import EnvironmentBuildError, SkillMagicsError, SkillNameError
+from skill_magics.core.base.interpreters import skill_venv_python
+from skill_magics.core.base.paths import check_skill_name
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
     ApprovalRequest,
@@ -42,7 +42,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.env import build as envbuild
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome
-from skill_magics.core.status import AuditOutcome
+from skill_magics.core.base.status import AuditOutcome
 
 BUILT = "built"
 UP_TO_DATE = "up to date"
@@ -127,7 +127,7 @@ def plan_install(
     that names no distribution (EnvironmentBuildError).
     """
     name = skill.name
-    try:  # a skill whose name is not one folder name gets nothing (core/paths.py)
+    try:  # a skill whose name is not one folder name gets nothing (core/base/paths.py)
         check_skill_name(name, Path(skill.base_dir).name)
     except SkillNameError as exc:
         audit.refused(name, INSTALL_LABEL, "", exc)

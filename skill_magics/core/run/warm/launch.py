@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skill_magics.core import envdirs, paths
+from skill_magics.core.base import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import Pipe
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
@@ -719,7 +719,7 @@ def script_imports(prepared: PreparedRun) -> Sequence[str]:
     """The third-party packages the run's script imports, installed for its Python (from
     the requirements analysis of that script alone)."""
     from skill_magics.core.catalog.requirements import skill_requirements
-    from skill_magics.core.models import ScriptMetadata
+    from skill_magics.core.base.models import ScriptMetadata
 
     if prepared.script is None:
         return ()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from skill_magics.core.errors import WarmStateError
+from skill_magics.core.base.errors import WarmStateError
 from skill_magics.core.run.process import Child, Pipe, SpawnError, group_kwargs
 
 logger = logging.getLogger("skill_magics.warm")

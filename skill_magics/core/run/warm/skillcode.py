@@ -21,8 +21,8 @@ import importlib.machinery
 import threading
 from dataclasses import dataclass
 
-from skill_magics.core import fingerprint
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.base import fingerprint
+from skill_magics.core.base.errors import SkillMagicsError
 
 _SUFFIXES = tuple(importlib.machinery.all_suffixes())  # .py, .pyc, .cpython-311-x86_64...so
 

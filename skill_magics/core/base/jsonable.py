@@ -26,7 +26,7 @@ import datetime
 import math
 from typing import Any
 
-from skill_magics.core.errors import ArgumentSerializationError
+from skill_magics.core.base.errors import ArgumentSerializationError
 
 MAX_DEPTH = 200  # deeper values are left as they are (the executor reports its own limits)
 

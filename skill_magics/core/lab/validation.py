@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from skill_magics.core.available_skills import entry_text
+from skill_magics.core.prompt.available_skills import entry_text
 from skill_magics.core.catalog.frontmatter import (
     build_metadata,
     parse_frontmatter_yaml,
@@ -53,8 +53,8 @@ from skill_magics.core.catalog.frontmatter import (
 )
 from skill_magics.core.catalog.kinds import may_run
 from skill_magics.core.catalog.references import PROSE_MD_RE, case_match, find_references
-from skill_magics.core.errors import SkillParseError
-from skill_magics.core.interpreters import (
+from skill_magics.core.base.errors import SkillParseError
+from skill_magics.core.base.interpreters import (
     DEFAULT_ALLOWED,
     EXTENSIONS,
     canonical,
@@ -63,9 +63,9 @@ from skill_magics.core.interpreters import (
     read_first_line,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.paths import folder_name_problem
-from skill_magics.core.secrets import secret_conflicts
-from skill_magics.core.tokens import TokenCounter, as_counter
+from skill_magics.core.base.paths import folder_name_problem
+from skill_magics.core.base.secrets import secret_conflicts
+from skill_magics.core.prompt.tokens import TokenCounter, as_counter
 
 # The reference validator's limits and fields (the Agent Skills specification).
 MAX_NAME = 64
@@ -140,7 +140,7 @@ def validate_skill(
     """Problems of the skill at ``path`` (its folder or its SKILL.md), one line each.
 
     An empty list means nothing was found. ``max_chars``/``max_tokens``: the budget of the
-    ``<available_skills>`` block the skill's own entry must fit in (``core/available_skills.py``).
+    ``<available_skills>`` block the skill's own entry must fit in (``core/prompt/available_skills.py``).
     """
     found = check_skill(path, max_chars=max_chars, max_tokens=max_tokens, counter=counter)
     return [str(p) for p in found]
@@ -359,7 +359,7 @@ def _text(value: Any) -> str | None:
 
 
 def _secret_declaration_problems(file: str, data: dict[str, Any]) -> list[Problem]:
-    """A secret name declared twice differently (core/secrets.py reads every form)."""
+    """A secret name declared twice differently (core/base/secrets.py reads every form)."""
     extra = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     merged = {k: v for k, v in data.items() if k not in SPEC_FIELDS} | dict(extra or {})
     return [

@@ -27,7 +27,7 @@ What is listed (docs/architecture.md, *The available skills block*):
 
 Layouts (``layout=``): ``"skills-ref"`` (default; byte-identical to skills-ref's
 ``to_prompt`` when nothing is filtered, shortened or dropped) and ``"guide"`` (the client
-guide's indented layout, escaped with ``core/xmltext.py``).
+guide's indented layout, escaped with ``core/prompt/xmltext.py``).
 
 Example:
     >>> block = available_skills(manager, max_tokens=400, exclude=["demo-*"])
@@ -47,15 +47,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from skill_magics.core.deprecation import (
+from skill_magics.core.base.deprecation import (
     deprecated_alias,
     renamed_argument,
     renamed_module_name,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.models import SkillMetadata
-from skill_magics.core.tokens import TokenCounter, as_counter
-from skill_magics.core.xmltext import element
+from skill_magics.core.base.models import SkillMetadata
+from skill_magics.core.prompt.tokens import TokenCounter, as_counter
+from skill_magics.core.prompt.xmltext import element
 
 Layout = Literal["skills-ref", "guide"]
 LAYOUTS: tuple[str, ...] = ("skills-ref", "guide")
@@ -158,7 +158,7 @@ def available_skills(
 
     ``include``/``exclude`` are name globs (``"pdf-*"``); ``names`` picks and orders skills
     explicitly (an unknown name raises SkillNotFoundError). ``counter`` counts tokens
-    (default: :func:`core.tokens.default_counter`). ``descriptions`` (skill name -> text)
+    (default: :func:`core.prompt.tokens.default_counter`). ``descriptions`` (skill name -> text)
     lists those skills with another description than SKILL.md's, to try one out without
     editing the file (the skill lab's ``description=``); budgets apply to it as to any.
     ``layout``: "skills-ref" (default) or "guide" (module doc); ``format`` is its deprecated

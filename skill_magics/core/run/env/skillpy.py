@@ -25,11 +25,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.audit import CODE_LABEL
-from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
-from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.base.audit import CODE_LABEL
+from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
+from skill_magics.core.base.interpreters import skill_venv_python
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.pipeline import RunOutcome

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from skill_magics.core.interpreters import skill_venv_python
+from skill_magics.core.base.interpreters import skill_venv_python
 
 ENV_DIR_VAR = "SKILL_MAGICS_ENV_DIR"
 CURRENT = "current"

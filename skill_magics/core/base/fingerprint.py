@@ -60,9 +60,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core import interpreters
-from skill_magics.core.errors import SkillTooDeepError
-from skill_magics.core.visible import visible
+from skill_magics.core.base import interpreters
+from skill_magics.core.base.errors import SkillTooDeepError
+from skill_magics.core.base.visible import visible
 
 MAX_HASHED_BYTES = 1 << 20
 # Folder levels walked; a deeper folder refuses the skill (no real skill nests this far: it

@@ -44,19 +44,19 @@ from collections.abc import Awaitable, Callable, Collection, Generator, Mapping,
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skill_magics.core.available_skills import mcp_listed, opted_out
+from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.context import build_skill_context
-from skill_magics.core.deprecation import renamed_argument, renamed_module_name
-from skill_magics.core.errors import SkillMagicsError
+from skill_magics.core.prompt.context import build_skill_context
+from skill_magics.core.base.deprecation import renamed_argument, renamed_module_name
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.models import ScriptExecutionResult, ScriptMetadata
-from skill_magics.core.namelist import name_list
+from skill_magics.core.base.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
-from skill_magics.core.secrets import redact_known
+from skill_magics.core.base.secrets import redact_known
 
 ToolApi = Literal["anthropic", "openai"]  # whose tool-definition shape
 ACTIVATION_TOOL = "activate_skill"
@@ -179,7 +179,7 @@ def tool_specs(
     # listing never makes us fetch every server's files).
     remote = mcp_listed(manager)
     hidden = {m.name for m in [*metas, *remote] if opted_out(m)}
-    # A string is a name list (core/namelist.py), never a sequence of letters.
+    # A string is a name list (core/base/namelist.py), never a sequence of letters.
     wanted = sorted(m.name for m in metas) if skills is None else list(name_list(skills))
     names = [n for n in wanted if n not in hidden]
     used: set[str] = {ACTIVATION_TOOL}

@@ -1,5 +1,5 @@
 """Prompt context for a model: the ``<skill_context>`` envelope and the ``<available_skills>``
-block (core/available_skills.py).
+block (core/prompt/available_skills.py).
 
 The envelope (docs/architecture.md, *The prompt envelope*)::
 
@@ -68,23 +68,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from skill_magics.core import paths
-from skill_magics.core.activation import MAX_RESOURCES, error_envelope, skill_content
-from skill_magics.core.available_skills import available_skills, skills_catalog
+from skill_magics.core.base import paths
+from skill_magics.core.prompt.activation import MAX_RESOURCES, error_envelope, skill_content
+from skill_magics.core.prompt.available_skills import available_skills, skills_catalog
 from skill_magics.core.catalog.references import ScriptReference, scan_skill
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.deprecation import renamed_argument, renamed_module_name
-from skill_magics.core.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
+from skill_magics.core.base.deprecation import renamed_argument, renamed_module_name
+from skill_magics.core.base.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.skill import McpSkill
-from skill_magics.core.models import ScriptExecutionResult
+from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.pipeline import RunOutcome
 from skill_magics.core.run.plan import PlanGroup, ReferencePlan
-from skill_magics.core.secrets import known_masks, redact_known
-from skill_magics.core.status import RunStatus
-from skill_magics.core.xmltext import decoded_text, element, start_tag
+from skill_magics.core.base.secrets import known_masks, redact_known
+from skill_magics.core.base.status import RunStatus
+from skill_magics.core.prompt.xmltext import decoded_text, element, start_tag
 
 RefsMode = Literal["list", "content", "none"]
 Envelope = Literal["skill_context", "skill_content"]  # what build_skill_context returns
@@ -134,7 +134,7 @@ def build_skill_context(
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
     ``envelope="skill_content"`` gives the Agent Skills client guide's activation result
-    instead (``core/activation.py``): instructions, the absolute skill directory, and up to
+    instead (``core/prompt/activation.py``): instructions, the absolute skill directory, and up to
     ``max_resources`` file paths in ``<skill_resources>``; nothing is read, no script runs
     and nobody is asked, whatever ``run_scripts`` says.
 
@@ -374,7 +374,7 @@ def _reference_content(base: Path, rel: str) -> str:
         except OSError:
             size = len(data)
         return element("file", None, {"path": rel, "binary": "true", "bytes": size})
-    # Redacted first, then cut (core/secrets.py).
+    # Redacted first, then cut (core/base/secrets.py).
     text, more = masks.head(data.decode("utf-8", "replace"), MAX_REFERENCE_CHARS)
     truncated = more or len(data) >= limit
     attributes = {"path": rel, "truncated": "true" if truncated else None}

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.deprecation import deprecation_message
-from skill_magics.core.status import RunStatus, ScriptRole
+from skill_magics.core.base.deprecation import deprecation_message
+from skill_magics.core.base.status import RunStatus, ScriptRole
 
 TIMEOUT_EXIT_CODE = 124  # a run stopped at its time limit (what coreutils `timeout` returns)
 

@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core.errors import (
+from skill_magics.core.base.errors import (
     PathSecurityError,
     ScriptNotFoundError,
     ScriptPermissionError,

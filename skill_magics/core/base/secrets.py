@@ -52,8 +52,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skill_magics.core.errors import SecretMissingError
-from skill_magics.core.namelist import name_list
+from skill_magics.core.base.errors import SecretMissingError
+from skill_magics.core.base.namelist import name_list
 
 REDACTED = "****"
 ELLIPSIS = "…"

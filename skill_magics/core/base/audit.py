@@ -4,7 +4,7 @@ Every record goes to the stdlib logger ``skill_magics.audit``, into a bounded in
 history (for ``%skills history``) and, when configured, one JSON line appended to a file.
 
 No secret value reaches a record: every text a record holds is redacted (every value any
-``SecretStore`` of the process holds, in any escaped form: ``core/secrets.py``) BEFORE it
+``SecretStore`` of the process holds, in any escaped form: ``core/base/secrets.py``) BEFORE it
 is cut to ``ARGUMENTS_PREVIEW_CHARS``, so a value crossing the cut leaves no head behind.
 
 Example:
@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core.secrets import cut_known, known_masks, redact_known
-from skill_magics.core.status import NOTABLE_VALUES, AuditOutcome
-from skill_magics.core.visible import visible
+from skill_magics.core.base.secrets import cut_known, known_masks, redact_known
+from skill_magics.core.base.status import NOTABLE_VALUES, AuditOutcome
+from skill_magics.core.base.visible import visible
 
 logger = logging.getLogger("skill_magics.audit")
 

@@ -23,11 +23,11 @@ What a model receives when it activates a skill (docs/architecture.md, *Activati
   At most ``max_resources`` (default 50) are listed; beyond that the element says
   ``truncated="true" total="N"`` and a comment says how many were not listed. A file that is
   a symlink resolving outside the skill is listed with ``error="outside the skill"``.
-- Well-formed XML whatever the files or names contain (``core/xmltext.py``: escaping, and
+- Well-formed XML whatever the files or names contain (``core/prompt/xmltext.py``: escaping, and
   ``sanitized="text"`` for characters XML cannot carry); :func:`parse_skill_content` gives
   the exact texts back.
 - No script runs and no approval is asked: activation only shows text. Scripts run through
-  the script tools (``core/tools.py``), each through the approval gate.
+  the script tools (``core/prompt/tools.py``), each through the approval gate.
 - An unknown skill gives ``<skill_content name=".." status="not_found">`` with the error and
   close matches; several names give ``<skill_contents>`` wrapping one element per skill.
 
@@ -46,10 +46,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from skill_magics.core import paths
-from skill_magics.core.errors import SkillMagicsError, SkillNotFoundError
+from skill_magics.core.base import paths
+from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.xmltext import body, decoded_text, element, start_tag
+from skill_magics.core.prompt.xmltext import body, decoded_text, element, start_tag
 
 MAX_RESOURCES = 50  # files listed per skill
 MAX_WALK = 10_000  # directory entries looked at per skill: a huge tree is counted no further

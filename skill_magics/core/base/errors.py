@@ -5,12 +5,12 @@ Example:
     ...     "Interpreter 'node' not found in PATH for scripts/build.js: "
     ...     "install Node.js or remove 'node' from allowed_interpreters")
     Traceback (most recent call last):
-    skill_magics.core.errors.InterpreterNotFoundError: Interpreter 'node' not found in PATH ...
+    skill_magics.core.base.errors.InterpreterNotFoundError: Interpreter 'node' not found in PATH ...
 """
 
 from __future__ import annotations
 
-from skill_magics.core.visible import visible
+from skill_magics.core.base.visible import visible
 
 
 class SkillMagicsError(Exception):
