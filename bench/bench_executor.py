@@ -139,7 +139,7 @@ def overshoot(base: Path, meta: SkillMetadata, samples: int, parallel: int) -> l
         start = time.monotonic()
         result = executor.execute("scripts/hang.sh", {}, base, meta, timeout=1)
         late = time.monotonic() - start - 1.0
-        assert result.timeout
+        assert result.timed_out
         with lock:
             results.append(late)
 

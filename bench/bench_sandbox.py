@@ -120,9 +120,9 @@ def main() -> None:
         # The command line a workspace-write run gets, and the same with / bound read-only
         # instead of the given folders (namespaces, /dev, /proc, private /tmp alike).
         prepared = executor.prepare("scripts/trivial.sh", {}, base, meta, sandbox="workspace-write")
-        assert prepared.sandbox is not None
+        assert prepared.sandbox_profile is not None
         given = sandboxing.wrap(
-            prepared.sandbox, prepared.command, prepared.env, str(prepared.cwd)
+            prepared.sandbox_profile, prepared.command, prepared.env, str(prepared.cwd)
         ).argv
         whole = [bwrap, *sandboxing._namespace_args(network=False), "--ro-bind", "/", "/",
                  "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",

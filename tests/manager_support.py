@@ -54,7 +54,8 @@ def manager_for(*dirs: Path, **kwargs):
 def request_of(manager, skill_name: str, scripts, arguments=None, argv=(), code=None):
     """The request a person would see for ``scripts`` (the planner's, with the manager's
     current settings): what a plan carries."""
-    return manager._planner.request(manager.settings, skill_name, scripts, arguments, argv, code)
+    planner = manager._planner
+    return planner.approval_request(manager.settings, skill_name, scripts, arguments, argv, code)
 
 
 def run_plan(manager, plan, **kwargs):

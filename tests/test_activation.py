@@ -36,7 +36,7 @@ def pdf(tmp_path, make_skill):
 
 
 def test_guide_layout_exactly(pdf):
-    xml = build_skill_context(pdf, "pdf", format="skill_content")
+    xml = build_skill_context(pdf, "pdf", envelope="skill_content")
     directory = os.path.realpath(pdf.get_skill("pdf").base_dir)
     assert xml == (
         '<skill_content name="pdf">\n'
@@ -124,11 +124,11 @@ def test_no_resources_and_unknown_and_several(pdf, tmp_path, make_skill):
 def test_skill_content_runs_no_script_and_asks_nobody(pdf, tmp_path):
     asked = []
     xml = build_skill_context(
-        pdf, "pdf", format="skill_content", approver=lambda r: asked.append(r) or "yes_once"
+        pdf, "pdf", envelope="skill_content", approver=lambda r: asked.append(r) or "yes_once"
     )
     assert asked == [] and "SECRET-CONTENT" not in xml
     with pytest.raises(ValueError, match="skill_content"):
-        build_skill_context(pdf, "pdf", format="xml")
+        build_skill_context(pdf, "pdf", envelope="xml")
 
 
 def test_activation_tool_enum_and_call(pdf, tmp_path, make_skill):
@@ -141,7 +141,7 @@ def test_activation_tool_enum_and_call(pdf, tmp_path, make_skill):
     assert activate["name"] == ACTIVATION_TOOL
     assert activate["input_schema"]["properties"]["name"]["enum"] == ["pdf"]
     assert activate["input_schema"]["required"] == ["name"]
-    openai = tool_definitions(manager, format="openai")[0]["function"]
+    openai = tool_definitions(manager, api="openai")[0]["function"]
     assert openai["parameters"]["properties"]["name"]["enum"] == ["pdf"]
     # the script tools are still there, next to it; the opted-out skill offers no tool at all
     names = [t["name"] for t in tools]
@@ -153,7 +153,7 @@ def test_activation_tool_enum_and_call(pdf, tmp_path, make_skill):
     assert guessed["is_error"] and "Unknown tool" in guessed["content"]
     block = handle_tool_call(manager, ACTIVATION_TOOL, {"name": "pdf"}, "t1")
     assert not block["is_error"]
-    assert block["content"] == build_skill_context(manager, "pdf", format="skill_content")
+    assert block["content"] == build_skill_context(manager, "pdf", envelope="skill_content")
     as_json = handle_tool_call(manager, ACTIVATION_TOOL, '{"name": "pdf"}', "t2")
     assert as_json["content"] == block["content"]
     for bad in ({"name": "manual"}, {"name": "nope"}, {}, "not json", [1]):
@@ -174,6 +174,6 @@ def test_skill_content_and_skill_context_share_one_readable_rule(tmp_path, make_
     make_skill(tmp_path, "chem", body="# Chem\nWrite H<sub>2</sub>O; `a && b`.\n")
     manager = SkillManager([tmp_path])
     for fmt in ("skill_context", "skill_content"):
-        text = build_skill_context(manager, "chem", run_scripts=False, format=fmt)
+        text = build_skill_context(manager, "chem", run_scripts=False, envelope=fmt)
         assert "H<sub>2</sub>O; `a && b`." in text, fmt
         assert "&lt;sub&gt;" not in text and "&amp;&amp;" not in text, fmt

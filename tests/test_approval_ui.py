@@ -427,7 +427,7 @@ def test_one_panel_shows_a_batch_an_install_and_a_sandbox():
     assert list(panel.buttons) == ["yes_once", "yes_in_session", "no"]  # the same three answers
 
 
-class _Settings:
+class _Host:
     """What NotebookApprover reads, for a plain InteractiveShell (no kernel)."""
 
     def __init__(self):
@@ -439,6 +439,22 @@ class _Settings:
         self.panels: list = []
 
 
+def test_the_approver_names_the_magics_it_reads_host_not_settings():
+    """NotebookApprover.settings was the SkillMagics (configuration, shell, panels), never a
+    RunSettings: it is .host now, .settings its deprecated old name (issue 30)."""
+    from skill_magics.notebook.approval.approver import NotebookApprover
+
+    host = _Host()
+    approver = NotebookApprover(host)
+    assert approver.host is host
+    with pytest.warns(DeprecationWarning, match=r"^NotebookApprover\.settings is deprecated"):
+        assert approver.settings is host
+    from skill_magics.notebook.approval import approver as module
+
+    with pytest.warns(DeprecationWarning, match=r"^ApprovalSettings is deprecated"):
+        assert module.ApprovalSettings is module.ApprovalHost
+
+
 def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_path, monkeypatch):
     from skill_magics.core.base.errors import RunInterrupted
     from skill_magics.notebook.approval.approver import NotebookApprover
@@ -446,16 +462,16 @@ def test_an_interrupt_racing_a_click_wins_and_stores_nothing(make_skill, tmp_pat
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
     make_skill(tmp_path, "race", scripts={"scripts/a.py": "print(1)\n"})
     manager = manager_for(tmp_path)
-    settings, cancel = _Settings(), threading.Event()
-    approver = NotebookApprover(settings, in_worker=True, cancel=cancel)
+    host, cancel = _Host(), threading.Event()
+    approver = NotebookApprover(host, in_worker=True, cancel=cancel)
 
     def click_and_interrupt():
-        while not settings.panels:
+        while not host.panels:
             time.sleep(0.01)
         # The cell is interrupted as the click arrives: both have happened by the time the
         # wait looks (in the other order the wait may, rightly, return the click first).
         cancel.set()
-        settings.panels[0].buttons["yes_in_session"].click()
+        host.panels[0].buttons["yes_in_session"].click()
 
     threading.Thread(target=click_and_interrupt, daemon=True).start()
     with pytest.raises(RunInterrupted):
@@ -470,15 +486,15 @@ def test_a_failed_wait_withdraws_the_panel(make_skill, tmp_path, monkeypatch):
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
     make_skill(tmp_path, "broken", scripts={"scripts/a.py": "print(1)\n"})
     manager = manager_for(tmp_path)
-    settings = _Settings()
+    host = _Host()
 
     def broken_wait(*args, **kwargs):
         raise RuntimeError("the kernel's message loop failed")
 
     monkeypatch.setattr(waiting, "wait_for_click", broken_wait)
     with pytest.raises(RuntimeError):
-        manager.run_planned(manager.plan("broken", "a"), NotebookApprover(settings))
-    panel = settings.panels[-1]
+        manager.run_planned(manager.plan("broken", "a"), NotebookApprover(host))
+    panel = host.panels[-1]
     assert panel.withdrawn and panel.decision is None
     panel.buttons["yes_once"].click()  # a late click decides nothing
     assert panel.decision is None
@@ -535,14 +551,14 @@ def test_a_kernel_that_cannot_deliver_a_click_says_what_to_do(make_skill, tmp_pa
     monkeypatch.delenv("SKILL_MAGICS_AUTO_APPROVE", raising=False)
     make_skill(tmp_path, "far", scripts={"scripts/a.py": "print(1)\n"})
     manager = manager_for(tmp_path)
-    settings = _Settings()
-    settings.approval_ui = "auto"
-    monkeypatch.setattr(settings.shell, "kernel", _ForeignKernel(), raising=False)
-    approver = NotebookApprover(settings)
+    host = _Host()
+    host.approval_ui = "auto"
+    monkeypatch.setattr(host.shell, "kernel", _ForeignKernel(), raising=False)
+    approver = NotebookApprover(host)
     assert approver.strategy is waiting.Strategy.NONBLOCKING
     verdict = manager.run_planned(manager.plan("far", "a"), approver).verdict
     assert verdict.status is RunStatus.APPROVAL_UNAVAILABLE
     text = verdict.message
     assert "\n" not in text and "cannot deliver a click to a waiting cell" in text
     assert "SkillMagics.approval_ui = 'stdin'" in text and "SKILL_MAGICS_AUTO_APPROVE=far" in text
-    assert not settings.panels, "no buttons nobody's click could reach"
+    assert not host.panels, "no buttons nobody's click could reach"

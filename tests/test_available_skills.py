@@ -170,7 +170,7 @@ def test_custom_counter_and_report(five):
 
 def test_guide_format_is_well_formed_and_escaped(tmp_path, make_skill):
     make_skill(tmp_path, "amp", {"name": "amp", "description": "Tom & <Jerry> \x01 bell"})
-    catalog = available_skills(manager_for(tmp_path), format="guide")
+    catalog = available_skills(manager_for(tmp_path), layout="guide")
     root = ET.fromstring(catalog)
     skill = root.find("skill")
     assert skill.find("name").text == "amp"
@@ -179,8 +179,8 @@ def test_guide_format_is_well_formed_and_escaped(tmp_path, make_skill):
 
 
 def test_bad_arguments(five):
-    with pytest.raises(ValueError, match="format"):
-        available_skills(five, format="json")
+    with pytest.raises(ValueError, match="layout"):
+        available_skills(five, layout="json")
     with pytest.raises(ValueError, match="max_tokens"):
         available_skills(five, max_tokens=-1)
 

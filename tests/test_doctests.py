@@ -96,6 +96,7 @@ DOCTESTED = (
     "skill_magics.notebook.approval.preapproval",
     "skill_magics.notebook.cmd",
     "skill_magics.notebook.magics.runline",
+    "skill_magics.notebook.names",
     "skill_magics.notebook.render.ansi",
     "skill_magics.notebook.render.display",
 )

@@ -99,6 +99,27 @@ def test_install_from_a_well_known_index_then_verify_update_and_sync(shell, site
     assert (into / "csv" / "scripts" / "stats.py").read_bytes() == b"print(2)\n"
 
 
+def test_install_and_update_read_a_skill_list_like_every_magic(shell, site, capsys):
+    """--skill csv,notes was one skill 'csv,notes' (not in the index); now two, as
+    --skill csv --skill notes, and %skills update csv,notes updates both."""
+    v1, notes = tar_gz(CSV), skill_md("notes", "Take notes.").encode()
+    site.index(
+        [
+            entry("csv", "archive", site.publish("/a/csv.tar.gz", v1), v1),
+            entry("notes", "skill-md", site.publish("/notes.md", notes), notes),
+        ]
+    )
+    into = shell.work / "work" / ".agents" / "skills"
+    result = run(shell, f"%skills install {site.base} --skill csv,notes", "Yes once")
+    assert result.error_in_exec is None, result.error_in_exec
+    assert "Installed 2 skills from" in capsys.readouterr().out
+    assert sorted(read_lock(into).skills) == ["csv", "notes"]
+    result = run(shell, "%skills update csv,notes")
+    assert result.error_in_exec is None, result.error_in_exec
+    out = capsys.readouterr().out
+    assert "csv" in out and "notes" in out and "csv,notes" not in out, out
+
+
 def test_refusals_are_one_line_naming_the_fix(shell, site):
     notes = skill_md("notes", "Take notes.").encode()
     hostile = tar_gz({"SKILL.md": notes, "../../escape.sh": b"x"})

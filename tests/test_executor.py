@@ -644,7 +644,7 @@ def test_failed_script_result_and_audit(tmp_path: Path, executor: Runner, make_s
     )
     result = executor.execute("scripts/fail.sh", {}, base, meta)
     assert (result.exit_code, result.stderr, result.success) == (3, "bad input\n", False)
-    assert result.signal is None and not result.timeout
+    assert result.signal is None and not result.timed_out
     rec = last(executor)
     assert (rec.outcome, rec.exit_code) == ("failed", 3)
 

@@ -127,7 +127,7 @@ def test_timeout_kills_a_main_process_that_left_its_group(
     pid = int(_wait_text(marker))
     try:
         assert res.start == start, res.start_note
-        assert res.timeout and "still here" not in res.stdout, res.stderr
+        assert res.timed_out and "still here" not in res.stdout, res.stderr
         assert took < 5, f"the {start} run took {took:.1f} s to time out at 2 s"
     finally:
         _check_dead(pid, start)
@@ -232,7 +232,7 @@ def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
     again = manager.execute_skill_script(
         "sleepy", "sleep", argv=[str(tmp_path / "again.pid")], approver=None, timeout=3
     )
-    assert again.timeout, again.stderr
+    assert again.timed_out, again.stderr
 
 
 # -- kernel exit -----------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_timeout_kills_the_whole_group_promptly(
     start = time.monotonic()
     result = executor.execute("scripts/hang.sh", {}, base, meta, timeout=1)
     elapsed = time.monotonic() - start
-    assert result.timeout and result.exit_code == 124
+    assert result.timed_out and result.exit_code == 124
     assert "Timeout: scripts/hang.sh exceeded 1 s" in result.stderr
     assert "%%skillrun --timeout N; Python: timeout=N" in result.stderr
     assert result.signal is None
@@ -75,7 +75,7 @@ def test_timeout_logs_a_warning(tmp_path: Path, executor: Runner, caplog, make_s
     )
     with caplog.at_level(logging.WARNING, logger="skill_magics.executor"):
         result = executor.execute("scripts/wait.py", {}, base, meta, timeout=1)
-    assert result.timeout
+    assert result.timed_out
     assert any(
         r.levelname == "WARNING" and "exceeded 1 s" in r.getMessage() for r in caplog.records
     )
@@ -89,7 +89,7 @@ def test_timeout_sends_sigterm_first_so_scripts_can_clean_up(
         tmp_path, "demo", scripts={"scripts/tidy.sh": script}, with_metadata=True
     )
     result = executor.execute("scripts/tidy.sh", {}, base, meta, timeout=1)
-    assert result.timeout and result.exit_code == 124
+    assert result.timed_out and result.exit_code == 124
     assert result.stdout == "cleaned up\n"
 
 
@@ -102,7 +102,7 @@ def test_sigterm_ignoring_script_is_killed_after_the_grace(
     )
     start = time.monotonic()
     result = executor.execute("scripts/stubborn.sh", {}, base, meta, timeout=1)
-    assert result.timeout and time.monotonic() - start < 1.5
+    assert result.timed_out and time.monotonic() - start < 1.5
     # SIGTERM ignored: SIGKILL after the 50 ms grace, still within 100 ms of the limit.
     assert result.execution_time_ms - 1000 < 100, result.execution_time_ms
     assert_group_gone(pids_from(result.stdout)[0])
@@ -117,7 +117,7 @@ def test_exit_while_background_child_holds_the_pipes(
     result = executor.execute("scripts/bg.sh", {}, base, meta, timeout=20)
     elapsed = time.monotonic() - start
     assert elapsed < 0.8, elapsed  # well under 1 s, not a false timeout
-    assert result.exit_code == 0 and not result.timeout and "started" in result.stdout
+    assert result.exit_code == 0 and not result.timed_out and "started" in result.stdout
     assert last(executor).outcome == "completed"
     leader, background = pids_from(result.stdout)
     assert_group_gone(leader, [background])  # the background child was cleaned up too
@@ -130,7 +130,7 @@ def test_real_exit_code_kept_when_background_child_lingers(
         tmp_path, "demo", scripts={"scripts/bg.sh": "sleep 30 &\nexit 7\n"}, with_metadata=True
     )
     result = executor.execute("scripts/bg.sh", {}, base, meta)
-    assert result.exit_code == 7 and not result.timeout
+    assert result.exit_code == 7 and not result.timed_out
     assert last(executor).outcome == "failed"
 
 
@@ -144,7 +144,7 @@ def test_script_that_closes_its_pipes_but_keeps_running_times_out(
         with_metadata=True,
     )
     result = executor.execute("scripts/quiet.sh", {}, base, meta, timeout=1)
-    assert result.timeout and result.stdout == "bye\n"
+    assert result.timed_out and result.stdout == "bye\n"
 
 
 # -- signals ----------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def test_signals(tmp_path: Path, executor: Runner, caplog, sig: signal.Signals, 
         result = executor.execute("scripts/crash.py", {}, base, meta)
     assert result.exit_code == -int(sig)
     assert result.signal == sig.name and result.signal_number == int(sig)
-    assert result.signaled and not result.success and not result.timeout
+    assert result.signaled and not result.success and not result.timed_out
     assert f"Signal: {sig.name}" in result.stderr
     assert result.stdout == "before\n"
     assert any(r.levelname == "ERROR" and sig.name in r.getMessage() for r in caplog.records)
@@ -416,7 +416,7 @@ def test_cancel_event_stops_the_group(tmp_path: Path, executor: Runner, make_ski
     result = executor.execute("scripts/hang.sh", {}, base, meta, cancel=cancel)
     assert time.monotonic() - start < 1.5
     assert result.exit_code == -signal.SIGTERM and result.signal == "SIGTERM"
-    assert "stopped on request" in result.stderr and not result.timeout
+    assert "stopped on request" in result.stderr and not result.timed_out
     assert_group_gone(pids_from(result.stdout)[0])
     assert last(executor).outcome == "interrupted"
 
@@ -630,7 +630,7 @@ def test_timeout_also_kills_a_child_that_left_the_group(make_skill, tmp_path):
         scripts={"scripts/e.py": _ESCAPE_THEN_HANG.format(marker=str(marker))},
     )
     result = SkillManager([tmp_path / "s"], timeout=1).execute_skill_script("esc", "e")
-    assert result.timeout
+    assert result.timed_out
     pid = int(marker.read_text())
     deadline = time.monotonic() + 2
     while pid_alive(pid) and time.monotonic() < deadline:

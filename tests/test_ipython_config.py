@@ -101,3 +101,71 @@ def test_the_run_setting_traits_default_to_run_settings_own_defaults(monkeypatch
     as_fields = {k: tuple(v) if isinstance(v, list) else v for k, v in shown.items()}
     assert as_fields == declared
     assert RunSettings(**shown) == RunSettings()
+
+
+LISTS_CONFIG = """\
+c.SkillMagics.allowed_interpreters = "python3, bash"
+c.SkillMagics.env_passthrough = "MY_TOKEN OTHER_TOKEN"
+c.SkillMagics.sandbox_network = "csv-profiler,unit-converter"
+c.SkillMagics.sandbox_read = {folder!r}
+"""
+
+LISTS_CODE = """\
+get_ipython().run_line_magic("load_ext", "skill_magics")
+m = get_ipython().magics_manager.registry["SkillMagics"]
+s = m.manager.settings
+print("traits", m.allowed_interpreters, m.env_passthrough, m.sandbox_network, m.sandbox_read)
+print("settings", sorted(s.allowed), s.env_passthrough, s.sandbox_network, s.sandbox_read)
+"""
+
+
+def test_a_string_for_a_list_of_names_in_ipython_config_is_split(tmp_path: Path) -> None:
+    """``c.SkillMagics.allowed_interpreters = "python3, bash"`` was ONE interpreter named
+    'python3, bash' (traitlets makes a string a one-item list): no script could run. Names
+    are split by the one parser, as auto_approve's are; a path list's string stays one path."""
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    folder = str(tmp_path / "my data, 2026")
+    (profile / "ipython_config.py").write_text(LISTS_CONFIG.format(folder=folder))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILL_MAGICS")}
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")
+    proc = subprocess.run(
+        [sys.executable, "-m", "IPython", "--colors=nocolor", "-c", LISTS_CODE],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "traits ['python3', 'bash'] ['MY_TOKEN', 'OTHER_TOKEN'] "
+        f"['csv-profiler', 'unit-converter'] [{folder!r}]"
+    ) in proc.stdout, proc.stdout + proc.stderr
+    assert (
+        "settings ['bash', 'python3'] ('MY_TOKEN', 'OTHER_TOKEN') "
+        f"('csv-profiler', 'unit-converter') ({folder!r},)"
+    ) in proc.stdout, proc.stdout
+
+
+def test_a_string_for_a_list_of_names_in_percent_config_is_split(ipython_shell, tmp_path):
+    """The same through %config, and what it must NOT change: a list keeps each item as
+    written (a comma inside one is part of it), a path list's string is one path."""
+    from skill_magics.notebook.extension import get_magics
+
+    ip = ipython_shell(tmp_path)
+    magics = get_magics(ip)
+    for value in ('"python3, bash"', '"python3 bash"', '"python3,bash"'):
+        ip.run_cell(f"%config SkillMagics.allowed_interpreters = {value}")
+        assert magics.allowed_interpreters == ["python3", "bash"], value
+    assert magics.manager.settings.allowed == {"python3", "bash"}
+    ip.run_cell('%config SkillMagics.env_passthrough = "MY_TOKEN"')
+    assert magics.env_passthrough == ["MY_TOKEN"]  # one name: one item, never letters
+    ip.run_cell('%config SkillMagics.sandbox_network = ["a,b"]')
+    assert magics.sandbox_network == ["a,b"]  # a list item is one name, as written
+    folder = str(tmp_path / "my data, 2026")
+    ip.run_cell(f"%config SkillMagics.sandbox_deny_read = {folder!r}")
+    assert magics.sandbox_deny_read == [folder]
+    ip.run_cell(f"%config SkillMagics.skill_dirs = {str(tmp_path)!r}")
+    assert magics.skill_dirs == [str(tmp_path)]

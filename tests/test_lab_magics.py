@@ -157,6 +157,43 @@ def test_skills_triggers_reports_rates_and_shows_a_chart(shell, server, capsys):
         shell.run_line_magic("skills", "evals")
 
 
+def test_a_list_of_skills_reads_a_comma_like_a_space(shell, server):
+    """--skills marker,notes was ONE unknown skill 'marker,notes'; now the one name-list
+    parser (core/base/namelist.py) reads it as --skills marker notes, in %%skillagent and in
+    %skills triggers, and a list of separators only is a one-line error."""
+    server.script = lambda c: say("hi")
+    seen = []
+    for skills in ("marker,notes", "marker notes", "marker, notes", "marker --skills notes"):
+        cell = f"%%skillagent --model m --client client --skills {skills} -o t\nhello\n"
+        result = shell.run_cell(cell)
+        assert result.error_in_exec is None, (skills, result.error_in_exec)
+        call_ = server.calls[-1]
+        seen.append((call_.system, sorted(call_.tools)))
+    assert seen[0] == seen[1] == seen[2] == seen[3]
+    assert "<name>\nnotes\n</name>" in seen[0][0] and "marker__mark" in seen[0][1]
+    assert "<name>\nmarker\n</name>" in seen[0][0]
+    shell.user_ns["queries"] = [{"query": "mark this", "should_trigger": False}]
+    for skills in ("marker,notes", "marker notes"):
+        result = shell.run_cell(
+            f"%skills triggers marker --queries queries --client client --model m "
+            f"--skills {skills} -o rep"
+        )
+        assert result.error_in_exec is None, (skills, result.error_in_exec)
+        assert "<name>\nnotes\n</name>" in server.calls[-1].system
+    from skill_magics.notebook.cmd import evals
+
+    def configurations(*line: str) -> list[str]:
+        return evals.parser().parse_known_args(["marker", *line])[0].configurations
+
+    assert configurations() == ["with_skill", "without_skill"]  # the default
+    assert configurations("--configurations", "with_skill") == ["with_skill"]  # replaced
+    both = configurations("--configurations", "with_skill", "without_skill")
+    assert configurations("--configurations", "with_skill,without_skill") == both
+    m = shell.magics_manager.registry[SkillAgentMagics.__name__]
+    with pytest.raises(UsageError, match=r"--skills ',' holds no name: give names as a,b"):
+        m.skillagent("--model m --client client --skills ,", "hi")
+
+
 def test_skills_evals_asks_once_and_writes_the_workspace(shell, server, tmp_path):
     evals = shell.skills_root / "marker" / "evals"
     evals.mkdir()

@@ -163,7 +163,7 @@ def test_sleepy_times_out(example_manager):
     result = example_manager.execute_skill_script(
         "demo-behaviours", "sleepy", {"seconds": 30}, timeout=1
     )
-    assert result.timeout and result.exit_code == 124
+    assert result.timed_out and result.exit_code == 124
     assert "tick 0" in result.stdout
     assert outcomes(example_manager)[-1] == "timeout"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_magics.core.base.namelist import name_list, path_list
+from skill_magics.core.base.namelist import name_list, path_list, token_names
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.notebook.approval.preapproval import (
     AUTO_APPROVE_ENV,
@@ -116,3 +116,10 @@ def test_a_path_is_never_split_like_names(tmp_path) -> None:
     settings = RunSettings(sandbox_read=str(odd), sandbox_deny_read="~/my secrets")
     assert settings.sandbox_read == (str(odd),)
     assert settings.sandbox_deny_read == ("~/my secrets",)
+
+
+def test_a_magics_tokens_are_each_a_string_list() -> None:
+    """A magic's line gives tokens: ``a,b`` and ``a b`` name the same skills."""
+    assert token_names(["a,b", "c"]) == token_names(["a", "b", "c"]) == ("a", "b", "c")
+    assert token_names(["a, b,", ","]) == ("a", "b")
+    assert token_names([]) == token_names(None) == ()

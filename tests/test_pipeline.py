@@ -268,7 +268,7 @@ def test_per_run_overrides_become_the_runs_settings(skills: Path, tmp_path: Path
         base.for_run(timeout=0)
     manager = manager_for(skills, run_cwd="skill")
     prepared = manager.plan("one", "a", timeout=7, cwd=str(tmp_path), warm=False).prepared
-    assert (prepared.timeout, prepared.cwd, prepared.warm) == (7, tmp_path.resolve(), "off")
+    assert (prepared.timeout, prepared.cwd, prepared.warm_start) == (7, tmp_path.resolve(), "off")
     assert manager.settings.timeout == 30  # the manager's own settings stay
 
 

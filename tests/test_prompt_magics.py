@@ -1,5 +1,5 @@
-"""%skills available with budget and globs, %skills validate, %skill_context --format skill_content,
-in a real IPython shell."""
+"""%skills available with budget and globs, %skills validate, %skill_context --envelope
+skill_content, in a real IPython shell."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_available_drops_and_says_which(shell):
 def test_available_budget_from_config_and_bad_input(shell):
     run(shell, "%config SkillMagics.available_skills_budget = 120")
     assert run(shell, "%skills available").available_skills.max_tokens == 120
-    for bad in ("--budget many", "--format json", "--budget -3", "--nope"):
+    for bad in ("--budget many", "--layout json", "--budget -3", "--nope"):
         result = shell.run_cell(f"%skills available {bad}")
         assert not result.success, bad
 
@@ -91,6 +91,38 @@ def test_the_old_catalog_names_still_work_and_warn(shell, caplog):
     assert get_magics(shell).available_skills_budget == 200
 
 
+def test_the_old_format_options_still_work_and_warn(shell):
+    """--format meant three things (issue 30): %skill_context --format is now --envelope,
+    %skills available --format is --layout; the old spelling gives the same text with a
+    FutureWarning naming the new one, and both together refuse (which wins would be a guess)."""
+    with pytest.warns(FutureWarning, match=r"^--format is deprecated .*use --envelope"):
+        old = run(shell, "%skill_context sheet --format skill_content")
+    assert old == run(shell, "%skill_context sheet --envelope skill_content")
+    with pytest.warns(FutureWarning, match=r"^--format is deprecated .*use --layout"):
+        old = run(shell, "%skills available --format guide")
+    new = run(shell, "%skills available --layout guide")
+    assert old == new and new.available_skills.layout == "guide"
+    for line in (
+        "%skill_context sheet --format skill_content --envelope skill_content",
+        "%skills available --format guide --layout guide",
+    ):
+        result = shell.run_cell(line)
+        assert not result.success and "give --" in str(result.error_in_exec), line
+
+
+def test_skill_lists_read_a_comma_like_a_space(shell):
+    """%skill_context pdf-a,sheet looked for ONE skill 'pdf-a,sheet' (not found); a list of
+    skills on a magic's line now reads commas and spaces alike (core/base/namelist.py)."""
+    spaced = run(shell, "%skill_context pdf-a sheet --no-run")
+    assert ET.fromstring(spaced).tag == "skill_contexts"
+    for line in ("pdf-a,sheet", "pdf-a, sheet", "pdf-a,sheet,"):
+        assert run(shell, f"%skill_context {line} --no-run") == spaced, line
+    both = run(shell, "%skills available pdf-a sheet")
+    assert run(shell, "%skills available pdf-a,sheet") == both
+    assert [e.name for e in both.available_skills.entries] == ["pdf-a", "sheet"]
+    assert not shell.run_cell("%skill_context , --no-run").success  # names no skill
+
+
 def test_available_with_no_skills_is_empty(shell):
     cat = run(shell, "%skills available --exclude '*'")
     assert cat == ""
@@ -113,7 +145,7 @@ def test_validate_all_name_and_path(shell):
 
 
 def test_skill_context_skill_content(shell):
-    ctx = run(shell, "%skill_context sheet --format skill_content")
+    ctx = run(shell, "%skill_context sheet --envelope skill_content")
     assert ET.fromstring(ctx).tag == "skill_content"
     info = parse_skill_content(ctx)[0]
     assert info["name"] == "sheet" and info["directory"].endswith("sheet")

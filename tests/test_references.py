@@ -301,7 +301,7 @@ def test_module_runs_name_the_skills_own_modules_only(tmp_path, make_skill):
     python -m pytest
     """
     refs = refs_for(make_skill, tmp_path, body)
-    assert [(r.path, r.module, r.command, r.ok) for r in refs] == [
+    assert [(r.path, r.module, r.as_command, r.ok) for r in refs] == [
         ("scripts/extract.py", "scripts.extract", True, True),
         ("scripts/utils/parser.py", "scripts.utils.parser", True, True),
         # The skill's own package, the module missing: an error, never a silent skip.
@@ -314,7 +314,7 @@ def test_a_command_without_the_extension_names_the_script(tmp_path, make_skill):
     # pdf's forms.md: ``python scripts/check_fillable_fields <file.pdf>``.
     body = "Run `python scripts/extract <file.pdf>`, then `bash scripts/lint`.\n"
     refs = refs_for(make_skill, tmp_path, body)
-    assert [(r.path, r.ok, r.command) for r in refs] == [
+    assert [(r.path, r.ok, r.as_command) for r in refs] == [
         ("scripts/extract.py", True, True),
         ("scripts/lint.sh", True, True),
     ]
@@ -325,7 +325,7 @@ def test_a_command_without_the_extension_names_the_script(tmp_path, make_skill):
 def test_mentions_and_links_are_not_commands(tmp_path, make_skill):
     body = "See `scripts/extract.py` and [the linter](scripts/lint.sh); run `./scripts/convert.sh`."
     refs = refs_for(make_skill, tmp_path, body)
-    assert [(r.path, r.command) for r in refs] == [
+    assert [(r.path, r.as_command) for r in refs] == [
         ("scripts/extract.py", False),
         ("scripts/lint.sh", False),
         ("scripts/convert.sh", True),
@@ -370,7 +370,7 @@ def test_a_placeholder_for_the_skills_path_names_the_skills_script(tmp_path, mak
     - python scripts/convert.sh <input_dir>/out.py
     """
     refs = refs_for(make_skill, tmp_path, body)
-    assert [(r.path, r.ok, r.command) for r in refs] == [
+    assert [(r.path, r.ok, r.as_command) for r in refs] == [
         ("scripts/extract.py", True, True),
         ("scripts/lint.sh", True, True),
         ("scripts/convert.sh", True, True),
@@ -397,7 +397,7 @@ def test_an_absolute_path_through_the_skills_folder_names_the_skills_file(tmp_pa
 def test_a_fence_language_tag_is_not_a_command(tmp_path, make_skill):
     body = "```bash\nbash scripts/convert.sh\n```\n\n```sh\npython scripts/extract.py\n```\n"
     refs = refs_for(make_skill, tmp_path, body)
-    assert [(r.path, r.command) for r in refs] == [
+    assert [(r.path, r.as_command) for r in refs] == [
         ("scripts/convert.sh", True),
         ("scripts/extract.py", True),
     ]

@@ -37,7 +37,7 @@ def make(status: str) -> SkillRunResult:
     if status == "failed":
         return SkillRunResult.from_execution("demo", script, execution("", f"boom {EVIL}\n", 1))
     if status == "timeout":
-        run = execution("partial\n", "Timeout after 1 s\n", 124, timeout=True)
+        run = execution("partial\n", "Timeout after 1 s\n", 124, timed_out=True)
         return SkillRunResult.from_execution("demo", script, run)
     if status == "signaled":
         run = execution("", "Signal: SIGSEGV\n", -11, signal="SIGSEGV", signal_number=11)

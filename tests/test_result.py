@@ -39,9 +39,12 @@ def execution(
     [
         ({"exit_code": 0}, "completed"),
         ({"exit_code": 2}, "failed"),
-        ({"exit_code": 124, "timeout": True}, "timeout"),
+        ({"exit_code": 124, "timed_out": True}, "timeout"),
         # A timeout kill may also carry the signal: the timeout is the explanation.
-        ({"exit_code": -15, "timeout": True, "signal": "SIGTERM", "signal_number": 15}, "timeout"),
+        (
+            {"exit_code": -15, "timed_out": True, "signal": "SIGTERM", "signal_number": 15},
+            "timeout",
+        ),
         ({"exit_code": -11, "signal": "SIGSEGV", "signal_number": 11}, "signaled"),
     ],
 )

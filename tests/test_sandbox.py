@@ -226,7 +226,7 @@ def test_timeout_kills_a_background_child_inside_the_sandbox(box) -> None:
     box.skill("t", {"scripts/t.sh": script})
     started = time.monotonic()
     res = box.manager().execute_skill_script("t", "t", timeout=1)
-    assert res.timeout and res.exit_code == 124
+    assert res.timed_out and res.exit_code == 124
     assert time.monotonic() - started < 10
     assert "started" in res.stdout
     assert _wait_gone(marker) == []

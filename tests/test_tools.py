@@ -101,13 +101,13 @@ def test_anthropic_and_openai_shapes(tools_dir):
         "items": {"type": "string"},
         "description": schema["properties"]["argv"]["description"],
     }
-    openai = tool_definitions(manager, format="openai", skills=["pdf-extractor"])
+    openai = tool_definitions(manager, api="openai", skills=["pdf-extractor"])
     assert openai[0]["type"] == "function"
     assert set(openai[0]["function"]) == {"name", "description", "parameters"}
     assert [t["function"]["name"] for t in openai] == [t["name"] for t in anthropic]
     json.dumps(openai)  # plain JSON
     with pytest.raises(ValueError, match="anthropic"):
-        tool_definitions(manager, format="gemini")
+        tool_definitions(manager, api="gemini")
 
 
 def test_descriptions_use_docstrings(tools_dir):
@@ -548,3 +548,71 @@ def test_context_arguments_nested_too_deep_are_a_refused_status(tools_dir):
         node = ET.fromstring(xml).find(".//script_output")
         assert node is not None and node.get("status") == "refused", xml
     assert [r.outcome for r in manager.audit.records()] == ["refused"] * 3
+
+
+def test_the_sync_and_async_calls_give_the_same_blocks_and_audit(tools_dir, make_skill):
+    """handle_tool_call and handle_tool_call_async are one generator with two drivers: the
+    same calls give the same tool_result blocks, ask the approver the same requests and
+    leave the same audit records, for every kind of answer (ran, failed, declined, approval
+    unavailable, unknown tool, bad input, a deep input, prompt and activation tools)."""
+    unavailable = ApprovalUnavailable("No one to ask: run interactively")
+    calls = [
+        (EXTRACT, {"file": "a.pdf", "argv": ["-v"]}, {}),
+        (EXTRACT, '{"x": 1}', {}),
+        (CONVERT_SH, {}, {}),
+        ("pdf-extractor__fail", {}, {}),
+        ("pdf-extractor__fail", {}, {"approver": RecordingApprover(Decision.NO)}),
+        (EXTRACT, {}, {"approver": RecordingApprover(error=unavailable)}),
+        (EXTRACT, {}, {"approver": None}),
+        (EXTRACT.replace("extract", "extrct"), {}, {}),
+        (EXTRACT, {"argv": "-v"}, {}),
+        (EXTRACT, "{nope", {}),
+        (EXTRACT, DEEP_INPUTS[0], {}),  # too deep: an audited refusal
+        ("activate_skill", DEEP_INPUTS[2], {}),
+        ("activate_skill", {"name": "pdf-extractor"}, {}),
+        ("activate_skill", {"name": "nope"}, {}),
+        ("pdf-extractor", {}, {}),
+        ("plain", None, {}),
+        (EXTRACT, {"x": 1}, {"skills": ["plain"]}),  # a tool of a skill not offered
+        ("pdf-extractor__fail", {}, {"tools": [EXTRACT]}),  # a tool the request left out
+        (CONVERT_SH, {}, {"max_result_chars": 4}),
+    ]
+
+    def run_all(use_async: bool):
+        manager = manager_for(tools_dir)
+        approver = RecordingApprover()
+        blocks = []
+        for i, (name, value, options) in enumerate(calls):
+            options = {"approver": approver, **options}
+            if use_async:
+                block = asyncio.run(
+                    handle_tool_call_async(manager, name, value, f"t{i}", **options)
+                )
+            else:
+                block = handle_tool_call(manager, name, value, f"t{i}", **options)
+            blocks.append(block)
+        asked = [(r.skill_name, [s.path for s in r.scripts]) for r in approver.requests]
+        audit = [(r.skill, r.script, r.outcome) for r in manager.audit.records()]
+        return blocks, asked, audit
+
+    sync_blocks, sync_asked, sync_audit = run_all(use_async=False)
+    async_blocks, async_asked, async_audit = run_all(use_async=True)
+    assert async_blocks == sync_blocks
+    assert async_asked == sync_asked and async_audit == sync_audit
+    kinds = [(b["is_error"], b["content"][:20]) for b in sync_blocks]
+    assert len(set(kinds)) > 10, kinds  # the calls cover many different answers
+
+
+def test_skills_given_as_one_string_is_a_name_list_not_letters(tools_dir):
+    """tool_definitions(manager, skills="pdf-extractor") looked for skills 'p', 'd', 'f', ...
+    (SkillNotFoundError); a string is a name list (core/base/namelist.py), as in every setting."""
+    manager = manager_for(tools_dir)
+    one = tool_definitions(manager, skills=["pdf-extractor"])
+    assert tool_definitions(manager, skills="pdf-extractor") == one
+    both = tool_definitions(manager, skills=["pdf-extractor", "plain"])
+    assert tool_definitions(manager, skills="pdf-extractor, plain") == both
+    assert tool_definitions(manager, skills="pdf-extractor plain") == both
+    block = handle_tool_call(
+        manager, EXTRACT, {}, "t", skills="plain", approver=RecordingApprover()
+    )
+    assert block["is_error"] and "Unknown tool" in block["content"]  # not offered: unknown

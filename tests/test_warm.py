@@ -364,7 +364,7 @@ def test_timeout_kills_a_warm_runs_whole_group(manager, tmp_path: Path) -> None:
     res = manager.execute_skill_script(
         "frames", "hang", argv=[str(pids)], approver=None, warm=True, timeout=3
     )
-    assert res.start == "warm" and res.timeout and res.exit_code == 124
+    assert res.start == "warm" and res.timed_out and res.exit_code == 124
     pgid, child, escaped = map(int, pids.read_text().split())
     assert_group_gone(pgid, [child, escaped])
 
@@ -652,7 +652,7 @@ def test_packages_that_print_or_start_threads_are_not_preloaded(
     manager = manager_for(skills, run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH")
     # The requirements analysis reads this process's sys.path, which has no `site`: name the
     # packages to preload here (what the analysis would give for an installed package).
-    manager._executor.warm.preload = lambda prepared: ("noisy", "threader", "pandas")
+    manager._executor.warm_launcher.preload = lambda prepared: ("noisy", "threader", "pandas")
     cold, hot = both(manager, "use", skill="awkward")
     same(cold, hot)
     assert hot.stderr == "noisy imported\n" and hot.stdout == "2\n"

@@ -163,7 +163,7 @@ def test_a_preloaded_package_edited_in_place_is_seen_at_the_next_run(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
     # The requirements analysis reads this process's sys.path, which has no `src`.
-    manager._executor.warm.preload = lambda prepared: ("mylib", "pandas")
+    manager._executor.warm_launcher.preload = lambda prepared: ("mylib", "pandas")
     first = manager.execute_skill_script("uses-lib", "show", approver=None)
     assert (first.start, first.stdout) == ("warm", "one\n")
     with open(core, "r+") as fh:  # in place, as many editors save: same inode, same folder
@@ -204,7 +204,7 @@ def test_a_package_that_keeps_a_file_open_is_not_preloaded(
     manager = manager_for(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
-    manager._executor.warm.preload = lambda prepared: ("keeps_open", "pandas")
+    manager._executor.warm_launcher.preload = lambda prepared: ("keeps_open", "pandas")
     for start in ("cold", "warm"):
         out = tmp_path / f"{start}.txt"
         res = manager.execute_skill_script(
@@ -233,7 +233,7 @@ def test_a_package_that_writes_without_a_newline_when_imported_is_not_preloaded(
     manager = manager_for(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
-    manager._executor.warm.preload = lambda prepared: ("half_line", "pandas")
+    manager._executor.warm_launcher.preload = lambda prepared: ("half_line", "pandas")
     cold = manager.execute_skill_script("halfline", "run", approver=None, warm=False)
     hot = manager.execute_skill_script("halfline", "run", approver=None)
     assert cold.stdout == "loading... done\n"
@@ -318,7 +318,7 @@ def test_an_import_for_another_script_never_delays_a_runs_end(
     manager = manager_for(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
-    manager._executor.warm.preload = lambda prepared: (
+    manager._executor.warm_launcher.preload = lambda prepared: (
         ("pandas", "slow_import") if prepared.script_rel.name == "slow.py" else ("pandas",)
     )
     assert manager.execute_skill_script("two-scripts", "quick", approver=None).start == "warm"
@@ -336,7 +336,7 @@ def test_an_import_for_another_script_never_delays_a_runs_end(
     thread.join()
     res = got["quick"]
     assert res.start == "warm" and res.stdout == "quick done\n"
-    assert not res.timeout and res.exit_code == 0, (res.exit_code, res.execution_time_ms)
+    assert not res.timed_out and res.exit_code == 0, (res.exit_code, res.execution_time_ms)
     assert slow.stdout == "slow done\n" and slow.exit_code == 0
 
 

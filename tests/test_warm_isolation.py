@@ -72,7 +72,7 @@ def test_two_skills_never_share_a_server_nor_its_packages(
     )
     # Each skill's own scripts' imports (the analysis reads this process's sys.path only).
     own = {"skill-a": ("spy_pkg", "pandas"), "skill-b": ("pandas",)}
-    manager._executor.warm.preload = lambda prepared: own[prepared.skill_name]
+    manager._executor.warm_launcher.preload = lambda prepared: own[prepared.skill_name]
     manager.provide_secret("skill-b", "B_TOKEN", "b-secret-value")
     a = manager.execute_skill_script("skill-a", "a", approver=None)
     assert (a.start, a.stdout) == ("warm", "a\n"), a.stderr
@@ -130,7 +130,7 @@ def test_a_vendored_module_is_the_skills_own_in_a_warm_run(tmp_path: Path, make_
         },
     )
     manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")
-    manager._executor.warm.preload = lambda prepared: ("yaml", "pandas")  # what it imports
+    manager._executor.warm_launcher.preload = lambda prepared: ("yaml", "pandas")  # what it imports
     # `%skills warm` (warm_up) imports what the scripts need: never the skill's own names.
     (up,) = manager.warm_up("vendors")
     assert up.server is not None and up.server.preloaded == ("pandas",), up.note
@@ -190,7 +190,7 @@ def test_a_preloaded_packages_own_generators_differ_in_every_run(
         tmp_path / "skills", run_cwd="skill", warm_start="on", env_passthrough="PYTHONPATH"
     )
     own = {"first.py": ("pandas",), "draw.py": ("rng_pkg", "pandas")}
-    manager._executor.warm.preload = lambda prepared: own[prepared.script_rel.name]
+    manager._executor.warm_launcher.preload = lambda prepared: own[prepared.script_rel.name]
     # NumPy imported by an earlier import than the package's (another script's preload).
     assert manager.execute_skill_script("rng", "first", approver=None).start == "warm"
     cold = manager.execute_skill_script("rng", "draw", approver=None, warm=False)
@@ -246,7 +246,7 @@ def test_a_run_that_left_its_group_never_ends_its_server_or_another_run(
     thread.start()
     started = time.monotonic()
     res = manager.execute_skill_script("leaver", "leave", argv=["18"], approver=None, timeout=2)
-    assert res.start == "warm" and res.timeout
+    assert res.start == "warm" and res.timed_out
     left = 20 - (time.monotonic() - started)
     if left > 0:
         time.sleep(left)  # the run that left its group has ended (or was killed) by now

@@ -63,4 +63,15 @@ def deprecated_alias(func: F, old: str) -> F:
     return alias  # type: ignore[return-value]
 
 
-__all__ = ["deprecated_alias", "deprecation_message", "renamed_argument"]
+def renamed_module_name(module: str, name: str, renamed: dict[str, tuple[str, Any]]) -> Any:
+    """A module's ``__getattr__`` for names it renamed: ``renamed`` maps an old name to (its
+    new name, the value); the old one gives the value with a DeprecationWarning, any other
+    missing name the usual AttributeError."""
+    if name not in renamed:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new, value = renamed[name]
+    warnings.warn(deprecation_message(name, new), DeprecationWarning, stacklevel=3)
+    return value
+
+
+__all__ = ["deprecated_alias", "deprecation_message", "renamed_argument", "renamed_module_name"]

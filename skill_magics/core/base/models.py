@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.deprecation import deprecation_message
 from skill_magics.core.base.status import RunStatus, ScriptRole
 
 TIMEOUT_EXIT_CODE = 124  # a run stopped at its time limit (what coreutils `timeout` returns)
@@ -74,7 +76,7 @@ class ScriptExecutionResult:
     script_path: Path  # relative to the skill base dir
     signal: str | None = None
     signal_number: int | None = None
-    timeout: bool = False
+    timed_out: bool = False  # killed at its timeout (seconds are RunSettings.timeout)
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     stdout_bytes: int = 0  # total bytes the script wrote, kept or not
@@ -86,6 +88,15 @@ class ScriptExecutionResult:
     # warm was not ("warm server starting", a reason a guarantee could not be kept warm).
     start: str = "cold"
     start_note: str = ""
+
+    @property
+    def timeout(self) -> bool:
+        """Deprecated: the old name of ``timed_out`` (``timeout`` is seconds everywhere else)."""
+        message = deprecation_message(
+            "ScriptExecutionResult.timeout", "ScriptExecutionResult.timed_out"
+        )
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.timed_out
 
     @property
     def success(self) -> bool:
@@ -101,7 +112,7 @@ class ScriptExecutionResult:
 
         A timeout kill may also carry a signal; the timeout is the explanation.
         """
-        if self.timeout:
+        if self.timed_out:
             return RunStatus.TIMEOUT
         if self.signal is not None:
             return RunStatus.SIGNALED

@@ -9,6 +9,10 @@ interpreter or environment variable names. Any other iterable gives its items as
 Tools"``), as strings. Either way, surrounding blanks are stripped and empty names dropped;
 nothing else (``;``, ``|``, hyphens) separates.
 
+A magic's line is a list of strings (``%skill_context a,b c``, ``--skills a,b c``):
+:func:`token_names` reads each token as a string list, so ``a,b`` and ``a b`` name the same
+skills wherever a magic takes several.
+
 Paths are not names (a folder may be called ``my data, 2026``): :func:`path_list` reads a
 string or path as ONE path, never splitting it.
 
@@ -19,6 +23,8 @@ Example:
     ('csv-profiler', 'unit-converter')
     >>> name_list(["python3", " bash ", ""])
     ('python3', 'bash')
+    >>> token_names(["a,b", "c"]) == token_names(["a", "b", "c"]) == ("a", "b", "c")
+    True
 """
 
 from __future__ import annotations
@@ -37,6 +43,12 @@ def name_list(value: Iterable[object] | str | None) -> tuple[str, ...]:
     return tuple(name for name in (str(item).strip() for item in value) if name)
 
 
+def token_names(tokens: Iterable[str] | None) -> tuple[str, ...]:
+    """The names in a magic's tokens (argparse's ``nargs="+"`` or ``append`` values): each
+    token read by :func:`name_list` as a string, in order."""
+    return tuple(name for token in tokens or () for name in name_list(token))
+
+
 def path_list(value: Iterable[object] | str | os.PathLike[str] | None) -> tuple[str, ...]:
     """The paths in ``value``: a string or path is one path (spaces and commas are part of it),
     any other iterable one path per item; empty ones dropped, nothing stripped."""
@@ -47,4 +59,4 @@ def path_list(value: Iterable[object] | str | os.PathLike[str] | None) -> tuple[
     return tuple(p for p in paths if p)
 
 
-__all__ = ["name_list", "path_list"]
+__all__ = ["name_list", "path_list", "token_names"]

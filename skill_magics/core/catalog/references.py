@@ -45,11 +45,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote
 
+from skill_magics.core.base.deprecation import deprecation_message
 from skill_magics.core.base.errors import (
     PathSecurityError,
     ScriptNotFoundError,
@@ -134,11 +136,18 @@ class ScriptReference:
     source: str = "SKILL.md"  # markdown file (relative) that names it
     line: int = 0  # 1-based line in ``source``
     module: str = ""  # the dotted name when written as ``python -m module``
-    command: bool = False  # a command runs it (not a mention or a link)
+    as_command: bool = False  # a command runs it (not a mention or a link)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def command(self) -> bool:
+        """Deprecated: the old name of ``as_command`` (``command`` is an argv elsewhere)."""
+        message = deprecation_message("ScriptReference.command", "ScriptReference.as_command")
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.as_command
 
 
 @dataclass
@@ -148,7 +157,7 @@ class _Candidate:
     path: str  # relative to the directory the reference is resolved against
     strong: bool
     relative_to_file: bool = False  # links resolve against the linking file's directory
-    command: bool = False  # ``python x``, ``./x``, ``python -m x``
+    as_command: bool = False  # ``python x``, ``./x``, ``python -m x``
     module: str = ""
     implied_ext: str = ""  # tried when the path as written is not a file
 
@@ -305,13 +314,13 @@ def find_references(
         if rel in seen:
             # First seen wins; a later command (``./x`` after a mention of x) still counts.
             kept = out[seen[rel]]
-            if cand.command and not kept.command:
-                out[seen[rel]] = replace(kept, command=True, module=kept.module or cand.module)
+            if cand.as_command and not kept.as_command:
+                out[seen[rel]] = replace(kept, as_command=True, module=kept.module or cand.module)
             continue
         seen[rel] = len(out)
         line = text.count("\n", 0, cand.pos) + first_line
         ref = _reference(base, cand.raw, rel, inside_lexically, source, line, skill_name)
-        out.append(replace(ref, module=cand.module, command=cand.command))
+        out.append(replace(ref, module=cand.module, as_command=cand.as_command))
     return out
 
 
@@ -348,12 +357,14 @@ def _candidates(
         word = m.group("cmd").split()[-1].rstrip("0123456789.")
         implied = _IMPLIED_EXT.get(word, "") if not posixpath.splitext(arg)[1] else ""
         found.append(
-            _Candidate(m.start("arg"), raw, arg, has_dir, command=True, implied_ext=implied)
+            _Candidate(m.start("arg"), raw, arg, has_dir, as_command=True, implied_ext=implied)
         )
     for m in _DIRECT_RE.finditer(text):
         if _within(m.start("arg"), url_spans):
             continue
-        found.append(_Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True, command=True))
+        found.append(
+            _Candidate(m.start("arg"), m.group("arg"), m.group("arg"), True, as_command=True)
+        )
     for m in MODULE_RUN_RE.finditer(text):
         cand = _module_candidate(m.start("module"), m.group("module"), base)
         if cand is not None and not _within(m.start("module"), url_spans):
@@ -378,10 +389,10 @@ def _module_candidate(pos: int, module: str, base: Path) -> _Candidate | None:
     stem = "/".join(parts)
     for rel in (stem + ".py", stem + "/__main__.py"):
         if (base / rel).is_file():
-            return _Candidate(pos, module, rel, True, command=True, module=module)
+            return _Candidate(pos, module, rel, True, as_command=True, module=module)
     if len(parts) > 1 and (base / parts[0]).is_dir():
         # The skill's own package with the module missing: worth an error entry.
-        return _Candidate(pos, module, stem + ".py", True, command=True, module=module)
+        return _Candidate(pos, module, stem + ".py", True, as_command=True, module=module)
     return None
 
 

@@ -154,7 +154,7 @@ class Skill:
             modules = found.modules
             known = {s.path.as_posix() for s in scripts}
             # A command elsewhere names a script too; a mention (``see examples/x.py``) not.
-            for rel in [r.path for r in found.refs if r.ok and r.command]:
+            for rel in [r.path for r in found.refs if r.ok and r.as_command]:
                 extra = None if rel in known else self._detector.describe(self.base_dir, rel)
                 if extra is not None:
                     scripts.append(extra)

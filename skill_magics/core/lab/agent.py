@@ -1,6 +1,6 @@
 """The agent loop: a model works on a prompt with the skills, every script through the gate.
 
-Per turn: send the conversation (the system prompt with the ``<available_skills>`` catalog,
+Per turn: send the conversation (the system prompt with the ``<available_skills>`` block,
 the ``activate_skill`` tool and the skills' script tools: core/lab/offer.py); if the reply
 calls tools, run each through ``core/prompt/tools.py`` (the activation returns
 ``<skill_content>``; a script runs only after the gate approved it: the approver, never

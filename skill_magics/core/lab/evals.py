@@ -7,8 +7,8 @@ read, ``expectations`` is what this writes, in ``eval_metadata.json`` too). An o
 ``name`` (or ``eval_name``) names the eval's folder, else its id.
 
 Each prompt runs through the agent loop (core/lab/agent.py) ``runs`` times per
-configuration: ``with_skill`` (the skill alone in the catalog, its activation and script
-tools) and ``without_skill`` (no catalog, no tools). Each run starts in its own working
+configuration: ``with_skill`` (the skill alone in ``<available_skills>``, its activation and
+script tools) and ``without_skill`` (no such block, no tools). Each run starts in its own working
 folder, ``run-k/outputs/``, holding a copy of the eval's ``files``; scripts start there.
 Before the first run ONE approval is asked for the whole evaluation (the gate's
 ``decide_scope``): it lists the skill's scripts and how many agent runs may call them;

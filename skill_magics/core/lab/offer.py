@@ -1,4 +1,4 @@
-"""What the model sees of the skills: the system prompt with the catalog, and the tools.
+"""What the model sees of the skills: the system prompt with the available skills, and the tools.
 
 Built from the same parts a real client gives a model (docs/architecture.md, *The available
 skills block*, *Activation*): the ``<available_skills>`` block
@@ -6,17 +6,21 @@ skills block*, *Activation*): the ``<available_skills>`` block
 the ``activate_skill`` tool returning ``<skill_content>`` (core/prompt/activation.py) and the
 skills' script tools (core/prompt/tools.py). A
 ``descriptions`` override replaces a skill's description in every one of those places (the
-catalog entry, the activation tool's list is names only, each script tool's text), so a
-new description can be tried without editing SKILL.md. No skills (``skills=[]``): no
-catalog, no tools, the system prompt as given.
+skill's ``<available_skills>`` entry, the activation tool's list is names only, each script
+tool's text), so a new description can be tried without editing SKILL.md. No skills
+(``skills=[]``): no ``<available_skills>`` block, no tools, the system prompt as given.
+``Offer.available_skills`` is that block (``Offer.catalog`` its deprecated old name:
+``core/catalog/`` is the skills on disk, not this).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skill_magics.core.base.deprecation import deprecation_message
 from skill_magics.core.lab.clients import Provider
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.available_skills import available_skills, model_visible, opted_out
@@ -34,13 +38,21 @@ SKILLS_NOTE = (
 
 @dataclass(frozen=True)
 class Offer:
-    """The skills offered to a model: the system prompt and the tool specs."""
+    """The skills offered to a model: the system prompt (with ``available_skills``, the
+    ``<available_skills>`` block in it) and the tool specs."""
 
     skills: tuple[str, ...]
     system: str
-    catalog: str
+    available_skills: str
     specs: tuple[ToolSpec, ...] = ()
     descriptions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def catalog(self) -> str:
+        """Deprecated: the old name of ``available_skills`` (a DeprecationWarning)."""
+        message = deprecation_message("Offer.catalog", "Offer.available_skills")
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.available_skills
 
     def tools(self, provider: Provider) -> list[dict[str, Any]]:
         return provider.tool_definitions(self.specs)
@@ -91,12 +103,12 @@ def make_offer(
     head = (system or "").strip()
     if not names:
         return Offer((), head, "", (), overrides)
-    catalog = str(available_skills(manager, names, descriptions=overrides))
+    block = str(available_skills(manager, names, descriptions=overrides))
     specs = tuple(
         s for s in tool_specs(manager, names, overrides) if s.kind in ("activation", "script")
     )
-    parts = [p for p in (head, SKILLS_NOTE, catalog) if p]
-    return Offer(tuple(names), "\n\n".join(parts), catalog, specs, overrides)
+    parts = [p for p in (head, SKILLS_NOTE, block) if p]
+    return Offer(tuple(names), "\n\n".join(parts), block, specs, overrides)
 
 
 __all__ = ["SKILLS_NOTE", "Offer", "make_offer"]

@@ -2,8 +2,8 @@
 
 For each query (skill-creator's trigger eval set: ``[{"query", "should_trigger"}]``, a
 DataFrame with those columns, or the path of such a JSON file), ``runs`` requests are sent,
-each a fresh conversation with the system prompt, catalog and tools a real client gives
-(core/lab/offer.py). A run *triggers* when the model's first reply activates the skill
+each a fresh conversation with the system prompt, ``<available_skills>`` and tools a real
+client gives (core/lab/offer.py). A run *triggers* when the model's first reply activates the skill
 (``activate_skill`` with its name) or calls one of its script tools. Nothing is run: only
 the first reply is read, so no approval is needed.
 
@@ -12,7 +12,8 @@ the first reply is read, so no approval is needed.
   counted per query as ``errors``, apart from non-triggers: they never make a query pass (a
   query with no answered run fails and is counted as ``unanswered``).
 - ``description=`` evaluates another description without touching SKILL.md: it replaces the
-  skill's description everywhere the model sees it (the catalog entry, its script tools).
+  skill's description everywhere the model sees it (its ``<available_skills>`` entry, its
+  script tools).
 - ``holdout=0.4`` splits the queries into train and test, stratified (positives and
   negatives apart) and seeded: ``round(n * holdout)`` of each class go to test, at least one
   and never all of a class with two or more. Summaries are given for both parts.
@@ -28,11 +29,13 @@ import json
 import os
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.deprecation import deprecation_message
 from skill_magics.core.base.errors import ModelCallError
 from skill_magics.core.lab.agent import now_iso
 from skill_magics.core.lab.budget import Caps
@@ -66,7 +69,7 @@ class TriggerQuery:
 class TriggerRun:
     """One request for one query: its outcome, the tools the first reply called."""
 
-    query: int  # index into TriggerReport.queries
+    query_index: int  # index into TriggerReport.queries (``.query`` there is the text)
     run: int  # 1, 2, ...
     status: str  # triggered, not_triggered, error, not_run
     called: tuple[str, ...] = ()  # tool names (activations as activate_skill:<name>)
@@ -75,6 +78,13 @@ class TriggerRun:
     output_tokens: int = 0
     seconds: float = 0.0
     requests: int = 1  # HTTP requests it took, retries included (0: not run)
+
+    @property
+    def query(self) -> int:
+        """Deprecated: the old name of ``query_index`` (a query is its text elsewhere)."""
+        message = deprecation_message("TriggerRun.query", "TriggerRun.query_index")
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.query_index
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,7 @@ class TriggerReport:
     def results(self) -> list[QueryResult]:
         by_query: dict[int, list[TriggerRun]] = {i: [] for i in range(len(self.queries))}
         for run in self.runs:
-            by_query[run.query].append(run)
+            by_query[run.query_index].append(run)
         return [self._result(q, by_query[i]) for i, q in enumerate(self.queries)]
 
     def _result(self, q: TriggerQuery, runs: list[TriggerRun]) -> QueryResult:
@@ -597,7 +607,7 @@ def summarize(
     fn = sum(1 for r in answered if r.should_trigger and not r.passed)
     fp = sum(1 for r in answered if not r.should_trigger and not r.passed)
     tn = sum(1 for r in answered if not r.should_trigger and r.passed)
-    mine = [r for r in runs if r.query in wanted]
+    mine = [r for r in runs if r.query_index in wanted]
     sent = [r for r in mine if r.status != NOT_RUN]
     input_tokens = sum(r.input_tokens for r in sent)
     output_tokens = sum(r.output_tokens for r in sent)

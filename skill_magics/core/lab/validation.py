@@ -590,7 +590,7 @@ def _reference_problems(skill_dir: Path, file: str, text: str, body: str) -> lis
     problems = []
     for ref in find_references(body, skill_dir, source=file, first_line=first_line):
         if ref.error is None:
-            if ref.command and ref.path.endswith(".py") and not may_run(skill_dir, ref.path):
+            if ref.as_command and ref.path.endswith(".py") and not may_run(skill_dir, ref.path):
                 problems.append(_does_nothing(file, ref))
             continue
         if not ref.inside:

@@ -25,9 +25,9 @@ What is listed (docs/architecture.md, *The available skills block*):
    ``AvailableSkills.omitted``. A description is never cut without the ``…`` and the note.
 4. No skill left: the block is ``""`` (no empty block: the guide says to omit it).
 
-Formats: ``"skills-ref"`` (default; byte-identical to skills-ref's ``to_prompt`` when nothing
-is filtered, shortened or dropped) and ``"guide"`` (the client guide's indented layout,
-escaped with ``core/prompt/xmltext.py``).
+Layouts (``layout=``): ``"skills-ref"`` (default; byte-identical to skills-ref's
+``to_prompt`` when nothing is filtered, shortened or dropped) and ``"guide"`` (the client
+guide's indented layout, escaped with ``core/prompt/xmltext.py``).
 
 Example:
     >>> block = available_skills(manager, max_tokens=400, exclude=["demo-*"])
@@ -47,14 +47,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from skill_magics.core.base.deprecation import deprecated_alias
+from skill_magics.core.base.deprecation import (
+    deprecated_alias,
+    renamed_argument,
+    renamed_module_name,
+)
 from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.tokens import TokenCounter, as_counter
 from skill_magics.core.prompt.xmltext import element
 
 Layout = Literal["skills-ref", "guide"]
-FORMATS: tuple[str, ...] = ("skills-ref", "guide")
+LAYOUTS: tuple[str, ...] = ("skills-ref", "guide")
 MIN_DESCRIPTION = 100  # characters a shortened description keeps at least
 ELLIPSIS = "…"
 OPT_OUT_KEY = "disable-model-invocation"
@@ -90,7 +94,7 @@ class AvailableSkills(str):
     counter: str  # which tokenizer counted: "tiktoken o200k_base" or the estimate's label
     max_chars: int | None
     max_tokens: int | None
-    layout: str  # the format it was written in: "skills-ref" or "guide"
+    layout: str  # the layout it was written in: "skills-ref" or "guide"
 
     def __new__(cls, text: str, **info: Any) -> AvailableSkills:
         self = super().__new__(cls, text)
@@ -143,10 +147,11 @@ def available_skills(
     max_tokens: int | None = None,
     include: str | Iterable[str] | None = None,
     exclude: str | Iterable[str] | None = None,
-    format: Layout = "skills-ref",
+    layout: Layout | None = None,
     min_description: int = MIN_DESCRIPTION,
     counter: TokenCounter | Any | None = None,
     descriptions: Mapping[str, str] | None = None,
+    format: Layout | None = None,
 ) -> AvailableSkills:
     """The ``<available_skills>`` block (an :class:`AvailableSkills`, a ``str``); see the
     module doc.
@@ -156,9 +161,12 @@ def available_skills(
     (default: :func:`core.prompt.tokens.default_counter`). ``descriptions`` (skill name -> text)
     lists those skills with another description than SKILL.md's, to try one out without
     editing the file (the skill lab's ``description=``); budgets apply to it as to any.
+    ``layout``: "skills-ref" (default) or "guide" (module doc); ``format`` is its deprecated
+    old name (a DeprecationWarning).
     """
-    if format not in FORMATS:
-        raise ValueError(f"format={format!r}: use one of {', '.join(FORMATS)}")
+    layout = renamed_argument(layout, format, new="layout=", old="format=") or "skills-ref"
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: use one of {', '.join(LAYOUTS)}")
     for label, limit in (("max_chars", max_chars), ("max_tokens", max_tokens)):
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise ValueError(f"{label}={limit!r}: use a number of 0 or more, or None")
@@ -170,10 +178,10 @@ def available_skills(
             for m in metas
         ]
     where: dict[str, str] = {}  # SKILL.md -> resolved location, computed once per call
-    fitted = _fit(metas, format, max_chars, max_tokens, max(1, min_description), tokenizer, where)
+    fitted = _fit(metas, layout, max_chars, max_tokens, max(1, min_description), tokenizer, where)
     text, kept, cap, dropped = fitted
     omitted += [Omission(m.name, "budget") for m in dropped]
-    entries = tuple(_entry(m, cap, format, tokenizer, where) for m in kept)
+    entries = tuple(_entry(m, cap, layout, tokenizer, where) for m in kept)
     return AvailableSkills(
         text,
         entries=entries,
@@ -182,7 +190,7 @@ def available_skills(
         counter=tokenizer.label,
         max_chars=max_chars,
         max_tokens=max_tokens,
-        layout=format,
+        layout=layout,
     )
 
 
@@ -199,9 +207,13 @@ def model_visible(manager: SkillManager) -> list[str]:
     return sorted(m.name for m in metas if not opted_out(m))
 
 
-def entry_text(meta: SkillMetadata, format: Layout = "skills-ref") -> str:
-    """One skill's ``<skill>`` element as the block lists it (full description)."""
-    return _entry_lines(meta.name, meta.description, _location(meta), format, _origin(meta))
+def entry_text(
+    meta: SkillMetadata, layout: Layout | None = None, *, format: Layout | None = None
+) -> str:
+    """One skill's ``<skill>`` element as the block lists it (full description), in
+    ``layout`` (default "skills-ref"; ``format`` is its deprecated old name)."""
+    chosen: Layout = renamed_argument(layout, format, new="layout=", old="format=") or "skills-ref"
+    return _entry_lines(meta.name, meta.description, _location(meta), chosen, _origin(meta))
 
 
 def shorten(text: str, cap: int) -> str:
@@ -299,7 +311,7 @@ def _select(
 
 def _fit(
     metas: Sequence[SkillMetadata],
-    format: Layout,
+    layout: Layout,
     max_chars: int | None,
     max_tokens: int | None,
     floor: int,
@@ -313,12 +325,12 @@ def _fit(
             return False
         return max_tokens is None or counter.count(text) <= max_tokens
 
-    full = _render(metas, None, format, [], where)
+    full = _render(metas, None, layout, [], where)
     if not metas or fits(full):
         return full, list(metas), None, []
 
     def render(keep: int, cap: int | None) -> str:
-        return _render(metas[:keep], cap, format, metas[keep:], where)
+        return _render(metas[:keep], cap, layout, metas[keep:], where)
 
     # The most skills that fit with every description at the floor (bisection: more skills,
     # more text), then the largest description cap that fits for them.
@@ -348,7 +360,7 @@ def _fit(
 def _render(
     metas: Sequence[SkillMetadata],
     cap: int | None,
-    format: Layout,
+    layout: Layout,
     dropped: Sequence[SkillMetadata],
     where: dict[str, str] | None = None,
 ) -> str:
@@ -361,9 +373,9 @@ def _render(
         if description != meta.description:
             shortened.append(meta.name)
         entries.append(
-            _entry_lines(meta.name, description, _location(meta, where), format, _origin(meta))
+            _entry_lines(meta.name, description, _location(meta, where), layout, _origin(meta))
         )
-    indent = "  " if format == "guide" else ""
+    indent = "  " if layout == "guide" else ""
     lines = ["<available_skills>", *entries]
     note = _note([m.name for m in dropped], shortened)
     if note:
@@ -405,11 +417,11 @@ def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:
 
 
 def _entry_lines(
-    name: str, description: str, location: str, format: Layout, origin: str = ""
+    name: str, description: str, location: str, layout: Layout, origin: str = ""
 ) -> str:
     # An MCP server's skill says where it came from (SEP-2640: the origin shown to the model);
     # its location is the server's URI: activate_skill loads it.
-    if format == "guide":
+    if layout == "guide":
         lines = [
             "  <skill>",
             "    " + element("name", name),
@@ -439,12 +451,12 @@ def _entry_lines(
 def _entry(
     meta: SkillMetadata,
     cap: int | None,
-    format: Layout,
+    layout: Layout,
     counter: TokenCounter,
     where: dict[str, str],
 ) -> ListedSkill:
     description = meta.description if cap is None else shorten(meta.description, cap)
-    text = _entry_lines(meta.name, description, _location(meta, where), format, _origin(meta))
+    text = _entry_lines(meta.name, description, _location(meta, where), layout, _origin(meta))
     return ListedSkill(
         name=meta.name,
         description=description,
@@ -461,7 +473,7 @@ skills_catalog = deprecated_alias(available_skills, "skills_catalog")
 
 __all__ = [
     "AvailableSkills",
-    "FORMATS",
+    "LAYOUTS",
     "Layout",
     "ListedSkill",
     "McpListed",
@@ -476,3 +488,8 @@ __all__ = [
     "shorten",
     "skills_catalog",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``FORMATS`` (now ``LAYOUTS``)."""
+    return renamed_module_name(__name__, name, {"FORMATS": ("LAYOUTS", LAYOUTS)})

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core.base import paths
+from skill_magics.core.base.deprecation import renamed_argument, renamed_module_name
 from skill_magics.core.base.errors import PathSecurityError, SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.base.secrets import known_masks, redact_known
@@ -86,7 +87,7 @@ from skill_magics.core.run.pipeline import RunOutcome
 from skill_magics.core.run.plan import PlanGroup, ReferencePlan
 
 RefsMode = Literal["list", "content", "none"]
-ContextFormat = Literal["skill_context", "skill_content"]
+Envelope = Literal["skill_context", "skill_content"]  # what build_skill_context returns
 MAX_REFERENCE_CHARS = 200_000  # per file in include_references="content"
 MAX_OUTPUT_CHARS = 100_000  # per script stream: a prompt is not the place for megabytes
 OUTSIDE = "outside the skill"  # error attribute of a reference file that links outside
@@ -125,13 +126,14 @@ def build_skill_context(
     argv: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     max_output_chars: int | None = MAX_OUTPUT_CHARS,
     cancel: threading.Event | None = None,
-    format: ContextFormat = "skill_context",
+    envelope: Envelope | None = None,
     max_resources: int = MAX_RESOURCES,
     arguments_by_skill: Mapping[str, Any] | None = None,
+    format: Envelope | None = None,
 ) -> str:
     """The ``<skill_context>`` envelope for one skill, or ``<skill_contexts>`` for several.
 
-    ``format="skill_content"`` gives the Agent Skills client guide's activation result
+    ``envelope="skill_content"`` gives the Agent Skills client guide's activation result
     instead (``core/prompt/activation.py``): instructions, the absolute skill directory, and up to
     ``max_resources`` file paths in ``<skill_resources>``; nothing is read, no script runs
     and nobody is asked, whatever ``run_scripts`` says.
@@ -152,11 +154,13 @@ def build_skill_context(
     named in ``truncated`` and its full length given in ``stdout_chars``/``stderr_chars``.
     Setting ``cancel`` (from another thread) kills the running script's process group and
     runs no further scripts; they get ``status="interrupted"``.
+    ``format`` is the deprecated old name of ``envelope`` (a DeprecationWarning).
     """
-    if format == "skill_content":
+    envelope = renamed_argument(envelope, format, new="envelope=", old="format=")
+    if envelope == "skill_content":
         return skill_content(manager, names, max_resources=max_resources)
-    if format != "skill_context":
-        raise ValueError(f"format={format!r}: use 'skill_context' or 'skill_content'")
+    if envelope not in (None, "skill_context"):
+        raise ValueError(f"envelope={envelope!r}: use 'skill_context' or 'skill_content'")
     if include_references not in ("list", "content", "none"):
         raise ValueError(
             f"include_references={include_references!r}: use 'list', 'content' or 'none'"
@@ -513,3 +517,8 @@ __all__ = [
     "run_referenced_scripts",
     "skills_catalog",  # deprecated: the old name of available_skills
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``ContextFormat`` (now ``Envelope``)."""
+    return renamed_module_name(__name__, name, {"ContextFormat": ("Envelope", Envelope)})

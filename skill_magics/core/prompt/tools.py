@@ -4,7 +4,7 @@ One tool per script (``{skill}__{script}``) plus one prompt tool per skill (``{s
 returns the skill's ``<skill_context>`` envelope (scripts not run) and its script tools.
 First comes the client guide's activation tool, ``activate_skill``: its ``name`` parameter is
 an enum of the real skill names (those without ``disable-model-invocation: true``), and it
-returns ``build_skill_context(manager, name, format="skill_content")`` (docs/architecture.md,
+returns ``build_skill_context(manager, name, envelope="skill_content")`` (docs/architecture.md,
 *Activation*). With no such skill it is not defined at all.
 Names match ``^[a-zA-Z0-9_-]{1,64}$`` (valid for both APIs), are unique, and depend only on
 the skill and script paths, so they are stable across runs and machines. A name is either
@@ -19,7 +19,9 @@ sent. Every call goes through approval (docs/architecture.md, *Who approves*): t
 ``approver`` given, else ``manager.approver``; with neither (or ``approver=None``), a script
 tool call is refused (``is_error``, audited ``approval_unavailable``) because the model, not
 a person, chose the script. Pass e.g. ``approver=lambda request: "yes_once"`` to let an agent
-run scripts unattended. A result
+run scripts unattended. ``handle_tool_call`` and ``handle_tool_call_async`` are one
+generator (``_tool_call``: plan, then run, each a step yielded) and two drivers, the pattern of
+core/lab/drive.py, so both answer every call alike. A result
 longer than ``max_result_chars`` (default 100,000, like the context's per-stream cap) is cut,
 with a note saying how many characters were left out.
 
@@ -38,12 +40,14 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from skill_magics.core.base.deprecation import renamed_argument, renamed_module_name
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.base.models import ScriptExecutionResult, ScriptMetadata
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.manager import SkillManager
@@ -54,7 +58,7 @@ from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
 
-ToolFormat = Literal["anthropic", "openai"]
+ToolApi = Literal["anthropic", "openai"]  # whose tool-definition shape
 ACTIVATION_TOOL = "activate_skill"
 ACTIVATION_DESCRIPTION = (
     "Load a skill's full instructions when a task matches its description. Returns "
@@ -118,14 +122,15 @@ class ToolSpec:
             "additionalProperties": True,
         }
 
-    def definition(self, format: ToolFormat = "anthropic") -> dict[str, Any]:
-        if format == "anthropic":
+    def definition(self, api: ToolApi = "anthropic") -> dict[str, Any]:
+        """This tool's definition in ``api``'s shape (Anthropic Messages or OpenAI)."""
+        if api == "anthropic":
             return {
                 "name": self.name,
                 "description": self.description,
                 "input_schema": self.input_schema(),
             }
-        if format == "openai":
+        if api == "openai":
             return {
                 "type": "function",
                 "function": {
@@ -134,27 +139,30 @@ class ToolSpec:
                     "parameters": self.input_schema(),
                 },
             }
-        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
+        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
 
 
 def tool_definitions(
     manager: SkillManager,
-    format: ToolFormat = "anthropic",
-    skills: list[str] | None = None,
+    api: ToolApi | None = None,
+    skills: Sequence[str] | str | None = None,
     *,
     descriptions: Mapping[str, str] | None = None,
+    format: ToolApi | None = None,
 ) -> list[dict[str, Any]]:
     """Tool definitions for every skill (or ``skills``): the activation tool, then per skill its
-    prompt tool and its script tools. ``descriptions`` (skill name -> text) replaces a
-    skill's description in its tools' texts (see :func:`tool_specs`)."""
-    if format not in ("anthropic", "openai"):
-        raise ValueError(f"Unknown tool format {format!r}: use 'anthropic' or 'openai'")
-    return [spec.definition(format) for spec in tool_specs(manager, skills, descriptions)]
+    prompt tool and its script tools, in ``api``'s shape ("anthropic", the default, or
+    "openai"). ``descriptions`` (skill name -> text) replaces a skill's description in its
+    tools' texts (see :func:`tool_specs`). ``format`` is the deprecated old name of ``api``."""
+    api = renamed_argument(api, format, new="api=", old="format=") or "anthropic"
+    if api not in ("anthropic", "openai"):
+        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
+    return [spec.definition(api) for spec in tool_specs(manager, skills, descriptions)]
 
 
 def tool_specs(
     manager: SkillManager,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     descriptions: Mapping[str, str] | None = None,
 ) -> list[ToolSpec]:
     """The tools as :class:`ToolSpec` objects, in a stable order (skill name, script path).
@@ -171,7 +179,8 @@ def tool_specs(
     # listing never makes us fetch every server's files).
     remote = mcp_listed(manager)
     hidden = {m.name for m in [*metas, *remote] if opted_out(m)}
-    wanted = sorted(m.name for m in metas) if skills is None else list(skills)
+    # A string is a name list (core/base/namelist.py), never a sequence of letters.
+    wanted = sorted(m.name for m in metas) if skills is None else list(name_list(skills))
     names = [n for n in wanted if n not in hidden]
     used: set[str] = {ACTIVATION_TOOL}
     specs: list[ToolSpec] = []
@@ -278,7 +287,7 @@ def _with_hash(readable: str, identity: str) -> str:
 def find_tool(
     manager: SkillManager,
     name: str,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     tools: Collection[str] | None = None,
 ) -> ToolSpec:
     """The tool called ``name`` among the tools of every skill (or of ``skills``: what a
@@ -307,7 +316,7 @@ def handle_tool_call(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     tools: Collection[str] | None = None,
 ) -> dict[str, Any]:
@@ -323,15 +332,8 @@ def handle_tool_call(
     script starts (None: ``manager.settings.run_cwd``). ``tools``: the names the request offered
     (None: every tool of ``skills``); any other name is unknown and never hinted.
     """
-    try:
-        content, plan = _plan_call(manager, name, input, skills, cwd, tools)
-        if plan is None:
-            return tool_result(tool_use_id, content)
-        outcome = manager.run_planned(plan, approver, caller=Caller.MODEL)
-        result = outcome.script_result()
-    except INPUT_ERRORS as exc:
-        return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result, max_result_chars)
+    call = _ToolCall(manager, name, input, tool_use_id, approver, max_result_chars)
+    return _drive(_tool_call(call, skills, cwd, tools))
 
 
 async def handle_tool_call_async(
@@ -342,7 +344,7 @@ async def handle_tool_call_async(
     *,
     approver: ApproverArg = MANAGER_APPROVER,
     max_result_chars: int | None = MAX_RESULT_CHARS,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     cancel: threading.Event | None = None,
     tools: Collection[str] | None = None,
@@ -353,30 +355,109 @@ async def handle_tool_call_async(
     and the skill's fingerprint, the approver) happens in worker threads. Cancelling the
     task kills the script's process group.
     """
+    call = _ToolCall(manager, name, input, tool_use_id, approver, max_result_chars)
+    stop = cancel if cancel is not None else threading.Event()
+    return await _drive_async(_tool_call(call, skills, cwd, tools), stop)
+
+
+# -- a tool call, written once for both paths -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    """What one call is: the model's tool name and input, and how its answer is made."""
+
+    manager: SkillManager
+    name: str
+    input: Any
+    tool_use_id: str
+    approver: ApproverArg
+    max_result_chars: int | None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A blocking step of a tool call: ``call()`` in this thread (the sync path), or
+    ``awaited(cancel)`` on the async path (work in a worker thread, a run in its process
+    group that ``cancel`` kills)."""
+
+    call: Callable[[], Any]
+    awaited: Callable[[threading.Event], Awaitable[Any]]
+
+
+_Steps = Generator[_Step, Any, dict[str, Any]]
+
+
+def _tool_call(
+    call: _ToolCall,
+    skills: Sequence[str] | str | None,
+    cwd: CwdArg | None,
+    tools: Collection[str] | None,
+) -> _Steps:
+    """The tool call: plan it (blocking: file scans, checks), run the plan through the
+    manager's call site; yields each blocking step and gets its value back, or its exception
+    thrown in, so the one ``except`` serves both drivers."""
+    manager = call.manager
+
+    def plan() -> tuple[str, PlannedRun | None]:
+        return _plan_call(manager, call.name, call.input, skills, cwd, tools)
+
     try:
-        cancel = cancel if cancel is not None else threading.Event()
         # join=False: nothing has started yet, and a caller's approver may not watch
         # ``cancel`` (a person deciding, or one that asks through this very loop): do not
         # block the loop waiting for it. The abandoned answer is never run.
-        content, plan = await await_in_thread(
-            lambda: _plan_call(manager, name, input, skills, cwd, tools), cancel, join=False
-        )
-        if plan is None:
-            return tool_result(tool_use_id, content)
-        outcome = await manager.run_planned_async(
-            plan, approver, caller=Caller.MODEL, cancel=cancel, join_approval=False
+        content, planned = yield _Step(plan, lambda stop: await_in_thread(plan, stop, join=False))
+        if planned is None:
+            return tool_result(call.tool_use_id, content)
+        outcome = yield _Step(
+            lambda: manager.run_planned(planned, call.approver, caller=Caller.MODEL),
+            lambda stop: manager.run_planned_async(
+                planned, call.approver, caller=Caller.MODEL, cancel=stop, join_approval=False
+            ),
         )
         result = outcome.script_result()
     except INPUT_ERRORS as exc:
-        return tool_result(tool_use_id, str(exc), is_error=True)
-    return result_block(tool_use_id, result, max_result_chars)
+        return tool_result(call.tool_use_id, str(exc), is_error=True)
+    return result_block(call.tool_use_id, result, call.max_result_chars)
+
+
+def _drive(steps: _Steps) -> dict[str, Any]:
+    """Answer each step in this thread."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = step.call()
+        except BaseException as exc:  # noqa: BLE001 - thrown into the call (Ctrl-C too)
+            error = exc
+
+
+async def _drive_async(steps: _Steps, cancel: threading.Event) -> dict[str, Any]:
+    """Await each step; ``cancel`` is set when the awaiting task is cancelled."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = await step.awaited(cancel)
+        except BaseException as exc:  # noqa: BLE001 - thrown into the call (cancellation too)
+            error = exc
 
 
 def _plan_call(
     manager: SkillManager,
     name: str,
     input: Any,
-    skills: list[str] | None = None,
+    skills: Sequence[str] | str | None = None,
     cwd: CwdArg | None = None,
     tools: Collection[str] | None = None,
 ) -> tuple[str, PlannedRun | None]:
@@ -399,7 +480,7 @@ def _plan_call(
 
 def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
     """The activation tool's result: ``<skill_content>`` for a name in its enum, through
-    the same core path as ``build_skill_context(manager, name, format="skill_content")``."""
+    the same core path as ``build_skill_context(manager, name, envelope="skill_content")``."""
     value = _decoded(input)
     skill = value.get("name") if isinstance(value, dict) else None
     if not isinstance(skill, str) or skill not in spec.enum:
@@ -407,7 +488,7 @@ def activate(manager: SkillManager, spec: ToolSpec, input: Any) -> str:
             f'{ACTIVATION_TOOL} needs {{"name": ...}} with one of: {", ".join(spec.enum)}; '
             f"got {skill!r}"
         )
-    return build_skill_context(manager, skill, format="skill_content")
+    return build_skill_context(manager, skill, envelope="skill_content")
 
 
 def prompt_content(manager: SkillManager, skill_name: str) -> str:
@@ -590,3 +671,8 @@ __all__ = [
     "MAX_RESULT_CHARS",
     "openai_tool_message",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``ToolFormat`` (now ``ToolApi``)."""
+    return renamed_module_name(__name__, name, {"ToolFormat": ("ToolApi", ToolApi)})

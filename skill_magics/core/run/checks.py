@@ -173,12 +173,12 @@ class PreparedRun:
     label_preview: str | None
     argv: tuple[str, ...] = ()
     # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
-    sandbox: SandboxProfile | None = None
+    sandbox_profile: SandboxProfile | None = None  # settings.sandbox is the mode's name
     secrets: tuple[str, ...] = ()  # secret names the skill declares (values added at spawn)
     max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of each stream kept
     # How the executor may start it (core/run/warm/): "auto", "on" or "off" (always cold),
     # and how long its warm server may stay idle. Nothing else about the run depends on it.
-    warm: str = warm_modes.OFF
+    warm_start: str = warm_modes.OFF  # the same values as RunSettings.warm_start
     warm_idle: float = DEFAULT_WARM_IDLE
 
     @classmethod
@@ -362,10 +362,10 @@ class RunChecks:
                 "timeout": settings.timeout,
                 "label_preview": None,
                 "argv": argv_t,
-                "sandbox": None,
+                "sandbox_profile": None,
                 "secrets": (),
                 "max_output_size": settings.max_output_size,
-                "warm": settings.warm_start,
+                "warm_start": settings.warm_start,
                 "warm_idle": settings.warm_idle_timeout,
             }
         )
@@ -400,7 +400,7 @@ class RunChecks:
         names = declared_secrets(metadata)
         if profile is None and not names:
             return prepared
-        return replace(prepared, sandbox=profile, secrets=names)
+        return replace(prepared, sandbox_profile=profile, secrets=names)
 
     # -- a command that is not a script file -------------------------------------------------
 

@@ -102,7 +102,7 @@ class ScriptExecutor:
         self.secrets = secrets if secrets is not None else SecretStore()
         self.grants = grants if grants is not None else NetworkGrants()
         # Warm start (core/run/warm/): which packages a run's server preloads.
-        self.warm = WarmLauncher(preload)
+        self.warm_launcher = WarmLauncher(preload)
         if settings is None:
             values = {"run_cwd": workdir.SKILL, "sandbox": sandboxing.OFF, **setting_values}
             settings = RunSettings(timeout=timeout, max_output_size=max_output_size, **values)
@@ -153,8 +153,8 @@ class ScriptExecutor:
         start = time.monotonic()
         try:
             env = self._env(prepared) if prepared.secrets else prepared.env
-            network = self.network_for(prepared) if prepared.sandbox is not None else True
-            how = launching.choose(prepared, env, network, cancel, self.warm)
+            network = self.network_for(prepared) if prepared.sandbox_profile is not None else True
+            how = launching.choose(prepared, env, network, cancel, self.warm_launcher)
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise
@@ -197,7 +197,7 @@ class ScriptExecutor:
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
         on the approval panel, counts for this run.)"""
-        profile = prepared.sandbox
+        profile = prepared.sandbox_profile
         if profile is None:
             return True
         return profile.network or self.grants.has(prepared.skill_name)
@@ -340,7 +340,7 @@ class ScriptExecutor:
             script_path=prepared.script_rel,
             signal=sig_name,
             signal_number=sig_num,
-            timeout=out.timed_out,
+            timed_out=out.timed_out,
             stdout_truncated=out.stdout.truncated,
             stderr_truncated=out.stderr.truncated,
             stdout_bytes=out.stdout.total_bytes,

@@ -16,7 +16,7 @@ run; a server that went away before it forked (WarmUnavailable) is retried cold 
 
 Example (not run as a doctest: it starts a process)::
 
-    launch = choose(prepared, env, network, cancel, executor.warm)
+    launch = choose(prepared, env, network, cancel, executor.warm_launcher)
     child = launch.spawn(prepared.payload)
     outcome = drive(child, Limits(prepared.timeout, prepared.max_output_size))
 """
@@ -98,7 +98,7 @@ def choose(
 
 def cold(prepared: PreparedRun, env: Mapping[str, str], network: bool, note: str = "") -> Launch:
     """The cold launch, sandboxed in bwrap when ``prepared``'s profile is active."""
-    profile = prepared.sandbox
+    profile = prepared.sandbox_profile
     if profile is None or not profile.active:
         command, cwd = prepared.command, prepared.cwd
         return Launch(
@@ -127,9 +127,9 @@ def _ticket(
     launcher: WarmLauncher,
 ) -> tuple[Ticket | None, str]:
     """A warm ticket, or None and why cold ('' when warm start is off)."""
-    if prepared.warm == warm_modes.OFF:
+    if prepared.warm_start == warm_modes.OFF:
         return None, ""
-    profile = prepared.sandbox
+    profile = prepared.sandbox_profile
     if profile is not None and profile.active:
         sandboxing.find_or_refuse(profile)  # as a cold run would: bwrap must still be here
     why = quick_cold(prepared)  # a bash script, say: no need to ask the launcher
@@ -146,7 +146,7 @@ def _ticket(
 
 
 def _warm_box(prepared: PreparedRun, ticket: Ticket) -> Boxed | None:
-    profile = prepared.sandbox
+    profile = prepared.sandbox_profile
     if profile is None:
         return None
     if not profile.active:

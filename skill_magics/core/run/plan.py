@@ -217,7 +217,7 @@ class Planner:
         meta, prepared = self.check_script(settings, skill_name, script, arguments, argv)
         asked = None
         if ask:
-            asked = self.request(
+            asked = self.approval_request(
                 settings, skill_name, [meta], arguments, argv or (), prepared=[prepared]
             )
         argv_t = None if argv is None else prepared.argv
@@ -333,7 +333,9 @@ class Planner:
             label=CODE_LABEL,
             arguments_preview=code_preview(code),
         )
-        request = self.request(settings, skill.name, [], None, code=code, prepared=[prepared])
+        request = self.approval_request(
+            settings, skill.name, [], None, code=code, prepared=[prepared]
+        )
         return PlannedRun(request, (prepared,))
 
     # -- a skill's referenced scripts (%skill_context) ---------------------------------------
@@ -383,7 +385,7 @@ class Planner:
             out.paths.append(ref.path)
         if runs:
             shown = runs[0].argv if same_argv else ()
-            request = self.request(settings, name, metas, arguments, shown, prepared=runs)
+            request = self.approval_request(settings, name, metas, arguments, shown, prepared=runs)
             out.plan = PlannedRun(request, tuple(runs), arguments)
         return out
 
@@ -412,12 +414,14 @@ class Planner:
             runs.append(run)
         if not runs:
             return None
-        request = replace(self.request(settings, skill_name, metas, prepared=runs), scope=scope)
+        request = replace(
+            self.approval_request(settings, skill_name, metas, prepared=runs), scope=scope
+        )
         return PlannedRun(request, tuple(runs), None)
 
     # -- the request -------------------------------------------------------------------------
 
-    def request(
+    def approval_request(
         self,
         settings: RunSettings,
         skill_name: str,
@@ -621,8 +625,8 @@ def provenance_info(base_dir: Path) -> ProvenanceInfo | None:
 def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo | None:
     """The first run's sandbox as the panel shows it (the runs of one request share it)."""
     for run in prepared or ():
-        if run is not None and run.sandbox is not None:
-            return run.sandbox.info()
+        if run is not None and run.sandbox_profile is not None:
+            return run.sandbox_profile.info()
     return None
 
 

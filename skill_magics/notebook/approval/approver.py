@@ -23,12 +23,14 @@ Example (not run as a doctest: it needs a notebook kernel)::
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 from IPython.display import display
 
+from skill_magics.core.base.deprecation import deprecation_message, renamed_module_name
 from skill_magics.core.base.errors import (
     ApprovalPending,
     ApprovalUnavailable,
@@ -46,8 +48,10 @@ PROMPT_INTERRUPTED = "interrupted at the approval prompt; nothing ran"
 MAX_PANELS = 50  # panels kept for inspection (tests, %skills history); older ones dropped
 
 
-class ApprovalSettings(Protocol):
-    """What the approver reads from the magics' configuration (SkillMagics has it all)."""
+class ApprovalHost(Protocol):
+    """What the approver reads from the magics that ask (SkillMagics has it all): their
+    configuration (``require_approval``, ``auto_approve``, ``approval_ui``, ...), the shell
+    and the panels shown; not a RunSettings (that is ``manager.settings``)."""
 
     shell: Any
     require_approval: bool
@@ -60,30 +64,36 @@ class ApprovalSettings(Protocol):
 class NotebookApprover:
     """An approver (``request -> Answer``) for notebook and terminal IPython.
 
-    ``in_worker``: the gate runs in a worker thread while the cell awaits (the await path),
-    so a click arrives on the kernel's loop. ``cancel`` set (the awaiting cell was
+    ``host``: the magics that ask (a SkillMagics, :class:`ApprovalHost`). ``in_worker``: the
+    gate runs in a worker thread while the cell awaits (the await path), so a click arrives
+    on the kernel's loop. ``cancel`` set (the awaiting cell was
     interrupted) stops the wait. ``pending_ok``: when the cell cannot wait, or stopped
     waiting, raise :class:`ApprovalPending` with the live panel instead of giving up.
     """
 
     def __init__(
         self,
-        settings: ApprovalSettings,
+        host: ApprovalHost,
         *,
         in_worker: bool = False,
         cancel: threading.Event | None = None,
         pending_ok: bool = False,
         asker: str = "",
     ) -> None:
-        self.settings = settings
+        self.host = host  # the magics asking (SkillMagics): configuration, shell, panels
         self.asker = asker  # who wants the run, when not the person (a model: %%skillagent)
         self.in_worker = in_worker
         self.cancel = cancel
         self.pending_ok = pending_ok
         self.relay_failed = False  # RELAY: the kernel did not take the relay (approval/relay.py)
-        self.strategy = waiting.choose(
-            settings.shell, in_coroutine=in_worker, mode=settings.approval_ui
-        )
+        self.strategy = waiting.choose(host.shell, in_coroutine=in_worker, mode=host.approval_ui)
+
+    @property
+    def settings(self) -> ApprovalHost:
+        """Deprecated: the old name of ``host`` (it never was a RunSettings)."""
+        message = deprecation_message("NotebookApprover.settings", "NotebookApprover.host")
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return self.host
 
     # -- configuration -----------------------------------------------------------------------
 
@@ -93,11 +103,11 @@ class NotebookApprover:
 
     def _preapproved(self, request: ApprovalRequest) -> str | None:
         """Who pre-approved every skill of ``request`` (for the audit), or None."""
-        if not self.settings.require_approval:
+        if not self.host.require_approval:
             return "config SkillMagics.require_approval=False"
         found: list[str] = []
         for part in request.requests:
-            by = preapproved_by(part.skill_name, self.settings.auto_approve)
+            by = preapproved_by(part.skill_name, self.host.auto_approve)
             if by is None:
                 return None
             found.append(by)
@@ -123,7 +133,7 @@ class NotebookApprover:
                 self._ask_secrets_terminal(request)
             return answer
         if strategy is Strategy.NONBLOCKING and not self.pending_ok:
-            if self.settings.approval_ui == "nonblocking":
+            if self.host.approval_ui == "nonblocking":
                 why = "SkillMagics.approval_ui is 'nonblocking', so this cell cannot wait"
             else:
                 why = (
@@ -166,7 +176,7 @@ class NotebookApprover:
 
         panel = ApprovalPanel(request, on_inputs=self.apply_inputs, asker=self.asker)
         panel.widget  # noqa: B018 - build it now: the relay needs its widgets' comm ids
-        panels = self.settings.panels
+        panels = self.host.panels
         panels.append(panel)
         del panels[:-MAX_PANELS]
         return panel
@@ -180,7 +190,7 @@ class NotebookApprover:
     @contextmanager
     def _relayed(self, panel: Any) -> Iterator[Any]:
         """RELAY: divert the panel's widget messages to this thread (approval/relay.py)."""
-        kernel = waiting.get_kernel(self.settings.shell)
+        kernel = waiting.get_kernel(self.host.shell)
         if self.strategy is not Strategy.RELAY or kernel is None:
             yield None
             return
@@ -189,7 +199,7 @@ class NotebookApprover:
             yield inbox
 
     def _wait(self, panel: Any, inbox: Any) -> None:
-        shell, timeout = self.settings.shell, self.settings.approval_timeout
+        shell, timeout = self.host.shell, self.host.approval_timeout
         if self.strategy is Strategy.RELAY and inbox is None:
             return  # the relay could not be set up: no click can come; _no_click says so
         if self.strategy is Strategy.PUMP:
@@ -211,7 +221,7 @@ class NotebookApprover:
             )
             raise ApprovalUnavailable(unavailable_message(request.skill_names, why))
         raise ApprovalUnavailable(
-            f"No decision within {self.settings.approval_timeout:g} s for "
+            f"No decision within {self.host.approval_timeout:g} s for "
             f"{request.skill_name}: nothing ran. Run the cell again, or raise "
             "SkillMagics.approval_timeout"
         )
@@ -227,7 +237,7 @@ class NotebookApprover:
     ) -> list[str]:
         """What the panel's fields gave: secret values (kept in memory by the manager) and a
         network grant (audited). Returns one line per value that was not kept."""
-        manager = getattr(self.settings, "manager", None)
+        manager = getattr(self.host, "manager", None)
         if manager is None:
             return ["no manager to keep the values: nothing was kept"]
         problems = []
@@ -285,8 +295,13 @@ def _update_quietly(handle: Any, obj: Any) -> None:
 
 
 __all__ = [
-    "ApprovalSettings",
+    "ApprovalHost",
     "NotebookApprover",
     "WAIT_INTERRUPTED",
     "PROMPT_INTERRUPTED",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Old names kept for one release: ``ApprovalSettings`` (now ``ApprovalHost``)."""
+    return renamed_module_name(__name__, name, {"ApprovalSettings": ("ApprovalHost", ApprovalHost)})

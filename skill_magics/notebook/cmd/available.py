@@ -10,7 +10,7 @@ from skill_magics.notebook.cmd import SkillsHost
 
 HELP = (
     "the <available_skills> block for a system prompt: [--budget TOKENS] [--include PAT ...] "
-    "[--exclude PAT ...] [--format skills-ref|guide]; token counts, what was left out"
+    "[--exclude PAT ...] [--layout skills-ref|guide]; token counts, what was left out"
 )
 
 

@@ -19,6 +19,7 @@ from skill_magics.core.base.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skillagent import MissingKey
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:  # core/lab is imported on use
     from skill_magics.core.lab.options import EvalOptions
@@ -41,7 +42,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grader", default=None)
     p.add_argument("--grader-model", default=None)
     p.add_argument("--runs", type=int, default=1)
-    p.add_argument("--configurations", nargs="+", default=["with_skill", "without_skill"])
+    p.add_argument(
+        "--configurations",
+        nargs="+",
+        action=NameListAction,
+        default=["with_skill", "without_skill"],
+    )
     p.add_argument("--workspace", default=None)
     p.add_argument("--max-calls", type=int, default=None)
     p.add_argument("-o", "--out", default=None)

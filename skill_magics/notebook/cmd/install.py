@@ -15,6 +15,7 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
 from skill_magics.notebook.magics import drive
+from skill_magics.notebook.names import NameListAction
 
 HELP = (
     "SOURCE [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR] [--force]: install skills "
@@ -29,7 +30,7 @@ USAGE = (
 def _job(magics: Any, args: list[str]) -> _sources.Job:
     p = _sources.parser(USAGE)
     p.add_argument("source")
-    p.add_argument("--skill", action="append", dest="skills")
+    p.add_argument("--skill", action=NameListAction, dest="skills")
     p.add_argument("--ref")
     p.add_argument("--path", dest="subfolder")
     p.add_argument("--into")

@@ -18,6 +18,7 @@ from skill_magics.core.base.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.cmd import SkillsHost
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skillagent import MissingKey
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:  # core/lab is imported on use
     from skill_magics.core.lab.options import TriggerOptions
@@ -40,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None)
     p.add_argument("--client", default=None)
     p.add_argument("--description", default=None)
-    p.add_argument("--skills", nargs="+", default=None)
+    p.add_argument("--skills", nargs="+", action=NameListAction, default=None)
     p.add_argument("--holdout", type=float, default=None)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--threshold", type=float, default=0.5)

@@ -12,6 +12,7 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
 from skill_magics.notebook.magics import drive
+from skill_magics.notebook.names import NameListAction
 
 HELP = "[NAME ...] [--into DIR] [--force]: fetch installed skills again, install what changed"
 USAGE = "%skills update [NAME ...] [--into DIR] [--force]"
@@ -19,7 +20,7 @@ USAGE = "%skills update [NAME ...] [--into DIR] [--force]"
 
 def _job(magics: Any, args: list[str]) -> _sources.Job:
     p = _sources.parser(USAGE)
-    p.add_argument("names", nargs="*")
+    p.add_argument("names", nargs="*", action=NameListAction)
     p.add_argument("--into")
     p.add_argument("--force", action="store_true")
     opts = p.parse(args)

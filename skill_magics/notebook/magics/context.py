@@ -30,6 +30,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:
     from skill_magics.core.run.approval import Approver
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 MAX_VIEW_CHARS = 100_000  # highlighted in the page; the value itself is never cut
 MAX_COPY_CHARS = 2_000_000  # beyond this the copy button is left out (use the variable)
+ENVELOPES = ("skill_context", "skill_content")  # %skill_context --envelope
+LAYOUTS = ("skills-ref", "guide")  # %skills available --layout
 
 
 # -- the value ---------------------------------------------------------------------------
@@ -133,7 +136,7 @@ class ContextMagics(SharedMagics):
 
     # %skill_context ------------------------------------------------------------------------
     @magic_arguments()
-    @argument("names", nargs="+", help="one or more skill names")
+    @argument("names", nargs="+", action=NameListAction, help="skill names (a,b or a b)")
     @argument("--no-run", action="store_true", help="do not run the referenced scripts")
     @argument(
         "--args",
@@ -149,13 +152,14 @@ class ContextMagics(SharedMagics):
         help="reference files: list them (default), include their content, or leave them out",
     )
     @argument(
-        "--format",
-        choices=("skill_context", "skill_content"),
-        default="skill_context",
+        "--envelope",
+        choices=ENVELOPES,
+        default=None,
         help="skill_context (default: the envelope, scripts run) or skill_content (the "
         "Agent Skills client guide's activation result: instructions, directory, file list; "
         "nothing runs)",
     )
+    @argument("--format", choices=ENVELOPES, default=None, help="deprecated: use --envelope")
     @argument("-o", "--out", default=None, help="also store the text in this variable")
     @no_var_expand
     @line_magic
@@ -247,7 +251,7 @@ class ContextMagics(SharedMagics):
             arguments_by_skill=opts.by_skill,
             include_references=opts.refs,
             approver=approver,
-            format=opts.format,
+            envelope=renamed_option(opts.envelope, opts.format, "--envelope", "--format"),
         )
         return names, options
 
@@ -298,6 +302,19 @@ class AvailableSkillsText(SkillContextText):
         return available_skills_html(self.available_skills) + context_html(shown, self.size_line())
 
 
+def renamed_option(value: Any, old_value: Any, new: str, old: str) -> Any:
+    """A magic's option under its new name, or its old name with a FutureWarning (shown in
+    Jupyter); both given is a UsageError."""
+    from skill_magics.core.base.deprecation import renamed_argument
+
+    try:
+        return renamed_argument(
+            value, old_value, new=new, old=old, category=FutureWarning, stacklevel=4
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 EMPTY_BLOCK = "(no skills listed: the <available_skills> block is empty, no block)"
 
 
@@ -305,19 +322,20 @@ def available_skills_parser() -> SubcommandParser:
     from skill_magics.notebook.cmd import SubcommandParser
 
     parser = SubcommandParser("available", AVAILABLE_USAGE)
-    parser.add_argument("names", nargs="*")
+    parser.add_argument("names", nargs="*", action=NameListAction)
     parser.add_argument("--budget", type=int, default=None, help="max tokens")
     parser.add_argument("--budget-chars", type=int, default=None, help="max characters")
     parser.add_argument("--include", nargs="+", action="extend", default=None)
     parser.add_argument("--exclude", nargs="+", action="extend", default=None)
-    parser.add_argument("--format", choices=("skills-ref", "guide"), default="skills-ref")
+    parser.add_argument("--layout", choices=LAYOUTS, default=None)
+    parser.add_argument("--format", choices=LAYOUTS, default=None)  # deprecated: --layout
     parser.add_argument("-o", "--out", default=None)
     return parser
 
 
 AVAILABLE_USAGE = (
     "%skills available [NAME ...] [--budget TOKENS] [--budget-chars N] [--include PAT ...] "
-    "[--exclude PAT ...] [--format skills-ref|guide] [-o VAR]"
+    "[--exclude PAT ...] [--layout skills-ref|guide] [-o VAR]"
 )
 
 
@@ -327,6 +345,7 @@ def available_skills_command(magics: SkillsHost, args: list[str]) -> AvailableSk
     from skill_magics.core.prompt.available_skills import available_skills
 
     opts = available_skills_parser().parse(args)
+    layout = renamed_option(opts.layout, opts.format, "--layout", "--format")
     budget = opts.budget
     if budget is None and opts.budget_chars is None:
         budget = getattr(magics, "available_skills_budget", None)  # the SkillMagics trait
@@ -338,7 +357,7 @@ def available_skills_command(magics: SkillsHost, args: list[str]) -> AvailableSk
             max_chars=opts.budget_chars,
             include=opts.include,
             exclude=opts.exclude,
-            format=opts.format,
+            layout=layout,
         )
     except SkillMagicsError as exc:
         raise UsageError(exc.magic_text()) from None

@@ -23,6 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.base.errors import SkillMagicsError, magic_words
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
+from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:  # core/lab is imported on use
     from skill_magics.core.lab.options import AgentOptions
@@ -115,7 +116,13 @@ class SkillAgentMagics(SharedMagics):
 
     @magic_arguments(name="%skillagent")  # a cell magic: usage reads %%skillagent
     @argument("--model", default=None, help="the model's name (default: SkillMagics.model)")
-    @argument("--skills", nargs="+", default=None, help="the skills offered (default: all)")
+    @argument(
+        "--skills",
+        nargs="+",
+        action=NameListAction,
+        default=None,
+        help="the skills offered, a,b or a b (default: all)",
+    )
     @argument("--client", default=None, help="variable holding the client (default: model_client)")
     @argument("--system", default=None, help="variable holding a system prompt to put first")
     @argument("--max-turns", type=int, default=8, help="replies at most (default 8)")

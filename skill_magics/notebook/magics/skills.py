@@ -2,6 +2,10 @@
 
 Configuration (``%config SkillMagics.timeout = 60`` or ``c.SkillMagics.timeout`` in
 ipython_config.py): see the traits below. Bad values are refused when set, in one line.
+A list of names (``allowed_interpreters``, ``env_passthrough``, ``sandbox_network``) given
+as one string is read by the one parser (core/base/namelist.py): ``"python3, bash"`` is two
+names, as for ``auto_approve``; a list of paths (``skill_dirs``, ``sandbox_read``,
+``sandbox_deny_read``) given as one string is one path (a folder name may hold a comma).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from traitlets import (
 )
 
 from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
@@ -62,6 +67,15 @@ def _as_list(value: tuple[str, ...] | None) -> list[str] | None:
     return None if value is None else list(value)
 
 
+class NameListTrait(List):
+    """A list of names that also takes one string, read by the one parser: ``"a, b"`` and
+    ``"a b"`` are ``["a", "b"]`` (traitlets' List makes a string ONE item, ``["a, b"]``: a
+    name no interpreter, variable or skill has, so the setting silently matched nothing)."""
+
+    def set(self, obj: Any, value: Any) -> None:
+        super().set(obj, list(name_list(value)) if isinstance(value, str) else value)
+
+
 @magics_class
 class SkillMagics(Magics):
     """Agent Skills in IPython: the configuration every magic reads, the SkillManager they
@@ -83,7 +97,7 @@ class SkillMagics(Magics):
         DEFAULTS["max_output_size"],
         help="Bytes of stdout and of stderr kept per run (the rest is counted).",
     ).tag(config=True)
-    allowed_interpreters = List(
+    allowed_interpreters = NameListTrait(
         Unicode(),
         default_value=_as_list(DEFAULTS["allowed_interpreters"]),
         allow_none=True,
@@ -106,7 +120,7 @@ class SkillMagics(Magics):
         DEFAULTS["inherit_env"],
         help="Give scripts the kernel's whole environment (default: a minimal one).",
     ).tag(config=True)
-    env_passthrough = List(
+    env_passthrough = NameListTrait(
         Unicode(),
         default_value=list(DEFAULTS["env_passthrough"]),
         help="Environment variables passed to scripts in addition to the minimal set.",
@@ -146,7 +160,7 @@ class SkillMagics(Magics):
         "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
         "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
     ).tag(config=True)
-    sandbox_network = List(
+    sandbox_network = NameListTrait(
         Unicode(),
         default_value=list(DEFAULTS["sandbox_network"]),
         help='Skills that may use the network in sandboxed runs ("*": all; audited).',
@@ -393,7 +407,7 @@ class SkillMagics(Magics):
         pending_ok: bool = False,
         asker: str = "",
     ) -> NotebookApprover:
-        """The approver every magic passes to the gate, configured from these settings
+        """The approver every magic passes to the gate, reading this configuration
         (``asker``: who wants the runs when it is not the person, shown first in the panel)."""
         from skill_magics.notebook.approval.approver import NotebookApprover
 

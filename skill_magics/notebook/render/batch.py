@@ -47,9 +47,9 @@ def summary_html(result: Any) -> str:
         f"{result.wall_s:.2f} s · {result.throughput:.1f} items/s · "
         f"{result.workers} workers on {_e(result.pool)}"
     )
-    warm = getattr(result, "warm_starts", 0)
-    if warm:
-        line += f" · {warm:,} started warm"
+    warm_starts = getattr(result, "warm_starts", 0)
+    if warm_starts:
+        line += f" · {warm_starts:,} started warm"
     if result.stopped:
         line += f"<br><em>stopped: {_e(result.stopped)}</em>"
     return f"<div>{line}</div>"

@@ -150,7 +150,7 @@ def _exit_code(run: Any) -> Section:
     if res is None:
         return Section("exit code", "(still running)")
     code = res.exit_code
-    if res.timeout:
+    if res.timed_out:
         why = "timed out: the script was killed when the time limit passed"
     elif res.signal:
         why = f"killed by signal {res.signal}"
@@ -178,7 +178,7 @@ def _timing(run: Any) -> Section:
     lines = [
         f"execution time: {format_duration(res.execution_time_ms)} "
         f"({res.execution_time_ms:.1f} ms)",
-        f"timed out: {'yes' if res.timeout else 'no'}",
+        f"timed out: {'yes' if res.timed_out else 'no'}",
     ]
     notes = []
     for stream in ("stdout", "stderr"):

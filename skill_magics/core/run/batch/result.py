@@ -187,10 +187,10 @@ class BatchResult(Sequence[BatchItem]):
         """``unit-converter.convert: 200 items, 197 completed, 2 failed, 1 timeout in 3.1 s
         (64.5 items/s, 2 workers)``"""
         counts = ", ".join(f"{n:,} {s}" for s, n in self.counts().items()) or "nothing ran"
-        warm = f", {self.warm_starts:,} started warm" if self.warm_starts else ""
+        warm_note = f", {self.warm_starts:,} started warm" if self.warm_starts else ""
         line = (
             f"{self.name}: {len(self):,} items, {counts} in {self.wall_s:.2f} s "
-            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.pool}{warm})"
+            f"({self.throughput:.1f} items/s, {self.workers} workers on {self.pool}{warm_note})"
         )
         if self.stopped:
             line += f"; stopped: {self.stopped}"

@@ -741,7 +741,7 @@ def run_shipped_item(
     collected = thread_audit.start()
     try:
         _, prepared = planner.check_script(batch.settings, name, batch.script, arguments, argv)
-        prepared = replace(prepared, warm=warm_modes.in_batch(prepared.warm))
+        prepared = replace(prepared, warm_start=warm_modes.in_batch(prepared.warm_start))
         result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)
         return outcome(RunStatus.REFUSED, message=str(exc))

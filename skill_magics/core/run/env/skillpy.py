@@ -174,9 +174,9 @@ def result_dict(
         "stdout": result.stdout,
         "stderr": result.stderr,
         "returncode": result.exit_code,  # TIMEOUT_EXIT_CODE (124) on timeout
-        "timed_out": bool(result.timeout),
+        "timed_out": bool(result.timed_out),
     }
-    if result.timeout:
+    if result.timed_out:
         setting = manager.settings.timeout if manager is not None else DEFAULT_TIMEOUT
         limit = timeout if timeout is not None else setting
         out["error"] = f"Script execution exceeded timeout of {_seconds(limit)} seconds"

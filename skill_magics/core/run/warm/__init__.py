@@ -116,11 +116,11 @@ def warm_up(
         s.path.as_posix() for s in skill.scripts if s.runnable and s.script_type == "python"
     ]
     out: list[WarmUp] = []
-    launcher: WarmLauncher = executor.warm
+    launcher: WarmLauncher = executor.warm_launcher
     for script in chosen:
         # settings: the warm-up's own (its sandbox and cwd: RunSettings.for_run)
         _meta, prepared = planner.check_script(settings, skill_name, script, None, None)
-        prepared = replace(prepared, warm=ON)
+        prepared = replace(prepared, warm_start=ON)
         rel = prepared.script_rel.as_posix()
         if skills_own_python(prepared):
             # The skill's own venv: starting its Python runs the skill's code (site, .pth,

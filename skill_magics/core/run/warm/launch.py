@@ -85,7 +85,7 @@ class Target:
     python: str
     flags: tuple[str, ...]
     target: str  # the script's path, or the module's name
-    module: bool
+    is_module: bool  # run as ``python -m target``
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class WarmLauncher:
         """Warm (a Ticket) or cold (why). ``env``: the run's environment with its secret
         values; ``network``: the sandbox's network now (a grant given while approving);
         ``cancel`` set stops a wait for the server (the run then starts cold and stops)."""
-        if prepared.warm == OFF:
+        if prepared.warm_start == OFF:
             return Cold()
         run = _plan(prepared, env, network)
         if isinstance(run, Cold):
@@ -143,7 +143,7 @@ class WarmLauncher:
         server = self._server(run)
         if isinstance(server, Cold):
             return server
-        waiting = run.prepared.warm != AUTO
+        waiting = run.prepared.warm_start != AUTO
         not_ready = _ready(server, waiting, cancel)
         if not_ready is not None:
             return not_ready
@@ -182,9 +182,9 @@ class WarmLauncher:
         if version is not None and version < (3, 9):
             major, minor = version
             return Cold(f"warm start needs Python 3.9+ (this script runs on {major}.{minor})")
-        if prepared.warm == AUTO and not self._preload(run):
+        if prepared.warm_start == AUTO and not self._preload(run):
             return Cold()  # nothing worth preloading: not worth a server of its own
-        profile = prepared.sandbox if run.tmpdir is not None else None
+        profile = prepared.sandbox_profile if run.tmpdir is not None else None
         server = POOL.server_for(
             key,
             lambda: _make_server(key, run.target, run.server_env, profile, run.tmpdir, run.network),
@@ -205,7 +205,7 @@ class WarmLauncher:
         """Start (or find) the server ``prepared`` would use and wait until it is ready."""
         from dataclasses import replace
 
-        ticket = self.ticket(replace(prepared, warm=ON), env, network)
+        ticket = self.ticket(replace(prepared, warm_start=ON), env, network)
         if isinstance(ticket, Cold):
             return ticket
         return ticket.server
@@ -276,7 +276,7 @@ def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _Warm
     why = _env_problem(env)
     if why:
         return Cold(why)
-    profile = prepared.sandbox
+    profile = prepared.sandbox_profile
     sandboxed = profile is not None and profile.active
     if sandboxed and skills_own_python(prepared):
         return Cold(OWN_PYTHON_SANDBOXED)
@@ -359,16 +359,16 @@ def describe(prepared: PreparedRun) -> str:
     running yet."""
     if prepared.script is None or prepared.interpreter.script_type != "python":
         return ""
-    if prepared.warm == OFF:
+    if prepared.warm_start == OFF:
         return "cold (warm start off for this run: --cold, warm=False or warm_start=off)"
     target = parse_target(prepared)
     why = target if isinstance(target, str) else _env_problem(prepared.env)
-    profile = prepared.sandbox
+    profile = prepared.sandbox_profile
     if not why and profile is not None and profile.active and skills_own_python(prepared):
         why = OWN_PYTHON_SANDBOXED
     if why:
         return f"cold: {why}"
-    if prepared.warm == ON:
+    if prepared.warm_start == ON:
         return "warm: forked from a server that imported its packages"
     return "warm when its server is ready (warm_start=auto), else cold"
 
@@ -509,13 +509,13 @@ def _make_server(
 
 
 def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:
-    argv = [target.target if not target.module else "-m", *prepared.argv]
+    argv = [target.target if not target.is_module else "-m", *prepared.argv]
     spec = {
         "argv": argv,
         "orig_argv": list(prepared.command),
         "cwd": os.fspath(prepared.cwd),
         "env": dict(env),
-        "module": target.module,
+        "module": target.is_module,
         "target": target.target,
         "umask": current_umask(),
         "rlimits": current_rlimits(),
@@ -701,7 +701,7 @@ def _path_front(
     cwd = os.fspath(prepared.cwd)
     out = []
     if not safe:
-        if target.module:
+        if target.is_module:
             out.append((cwd, False))
         else:
             out.append((os.path.dirname(os.path.realpath(target.target)), False))
