@@ -240,3 +240,50 @@ def test_an_ipv6_host_is_written_in_brackets() -> None:
     assert serving.ServedInfo("127.0.0.1", 1, (), 1, serving.ServeState.RUNNING, ()).url == (
         "http://127.0.0.1:1/mcp"
     )
+
+
+def test_a_web_page_cannot_reach_the_server_through_dns_rebinding(tmp_path: Path) -> None:
+    """The server listens on 127.0.0.1 without a token: a page in the person's browser whose
+    host name is rebound to 127.0.0.1 sends its own Host and Origin, which are refused, so no
+    web page reads the skills; what must NOT be refused: a local client's own requests."""
+    import http.client
+    import json as _json
+
+    skills = write_skills(tmp_path / "skills")
+    info = serving.serve([skills])
+    body = _json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    )
+
+    def post(headers: dict[str, str]) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", info.port, timeout=10)
+        try:
+            conn.request(
+                "POST",
+                "/mcp",
+                body,
+                {
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                    **headers,
+                },
+            )
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+    try:
+        assert post({"Host": "attacker.example:80"}) in (400, 403, 421)
+        assert post({"Origin": "http://attacker.example"}) in (400, 403)
+        assert post({}) == 200  # the local client: Host 127.0.0.1:PORT, no foreign Origin
+    finally:
+        serving.stop()
