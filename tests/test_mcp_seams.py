@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import ApprovalRequest, Decision
 
@@ -166,3 +167,74 @@ def test_a_server_that_hangs_does_not_hold_the_skills_table_back(
     assert "quick/added-later" in text and "quick/shared-name" in text
     shell.run_cell("%skills remove mcp slow")
     shell.run_cell("%skills remove mcp quick")
+
+
+SECRET_SKILL = """---
+name: keyed
+description: Uses a token. Use it for tests.
+metadata:
+  secrets: "SEAM_TOKEN"
+---
+Run `scripts/use.py`.
+"""
+USE = """import hashlib, json, os, sys, time
+args = json.load(sys.stdin)
+if args.get("sleep"):
+    time.sleep(args["sleep"])
+token = os.environ.get("SEAM_TOKEN", "")
+print("token:", token, "| sha:", hashlib.sha256(token.encode()).hexdigest()[:16])
+"""
+
+
+def sha(value: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def keyed_skill(root: Path) -> Path:
+    skill = root / "keyed"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SECRET_SKILL)
+    (skill / "scripts" / "use.py").write_text(USE)
+    return skill
+
+
+def test_an_mcp_run_has_a_local_runs_secrets_timeout_and_warm_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 Deliver 2: everything a local run has. A secret is given per qualified name:
+    the value provided for the local skill 'keyed' never reaches the server's 'team/keyed'
+    (a server choosing a local skill's name and secret gets nothing), and it is masked."""
+    from skill_magics.core.run import warm
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    served = keyed_skill(tmp_path / "served")
+    local = tmp_path / "local"
+    keyed_skill(local)
+    manager = SkillManager([local], warm_start="on")
+    serve(manager, "team", served)
+    try:
+        approver = Recorder()
+        manager.provide_secret("keyed", "SEAM_TOKEN", "local-value-123456")
+        with pytest.raises(SkillMagicsError, match="needs secret SEAM_TOKEN, not provided"):
+            manager.execute_skill_script("team/keyed", "use", {}, approver=approver)
+        manager.provide_secret("team/keyed", "SEAM_TOKEN", "remote-value-654321")
+        ran = manager.execute_skill_script("team/keyed", "use", {}, approver=approver, warm=False)
+        # Its own value (masked in the output), never the local skill's of the same name.
+        assert ran.stdout.strip() == f"token: **** | sha: {sha('remote-value-654321')}"
+        local_run = manager.execute_skill_script("keyed", "use", {}, approver=approver)
+        assert local_run.stdout.strip() == f"token: **** | sha: {sha('local-value-123456')}"
+        # A time limit kills an MCP run like a local one (exit 124, timed_out).
+        slow = manager.execute_skill_script(
+            "team/keyed", "use", {"sleep": 30}, approver=approver, timeout=1
+        )
+        assert slow.timed_out and slow.exit_code == 124
+        # Warm start: the same run forked from a server that imported its packages.
+        manager.warm_up("team/keyed")
+        hot = manager.execute_skill_script("team/keyed", "use", {}, approver=approver, warm=True)
+        assert hot.start == "warm", hot.start_note
+        assert hot.stdout.strip() == f"token: **** | sha: {sha('remote-value-654321')}"
+    finally:
+        manager.remove_mcp_server("team")
+        warm.stop_servers()
