@@ -53,6 +53,7 @@ DOCTESTED = (
     "skill_magics.core.base.paths",
     "skill_magics.core.base.secrets",
     "skill_magics.core.base.status",
+    "skill_magics.core.base.steps",
     "skill_magics.core.base.version",
     "skill_magics.core.base.visible",
     "skill_magics.core.catalog.detect",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from skill_magics.core.base import steps
 from skill_magics.core.base.errors import ModelAuthError, ModelCallError
 from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
@@ -105,47 +106,25 @@ def sync_provider(client: Any, what: str) -> Provider:
     return provider
 
 
+def _retryable_in_loop(exc: BaseException) -> bool:
+    """A failed request goes back into the loop (it counts it, retries it); a rejected key
+    ends it (every further request would fail the same way), as does anything else."""
+    return isinstance(exc, ModelCallError) and not isinstance(exc, ModelAuthError)
+
+
 def drive(loop: Loop[T]) -> T:
     """Run ``loop`` in this thread (synchronous clients only)."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            action = loop.throw(error) if error is not None else loop.send(value)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            value = _answer(action)
-        except ModelAuthError:
-            loop.close()  # every further request would fail the same way: stop, one line
-            raise
-        except ModelCallError as exc:
-            error = exc
+    return steps.drive(loop, _answer, thrown=_retryable_in_loop)
 
 
 async def drive_async(loop: Loop[T], cancel: threading.Event | None = None) -> T:
     """Await ``loop``: requests of async clients are awaited, blocking work (a sync client's
     request, an approval) runs in a worker thread, scripts run in their process groups. A
     cancellation sets ``cancel``: the running script is killed and the loop is closed."""
-    cancel = cancel if cancel is not None else threading.Event()
-    value: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            try:
-                action = loop.throw(error) if error is not None else loop.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value, error = None, None
-            try:
-                value = await _answer_async(action, cancel)
-            except ModelAuthError:
-                raise  # not transient (the loop is closed below)
-            except ModelCallError as exc:
-                error = exc
-    finally:
-        loop.close()
+    stop = cancel if cancel is not None else threading.Event()
+    return await steps.drive_async(
+        loop, lambda action: _answer_async(action, stop), thrown=_retryable_in_loop
+    )
 
 
 def _answer(action: Action) -> Any:

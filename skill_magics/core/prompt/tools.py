@@ -49,6 +49,7 @@ from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.base.models import ScriptExecutionResult, ScriptMetadata
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
+from skill_magics.core.base.steps import drive, drive_async
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
@@ -422,35 +423,13 @@ def _tool_call(
 
 
 def _drive(steps: _Steps) -> dict[str, Any]:
-    """Answer each step in this thread."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            value = step.call()
-        except BaseException as exc:  # noqa: BLE001 - thrown into the call (Ctrl-C too)
-            error = exc
+    """Answer each step in this thread (every exception is thrown into the call)."""
+    return drive(steps, lambda step: step.call())
 
 
 async def _drive_async(steps: _Steps, cancel: threading.Event) -> dict[str, Any]:
     """Await each step; ``cancel`` is set when the awaiting task is cancelled."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            value = await step.awaited(cancel)
-        except BaseException as exc:  # noqa: BLE001 - thrown into the call (cancellation too)
-            error = exc
+    return await drive_async(steps, lambda step: step.awaited(cancel))
 
 
 def _plan_call(

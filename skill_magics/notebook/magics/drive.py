@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from skill_magics.core.base import steps
+
 T = TypeVar("T")
 
 
@@ -57,43 +59,23 @@ class Mode:
 
 
 def blocking(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
-    """Run ``magic(mode, *args)`` in this thread."""
-    steps = magic(Mode(host), *args)
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            value = step.call()
-        except BaseException as exc:  # noqa: BLE001 - thrown into the magic (Ctrl-C too)
-            error = exc
+    """Run ``magic(mode, *args)`` in this thread (Ctrl-C is thrown into the magic too)."""
+    return steps.drive(magic(Mode(host), *args), lambda step: step.call())
 
 
 async def awaited(host: Any, magic: Callable[..., Magic[T]], *args: Any) -> T:
-    """Await ``magic(mode, *args)``: each step in a worker thread or as its coroutine."""
+    """Await ``magic(mode, *args)``: each step in a worker thread or as its coroutine (a
+    cancellation is thrown into the magic too)."""
     from skill_magics.core.run.bridge import await_in_thread
 
     cancel = threading.Event()
-    steps = magic(Mode(host, cancel), *args)
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        try:
-            if step.awaited is not None:
-                value = await step.awaited()
-            else:
-                value = await await_in_thread(step.call, cancel)
-        except BaseException as exc:  # noqa: BLE001 - thrown into the magic (cancellation too)
-            error = exc
+
+    def answer(step: Step[Any]) -> Awaitable[Any]:
+        if step.awaited is not None:
+            return step.awaited()
+        return await_in_thread(step.call, cancel)
+
+    return await steps.drive_async(magic(Mode(host, cancel), *args), answer)
 
 
 __all__ = ["Magic", "Mode", "Step", "awaited", "blocking"]
