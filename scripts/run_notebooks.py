@@ -136,14 +136,17 @@ def execute(path: Path, *, timeout: int = 180, keyless: bool = False) -> nbforma
     return nb
 
 
-def _kernel_manager(tmp: Path) -> object | None:
-    """A kernel manager for SKILL_MAGICS_TEST_KERNEL_PYTHON (a private kernelspec), else
-    None: nbclient's own, for the notebook's ``python3``."""
-    python = os.environ.get(KERNEL_PYTHON_ENV)
-    if not python:
-        return None
+def _kernel_manager(tmp: Path) -> object:
+    """A kernel manager for the notebook's ``python3`` (SKILL_MAGICS_TEST_KERNEL_PYTHON's, a
+    private kernelspec, when set), over Unix sockets: TCP ports picked free, closed, then
+    bound by the kernel can be taken in between by a test stage running beside this one."""
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
+
+    ipc = {"transport": "ipc", "ip": str(tmp / "ipc")}
+    python = os.environ.get(KERNEL_PYTHON_ENV)
+    if not python:
+        return KernelManager(kernel_name="python3", **ipc)
 
     spec_dir = tmp / "kernels" / "python3"
     spec_dir.mkdir(parents=True)
@@ -154,7 +157,7 @@ def _kernel_manager(tmp: Path) -> object | None:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     specs = KernelSpecManager(kernel_dirs=[str(tmp / "kernels")])
-    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+    return KernelManager(kernel_name="python3", kernel_spec_manager=specs, **ipc)
 
 
 def readable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

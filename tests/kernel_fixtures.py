@@ -167,10 +167,15 @@ class KernelSession:
         }
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         ksm = KernelSpecManager(kernel_dirs=[str(self._tmp / "kernels")])
+        # Unix sockets, not TCP ports: jupyter_client picks free ports, closes them and the
+        # kernel binds them later; with the test stages run side by side another process can
+        # take one in between (a fresh-clone run lost a kernel to "Address already in use").
         self.km = KernelManager(
             kernel_name=_KERNEL_NAME,
             kernel_spec_manager=ksm,
             connection_file=self.connection_file,
+            transport="ipc",
+            ip=str(self._tmp / "ipc"),
         )
         self.km.start_kernel(env=self._env(), cwd=str(self.cwd))
         self.kc = self.km.blocking_client()
