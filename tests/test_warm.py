@@ -516,7 +516,8 @@ def test_a_server_that_died_is_reaped_and_closed_when_replaced(
     # machine may still be loading: a wait for the event, not a time target.
     deadline = time.monotonic() + 120
     while dead.proc.returncode is None or dead._ctl is not None or dead._log is not None:
-        assert time.monotonic() < deadline, (dead.proc.returncode, dead._ctl, dead._log)
+        pool = [(s.pid, s.state, s.key == dead.key) for s in warm.POOL.servers()]
+        assert time.monotonic() < deadline, (dead.proc.returncode, dead.state, pool)
         time.sleep(0.05)
     assert dead.state is ServerState.STOPPED
     assert not psutil.pid_exists(dead.proc.pid)

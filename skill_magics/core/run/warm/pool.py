@@ -96,6 +96,7 @@ class Pool:
         failed recently gives that failed server (its ``problem`` says why)."""
         replaced: list[WarmServer] = []
         with self._lock:
+            replaced.extend(self._dead_elsewhere(key))
             server, stop = self._current(key)
             if server is None:
                 server = self._recent_failure(key)
@@ -111,10 +112,11 @@ class Pool:
                 STARTER.submit(functools.partial(server.start, names))
             if server is not None and idle_timeout is not None:
                 server.idle_timeout = idle_timeout
-        if stop is not None:
-            STARTER.submit(stop.stop)
-        for old in replaced:
-            STARTER.submit(old.stop)
+        for old in [s for s in [stop, *replaced] if s is not None]:
+            if old.alive():
+                STARTER.submit(old.stop)  # asked to quit, killed past STOP_S: not here
+            else:
+                old.stop()  # dead already: reaped and closed now, never behind a start
         return server
 
     def _current(self, key: ServerKey) -> tuple[WarmServer | None, WarmServer | None]:
@@ -137,6 +139,19 @@ class Pool:
         if not server.alive():
             return None, server  # died: stopping it reaps it and closes its socket and log
         return None, server if server.retire() else None
+
+    def _dead_elsewhere(self, key: ServerKey) -> list[WarmServer]:
+        """The servers of other keys whose process died (killed from outside: the OOM
+        killer, a person), dropped now and given to be stopped, which reaps them and closes
+        their socket and log (the lock is held). ``key``'s own is :meth:`_current`'s."""
+        dead = [
+            (other, server)
+            for other, server in self._servers.items()
+            if other != key and server.state in SERVING and not server.alive()
+        ]
+        for other, server in dead:
+            self._drop(other, server)
+        return [server for _other, server in dead]
 
     def _recent_failure(self, key: ServerKey) -> WarmServer | None:
         """The server of ``key`` that failed less than FAILED_RETRY_S ago with the same
