@@ -171,6 +171,10 @@ class WarmServer:
             if new is not ServerState.STOPPED and new not in _NEXT[old]:
                 raise WarmStateError(f"warm server {self.label}: {old} -> {new} is not a move")
             self._state = new
+            if new is ServerState.READY:
+                # Idle time counts from when it can serve: a start or an import longer than
+                # the idle timeout must not stop it the moment it is ready, unused.
+                self.last_used = time.monotonic()
             self._lock.notify_all()
 
     def wait(
