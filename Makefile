@@ -168,7 +168,7 @@ E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 e2e: $(STAMP) browser
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
-# `make test` = lint, docs, then its stages side by side, TEST_JOBS at a time (most of a stage's
+# `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
 # time is spent waiting on the kernels, servers and scripts it starts: 3 at a time kept 2 cores
 # 138% busy, 21:51 for a fresh clone once the MCP tests came; 4 fit). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
@@ -177,7 +177,7 @@ TEST_JOBS ?= 4
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
 TEST_STAGES := stage-python-other stage-unit stage-python-other-warm stage-unit-warm \
-  stage-kernel-main $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-pyyaml-floor
+  stage-kernel-main $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
 WARM_TESTS := $(wildcard tests/test_warm*.py)
@@ -191,8 +191,6 @@ define stage
 endef
 
 test: $(STAMP) browser sandbox npm-tools
-	$(LINT)
-	$(MAKE) docs
 	@mkdir -p build && rm -f $(STAGE_LOG)
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \
@@ -201,7 +199,7 @@ test: $(STAMP) browser sandbox npm-tools
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
 .PHONY: test-stages stage-unit stage-unit-warm stage-kernel-main stage-pyyaml-floor \
-  stage-python-other stage-python-other-warm
+  stage-python-other stage-python-other-warm stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 
 # The main venv's pytest in three parts that run side by side: without real kernels (the
@@ -218,6 +216,13 @@ stage-kernel-main:
 	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
 	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider -m "$(KERNELISH)")
 
+# Lint and the docs build are stages too: short, they fill the gaps the long ones leave.
+stage-lint:
+	$(call stage,lint (ruff + mypy),$(LINT))
+
+stage-docs:
+	$(call stage,docs,$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs)
+
 stage-kernel-%:
 	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $*)
 
@@ -227,9 +232,10 @@ stage-pyyaml-floor:
 # The newest supported Python other than .venv's (scripts/python-matrix.sh --other): its unit
 # tests in two halves side by side as above (the first to start makes the venv; the other
 # waits for it on a lock).
-# The MCP tests drive the SDKs' servers and clients, not Python-version-specific code of ours:
-# the main venv runs them.
-OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH) or mcp)" \
+# The MCP tests drive the SDKs' servers and clients, not Python-version-specific code of ours,
+# and the main_only modules test outside programs (tests/conftest.py, MAIN_ONLY): the main venv
+# runs them.
+OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH) or mcp or main_only)" \
   bash scripts/python-matrix.sh --other
 
 stage-python-other:

@@ -28,6 +28,32 @@ EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "exampl
 collect_ignore_glob = ["conformance/*"]
 
 
+# Test modules whose subject is the same under every Python and every ipykernel of the
+# matrices: an outside program (a terminal, a wheel build, npm's skills CLI, the demo venv, a
+# matrix script) or the docs. The main venv runs them; the other Python's run and the kernel
+# matrix leave them out (`-m "not main_only"` in the Makefile and scripts/kernel-matrix.sh), so
+# CI spends its minutes where a version can make a difference (issue 39: CI under 15 minutes).
+MAIN_ONLY = {
+    "test_terminal_ipython": "IPython's terminal over a pty: one IPython for every Python",
+    "test_doc_examples": "the docs' examples: text, not version-dependent code",
+    "test_ship_shared_root": "the shipped files of the wheel",
+    "test_ship_integrity": "the shipped files of the wheel",
+    "test_packaging": "a wheel build",
+    "test_demo": "make demo's venv",
+    "test_sources_foreign": "npm's skills CLI against our locks",
+    "test_python_matrix": "the matrix script itself",
+    "test_colab_pins": "the pins file",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a MAIN_ONLY module ``main_only`` (before ``-m`` deselects)."""
+    for item in items:
+        if item.module is not None and item.module.__name__.rpartition(".")[2] in MAIN_ONLY:
+            item.add_marker(pytest.mark.main_only)
+
+
 def write_skill(
     root: Path,
     name: str,
