@@ -24,9 +24,9 @@ def is_mcp(args: list[str]) -> bool:
     return len(args) >= 2 and args[0] == "mcp"
 
 
-def _options(rest: list[str]) -> tuple[dict[str, float], list[str]]:
+def _options(rest: list[str]) -> tuple[dict[str, Any], list[str]]:
     """``--timeout S`` / ``--connect-timeout S`` (or ``=S``) before the command or URL."""
-    found: dict[str, float] = {}
+    found: dict[str, Any] = {}
     while rest and rest[0] != "--" and rest[0].startswith("--"):
         flag, eq, value = rest[0].partition("=")
         if flag not in _OPTIONS:
