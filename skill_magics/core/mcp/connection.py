@@ -7,6 +7,11 @@ open, and every call is a coroutine submitted to that loop and waited for with a
 A server that hangs (never answers the handshake, a request, or a read) gives a one-line
 :class:`McpError` naming its label and what it did not answer; so does one that exits, sends
 garbage instead of JSON-RPC, or does not offer skills.
+
+Each connect is a session (thread, loop, client; for stdio our bounded transport,
+:mod:`.stdio`). A call that times out, whose answer is refused for its size, or that finds
+the connection closed ends its session and kills the server's process tree: nothing of it
+keeps a core busy or a process running, and the next call connects again.
 """
 
 from __future__ import annotations
@@ -198,7 +203,8 @@ class Connection:
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
         self.label = spec.label
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _session and _closed (held briefly)
+        self._connecting = threading.Lock()  # one connect at a time
         self._closed = False
         self._sessions = 0
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -238,17 +244,27 @@ class Connection:
         return session
 
     def _current(self, what: str) -> _Session:
-        """The live session, connected again when the last one ended."""
-        with self._lock:
-            if self._closed:
-                raise self._error(f"is not connected ({what})")
-            session = self._session
-            if session is None or not session.alive:
-                if session is not None:
-                    session.close(kill=True)
+        """The live session, connected again when the last one ended (one connect at a
+        time; close() never waits for one: the session it makes is then closed)."""
+        with self._connecting:
+            with self._lock:
+                if self._closed:
+                    raise self._error(f"is not connected ({what})")
+                session = self._session
+                if session is not None and session.alive:
+                    return session
                 self._session = None
-                session = self._session = self._connect()
-            return session
+            if session is not None:
+                session.close(kill=True)
+            fresh = self._connect()
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._session = fresh
+            if closed:
+                fresh.close(kill=False)
+                raise self._error(f"is not connected ({what})")
+            return fresh
 
     def _drop(self, session: _Session) -> None:
         """End ``session`` and kill its server (the next call connects again)."""
