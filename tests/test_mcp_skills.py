@@ -593,6 +593,15 @@ def test_a_huge_answer_is_refused_by_its_size_and_leaves_nothing_busy(
     assert hostile.read(entry, "scripts/run.py").verified  # connected again
 
 
+def test_a_big_answer_under_the_bound_is_read_whole(hostile: McpSkillsHost) -> None:
+    """What must NOT be refused: a 6.5 MB file, its answer read over ~100 reads of the pipe."""
+    server = hostile.connection.server_pid
+    entry = hostile.get_skill("skill://big-ok/SKILL.md")
+    got = hostile.read(entry, "data/big.txt")
+    assert got.verified and got.data == b"line of text\n" * 500_000
+    assert hostile.connection.server_pid == server  # the same connection
+
+
 def test_silent_and_garbage_servers_fail_in_one_line(capfd: pytest.CaptureFixture[str]) -> None:
     def attempt(script: str, label: str) -> str:
         with pytest.raises(McpError) as err:

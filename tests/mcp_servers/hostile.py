@@ -70,6 +70,8 @@ def scenario(name: str) -> dict[str, Any]:
         return honest(name, {BAD_NAMES[name]: b"x\n"})
     if name == "non-ascii-ok":
         return honest(name, dict(GOOD_NAMES))
+    if name == "big-ok":  # 6 MB of text over many reads of the pipe: under the bound
+        return honest(name, {"data/big.txt": b"line of text\n" * 500_000})
     entry = honest(name)
     res = entry["resources"]
     if name == "digest-lie":
