@@ -318,3 +318,45 @@ def test_the_lab_evaluates_an_mcp_skill(
         runs=1,
     )
     assert [r.passed for r in triggers.results] == [True, True]
+
+
+def test_add_mcp_takes_a_connect_timeout(
+    ipython_shell: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: a server that never finishes its handshake held `%skills add mcp` for 65 s;
+    `--connect-timeout S` (``connect_timeout=`` from Python) bounds that, and `--timeout S`
+    each call."""
+    import time
+
+    from skill_magics.core.base.errors import McpError
+    from skill_magics.core.mcp.servers import servers_of
+    from skill_magics.notebook.extension import get_magics
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "local").mkdir()
+    shell = ipython_shell(tmp_path / "local")  # type: ignore[operator]
+    manager = get_magics(shell).manager
+    silent = Path(__file__).resolve().parent / "mcp_servers" / "silent.py"
+    started = time.monotonic()
+    err = shell.run_cell(f"%skills add mcp slow --connect-timeout 2 -- {PY} {silent}").error_in_exec
+    assert time.monotonic() - started < 30  # 2 s and the stop of the server, under load
+    assert "did not answer the handshake within 2 s" in str(err) and "\n" not in str(err)
+    with pytest.raises(McpError, match="did not answer the handshake within 2 s"):
+        manager.add_mcp_server("slow", command=[PY, str(silent)], connect_timeout=2)
+    for bad, why in (
+        ("--connect-timeout 0", "connect_timeout must be more than 0"),
+        ("--connect-timeout soon", "takes seconds (a number), not 'soon'"),
+        ("--wait 3", "Unknown option '--wait'"),
+    ):
+        err = shell.run_cell(f"%skills add mcp slow {bad} -- {PY} {silent}").error_in_exec
+        assert why in str(err), str(err)
+    assert servers_of(manager).get("slow") is None
+    # What must NOT be refused: both options, before a server that answers.
+    root = tmp_path / "served"
+    write_skill(root, "hello-mcp")
+    add = f"%skills add mcp team --timeout 20 --connect-timeout=90 -- {PY} -m skill_magics.mcp"
+    assert shell.run_cell(f"{add} serve {root}").error_in_exec is None
+    server = servers_of(manager).get("team")
+    assert server is not None and [e.name for e in server.skills] == ["hello-mcp"]
+    assert (server.connection.spec.timeout, server.connection.spec.connect_timeout) == (20, 90)
+    shell.run_cell("%skills remove mcp team")

@@ -368,6 +368,78 @@ def test_limits_are_checked_before_any_read(hostile: McpSkillsHost) -> None:
     assert reads(hostile) == before
 
 
+# Names the installer refuses, refused the same way (issue 39): by the listing, in one line
+# naming the server and the file, before anything is read or written.
+BAD_NAMES = {
+    "enc-newline": r"file 'data/a\\nb.txt': it holds control or bidi characters",
+    "enc-escape": r"file 'data/a\\x1b[2Kb.txt': it holds control or bidi",
+    "enc-csi": r"file 'data/a\\x9bb.txt': it holds control or bidi",
+    "enc-rlo": "file 'data/a⟨U+202E⟩txt.exe': it holds control or bidi",
+    "lookalike-raw": "file 'scripts\u2215run.py': it holds U+2215, which looks like a path",
+    "lookalike-enc": "file 'scripts\u2215run.py': it holds U+2215, which looks like a path",
+    "long-name": "a part of it is longer than 255 bytes",
+    "deep": "it is nested deeper than 32 folders",
+    "not-utf8": "percent-encodes bytes that are not UTF-8",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_NAMES))
+def test_file_names_the_installer_refuses_are_refused_before_any_read(
+    hostile: McpSkillsHost, name: str
+) -> None:
+    before = reads(hostile)
+    with pytest.raises(McpSkillMismatchError) as err:
+        hostile.get_skill(f"skill://{name}/SKILL.md")
+    text = str(err.value)
+    assert text.startswith(f"MCP server 'evil': skill '{name}': ") and "\n" not in text
+    assert BAD_NAMES[name] in text and len(text) < 400
+    assert reads(hostile) == before
+
+
+def test_the_cache_holds_names_to_the_rule_before_writing(
+    hostile: McpSkillsHost, tmp_path: Path
+) -> None:
+    """An entry made by hand (not parsed from a listing) with a 300-byte name or 900 folders:
+    the cache refuses it in one line, not with OSError, and writes nothing."""
+    (entry,) = hostile.list_skills()
+    fetched = list(hostile.fetch_all(entry))
+    for path in ("x" * 300 + ".txt", "d/" * 900 + "f.txt"):
+        extra = type(entry.files[0])(entry.prefix + path, path, sha256_digest(b""), 0)
+        bad = SkillEntry(
+            entry.label,
+            entry.uri,
+            entry.name,
+            entry.frontmatter,
+            (*entry.files, extra),
+            entry.prefix,
+        )
+        got = [*fetched, type(fetched[0])(path, extra.uri, b"", True)]
+        with pytest.raises(McpCacheError, match=r"^MCP server 'evil': skill 'demo', file '"):
+            McpCache(tmp_path / "cache", discovery_dirs=[]).store(bad, "s", got)
+        assert not (tmp_path / "cache").exists()
+
+
+def test_ordinary_non_ascii_file_names_are_not_refused(
+    hostile: McpSkillsHost, tmp_path: Path
+) -> None:
+    entry = hostile.get_skill("skill://non-ascii-ok/SKILL.md")
+    assert {f.path for f in entry.files or ()} >= {"data/données.csv", "data/\u8868.csv"}
+    cached = fetch_into(McpCache(tmp_path / "cache", discovery_dirs=[]), hostile, entry)
+    assert (cached.base_dir / "data" / "données.csv").read_bytes() == b"a,b\n1,2\n"
+    assert (cached.base_dir / "data" / "\u8868.csv").read_bytes() == b"x\n"
+
+
+def test_two_skills_of_one_server_with_one_name_are_refused(
+    hostile: McpSkillsHost, mode: object
+) -> None:
+    mode("same-name")  # type: ignore[operator]
+    with pytest.raises(McpSkillMismatchError) as err:
+        hostile.list_skills()
+    text = str(err.value)
+    assert text.startswith("MCP server 'evil': skills/list: two skills are named 'demo'")
+    assert "skill://team/demo/SKILL.md" in text and "\n" not in text
+
+
 def test_reads_are_lazy_and_unlisted_files_never_asked_for(hostile: McpSkillsHost) -> None:
     before = reads(hostile)
     (entry,) = hostile.list_skills()
@@ -462,11 +534,72 @@ def test_a_hanging_call_is_a_one_line_timeout(hostile: McpSkillsHost, mode: obje
     assert str(err.value).startswith("MCP server 'evil' (") and "within 4 s" in str(err.value)
     mode("hang")  # type: ignore[operator]
     with pytest.raises(
-        McpError, match=r"^MCP server 'evil' \(.*did not answer skills/list within 4 s$"
+        McpError, match=r"^MCP server 'evil' \(.*did not answer skills/list within 4 s; its "
     ):
         hostile.list_skills()
     mode("honest")  # type: ignore[operator]
-    assert hostile.read(entry, "scripts/run.py").verified  # the connection still works
+    assert hostile.read(entry, "scripts/run.py").verified  # the next call connects again
+
+
+def gone(pid: int, within: float = 30.0) -> bool:
+    """Has ``pid`` exited (a zombie counts: it runs nothing) within ``within`` seconds?"""
+    import psutil
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_timed_out_call_kills_the_server_and_the_next_call_connects_again(
+    hostile: McpSkillsHost, mode: object
+) -> None:
+    (entry,) = hostile.list_skills()
+    server, child = hostile.connection.server_pid, hostile.connection.request("test/child", {})
+    mode("hang-read")  # type: ignore[operator]
+    with pytest.raises(McpError, match="did not answer .* within 4 s; its connection was closed"):
+        hostile.read(entry, "scripts/run.py")
+    assert server is not None and gone(server) and gone(child["pid"])
+    assert hostile.read(entry, "scripts/run.py").verified
+    assert hostile.connection.server_pid not in (None, server)
+
+
+def test_a_huge_answer_is_refused_by_its_size_and_leaves_nothing_busy(
+    hostile: McpSkillsHost, mode: object
+) -> None:
+    """Issue 39: one `resources/read` answered with a 40 MB line was reported as "did not
+    answer within 4 s", and then the SDK's reader kept a core busy (it splits the growing
+    buffer for every 64 KiB), the connection dead. Now: refused by its size, in one line;
+    the server and its child killed; nothing left busy; the next call connects again."""
+    (entry,) = hostile.list_skills()
+    server, child = hostile.connection.server_pid, hostile.connection.request("test/child", {})
+    mode("huge-read")  # type: ignore[operator]
+    with pytest.raises(McpError) as err:
+        hostile.read(entry, "scripts/run.py")
+    text = str(err.value)
+    assert text.startswith("MCP server 'evil' (") and "\n" not in text
+    assert "sent 40.0 MB in one message, more than the 34.6 MB allowed" in text, text
+    assert "did not answer" not in text and "its connection was closed" in text
+    assert server is not None and gone(server) and gone(child["pid"])
+    # Idle now: this process (the kernel's side of the connection) uses little CPU.
+    cpu = time.process_time()
+    time.sleep(2)
+    assert time.process_time() - cpu < 0.3  # the SDK reader took 0.5-2 s here (load)
+    assert hostile.read(entry, "scripts/run.py").verified  # connected again
+
+
+def test_a_big_answer_under_the_bound_is_read_whole(hostile: McpSkillsHost) -> None:
+    """What must NOT be refused: a 6.5 MB file, its answer read over ~100 reads of the pipe."""
+    server = hostile.connection.server_pid
+    entry = hostile.get_skill("skill://big-ok/SKILL.md")
+    got = hostile.read(entry, "data/big.txt")
+    assert got.verified and got.data == b"line of text\n" * 500_000
+    assert hostile.connection.server_pid == server  # the same connection
 
 
 def test_silent_and_garbage_servers_fail_in_one_line(capfd: pytest.CaptureFixture[str]) -> None:

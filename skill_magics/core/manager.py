@@ -283,13 +283,22 @@ class SkillManager:
         url: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = 30.0,
+        connect_timeout: float = 60.0,
     ) -> list[SkillEntry]:
         """Take the skills of an MCP server (SEP-2640; stdio ``command`` or HTTP ``url``),
-        named ``label/<skill>``; the checked listing (core/mcp/servers.py)."""
+        named ``label/<skill>``; the checked listing (core/mcp/servers.py). ``timeout``:
+        seconds for each call; ``connect_timeout``: for starting it and its handshake."""
         from skill_magics.core.mcp.servers import servers_of
 
         servers = servers_of(self)
-        server = servers.add(label, command=command, url=url, env=env, timeout=timeout)
+        server = servers.add(
+            label,
+            command=command,
+            url=url,
+            env=env,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
         if self._finder.remote is None:  # LABEL/NAME now resolves to a verified cached copy
             from skill_magics.core.mcp.runs import McpRemote
 

@@ -48,7 +48,30 @@ def honest(name: str, extra: dict[str, bytes] | None = None) -> dict[str, Any]:
     }
 
 
+# Files listed under names the installer refuses (issue 39): encoded controls and bidi, a
+# look-alike separator raw and encoded, a part longer than a file system takes, 900 folders.
+BAD_NAMES = {
+    "enc-newline": "data/a%0Ab.txt",
+    "enc-escape": "data/a%1B[2Kb.txt",
+    "enc-csi": "data/a%C2%9Bb.txt",
+    "enc-rlo": "data/a%E2%80%AEtxt.exe",
+    "lookalike-raw": "scripts\u2215run.py",
+    "lookalike-enc": "scripts%E2%88%95run.py",
+    "long-name": "data/" + "x" * 296 + ".txt",
+    "deep": "d/" * 900 + "f.txt",
+    "not-utf8": "data/a%FFb.txt",
+}
+# What must NOT be refused: ordinary non-ASCII names, encoded or not.
+GOOD_NAMES = {"data/donn%C3%A9es.csv": b"a,b\n1,2\n", "data/\u8868.csv": b"x\n"}
+
+
 def scenario(name: str) -> dict[str, Any]:
+    if name in BAD_NAMES:
+        return honest(name, {BAD_NAMES[name]: b"x\n"})
+    if name == "non-ascii-ok":
+        return honest(name, dict(GOOD_NAMES))
+    if name == "big-ok":  # 6 MB of text over many reads of the pipe: under the bound
+        return honest(name, {"data/big.txt": b"line of text\n" * 500_000})
     entry = honest(name)
     res = entry["resources"]
     if name == "digest-lie":
@@ -132,6 +155,21 @@ async def exit_soon(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
     return _complete()
 
 
+async def pid(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
+    import os
+
+    return _complete(pid=os.getpid())
+
+
+async def child(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
+    """Start a child that outlives nothing on its own: it sleeps until killed."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    STATE.setdefault("children", []).append(proc)
+    return _complete(pid=proc.pid)
+
+
 async def reads(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
     return _complete(reads=list(STATE["reads"]))
 
@@ -148,6 +186,12 @@ async def list_skills(ctx: Any, params: types.PaginatedRequestParams) -> dict[st
         return _complete(skills=[] if params.cursor else [demo], nextCursor="same")
     if mode == "duplicate":
         return _complete(skills=[demo, demo])
+    if mode == "same-name":  # two skills named 'demo' under two skill paths
+        other = honest("demo")
+        other["uri"] = "skill://team/demo/SKILL.md"
+        for res in other["resources"]:
+            res["uri"] = res["uri"].replace("skill://demo/", "skill://team/demo/")
+        return _complete(skills=[demo, other])
     if mode == "bad-entry":
         return _complete(skills=[demo, scenario("digest-lie"), scenario("dot-dot")])
     if mode == "not-a-list":
@@ -188,6 +232,10 @@ async def read_resource(
     STATE["reads"].append(uri)
     if mode == "hang-read":
         await anyio.sleep(3600)
+    if mode == "huge-read":  # one answer of 40 MB, on one line
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text="x" * 40_000_000)]
+        )
     data = FILES.get(uri)
     if data is None:
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource: {uri}")
@@ -219,6 +267,8 @@ def main() -> None:
     server.add_request_handler("test/reads", types.RequestParams, reads)
     server.add_request_handler("test/env", types.RequestParams, env)
     server.add_request_handler("test/exit", types.RequestParams, exit_soon)
+    server.add_request_handler("test/pid", types.RequestParams, pid)
+    server.add_request_handler("test/child", types.RequestParams, child)
     if "--no-skills" not in sys.argv:
         server.extensions["io.modelcontextprotocol/skills"] = {}
     honest("demo")

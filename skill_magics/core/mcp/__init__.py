@@ -1,7 +1,8 @@
 """Skills over MCP (SEP-2640, ``io.modelcontextprotocol/skills``): a host and a server.
 
 Plain Python, no IPython. Nothing here imports the ``mcp`` SDK at import time: only
-:mod:`.connection` (the host's transport) and :mod:`.server` do, inside functions, so
+:mod:`.connection` (the host's connection), :mod:`.stdio` (its stdio transport, each message
+bounded) and :mod:`.server` do, inside functions, so
 ``import skill_magics`` works without the ``[mcp]`` extra.
 
 Where the wire format was read (November 2026): the SEP's page

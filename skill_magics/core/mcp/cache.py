@@ -56,6 +56,7 @@ from skill_magics.core.mcp.wire import (
     skill_path_segments,
     split_uri,
 )
+from skill_magics.core.sources.names import path_problem
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 KEEP_S = 24 * 3600  # a copy unused this long goes when another copy of its skill is written
@@ -156,6 +157,13 @@ class McpCache:
                 f"MCP server '{entry.label}': skill {entry.name!r} is dynamic: it is never "
                 "cached (its files are not bound to digests)"
             )
+        for listed in entry.files:  # the installer's rule, before anything is written
+            problem = path_problem(listed.path)
+            if problem is not None:
+                raise McpCacheError(
+                    f"MCP server '{entry.label}': skill {entry.name!r}, file "
+                    f"{_shown(listed.path)!r}: {problem}; nothing of it is cached"
+                )
         got = {f.path: f for f in fetched}
         for listed in entry.files:
             f = got.get(listed.path)

@@ -7,6 +7,11 @@ open, and every call is a coroutine submitted to that loop and waited for with a
 A server that hangs (never answers the handshake, a request, or a read) gives a one-line
 :class:`McpError` naming its label and what it did not answer; so does one that exits, sends
 garbage instead of JSON-RPC, or does not offer skills.
+
+Each connect is a session (thread, loop, client; for stdio our bounded transport,
+:mod:`.stdio`). A call that times out, whose answer is refused for its size, or that finds
+the connection closed ends its session and kills the server's process tree: nothing of it
+keeps a core busy or a process running, and the next call connects again.
 """
 
 from __future__ import annotations
@@ -15,15 +20,16 @@ import asyncio
 import base64
 import binascii
 import concurrent.futures
-import logging
 import os
+import sys
 import tempfile
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError
+from skill_magics.core.mcp.stdio import StdioTransport
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
 
 DEFAULT_TIMEOUT = 30.0
@@ -32,24 +38,6 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
 _GRACE = 5.0  # past the loop's own timeout, the caller's wait on the thread gives up too
 _THREAD_PREFIX = "skill-magics-mcp-"
-# Lines a server sent that were not JSON-RPC, by connection thread (the SDK's stdio reader
-# logs each with a traceback and drops it; we say it in the connection's one-line error).
-_GARBAGE: dict[str, str] = {}
-
-
-class _GarbageLog(logging.Handler):
-    """Keeps the SDK's "Failed to parse JSONRPC message" reports of our connections (and so
-    keeps their tracebacks off a notebook's stderr: a handler exists, no last-resort print)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        name = threading.current_thread().name
-        if name.startswith(_THREAD_PREFIX) and name not in _GARBAGE:
-            exc = record.exc_info[1] if record.exc_info else None
-            detail = " ".join(str(exc).split())[:120] if exc is not None else ""
-            _GARBAGE[name] = detail or record.getMessage()
-
-
-_GARBAGE_LOG = _GarbageLog(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -111,67 +99,55 @@ class ServerSpec:
         return self.url if self.url is not None else " ".join(self.command or ())
 
 
-class Connection:
-    """An open connection (see the module docstring). Use as a context manager or close()."""
+class _Session:
+    """One connect of a :class:`Connection`: a daemon thread running its own event loop, in
+    which one task holds the SDK ``Client`` open (and, for stdio, our bounded transport)."""
 
-    def __init__(self, spec: ServerSpec) -> None:
+    def __init__(self, spec: ServerSpec, errlog: Any, number: int) -> None:
         self.spec = spec
-        self.label = spec.label
-        self._loop = asyncio.new_event_loop()
-        self._client: Any = None
-        self._stop: asyncio.Event | None = None
-        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-        name = f"{_THREAD_PREFIX}{spec.label}-{id(self):x}"
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        _watch_garbage()
-        self._thread.start()
-        try:
-            self._ready.result(timeout=spec.connect_timeout + _GRACE)
-        except concurrent.futures.TimeoutError:
-            self.close()
-            raise self._error("did not finish connecting") from None
-        except McpError:
-            self.close()
-            raise
+        self.errlog = errlog
+        self.loop = asyncio.new_event_loop()
+        self.client: Any = None
+        self.stop: asyncio.Event | None = None
+        self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.transport: StdioTransport | None = None
+        self.failure: BaseException | None = None  # why the connect failed
+        self.thread = threading.Thread(
+            target=self._run, name=f"{_THREAD_PREFIX}{spec.label}-{number}", daemon=True
+        )
 
-    # -- the loop thread -------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
 
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+        asyncio.set_event_loop(self.loop)
         try:
-            self._loop.run_until_complete(self._main())
+            self.loop.run_until_complete(self._main())
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the transport ended
             # under us (an HTTP server that went away cancels the client's task group): no
-            # traceback in the notebook; every later call says "is not connected".
+            # traceback in the notebook; the next call connects again.
             pass
         finally:
-            self._loop.close()
-            if not self._done.done():
-                self._done.set_result(None)
+            self.loop.close()
+            if not self.done.done():
+                self.done.set_result(None)
 
     async def _main(self) -> None:
-        self._stop = asyncio.Event()
+        self.stop = asyncio.Event()
         try:
             async with asyncio.timeout(self.spec.connect_timeout):
                 client = self._make_client()
                 await client.__aenter__()
         except BaseException as exc:  # noqa: BLE001 - every failure becomes one line
-            if not self._ready.done():
-                self._ready.set_exception(self._connect_error(exc))
+            self.failure = exc  # said by the connection (a TimeoutError here is the
+            if not self.ready.done():  # handshake's, not the wait's for ready)
+                self.ready.set_result(None)
             return
         try:
-            self._client = client
-            caps = client.server_capabilities
-            exts = getattr(caps, "extensions", None) or {}
-            if EXTENSION_ID not in exts:
-                self._ready.set_exception(
-                    self._error(f"does not offer skills (no {EXTENSION_ID} extension)")
-                )
-            else:
-                self._ready.set_result(None)
-                await self._stop.wait()
+            self.client = client
+            self.ready.set_result(None)
+            await self.stop.wait()
         finally:
             try:
                 async with asyncio.timeout(_GRACE):
@@ -182,66 +158,167 @@ class Connection:
     def _make_client(self) -> Any:
         from mcp import Client
         from mcp.client import advertise
-        from mcp.client.stdio import StdioServerParameters, stdio_client
 
         ext = [advertise(EXTENSION_ID, {})]
         if self.spec.url is not None:
             return Client(self.spec.url, extensions=ext, cache=None)
         command = self.spec.command or ()
-        params = StdioServerParameters(
-            command=command[0],
-            args=list(command[1:]),
-            env=dict(self.spec.env) if self.spec.env else None,
-            cwd=self.spec.cwd,
-        )
+        if sys.platform == "win32":  # pragma: no cover - our transport kills POSIX groups
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=command[0],
+                args=list(command[1:]),
+                env=dict(self.spec.env) if self.spec.env else None,
+                cwd=self.spec.cwd,
+            )
+            return Client(stdio_client(params, errlog=self.errlog), extensions=ext, cache=None)
         # The server's stderr goes to a file of ours: a kernel's sys.stderr has no fileno,
         # and its last line explains a server that died.
-        return Client(stdio_client(params, errlog=self._errlog), extensions=ext, cache=None)
+        self.transport = StdioTransport(
+            command, env=self.spec.env, cwd=self.spec.cwd, errlog=self.errlog
+        )
+        return Client(self.transport.open(), extensions=ext, cache=None)
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and self.stop is not None and not self.done.done()
+
+    def close(self, *, kill: bool) -> None:
+        """End it (``kill``: the server's process tree is killed now, no grace)."""
+        if kill and self.transport is not None:
+            self.transport.kill_now = True
+        if self.thread.is_alive() and self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(timeout=_GRACE * 2)
+
+
+class Connection:
+    """An open connection (see the module docstring). Use as a context manager or close().
+
+    A call that times out, or whose answer is refused for its size, or that finds the server
+    gone, ends the connection's session: the server's process tree is killed (stdio) and
+    the next call connects again (a new handshake, within ``connect_timeout``)."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.label = spec.label
+        self._lock = threading.Lock()  # guards _session and _closed (held briefly)
+        self._connecting = threading.Lock()  # one connect at a time
+        self._closed = False
+        self._sessions = 0
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._session: _Session | None = None
+        self._last: _Session | None = None  # the session an error is about
+        try:
+            self._session = self._connect()
+        except McpError:
+            self._closed = True
+            self._close_errlog()
+            raise
+
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the stdio server of the current session (None: HTTP, or none now)."""
+        session = self._session
+        transport = session.transport if session is not None else None
+        return transport.pid if transport is not None else None
+
+    def _connect(self) -> _Session:
+        self._sessions += 1
+        session = _Session(self.spec, self._errlog, self._sessions)
+        self._last = session
+        session.start()
+        try:
+            session.ready.result(timeout=self.spec.connect_timeout + _GRACE)
+        except concurrent.futures.TimeoutError:
+            session.close(kill=True)
+            raise self._error("did not finish connecting") from None
+        if session.failure is not None:
+            session.close(kill=True)
+            raise self._connect_error(session.failure) from None
+        exts = getattr(session.client.server_capabilities, "extensions", None) or {}
+        if EXTENSION_ID not in exts:
+            session.close(kill=False)
+            raise self._error(f"does not offer skills (no {EXTENSION_ID} extension)")
+        return session
+
+    def _current(self, what: str) -> _Session:
+        """The live session, connected again when the last one ended (one connect at a
+        time; close() never waits for one: the session it makes is then closed)."""
+        with self._connecting:
+            with self._lock:
+                if self._closed:
+                    raise self._error(f"is not connected ({what})")
+                session = self._session
+                if session is not None and session.alive:
+                    return session
+                self._session = None
+            if session is not None:
+                session.close(kill=True)
+            fresh = self._connect()
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._session = fresh
+            if closed:
+                fresh.close(kill=False)
+                raise self._error(f"is not connected ({what})")
+            return fresh
+
+    def _drop(self, session: _Session) -> None:
+        """End ``session`` and kill its server (the next call connects again)."""
+        with self._lock:
+            if self._session is session:
+                self._session = None
+        session.close(kill=True)
 
     # -- calls -----------------------------------------------------------------------------
 
-    def _submit(self, coro: Coroutine[Any, Any, Any], what: str) -> Any:
-        if self._client is None or self._stop is None or self._done.done():
-            coro.close()
-            raise self._error(f"is not connected ({what})")
+    def _submit(self, make: Callable[[Any], Coroutine[Any, Any, Any]], what: str) -> Any:
+        session = self._current(what)
+        self._last = session
         timeout = self.spec.timeout
 
         async def bounded() -> Any:
             async with asyncio.timeout(timeout):
-                return await coro
+                return await make(session.client)
 
-        future = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        future = asyncio.run_coroutine_threadsafe(bounded(), session.loop)
         try:
             return future.result(timeout=timeout + _GRACE)
         except (TimeoutError, concurrent.futures.TimeoutError):
             future.cancel()
-            raise self._error(f"did not answer {what} within {timeout:g} s") from None
+            self._drop(session)
+            overflow = session.transport.overflow if session.transport else None
+            if overflow is not None:
+                raise self._error(f"{overflow.text()} ({what}){_AGAIN}") from None
+            raise self._error(f"did not answer {what} within {timeout:g} s{_AGAIN}") from None
         except McpError:
-            raise
+            raise  # our own checks of an answer: the connection is fine
         except Exception as exc:  # noqa: BLE001 - SDK, transport and validation errors alike
-            raise self._error(f"failed on {what}: {_one_line(exc)}") from None
+            if _answered(exc):
+                raise self._error(f"failed on {what}: {_one_line(exc)}") from None
+            self._drop(session)
+            overflow = session.transport.overflow if session.transport else None
+            if overflow is not None:
+                raise self._error(f"{overflow.text()} ({what}){_AGAIN}") from None
+            raise self._error(f"failed on {what}: {_one_line(exc)}{_AGAIN}") from None
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request of the skills extension; the raw result object."""
-        return self._submit(self._request(method, params), method)
-
-    async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        import mcp_types
-        from pydantic import TypeAdapter
-
-        request = mcp_types.Request[dict[str, Any], str](method=method, params=params)
-        result = await self._client.session.send_request(request, TypeAdapter(dict[str, Any]))
-        return result
+        return self._submit(lambda client: _request(client, method, params), method)
 
     def read(self, uri: str, max_bytes: int, what: str | None = None) -> bytes:
         """The bytes of one resource: exactly one content block, for this very URI, at most
         ``max_bytes``. ``what`` names it in errors (default ``file <uri>``)."""
         return self._submit(
-            self._read(uri, max_bytes, what or f"file {uri}"), f"resources/read {uri}"
+            lambda client: self._read(client, uri, max_bytes, what or f"file {uri}"),
+            f"resources/read {uri}",
         )
 
-    async def _read(self, uri: str, max_bytes: int, what: str) -> bytes:
-        result = await self._client.read_resource(uri)
+    async def _read(self, client: Any, uri: str, max_bytes: int, what: str) -> bytes:
+        result = await client.read_resource(uri)
         contents = getattr(result, "contents", None)
         if not isinstance(contents, list) or len(contents) != 1:
             n = len(contents) if isinstance(contents, list) else 0
@@ -276,7 +353,8 @@ class Connection:
     # -- errors and closing ----------------------------------------------------------------
 
     def _error(self, what: str) -> McpError:
-        garbage = _GARBAGE.get(self._thread.name)
+        session = self._last
+        garbage = session.transport.garbage if session and session.transport else None
         if garbage is not None:
             what += f" (it sent output that is not JSON-RPC: {garbage})"
         return McpError(f"MCP server '{self.label}' ({_short(self.spec.origin)}) {what}")
@@ -294,18 +372,24 @@ class Connection:
     def _stderr_tail(self) -> str:
         try:
             self._errlog.flush()
-            self._errlog.seek(0)
-            lines = [ln.strip() for ln in self._errlog.read()[-4096:].splitlines() if ln.strip()]
+            self._errlog.seek(0, os.SEEK_END)
+            end = self._errlog.tell()
+            self._errlog.seek(max(0, end - 4096))
+            lines = [ln.strip() for ln in self._errlog.read().splitlines() if ln.strip()]
         except (OSError, ValueError):
             return ""
         return f" (its stderr: {lines[-1][:200]})" if lines else ""
 
     def close(self) -> None:
         """Close the connection (a stdio server is stopped); idempotent."""
-        if self._thread.is_alive() and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout=_GRACE * 2)
-        _GARBAGE.pop(self._thread.name, None)
+        with self._lock:
+            self._closed = True
+            session, self._session = self._session, None
+        if session is not None:
+            session.close(kill=False)
+        self._close_errlog()
+
+    def _close_errlog(self) -> None:
         try:
             self._errlog.close()
         except OSError:
@@ -318,10 +402,25 @@ class Connection:
         self.close()
 
 
-def _watch_garbage() -> None:
-    logger = logging.getLogger("mcp.client.stdio")
-    if _GARBAGE_LOG not in logger.handlers:
-        logger.addHandler(_GARBAGE_LOG)
+_AGAIN = "; its connection was closed (the next use connects again)"
+
+
+def _answered(exc: BaseException) -> bool:
+    """Is ``exc`` the server's own error answer (the connection still works), not the
+    connection ending (``Connection closed``) or a transport failure?"""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED
+
+
+async def _request(client: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    import mcp_types
+    from pydantic import TypeAdapter
+
+    request = mcp_types.Request[dict[str, Any], str](method=method, params=params)
+    result: dict[str, Any] = await client.session.send_request(request, TypeAdapter(dict[str, Any]))
+    return result
 
 
 def _one_line(exc: BaseException) -> str:

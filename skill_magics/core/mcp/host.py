@@ -54,6 +54,7 @@ class McpSkillsHost:
         server that lies about one skill is not trusted for the others' names either)."""
         entries: list[SkillEntry] = []
         seen_uris: set[str] = set()
+        seen_names: dict[str, str] = {}  # name -> the URI that listed it first
         seen_cursors: set[str] = set()
         cursor: str | None = None
         for _page in range(MAX_PAGES):
@@ -67,6 +68,14 @@ class McpSkillsHost:
                 if entry.uri in seen_uris:
                     raise self._bad("skills/list", f"skill {entry.uri!r} is listed twice")
                 seen_uris.add(entry.uri)
+                if entry.name in seen_names:  # LABEL/NAME must name one skill, not the first
+                    raise self._bad(
+                        "skills/list",
+                        f"two skills are named {entry.name!r} ({seen_names[entry.name]!r} and "
+                        f"{entry.uri!r}): {self.label}/{entry.name} could name either; the "
+                        "server must give them different names",
+                    )
+                seen_names[entry.name] = entry.uri
                 entries.append(entry)
                 if len(entries) > MAX_ENTRIES:
                     raise self._bad("skills/list", f"it lists more than {MAX_ENTRIES} skills")

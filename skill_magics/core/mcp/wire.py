@@ -22,7 +22,9 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError, SkillParseError
+from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.frontmatter import name_problems, split_frontmatter
+from skill_magics.core.sources.names import path_problem
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 MAX_FILES = 512
@@ -119,7 +121,12 @@ def split_uri(label: str, uri: object, what: str) -> tuple[str, str, tuple[str, 
         raise _mismatch(label, what, f"URI {uri!r} has a query or fragment")
     segments = []
     for raw in parts.path.split("/")[1:]:
-        seg = unquote(raw)
+        try:
+            seg = unquote(raw, errors="strict")
+        except UnicodeDecodeError:
+            raise _mismatch(
+                label, what, f"URI {_shown(uri)!r} percent-encodes bytes that are not UTF-8"
+            ) from None
         if seg in ("", ".", "..") or "/" in seg or "\\" in seg or "\x00" in seg:
             raise _mismatch(label, what, f"URI {uri!r} has a path segment {seg!r}")
         segments.append(seg)
@@ -223,7 +230,20 @@ def _parse_file(
         ):
             raise _mismatch(label, what, f"resource {uri!r} has size {size!r}, not a byte count")
         size = int(size)
-    return SkillFile(uri, "/".join(segments[len(base) :]), digest, size)
+    path = "/".join(segments[len(base) :])
+    # The installer's rule for a skill's file names (one rule for every source): no control,
+    # bidi or look-alike separator, encoded or not; parts a file system takes; a depth limit.
+    # Checked here, on the listing, before anything is read or written.
+    problem = path_problem(path)
+    if problem is not None:
+        raise _mismatch(label, what, f"file {_shown(path)!r}: {problem}")
+    return SkillFile(uri, path, digest, size)
+
+
+def _shown(text: str) -> str:
+    """Untrusted text as one short printable line (controls and bidi made visible)."""
+    text = visible(text)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _check_json(label: str, uri: str, fm: dict[str, Any]) -> None:

@@ -17,11 +17,32 @@ Example:
 from __future__ import annotations
 
 from skill_magics.core.base.errors import SourceError
-from skill_magics.core.base.paths import folder_name_problem
+from skill_magics.core.base.paths import MAX_COMPONENT_BYTES, folder_name_problem
 from skill_magics.core.base.visible import visible
 
 MAX_PATH_CHARS = 1024
 MAX_PATH_DEPTH = 32
+
+# Characters that read as a path separator and are none: a name holding one shows a folder
+# that is not there ("scripts\u2215run.py" reads as scripts/run.py). Division and fraction
+# slashes, fullwidth and small solidi, big solidus, set minus, box-drawing diagonals.
+LOOKALIKE_SEPARATORS = frozenset(
+    "\u2044\u2215\u2216\u2571\u2572\u29f5\u29f8\u29f9\ufe68\uff0f\uff3c"
+)
+
+
+def lookalike_problem(text: str) -> str | None:
+    """Why ``text`` may not name a file or folder for its look-alike separator, or None.
+
+    >>> lookalike_problem("scripts\u2215run.py")
+    'it holds U+2215, which looks like a path separator and is none'
+    >>> lookalike_problem("données.csv") is None
+    True
+    """
+    for char in text:
+        if char in LOOKALIKE_SEPARATORS:
+            return f"it holds U+{ord(char):04X}, which looks like a path separator and is none"
+    return None
 
 
 def name_problem(name: str) -> str | None:
@@ -34,6 +55,9 @@ def name_problem(name: str) -> str | None:
         return problem
     if visible(name) != name or name != name.strip():
         return "it holds control, bidi or surrounding space characters"
+    lookalike = lookalike_problem(name)
+    if lookalike is not None:
+        return lookalike
     if name.startswith("."):
         return "it starts with a dot (a hidden folder is not searched for skills)"
     if name.startswith("-"):
@@ -53,7 +77,16 @@ def folder_name(name: str, what: str = "skill folder") -> str:
 
 
 def path_problem(path: str) -> str | None:
-    """Why ``path`` (``/``-separated, relative) cannot name a file inside a skill, or None."""
+    """Why ``path`` (``/``-separated, relative) cannot name a file inside a skill, or None:
+    absolute, ``..``, control or bidi characters, a look-alike separator, deeper than
+    MAX_PATH_DEPTH, or a part longer than a file system takes (MAX_COMPONENT_BYTES). The
+    rule for every source: the installer's files and an MCP server's alike.
+
+    >>> path_problem("data/données.csv") is None
+    True
+    >>> path_problem("a" * 300)
+    'a part of it is longer than 255 bytes'
+    """
     if not path:
         return "it is empty"
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
@@ -62,16 +95,24 @@ def path_problem(path: str) -> str | None:
         return "it uses backslashes"
     if "\0" in path or visible(path) != path:
         return "it holds control or bidi characters"
-    if len(path) > MAX_PATH_CHARS:
-        return f"it is longer than {MAX_PATH_CHARS} characters"
+    lookalike = lookalike_problem(path)
+    if lookalike is not None:
+        return lookalike
     parts = path.split("/")
     if len(parts) > MAX_PATH_DEPTH:
         return f"it is nested deeper than {MAX_PATH_DEPTH} folders"
+    if len(path) > MAX_PATH_CHARS:
+        return f"it is longer than {MAX_PATH_CHARS} characters"
     for part in parts:
         if part in ("", ".", ".."):
             return "it has an empty, . or .. component"
         if part == ".git":
             return "it has a .git component"
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+            return f"a part of it is longer than {MAX_COMPONENT_BYTES} bytes"
+        problem = folder_name_problem(part)  # lone surrogates: no file system's text
+        if problem is not None:
+            return f"a part of it cannot be a file name ({problem})"
     return None
 
 
@@ -83,4 +124,11 @@ def relative_path(path: str, what: str = "file") -> str:
     return path
 
 
-__all__ = ["folder_name", "name_problem", "relative_path", "path_problem"]
+__all__ = [
+    "LOOKALIKE_SEPARATORS",
+    "folder_name",
+    "lookalike_problem",
+    "name_problem",
+    "relative_path",
+    "path_problem",
+]

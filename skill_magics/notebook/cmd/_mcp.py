@@ -11,7 +11,11 @@ from IPython.core.error import UsageError
 from skill_magics.core.base.errors import McpError
 from skill_magics.notebook.cmd import SkillsHost
 
-ADD_USAGE = "%skills add mcp LABEL -- COMMAND [ARG...]  or  %skills add mcp LABEL URL"
+ADD_USAGE = (
+    "%skills add mcp LABEL [--timeout S] [--connect-timeout S] -- COMMAND [ARG...]  or  "
+    "%skills add mcp LABEL [--timeout S] [--connect-timeout S] URL"
+)
+_OPTIONS = {"--timeout": "timeout", "--connect-timeout": "connect_timeout"}
 REMOVE_USAGE = "%skills remove mcp LABEL"
 
 
@@ -20,8 +24,29 @@ def is_mcp(args: list[str]) -> bool:
     return len(args) >= 2 and args[0] == "mcp"
 
 
+def _options(rest: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``--timeout S`` / ``--connect-timeout S`` (or ``=S``) before the command or URL."""
+    found: dict[str, Any] = {}
+    while rest and rest[0] != "--" and rest[0].startswith("--"):
+        flag, eq, value = rest[0].partition("=")
+        if flag not in _OPTIONS:
+            raise UsageError(f"Unknown option {flag!r}. Usage: {ADD_USAGE}")
+        if not eq:
+            if len(rest) < 2:
+                raise UsageError(f"{flag} needs a number of seconds. Usage: {ADD_USAGE}")
+            value, rest = rest[1], rest[2:]
+        else:
+            rest = rest[1:]
+        try:
+            found[_OPTIONS[flag]] = float(value)
+        except ValueError:
+            raise UsageError(f"{flag} takes seconds (a number), not {value!r}") from None
+    return found, rest
+
+
 def add(magics: SkillsHost, args: list[str]) -> Any:
-    label, rest = args[1], args[2:]
+    label = args[1]
+    timeouts, rest = _options(args[2:])
     if rest[:1] == ["--"] and len(rest) > 1:
         where: dict[str, Any] = {"command": rest[1:]}
     elif len(rest) == 1 and rest[0].startswith(("http://", "https://")):
@@ -29,7 +54,7 @@ def add(magics: SkillsHost, args: list[str]) -> Any:
     else:
         raise UsageError(f"Usage: {ADD_USAGE}")
     try:
-        skills = magics.manager.add_mcp_server(label, **where)
+        skills = magics.manager.add_mcp_server(label, **where, **timeouts)
     except McpError as exc:
         raise UsageError(exc.magic_text()) from None
     names = [e.qualified_name for e in skills]

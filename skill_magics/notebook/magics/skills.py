@@ -362,6 +362,7 @@ class SkillMagics(Magics):
         %skills warm                 warm servers (interpreter, preloaded packages, memory,
                                      idle time); --stop stops them; NAME starts a skill's
         %skills add mcp LABEL -- COMMAND... | URL   an MCP server's skills, as LABEL/NAME
+                                     [--timeout S] [--connect-timeout S] before -- or URL
         %skills serve mcp [--http PORT] [DIR...]    serve skill folders to other agents over
                                      MCP; %skills serve lists them, --stop [PORT] stops them
         """
