@@ -15,6 +15,7 @@ approver (the test is the caller who decided).
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +27,18 @@ import yaml
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 # The conformance corpus holds skills (one ships its own test_skill.py), not our tests.
 collect_ignore_glob = ["conformance/*"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run as from an interactive shell, however the suite was started.
+
+    ``make test &`` and ``nohup`` start pytest with SIGINT ignored; every process the tests
+    start (terminal IPython, kernels, scripts) would inherit that, and Ctrl-C, Interrupt and
+    Stop would reach none of them (issue 44). A Python handler is reset to the default at
+    exec, an ignored signal is not: so put Python's own handler back.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Test modules whose subject is the same under every Python and every ipykernel of the
