@@ -183,6 +183,9 @@ KERNELISH := kernel or e2e or notebooks
 WARM_TESTS := $(wildcard tests/test_warm*.py)
 NOT_WARM := --ignore-glob=tests/test_warm*.py
 
+# Each stage prints its slowest tests: where CI's minutes go, read off every run.
+DURATIONS := --durations=12
+
 # $(call stage,NAME,COMMAND): run COMMAND; append its wall time and result to STAGE_LOG.
 define stage
 @start=$$(date +%s); $(2); rc=$$?; \
@@ -206,15 +209,15 @@ test-stages: $(TEST_STAGES)
 # warm-start tests apart), and with them.
 stage-unit:
 	$(call stage,pytest (no kernel; warm start apart),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))" '$(NOT_WARM)')
+	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "not ($(KERNELISH))" '$(NOT_WARM)')
 
 stage-unit-warm:
 	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider -m "not ($(KERNELISH))" $(WARM_TESTS))
+	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "not ($(KERNELISH))" $(WARM_TESTS))
 
 stage-kernel-main:
 	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider -m "$(KERNELISH)")
+	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "$(KERNELISH)")
 
 # Lint and the docs build are stages too: short, they fill the gaps the long ones leave.
 stage-lint:
@@ -224,7 +227,7 @@ stage-docs:
 	$(call stage,docs,$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs)
 
 stage-kernel-%:
-	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $*)
+	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $* -- $(DURATIONS))
 
 stage-pyyaml-floor:
 	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
@@ -239,10 +242,10 @@ OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(K
   bash scripts/python-matrix.sh --other
 
 stage-python-other:
-	$(call stage,other Python (warm start apart),PYTEST_ARGS="$(NOT_WARM)" $(OTHER_PYTHON))
+	$(call stage,other Python (warm start apart),PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
 
 stage-python-other-warm:
-	$(call stage,other Python (warm start),PYTEST_ARGS="$(WARM_TESTS)" $(OTHER_PYTHON))
+	$(call stage,other Python (warm start),PYTEST_ARGS="$(DURATIONS) $(WARM_TESTS)" $(OTHER_PYTHON))
 
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
 pyyaml-floor: $(STAMP)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Run the real-kernel tests (pytest -m kernel) once per supported ipykernel version.
+# Run the real-kernel tests (pytest -m kernel) once per supported ipykernel version, but for the
+# main_only ones (tests/conftest.py, MAIN_ONLY: the same under every ipykernel; the main venv runs
+# them).
 #
 # Each version gets its own venv under .venv-matrix/ipykernel-X (created on first use, reused
 # until uv.lock changes; uv's cache makes re-creation cheap). The venv holds the kernel:
@@ -240,7 +242,7 @@ for version in $VERSIONS; do
         label="colab ($(basename "$COLAB_PINS"))"
         venv="$MATRIX_DIR/colab"
         expect="$(pins_list | sed -n 's/^ipykernel==//p')"
-        marks="kernel or notebooks"
+        marks="(kernel or notebooks) and not main_only"
         skip=(--ignore=tests/e2e)  # see the header: no JupyterLab here renders ipywidgets 7
         if ! base="$(colab_python)"; then
             status=1
@@ -255,7 +257,7 @@ for version in $VERSIONS; do
         label="ipykernel $version"
         venv="$MATRIX_DIR/ipykernel-$version"
         expect="$version"
-        marks="kernel"
+        marks="kernel and not main_only"
         skip=()
         built=0
         make_venv "$version" "$venv" "$BASE_PYTHON" || built=1

@@ -56,6 +56,13 @@ MAIN_ONLY = {
     "test_sources_foreign": "npm's skills CLI against our locks",
     "test_python_matrix": "the matrix script itself",
     "test_colab_pins": "the pins file",
+    # Kernel tests whose way of waiting for a click another module proves on each ipykernel
+    # (test_vscode_kernel, test_kernel_magics: install, env, run, batch, context, skillpy):
+    "test_newcomer_kernel": "messages a newcomer reads, the same under every ipykernel",
+    "test_mcp_serve": "a server process the kernel starts, the same under every ipykernel",
+    "test_warm_magics": "warm servers; the matrix proves the click path through other modules",
+    "test_env_kernel": "an env build (test_vscode_kernel clicks the env path on each ipykernel)",
+    "test_sources_kernel": "an install (test_vscode_kernel clicks it on each ipykernel)",
 }
 
 

@@ -207,6 +207,10 @@ def _lab_kernel(tmp_path: Path, make_skill, server, mode: str):
     )
 
 
+# The lab waits for its clicks through the same strategy as %%skillrun, which the matrix
+# proves on every ipykernel; the main venv runs the lab in both modes (a model server
+# and a whole agent loop per test: a minute each).
+@pytest.mark.main_only
 @pytest.mark.parametrize("mode", MODES)
 def test_skillagent(tmp_path: Path, make_skill, server, mode: str) -> None:
     cell = "%%skillagent --model m1 --client client -o t\nmark it please\n"
@@ -224,6 +228,10 @@ def test_skillagent(tmp_path: Path, make_skill, server, mode: str) -> None:
         assert _value(k, "t.tool_calls[-1].approval").startswith("not asked (an approval given")
 
 
+# The lab waits for its clicks through the same strategy as %%skillrun, which the matrix
+# proves on every ipykernel; the main venv runs the lab in both modes (a model server
+# and a whole agent loop per test: a minute each).
+@pytest.mark.main_only
 @pytest.mark.parametrize("mode", MODES)
 def test_skills_evals(tmp_path: Path, make_skill, server, mode: str) -> None:
     kernel, skills, make_client = _lab_kernel(tmp_path, make_skill, server, mode)
