@@ -146,6 +146,7 @@ class KernelSession:
         self.km = None
         self.kc = None
         self.iopub: list[dict[str, Any]] = []  # every iopub message seen, in order
+        self._idle: set[str] = set()  # msg_ids of the requests whose "idle" status came
         self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> latest widget state
         self.every_widget: dict[str, dict[str, Any]] = {}  # the same, closed ones kept
         self.displayed: set[str] = set()  # model ids of the widget views the kernel displayed
@@ -387,6 +388,30 @@ class KernelSession:
             msg["header"]["subshell_id"] = self.comms_subshell()
         self.kc.session.send(self.kc.shell_channel.socket, msg)
 
+    def click_when_opened(self, description: str, *, timeout: float = 60) -> str:
+        """Click the next Button with this description the instant its comm_open arrives,
+        before reading anything else (the earliest a frontend could); returns its comm_id.
+
+        Earlier than a person can (see :meth:`shown`): a test of a kernel that must take the
+        click whenever it comes.
+        """
+        known = set(self.every_widget)
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = len(self.iopub)
+            self._pump(deadline, f"a new button {description!r}")
+            for msg in self.iopub[seen:]:
+                comm_id = msg["content"].get("comm_id")
+                state = self.widgets.get(comm_id) if msg["msg_type"] == "comm_open" else None
+                if (
+                    state is not None
+                    and comm_id not in known
+                    and state.get("_model_name") == "ButtonModel"
+                    and state.get("description") == description
+                ):
+                    self.click(comm_id)
+                    return comm_id
+
     def click_until_handled(
         self,
         comm_id: str,
@@ -471,6 +496,8 @@ class KernelSession:
             return
         self.iopub.append(msg)
         mtype, content = msg["msg_type"], msg["content"]
+        if mtype == "status" and content.get("execution_state") == "idle":
+            self._idle.add(msg.get("parent_header", {}).get("msg_id"))
         if mtype == "comm_open" and content.get("target_name") == "jupyter.widget":
             state = dict(content.get("data", {}).get("state", {}))
             self.widgets[content["comm_id"]] = state
@@ -487,12 +514,8 @@ class KernelSession:
                 self.displayed.add(view["model_id"])
 
     def _idle_seen(self, msg_id: str) -> bool:
-        return any(
-            m["msg_type"] == "status"
-            and m["content"].get("execution_state") == "idle"
-            and m.get("parent_header", {}).get("msg_id") == msg_id
-            for m in self.iopub
-        )
+        # A set, not a scan of every message: a widget flood brings tens of thousands.
+        return msg_id in self._idle
 
     def _shell_reply(self, msg_id: str, deadline: float) -> dict[str, Any]:
         pending = getattr(self, "_replies", None)

@@ -145,9 +145,12 @@ class NotebookApprover:
             raise ApprovalPending(
                 "Waiting for a click on the approval panel", self.show_panel(request)
             )
-        panel = self.make_panel(request)
-        # RELAY: the panel's widget messages come to this thread from the moment it shows.
-        with self._relayed(panel) as inbox:
+        # RELAY: in place before the panel is built, so its widget messages come to this
+        # thread from the moment each widget's comm opens (a click sent at once included).
+        with self._relayed() as inbox:
+            panel = self.make_panel(request)
+            if inbox is not None:
+                relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))
             self.display_panel(panel)
             try:
                 self._wait(panel, inbox)
@@ -188,13 +191,14 @@ class NotebookApprover:
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
 
     @contextmanager
-    def _relayed(self, panel: Any) -> Iterator[Any]:
-        """RELAY: divert the panel's widget messages to this thread (approval/relay.py)."""
+    def _relayed(self) -> Iterator[Any]:
+        """RELAY: divert the widget messages of the comms this thread opens (the panel's)
+        to this thread, and hold the rest bound for its shell (approval/relay.py)."""
         kernel = waiting.get_kernel(self.host.shell)
         if self.strategy is not Strategy.RELAY or kernel is None:
             yield None
             return
-        with relay.diverted(kernel, widget_ids(panel.widget)) as inbox:
+        with relay.diverted(kernel) as inbox:
             self.relay_failed = inbox is None
             yield inbox
 

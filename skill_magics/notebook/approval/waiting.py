@@ -179,7 +179,8 @@ def wait_pumping(shell: Any, event: threading.Event, timeout: float) -> bool:
                 runner.run(_one_iteration(kernel), timeout=5)
             finally:
                 _restore_parent(kernel, ident, parent)
-            event.wait(0.02)
+            if not _queued(kernel):  # more waiting (a flood of widget updates): no pause
+                event.wait(0.02)
         return True
     finally:
         runner.stop()
@@ -187,6 +188,14 @@ def wait_pumping(shell: Any, event: threading.Event, timeout: float) -> bool:
             kernel.shell_handlers["execute_request"] = original
         if deferred:
             _replay_after_cell(shell, kernel, deferred)
+
+
+def _queued(kernel: Any) -> bool:
+    """Whether shell messages already read wait in the kernel's queue (6.x ``msg_queue``)."""
+    try:
+        return bool(kernel.msg_queue.qsize())
+    except Exception:  # no such queue: pause between iterations as before
+        return False
 
 
 async def _one_iteration(kernel: Any) -> None:
