@@ -35,6 +35,10 @@ RANKS: dict[str, int] = {
     "skill_magics.core.moved": 0,
     "skill_magics.core.base": 0,
     "skill_magics.core.base.*": 0,
+    # traces (core/trace/): a no-op facade every layer calls, so at the bottom; it reads the
+    # run machinery's objects by attribute, never imports them
+    "skill_magics.core.trace": 0,
+    "skill_magics.core.trace.*": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
@@ -61,6 +65,8 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
+    "skill_magics.core.usage": 4,  # %skills usage: the audit log as a table and a chart
+    "skill_magics.core.usage.*": 4,
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

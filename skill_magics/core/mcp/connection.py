@@ -25,6 +25,7 @@ from typing import Any
 
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
+from skill_magics.core.trace import hooks as traced
 
 DEFAULT_TIMEOUT = 30.0
 # Starting a stdio server may take a while (an interpreter importing its SDK, `uvx` fetching
@@ -223,7 +224,8 @@ class Connection:
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request of the skills extension; the raw result object."""
-        return self._submit(self._request(method, params), method)
+        send = lambda: self._submit(self._request(method, params), method)  # noqa: E731
+        return traced.mcp_call(self.label, method, send)
 
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         import mcp_types
@@ -236,9 +238,10 @@ class Connection:
     def read(self, uri: str, max_bytes: int, what: str | None = None) -> bytes:
         """The bytes of one resource: exactly one content block, for this very URI, at most
         ``max_bytes``. ``what`` names it in errors (default ``file <uri>``)."""
-        return self._submit(
+        read = lambda: self._submit(  # noqa: E731
             self._read(uri, max_bytes, what or f"file {uri}"), f"resources/read {uri}"
         )
+        return traced.mcp_call(self.label, "resources/read", read)
 
     async def _read(self, uri: str, max_bytes: int, what: str) -> bytes:
         result = await self._client.read_resource(uri)

@@ -1,0 +1,276 @@
+"""Traces (core/trace/): real spans exported over real OTLP/HTTP to a receiver on 127.0.0.1
+that decodes the protobuf (tests/trace_support.py), real runs, a real warm server.
+
+docs/tracing.md: a root span per call, the approval, each run (cold or warm) with its
+TRACEPARENT in the script's environment, a batch's items as children of the batch; no secret,
+argument or output in any byte; tracing off imports no OpenTelemetry module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from manager_support import manager_for
+from trace_support import start_receiver
+
+from skill_magics.core import trace
+from skill_magics.core.trace import names as n
+
+SECRET = "s3cr3t-VALUE-4f9a1c"
+ARGUMENT = "ARGUMENT-VALUE-77e2"
+OUTPUT = "OUTPUT-CONTENT-19bd"
+
+SQUARE = """
+import json, sys
+d = json.load(sys.stdin)
+print(json.dumps({"square": d["n"] ** 2}))
+"""
+
+# Joins the run's trace through TRACEPARENT with the OpenTelemetry SDK of its own.
+OWN_SPANS = """
+import json, os, sys
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+d = json.load(sys.stdin)
+provider = TracerProvider(resource=Resource.create({"service.name": "the-script"}))
+provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=d["endpoint"])))
+parent = TraceContextTextMapPropagator().extract({"traceparent": os.environ["TRACEPARENT"]})
+with provider.get_tracer("script").start_as_current_span("script work", context=parent):
+    pass
+provider.shutdown()
+print(os.environ["TRACEPARENT"])
+"""
+
+ENV = "import os\nprint(os.environ.get('TRACEPARENT', ''))\n"
+
+LEAKY = f"""
+import json, os, sys
+d = json.load(sys.stdin)
+print("{OUTPUT}", os.environ["TRACE_TEST_TOKEN"], d)
+print(os.environ["TRACE_TEST_TOKEN"], file=sys.stderr)
+sys.exit(3)
+"""
+
+
+@pytest.fixture(scope="module")
+def skills(tmp_path_factory: pytest.TempPathFactory, make_skill) -> Path:
+    root = tmp_path_factory.mktemp("trace-skills")
+    make_skill(
+        root,
+        "mathx",
+        scripts={
+            "scripts/square.py": SQUARE,
+            "scripts/own_spans.py": OWN_SPANS,
+            "scripts/env.py": ENV,
+        },
+    )
+    make_skill(
+        root,
+        "secretive",
+        frontmatter={"description": "Leaks.", "metadata": {"secrets": "TRACE_TEST_TOKEN"}},
+        scripts={"scripts/leak.py": LEAKY},
+    )
+    return root
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch):
+    """Tracing on, exporting to a real OTLP/HTTP receiver; off again afterwards."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    provider = TracerProvider(resource=Resource.create({"service.name": "skill-magics-test"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    trace.turn("on", provider=provider)
+    received.endpoint = endpoint  # type: ignore[attr-defined]
+    try:
+        yield received
+    finally:
+        trace.turn("auto")
+        provider.shutdown()
+        server.shutdown()
+
+
+def exported(received) -> list[dict]:
+    assert trace.flush(30)
+    return received.spans()
+
+
+def parent_of(stdout: str) -> tuple[str, str]:
+    """(trace id, span id) of a W3C traceparent a script printed (flags vary: 01, 03)."""
+    version, trace_id, span_id, _flags = stdout.strip().split("-")
+    assert version == "00"
+    return trace_id, span_id
+
+
+def by_name(spans: list[dict], name: str) -> list[dict]:
+    return [s for s in spans if s["name"] == name]
+
+
+def test_a_batch_of_20_is_one_tree(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    result = manager.map("mathx", "square", [{"n": i} for i in range(20)], approver=None)
+    assert all(item.result.exit_code == 0 for item in result.items)
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun --map mathx")
+    assert root["parent"] == ""
+    assert root["attributes"][n.BATCH_ITEMS] == 20
+    items = by_name(spans, "batch item")
+    assert len(items) == 20
+    assert {s["parent"] for s in items} == {root["id"]}
+    assert sorted(s["attributes"][n.BATCH_INDEX] for s in items) == list(range(20))
+    runs = by_name(spans, "run mathx")
+    assert len(runs) == 20
+    assert {s["parent"] for s in runs} == {s["id"] for s in items}  # one run per item
+    assert {s["trace"] for s in spans} == {root["trace"]}
+    for run in runs:
+        assert run["attributes"][n.SKILL_NAME] == "mathx"
+        assert run["attributes"][n.SCRIPT_PATH] == "scripts/square.py"
+        assert run["attributes"][n.SCRIPT_EXIT_CODE] == 0
+        assert run["attributes"][n.STDOUT_BYTES] > 0
+
+
+def test_a_scripts_own_span_joins_the_run(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script(
+        "mathx",
+        "own_spans",
+        {"endpoint": receiver.endpoint},
+        approver=lambda request: "yes_once",
+    )
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun mathx")
+    (approval,) = by_name(spans, "approval")
+    (run,) = by_name(spans, "run mathx")
+    (own,) = by_name(spans, "script work")
+    assert approval["parent"] == root["id"] and run["parent"] == root["id"]
+    assert approval["attributes"][n.DECISION] == "yes_once"
+    assert approval["attributes"][n.DECIDED_BY] == "approver"
+    assert approval["attributes"][n.WAIT_MS] >= 0
+    assert len(approval["attributes"][n.DIGESTS]) == 1
+    assert own["service"] == "the-script"
+    assert own["parent"] == run["id"] and own["trace"] == run["trace"]
+    assert parent_of(res.stdout) == (run["trace"], run["id"])
+
+
+def test_warm_and_cold_runs_get_their_own_traceparent(skills: Path, receiver) -> None:
+    from skill_magics.core.run import warm
+
+    manager = manager_for(skills, sandbox="off", run_cwd="skill")
+    try:
+        cold = manager.execute_skill_script("mathx", "env", approver=None, warm=False)
+        hot = manager.execute_skill_script("mathx", "env", approver=None, warm=True)
+        hot2 = manager.execute_skill_script("mathx", "env", approver=None, warm=True)
+    finally:
+        warm.stop_servers()
+    assert (cold.start, hot.start, hot2.start) == ("cold", "warm", "warm"), hot.start_note
+    spans = exported(receiver)
+    runs = by_name(spans, "run mathx")
+    assert [r["attributes"][n.START] for r in runs] == ["cold", "warm", "warm"]
+    launches = by_name(spans, "launch")
+    assert [s["parent"] for s in launches] == [r["id"] for r in runs]
+    for res, run in zip((cold, hot, hot2), runs, strict=True):
+        assert parent_of(res.stdout) == (run["trace"], run["id"])
+    assert len({r["trace"] for r in runs}) == 3  # three calls, three traces
+
+
+def test_no_secret_argument_or_output_in_any_byte(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    manager.provide_secret("secretive", "TRACE_TEST_TOKEN", SECRET)
+    res = manager.execute_skill_script(
+        "secretive", "leak", {"note": ARGUMENT, "again": SECRET}, approver=None
+    )
+    assert res.exit_code == 3 and OUTPUT in res.stdout  # it printed them all
+    spans = exported(receiver)
+    (run,) = by_name(spans, "run secretive")
+    assert run["status"] == 2  # STATUS_CODE_ERROR
+    assert "exit code 3" in run["message"]
+    assert run["attributes"][n.SCRIPT_EXITED_WITH_ERROR] is True
+    raw = receiver.all_bytes()
+    assert raw  # something was exported
+    for value in (SECRET, ARGUMENT, OUTPUT):
+        assert value.encode() not in raw
+
+
+def test_a_decline_is_recorded_with_who_declined(skills: Path, receiver) -> None:
+    from skill_magics.core.base.errors import ApprovalDeclined
+
+    manager = manager_for(skills, sandbox="off")
+    with pytest.raises(ApprovalDeclined):
+        manager.execute_skill_script("mathx", "square", {"n": 2}, approver=lambda r: "no")
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun mathx")
+    (declined,) = by_name(spans, "approval")
+    assert declined["attributes"][n.DECISION] == "no"
+    assert declined["attributes"][n.DECIDED_BY] == "approver"
+    assert root["attributes"][n.STATUS] == "declined"
+    assert not by_name(spans, "run mathx")  # nothing ran
+
+
+OFF = """
+import json, sys
+from skill_magics.core.manager import SkillManager
+from skill_magics.core import trace
+m = SkillManager([sys.argv[1]], sandbox="off")
+res = m.execute_skill_script("mathx", "square", {"n": 3}, approver=None)
+batch = m.map("mathx", "square", [{"n": i} for i in range(3)], approver=None)
+print(json.dumps({
+    "exit": res.exit_code,
+    "traceparent": "TRACEPARENT" in res.stdout,
+    "enabled": trace.enabled(),
+    "otel": sorted(name for name in sys.modules if name.startswith("opentelemetry")),
+}))
+"""
+
+
+def test_tracing_off_imports_no_opentelemetry(skills: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(OFF), os.fspath(skills)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == {"exit": 0, "traceparent": False, "enabled": False, "otel": []}
+
+
+def test_the_variables_turn_it_on_and_off() -> None:
+    from skill_magics.core.trace.switch import asked_by_env
+
+    assert asked_by_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert asked_by_env({"OTEL_TRACES_EXPORTER": "otlp"})
+    assert asked_by_env({"OTEL_SERVICE_NAME": "notebooks"})
+    # what must NOT turn it on
+    assert not asked_by_env({})
+    assert not asked_by_env({"OTEL_TRACES_EXPORTER": "none", "OTEL_SERVICE_NAME": "x"})
+    assert not asked_by_env({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"})
+    assert not asked_by_env({"OTEL_METRICS_EXPORTER": "otlp"})
+
+
+def test_turn_on_off_auto() -> None:
+    assert "off" in trace.turn("off")
+    assert trace.root("x") is trace.NOOP
+    assert "on" in trace.turn("on") and trace.enabled()
+    assert "off" in trace.turn("auto") or trace.enabled()
+    trace.turn("auto")
+    with pytest.raises(ValueError):
+        trace.turn("maybe")
