@@ -47,6 +47,8 @@ RANKS: dict[str, int] = {
     "skill_magics.core.sources": 1,
     "skill_magics.core.sources.names": 1,
     "skill_magics.core.sources.lock": 1,
+    # what skills did, from the audit records (manager.usage() delegates here)
+    "skill_magics.core.usage": 1,
     # 2: running a script (plan, approval gate, executor, process)
     "skill_magics.core.run": 2,
     "skill_magics.core.run.*": 2,
@@ -65,8 +67,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
-    "skill_magics.core.usage": 4,  # %skills usage: the audit log as a table and a chart
-    "skill_magics.core.usage.*": 4,
+    "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,
