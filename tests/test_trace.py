@@ -223,6 +223,31 @@ def test_a_decline_is_recorded_with_who_declined(skills: Path, receiver) -> None
     assert not by_name(spans, "run mathx")  # nothing ran
 
 
+def test_the_standard_variables_send_to_a_collector(
+    skills: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a team does: point OTEL_EXPORTER_OTLP_ENDPOINT at a collector; our own provider
+    (service name from OTEL_SERVICE_NAME) exports there, nothing else set up."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.removesuffix("/v1/traces"))
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "team-notebooks")
+    try:
+        assert "on" in trace.turn("auto") and trace.enabled()
+        manager = manager_for(skills, sandbox="off")
+        manager.execute_skill_script("mathx", "square", {"n": 4}, approver=None)
+        spans = exported(received)
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+        monkeypatch.delenv("OTEL_SERVICE_NAME")
+        trace.turn("auto")
+        server.shutdown()
+    assert not trace.enabled()  # the variables gone: off again, our provider shut down
+    (run,) = by_name(spans, "run mathx")
+    assert run["service"] == "team-notebooks"
+
+
 OFF = """
 import json, sys
 from skill_magics.core.manager import SkillManager

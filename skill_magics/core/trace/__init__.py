@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -48,6 +49,10 @@ _lock = threading.Lock()
 _mode: bool | None = None  # %skills trace on (True), off (False), auto (None)
 _backend: Any = None  # the live .otel.Backend while tracing is on, else None
 _auto_failed = False  # the variables asked, but the SDK is missing: said once, not again
+# Reading the variables costs tens of microseconds (os.environ under load): a root span
+# reads them again only when this long has passed since the last look.
+RECHECK_S = 1.0
+_checked_at = -RECHECK_S
 
 
 def enabled() -> bool:
@@ -55,11 +60,16 @@ def enabled() -> bool:
     return _backend is not None
 
 
-def refresh() -> bool:
-    """Decide again whether tracing is on (each root span calls it); True when on."""
-    global _backend, _auto_failed
+def refresh(*, now: bool = False) -> bool:
+    """Decide again whether tracing is on (each root span calls it; the variables are read
+    again at most every :data:`RECHECK_S` seconds, ``now``: at once); True when on."""
+    global _backend, _auto_failed, _checked_at
     if _mode is not None:
         return _backend is not None
+    moment = time.monotonic()
+    if not now and moment - _checked_at < RECHECK_S:
+        return _backend is not None
+    _checked_at = moment
     wanted = asked_by_env(os.environ) or provider_set()
     if wanted == (_backend is not None):
         return wanted
@@ -89,7 +99,7 @@ def turn(state: str | bool | None, *, provider: Any = None) -> str:
         _drop()
         _mode, _backend, _auto_failed = mode, backend, False
     if _mode is None:
-        refresh()
+        refresh(now=True)
     return status()
 
 

@@ -24,7 +24,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.base.errors import TracingUnavailable
 
     if opts.state is None:
-        trace.refresh()
+        trace.refresh(now=True)
         print(trace.status())
         return None
     try:
