@@ -299,3 +299,44 @@ def test_turn_on_off_auto() -> None:
     trace.turn("auto")
     with pytest.raises(ValueError):
         trace.turn("maybe")
+
+
+def test_an_agent_is_one_trace_with_genai_model_spans(
+    server, tmp_path: Path, make_skill, receiver
+) -> None:
+    from lab_support import by_turn, lab_skills, make_client
+    from model_server import call, say
+
+    from skill_magics import run_agent
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    server.script = by_turn(
+        call("activate_skill", {"name": "marker"}),
+        call("marker__mark", {"note": ARGUMENT}),
+        lambda c: say("done"),
+    )
+    client = make_client("anthropic", server.url)
+    run_agent(client, manager, "mark it", model="m-1", approver=lambda r: "yes_once")
+    spans = exported(receiver)
+    (agent,) = by_name(spans, "skillagent")
+    assert agent["parent"] == ""
+    chats = by_name(spans, "chat m-1")
+    assert len(chats) == 3 and {c["parent"] for c in chats} == {agent["id"]}
+    first = chats[0]["attributes"]
+    assert first[n.OPERATION] == "chat" and first[n.PROVIDER] == "anthropic"
+    assert first[n.REQUEST_MODEL] == "m-1" and first[n.INPUT_TOKENS] >= 0
+    assert first[n.TOOL_CALLS] == 1 and first[n.TOOL_NAMES] == ["activate_skill"]
+    (root,) = by_name(spans, "skillrun marker")
+    (run,) = by_name(spans, "run marker")
+    assert root["parent"] == agent["id"] and run["parent"] == root["id"]
+    assert ARGUMENT.encode() not in receiver.all_bytes()  # the tool call's argument
+
+
+def test_a_sandboxed_run_gets_its_traceparent(skills: Path, receiver, bwrap: str) -> None:
+    manager = manager_for(skills, sandbox="read-only")
+    res = manager.execute_skill_script("mathx", "env", approver=None)
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    (run,) = by_name(spans, "run mathx")
+    assert run["attributes"][n.SANDBOX] == "read-only"
+    assert parent_of(res.stdout) == (run["trace"], run["id"])
