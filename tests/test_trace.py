@@ -340,3 +340,31 @@ def test_a_sandboxed_run_gets_its_traceparent(skills: Path, receiver, bwrap: str
     (run,) = by_name(spans, "run mathx")
     assert run["attributes"][n.SANDBOX] == "read-only"
     assert parent_of(res.stdout) == (run["trace"], run["id"])
+
+
+@pytest.mark.mcp
+def test_mcp_host_calls_are_client_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver
+) -> None:
+    from skill_magics.core.manager import SkillManager
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    served = tmp_path / "served" / "hello-mcp"
+    (served / "scripts").mkdir(parents=True)
+    (served / "SKILL.md").write_text("---\nname: hello-mcp\ndescription: Says hello.\n---\n")
+    (served / "scripts" / "hello.py").write_text("print('hello')\n")
+    (tmp_path / "local").mkdir()
+    manager = SkillManager([tmp_path / "local"], sandbox="off")
+    command = [sys.executable, "-m", "skill_magics.mcp", "serve", str(served.parent)]
+    manager.add_mcp_server("team", command=command)
+    try:
+        res = manager.execute_skill_script("team/hello-mcp", "hello", approver=None)
+    finally:
+        manager.remove_mcp_server("team")
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    reads = [s for s in spans if s["attributes"].get(n.MCP_METHOD) == "resources/read"]
+    assert reads and all(s["attributes"][n.MCP_SERVER] == "team" for s in reads)
+    assert all(s["attributes"][n.MCP_BYTES] > 0 for s in reads)
+    (run,) = by_name(spans, "run team/hello-mcp")
+    assert run["attributes"][n.ORIGIN] == "team"
