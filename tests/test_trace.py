@@ -368,3 +368,27 @@ def test_mcp_host_calls_are_client_spans(
     assert all(s["attributes"][n.MCP_BYTES] > 0 for s in reads)
     (run,) = by_name(spans, "run team/hello-mcp")
     assert run["attributes"][n.ORIGIN] == "team"
+
+
+def test_without_the_sdk_one_line_names_the_extra(
+    skills: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from skill_magics.core.base.errors import TracingUnavailable
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)  # import -> ImportError
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.resources", None)
+    with pytest.raises(TracingUnavailable, match=r"pip install 'skill-magics\[otel\]'"):
+        trace.turn("on")
+    assert not trace.enabled()
+    # Asked by the variables: said once, and runs go on untraced.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    try:
+        assert "off" in trace.turn("auto")
+        res = manager_for(skills, sandbox="off").execute_skill_script(
+            "mathx", "square", {"n": 5}, approver=None
+        )
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+        trace.turn("auto")
+    assert res.exit_code == 0
+    assert [r for r in caplog.records if "skill-magics[otel]" in r.getMessage()]

@@ -166,12 +166,13 @@ def child_env(env: Mapping[str, str]) -> Mapping[str, str]:
 def _make_backend(provider: Any) -> Any:
     try:
         from skill_magics.core.trace import otel
-    except ImportError as exc:
+
+        return otel.Backend(provider)
+    except ImportError as exc:  # the API, the SDK or the exporter is missing
         raise TracingUnavailable(
             f"Traces need OpenTelemetry's SDK, which is not installed ({exc.name or exc}): "
             f"{INSTALL_HINT}, then %skills trace on"
         ) from None
-    return otel.Backend(provider)
 
 
 def _drop() -> None:
