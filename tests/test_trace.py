@@ -392,3 +392,32 @@ def test_without_the_sdk_one_line_names_the_extra(
         trace.turn("auto")
     assert res.exit_code == 0
     assert [r for r in caplog.records if "skill-magics[otel]" in r.getMessage()]
+
+
+def test_a_context_and_an_install_are_roots(tmp_path: Path, make_skill, receiver) -> None:
+    from skill_magics.core.prompt.context import build_skill_context
+    from skill_magics.core.sources.install import install_skills
+
+    root = tmp_path / "skills"
+    make_skill(
+        root,
+        "ctx",
+        scripts={"scripts/info.py": "print('info')\n"},
+        body="Run `scripts/info.py` first.\n",
+    )
+    manager = manager_for(root, sandbox="off")
+    text = build_skill_context(manager, "ctx", approver=None)
+    assert "info" in text
+    into = tmp_path / "installed"
+    install_skills(root, into=into, manager=manager, approver=lambda r: "yes_once")
+    assert (into / "ctx" / "SKILL.md").is_file()
+    spans = exported(receiver)
+    (context,) = by_name(spans, "skill_context ctx")
+    (run,) = by_name(spans, "run ctx")
+    assert context["parent"] == "" and run["parent"] == context["id"]
+    (install,) = by_name(spans, "install ctx")
+    assert install["parent"] == "" and install["attributes"][n.CALL] == "install"
+    (decided,) = [s for s in by_name(spans, "approval") if s["parent"] == install["id"]]
+    # one question for the skills of an install: the gate's verdicts say allowed, not who
+    assert decided["attributes"][n.DECISION] == "allowed"
+    assert len(decided["attributes"][n.DIGESTS]) == 1

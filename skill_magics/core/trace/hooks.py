@@ -87,11 +87,20 @@ def approval(plan: Any, decide: Callable[[], T]) -> T:
         if not verdicts:
             span.update({n.DECISION: "unasked", n.DECIDED_BY: "the caller"})
             return decided
-        first = getattr(decided, "verdict", verdicts[0])
-        decision = first.decision.value if first.decision is not None else str(first.status)
-        span.update({n.DECISION: decision, n.DECIDED_BY: first.by or None})
-        if first.status is not None and str(first.status) not in ("declined", "pending"):
-            span.fail(f"{first.status}: {first.message}")
+        blocked = getattr(decided, "blocked", None)
+        if blocked is not None:
+            decision = blocked.decision.value if blocked.decision else str(blocked.status)
+            span.update({n.DECISION: decision, n.DECIDED_BY: blocked.by or None})
+            if str(blocked.status) not in ("declined", "pending"):
+                span.fail(f"{blocked.status}: {blocked.message}")
+            return decided
+        # Several requests under one question come back as each part's check ("allowed"),
+        # without the answer: the gate's verdicts for them carry no decision.
+        chosen = next((v for v in verdicts if v.decision is not None), None)
+        if chosen is None:
+            span.update({n.DECISION: "allowed"})
+        else:
+            span.update({n.DECISION: chosen.decision.value, n.DECIDED_BY: chosen.by or None})
         return decided
 
 
