@@ -185,6 +185,8 @@ def test_warm_and_cold_runs_get_their_own_traceparent(skills: Path, receiver) ->
     assert [r["attributes"][n.START] for r in runs] == ["cold", "warm", "warm"]
     launches = by_name(spans, "launch")
     assert [s["parent"] for s in launches] == [r["id"] for r in runs]
+    (started,) = by_name(spans, "warm server start")  # one server, started for the first
+    assert started["parent"] == launches[1]["id"] and started["trace"] == runs[1]["trace"]
     for res, run in zip((cold, hot, hot2), runs, strict=True):
         assert parent_of(res.stdout) == (run["trace"], run["id"])
     assert len({r["trace"] for r in runs}) == 3  # three calls, three traces

@@ -169,6 +169,14 @@ def launch(prepared: Any, choose: Callable[[], T]) -> T:
         return how
 
 
+def warm_start(start: Callable[[], T], preload: Sequence[str]) -> Callable[[], T]:
+    """A warm server's start (on the starter thread), as a span under the launch that asked
+    for it: how many packages it preloads (their names are the skill's requirements, shown)."""
+    if trace._backend is None:
+        return start
+    return trace.bind(start, "warm server start", {n.PRELOAD: sorted(preload)})
+
+
 def env_build(skill: str, packages: Sequence[str], installer: str, work: Callable[[], T]) -> T:
     """A managed environment's build, in a span (how many packages, which installer)."""
     if trace._backend is None:
@@ -267,6 +275,7 @@ __all__ = [
     "agent",
     "approval",
     "env_build",
+    "warm_start",
     "launch",
     "mcp_call",
     "model_call",

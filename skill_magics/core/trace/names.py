@@ -57,6 +57,7 @@ STDERR_BYTES = "skill_magics.run.stderr_bytes"
 INTERPRETER = "skill_magics.run.interpreter"
 PACKAGES = "skill_magics.env.packages"  # how many packages an environment build installs
 INSTALLER = "skill_magics.env.installer"
+PRELOAD = "skill_magics.warm.preload"  # the packages a warm server imports before any run
 MCP_SERVER = "skill_magics.mcp.server"
 MCP_BYTES = "skill_magics.mcp.bytes"
 TOOL_CALLS = "skill_magics.gen_ai.tool_calls"  # how many tool calls a model's reply made
