@@ -174,6 +174,7 @@ def test_warm_and_cold_runs_get_their_own_traceparent(skills: Path, receiver) ->
     from skill_magics.core.run import warm
 
     manager = manager_for(skills, sandbox="off", run_cwd="skill")
+    warm.stop_servers()  # an earlier test's run (auto) may have started this skill's server
     try:
         cold = manager.execute_skill_script("mathx", "env", approver=None, warm=False)
         hot = manager.execute_skill_script("mathx", "env", approver=None, warm=True)
