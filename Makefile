@@ -257,6 +257,7 @@ bench: $(STAMP) sandbox
 	$(PY) bench/bench_load_ext.py
 	$(PY) bench/bench_sandbox.py
 	$(PY) bench/bench_warm.py
+	$(PY) bench/bench_trace.py
 
 clean:
 	rm -rf $(VENV) .venv-matrix .venv-py .venv-latest build dist *.egg-info

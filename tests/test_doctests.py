@@ -94,6 +94,8 @@ DOCTESTED = (
     "skill_magics.core.sources.members",
     "skill_magics.core.sources.names",
     "skill_magics.core.sources.spec",
+    "skill_magics.core.trace.switch",
+    "skill_magics.core.usage",
     "skill_magics.notebook.approval.preapproval",
     "skill_magics.notebook.cmd",
     "skill_magics.notebook.magics.runline",

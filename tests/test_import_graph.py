@@ -35,6 +35,10 @@ RANKS: dict[str, int] = {
     "skill_magics.core.moved": 0,
     "skill_magics.core.base": 0,
     "skill_magics.core.base.*": 0,
+    # traces (core/trace/): a no-op facade every layer calls, so at the bottom; it reads the
+    # run machinery's objects by attribute, never imports them
+    "skill_magics.core.trace": 0,
+    "skill_magics.core.trace.*": 0,
     # 1: skills on disk (discovery, SKILL.md, detection, references)
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
@@ -43,6 +47,8 @@ RANKS: dict[str, int] = {
     "skill_magics.core.sources": 1,
     "skill_magics.core.sources.names": 1,
     "skill_magics.core.sources.lock": 1,
+    # what skills did, from the audit records (manager.usage() delegates here)
+    "skill_magics.core.usage": 1,
     # 2: running a script (plan, approval gate, executor, process)
     "skill_magics.core.run": 2,
     "skill_magics.core.run.*": 2,
@@ -61,6 +67,7 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
+    "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

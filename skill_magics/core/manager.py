@@ -243,6 +243,15 @@ class SkillManager:
         declared = declared_secrets(self.get_skill(skill_name).current_metadata())
         self._secrets.provide_declared(skill_name, declared, name, value)
 
+    def usage(self, since: Any = None) -> Any:
+        """Runs per skill and script from the audit log (decisions, failure rate, median
+        and p95 duration, cold vs warm, last run): a pandas DataFrame when pandas is
+        installed, else :class:`~skill_magics.core.usage.UsageRow` rows. ``since``: ``"7d"``,
+        ``"12h"``, a date, a datetime or a timedelta. Delegates to ``core/usage/``."""
+        from skill_magics.core.usage import usage_table
+
+        return usage_table(self.audit, since)
+
     def secret_status(self, skill_name: str) -> dict[str, bool]:
         """Each secret ``skill_name`` declares -> whether a value is set (never the value)."""
         declared = declared_secrets(self.get_skill(skill_name).current_metadata())

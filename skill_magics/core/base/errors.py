@@ -278,6 +278,11 @@ class McpCacheError(McpError, PermissionError):
     inside a skill discovery path) or its files no longer match what was verified."""
 
 
+class TracingUnavailable(SkillMagicsError, RuntimeError):
+    """Traces were asked for (``%skills trace on``) but OpenTelemetry's SDK is not installed
+    here; the message names the extra that installs it."""
+
+
 __all__ = [
     "magic_words",
     "SkillMagicsError",
@@ -318,4 +323,5 @@ __all__ = [
     "McpError",
     "McpSkillMismatchError",
     "McpCacheError",
+    "TracingUnavailable",
 ]

@@ -41,6 +41,7 @@ from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep, Tra
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, Approver, ApproverArg
 from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.trace import hooks as traced
 
 
 def run_agent(
@@ -62,7 +63,8 @@ def run_agent(
     """
     provider = sync_provider(client, "run_agent")
     opts = chosen(AgentOptions, options, choices)
-    return drive(_agent(provider, manager, prompt, opts, approver))
+    with traced.agent(opts.skills or (), opts.model):  # the root of its spans (core/trace/)
+        return drive(_agent(provider, manager, prompt, opts, approver))
 
 
 async def run_agent_async(
@@ -80,7 +82,8 @@ async def run_agent_async(
     cell's await) keeps going. A cancellation kills a running script and ends the loop."""
     opts = chosen(AgentOptions, options, choices)
     loop = _agent(provider_for(client), manager, prompt, opts, approver)
-    return await drive_async(loop, cancel)
+    with traced.agent(opts.skills or (), opts.model):
+        return await drive_async(loop, cancel)
 
 
 def _agent(

@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from skill_magics.core.base.errors import ModelAuthError, ModelCallError
 from skill_magics.core.prompt.tools import openai_tool_message
+from skill_magics.core.trace import hooks as traced
 
 ProviderName = Literal["anthropic", "openai"]
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai")
@@ -172,6 +173,9 @@ class Provider:
         """Send a request with a synchronous client."""
         if self.is_async:
             raise TypeError(f"{type(self.client).__name__} is async: await send_async()")
+        return traced.model_call(self.name, kwargs, lambda: self._send(kwargs))
+
+    def _send(self, kwargs: dict[str, Any]) -> Reply:
         try:
             response = self._endpoint()(**kwargs)
         except Exception as exc:
@@ -182,6 +186,9 @@ class Provider:
         """Send a request with an async client."""
         if not self.is_async:
             raise TypeError(f"{type(self.client).__name__} is not async: call send()")
+        return await traced.model_call_async(self.name, kwargs, lambda: self._send_async(kwargs))
+
+    async def _send_async(self, kwargs: dict[str, Any]) -> Reply:
         try:
             response = await self._endpoint()(**kwargs)
         except Exception as exc:

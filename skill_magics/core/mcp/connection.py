@@ -31,6 +31,7 @@ from typing import Any
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError
 from skill_magics.core.mcp.stdio import StdioTransport
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
+from skill_magics.core.trace import hooks as traced
 
 DEFAULT_TIMEOUT = 30.0
 # Starting a stdio server may take a while (an interpreter importing its SDK, `uvx` fetching
@@ -307,15 +308,17 @@ class Connection:
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request of the skills extension; the raw result object."""
-        return self._submit(lambda client: _request(client, method, params), method)
+        send = lambda: self._submit(lambda client: _request(client, method, params), method)  # noqa: E731
+        return traced.mcp_call(self.label, method, send)
 
     def read(self, uri: str, max_bytes: int, what: str | None = None) -> bytes:
         """The bytes of one resource: exactly one content block, for this very URI, at most
         ``max_bytes``. ``what`` names it in errors (default ``file <uri>``)."""
-        return self._submit(
+        read = lambda: self._submit(  # noqa: E731
             lambda client: self._read(client, uri, max_bytes, what or f"file {uri}"),
             f"resources/read {uri}",
         )
+        return traced.mcp_call(self.label, "resources/read", read)
 
     async def _read(self, client: Any, uri: str, max_bytes: int, what: str) -> bytes:
         result = await client.read_resource(uri)

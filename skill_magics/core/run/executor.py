@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from skill_magics.core import trace
 from skill_magics.core.base import paths
 from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.base.errors import SkillMagicsError
@@ -56,6 +57,7 @@ from skill_magics.core.run.settings import (
     RunSettings,
 )
 from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
+from skill_magics.core.trace import hooks as traced
 
 logger = logging.getLogger("skill_magics.executor")
 
@@ -142,7 +144,8 @@ class ScriptExecutor:
             except SkillMagicsError as exc:
                 self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
                 raise
-        return self._spawn_and_wait(prepared, on_output, cancel)
+        spawn = lambda: self._spawn_and_wait(prepared, on_output, cancel)  # noqa: E731
+        return traced.script_run(prepared, spawn)
 
     def _spawn_and_wait(
         self,
@@ -152,9 +155,12 @@ class ScriptExecutor:
     ) -> ScriptExecutionResult:
         start = time.monotonic()
         try:
-            env = self._env(prepared) if prepared.secrets else prepared.env
+            env = trace.child_env(self._env(prepared) if prepared.secrets else prepared.env)
             network = self.network_for(prepared) if prepared.sandbox_profile is not None else True
-            how = launching.choose(prepared, env, network, cancel, self.warm_launcher)
+            how = traced.launch(
+                prepared,
+                lambda: launching.choose(prepared, env, network, cancel, self.warm_launcher),
+            )
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
             raise

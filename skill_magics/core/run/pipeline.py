@@ -44,6 +44,7 @@ from skill_magics.core.run.runplan import (
     RunOutcome,
     one_request,
 )
+from skill_magics.core.trace import hooks as traced
 
 V = TypeVar("V")
 
@@ -224,12 +225,19 @@ class Pipeline:
         context: LaunchContext,
         on_start: Callable[[], object] | None,
     ) -> Generator[_Work, Any, RunOutcome[V]]:
-        decided: Decided = yield _Work(lambda: self._decide(plan, approver), asking=True)
+        span = traced.root(plan)  # the call's root span (core/trace/); no-op when off
+        decide = span.within(lambda: traced.approval(plan, lambda: self._decide(plan, approver)))
+        decided: Decided = yield _Work(decide, asking=True)
         if not plan.ready(decided):
-            return plan.held(decided)
+            traced.outcome(span, held := plan.held(decided))
+            span.end()
+            return held
         if on_start is not None:
             on_start()
-        outcome: RunOutcome[V] = yield _Work(lambda: plan.launch(context, decided), asking=False)
+        launch = span.within(lambda: plan.launch(context, decided))
+        outcome: RunOutcome[V] = yield _Work(launch, asking=False)
+        traced.outcome(span, outcome)
+        span.end()
         return outcome
 
     def _context(

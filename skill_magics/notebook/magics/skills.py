@@ -348,6 +348,8 @@ class SkillMagics(Magics):
         %skills remove DIR | reload | dirs
         %skills approvals            session approvals; %skills revoke NAME forgets one
         %skills history              this session's audit records
+        %skills usage [--since 7d]   runs per skill and script (the audit log): table, chart
+        %skills trace [on|off|auto]  OpenTelemetry traces of runs and approvals
         %skills available            the <available_skills> block for a system prompt
                                      [--budget N] [--include PAT ...] [--exclude PAT ...]
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix

@@ -42,6 +42,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from skill_magics.core import trace
 from skill_magics.core.base.audit import AuditLog, AuditRecord
 from skill_magics.core.base.errors import BatchInterrupted, SkillMagicsError
 from skill_magics.core.base.jsonable import to_jsonable
@@ -54,6 +55,7 @@ from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome, finished
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
+from skill_magics.core.trace import names
 
 logger = logging.getLogger("skill_magics.batch")
 
@@ -281,7 +283,8 @@ class _Local:
         return max(16, 4 * self.slots)
 
     def submit(self, index: int) -> Any:
-        return self.pool.submit(self.runner._run_local, index)
+        item = trace.bind(self.runner._run_local, "batch item", {names.BATCH_INDEX: index})
+        return self.pool.submit(item, index)
 
     def outcome(self, index: int, value: Any) -> BatchItem:
         item: BatchItem = value

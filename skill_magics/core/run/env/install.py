@@ -20,6 +20,7 @@ Example (not run as a doctest: it installs packages)::
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -44,6 +45,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.env import build as envbuild
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome
+from skill_magics.core.trace import hooks as traced
 
 BUILT = "built"
 UP_TO_DATE = "up to date"
@@ -208,7 +210,8 @@ def install(
     started = time.monotonic()
     preview = " ".join(packages)
     try:
-        built = envbuild.build_env(
+        build = functools.partial(
+            envbuild.build_env,
             plan.home,
             packages,
             skill=name,
@@ -217,6 +220,7 @@ def install(
             cancel=cancel,
             env_dir=plan.env_dir,
         )
+        built = traced.env_build(name, packages, str(plan.installer or "auto"), build)
     except EnvironmentBuildError as exc:
         audit.event(
             name,

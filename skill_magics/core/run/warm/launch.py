@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from skill_magics.core import trace
 from skill_magics.core.base import envdirs, paths
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import Pipe
@@ -74,6 +75,7 @@ _STARTUP_VARS = (
 ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # child.SLOT_VAR
 # Per run and per skill, never part of a server's environment.
 _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
+_RUN_VARS |= trace.RUN_VARS  # each run's own span (core/trace/), never the server's
 
 Preload = Callable[["PreparedRun"], Sequence[str]]
 

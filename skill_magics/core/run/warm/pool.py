@@ -30,6 +30,7 @@ from skill_magics.core.run.warm.server import (
     ServerState,
     WarmServer,
 )
+from skill_magics.core.trace import hooks as traced
 
 FAILED_RETRY_S = 300.0  # a key whose server failed is tried again after this long
 MAX_SERVERS = 8  # per process: a new one beyond this stops the least recently used idle one
@@ -109,7 +110,7 @@ class Pool:
                 names = list(dict.fromkeys(preload()))
                 self._servers[key] = server
                 self._asked[key] = set(names)
-                STARTER.submit(functools.partial(server.start, names))
+                STARTER.submit(traced.warm_start(functools.partial(server.start, names), names))
             if server is not None and idle_timeout is not None:
                 server.idle_timeout = idle_timeout
         for old in [s for s in [stop, *replaced] if s is not None]:

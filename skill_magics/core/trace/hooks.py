@@ -1,0 +1,286 @@
+"""The spans of the run machinery: what each traced call site records, kept here so every
+call site is one line (``return hooks.script_run(prepared, lambda: ...)``).
+
+Every function is a pass-through while tracing is off (one check, no span made). The
+objects come from the run machinery (a Plan, a PreparedRun, a Launch, a result); they are
+read by attribute, never imported, so this module stays below everything it traces.
+Attribute names: :mod:`.names`. Nothing a script was given or printed is recorded: names,
+digests, codes, sizes and times only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from skill_magics.core import trace
+from skill_magics.core.trace import names as n
+from skill_magics.core.trace.noop import NOOP
+
+T = TypeVar("T")
+
+# A plan's kind (its class) -> what its root span calls it (docs/tracing.md).
+CALLS = {
+    "PlannedRun": "skillrun",
+    "BatchPlan": "skillrun --map",
+    "PlanGroup": "skill_context",
+    "ActionPlan": "install",
+    "InstallPlan": "env install",
+    "ScopePlan": "approve scope",
+}
+
+
+def _requests(plan: Any) -> tuple[Any, ...]:
+    try:
+        return tuple(part for request in plan.requests() for part in request.requests)
+    except Exception:  # noqa: BLE001 - a span must never be what fails a run
+        return ()
+
+
+def _skills(parts: Sequence[Any]) -> list[str]:
+    return sorted({str(part.skill_name) for part in parts})
+
+
+def root(plan: Any) -> Any:
+    """The span of one call through the call site (a run, a batch, a context, an install);
+    the no-op span while off."""
+    if trace._mode is False or not trace.refresh():
+        return NOOP
+    call = CALLS.get(type(plan).__name__, type(plan).__name__)
+    skills = _skills(_requests(plan))
+    attributes: dict[str, Any] = {n.CALL: call, n.SKILLS: skills}
+    if len(skills) == 1:
+        attributes[n.SKILL_NAME] = skills[0]
+    if call == "skillrun --map":
+        attributes[n.BATCH_ITEMS] = len(plan)
+    label = f"{call} {skills[0]}" if len(skills) == 1 else call
+    return trace.span(label, attributes)
+
+
+def outcome(span: Any, result: Any) -> None:
+    """A root's end state: the RunOutcome's status, failed when nothing ran for a refusal."""
+    if not span.recording:
+        return
+    verdict = getattr(result, "verdict", None)
+    status = getattr(verdict, "status", None)
+    if status is not None:
+        span.set(n.STATUS, str(status))
+        if str(status) in ("refused", "approval_unavailable"):
+            span.fail(f"{status}: {getattr(verdict, 'message', '')}")
+
+
+def approval(plan: Any, decide: Callable[[], T]) -> T:
+    """Step 2, in a span: the decision, who made it, how long it took, the digests."""
+    if trace._backend is None:
+        return decide()
+    parts = _requests(plan)
+    attributes: dict[str, Any] = {
+        n.SKILLS: _skills(parts),
+        n.DIGESTS: sorted({str(p.content_hash) for p in parts if getattr(p, "content_hash", "")}),
+    }
+    with trace.span("approval", attributes) as span:
+        started = time.monotonic()
+        decided = decide()
+        span.set(n.WAIT_MS, round((time.monotonic() - started) * 1000, 3))
+        verdicts = getattr(decided, "verdicts", ())
+        if not verdicts:
+            span.update({n.DECISION: "unasked", n.DECIDED_BY: "the caller"})
+            return decided
+        blocked = getattr(decided, "blocked", None)
+        if blocked is not None:
+            decision = blocked.decision.value if blocked.decision else str(blocked.status)
+            span.update({n.DECISION: decision, n.DECIDED_BY: blocked.by or None})
+            if str(blocked.status) not in ("declined", "pending"):
+                span.fail(f"{blocked.status}: {blocked.message}")
+            return decided
+        # Several requests under one question come back as each part's check ("allowed"),
+        # without the answer: the gate's verdicts for them carry no decision.
+        chosen = next((v for v in verdicts if v.decision is not None), None)
+        if chosen is None:
+            span.update({n.DECISION: "allowed"})
+        else:
+            span.update({n.DECISION: chosen.decision.value, n.DECIDED_BY: chosen.by or None})
+        return decided
+
+
+def script_run(prepared: Any, work: Callable[[], T]) -> T:
+    """One script's process, in a span: what ran, how it started and how it ended. The
+    script's environment gets this span's TRACEPARENT (executor: ``trace.child_env``)."""
+    if trace._backend is None:
+        return work()
+    profile = getattr(prepared, "sandbox_profile", None)
+    attributes = {
+        n.SKILL_NAME: prepared.skill_name,
+        n.SCRIPT_PATH: prepared.script_rel.as_posix(),
+        n.ORIGIN: _origin(prepared.skill_name),
+        n.SANDBOX: getattr(profile, "mode", None) or "off",
+        n.INTERPRETER: _interpreter(prepared),
+    }
+    with trace.span(f"run {prepared.skill_name}", attributes) as span:
+        result = work()
+        script_result(span, result)
+        return result
+
+
+def script_result(span: Any, result: Any) -> None:
+    if not span.recording:
+        return
+    code = result.exit_code
+    span.update(
+        {
+            n.SCRIPT_EXIT_CODE: code,
+            n.SCRIPT_EXITED_WITH_ERROR: code != 0,
+            n.STATUS: str(result.status),
+            n.SIGNAL: result.signal,
+            n.TIMED_OUT: bool(result.timed_out),
+            n.DURATION_MS: round(float(result.execution_time_ms), 3),
+            n.STDOUT_BYTES: result.stdout_bytes,
+            n.STDERR_BYTES: result.stderr_bytes,
+            n.START: result.start,
+            n.START_NOTE: result.start_note or None,
+        }
+    )
+    if code != 0:
+        why = "timed out" if result.timed_out else (result.signal or f"exit code {code}")
+        span.fail(f"{result.script_path} {result.status}: {why}")
+
+
+def launch(prepared: Any, choose: Callable[[], T]) -> T:
+    """Choosing how a run starts, in a span: a warm server's start or the wait for it,
+    the sandbox's set-up (bwrap's command, its private TMPDIR)."""
+    if trace._backend is None:
+        return choose()
+    profile = getattr(prepared, "sandbox_profile", None)
+    attributes = {
+        n.SKILL_NAME: prepared.skill_name,
+        n.SANDBOX: getattr(profile, "mode", None) or "off",
+    }
+    with trace.span("launch", attributes) as span:
+        how = choose()
+        boxed = getattr(how, "boxed", None)
+        span.update(
+            {
+                n.START: getattr(how, "name", None),
+                n.START_NOTE: getattr(how, "note", "") or None,
+                n.NETWORK: getattr(boxed, "network", None) if boxed is not None else None,
+            }
+        )
+        return how
+
+
+def warm_start(start: Callable[[], T], preload: Sequence[str]) -> Callable[[], T]:
+    """A warm server's start (on the starter thread), as a span under the launch that asked
+    for it: how many packages it preloads (their names are the skill's requirements, shown)."""
+    if trace._backend is None:
+        return start
+    return trace.bind(start, "warm server start", {n.PRELOAD: sorted(preload)})
+
+
+def env_build(skill: str, packages: Sequence[str], installer: str, work: Callable[[], T]) -> T:
+    """A managed environment's build, in a span (how many packages, which installer)."""
+    if trace._backend is None:
+        return work()
+    attributes = {n.SKILL_NAME: skill or None, n.PACKAGES: len(packages), n.INSTALLER: installer}
+    with trace.span("env build", attributes):
+        return work()
+
+
+def mcp_call(label: str, method: str, work: Callable[[], T]) -> T:
+    """A call of the host to an MCP server, in a client span (server, method, bytes read);
+    a refusal (a lie about a digest, a timeout) sets the status with its one line."""
+    if trace._backend is None:
+        return work()
+    attributes = {n.MCP_SERVER: label, n.MCP_METHOD: method}
+    with trace.span(f"{method} {label}", attributes, client=True) as span:
+        result = work()
+        if isinstance(result, (bytes, bytearray)):
+            span.set(n.MCP_BYTES, len(result))
+        return result
+
+
+def model_call(provider: str, request: dict[str, Any], work: Callable[[], T]) -> T:
+    """A request to a model API, as a GenAI client span (``chat {model}``)."""
+    if trace._backend is None:
+        return work()
+    with _model_span(provider, request) as span:
+        reply = work()
+        model_reply(span, reply)
+        return reply
+
+
+async def model_call_async(
+    provider: str, request: dict[str, Any], work: Callable[[], Awaitable[T]]
+) -> T:
+    """:func:`model_call` for an async client."""
+    if trace._backend is None:
+        return await work()
+    with _model_span(provider, request) as span:
+        reply = await work()
+        model_reply(span, reply)
+        return reply
+
+
+def _model_span(provider: str, request: dict[str, Any]) -> Any:
+    model = str(request.get("model", ""))
+    attributes = {
+        n.OPERATION: "chat",
+        n.PROVIDER: provider,
+        n.REQUEST_MODEL: model or None,
+        n.REQUEST_MAX_TOKENS: request.get("max_tokens") or request.get("max_completion_tokens"),
+    }
+    return trace.span(f"chat {model}".strip(), attributes, client=True)
+
+
+def model_reply(span: Any, reply: Any) -> None:
+    if not span.recording:
+        return
+    uses = getattr(reply, "tool_uses", ())
+    stop = getattr(reply, "stop_reason", "")
+    span.update(
+        {
+            n.RESPONSE_MODEL: getattr(reply, "model", "") or None,
+            n.FINISH_REASONS: [str(stop)] if stop else None,
+            n.INPUT_TOKENS: getattr(reply, "input_tokens", None),
+            n.OUTPUT_TOKENS: getattr(reply, "output_tokens", None),
+            n.TOOL_CALLS: len(uses),
+            n.TOOL_NAMES: sorted({str(u.name) for u in uses}) or None,
+        }
+    )
+
+
+def agent(skills: Sequence[str], model: str) -> Any:
+    """The root of an agent's loop (``run_agent``, ``%%skillagent``): its model calls and
+    tool runs are children."""
+    if trace._mode is False or not trace.refresh():
+        return NOOP
+    attributes = {n.CALL: "skillagent", n.SKILLS: sorted(skills), n.REQUEST_MODEL: model}
+    return trace.span("skillagent", attributes)
+
+
+def _origin(skill: str) -> str:
+    """``local``, or the MCP server's label (MCP skills are ``LABEL/NAME``)."""
+    return skill.split("/", 1)[0] if "/" in skill else "local"
+
+
+def _interpreter(prepared: Any) -> str | None:
+    command = getattr(prepared, "command", ())
+    if not command:
+        return None
+    return str(command[0]).rsplit("/", 1)[-1]
+
+
+__all__ = [
+    "CALLS",
+    "agent",
+    "approval",
+    "env_build",
+    "warm_start",
+    "launch",
+    "mcp_call",
+    "model_call",
+    "model_call_async",
+    "outcome",
+    "root",
+    "script_run",
+]

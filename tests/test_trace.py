@@ -1,0 +1,433 @@
+"""Traces (core/trace/): real spans exported over real OTLP/HTTP to a receiver on 127.0.0.1
+that decodes the protobuf (tests/trace_support.py), real runs, a real warm server.
+
+docs/tracing.md: a root span per call, the approval, each run (cold or warm) with its
+TRACEPARENT in the script's environment, a batch's items as children of the batch; no secret,
+argument or output in any byte; tracing off imports no OpenTelemetry module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from manager_support import manager_for
+from trace_support import start_receiver
+
+from skill_magics.core import trace
+from skill_magics.core.trace import names as n
+
+SECRET = "s3cr3t-VALUE-4f9a1c"
+ARGUMENT = "ARGUMENT-VALUE-77e2"
+OUTPUT = "OUTPUT-CONTENT-19bd"
+
+SQUARE = """
+import json, sys
+d = json.load(sys.stdin)
+print(json.dumps({"square": d["n"] ** 2}))
+"""
+
+# Joins the run's trace through TRACEPARENT with the OpenTelemetry SDK of its own.
+OWN_SPANS = """
+import json, os, sys
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+d = json.load(sys.stdin)
+provider = TracerProvider(resource=Resource.create({"service.name": "the-script"}))
+provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=d["endpoint"])))
+parent = TraceContextTextMapPropagator().extract({"traceparent": os.environ["TRACEPARENT"]})
+with provider.get_tracer("script").start_as_current_span("script work", context=parent):
+    pass
+provider.shutdown()
+print(os.environ["TRACEPARENT"])
+"""
+
+ENV = "import os\nprint(os.environ.get('TRACEPARENT', ''))\n"
+
+LEAKY = f"""
+import json, os, sys
+d = json.load(sys.stdin)
+print("{OUTPUT}", os.environ["TRACE_TEST_TOKEN"], d)
+print(os.environ["TRACE_TEST_TOKEN"], file=sys.stderr)
+sys.exit(3)
+"""
+
+
+@pytest.fixture(scope="module")
+def skills(tmp_path_factory: pytest.TempPathFactory, make_skill) -> Path:
+    root = tmp_path_factory.mktemp("trace-skills")
+    make_skill(
+        root,
+        "mathx",
+        scripts={
+            "scripts/square.py": SQUARE,
+            "scripts/own_spans.py": OWN_SPANS,
+            "scripts/env.py": ENV,
+        },
+    )
+    make_skill(
+        root,
+        "secretive",
+        frontmatter={"description": "Leaks.", "metadata": {"secrets": "TRACE_TEST_TOKEN"}},
+        scripts={"scripts/leak.py": LEAKY},
+    )
+    return root
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch):
+    """Tracing on, exporting to a real OTLP/HTTP receiver; off again afterwards."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    provider = TracerProvider(resource=Resource.create({"service.name": "skill-magics-test"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    trace.turn("on", provider=provider)
+    received.endpoint = endpoint  # type: ignore[attr-defined]
+    try:
+        yield received
+    finally:
+        trace.turn("auto")
+        provider.shutdown()
+        server.shutdown()
+
+
+def exported(received) -> list[dict]:
+    assert trace.flush(30)
+    return received.spans()
+
+
+def parent_of(stdout: str) -> tuple[str, str]:
+    """(trace id, span id) of a W3C traceparent a script printed (flags vary: 01, 03)."""
+    version, trace_id, span_id, _flags = stdout.strip().split("-")
+    assert version == "00"
+    return trace_id, span_id
+
+
+def by_name(spans: list[dict], name: str) -> list[dict]:
+    return [s for s in spans if s["name"] == name]
+
+
+def test_a_batch_of_20_is_one_tree(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    result = manager.map("mathx", "square", [{"n": i} for i in range(20)], approver=None)
+    assert all(item.result.exit_code == 0 for item in result.items)
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun --map mathx")
+    assert root["parent"] == ""
+    assert root["attributes"][n.BATCH_ITEMS] == 20
+    items = by_name(spans, "batch item")
+    assert len(items) == 20
+    assert {s["parent"] for s in items} == {root["id"]}
+    assert sorted(s["attributes"][n.BATCH_INDEX] for s in items) == list(range(20))
+    runs = by_name(spans, "run mathx")
+    assert len(runs) == 20
+    assert {s["parent"] for s in runs} == {s["id"] for s in items}  # one run per item
+    assert {s["trace"] for s in spans} == {root["trace"]}
+    for run in runs:
+        assert run["attributes"][n.SKILL_NAME] == "mathx"
+        assert run["attributes"][n.SCRIPT_PATH] == "scripts/square.py"
+        assert run["attributes"][n.SCRIPT_EXIT_CODE] == 0
+        assert run["attributes"][n.STDOUT_BYTES] > 0
+
+
+def test_a_scripts_own_span_joins_the_run(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script(
+        "mathx",
+        "own_spans",
+        {"endpoint": receiver.endpoint},
+        approver=lambda request: "yes_once",
+    )
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun mathx")
+    (approval,) = by_name(spans, "approval")
+    (run,) = by_name(spans, "run mathx")
+    (own,) = by_name(spans, "script work")
+    assert approval["parent"] == root["id"] and run["parent"] == root["id"]
+    assert approval["attributes"][n.DECISION] == "yes_once"
+    assert approval["attributes"][n.DECIDED_BY] == "approver"
+    assert approval["attributes"][n.WAIT_MS] >= 0
+    assert len(approval["attributes"][n.DIGESTS]) == 1
+    assert own["service"] == "the-script"
+    assert own["parent"] == run["id"] and own["trace"] == run["trace"]
+    assert parent_of(res.stdout) == (run["trace"], run["id"])
+
+
+def test_warm_and_cold_runs_get_their_own_traceparent(skills: Path, receiver) -> None:
+    from skill_magics.core.run import warm
+
+    manager = manager_for(skills, sandbox="off", run_cwd="skill")
+    warm.stop_servers()  # an earlier test's run (auto) may have started this skill's server
+    try:
+        cold = manager.execute_skill_script("mathx", "env", approver=None, warm=False)
+        hot = manager.execute_skill_script("mathx", "env", approver=None, warm=True)
+        hot2 = manager.execute_skill_script("mathx", "env", approver=None, warm=True)
+    finally:
+        warm.stop_servers()
+    assert (cold.start, hot.start, hot2.start) == ("cold", "warm", "warm"), hot.start_note
+    spans = exported(receiver)
+    runs = by_name(spans, "run mathx")
+    assert [r["attributes"][n.START] for r in runs] == ["cold", "warm", "warm"]
+    launches = by_name(spans, "launch")
+    assert [s["parent"] for s in launches] == [r["id"] for r in runs]
+    # One server, started for the first warm run; its span ends when start() returns on the
+    # starter thread, which may be after the run (generous deadline: a loaded machine).
+    deadline = time.monotonic() + 120
+    while not by_name(spans, "warm server start") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        spans = exported(receiver)
+    (started,) = by_name(spans, "warm server start")
+    assert started["parent"] == launches[1]["id"] and started["trace"] == runs[1]["trace"]
+    for res, run in zip((cold, hot, hot2), runs, strict=True):
+        assert parent_of(res.stdout) == (run["trace"], run["id"])
+    assert len({r["trace"] for r in runs}) == 3  # three calls, three traces
+
+
+def test_no_secret_argument_or_output_in_any_byte(skills: Path, receiver) -> None:
+    manager = manager_for(skills, sandbox="off")
+    manager.provide_secret("secretive", "TRACE_TEST_TOKEN", SECRET)
+    res = manager.execute_skill_script(
+        "secretive", "leak", {"note": ARGUMENT, "again": SECRET}, approver=None
+    )
+    assert res.exit_code == 3 and OUTPUT in res.stdout  # it printed them all
+    spans = exported(receiver)
+    (run,) = by_name(spans, "run secretive")
+    assert run["status"] == 2  # STATUS_CODE_ERROR
+    assert "exit code 3" in run["message"]
+    assert run["attributes"][n.SCRIPT_EXITED_WITH_ERROR] is True
+    raw = receiver.all_bytes()
+    assert raw  # something was exported
+    for value in (SECRET, ARGUMENT, OUTPUT):
+        assert value.encode() not in raw
+
+
+def test_a_decline_is_recorded_with_who_declined(skills: Path, receiver) -> None:
+    from skill_magics.core.base.errors import ApprovalDeclined
+
+    manager = manager_for(skills, sandbox="off")
+    with pytest.raises(ApprovalDeclined):
+        manager.execute_skill_script("mathx", "square", {"n": 2}, approver=lambda r: "no")
+    spans = exported(receiver)
+    (root,) = by_name(spans, "skillrun mathx")
+    (declined,) = by_name(spans, "approval")
+    assert declined["attributes"][n.DECISION] == "no"
+    assert declined["attributes"][n.DECIDED_BY] == "approver"
+    assert root["attributes"][n.STATUS] == "declined"
+    assert not by_name(spans, "run mathx")  # nothing ran
+
+
+def test_the_standard_variables_send_to_a_collector(
+    skills: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a team does: point OTEL_EXPORTER_OTLP_ENDPOINT at a collector; our own provider
+    (service name from OTEL_SERVICE_NAME) exports there, nothing else set up."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.removesuffix("/v1/traces"))
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "team-notebooks")
+    try:
+        assert "on" in trace.turn("auto") and trace.enabled()
+        manager = manager_for(skills, sandbox="off")
+        manager.execute_skill_script("mathx", "square", {"n": 4}, approver=None)
+        spans = exported(received)
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+        monkeypatch.delenv("OTEL_SERVICE_NAME")
+        trace.turn("auto")
+        server.shutdown()
+    assert not trace.enabled()  # the variables gone: off again, our provider shut down
+    (run,) = by_name(spans, "run mathx")
+    assert run["service"] == "team-notebooks"
+
+
+OFF = """
+import json, sys
+from skill_magics.core.manager import SkillManager
+from skill_magics.core import trace
+m = SkillManager([sys.argv[1]], sandbox="off")
+res = m.execute_skill_script("mathx", "square", {"n": 3}, approver=None)
+batch = m.map("mathx", "square", [{"n": i} for i in range(3)], approver=None)
+print(json.dumps({
+    "exit": res.exit_code,
+    "traceparent": "TRACEPARENT" in res.stdout,
+    "enabled": trace.enabled(),
+    "otel": sorted(name for name in sys.modules if name.startswith("opentelemetry")),
+}))
+"""
+
+
+def test_tracing_off_imports_no_opentelemetry(skills: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(OFF), os.fspath(skills)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == {"exit": 0, "traceparent": False, "enabled": False, "otel": []}
+
+
+def test_the_variables_turn_it_on_and_off() -> None:
+    from skill_magics.core.trace.switch import asked_by_env
+
+    assert asked_by_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert asked_by_env({"OTEL_TRACES_EXPORTER": "otlp"})
+    assert asked_by_env({"OTEL_SERVICE_NAME": "notebooks"})
+    # what must NOT turn it on
+    assert not asked_by_env({})
+    assert not asked_by_env({"OTEL_TRACES_EXPORTER": "none", "OTEL_SERVICE_NAME": "x"})
+    assert not asked_by_env({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"})
+    assert not asked_by_env({"OTEL_METRICS_EXPORTER": "otlp"})
+
+
+def test_turn_on_off_auto() -> None:
+    assert "off" in trace.turn("off")
+    assert trace.root("x") is trace.NOOP
+    assert "on" in trace.turn("on") and trace.enabled()
+    assert "off" in trace.turn("auto") or trace.enabled()
+    trace.turn("auto")
+    with pytest.raises(ValueError):
+        trace.turn("maybe")
+
+
+def test_an_agent_is_one_trace_with_genai_model_spans(
+    server, tmp_path: Path, make_skill, receiver
+) -> None:
+    from lab_support import by_turn, lab_skills, make_client
+    from model_server import call, say
+
+    from skill_magics import run_agent
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    server.script = by_turn(
+        call("activate_skill", {"name": "marker"}),
+        call("marker__mark", {"note": ARGUMENT}),
+        lambda c: say("done"),
+    )
+    client = make_client("anthropic", server.url)
+    run_agent(client, manager, "mark it", model="m-1", approver=lambda r: "yes_once")
+    spans = exported(receiver)
+    (agent,) = by_name(spans, "skillagent")
+    assert agent["parent"] == ""
+    chats = by_name(spans, "chat m-1")
+    assert len(chats) == 3 and {c["parent"] for c in chats} == {agent["id"]}
+    first = chats[0]["attributes"]
+    assert first[n.OPERATION] == "chat" and first[n.PROVIDER] == "anthropic"
+    assert first[n.REQUEST_MODEL] == "m-1" and first[n.INPUT_TOKENS] >= 0
+    assert first[n.TOOL_CALLS] == 1 and first[n.TOOL_NAMES] == ["activate_skill"]
+    (root,) = by_name(spans, "skillrun marker")
+    (run,) = by_name(spans, "run marker")
+    assert root["parent"] == agent["id"] and run["parent"] == root["id"]
+    assert ARGUMENT.encode() not in receiver.all_bytes()  # the tool call's argument
+
+
+def test_a_sandboxed_run_gets_its_traceparent(skills: Path, receiver, bwrap: str) -> None:
+    manager = manager_for(skills, sandbox="read-only")
+    res = manager.execute_skill_script("mathx", "env", approver=None)
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    (run,) = by_name(spans, "run mathx")
+    assert run["attributes"][n.SANDBOX] == "read-only"
+    assert parent_of(res.stdout) == (run["trace"], run["id"])
+
+
+@pytest.mark.mcp
+def test_mcp_host_calls_are_client_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver
+) -> None:
+    from skill_magics.core.manager import SkillManager
+
+    monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
+    served = tmp_path / "served" / "hello-mcp"
+    (served / "scripts").mkdir(parents=True)
+    (served / "SKILL.md").write_text("---\nname: hello-mcp\ndescription: Says hello.\n---\n")
+    (served / "scripts" / "hello.py").write_text("print('hello')\n")
+    (tmp_path / "local").mkdir()
+    manager = SkillManager([tmp_path / "local"], sandbox="off")
+    command = [sys.executable, "-m", "skill_magics.mcp", "serve", str(served.parent)]
+    manager.add_mcp_server("team", command=command)
+    try:
+        res = manager.execute_skill_script("team/hello-mcp", "hello", approver=None)
+    finally:
+        manager.remove_mcp_server("team")
+    assert res.exit_code == 0, res.stderr
+    spans = exported(receiver)
+    reads = [s for s in spans if s["attributes"].get(n.MCP_METHOD) == "resources/read"]
+    assert reads and all(s["attributes"][n.MCP_SERVER] == "team" for s in reads)
+    assert all(s["attributes"][n.MCP_BYTES] > 0 for s in reads)
+    (run,) = by_name(spans, "run team/hello-mcp")
+    assert run["attributes"][n.ORIGIN] == "team"
+
+
+def test_without_the_sdk_one_line_names_the_extra(
+    skills: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from skill_magics.core.base.errors import TracingUnavailable
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)  # import -> ImportError
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.resources", None)
+    with pytest.raises(TracingUnavailable, match=r"pip install 'skill-magics\[otel\]'"):
+        trace.turn("on")
+    assert not trace.enabled()
+    # Asked by the variables: said once, and runs go on untraced.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    try:
+        assert "off" in trace.turn("auto")
+        res = manager_for(skills, sandbox="off").execute_skill_script(
+            "mathx", "square", {"n": 5}, approver=None
+        )
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+        trace.turn("auto")
+    assert res.exit_code == 0
+    assert [r for r in caplog.records if "skill-magics[otel]" in r.getMessage()]
+
+
+def test_a_context_and_an_install_are_roots(tmp_path: Path, make_skill, receiver) -> None:
+    from skill_magics.core.prompt.context import build_skill_context
+    from skill_magics.core.sources.install import install_skills
+
+    root = tmp_path / "skills"
+    make_skill(
+        root,
+        "ctx",
+        scripts={"scripts/info.py": "print('info')\n"},
+        body="Run `scripts/info.py` first.\n",
+    )
+    manager = manager_for(root, sandbox="off")
+    text = build_skill_context(manager, "ctx", approver=None)
+    assert "info" in text
+    into = tmp_path / "installed"
+    install_skills(root, into=into, manager=manager, approver=lambda r: "yes_once")
+    assert (into / "ctx" / "SKILL.md").is_file()
+    spans = exported(receiver)
+    (context,) = by_name(spans, "skill_context ctx")
+    (run,) = by_name(spans, "run ctx")
+    assert context["parent"] == "" and run["parent"] == context["id"]
+    (install,) = by_name(spans, "install ctx")
+    assert install["parent"] == "" and install["attributes"][n.CALL] == "install"
+    (decided,) = [s for s in by_name(spans, "approval") if s["parent"] == install["id"]]
+    # one question for the skills of an install: the gate's verdicts say allowed, not who
+    assert decided["attributes"][n.DECISION] == "allowed"
+    assert len(decided["attributes"][n.DIGESTS]) == 1
