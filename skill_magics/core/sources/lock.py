@@ -38,6 +38,7 @@ from skill_magics.core.base import fingerprint
 from skill_magics.core.base.errors import LockFileError, SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.names import folder_name, relative_path
+from skill_magics.core.trust.signature import Signature
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1
@@ -86,6 +87,10 @@ class LockedSkill:
     digest: str | None = None  # well-known: ``sha256:...`` of the artifact, as the index said
     # The ``skills`` CLI's folder hash (:func:`computed_hash`), so that tool can read our lock.
     computed_hash: str = ""
+    # Who signed what was installed, as verified at install/sync/update/verify (None: not
+    # checked, a lock from before signatures). Shown and compared; a run believes the
+    # private record (core/trust/record.py), never this field alone.
+    signature: Signature | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +110,8 @@ class LockedSkill:
             out["digest"] = self.digest
         if self.computed_hash:
             out["computedHash"] = self.computed_hash
+        if self.signature is not None:
+            out["signature"] = self.signature.to_json()
         out.update(self.cli_fields())
         return out
 
@@ -313,6 +320,12 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
     chash = _optional(entry, "computedHash") or ""
     if chash and not _SHA256.match(chash):
         raise ValueError(f"skill {key!r} has computedHash {chash!r}")
+    signature = None
+    if entry.get("signature") is not None:
+        try:
+            signature = Signature.from_json(entry["signature"])
+        except ValueError as exc:
+            raise ValueError(f"skill {key!r}: {exc}") from None
     return LockedSkill(
         folder=folder,
         name=str(entry.get("name") or folder),
@@ -327,6 +340,7 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
         url=url,
         digest=digest,
         computed_hash=chash,
+        signature=signature,
     )
 
 

@@ -34,6 +34,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
+from skill_magics.core.sources import signing
 from skill_magics.core.sources.install import (
     RESTORED,
     UNCHANGED,
@@ -109,8 +110,20 @@ def sync_skills(
                     f"({', '.join(lines[:5])}); nothing was written. Run update_skills (%skills "
                     "update) to review the new files"
                 )
+            signature = signing.verify_staged(snap, [staged], locked.source)[locked.folder]
+            changed = signing.signer_change(locked.signature, signature)
+            if changed:
+                raise LockFileError(
+                    f"{locked.folder}: {locked.origin} gives the locked files, but the "
+                    f"{changed}; nothing was written. Run update_skills (%skills update) to "
+                    "review the new signer"
+                )
             return CopyPlan(
-                staged, path / locked.folder, RESTORED, locked, tuple(states[locked.folder])
+                staged,
+                path / locked.folder,
+                RESTORED,
+                replace(locked, signature=signature),
+                tuple(states[locked.folder]),
             )
 
         plans = _fetch_and_plan(todo, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
@@ -144,8 +157,11 @@ def update_skills(
         )
 
         def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
+            signature = signing.verify_staged(snap, [staged], locked.source)[locked.folder]
+            signer = signing.signer_change(locked.signature, signature)
             now = replace(
                 locked,
+                signature=signature,
                 commit=snap.commit,
                 files=staged.files,
                 tree=staged.tree,
@@ -154,13 +170,14 @@ def update_skills(
             )
             target = path / locked.folder
             local = states[locked.folder]
-            if staged.tree == locked.tree:
+            if staged.tree == locked.tree and not signer:
                 status = RESTORED if local else UNCHANGED
                 return CopyPlan(staged, target, status, now, tuple(local))
             changes = record_changes(
                 {f.path: f for f in locked.files}, {f.path: f for f in staged.files}
             )
-            return CopyPlan(staged, target, UPDATED, now, tuple(changes))
+            # Another signer over the same bytes is a change a person sees, never silent.
+            return CopyPlan(staged, target, UPDATED, now, (*([signer] if signer else []), *changes))
 
         plans = _fetch_and_plan(selected, lambda s: s.ref, plan, cancel)
         return _apply(manager, path, lock, plans, "update", approver, write=True)
@@ -278,6 +295,7 @@ def _apply(
                 target=p.target,
                 replaces=_replaces(p),
                 changes=p.changes,
+                signature=p.locked.signature,
                 diff=text_diff(p.target, p.staged.staged, p.changes) if p.status == UPDATED else "",
             )
             for p in plans
