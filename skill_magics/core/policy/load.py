@@ -176,4 +176,34 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
     )
 
 
-__all__ = ["ENV_VAR", "PROJECT_FILE", "current_policy", "find_policy", "load_policy"]
+__all__ = [
+    "ENV_VAR",
+    "PROJECT_FILE",
+    "current_policy",
+    "describe_policy",
+    "find_policy",
+    "load_policy",
+]
+
+
+def describe_policy(start: str | os.PathLike[str] | None = None) -> str:
+    """What ``%skills policy`` prints: the file in force (and how it was found) and what it
+    says, or that there is none and where one would be looked for."""
+    path = find_policy(start)
+    if path is None:
+        return (
+            f"No policy in force: none at ${ENV_VAR}, at {PROJECT_FILE} in this folder or a "
+            f"parent, or at {user_policy_path()}"
+        )
+    policy = current_policy(start)
+    assert policy is not None
+    how = (
+        f"${ENV_VAR}"
+        if os.environ.get(ENV_VAR, "").strip()
+        else ("the user's config folder" if path == user_policy_path() else "the project")
+    )
+    lines = [f"Policy in force: {visible(str(path))} (from {how})"]
+    if policy.broken:
+        lines.append(f"REFUSES EVERYTHING: {policy.broken}")
+    lines += ["", policy.text.rstrip()] if policy.text else []
+    return "\n".join(lines)
