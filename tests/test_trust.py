@@ -266,3 +266,34 @@ def test_manager_runs_show_the_signer_in_the_request(keys):
     )
     assert "hello from a signed skill" in result.stdout
     assert seen[0].signature is not None and seen[0].signature.principal == "alice@example.com"
+
+
+def test_the_signer_is_shown_where_a_person_decides(keys, ipython_shell, capsys):
+    from skill_magics.core.prompt.available_skills import available_skills
+    from skill_magics.notebook.approval.panel import summary_text
+
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    signed = f"signed by alice@example.com (ssh key {fingerprint(keys.alice)}; tag v1"
+    # the install's own question showed it before anything was copied
+    seen = []
+    shutil.rmtree(keys.into / "greet")
+    (keys.into / "skills-lock.json").unlink()
+    install_skills(
+        str(repo), ref="v1", into=keys.into, approver=lambda r: seen.append(r) or "yes_once"
+    )
+    assert f"signature: {signed}" in summary_text(seen[0])
+    # the run's approval panel, %skills, %skills show, <available_skills>
+    manager = manager_for(keys.into)
+    asked = []
+    manager.execute_skill_script(
+        "greet", "scripts/hello.py", approver=lambda r: asked.append(r) or "yes_once"
+    )
+    assert f"Signature: {signed}" in summary_text(asked[0]).replace("  ", " ")
+    assert signed in available_skills(manager)
+    shell = ipython_shell(keys.into)
+    capsys.readouterr()
+    listed = shell.run_line_magic("skills", "")
+    assert "signature" in repr(listed) and "signed by alice@example.com" in repr(listed)
+    shown = shell.run_line_magic("skills", "show greet")
+    assert signed in repr(shown)
