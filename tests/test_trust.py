@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -297,3 +299,86 @@ def test_the_signer_is_shown_where_a_person_decides(keys, ipython_shell, capsys)
     assert "signature" in repr(listed) and "signed by alice@example.com" in repr(listed)
     shown = shell.run_line_magic("skills", "show greet")
     assert signed in repr(shown)
+
+
+def test_well_known_artifacts_with_a_detached_signature_on_a_local_http_server(keys):
+    from wellknown_support import Site, entry, serve, zip_bytes
+
+    def signed_by(key: Path, data: bytes, name: str) -> bytes:
+        path = keys.root / "sign" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        return sign_file(key, path).read_bytes()
+
+    def skill_zip(name: str) -> bytes:
+        return zip_bytes({f"{name}/SKILL.md": skill_md(name).encode()})
+
+    good, other, plain, bad = (skill_zip(n) for n in ("good", "other", "plain", "bad"))
+    with serve(Site()) as site:
+        index = []
+        for name, data, sig in [
+            ("good", good, signed_by(keys.alice, good, "good.zip")),
+            ("other", other, signed_by(keys.mallory, other, "other.zip")),
+            ("plain", plain, None),
+            ("bad", bad, signed_by(keys.alice, good, "bad.zip")),  # over other bytes
+        ]:
+            url = site.publish(f"/a/{name}.zip", data)
+            if sig is not None:
+                site.publish(f"/a/{name}.zip.sig", sig)
+            index.append(entry(name, "archive", url, data))
+        site.index(index)
+        install_skills(site.base, skills=["good", "other", "plain"], into=keys.into, approver=None)
+        lock = read_lock(keys.into).skills
+        assert lock["good"].signature.is_signed
+        assert lock["good"].signature.principal == "alice@example.com"
+        assert lock["other"].signature.state is SignatureState.UNKNOWN
+        assert lock["plain"].signature.state is SignatureState.UNSIGNED
+        assert origin_of(keys.into / "good", "good").signature.is_signed
+        with pytest.raises(SourceError, match="bad.*BAD signature"):
+            install_skills(site.base, skills=["bad"], into=keys.into, approver=None)
+
+
+@pytest.fixture
+def gnupg(monkeypatch):
+    """A private OpenPGP keyring with one ultimately trusted key (gpg's own for a key it
+    made); its agent is stopped afterwards."""
+    if shutil.which("gpg") is None:
+        pytest.skip("gpg is not installed: OpenPGP signatures are not tested here")
+    home = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))  # short: the agent's socket path
+    home.chmod(0o700)
+    monkeypatch.setenv("GNUPGHOME", str(home))
+    uid = "Carol <carol@example.com>"
+    gpg = ["gpg", "--batch", "--quiet", "--passphrase", "", "--pinentry-mode", "loopback"]
+    subprocess.run([*gpg, "--quick-gen-key", uid, "ed25519", "sign", "never"], check=True)
+    listing = subprocess.run(
+        ["gpg", "--batch", "--with-colons", "--list-keys", uid],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    fpr = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+    yield SimpleNamespace(home=home, fpr=fpr, uid=uid)
+    subprocess.run(["gpgconf", "--kill", "all"], check=False)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_openpgp_signed_commit_is_verified_against_the_users_keyring(keys, gnupg, monkeypatch):
+    repo = signed_repo(keys.root / "greet", keys.alice, tag="")
+    git(repo, "config", "gpg.format", "openpgp")
+    git(repo, "config", "user.signingkey", gnupg.fpr)
+    git(repo, "commit", "-q", "--amend", "-S", "--no-edit")
+    install_skills(str(repo), into=keys.into, approver=None)
+    sig = locked_signature(keys)
+    assert (sig.state, sig.method, sig.key) == (SignatureState.SIGNED, "openpgp", gnupg.fpr)
+    assert sig.principal == gnupg.uid
+    # another user's keyring without the key: a valid signature nobody here vouches for
+    empty = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))
+    empty.chmod(0o700)
+    monkeypatch.setenv("GNUPGHOME", str(empty))
+    try:
+        shutil.rmtree(keys.into)
+        install_skills(str(repo), into=keys.into, approver=None)
+        assert locked_signature(keys).state is SignatureState.UNKNOWN
+    finally:
+        subprocess.run(["gpgconf", "--kill", "all"], check=False)
+        shutil.rmtree(empty, ignore_errors=True)
