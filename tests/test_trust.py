@@ -382,3 +382,22 @@ def test_an_openpgp_signed_commit_is_verified_against_the_users_keyring(keys, gn
     finally:
         subprocess.run(["gpgconf", "--kill", "all"], check=False)
         shutil.rmtree(empty, ignore_errors=True)
+
+
+def test_verify_signatures_trusts_a_cloned_lock_and_names_another_signer(keys):
+    from skill_magics.core.sources.update import verify_signatures
+
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    shutil.rmtree(keys.root / "trust")  # as on another machine: the lock alone is not believed
+    assert not origin_of(keys.into / "greet", "greet").signature.is_signed
+    assert verify_signatures(keys.into) == []  # verified again at the locked commit
+    assert origin_of(keys.into / "greet", "greet").signature.is_signed
+    # a lock edited to name mallory: verify names the difference, the record is unchanged
+    lock_path = keys.into / "skills-lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["skills"]["greet"]["signature"]["principal"] = "mallory@example.com"
+    lock_path.write_text(json.dumps(lock))
+    (line,) = verify_signatures(keys.into)
+    assert line.startswith("greet: signer: signed by mallory@example.com") and "alice" in line
+    assert not origin_of(keys.into / "greet", "greet").signature.is_signed

@@ -62,6 +62,7 @@ from skill_magics.core.sources.lock import (
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
 from skill_magics.core.sources.spec import WELL_KNOWN, SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
+from skill_magics.core.trust.signature import Signature
 
 MAX_DIFF_CHARS = 200_000
 MAX_DIFF_FILE = 256 * 1024
@@ -181,6 +182,40 @@ def update_skills(
 
         plans = _fetch_and_plan(selected, lambda s: s.ref, plan, cancel)
         return _apply(manager, path, lock, plans, "update", approver, write=True)
+
+
+def verify_signatures(
+    folder: str | os.PathLike[str] | None = None,
+    *,
+    cancel: threading.Event | None = None,
+) -> list[str]:
+    """Verify every locked skill's signature again at its locked commit (or archive,
+    artifact) and compare it with the signer the lock names: one line per difference
+    (``"<folder>: signer: A -> B"``), empty when all agree. What agrees is recorded for
+    runs (core/trust/record.py): how a lock cloned from elsewhere becomes trusted here.
+    Nothing is installed or changed."""
+    path = install_folder(folder)
+    lock = read_lock(path)
+    lines: list[str] = []
+    verified: list[tuple[str, Signature]] = []
+
+    def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
+        if staged.tree != locked.tree:
+            lines.append(f"{locked.folder}: {locked.origin} no longer gives the locked files")
+        else:
+            signature = snap.signature(staged.found.path, signing.signers_file())
+            changed = signing.signer_change(locked.signature, signature)
+            if changed:
+                lines.append(f"{locked.folder}: {changed}")
+            else:
+                verified.append((locked.tree, signature))
+        return CopyPlan(staged, path / locked.folder, UNCHANGED, locked)
+
+    skills = [lock.skills[k] for k in sorted(lock.skills)]
+    _plans, tmp = _fetch_and_plan(skills, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
+    tmp.cleanup()
+    signing.remember(verified)
+    return lines
 
 
 def _select(lock: Lock, names: Sequence[str] | None) -> list[LockedSkill]:
@@ -394,4 +429,4 @@ def _text(folder: Path, rel: str) -> str | None:
         return None
 
 
-__all__ = ["sync_skills", "update_skills", "text_diff", "locked_spec"]
+__all__ = ["sync_skills", "update_skills", "verify_signatures", "text_diff", "locked_spec"]

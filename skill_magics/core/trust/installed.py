@@ -3,7 +3,8 @@
 An installed skill (its parent's ``skills-lock.json`` names its folder and the files match)
 is signed only when the private record (``record.py``) verified its tree digest and the lock
 names the same signer; a lock edited to name someone else, files changed since install, or a
-record that is missing (a lock cloned from elsewhere: run ``%skills verify``) make it
+record that is missing (a lock cloned from elsewhere: ``%skills verify --signatures``
+verifies it again) make it
 unsigned, saying why. A folder no lock describes is ``unsigned (local)``; an MCP server's
 skill (named ``LABEL/NAME``) is ``unsigned (MCP server LABEL)``.
 """
@@ -58,12 +59,13 @@ def verified_signature(locked: LockedSkill) -> Signature:
         if claimed is not None and claimed.is_signed:
             return Signature.unsigned(
                 f"skills-lock.json says signed by {claimed.principal}, not verified on this "
-                "machine: run %skills verify"
+                "machine: run %skills verify --signatures"
             )
         return claimed or Signature.unsigned("installed before signatures were checked")
     if claimed is not None and claimed.identity != seen.identity:
         return Signature.unsigned(
-            "skills-lock.json names another signer than the one verified: run %skills verify"
+            "skills-lock.json names another signer than the one verified: run %skills verify "
+            "--signatures"
         )
     return seen
 

@@ -356,7 +356,8 @@ class SkillMagics(Magics):
                                      environment (asks first) [--rebuild] [--installer uv|pip]
         %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
-        %skills verify [DIR]         files changed since the install (skills-lock.json)
+        %skills verify [DIR]         files changed since the install (skills-lock.json);
+                                     --signatures: each signer verified again
         %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
         %skills policy               the team policy in force: its file and what it says
         %skills triggers NAME --queries VAR   how often a model activates the skill
