@@ -528,18 +528,32 @@ class LockStatus:
         return f"{len(self.changes)} differ from {self.lock}: {shown}{more}"
 
 
+_STATUS_LOCKS: dict[str, tuple[tuple[int, ...], Lock]] = {}
+
+
 def skill_lock_status(base_dir: Path) -> LockStatus | None:
     """The lock status of the skill at ``base_dir`` (its parent's ``skills-lock.json``
     naming its folder), or None when no lock describes it (one stat when there is none).
     A lock that cannot be read counts as none here; verify_skills reports it."""
     base = Path(os.path.abspath(base_dir))
     path = lock_path(base.parent)
-    if not path.is_file():
-        return None
     try:
-        lock = read_lock(base.parent)
-    except LockFileError:
+        st = os.stat(path)
+    except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    # Every run's checks and request ask: parse the lock once per change of the file.
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    hit = _STATUS_LOCKS.get(os.fspath(path))
+    if hit is not None and hit[0] == key:
+        lock = hit[1]
+    else:
+        try:
+            lock = read_lock(base.parent)
+        except LockFileError:
+            return None
+        _STATUS_LOCKS[os.fspath(path)] = (key, lock)
     locked = lock.skills.get(base.name)
     if locked is None:
         return None
