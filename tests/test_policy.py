@@ -239,3 +239,15 @@ def test_skills_policy_shows_the_file_in_force_and_its_content(team, ipython_she
     shell.run_line_magic("skills", "policy")
     out = capsys.readouterr().out
     assert f"Policy in force: {path} (from the project)" in out and "network = false" in out
+
+
+def test_a_network_grant_on_the_panel_cannot_get_past_no_network(team, bwrap):
+    manager = manager_for(team.local)
+    plan = manager.plan("hello", "scripts/hi.py", sandbox="read-only")  # made before the policy
+    write_policy(team, "[run]\nnetwork = false\n")
+    with pytest.raises(PolicyError, match=r"\[run\] network"):
+        manager.grant_network("hello", by="approval panel (test)")
+    assert refusals(manager)[-1].reason.startswith("network grant: Refused by the policy")
+    # and a grant given before the policy counts for nothing once it is in force
+    manager._grants.grant("hello")
+    assert manager._executor.network_for(plan.prepared) is False

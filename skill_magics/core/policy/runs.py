@@ -49,4 +49,22 @@ def check_run(skill_dir: str | os.PathLike[str], name: str, mode: str, network: 
     check_signature(policy, name, origin.signature)
 
 
-__all__ = ["check_run"]
+def check_network_grant(name: str) -> None:
+    """Raise PolicyError when the policy in force says ``[run] network = false``: a grant
+    on the approval panel (or ``grant_network``) would give more than the policy allows."""
+    policy = current_policy()
+    if policy is None:
+        return
+    check_readable(policy)
+    if policy.network is False:
+        check_run_limits(policy, name, "read-only", True)
+
+
+def network_allowed() -> bool:
+    """May any run get the network now? (False under ``[run] network = false``, or a policy
+    that cannot be read.) Read again at spawn time, after the approval."""
+    policy = current_policy()
+    return policy is None or (not policy.broken and policy.network is not False)
+
+
+__all__ = ["check_network_grant", "check_run", "network_allowed"]
