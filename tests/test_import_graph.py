@@ -49,6 +49,13 @@ RANKS: dict[str, int] = {
     "skill_magics.core.sources.lock": 1,
     # what skills did, from the audit records (manager.usage() delegates here)
     "skill_magics.core.usage": 1,
+    # who signed a skill (values, allowed signers, the private record, git's verify output)
+    # and the team policy: read by the lock, the run checks and installs alike
+    "skill_magics.core.trust": 1,
+    "skill_magics.core.trust.*": 1,
+    "skill_magics.core.trust.sshsig": 2,  # runs ssh-keygen through core.run.process
+    "skill_magics.core.policy": 1,
+    "skill_magics.core.policy.*": 1,
     # 2: running a script (plan, approval gate, executor, process)
     "skill_magics.core.run": 2,
     "skill_magics.core.run.*": 2,

@@ -216,7 +216,18 @@ class SkillManager:
     # -- session state: network grants, secrets, approvals ----------------------------------
 
     def grant_network(self, skill_name: str, *, by: str = "SkillManager.grant_network") -> None:
-        """Let ``skill_name`` use the network in its sandboxed runs this session (audited)."""
+        """Let ``skill_name`` use the network in its sandboxed runs this session (audited).
+        PolicyError when the team policy says ``[run] network = false`` (docs/trust.md)."""
+        from skill_magics.core.base.errors import SkillMagicsError
+        from skill_magics.core.policy.runs import check_network_grant
+
+        try:
+            check_network_grant(skill_name)
+        except SkillMagicsError as exc:
+            self.audit.event(
+                skill_name, "<sandbox>", "", AuditOutcome.REFUSED, reason=f"network grant: {exc}"
+            )
+            raise
         if self._grants.grant(skill_name):
             self._audit_grant(skill_name, by)
 

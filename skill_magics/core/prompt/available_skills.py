@@ -56,6 +56,8 @@ from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.tokens import TokenCounter, as_counter
 from skill_magics.core.prompt.xmltext import element
+from skill_magics.core.sources.lock import LOCK_NAME
+from skill_magics.core.trust.installed import origin_of
 
 Layout = Literal["skills-ref", "guide"]
 LAYOUTS: tuple[str, ...] = ("skills-ref", "guide")
@@ -398,7 +400,14 @@ def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
 
 
 def _origin(meta: SkillMetadata) -> str:
-    return meta.origin if isinstance(meta, McpListed) else ""
+    """An MCP skill's ``mcp:LABEL``; an installed skill's signer (or why it is unsigned,
+    core/trust/installed.py); "" for a local folder, so the block stays skills-ref's."""
+    if isinstance(meta, McpListed):
+        return meta.origin
+    folder = os.path.dirname(os.fspath(meta.path))
+    if not os.path.isfile(os.path.join(os.path.dirname(folder), LOCK_NAME)):
+        return ""
+    return origin_of(folder, meta.name).signature.describe()
 
 
 def _location(meta: SkillMetadata, where: dict[str, str] | None = None) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 from skill_magics.core.base.errors import PathSecurityError
 from skill_magics.core.base.paths import open_inside
 from skill_magics.core.base.visible import non_ascii_note
+from skill_magics.core.trust.signature import Signature
 
 
 class Decision(enum.StrEnum):
@@ -121,6 +122,7 @@ class SkillInstallInfo:
     files: tuple[tuple[str, int], ...] = ()  # (path, bytes) of every file
     scripts: tuple[str, ...] = ()  # the files that are scripts (entry points and helpers)
     tree: str = ""  # the tree digest the lock will record
+    signature: str = ""  # who signed it, as verified (core/trust), or why it is unsigned
     replaces: str = ""  # what happens to a folder already there ("" when there is none)
     changes: tuple[str, ...] = ()  # an update: "added x", "changed y", "removed z"
     diff: str = ""  # an update: unified diff of the text files that changed
@@ -242,6 +244,9 @@ class ApprovalRequest:
     skill_install: SkillInstallInfo | None = None  # skill files copied in (nothing runs)
     provenance: ProvenanceInfo | None = None  # an installed skill: its source, lock state
     mcp: McpOriginInfo | None = None  # an MCP server's skill: origin, digest-set binding
+    # Who signed the skill (core/trust/installed.py: verified at install, found by digest) or
+    # why it is unsigned; "Yes in session" binds to it too (store.py).
+    signature: Signature | None = None
     sandbox: SandboxInfo | None = None  # the isolation the run gets
     secrets: SecretsInfo | None = None  # secrets passed to the run (names; missing ones asked)
     scope: ScopeInfo | None = None  # later runs a model chooses, decided by this answer

@@ -56,6 +56,7 @@ from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.base.secrets import declared_secrets
 from skill_magics.core.base.version import VERSION as _VERSION
 from skill_magics.core.catalog import kinds
+from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
@@ -397,6 +398,13 @@ class RunChecks:
             )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
+        # The team policy (docs/trust.md): whatever the settings asked, before any process.
+        policy_runs.check_run(
+            skill_dir,
+            skill,
+            profile.mode if profile is not None else sandboxing.OFF,
+            bool(profile is not None and profile.network),
+        )
         names = declared_secrets(metadata)
         if profile is None and not names:
             return prepared

@@ -43,6 +43,7 @@ from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.base.models import TIMEOUT_EXIT_CODE, ScriptExecutionResult, SkillMetadata
 from skill_magics.core.base.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run import launch as launching
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
@@ -206,6 +207,8 @@ class ScriptExecutor:
         profile = prepared.sandbox_profile
         if profile is None:
             return True
+        if not policy_runs.network_allowed():  # the team policy (docs/trust.md) caps a grant
+            return False
         return profile.network or self.grants.has(prepared.skill_name)
 
     def _env(self, prepared: PreparedRun) -> Mapping[str, str]:

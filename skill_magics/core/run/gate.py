@@ -252,7 +252,7 @@ class ApprovalGate:
                     part.content_hash,
                     part.sandbox,
                     part.environment,
-                    part.mcp.binding if part.mcp is not None else "",
+                    self.store.binding(part),  # the MCP digest set and the signer
                 )
         if by != SESSION:
             self.audit_decision(request, AuditOutcome.APPROVED, f"{decision.value} by {by}")

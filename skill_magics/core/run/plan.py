@@ -69,6 +69,7 @@ from skill_magics.core.run.runplan import (
 )
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.sources.lock import skill_lock_status
+from skill_magics.core.trust.installed import origin_of
 
 
 @dataclass(frozen=True)
@@ -483,6 +484,7 @@ class Planner:
             secrets=self._secrets_info(skill_name, prepared),
             environment=envdirs.environment_id(skill.base_dir),
             provenance=provenance_info(skill.base_dir),
+            signature=origin_of(skill.base_dir, skill_name).signature,
             mcp=skill.origin if isinstance(skill, McpSkill) else None,
             start=_start_info(prepared),
         )

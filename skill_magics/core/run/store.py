@@ -4,7 +4,8 @@ An approval also remembers the sandbox the approved run had: it covers later run
 they are confined no less (``approval.no_weaker``), so turning the sandbox off asks again;
 and the managed environment the scripts ran with (``ApprovalRequest.environment``): after a
 rebuild the next run asks again; and, for an MCP server's skill, the set of {uri, digest}
-it was approved at (``ApprovalRequest.mcp.binding``): a server that changes any file asks again.
+it was approved at (``ApprovalRequest.mcp.binding``): a server that changes any file asks again;
+and the signer the skill had (``ApprovalRequest.signature``): another signer asks again.
 
 Only the gate (gate.py) writes here; ``%skills approvals`` and ``%skills revoke`` read and
 forget entries.
@@ -33,6 +34,11 @@ class ApprovalStore:
         self._environment: dict[str, str] = {}  # the managed environment approved with it
         self._binding: dict[str, str] = {}  # an MCP skill's digest set approved with it
 
+    @staticmethod
+    def binding(part: ApprovalRequest) -> str:
+        """See :func:`binding`."""
+        return binding(part)
+
     def is_approved(self, skill_name: str, content_hash: str) -> bool:
         with self._lock:
             return self._approved.get(skill_name) == content_hash
@@ -44,7 +50,7 @@ class ApprovalStore:
                 self._approved.get(part.skill_name) == part.content_hash
                 and no_weaker(part.sandbox, self._sandbox.get(part.skill_name))
                 and self._environment.get(part.skill_name, "") == part.environment
-                and self._binding.get(part.skill_name, "") == _binding(part)
+                and self._binding.get(part.skill_name, "") == self.binding(part)
                 for part in request.requests
             )
 
@@ -98,8 +104,13 @@ class ApprovalStore:
             return dict(self._approved)
 
 
-def _binding(part: ApprovalRequest) -> str:
-    return part.mcp.binding if part.mcp is not None else ""
+def binding(part: ApprovalRequest) -> str:
+    """What else than the fingerprint a "Yes in session" for ``part`` is bound to: an MCP
+    skill's digest set, and who signed the skill (the same bytes from another signer, or
+    unsigned now, ask again)."""
+    mcp = part.mcp.binding if part.mcp is not None else ""
+    signer = part.signature.identity if part.signature is not None else ""
+    return f"{mcp}|{signer}" if signer else mcp
 
 
 __all__ = ["ApprovalStore"]

@@ -26,8 +26,10 @@ Example (not run as a doctest: it needs a .skill archive)::
 
 from __future__ import annotations
 
+import os
 import stat
 import zipfile
+from pathlib import Path
 from typing import BinaryIO
 
 from skill_magics.core.base.errors import UnsafeArchiveError
@@ -35,6 +37,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.members import Members
 from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.spec import ARCHIVE, SourceSpec
+from skill_magics.core.trust.signature import Signature
 
 MAX_MEMBERS = 20_000  # files and folders
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR bytes
@@ -126,8 +129,23 @@ class ZipSnapshot(Snapshot):
                 "nothing was installed"
             ) from None
 
+    def signature(self, path: str, signers: str | None) -> Signature:
+        return detached_signature(Path(self.spec.location), signers)
+
     def close(self) -> None:
         self.zip.close()
+
+
+def detached_signature(artifact: Path, signers: str | None, sig: Path | None = None) -> Signature:
+    """The detached SSH signature ``ARTIFACT.sig`` (or ``sig``) beside an archive, verified
+    by ``ssh-keygen`` (core/trust/sshsig.py); unsigned when there is none."""
+    from skill_magics.core.trust.signers import file_digest
+    from skill_magics.core.trust.sshsig import verify_detached
+
+    sig = sig if sig is not None else artifact.with_name(artifact.name + ".sig")
+    if not os.path.isfile(sig):
+        return Signature.unsigned(f"no {visible(sig.name)}")
+    return verify_detached(artifact, sig, signers, f"archive {file_digest(artifact)[:23]}")
 
 
 __all__ = ["ZipSnapshot", "MAX_MEMBERS", "MAX_RATIO"]

@@ -42,6 +42,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.run.process import kill_group, run_process
 from skill_magics.core.sources.snapshot import FILE, LINK, SPECIAL, SUBMODULE, Entry, Snapshot
 from skill_magics.core.sources.spec import GIT, SourceSpec, is_commit
+from skill_magics.core.trust.signature import Signature
 
 FETCH_TIMEOUT = 300.0  # seconds for a fetch (a large repository over a slow link)
 STEP_TIMEOUT = 60.0  # seconds for the local steps
@@ -134,6 +135,7 @@ class GitSnapshot(Snapshot):
         self.repo = os.path.join(self.tmp, "repo.git")
         self._reader: subprocess.Popen | None = None
         self._reader_lock = threading.Lock()
+        self._signatures: dict[str, Signature] = {}
         try:
             self._fetch()
             self._list()
@@ -169,6 +171,37 @@ class GitSnapshot(Snapshot):
 
     def _git_dir(self, *args: str) -> list[str]:
         return ["--git-dir", self.repo, *args]
+
+    # -- the signature -------------------------------------------------------------------
+
+    def signature(self, path: str, signers: str | None) -> Signature:
+        """The signed tag or commit at the fetched ref (core/trust/gitsig.py); one check
+        per snapshot and allowed-signers file, whichever skill asks."""
+        from skill_magics.core.trust.gitsig import verify_ref
+
+        key = signers or ""
+        if key not in self._signatures:
+            config = ["-c", f"gpg.ssh.allowedSignersFile={signers or os.devnull}"]
+
+            def run(args: list[str]) -> tuple[int, str]:
+                outcome = run_process(
+                    [self.git, *self.config, *config, *self._git_dir(*args)],
+                    cwd=self.tmp,
+                    env=self.env,
+                    payload=None,
+                    timeout=STEP_TIMEOUT,
+                    max_output_size=1 << 20,
+                    cancel=self.cancel,
+                )
+                if outcome.cancelled:
+                    raise RunInterrupted("git verify was interrupted; nothing was installed")
+                if outcome.timed_out:
+                    raise SourceError(f"git verify did not finish within {STEP_TIMEOUT:g} s")
+                return outcome.returncode, outcome.stdout.text + outcome.stderr.text
+
+            assert self.commit is not None
+            self._signatures[key] = verify_ref(run, FETCHED_REF, self.commit, self.spec.ref)
+        return self._signatures[key]
 
     # -- fetching ------------------------------------------------------------------------
 

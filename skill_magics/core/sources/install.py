@@ -48,6 +48,7 @@ from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
+from skill_magics.core.sources import signing
 from skill_magics.core.sources.lock import (
     LockedSkill,
     computed_hash,
@@ -345,6 +346,8 @@ def commit_plans(
                     plan.changes,
                 )
             )
+        # What was verified, for runs (core/trust/record.py): only once the files are in.
+        signing.remember([(plan.locked.tree, plan.locked.signature) for plan in plans])
         if done and write:
             lock_file = lock.path
         elif lock.path.exists():
@@ -462,6 +465,7 @@ def install_skills(
     with audited(manager, os.fspath(source), "install"):
         folder = install_folder(into)
         spec = parse_source(source, ref=ref, subfolder=subfolder)
+        signing.check_source_allowed(source_text(spec))
         with open_snapshot(spec, cancel=cancel, wanted=wanted) as snap:
             with tempfile.TemporaryDirectory(prefix="skill-magics-stage-") as tmp:
                 return _install(
@@ -502,6 +506,7 @@ def _install(
     if verify is not None:
         for item in staged:
             verify(item)
+    signatures = signing.verify_staged(snap, staged, source_text(spec))
     plans = []
     conflicts = []
     for item in staged:
@@ -525,7 +530,9 @@ def _install(
                 target,
                 status,
                 replace(
-                    locked_entry(spec, snap.commit, item, name), **snap.lock_fields(item.found.path)
+                    locked_entry(spec, snap.commit, item, name),
+                    signature=signatures[item.folder],
+                    **snap.lock_fields(item.found.path),
                 ),
                 tuple(changes or ()),
             )
@@ -545,6 +552,7 @@ def _install(
             commit=snap.commit,
             target=p.target,
             replaces=_replaces_text(p),
+            signature=p.locked.signature,
         )
         for p in plans
         if p.copies

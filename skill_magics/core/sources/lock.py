@@ -38,6 +38,7 @@ from skill_magics.core.base import fingerprint
 from skill_magics.core.base.errors import LockFileError, SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.names import folder_name, relative_path
+from skill_magics.core.trust.signature import Signature
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1
@@ -86,6 +87,10 @@ class LockedSkill:
     digest: str | None = None  # well-known: ``sha256:...`` of the artifact, as the index said
     # The ``skills`` CLI's folder hash (:func:`computed_hash`), so that tool can read our lock.
     computed_hash: str = ""
+    # Who signed what was installed, as verified at install/sync/update/verify (None: not
+    # checked, a lock from before signatures). Shown and compared; a run believes the
+    # private record (core/trust/record.py), never this field alone.
+    signature: Signature | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +110,8 @@ class LockedSkill:
             out["digest"] = self.digest
         if self.computed_hash:
             out["computedHash"] = self.computed_hash
+        if self.signature is not None:
+            out["signature"] = self.signature.to_json()
         out.update(self.cli_fields())
         return out
 
@@ -313,6 +320,12 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
     chash = _optional(entry, "computedHash") or ""
     if chash and not _SHA256.match(chash):
         raise ValueError(f"skill {key!r} has computedHash {chash!r}")
+    signature = None
+    if entry.get("signature") is not None:
+        try:
+            signature = Signature.from_json(entry["signature"])
+        except ValueError as exc:
+            raise ValueError(f"skill {key!r}: {exc}") from None
     return LockedSkill(
         folder=folder,
         name=str(entry.get("name") or folder),
@@ -327,6 +340,7 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
         url=url,
         digest=digest,
         computed_hash=chash,
+        signature=signature,
     )
 
 
@@ -514,18 +528,32 @@ class LockStatus:
         return f"{len(self.changes)} differ from {self.lock}: {shown}{more}"
 
 
+_STATUS_LOCKS: dict[str, tuple[tuple[int, ...], Lock]] = {}
+
+
 def skill_lock_status(base_dir: Path) -> LockStatus | None:
     """The lock status of the skill at ``base_dir`` (its parent's ``skills-lock.json``
     naming its folder), or None when no lock describes it (one stat when there is none).
     A lock that cannot be read counts as none here; verify_skills reports it."""
     base = Path(os.path.abspath(base_dir))
     path = lock_path(base.parent)
-    if not path.is_file():
-        return None
     try:
-        lock = read_lock(base.parent)
-    except LockFileError:
+        st = os.stat(path)
+    except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    # Every run's checks and request ask: parse the lock once per change of the file.
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    hit = _STATUS_LOCKS.get(os.fspath(path))
+    if hit is not None and hit[0] == key:
+        lock = hit[1]
+    else:
+        try:
+            lock = read_lock(base.parent)
+        except LockFileError:
+            return None
+        _STATUS_LOCKS[os.fspath(path)] = (key, lock)
     locked = lock.skills.get(base.name)
     if locked is None:
         return None

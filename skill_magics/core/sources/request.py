@@ -30,6 +30,7 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.pipeline import ActionPlan
 from skill_magics.core.sources.snapshot import StagedSkill
+from skill_magics.core.trust.signature import Signature
 
 if TYPE_CHECKING:
     from skill_magics.core.manager import SkillManager
@@ -47,6 +48,7 @@ def install_request(
     replaces: str = "",
     changes: Sequence[str] = (),
     diff: str = "",
+    signature: Signature | None = None,
 ) -> ApprovalRequest:
     """What a person sees before ``staged`` is copied to ``target``."""
     scripts = tuple(
@@ -67,6 +69,7 @@ def install_request(
         changes=tuple(changes),
         diff=diff,
         staged=str(staged.staged),
+        signature=signature.describe() if signature is not None else "",
     )
     return ApprovalRequest(
         skill_name=staged.folder,

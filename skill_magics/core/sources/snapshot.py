@@ -36,6 +36,7 @@ from skill_magics.core.catalog.frontmatter import parse_skill_md
 from skill_magics.core.sources.lock import FileRecord, tree_digest
 from skill_magics.core.sources.names import folder_name, name_problem, path_problem
 from skill_magics.core.sources.spec import SourceSpec
+from skill_magics.core.trust.signature import Signature
 
 FILE = "file"
 LINK = "link"
@@ -91,6 +92,12 @@ class Snapshot:
     def lock_fields(self, path: str) -> dict[str, Any]:
         """Extra lock fields of the skill at ``path`` (a well-known artifact's url and digest)."""
         return {}
+
+    def signature(self, path: str, signers: str | None) -> Signature:
+        """Who signed the skill at ``path``, verified against the allowed-signers file
+        ``signers`` (None: none given) by core/trust; a source kind that carries no
+        signature is unsigned."""
+        return Signature.unsigned("no signature")
 
     def close(self) -> None:
         """Remove whatever the snapshot holds on disk (always safe to call again)."""
@@ -188,6 +195,9 @@ class FolderSnapshot(Snapshot):
                 raise SourceError(f"{visible(entry.key)} is no longer a regular file")
             for chunk in iter(lambda: fh.read(_CHUNK), b""):
                 out.write(chunk)
+
+    def signature(self, path: str, signers: str | None) -> Signature:
+        return Signature.unsigned("local")
 
 
 # -- finding and choosing skills -----------------------------------------------------------

@@ -34,6 +34,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
+from skill_magics.core.sources import signing
 from skill_magics.core.sources.install import (
     RESTORED,
     UNCHANGED,
@@ -61,6 +62,7 @@ from skill_magics.core.sources.lock import (
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
 from skill_magics.core.sources.spec import WELL_KNOWN, SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
+from skill_magics.core.trust.signature import Signature
 
 MAX_DIFF_CHARS = 200_000
 MAX_DIFF_FILE = 256 * 1024
@@ -109,8 +111,20 @@ def sync_skills(
                     f"({', '.join(lines[:5])}); nothing was written. Run update_skills (%skills "
                     "update) to review the new files"
                 )
+            signature = signing.verify_staged(snap, [staged], locked.source)[locked.folder]
+            changed = signing.signer_change(locked.signature, signature)
+            if changed:
+                raise LockFileError(
+                    f"{locked.folder}: {locked.origin} gives the locked files, but the "
+                    f"{changed}; nothing was written. Run update_skills (%skills update) to "
+                    "review the new signer"
+                )
             return CopyPlan(
-                staged, path / locked.folder, RESTORED, locked, tuple(states[locked.folder])
+                staged,
+                path / locked.folder,
+                RESTORED,
+                replace(locked, signature=signature),
+                tuple(states[locked.folder]),
             )
 
         plans = _fetch_and_plan(todo, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
@@ -144,8 +158,11 @@ def update_skills(
         )
 
         def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
+            signature = signing.verify_staged(snap, [staged], locked.source)[locked.folder]
+            signer = signing.signer_change(locked.signature, signature)
             now = replace(
                 locked,
+                signature=signature,
                 commit=snap.commit,
                 files=staged.files,
                 tree=staged.tree,
@@ -154,16 +171,51 @@ def update_skills(
             )
             target = path / locked.folder
             local = states[locked.folder]
-            if staged.tree == locked.tree:
+            if staged.tree == locked.tree and not signer:
                 status = RESTORED if local else UNCHANGED
                 return CopyPlan(staged, target, status, now, tuple(local))
             changes = record_changes(
                 {f.path: f for f in locked.files}, {f.path: f for f in staged.files}
             )
-            return CopyPlan(staged, target, UPDATED, now, tuple(changes))
+            # Another signer over the same bytes is a change a person sees, never silent.
+            return CopyPlan(staged, target, UPDATED, now, (*([signer] if signer else []), *changes))
 
         plans = _fetch_and_plan(selected, lambda s: s.ref, plan, cancel)
         return _apply(manager, path, lock, plans, "update", approver, write=True)
+
+
+def verify_signatures(
+    folder: str | os.PathLike[str] | None = None,
+    *,
+    cancel: threading.Event | None = None,
+) -> list[str]:
+    """Verify every locked skill's signature again at its locked commit (or archive,
+    artifact) and compare it with the signer the lock names: one line per difference
+    (``"<folder>: signer: A -> B"``), empty when all agree. What agrees is recorded for
+    runs (core/trust/record.py): how a lock cloned from elsewhere becomes trusted here.
+    Nothing is installed or changed."""
+    path = install_folder(folder)
+    lock = read_lock(path)
+    lines: list[str] = []
+    verified: list[tuple[str, Signature]] = []
+
+    def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
+        if staged.tree != locked.tree:
+            lines.append(f"{locked.folder}: {locked.origin} no longer gives the locked files")
+        else:
+            signature = snap.signature(staged.found.path, signing.signers_file())
+            changed = signing.signer_change(locked.signature, signature)
+            if changed:
+                lines.append(f"{locked.folder}: {changed}")
+            else:
+                verified.append((locked.tree, signature))
+        return CopyPlan(staged, path / locked.folder, UNCHANGED, locked)
+
+    skills = [lock.skills[k] for k in sorted(lock.skills)]
+    _plans, tmp = _fetch_and_plan(skills, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
+    tmp.cleanup()
+    signing.remember(verified)
+    return lines
 
 
 def _select(lock: Lock, names: Sequence[str] | None) -> list[LockedSkill]:
@@ -278,6 +330,7 @@ def _apply(
                 target=p.target,
                 replaces=_replaces(p),
                 changes=p.changes,
+                signature=p.locked.signature,
                 diff=text_diff(p.target, p.staged.staged, p.changes) if p.status == UPDATED else "",
             )
             for p in plans
@@ -376,4 +429,4 @@ def _text(folder: Path, rel: str) -> str | None:
         return None
 
 
-__all__ = ["sync_skills", "update_skills", "text_diff", "locked_spec"]
+__all__ = ["sync_skills", "update_skills", "verify_signatures", "text_diff", "locked_spec"]

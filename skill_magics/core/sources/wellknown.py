@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -48,6 +49,8 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
 )
 from skill_magics.core.sources.spec import ARCHIVE, SourceSpec, is_loopback
+from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.sshsig import MAX_SIG
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD = "skill-md"
@@ -236,6 +239,7 @@ class WellKnownSnapshot(Snapshot):
         self.inner: list[Snapshot] = []
         self.where: dict[str, tuple[Snapshot, Entry]] = {}
         self.pins: dict[str, dict[str, str]] = {}
+        self.signed: dict[str, tuple[Path, Path]] = {}  # name -> (artifact, its .sig)
         try:
             for entry in entries:
                 self._add(entry)
@@ -255,6 +259,7 @@ class WellKnownSnapshot(Snapshot):
                 "leave this skill out (choose others with --skill NAME)"
             )
         self.pins[entry.name] = {"url": entry.url, "digest": entry.digest}
+        self._fetch_signature(entry, path)
         with open(path, "rb") as fh:
             magic = fh.read(2)
         if entry.kind == SKILL_MD or (not entry.kind and magic not in (b"PK", b"\x1f\x8b")):
@@ -297,6 +302,28 @@ class WellKnownSnapshot(Snapshot):
 
     def lock_fields(self, path: str) -> dict[str, Any]:
         return dict(self.pins.get(path, {}))
+
+    def _fetch_signature(self, entry: IndexEntry, path: Path) -> None:
+        """``URL.sig`` beside the artifact, when the site publishes one (kept with a link to
+        the artifact's bytes as downloaded, before an archive is opened and renamed)."""
+        sig = self.tmp / f"{entry.name}.artifact.sig"
+        try:
+            with open(sig, "wb") as fh:
+                fetch(entry.url + ".sig", self.spec.location, MAX_SIG, fh, self.cancel)
+        except SourceError:
+            sig.unlink(missing_ok=True)
+            return  # none published (or not reachable): the skill is unsigned
+        artifact = self.tmp / f"{entry.name}.artifact"
+        os.link(path, artifact)
+        self.signed[entry.name] = (artifact, sig)
+
+    def signature(self, path: str, signers: str | None) -> Signature:
+        if path not in self.signed:
+            return Signature.unsigned("no .sig beside the artifact")
+        from skill_magics.core.sources.archive import detached_signature
+
+        artifact, sig = self.signed[path]
+        return detached_signature(artifact, signers, sig)
 
     def close(self) -> None:
         for inner in self.inner:

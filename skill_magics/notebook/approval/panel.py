@@ -199,7 +199,7 @@ def _extras(request: ApprovalRequest) -> list[tuple[str, str]]:
         rows.append(("Sandbox", sandbox.mode))
         rows.append(("network", "on" if sandbox.network else "off"))
         rows.append(("writable", ", ".join(sandbox.writable) or "nothing"))
-    rows += _provenance_rows(request) + _mcp_rows(request)
+    rows += _provenance_rows(request) + _mcp_rows(request) + _signature_rows(request)
     if request.start:
         rows.append(("Start", request.start))
     secrets = request.secrets
@@ -268,6 +268,13 @@ def _provenance_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
         )
     )
     return rows
+
+
+def _signature_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """Who signed the skill (verified at install, core/trust), or why it is unsigned: what a
+    person clicking Yes must see (docs/trust.md)."""
+    signature = request.signature
+    return [] if signature is None else [("Signature", signature.describe())]
 
 
 def _mcp_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
@@ -515,6 +522,8 @@ def _install_rows(part: ApprovalRequest) -> list[tuple[str, str]]:
     if info.path:
         rows.append(("folder in source", info.path))
     rows.append(("into", info.target))
+    if info.signature:
+        rows.append(("signature", info.signature))
     if info.replaces:
         rows.append(("replaces", info.replaces))
     rows.append(("tree digest", info.tree))

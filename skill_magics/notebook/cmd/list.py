@@ -30,7 +30,24 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
         dirs=manager.skill_dirs,
         plugins=_plugins(skills),
         mcp=_mcp_servers(manager),
+        signatures=_signatures(skills),
     )
+
+
+def _signatures(skills: list[Any]) -> dict[str, str] | None:
+    """Skill name -> who signed it (core/trust/installed.py), when any listed skill is an
+    installed one (a lock beside it); None when all are local folders (all unsigned)."""
+    from skill_magics.core.sources.lock import lock_path
+    from skill_magics.core.trust.installed import origin_of
+
+    metas = [getattr(skill, "metadata", skill) for skill in skills]
+    folders = [Path(meta.path).parent for meta in metas]
+    if not any(lock_path(folder.parent).is_file() for folder in folders):
+        return None
+    return {
+        meta.name: origin_of(folder, meta.name).signature.describe()
+        for meta, folder in zip(metas, folders, strict=True)
+    }
 
 
 def _mcp_servers(manager: Any) -> list[Any]:

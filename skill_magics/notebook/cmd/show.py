@@ -18,6 +18,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.base.secrets import secret_forms
     from skill_magics.core.catalog.plugins import plugin_of
     from skill_magics.core.run.plan import provenance_info
+    from skill_magics.core.trust.installed import origin_of
     from skill_magics.notebook.render import skill_detail
 
     manager = magics.manager
@@ -41,5 +42,6 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
         secret_forms=secret_forms(skill.current_metadata()),  # which form declared each
         requirements=manager.requirements(skill.name),
         provenance=provenance_info(skill.base_dir),  # installed: does it match its lock?
+        signature=origin_of(skill.base_dir, skill.name).signature,  # who signed (core/trust)
         plugin=plugin_of(skill.base_dir),  # came in an Agent Plugin: its name, MCP servers
     )

@@ -1,5 +1,7 @@
 """``%skills verify [DIR]``: every file added, removed or changed since the skills of DIR
-(default ``./.agents/skills``) were installed, one line each (core/sources/verify.py)."""
+(default ``./.agents/skills``) were installed, one line each (core/sources/verify.py);
+``--signatures`` also verifies each skill's signature again at its locked commit or archive
+and names any other signer (core/sources/update.py ``verify_signatures``)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
 
-HELP = "[DIR]: files added, removed or changed since the skills were installed"
-USAGE = "%skills verify [DIR]"
+HELP = "[DIR] [--signatures]: files changed since the install; signers verified again"
+USAGE = "%skills verify [DIR] [--signatures]"
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
@@ -19,9 +21,14 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
     p = _sources.parser(USAGE)
     p.add_argument("folder", nargs="?")
     p.add_argument("--into")
+    p.add_argument("--signatures", action="store_true")
     opts = p.parse(args)
     folder = install_folder(opts.folder or opts.into)
     lines = verify_skills(folder)
+    if opts.signatures:
+        from skill_magics.core.sources.update import verify_signatures
+
+        lines += verify_signatures(folder)
     if lines:
         print(f"{len(lines)} difference{'s' if len(lines) != 1 else ''} from the lock:")
         for line in lines:

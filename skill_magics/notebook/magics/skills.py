@@ -335,7 +335,8 @@ class SkillMagics(Magics):
         default="list",
         help="list (default), show NAME, add DIR|--examples, remove DIR, reload, dirs, "
         "approvals, revoke NAME|--all, history, available, validate, env NAME, "
-        "install SOURCE, verify, sync, update, triggers NAME, evals NAME, warm [--stop|NAME]",
+        "install SOURCE, verify, sync, update, policy, triggers NAME, evals NAME, "
+        "warm [--stop|NAME]",
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
@@ -357,8 +358,10 @@ class SkillMagics(Magics):
                                      environment (asks first) [--rebuild] [--installer uv|pip]
         %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
-        %skills verify [DIR]         files changed since the install (skills-lock.json)
+        %skills verify [DIR]         files changed since the install (skills-lock.json);
+                                     --signatures: each signer verified again
         %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
+        %skills policy               the team policy in force: its file and what it says
         %skills triggers NAME --queries VAR   how often a model activates the skill
         %skills evals NAME           the skill's evals/evals.json with and without it
         %skills warm                 warm servers (interpreter, preloaded packages, memory,

@@ -77,26 +77,31 @@ def skills_table(
     dirs: Sequence[Any] | None = None,
     plugins: Sequence[tuple[Any, Sequence[str]]] = (),
     mcp: Sequence[Any] = (),
+    signatures: Mapping[str, str] | None = None,
 ) -> Display:
     """Name, shortened description, scripts count, location; warnings listed beneath.
+    ``signatures``: skill name -> who signed it (a "signature" column; core/trust).
     ``plugins``: (Plugin, its skills' names) for the skills that came in an Agent Plugin,
     listed under the plugin's name with the MCP servers it offers. ``mcp``: the MCP servers
     added (core/mcp/servers.py McpServer), their skills named ``label/name`` and marked with
     where they came from."""
     items = list(skills)
     headers = ["name", "description", "scripts", "location"]
+    if signatures is not None:
+        headers.append("signature")
     rows = []
     for skill in items:
         meta = _metadata(skill)
         description = str(meta.description or "")
-        rows.append(
-            [
-                Cell(meta.name, f"<code>{html.escape(meta.name)}</code>"),
-                Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
-                _script_count(skill, script_counts),
-                display_path(_base_dir(skill)),
-            ]
-        )
+        row = [
+            Cell(meta.name, f"<code>{html.escape(meta.name)}</code>"),
+            Cell(shorten(description, _DESCRIPTION_WIDTH), title=description),
+            _script_count(skill, script_counts),
+            display_path(_base_dir(skill)),
+        ]
+        if signatures is not None:
+            row.append(signatures.get(meta.name, "unsigned"))
+        rows.append(row)
     mcp_skills = [(server, entry) for server in mcp for entry in server.skills]
     if items:
         text = text_table(headers, rows, max_width=_DESCRIPTION_WIDTH)
@@ -274,6 +279,7 @@ def skill_detail(
     secrets: Mapping[str, bool] | None = None,
     requirements: Any = None,
     provenance: Any = None,
+    signature: Any = None,
     secret_forms: Mapping[str, str] | None = None,
     plugin: Any = None,
 ) -> Display:
@@ -309,6 +315,8 @@ def skill_detail(
         fields += plugin_fields(plugin)
     if provenance is not None:
         fields += provenance_fields(provenance)
+    if signature is not None:
+        fields.append(("signature", signature.describe()))
     script_view = scripts_table(scripts, approved=approved)
     runnable_view = scripts_table(runnable, approved=approved) if runnable else None
     library_view = scripts_table(library) if library else None

@@ -1,0 +1,209 @@
+"""Finding and reading the policy file in force.
+
+The order (the first found is in force; nothing a user sets afterwards, a trait, a cell's
+``--sandbox off`` or ``--network``, an environment variable, gets past it):
+
+1. ``$SKILL_MAGICS_POLICY`` (a path);
+2. ``.skill-magics/policy.toml`` in the notebook's folder (the kernel's working folder) or
+   the nearest parent that has one;
+3. ``$XDG_CONFIG_HOME/skill-magics/policy.toml`` (default ``~/.config/...``).
+
+A file (or the file a link points to) that someone other than you or root owns, or that
+others may write, or that sits in a folder others may write without the sticky bit, is
+refused like a broken one: whoever can edit it decides what runs. A file that does not
+parse, or names a key this version does not know (a typo must not weaken a rule), refuses
+everything, in one line naming the file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from skill_magics.core.base.visible import visible
+from skill_magics.core.policy.model import CONFINEMENT, Policy
+
+ENV_VAR = "SKILL_MAGICS_POLICY"
+PROJECT_FILE = Path(".skill-magics") / "policy.toml"
+MAX_BYTES = 1 << 20
+_KNOWN = {
+    "sources": {"allow"},
+    "signatures": {"require", "allowed_signers"},
+    "skills": {"block"},
+    "run": {"max_sandbox", "network"},
+}
+
+
+def user_policy_path() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(config) / "skill-magics" / "policy.toml"
+
+
+def find_policy(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The policy file in force for a notebook in ``start`` (default: the working folder),
+    in the order of the module docstring; None when there is none."""
+    named = os.environ.get(ENV_VAR, "").strip()
+    if named:
+        return Path(os.path.abspath(os.path.expanduser(named)))
+    here = Path(os.path.abspath(start if start is not None else os.getcwd()))
+    for folder in (here, *here.parents):
+        candidate = folder / PROJECT_FILE
+        if os.path.lexists(candidate):
+            return candidate
+    user = user_policy_path()
+    return user if os.path.lexists(user) else None
+
+
+_CACHE: dict[str, tuple[tuple[int, ...], Policy]] = {}
+
+
+def current_policy(start: str | os.PathLike[str] | None = None) -> Policy | None:
+    """The policy in force (None: none), read again only when its file changed."""
+    path = find_policy(start)
+    if path is None:
+        return None
+    name = os.fspath(path)
+    try:
+        lst = os.lstat(name)
+        st = os.stat(name)
+        key: tuple[int, ...] = (lst.st_ino, lst.st_mtime_ns, st.st_ino, st.st_mtime_ns, st.st_size)
+        key += (st.st_mode, st.st_uid)
+    except OSError:
+        key = ()
+    hit = _CACHE.get(name)
+    if hit is not None and hit[0] == key and key:
+        return hit[1]
+    policy = load_policy(path)
+    _CACHE[name] = (key, policy)
+    return policy
+
+
+def _unsafe(path: Path) -> str:
+    """Why the policy at ``path`` cannot be trusted ("" when it can)."""
+    me = os.getuid()
+    real = Path(os.path.realpath(path))
+    linked = os.path.islink(path)
+    for item in [real, real.parent]:
+        try:
+            st = os.stat(item)
+        except OSError:
+            return ""
+        if st.st_uid not in (me, 0):
+            return f"{visible(str(item))} belongs to another user"
+        others_write = st.st_mode & (0o002 if not linked else 0o022)
+        if others_write and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
+            what = "a symlink to " if linked else ""
+            return f"it is {what}{visible(str(item))}, which others can write"
+    return ""
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """The policy in the file at ``path``; a file that cannot be trusted or read gives a
+    broken policy (which refuses everything), never an exception."""
+    path = Path(os.path.abspath(path))
+    shown = visible(str(path))
+    unsafe = _unsafe(path)
+    if unsafe:
+        return Policy(str(path), broken=f"the policy {shown} is refused: {unsafe}")
+    try:
+        if os.path.getsize(path) > MAX_BYTES:
+            raise OSError("larger than 1 MB")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        return Policy(str(path), broken=f"the policy {shown} cannot be read ({exc})")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return Policy(str(path), text, broken=f"the policy {shown} does not parse: {exc}")
+    try:
+        return _policy(path, text, data)
+    except ValueError as exc:
+        return Policy(str(path), text, broken=f"the policy {shown}: {exc}")
+
+
+def _line_of(text: str, key: str) -> str:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith((f"{key} ", f"{key}=", f"[{key}]")):
+            return f"line {number}: "
+    return ""
+
+
+def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
+    for table, value in data.items():
+        if table not in _KNOWN or not isinstance(value, dict):
+            raise ValueError(f"{_line_of(text, table)}unknown table [{table}]")
+        for key in value:
+            if key not in _KNOWN[table]:
+                raise ValueError(f"{_line_of(text, key)}unknown key {key!r} in [{table}]")
+
+    def strings(table: str, key: str) -> tuple[str, ...] | None:
+        value = data.get(table, {}).get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{_line_of(text, key)}[{table}] {key} must be a list of strings")
+        return tuple(value)
+
+    def flag(table: str, key: str) -> bool | None:
+        value = data.get(table, {}).get(key)
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{_line_of(text, key)}[{table}] {key} must be true or false")
+        return value
+
+    signers = data.get("signatures", {}).get("allowed_signers")
+    if signers is not None:
+        if not isinstance(signers, str) or not signers:
+            raise ValueError(f"{_line_of(text, 'allowed_signers')}allowed_signers must be a path")
+        signers = os.path.normpath(path.parent / os.path.expanduser(signers))
+    sandbox = data.get("run", {}).get("max_sandbox")
+    if sandbox is not None and sandbox not in CONFINEMENT:
+        raise ValueError(
+            f"{_line_of(text, 'max_sandbox')}max_sandbox must be one of "
+            + ", ".join(repr(m) for m in CONFINEMENT)
+        )
+    return Policy(
+        str(path),
+        text,
+        sources_allow=strings("sources", "allow"),
+        require_signatures=bool(flag("signatures", "require")),
+        allowed_signers=signers,
+        block=strings("skills", "block") or (),
+        max_sandbox=sandbox,
+        network=flag("run", "network"),
+    )
+
+
+__all__ = [
+    "ENV_VAR",
+    "PROJECT_FILE",
+    "current_policy",
+    "describe_policy",
+    "find_policy",
+    "load_policy",
+]
+
+
+def describe_policy(start: str | os.PathLike[str] | None = None) -> str:
+    """What ``%skills policy`` prints: the file in force (and how it was found) and what it
+    says, or that there is none and where one would be looked for."""
+    path = find_policy(start)
+    if path is None:
+        return (
+            f"No policy in force: none at ${ENV_VAR}, at {PROJECT_FILE} in this folder or a "
+            f"parent, or at {user_policy_path()}"
+        )
+    policy = current_policy(start)
+    assert policy is not None
+    how = (
+        f"${ENV_VAR}"
+        if os.environ.get(ENV_VAR, "").strip()
+        else ("the user's config folder" if path == user_policy_path() else "the project")
+    )
+    lines = [f"Policy in force: {visible(str(path))} (from {how})"]
+    if policy.broken:
+        lines.append(f"REFUSES EVERYTHING: {policy.broken}")
+    lines += ["", policy.text.rstrip()] if policy.text else []
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""The :class:`Policy` value: what one policy file says, or why it cannot be read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skill_magics.core.base.errors import SkillMagicsError
+
+# How confined each sandbox profile is: higher is more confined ("auto" is decided per run).
+CONFINEMENT = {"off": 0, "workspace-write": 1, "read-only": 2}
+
+
+class PolicyError(SkillMagicsError, PermissionError):
+    """A team policy refused an install, an add or a run (one line naming the rule and file)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One policy file. ``broken`` ("" when it was read) is why it could not be: a broken
+    policy refuses everything. Paths are absolute."""
+
+    path: str
+    text: str = ""
+    broken: str = ""
+    sources_allow: tuple[str, ...] | None = None  # None: any source
+    require_signatures: bool = False
+    allowed_signers: str | None = None
+    block: tuple[str, ...] = ()
+    max_sandbox: str | None = None  # None: any
+    network: bool | None = None  # False: no run gets network
+
+    def rule(self, name: str) -> str:
+        """``[table] key in FILE`` for a refusal."""
+        return f"{name} in {self.path}"
+
+
+__all__ = ["CONFINEMENT", "Policy", "PolicyError"]

@@ -1,0 +1,107 @@
+"""The policy's rules, each a check that raises :class:`PolicyError` in one line naming the
+rule and the file. A broken policy (``Policy.broken``) refuses everything.
+
+Example:
+    >>> p = Policy("/team/policy.toml", sources_allow=("https://github.com/acme/*",))
+    >>> check_source(p, "https://github.com/acme/skills")
+    >>> check_source(p, "https://example.com/x")
+    Traceback (most recent call last):
+    skill_magics.core.policy.model.PolicyError: Refused by the policy ([sources] allow in ...
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from skill_magics.core.base.visible import visible
+from skill_magics.core.policy.model import CONFINEMENT, Policy, PolicyError
+from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.signers import is_allowed
+
+
+def _refuse(policy: Policy, rule: str, why: str) -> PolicyError:
+    return PolicyError(f"Refused by the policy ({policy.rule(rule)}): {why}")
+
+
+def check_readable(policy: Policy) -> None:
+    """A policy that could not be read refuses everything."""
+    if policy.broken:
+        raise PolicyError(
+            f"Refused: {policy.broken}; nothing is installed or run until it is fixed"
+        )
+
+
+def check_source(policy: Policy, source: str) -> None:
+    """``source`` (URL, path, ``mcp:LABEL``) matches one of ``[sources] allow``."""
+    check_readable(policy)
+    allow = policy.sources_allow
+    if allow is None or any(fnmatchcase(source, pattern) for pattern in allow):
+        return
+    raise _refuse(
+        policy,
+        "[sources] allow",
+        f"{visible(source)} matches none of {', '.join(allow) or 'the (empty) list'}",
+    )
+
+
+def check_signature(policy: Policy, name: str, signature: Signature) -> None:
+    """With ``[signatures] require``: ``signature`` is verified and, when the policy names
+    allowed signers, by a principal and key listed there."""
+    check_readable(policy)
+    if not policy.require_signatures:
+        return
+    if not signature.is_signed:
+        raise _refuse(policy, "[signatures] require", f"{visible(name)} is {signature.describe()}")
+    signers = policy.allowed_signers
+    if signers is not None and (
+        signature.method != "ssh" or not is_allowed(signers, signature.principal, signature.key)
+    ):
+        raise _refuse(
+            policy,
+            "[signatures] allowed_signers",
+            f"{visible(name)} is signed by {visible(signature.principal)} ({signature.key}), "
+            f"who is not in {visible(signers)}",
+        )
+
+
+def check_blocked(policy: Policy, name: str, digests: tuple[str, ...] = ()) -> None:
+    """``name`` (or one of ``digests``, ``sha256:<hex>``) is not in ``[skills] block``."""
+    check_readable(policy)
+    for entry in policy.block:
+        if entry.startswith("sha256:"):
+            if entry in digests:
+                raise _refuse(policy, "[skills] block", f"{visible(name)} has digest {entry}")
+        elif fnmatchcase(name, entry):
+            raise _refuse(policy, "[skills] block", f"{visible(name)} is blocked")
+
+
+def check_run_limits(policy: Policy, name: str, mode: str, network: bool) -> None:
+    """A run in sandbox ``mode`` ("off" when none) with or without ``network`` gets no more
+    than ``[run] max_sandbox`` and ``network`` allow."""
+    check_readable(policy)
+    if (
+        policy.max_sandbox is not None
+        and CONFINEMENT.get(mode, 0) < CONFINEMENT[policy.max_sandbox]
+    ):
+        raise _refuse(
+            policy,
+            "[run] max_sandbox",
+            f"{visible(name)} would run with sandbox {mode!r}; the most allowed is "
+            f"{policy.max_sandbox!r}: run it with --sandbox {policy.max_sandbox}",
+        )
+    if policy.network is False and (network or mode == "off"):
+        why = "asks for network" if network else "would run unsandboxed, with network"
+        raise _refuse(
+            policy,
+            "[run] network",
+            f"{visible(name)} {why}; no run gets network: drop --network and run it sandboxed",
+        )
+
+
+__all__ = [
+    "check_blocked",
+    "check_readable",
+    "check_run_limits",
+    "check_signature",
+    "check_source",
+]

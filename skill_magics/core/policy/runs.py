@@ -1,0 +1,70 @@
+"""The policy at run time: called by the run checks (core/run/checks.py) for every run, a
+script, a batch item, a warm start, ``%%skillpy``, a lab's or an MCP skill's script, after
+the sandbox profile is decided and before anything starts (the refusal is audited there).
+
+No process runs here: the skill's origin and signer come from its lock and the private
+record of what was verified at install (core/trust/installed.py), by digest.
+"""
+
+from __future__ import annotations
+
+import os
+
+from skill_magics.core.policy.load import current_policy
+from skill_magics.core.policy.rules import (
+    check_blocked,
+    check_readable,
+    check_run_limits,
+    check_signature,
+    check_source,
+)
+
+
+def check_run(skill_dir: str | os.PathLike[str], name: str, mode: str, network: bool) -> None:
+    """Raise PolicyError when the policy in force refuses this run of skill ``name`` in
+    ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``."""
+    policy = current_policy()
+    if policy is None:
+        return
+    check_readable(policy)
+    check_run_limits(policy, name, mode, network)
+    digests_needed = any(b.startswith("sha256:") for b in policy.block)
+    if policy.sources_allow is None and not policy.require_signatures and not policy.block:
+        return
+    from skill_magics.core.trust.installed import origin_of
+
+    origin = origin_of(skill_dir, name)
+    check_source(policy, origin.source)
+    digests: tuple[str, ...] = ()
+    if digests_needed:
+        tree = origin.tree
+        if not tree:
+            from pathlib import Path
+
+            from skill_magics.core.sources.lock import folder_files, tree_digest
+
+            tree = tree_digest(list(folder_files(Path(skill_dir))[0].values()))
+        digests = (f"sha256:{tree}",)
+    check_blocked(policy, name, digests)
+    check_signature(policy, name, origin.signature)
+
+
+def check_network_grant(name: str) -> None:
+    """Raise PolicyError when the policy in force says ``[run] network = false``: a grant
+    on the approval panel (or ``grant_network``) would give more than the policy allows."""
+    policy = current_policy()
+    if policy is None:
+        return
+    check_readable(policy)
+    if policy.network is False:
+        check_run_limits(policy, name, "read-only", True)
+
+
+def network_allowed() -> bool:
+    """May any run get the network now? (False under ``[run] network = false``, or a policy
+    that cannot be read.) Read again at spawn time, after the approval."""
+    policy = current_policy()
+    return policy is None or (not policy.broken and policy.network is not False)
+
+
+__all__ = ["check_network_grant", "check_run", "network_allowed"]

@@ -1,0 +1,77 @@
+"""Signatures and the team policy at install, sync and update (docs/trust.md).
+
+For each staged skill: its source's signature is verified (``Snapshot.signature``: git's
+signed tag or commit, an archive's ``.sig``), a BAD one refuses the install, and the policy
+in force checks the source, the signer and the block list before anyone is asked. The
+verified signature goes into the lock entry and, once the files are in place, into the
+private record a run reads (core/trust/record.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from skill_magics.core.base.errors import SourceError
+from skill_magics.core.base.visible import visible
+from skill_magics.core.policy import current_policy
+from skill_magics.core.policy.rules import check_blocked, check_signature, check_source
+from skill_magics.core.sources.snapshot import Snapshot, StagedSkill
+from skill_magics.core.trust import record
+from skill_magics.core.trust.signature import Signature, SignatureState
+from skill_magics.core.trust.signers import env_signers
+
+
+def signers_file() -> str | None:
+    """The allowed-signers file: the policy's ``[signatures] allowed_signers``, else
+    ``$SKILL_MAGICS_ALLOWED_SIGNERS``, else none (a valid signature is then "unknown")."""
+    policy = current_policy()
+    if policy is not None and policy.allowed_signers:
+        return policy.allowed_signers
+    return env_signers()
+
+
+def check_source_allowed(source: str) -> None:
+    """The policy's ``[sources] allow`` (before anything is fetched)."""
+    policy = current_policy()
+    if policy is not None:
+        check_source(policy, source)
+
+
+def verify_staged(
+    snap: Snapshot, staged: Sequence[StagedSkill], source: str
+) -> dict[str, Signature]:
+    """Folder -> the verified signature of each staged skill; raises SourceError for a BAD
+    signature and PolicyError for what the policy refuses (nothing written yet)."""
+    policy = current_policy()
+    signers = signers_file()
+    out = {}
+    for item in staged:
+        signature = snap.signature(item.found.path, signers)
+        if signature.state is SignatureState.BAD:
+            raise SourceError(
+                f"{visible(item.folder)} from {visible(source)} has a {signature.describe()}; "
+                "nothing was installed. Ask its publisher to sign it again"
+            )
+        if policy is not None:
+            check_source(policy, source)
+            check_blocked(policy, item.folder, (f"sha256:{item.tree}",))
+            check_signature(policy, item.folder, signature)
+        out[item.folder] = signature
+    return out
+
+
+def signer_change(old: Signature | None, new: Signature) -> str:
+    """``signer: A -> B`` when the signer changed ("" when it did not, or was not known)."""
+    if old is None or old.identity == new.identity:
+        return ""
+    return f"signer: {old.describe()} -> {new.describe()}"
+
+
+def remember(trees: Sequence[tuple[str, Signature | None]]) -> None:
+    """Record each (tree, signature) verified here, for runs (core/trust/record.py)."""
+    for tree, signature in trees:
+        if signature is not None and tree:
+            record.remember(tree, signature)
+
+
+__all__ = ["check_source_allowed", "remember", "signer_change", "signers_file", "verify_staged"]

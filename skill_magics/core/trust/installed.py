@@ -1,0 +1,73 @@
+"""Where a skill on disk came from and who signed it, as a run sees it, without a process.
+
+An installed skill (its parent's ``skills-lock.json`` names its folder and the files match)
+is signed only when the private record (``record.py``) verified its tree digest and the lock
+names the same signer; a lock edited to name someone else, files changed since install, or a
+record that is missing (a lock cloned from elsewhere: ``%skills verify --signatures``
+verifies it again) make it
+unsigned, saying why. A folder no lock describes is ``unsigned (local)``; an MCP server's
+skill (named ``LABEL/NAME``) is ``unsigned (MCP server LABEL)``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from skill_magics.core.sources.lock import LockedSkill, skill_lock_status
+from skill_magics.core.trust.record import recalled
+from skill_magics.core.trust.signature import Signature
+
+INSTALLED, LOCAL, MCP = "installed", "local", "mcp"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A skill's origin: its kind, the source a policy's ``[sources] allow`` matches (the
+    lock's source, the folder, or ``mcp:LABEL``), its signature, and the tree digest of
+    its files when it is installed and they match the lock ("" otherwise)."""
+
+    kind: str
+    source: str
+    signature: Signature
+    tree: str = ""
+
+
+def origin_of(skill_dir: str | os.PathLike[str], skill_name: str) -> Origin:
+    """The origin of the skill in ``skill_dir`` named ``skill_name``."""
+    if "/" in skill_name:  # only an MCP server's skills are LABEL/NAME (core/mcp/skill.py)
+        label = skill_name.split("/", 1)[0]
+        return Origin(MCP, f"mcp:{label}", Signature.unsigned(f"MCP server {label}"))
+    base = Path(os.path.abspath(skill_dir))
+    status = skill_lock_status(base)
+    if status is None:
+        return Origin(LOCAL, os.fspath(base), Signature.unsigned("local"))
+    locked = status.locked
+    if status.changes:
+        return Origin(
+            INSTALLED, locked.source, Signature.unsigned("files changed since they were installed")
+        )
+    return Origin(INSTALLED, locked.source, verified_signature(locked), locked.tree)
+
+
+def verified_signature(locked: LockedSkill) -> Signature:
+    """What the private record says of ``locked``'s tree, checked against the lock."""
+    claimed = locked.signature
+    seen = recalled(locked.tree)
+    if seen is None:
+        if claimed is not None and claimed.is_signed:
+            return Signature.unsigned(
+                f"skills-lock.json says signed by {claimed.principal}, not verified on this "
+                "machine: run %skills verify --signatures"
+            )
+        return claimed or Signature.unsigned("installed before signatures were checked")
+    if claimed is not None and claimed.identity != seen.identity:
+        return Signature.unsigned(
+            "skills-lock.json names another signer than the one verified: run %skills verify "
+            "--signatures"
+        )
+    return seen
+
+
+__all__ = ["INSTALLED", "LOCAL", "MCP", "Origin", "origin_of", "verified_signature"]

@@ -1,0 +1,97 @@
+"""What was verified, kept where only this user writes: one record per installed tree digest.
+
+``skills-lock.json`` travels with a project and anyone can edit it, so a run never believes
+the signer a lock names: it believes this record, written only after ``git`` or
+``ssh-keygen`` verified the signature on this machine (install, sync, update, verify), and
+looked up by the tree digest of the files the lock matched. The record is a small JSON file,
+``<tree>.json`` in ``$SKILL_MAGICS_TRUST_DIR`` (default ``$XDG_CACHE_HOME/skill-magics/trust``),
+a private (0700) folder; a record that is not one, or that cannot be read, is no record.
+Lookups are cached per (file, mtime): a run costs one ``stat``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from skill_magics.core.trust.signature import Signature
+
+DIR_VAR = "SKILL_MAGICS_TRUST_DIR"
+_TREE = re.compile(r"^[0-9a-f]{64}$")
+_CACHE: dict[str, tuple[int, Signature | None]] = {}
+
+
+def trust_root() -> Path:
+    override = os.environ.get(DIR_VAR)
+    if override:
+        return Path(override).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(cache) / "skill-magics" / "trust"
+
+
+def _private_root(create: bool) -> Path | None:
+    root = trust_root()
+    if create:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return None
+    # Someone else's folder, or one others may write, could hold forged records.
+    if not os.path.isdir(root) or os.path.islink(root):
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return root
+
+
+def remember(tree: str, signature: Signature) -> None:
+    """Record that the tree ``tree`` was verified as ``signature`` (atomically, 0600)."""
+    if not _TREE.match(tree):
+        raise ValueError(f"not a tree digest: {tree!r}")
+    root = _private_root(create=True)
+    if root is None:
+        return  # nowhere private to write: runs see the skill as unverified
+    data = json.dumps({"tree": tree, "signature": signature.to_json()}, sort_keys=True)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=".record-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, root / f"{tree}.json")
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def recalled(tree: str) -> Signature | None:
+    """The signature verified for ``tree`` on this machine, or None."""
+    if not _TREE.match(tree):
+        return None
+    root = _private_root(create=False)
+    if root is None:
+        return None
+    path = os.fspath(root / f"{tree}.json")
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == st.st_mtime_ns:
+        return hit[1]
+    result: Signature | None = None
+    if st.st_uid == os.getuid() and not st.st_mode & 0o022 and os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("tree") == tree:
+                result = Signature.from_json(data.get("signature"))
+        except (OSError, ValueError, AttributeError):
+            result = None
+    _CACHE[path] = (st.st_mtime_ns, result)
+    return result
+
+
+__all__ = ["DIR_VAR", "recalled", "remember", "trust_root"]
