@@ -36,6 +36,7 @@ from traitlets import (
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
+from skill_magics.core.run.sandbox_profiles import PROFILES
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
@@ -153,12 +154,12 @@ class SkillMagics(Magics):
         None, allow_none=True, help="Deprecated: the old name of available_skills_budget."
     ).tag(config=True)
     sandbox = CaselessStrEnum(
-        ["off", "read-only", "workspace-write", "auto"],
+        PROFILES.names(),  # the registered profiles, read live (core/run/sandbox_profiles/)
         default_value=DEFAULTS["sandbox"],
         allow_none=True,
-        help="Isolate runs with bubblewrap: off, read-only, workspace-write (only the working "
-        "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
-        "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
+        help="Isolate runs with bubblewrap: "
+        + ", ".join(profile.description for profile in PROFILES)
+        + ". None: $SKILL_MAGICS_SANDBOX, else off.",
     ).tag(config=True)
     sandbox_network = NameListTrait(
         Unicode(),
