@@ -10,18 +10,21 @@ import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import skill_magics
 from skill_magics.core.base.registry import Registry
+from skill_magics.core.lab.providers import PROVIDERS, Provider
+from skill_magics.core.lab.providers.base import Reply
 from skill_magics.core.run.approval import SandboxInfo, no_weaker, no_weaker_within
 from skill_magics.core.run.sandbox_mounts import Bind
 from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
 
 CORE = Path(skill_magics.__file__).parent / "core"
 # The tables there must be (the test finds every table; this keeps it from passing on none).
-EXPECTED = {"sandbox mode"}
+EXPECTED = {"sandbox mode", "model API"}
 
 
 def _tables() -> dict[str, Registry[object]]:
@@ -149,3 +152,58 @@ def test_the_standard_profiles_keep_their_order_and_what_the_gate_compared() -> 
     fell_back = SandboxInfo("off (not sandboxed: no bubblewrap)", True)
     assert no_weaker(ro, ww) and not no_weaker(ww, ro)
     assert not fell_back.isolated and no_weaker(None, fell_back) and not no_weaker(fell_back, ro)
+
+
+# -- a model SDK defined in this test alone ------------------------------------------------
+
+
+class GeminiLike(Provider):
+    """A third SDK: its clients come from the package ``geminilike``."""
+
+    name = "geminilike"
+    package = "geminilike"
+    label = "GeminiLike"
+    key_var = "GEMINILIKE_API_KEY"
+
+    def tool_definition(self, name: str, description: str, schema: dict[str, Any]) -> Any:
+        return {"functionDeclaration": {"name": name, "parameters": schema}}
+
+    def request(self, *, model, system, messages, tools, max_tokens) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+        return {"model": model, "contents": messages, "tools": tools}
+
+    def tool_messages(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"role": "function", "parts": blocks}]
+
+    def endpoint(self, wire: Any) -> Any:
+        return wire.generate
+
+    def problem(self, response: Any) -> str:
+        return "" if isinstance(response, dict) else "not a dict"
+
+    def read(self, response: Any) -> Reply:
+        return Reply(response["text"], (), "stop", 1, 1, {"role": "model"})
+
+
+def test_a_new_provider_is_asked_by_the_lab_and_the_tools(tmp_path, make_skill) -> None:
+    from skill_magics.core.lab.clients import provider_for
+    from skill_magics.core.manager import SkillManager
+    from skill_magics.core.prompt.tools import tool_definitions
+
+    make_skill(tmp_path, "pdf", scripts={"scripts/extract.py": "print('x')\n"})
+    manager = SkillManager([tmp_path])
+    client_type = type("Client", (), {"__module__": "geminilike.client", "api_key": "k"})
+    client_type.generate = lambda self, **kwargs: {"text": kwargs["model"]}  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="use api='anthropic' or api='openai'$"):
+        tool_definitions(manager, api="geminilike")
+    PROVIDERS.register(GeminiLike())
+    try:
+        shapes = tool_definitions(manager, api="geminilike")
+        assert {s["functionDeclaration"]["name"] for s in shapes} >= {"pdf", "pdf__extract"}
+        provider = provider_for(client_type())
+        assert isinstance(provider, GeminiLike) and not provider.is_async
+        kwargs = provider.request(model="m-1", system="", messages=[], tools=[], max_tokens=5)
+        assert provider.send(kwargs).text == "m-1"  # the shared send, through its hooks
+    finally:
+        PROVIDERS.unregister("geminilike")
+    with pytest.raises(TypeError, match="client is a geminilike.client.Client"):
+        provider_for(client_type())
