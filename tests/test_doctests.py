@@ -96,6 +96,7 @@ DOCTESTED = (
     "skill_magics.core.run.workdir",
     "skill_magics.core.sources.members",
     "skill_magics.core.sources.names",
+    "skill_magics.core.sources.kinds",
     "skill_magics.core.sources.spec",
     "skill_magics.notebook.approval.preapproval",
     "skill_magics.notebook.cmd",

@@ -5,8 +5,11 @@ kind defined here, in the test alone, appears wherever its table is read."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
+import json
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,16 +18,20 @@ from typing import Any
 import pytest
 
 import skill_magics
+from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.registry import Registry
 from skill_magics.core.lab.providers import PROVIDERS, Provider
 from skill_magics.core.lab.providers.base import Reply
 from skill_magics.core.run.approval import SandboxInfo, no_weaker, no_weaker_within
 from skill_magics.core.run.sandbox_mounts import Bind
 from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
+from skill_magics.core.sources.kinds import SOURCE_KINDS, ForeignEntry, SourceKind
+from skill_magics.core.sources.snapshot import FolderSnapshot
+from skill_magics.core.sources.sourcespec import SourceSpec
 
 CORE = Path(skill_magics.__file__).parent / "core"
 # The tables there must be (the test finds every table; this keeps it from passing on none).
-EXPECTED = {"sandbox mode", "model API"}
+EXPECTED = {"sandbox mode", "model API", "source kind"}
 
 
 def _tables() -> dict[str, Registry[object]]:
@@ -207,3 +214,74 @@ def test_a_new_provider_is_asked_by_the_lab_and_the_tools(tmp_path, make_skill) 
         PROVIDERS.unregister("geminilike")
     with pytest.raises(TypeError, match="client is a geminilike.client.Client"):
         provider_for(client_type())
+
+
+# -- a source kind defined in this test alone ----------------------------------------------
+
+
+class ShelfSource(SourceKind):
+    """``shelf://NAME``: a folder of skills on a shelf (a folder this test makes)."""
+
+    name = "shelf"
+    description = "a shelf://NAME"
+    root = Path()
+
+    def parse(self, text: str, ref: str | None, subfolder: str) -> SourceSpec | None:
+        if not text.startswith("shelf://"):
+            return None
+        return SourceSpec(self.name, text, None, subfolder)
+
+    def open(self, spec, *, cancel=None, wanted=None):  # type: ignore[no-untyped-def]
+        # The shelf's folder, listed as a folder source's; the snapshot's spec is what the
+        # lock records (its location parses back to this kind).
+        snap = FolderSnapshot(
+            dataclasses.replace(spec, location=str(self.root / spec.location[8:]))
+        )
+        snap.spec = spec
+        return snap
+
+    def reopen(self, spec, locked, *, cancel=None, pinned=False):  # type: ignore[no-untyped-def]
+        return self.open(spec, cancel=cancel)
+
+    def check_locked(self, locked):  # type: ignore[no-untyped-def]
+        return locked
+
+    def lock_fields(self, locked):  # type: ignore[no-untyped-def]
+        return {"sourceType": "shelf"}
+
+    def from_foreign(self, entry: ForeignEntry) -> tuple[str, str] | None:
+        return None
+
+
+def test_a_new_source_kind_installs_updates_and_is_read_back(tmp_path, make_skill) -> None:
+    from skill_magics.core.base.errors import LockFileError
+    from skill_magics.core.sources.install import install_skills
+    from skill_magics.core.sources.kinds import described, read_lock
+    from skill_magics.core.sources.spec import parse_source
+    from skill_magics.core.sources.update import sync_skills
+    from skill_magics.notebook.magics.skills import SkillMagics
+
+    make_skill(tmp_path / "shelves" / "top", "pdf", scripts={"scripts/x.py": "print(1)\n"})
+    into = tmp_path / "into"
+    kind = ShelfSource()
+    kind.root = tmp_path / "shelves"
+    with pytest.raises(SourceError, match="uses the 'shelf' transport"):
+        parse_source("shelf://top")  # no kind claims it
+    SOURCE_KINDS.register(kind)
+    try:
+        assert parse_source("shelf://top").kind == "shelf"
+        assert described().endswith("a folder or a shelf://NAME")
+        report = install_skills("shelf://top", into=into, approver=None)
+        assert report.names == ["pdf"]
+        entry = json.loads((into / "skills-lock.json").read_text())["skills"]["pdf"]
+        assert (entry["type"], entry["sourceType"]) == ("shelf", "shelf")
+        assert read_lock(into).skills["pdf"].kind == "shelf"
+        shutil.rmtree(into / "pdf")
+        sync_skills(into, approver=None)  # reopened by its kind
+        assert (into / "pdf" / "scripts" / "x.py").is_file()
+    finally:
+        SOURCE_KINDS.unregister("shelf")
+    with pytest.raises(LockFileError, match="has type 'shelf'"):
+        read_lock(into)
+    # The %skills help names the kinds registered when the magics were made.
+    assert "a folder" in (SkillMagics.skills.__doc__ or "")

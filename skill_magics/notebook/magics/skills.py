@@ -77,6 +77,15 @@ class NameListTrait(List):
         super().set(obj, list(name_list(value)) if isinstance(value, str) else value)
 
 
+def _naming_source_kinds(func: Any) -> Any:
+    """Name the registered source kinds (core/sources/kinds/) where ``func``'s docstring
+    says ``{source_kinds}``; before ``magic_arguments`` makes the help text of it."""
+    from skill_magics.core.sources.kinds import described
+
+    func.__doc__ = (func.__doc__ or "").replace("{source_kinds}", described())
+    return func
+
+
 @magics_class
 class SkillMagics(Magics):
     """Agent Skills in IPython: the configuration every magic reads, the SkillManager they
@@ -340,6 +349,7 @@ class SkillMagics(Magics):
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
+    @_naming_source_kinds
     def skills(self, line: str = "") -> Any:
         """Browse and manage Agent Skills.
 
@@ -354,7 +364,7 @@ class SkillMagics(Magics):
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
         %skills env NAME             install what the skill's scripts lack into its own
                                      environment (asks first) [--rebuild] [--installer uv|pip]
-        %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
+        %skills install SOURCE       skills from {source_kinds}
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
         %skills verify [DIR]         files changed since the install (skills-lock.json)
         %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
