@@ -51,6 +51,8 @@ from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.base.steps import drive, drive_async
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.lab.providers import PROVIDERS, Provider
+from skill_magics.core.lab.providers.openai_api import tool_message as openai_tool_message
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
 from skill_magics.core.prompt.context import build_skill_context
@@ -59,7 +61,7 @@ from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
 
-ToolApi = Literal["anthropic", "openai"]  # whose tool-definition shape
+ToolApi = str  # whose tool-definition shape: a registered provider's name (core/lab/providers/)
 ACTIVATION_TOOL = "activate_skill"
 ACTIVATION_DESCRIPTION = (
     "Load a skill's full instructions when a task matches its description. Returns "
@@ -124,23 +126,22 @@ class ToolSpec:
         }
 
     def definition(self, api: ToolApi = "anthropic") -> dict[str, Any]:
-        """This tool's definition in ``api``'s shape (Anthropic Messages or OpenAI)."""
-        if api == "anthropic":
-            return {
-                "name": self.name,
-                "description": self.description,
-                "input_schema": self.input_schema(),
-            }
-        if api == "openai":
-            return {
-                "type": "function",
-                "function": {
-                    "name": self.name,
-                    "description": self.description,
-                    "parameters": self.input_schema(),
-                },
-            }
-        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
+        """This tool's definition in ``api``'s shape (a registered provider's: Anthropic
+        Messages, OpenAI, ...)."""
+        shape: dict[str, Any] = provider_api(api).tool_definition(
+            self.name, self.description, self.input_schema()
+        )
+        return shape
+
+
+def provider_api(api: object) -> Provider:
+    """The registered provider (core/lab/providers/) whose tool shape ``api`` names;
+    ValueError (one line naming the choices) for any other."""
+    found = PROVIDERS.find(api) if isinstance(api, str) else None
+    if found is None:
+        choices = " or ".join(f"api={name!r}" for name in PROVIDERS.names())
+        raise ValueError(f"Unknown tool API {api!r}: use {choices}")
+    return found
 
 
 def tool_definitions(
@@ -156,8 +157,7 @@ def tool_definitions(
     "openai"). ``descriptions`` (skill name -> text) replaces a skill's description in its
     tools' texts (see :func:`tool_specs`). ``format`` is the deprecated old name of ``api``."""
     api = renamed_argument(api, format, new="api=", old="format=") or "anthropic"
-    if api not in ("anthropic", "openai"):
-        raise ValueError(f"Unknown tool API {api!r}: use api='anthropic' or api='openai'")
+    provider_api(api)  # refused before the skills are read
     return [spec.definition(api) for spec in tool_specs(manager, skills, descriptions)]
 
 
@@ -522,14 +522,6 @@ def cap_text(text: str, max_chars: int | None) -> str:
         f"{text[:max_chars]}\n[... truncated: {more:,} more characters not shown; tool "
         f"results are capped at {max_chars:,} characters (max_result_chars)]"
     )
-
-
-def openai_tool_message(block: dict[str, Any]) -> dict[str, Any]:
-    """Turn a ``tool_result`` block into an OpenAI Chat Completions ``tool`` message."""
-    content = block["content"]
-    if block.get("is_error"):
-        content = f"Error: {content}"
-    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": content}
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from typing import Any
 from skill_magics.core.base.errors import PathSecurityError
 from skill_magics.core.base.paths import open_inside
 from skill_magics.core.base.visible import non_ascii_note
+from skill_magics.core.run.sandbox_profiles import rank_of
 from skill_magics.core.trust.signature import Signature
 
 
@@ -169,26 +170,37 @@ class SandboxInfo:
     writable: tuple[str, ...] = ()
 
     @property
+    def rank(self) -> int:
+        """How confined the run is: its profile's rank in the table (core/run/
+        sandbox_profiles/), 0 for none (an ``auto`` that fell back reads "off (...)")."""
+        return rank_of(self.mode)
+
+    @property
     def isolated(self) -> bool:
-        """Does bubblewrap confine the run? (An ``auto`` that fell back reads "off (...)".)"""
-        return self.mode.startswith(("read-only", "workspace-write"))
+        """Does bubblewrap confine the run?"""
+        return self.rank > 0
+
+
+def _rank(info: SandboxInfo | None) -> int:
+    return 0 if info is None else info.rank
 
 
 def no_weaker(run: SandboxInfo | None, approved: SandboxInfo | None) -> bool:
     """Is ``run`` confined at least as much as the run that was ``approved``?
 
     A "Yes in session" given for a sandboxed run must not cover the same skill run with the
-    sandbox off, with network it did not have, or with other writable paths
-    (docs/architecture.md, *Sandbox and secrets*). None means no sandbox.
+    sandbox off or under a profile of a lower rank, with network it did not have, or with
+    other writable paths (docs/architecture.md, *Sandbox and secrets*). None means no sandbox.
 
     Example:
         >>> ro = SandboxInfo("read-only", False, ("<private TMPDIR>",))
         >>> no_weaker(ro, None), no_weaker(None, ro)
         (True, False)
     """
-    if approved is None or not approved.isolated:
+    if _rank(approved) == 0:
         return True  # approved with the user's full rights: anything is no weaker
-    if run is None or not run.isolated:
+    assert approved is not None
+    if run is None or run.rank < approved.rank:
         return False
     if run.network and not approved.network:
         return False
@@ -199,9 +211,10 @@ def no_weaker_within(run: SandboxInfo | None, approved: SandboxInfo | None) -> b
     """Like :func:`no_weaker`, for runs inside an approved *folder*: each path ``run`` may
     write is one ``approved`` may write, or lies inside one (a scope approved for a
     workspace covers runs in its subfolders)."""
-    if approved is None or not approved.isolated:
+    if _rank(approved) == 0:
         return True
-    if run is None or not run.isolated:
+    assert approved is not None
+    if run is None or run.rank < approved.rank:
         return False
     if run.network and not approved.network:
         return False

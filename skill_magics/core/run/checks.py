@@ -60,7 +60,7 @@ from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
-from skill_magics.core.run.sandbox import NetworkGrants, SandboxProfile
+from skill_magics.core.run.sandbox import NetworkGrants, RunSandbox
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_WARM_IDLE,
@@ -174,7 +174,7 @@ class PreparedRun:
     label_preview: str | None
     argv: tuple[str, ...] = ()
     # How the run is isolated (None: no sandbox); bwrap wraps ``command`` at spawn time.
-    sandbox_profile: SandboxProfile | None = None  # settings.sandbox is the mode's name
+    sandbox_profile: RunSandbox | None = None  # settings.sandbox is the mode's name
     secrets: tuple[str, ...] = ()  # secret names the skill declares (values added at spawn)
     max_output_size: int = DEFAULT_MAX_OUTPUT_SIZE  # bytes of each stream kept
     # How the executor may start it (core/run/warm/): "auto", "on" or "off" (always cold),
@@ -382,20 +382,18 @@ class RunChecks:
         # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
-        chosen = settings.sandbox or sandboxing.OFF  # checked when the settings were made
-        profile = None
-        if chosen != sandboxing.OFF:  # off: no profile, nothing more to work out
-            profile = sandboxing.profile_for(
-                chosen,
-                skill,
-                skill_dir=os.fspath(skill_dir),
-                network=settings.allows_network(skill) or self.grants.has(skill),
-                deny_read=settings.sandbox_deny_read,
-                read=settings.sandbox_read,
-                cwd=os.fspath(prepared.cwd),
-                program=prepared.program,
-                env=prepared.env,
-            )
+        # The mode was checked when the settings were made; its profile decides (None: off).
+        profile = sandboxing.profile_for(
+            settings.sandbox or sandboxing.OFF,
+            skill,
+            skill_dir=os.fspath(skill_dir),
+            network=settings.allows_network(skill) or self.grants.has(skill),
+            deny_read=settings.sandbox_deny_read,
+            read=settings.sandbox_read,
+            cwd=os.fspath(prepared.cwd),
+            program=prepared.program,
+            env=prepared.env,
+        )
         if profile is not None and profile.note and sandboxing.note_once(profile.note):
             logger.warning("Sandbox auto: %s", profile.note)
         # The team policy (docs/trust.md): whatever the settings asked, before any process.

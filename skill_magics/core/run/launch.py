@@ -33,7 +33,7 @@ from typing import Any
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run.checks import PreparedRun
 from skill_magics.core.run.process import Child, spawn
-from skill_magics.core.run.sandbox import SandboxProfile
+from skill_magics.core.run.sandbox import RunSandbox
 from skill_magics.core.run.warm import modes as warm_modes
 from skill_magics.core.run.warm.launch import Ticket, WarmLauncher, fork, quick_cold
 
@@ -47,7 +47,7 @@ class Boxed:
     """A run's sandbox as spawned: the profile and, when active, its private TMPDIR and
     network (a cold run's bwrap command, or the warm server's sandbox)."""
 
-    profile: SandboxProfile
+    profile: RunSandbox
     tmpdir: str | None = None  # None: ``auto`` found no sandbox (the note says why)
     network: bool = False
 

@@ -1,6 +1,8 @@
-"""Sandboxed runs with bubblewrap: the modes, the per-run profile, and the bwrap command line.
+"""Sandboxed runs with bubblewrap: a run's sandbox (:class:`RunSandbox`, from the profile it
+asks for) and the bwrap command line.
 
-Modes (docs/architecture.md, *Sandbox and secrets*):
+The profiles are registered kinds (core/run/sandbox_profiles/: ``PROFILES``; docs/
+architecture.md, *Sandbox and secrets*); the standard ones:
 
 - ``off``: no sandbox (the run has the user's rights).
 - ``read-only``: the run sees only what it needs (core/run/sandbox_mounts.py: system
@@ -43,9 +45,10 @@ from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run import sandbox_mounts as mounts
 from skill_magics.core.run.approval import SandboxInfo
 from skill_magics.core.run.sandbox_mounts import Bind
+from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
 
 OFF, READ_ONLY, WORKSPACE_WRITE, AUTO = "off", "read-only", "workspace-write", "auto"
-MODES = (OFF, READ_ONLY, WORKSPACE_WRITE, AUTO)
+MODES = PROFILES.names()  # every registered profile's name, read live
 ENV_VAR = "SKILL_MAGICS_SANDBOX"  # the default mode when none is configured
 DEFAULT_MODE = OFF  # see docs/sandbox.md: why off, and when to choose auto
 PRIVATE_TMP = "<private /tmp>"  # how the run's own /tmp (its TMPDIR) is shown
@@ -76,16 +79,17 @@ HIDDEN_SOCKETS: tuple[str, ...] = mounts.SOCKET_PLACES
 
 
 def check_mode(value: object) -> str:
-    """The canonical mode for ``value`` ("off", "read-only", "workspace-write", "auto").
+    """The canonical mode for ``value``: a registered profile's name ("off", "read-only",
+    "workspace-write", "auto", ...).
 
     Accepts underscores and any case (``"workspace_write"``); anything else is a one-line
     ValueError naming the choices.
     """
-    if type(value) is str and value in MODES:  # already canonical (every run asks)
+    if type(value) is str and value in PROFILES:  # already canonical (every run asks)
         return value
     if isinstance(value, str):
         mode = value.strip().lower().replace("_", "-")
-        if mode in MODES:
+        if mode in PROFILES:
             return mode
     raise ValueError(
         f"Unknown sandbox mode {value!r}: use one of {', '.join(MODES)} (e.g. sandbox='auto')"
@@ -135,11 +139,12 @@ class NetworkGrants:
 
 
 @dataclass(frozen=True)
-class SandboxProfile:
+class RunSandbox:
     """How one run is isolated, decided at plan time (shown in the approval request).
 
-    ``mode`` is what the run gets ("read-only" / "workspace-write", or "off" when ``auto``
-    found no bubblewrap; ``note`` then says why). ``requested`` is the mode asked for.
+    ``mode`` is the name of the profile the run gets ("read-only" / "workspace-write", or
+    "off" when ``auto`` found no bubblewrap; ``note`` then says why). ``requested`` is the
+    mode asked for.
     ``binds`` are the folders the run is given (core/run/sandbox_mounts.py), ``deny_read``
     the paths hidden wherever a given folder would show them.
     """
@@ -155,8 +160,14 @@ class SandboxProfile:
     home: str = field(default="", repr=False)  # $HOME at plan time: an empty folder inside
 
     @property
+    def profile(self) -> SandboxProfile:
+        """The registered profile the run gets."""
+        return PROFILES.get(self.mode)
+
+    @property
     def active(self) -> bool:
-        return self.mode in (READ_ONLY, WORKSPACE_WRITE)
+        """Does bubblewrap confine the run (its profile's rank is above 0)?"""
+        return self.profile.confined
 
     def writable(self, tmpdir: str | None = None) -> tuple[str, ...]:
         if not self.active:
@@ -286,7 +297,9 @@ def deny_paths(extra: Iterable[str] = (), home: str | None = None) -> tuple[str,
     return tuple(found)
 
 
-def _refuse_folder(mode: str, skill: str, role: str, folder: str, why: str) -> None:
+def _refuse_folder(
+    mode: str, skill: str, role: str, folder: str, why: str, *, writable: bool
+) -> None:
     home = os.path.realpath(os.environ.get("HOME", "") or "/")
     if home != "/" and (folder == "/" or home == folder or home.startswith(folder + "/")):
         suggestion = os.path.join(home, "work")  # a folder holding $HOME: a project in it
@@ -294,7 +307,7 @@ def _refuse_folder(mode: str, skill: str, role: str, folder: str, why: str) -> N
         suggestion = os.path.join(folder, "work")  # /tmp -> /tmp/work: below, not above
     raise SandboxUnavailableError(
         f"Sandbox '{mode}' refused for skill '{skill}': the {role} is {why}, and a sandboxed "
-        f"run is given its {role} whole{' to write' if mode == WORKSPACE_WRITE else ''}: work "
+        f"run is given its {role} whole{' to write' if writable else ''}: work "
         f"in a subfolder such as {suggestion} (os.makedirs('{suggestion}', exist_ok=True); "
         f"%cd {suggestion}), or choose sandbox='off'"
     )
@@ -312,47 +325,54 @@ def profile_for(
     cwd: str | None = None,
     program: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> SandboxProfile | None:
-    """The profile of a run of ``skill`` in ``mode`` (None: ``off``, no sandbox at all).
+) -> RunSandbox | None:
+    """The sandbox of a run of ``skill`` in ``mode`` (None: ``off``, no sandbox at all).
 
     ``network``: the skill may use the network (``sandbox_network`` or a grant);
     ``deny_read``: paths hidden on top of :data:`DEFAULT_DENY_READ`; ``read``: folders given
     read-only on top of what the run needs (``sandbox_read``).
 
-    ``auto`` without a usable bubblewrap gives an ``off`` profile with a note; an explicit
-    sandboxed mode raises SandboxUnavailableError (one line) instead: it never silently runs
+    The profile (``PROFILES``) says what it is here (``SandboxProfile.here``): ``auto``
+    without a usable bubblewrap gives an ``off`` sandbox with a note; an explicit sandboxed
+    mode raises SandboxUnavailableError (one line) instead: it never silently runs
     unsandboxed. ``workspace`` defaults to the current working directory; ``cwd`` (the run's
     working directory), ``program`` (what runs: the interpreter) and ``env`` (its PATH,
     PYTHONPATH, NODE_PATH) decide the other folders the run is given.
     """
     mode = check_mode(mode)
-    if mode == OFF:
-        return None
-    why = unavailable_reason()
-    if why:
-        if mode == AUTO:
-            return SandboxProfile(
-                mode=OFF,
-                requested=AUTO,
-                network=True,
-                skill_dir=skill_dir,
-                note=f"not sandboxed: {why}",
-            )
+    probed: list[str] = []
+
+    def why_not() -> str:  # probes bubblewrap only when the profile asks
+        if not probed:
+            probed.append(unavailable_reason())
+        return probed[0]
+
+    asked = PROFILES.get(mode)
+    got = asked.here(why_not)
+    if got is None:
         raise SandboxUnavailableError(
-            f"Sandbox '{mode}' refused for skill '{skill}': {why}; or choose sandbox='auto' "
-            "to run unsandboxed where it is unavailable"
+            f"Sandbox '{mode}' refused for skill '{skill}': {why_not()}; or choose "
+            "sandbox='auto' to run unsandboxed where it is unavailable"
         )
-    real = WORKSPACE_WRITE if mode == AUTO else mode
+    if not got.confined:
+        if got is asked:
+            return None  # off: no sandbox at all
+        return RunSandbox(
+            mode=got.name,
+            requested=mode,
+            network=True,
+            skill_dir=skill_dir,
+            note=f"not sandboxed: {why_not()}",
+        )
+    real = got.name
     where = os.path.realpath(workspace if workspace is not None else os.getcwd())
     skill_real = os.path.realpath(skill_dir)
     run_dir = os.path.realpath(cwd) if cwd is not None else where
-    _refuse_private_places(real, skill, where, run_dir, skill_real)
-    writable = real == WORKSPACE_WRITE
+    given_workspace = got.workspace_mounts(workspace or where, where)
+    writable = any(b.writable for b in given_workspace)
+    _refuse_private_places(real, skill, where, run_dir, skill_real, writable)
     binds = _read_binds(read, real, skill)
-    binds += mounts.given(workspace or where, writable)
-    if writable:  # after the workspace: its hooks and environments stay read-only
-        for path in mounts.protected_in(where):
-            binds.append(Bind(path, path))
+    binds += given_workspace
     if not mounts.covered_by_system(run_dir):
         binds += [b for b in mounts.given(cwd or run_dir) if not _inside_any(b.dest, binds)]
     # The program's installation and search paths, read-only. Binds are ordered parents
@@ -361,7 +381,7 @@ def profile_for(
         binds += mounts.program_roots(program)
     binds += mounts.search_path_roots(env if env is not None else os.environ)
     binds += mounts.given(skill_dir)  # last: a skill inside the workspace stays read-only
-    return SandboxProfile(
+    return RunSandbox(
         mode=real,
         requested=mode,
         network=network,
@@ -374,7 +394,7 @@ def profile_for(
 
 
 def _refuse_private_places(
-    real: str, skill: str, where: str, run_dir: str, skill_real: str
+    real: str, skill: str, where: str, run_dir: str, skill_real: str, writable: bool
 ) -> None:
     """Everything given to the run is given whole: a folder holding $HOME or a place where
     sockets live would hand over the agent sockets, the kernel's files and, writable,
@@ -382,7 +402,7 @@ def _refuse_private_places(
     for role, folder in (("workspace", where), ("working directory", run_dir)):
         reason = mounts.private_place(folder)
         if reason:
-            _refuse_folder(real, skill, role, folder, reason)
+            _refuse_folder(real, skill, role, folder, reason, writable=writable)
     reason = mounts.private_place(skill_real)
     if reason:
         raise SandboxUnavailableError(
@@ -506,7 +526,7 @@ def tmp_env(tmpdir: str = TMP) -> dict[str, str]:
     return {"TMPDIR": tmpdir, "XDG_CACHE_HOME": cache, "MPLCONFIGDIR": mpl}
 
 
-def find_or_refuse(profile: SandboxProfile) -> str:
+def find_or_refuse(profile: RunSandbox) -> str:
     """The bubblewrap binary; SandboxUnavailableError when it was uninstalled since the plan
     (refused rather than run unsandboxed)."""
     bwrap = find_bwrap()
@@ -518,7 +538,7 @@ def find_or_refuse(profile: SandboxProfile) -> str:
     return bwrap
 
 
-def _profile_args(profile: SandboxProfile, net: bool) -> list[str]:
+def _profile_args(profile: RunSandbox, net: bool) -> list[str]:
     """The run's file system on top of the system folders: the private /tmp, $HOME, the
     given folders (profile.binds), the deny list hidden."""
     env = tmp_env()
@@ -539,7 +559,7 @@ def _profile_args(profile: SandboxProfile, net: bool) -> list[str]:
     return args + _deny_args(profile, [Bind(d, d) for d in shown])
 
 
-def _home_args(profile: SandboxProfile) -> list[str]:
+def _home_args(profile: RunSandbox) -> list[str]:
     home = os.path.abspath(profile.home) if os.path.isabs(profile.home) else ""
     if not home or home == "/" or mounts.covered_by_system(home):
         return []
@@ -553,7 +573,7 @@ def _home_args(profile: SandboxProfile) -> list[str]:
     return ["--dir", home]
 
 
-def _deny_args(profile: SandboxProfile, given: list[Bind]) -> list[str]:
+def _deny_args(profile: RunSandbox, given: list[Bind]) -> list[str]:
     """The deny list hidden where it lies in a given folder."""
     args: list[str] = []
     hidden_dirs = [Bind(p, p) for p in profile.deny_read if os.path.isdir(p)]
@@ -570,7 +590,7 @@ def _deny_args(profile: SandboxProfile, given: list[Bind]) -> list[str]:
 
 
 def wrap(
-    profile: SandboxProfile,
+    profile: RunSandbox,
     command: Sequence[str],
     env: Mapping[str, str],
     cwd: str,
@@ -588,7 +608,7 @@ def wrap(
     return SandboxedCommand(tuple(args), child_env, TMP, net)
 
 
-def server_argv(profile: SandboxProfile, command: Sequence[str], *, network: bool) -> list[str]:
+def server_argv(profile: RunSandbox, command: Sequence[str], *, network: bool) -> list[str]:
     """The bwrap command line of a warm server for ``profile`` (core/run/warm/): the same
     mounts and namespaces as a cold run's, plus a user namespace of its own where the
     server's first step (run with ``python -I -S``, before any package code) holds
@@ -617,7 +637,7 @@ __all__ = [
     "OFF",
     "READ_ONLY",
     "WORKSPACE_WRITE",
-    "SandboxProfile",
+    "RunSandbox",
     "NetworkGrants",
     "SandboxedCommand",
     "check_mode",

@@ -48,6 +48,7 @@ from skill_magics.core.sources.install import (
     say,
     skill_name,
 )
+from skill_magics.core.sources.kinds import SOURCE_KINDS, ForeignEntry
 from skill_magics.core.sources.lock import MAX_LOCK_BYTES, computed_hash
 from skill_magics.core.sources.snapshot import StagedSkill
 from skill_magics.core.sources.spec import check_ref, check_subfolder
@@ -183,30 +184,19 @@ def _cli_entry(
     folder = check_subfolder(folder)
     if ref is not None:
         ref = check_ref(ref)
-    if kind == "github":
-        source = (source or "").removeprefix("https://github.com/").removesuffix(".git")
-        if not _OWNER_REPO.match(source):
-            raise LockFileError(f"{what}: source {visible(str(source))!r} is not OWNER/REPO")
-        location = f"https://github.com/{source}"
-    elif kind in ("git", "gitlab"):
-        location = url or source or ""
-        if not location:
-            raise LockFileError(f"{what}: no sourceUrl for this git source")
-    elif kind == "local":
-        if source is None:
-            raise LockFileError(f"{what}: no source folder")
-        location = os.fspath(base / source) if not os.path.isabs(source) else source
-    elif kind == "well-known":
-        location = url or source or ""
-        folder = name
-    elif kind == "node_modules":
+    if kind == "node_modules":
         raise LockFileError(
             f"{what} comes from an npm package in node_modules: install the package with npm, "
             "then %skills install node_modules/PACKAGE"
         )
-    else:
+    # Each registered source kind reads back the sourceType it writes (kinds/: from_foreign).
+    entry_in = ForeignEntry(kind, source, url, name, folder, base, what)
+    found = next(
+        (f for f in (k.from_foreign(entry_in) for k in SOURCE_KINDS) if f is not None), None
+    )
+    if found is None:
         raise LockFileError(f"{what}: sourceType {visible(str(kind))!r} is not one this reads")
-    want = folder if kind in ("github", "git", "gitlab") else name
+    location, want = found
     return ForeignSkill(name, location, ref, want, scheme, expected, origin)
 
 

@@ -49,18 +49,17 @@ from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources import signing
+from skill_magics.core.sources.kinds import SOURCE_KINDS, lock_fields, read_lock
 from skill_magics.core.sources.lock import (
     LockedSkill,
     computed_hash,
     discard,
     folder_files,
-    read_lock,
     record_changes,
     tree_digest,
     write_lock_beside,
 )
 from skill_magics.core.sources.snapshot import (
-    FolderSnapshot,
     FoundSkill,
     Snapshot,
     StagedSkill,
@@ -68,14 +67,7 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
     stage,
 )
-from skill_magics.core.sources.spec import (
-    ARCHIVE,
-    FOLDER,
-    GIT,
-    WELL_KNOWN,
-    SourceSpec,
-    parse_source,
-)
+from skill_magics.core.sources.spec import SourceSpec, parse_source
 
 DEFAULT_SUBDIR = Path(".agents") / "skills"
 
@@ -144,23 +136,10 @@ def open_snapshot(
     cancel: threading.Event | None = None,
     wanted: Sequence[str] | None = None,
 ) -> Snapshot:
-    """The source's files: a fetched git commit, a checked archive or a folder's listing, or
-    a well-known index's skills (``wanted``: only these are downloaded)."""
-    if spec.kind == GIT:
-        from skill_magics.core.sources.git import GitSnapshot
-
-        return GitSnapshot(spec, cancel=cancel)
-    if spec.kind == ARCHIVE:
-        from skill_magics.core.sources.archive import ZipSnapshot
-
-        return ZipSnapshot(spec)
-    if spec.kind == FOLDER:
-        return FolderSnapshot(spec)
-    if spec.kind == WELL_KNOWN:
-        from skill_magics.core.sources.wellknown import open_index
-
-        return open_index(spec, wanted, cancel)
-    raise ValueError(f"unknown source kind {spec.kind!r}")
+    """The source's files, opened by its kind (core/sources/kinds/): a fetched git commit, a
+    checked archive or a folder's listing, a well-known index's skills (``wanted``: only
+    these are downloaded), ..."""
+    return SOURCE_KINDS.get(spec.kind).open(spec, cancel=cancel, wanted=wanted)
 
 
 def source_text(spec: SourceSpec) -> str:
@@ -297,7 +276,7 @@ def commit_plans(
             }
             entries = [plan.locked for plan in plans]
             if entries and write:
-                lock_tmp = write_lock_beside(lock.with_skills(entries))
+                lock_tmp = write_lock_beside(lock.with_skills(entries), fields=lock_fields)
             for i, plan in enumerate(plans):
                 if i in fresh:
                     old = work / f"old-{i}" if os.path.lexists(plan.target) else None

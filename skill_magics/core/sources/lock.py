@@ -30,6 +30,7 @@ import re
 import stat
 import tempfile
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,12 @@ MAX_LOCK_BYTES = 32 << 20  # a lock of 10,000 files is about 2 MB
 IGNORED_DIRS = frozenset({"__pycache__"})
 MAX_DEPTH = 32
 WELL_KNOWN = "well-known"
-KINDS = ("git", "archive", "folder", WELL_KNOWN)
+# A kind's name as the lock may hold it; which kinds there are, and what each entry of a kind
+# must hold, is the source kinds' table (core/sources/kinds/: read_lock there checks both).
+_KIND_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+FieldsFn = Callable[["LockedSkill"], Mapping[str, str]]
+CheckFn = Callable[[Any, "LockedSkill"], "LockedSkill"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -75,7 +79,7 @@ class LockedSkill:
 
     folder: str
     name: str  # the name in its SKILL.md (shown; never used as a path)
-    kind: str  # "git", "archive" or "folder"
+    kind: str  # a source kind's name ("git", "archive", "folder", "well-known", ...)
     source: str  # the git URL or the archive's / folder's absolute path
     ref: str | None = None  # the ref asked for (None: the default branch)
     commit: str | None = None  # what it resolved to (git only)
@@ -92,7 +96,9 @@ class LockedSkill:
     # private record (core/trust/record.py), never this field alone.
     signature: Signature | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, fields: FieldsFn | None = None) -> dict[str, Any]:
+        """The entry as written; ``fields`` adds the ``skills`` CLI's fields of its kind
+        (core/sources/kinds/: ``lock_fields``)."""
         out: dict[str, Any] = {
             "name": self.name,
             "type": self.kind,
@@ -112,25 +118,8 @@ class LockedSkill:
             out["computedHash"] = self.computed_hash
         if self.signature is not None:
             out["signature"] = self.signature.to_json()
-        out.update(self.cli_fields())
-        return out
-
-    def cli_fields(self) -> dict[str, str]:
-        """The ``skills`` CLI's v1 entry fields derived from this one (written, never read
-        back), so that tool can restore from our lock: ``sourceType``, ``skillPath``, and
-        ``sourceUrl`` for git. An archive has no such source type: none are written."""
-        if self.kind == "archive":
-            return {}
-        if self.kind == WELL_KNOWN:  # the CLI finds the index from the site's address
-            return {"sourceType": WELL_KNOWN, "sourceUrl": self.source.split("/.well-known/")[0]}
-        out = {"skillPath": f"{self.path}/SKILL.md" if self.path else "SKILL.md"}
-        if self.kind == "folder":
-            out["sourceType"] = "local"
-        elif self.source.startswith("https://github.com/"):
-            out["sourceType"] = "github"
-        else:
-            out["sourceType"] = "gitlab" if self.source.startswith("https://gitlab.com/") else "git"
-            out["sourceUrl"] = self.source
+        if fields is not None:
+            out.update(fields(self))
         return out
 
     @property
@@ -164,10 +153,10 @@ class Lock:
             merged[skill.folder] = skill
         return replace(self, skills=merged)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, fields: FieldsFn | None = None) -> dict[str, Any]:
         return {
             "version": LOCK_VERSION,
-            "skills": {k: self.skills[k].to_json() for k in sorted(self.skills)},
+            "skills": {k: self.skills[k].to_json(fields) for k in sorted(self.skills)},
         }
 
 
@@ -247,9 +236,11 @@ def lock_path(folder: Path) -> Path:
     return Path(folder) / LOCK_NAME
 
 
-def read_lock(folder: Path, *, missing_ok: bool = False) -> Lock:
+def read_lock(folder: Path, *, missing_ok: bool = False, check: CheckFn | None = None) -> Lock:
     """The lock of install folder ``folder``; every field is checked (it may come from
-    someone else). ``missing_ok``: an empty Lock when there is none."""
+    someone else). ``missing_ok``: an empty Lock when there is none. ``check(key, entry)``:
+    each entry as its kind keeps it, ValueError when its kind refuses it (installs, updates
+    and verifies read through ``core.sources.kinds.read_lock``, which checks by kind)."""
     path = lock_path(folder)
     try:
         with open(path, "rb") as fh:
@@ -273,7 +264,7 @@ def read_lock(folder: Path, *, missing_ok: bool = False) -> Lock:
             "the skills again"
         ) from None
     try:
-        return Lock(path, _parse(data))
+        return Lock(path, _parse(data, check))
     except (SourceError, TypeError, ValueError, KeyError, AttributeError) as exc:
         raise LockFileError(
             f"{path} is not a skills lock this version reads ({visible(str(exc))}): restore "
@@ -281,7 +272,7 @@ def read_lock(folder: Path, *, missing_ok: bool = False) -> Lock:
         ) from None
 
 
-def _parse(data: Any) -> dict[str, LockedSkill]:
+def _parse(data: Any, check: CheckFn | None = None) -> dict[str, LockedSkill]:
     if not isinstance(data, dict) or data.get("version") != LOCK_VERSION:
         raise ValueError(f"expected version {LOCK_VERSION}")
     skills = data.get("skills")
@@ -290,7 +281,7 @@ def _parse(data: Any) -> dict[str, LockedSkill]:
     out = {}
     for key, entry in skills.items():
         skill = _parse_skill(key, entry)
-        out[skill.folder] = skill
+        out[skill.folder] = skill if check is None else check(key, skill)
     return out
 
 
@@ -300,7 +291,7 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
     if not isinstance(entry, dict):
         raise ValueError(f"skill {key!r} is not an object")
     kind = entry.get("type")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or not _KIND_NAME.match(kind):
         raise ValueError(f"skill {key!r} has type {kind!r}")
     commit = _optional(entry, "commit")
     if commit is not None and not _COMMIT.match(commit):
@@ -316,7 +307,7 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
     for value in (subfolder, path):
         if value:
             relative_path(value, "source folder")
-    url, digest = _artifact(key, entry, kind)
+    url, digest = _optional(entry, "url"), _optional(entry, "digest")  # checked by kind
     chash = _optional(entry, "computedHash") or ""
     if chash and not _SHA256.match(chash):
         raise ValueError(f"skill {key!r} has computedHash {chash!r}")
@@ -342,19 +333,6 @@ def _parse_skill(key: Any, entry: Any) -> LockedSkill:
         computed_hash=chash,
         signature=signature,
     )
-
-
-def _artifact(key: Any, entry: dict, kind: str) -> tuple[str | None, str | None]:
-    """A well-known install's artifact url and digest (None, None for any other kind)."""
-    if kind != WELL_KNOWN:
-        return None, None
-    url = _optional(entry, "url")
-    digest = _optional(entry, "digest")
-    if url is None or not url.startswith(("https://", "http://")):
-        raise ValueError(f"skill {key!r} has no artifact url")
-    if digest is None or not _DIGEST.match(digest):
-        raise ValueError(f"skill {key!r} has digest {digest!r}")
-    return url, digest
 
 
 def _parse_file(key: Any, rel: Any, rec: Any) -> FileRecord:
@@ -384,9 +362,9 @@ def _required(entry: dict, key: str) -> str:
     return value
 
 
-def write_lock(lock: Lock) -> Path:
+def write_lock(lock: Lock, *, fields: FieldsFn | None = None) -> Path:
     """Write ``lock`` atomically (temporary file in the same folder, then ``os.replace``)."""
-    tmp = write_lock_beside(lock)
+    tmp = write_lock_beside(lock, fields=fields)
     try:
         os.replace(tmp, lock.path)
     except BaseException:
@@ -395,11 +373,12 @@ def write_lock(lock: Lock) -> Path:
     return lock.path
 
 
-def write_lock_beside(lock: Lock) -> Path:
+def write_lock_beside(lock: Lock, *, fields: FieldsFn | None = None) -> Path:
     """Write ``lock`` whole into a new temporary file beside its lock file (flushed to
     disk) and return its path: the caller swaps it in together with the skill folders
-    (``os.replace``) or discards it. Nothing is left behind when writing fails."""
-    text = json.dumps(lock.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    (``os.replace``) or discards it. Nothing is left behind when writing fails.
+    ``fields``: the ``skills`` CLI's fields of each entry's kind (``kinds.lock_fields``)."""
+    text = json.dumps(lock.to_json(fields), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     folder = lock.path.parent
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".skills-lock-", suffix=".tmp")
     try:

@@ -20,7 +20,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.archive import MAX_MEMBERS
 from skill_magics.core.sources.members import Members
 from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
-from skill_magics.core.sources.spec import SourceSpec
+from skill_magics.core.sources.sourcespec import SourceSpec
 
 
 class TarSnapshot(Snapshot):

@@ -46,21 +46,20 @@ from skill_magics.core.sources.install import (
     audited,
     commit_plans,
     install_folder,
-    open_snapshot,
     plural,
     say,
     use_folder,
 )
+from skill_magics.core.sources.kinds import SOURCE_KINDS, read_lock
 from skill_magics.core.sources.lock import (
     MISSING,
     Lock,
     LockedSkill,
     computed_hash,
-    read_lock,
     record_changes,
 )
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
-from skill_magics.core.sources.spec import WELL_KNOWN, SourceSpec, parse_source
+from skill_magics.core.sources.spec import SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
 from skill_magics.core.trust.signature import Signature
 
@@ -300,13 +299,7 @@ def _fetch_and_plan(
 def _open_group(
     spec: SourceSpec, group: list[LockedSkill], cancel: threading.Event | None, pinned: bool
 ) -> Snapshot:
-    if spec.kind != WELL_KNOWN:
-        return open_snapshot(spec, cancel=cancel)
-    from skill_magics.core.sources.wellknown import open_pinned
-
-    if pinned:
-        return open_pinned(spec, [(s.path, s.url or "", s.digest or "") for s in group], cancel)
-    return open_snapshot(spec, cancel=cancel, wanted=[s.path for s in group])
+    return SOURCE_KINDS.get(spec.kind).reopen(spec, group, cancel=cancel, pinned=pinned)
 
 
 def _apply(

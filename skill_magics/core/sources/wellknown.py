@@ -48,7 +48,7 @@ from skill_magics.core.sources.snapshot import (
     Snapshot,
     find_skills,
 )
-from skill_magics.core.sources.spec import ARCHIVE, SourceSpec, is_loopback
+from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec, is_loopback
 from skill_magics.core.trust.signature import Signature
 from skill_magics.core.trust.sshsig import MAX_SIG
 
@@ -364,17 +364,17 @@ def index_listing(source: str) -> str:
     """What the index at ``source`` (``https://HOST`` or its index URL) offers, one skill a
     line (name, type, description), and how to install some: nothing is downloaded but the
     index. SourceError when ``source`` is not a well-known index."""
-    from skill_magics.core.sources.spec import WELL_KNOWN, parse_source
+    from skill_magics.core.sources.sourcespec import source_text, well_known_index
 
-    spec = parse_source(source)
-    if spec.kind != WELL_KNOWN:
+    index = well_known_index(source_text(source))
+    if index is None:
         raise SourceError(
             f"{visible(source)} is not a site's well-known index: --list needs https://HOST "
             "(or its /.well-known/agent-skills/index.json)"
         )
-    entries = read_index(spec.location)
+    entries = read_index(index)
     width = max(len(e.name) for e in entries)
-    lines = [f"{len(entries)} skill(s) in {visible(spec.location)}:"]
+    lines = [f"{len(entries)} skill(s) in {visible(index)}:"]
     lines += [
         f"  {e.name.ljust(width)}  {e.kind:<8}  {visible(e.description)[:100]}" for e in entries
     ]

@@ -37,6 +37,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.base.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.core.base.status import RunStatus
+from skill_magics.core.run.sandbox_profiles import PROFILES
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
@@ -90,7 +91,7 @@ class SkillRunMagics(SharedMagics):
     @argument(
         "--sandbox",
         default=None,
-        choices=["off", "read-only", "workspace-write", "auto"],
+        choices=PROFILES.names(),  # the registered profiles, read live
         help="this run's isolation (default: SkillMagics.sandbox)",
     )
     @argument(

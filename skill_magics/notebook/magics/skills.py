@@ -36,6 +36,7 @@ from traitlets import (
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
+from skill_magics.core.run.sandbox_profiles import PROFILES
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
@@ -74,6 +75,15 @@ class NameListTrait(List):
 
     def set(self, obj: Any, value: Any) -> None:
         super().set(obj, list(name_list(value)) if isinstance(value, str) else value)
+
+
+def _naming_source_kinds(func: Any) -> Any:
+    """Name the registered source kinds (core/sources/kinds/) where ``func``'s docstring
+    says ``{source_kinds}``; before ``magic_arguments`` makes the help text of it."""
+    from skill_magics.core.sources.kinds import described
+
+    func.__doc__ = (func.__doc__ or "").replace("{source_kinds}", described())
+    return func
 
 
 @magics_class
@@ -153,12 +163,12 @@ class SkillMagics(Magics):
         None, allow_none=True, help="Deprecated: the old name of available_skills_budget."
     ).tag(config=True)
     sandbox = CaselessStrEnum(
-        ["off", "read-only", "workspace-write", "auto"],
+        PROFILES.names(),  # the registered profiles, read live (core/run/sandbox_profiles/)
         default_value=DEFAULTS["sandbox"],
         allow_none=True,
-        help="Isolate runs with bubblewrap: off, read-only, workspace-write (only the working "
-        "directory and a private TMPDIR writable) or auto (workspace-write where bubblewrap "
-        "works, else off with a note). None: $SKILL_MAGICS_SANDBOX, else off.",
+        help="Isolate runs with bubblewrap: "
+        + ", ".join(profile.description for profile in PROFILES)
+        + ". None: $SKILL_MAGICS_SANDBOX, else off.",
     ).tag(config=True)
     sandbox_network = NameListTrait(
         Unicode(),
@@ -340,6 +350,7 @@ class SkillMagics(Magics):
     )
     @argument("args", nargs=argparse.REMAINDER, help="arguments of the subcommand")
     @line_magic
+    @_naming_source_kinds
     def skills(self, line: str = "") -> Any:
         """Browse and manage Agent Skills.
 
@@ -356,7 +367,7 @@ class SkillMagics(Magics):
         %skills validate [NAME|PATH] problems of skills, one line each, with the fix
         %skills env NAME             install what the skill's scripts lack into its own
                                      environment (asks first) [--rebuild] [--installer uv|pip]
-        %skills install SOURCE       skills from a git URL, a .skill/.zip file or a folder
+        %skills install SOURCE       skills from {source_kinds}
                                      [--skill NAME ...] [--ref REF] [--path SUB] [--into DIR]
         %skills verify [DIR]         files changed since the install (skills-lock.json);
                                      --signatures: each signer verified again

@@ -12,6 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from skill_magics.core.base.secrets import redact_known
+from skill_magics.core.run.sandbox_profiles import Off
 from skill_magics.notebook.render.format import (
     arguments_preview,
     display_slice,
@@ -97,7 +98,7 @@ def sandbox_text(box: Any) -> str:
     if not box:
         return ""
     if box.get("note"):
-        return f"sandbox: {box.get('mode', 'off')} ({box['note']})"
+        return f"sandbox: {box.get('mode', Off.name)} ({box['note']})"
     writable = ", ".join(str(p) for p in box.get("writable", ())) or "nothing"
     network = "on" if box.get("network") else "off"
     return f"sandbox: {box.get('mode')} · network {network} · writable: {writable}"

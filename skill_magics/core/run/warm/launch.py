@@ -54,7 +54,7 @@ from skill_magics.core.run.warm.skillcode import SkillCode, skill_code
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun
-    from skill_magics.core.run.sandbox import SandboxProfile
+    from skill_magics.core.run.sandbox import RunSandbox
 
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
 DRAIN_S = 15.0  # "on": how long runs wait for the runs in flight before an extra import
@@ -469,7 +469,7 @@ def _server_env(env: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]
     return out
 
 
-def _sandbox_key(profile: SandboxProfile | None, network: bool) -> tuple[Any, ...]:
+def _sandbox_key(profile: RunSandbox | None, network: bool) -> tuple[Any, ...]:
     """Everything the server's sandbox is made of: the whole profile (mode, workspace, the
     given folders, the deny list, $HOME) and the network decided now."""
     assert profile is not None
@@ -488,7 +488,7 @@ def _make_server(
     key: ServerKey,
     target: Target,
     env: dict[str, str],
-    profile: SandboxProfile | None,
+    profile: RunSandbox | None,
     tmpdir: str | None,
     network: bool,
 ) -> WarmServer:
