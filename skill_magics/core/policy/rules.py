@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 
 from skill_magics.core.base.visible import visible
@@ -75,14 +76,16 @@ def check_blocked(policy: Policy, name: str, digests: tuple[str, ...] = ()) -> N
             raise _refuse(policy, "[skills] block", f"{visible(name)} is blocked")
 
 
-def check_run_limits(policy: Policy, name: str, mode: str, network: bool) -> None:
+def check_run_limits(
+    policy: Policy, name: str, mode: str, network: bool, rank: Callable[[str], int] | None = None
+) -> None:
     """A run in sandbox ``mode`` ("off" when none) with or without ``network`` gets no more
-    than ``[run] max_sandbox`` and ``network`` allow."""
+    than ``[run] max_sandbox`` and ``network`` allow. ``rank``: how confined a profile is,
+    from the sandbox profiles' table (core/run/sandbox_profiles.rank_of, which the run checks
+    pass: a profile registered later is ranked as the gate ranks it), else the standard ones."""
     check_readable(policy)
-    if (
-        policy.max_sandbox is not None
-        and CONFINEMENT.get(mode, 0) < CONFINEMENT[policy.max_sandbox]
-    ):
+    rank = rank or (lambda m: CONFINEMENT.get(m, 0))
+    if policy.max_sandbox is not None and rank(mode) < rank(policy.max_sandbox):
         raise _refuse(
             policy,
             "[run] max_sandbox",

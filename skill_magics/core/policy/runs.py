@@ -9,6 +9,7 @@ record of what was verified at install (core/trust/installed.py), by digest.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from skill_magics.core.policy.load import current_policy
 from skill_magics.core.policy.rules import (
@@ -20,14 +21,21 @@ from skill_magics.core.policy.rules import (
 )
 
 
-def check_run(skill_dir: str | os.PathLike[str], name: str, mode: str, network: bool) -> None:
+def check_run(
+    skill_dir: str | os.PathLike[str],
+    name: str,
+    mode: str,
+    network: bool,
+    rank: Callable[[str], int] | None = None,
+) -> None:
     """Raise PolicyError when the policy in force refuses this run of skill ``name`` in
-    ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``."""
+    ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``; ``rank`` ranks the
+    sandbox profiles (rules.check_run_limits)."""
     policy = current_policy()
     if policy is None:
         return
     check_readable(policy)
-    check_run_limits(policy, name, mode, network)
+    check_run_limits(policy, name, mode, network, rank)
     digests_needed = any(b.startswith("sha256:") for b in policy.block)
     if policy.sources_allow is None and not policy.require_signatures and not policy.block:
         return
