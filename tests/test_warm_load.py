@@ -215,6 +215,8 @@ def test_shared_memory_made_while_preloading_never_carries_to_the_next_run(
     assert "memory shared" in server.excluded.get("shared_state", "")
     assert {"private_state", "pandas"} <= set(server.report.loaded)
     assert "shared_state" not in server.report.loaded
+    (info,) = [i for i in warm.servers() if i.pid == server.pid]
+    assert "not preloaded: shared_state: it makes memory shared" in info.line()  # %skills warm
 
 
 # -- finding 12: the interpreter's internals read as a cold run's ----------------------------

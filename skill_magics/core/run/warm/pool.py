@@ -57,6 +57,7 @@ class ServerInfo:
     pid: int
     problem: str = ""
     skill: str = ""  # the one skill it serves
+    not_preloaded: tuple[str, ...] = ()  # "name: why" (it prints, starts threads, ...)
 
     def line(self) -> str:
         mib = self.rss_bytes / 2**20
@@ -72,6 +73,8 @@ class ServerInfo:
         ]
         if self.problem:
             bits.append(self.problem)
+        if self.not_preloaded:
+            bits.append("not preloaded: " + "; ".join(self.not_preloaded))
         return " · ".join(bits)
 
 
@@ -340,6 +343,7 @@ class Pool:
                     pid=server.pid,
                     problem=server.problem,
                     skill=key.skill[0],
+                    not_preloaded=tuple(f"{n}: {why}" for n, why in server.excluded.items()),
                 )
             )
         return out

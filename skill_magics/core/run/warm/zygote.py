@@ -356,7 +356,7 @@ class Server:
             return
         try:
             socket.send_fds(self.guard, [kind + _STATUS.pack(pid)], [pidfd] if pidfd >= 0 else [])
-        except OSError:  # the guard is gone (killed): the runs' own group kill still holds
+        except OSError:  # the guard is gone or stopped: the client's group kill still holds
             pass
 
     def reap(self, run: _Run) -> None:
@@ -426,6 +426,7 @@ def _start_guard() -> "tuple[socket.socket | None, int]":
         finally:
             os._exit(0)
     theirs.close()
+    ours.setblocking(False)  # a stopped guard (SIGSTOP) never stalls the server: see tell_guard
     return ours, pid
 
 
