@@ -18,7 +18,7 @@ import warnings
 # Frames of this module are cut from a run's traceback: the name zygote.py compiled it under
 # (the interpreter's own: warnings skip them, as a cold run has no frame above its script).
 _OWN_FILE = sys._getframe().f_code.co_filename
-SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in an unsandboxed server's environment
+SLOT_VAR = "SKILL_MAGICS_WARM_SLOT"  # first in a server's environment (_show_environ)
 
 TYPE_CHECKING = False  # typing is not imported here: nothing of the server's own in a run
 if TYPE_CHECKING:
@@ -175,11 +175,13 @@ class Job:
         fds: "list[int]",
         sandbox: "dict[str, Any] | None",
         server_pid: int,
+        guarded: bool = False,
     ) -> None:
         self.sock = sock
         self.stdin, self.stdout, self.stderr, self.spec_fd = fds
         self.sandbox = sandbox
         self.server_pid = server_pid
+        self.guarded = guarded  # the server's guard kills this run's group if the server dies
 
 
 def send(sock: "socket.socket", kind: bytes, payload: object = None) -> None:
@@ -233,6 +235,11 @@ def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
     sock.detach()
     os.closerange(3, 1 << 20)  # close_range(2): every descriptor of the server
     _reset(spec, path_base)
+    if job.guarded and job.sandbox is None:
+        # The guard holds our pidfd since the fork (the server told it before it read its
+        # next message); a cold run has no parent-death signal. (A sandboxed run's script
+        # is PID 2 and gets the one bwrap --die-with-parent gives a cold one.)
+        namespaces.no_parent_death_signal(job.server_pid)
     return spec
 
 
@@ -249,9 +256,7 @@ def _reset(spec: "dict[str, Any]", path_base: "list[str]") -> None:
         pass
     os.environ.clear()  # unsetenv for each: C code sees the run's environment too
     os.environ.update(spec["env"])
-    mark = spec.get("environ_mark")
-    if mark:
-        _mark_environ(mark)
+    _show_environ(spec)
     _set_rlimits(spec.get("rlimits", ()))
     _set_sched(spec.get("sched", {}))
     _std_streams()
@@ -286,29 +291,45 @@ def _reset(spec: "dict[str, Any]", path_base: "list[str]") -> None:
         torch.seed()
 
 
-def _mark_environ(entry):
-    """Write ``entry`` (``SKILL_MAGICS_RUN_ID=...``) into the block /proc/self/environ shows,
-    over the slot the client put first in the server's environment for this (SLOT_VAR):
-    core/run/orphans.py finds a run's daemons by that entry, and a daemon that forks
-    without exec keeps this block, which is the server's. Only the slot is written: a C
-    library may still point into the rest (a getenv() result kept since its import)."""
+def _show_environ(spec: "dict[str, Any]") -> None:
+    """Write the run's environment into the block /proc/self/environ shows (what psutil's
+    ``environ()``, ``ps e`` and a cold run's own look there read), over the slot the
+    client put first in the server's environment for this (SLOT_VAR), ended by a double NUL
+    (readers stop there; the server's entries after the slot stay, see below). Its run id
+    first (``environ_mark``): core/run/orphans.py finds a run's daemons by that entry, and
+    a daemon that forks without exec keeps this block. An environment too big for the slot
+    gets the run id alone. Only the slot is written: a C library may still point into the
+    rest (a getenv() result kept since its import)."""
+    mark = spec.get("environ_mark") or ""
+    entries = [mark] if mark else []
+    entries += [f"{k}={v}" for k, v in spec["env"].items() if f"{k}={v}" != mark]
+    whole = b"".join(os.fsencode(entry) + b"\0" for entry in entries)
+    if not _write_slot(whole) and mark:
+        _write_slot(os.fsencode(mark) + b"\0")
+
+
+def _write_slot(data: bytes) -> bool:
+    """``data`` over the slot, NUL-padded to its end (at least one NUL more than ``data``
+    has); False when it does not fit or there is no slot."""
     try:
         with open("/proc/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
         start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50, 51)
         fd = os.open("/proc/self/mem", os.O_RDWR)
     except (OSError, ValueError, IndexError):
-        return
+        return False
     try:
-        block = os.pread(fd, min(end - start, 4096), start)
-        if not block.startswith(SLOT_VAR.encode() + b"="):
-            return
+        head = SLOT_VAR.encode() + b"="
+        block = os.pread(fd, min(end - start, 1 << 20), start)
+        if not block.startswith(head):
+            return False
         slot = block.index(b"\0")  # the slot's length, its NUL excluded
-        data = os.fsencode(entry) + b"\0"
-        if len(data) <= slot + 1:
-            os.pwrite(fd, data.ljust(slot + 1, b"\0"), start)
+        if len(data) > slot:
+            return False
+        os.pwrite(fd, data.ljust(slot + 1, b"\0"), start)
+        return True
     except (OSError, ValueError):
-        pass
+        return False
     finally:
         os.close(fd)
 

@@ -73,6 +73,9 @@ _STARTUP_VARS = (
     "PYTHONSHOWREFCOUNT",
 )
 ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # child.SLOT_VAR
+# Bytes kept first in a server's environment block for each run's own (child._show_environ):
+# a notebook's environment is a few KiB; a bigger one shows only the run's id there.
+ENVIRON_SLOT_SIZE = 32 * 1024
 # Per run and per skill, never part of a server's environment.
 _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL_VERSION"})
 _RUN_VARS |= trace.RUN_VARS  # each run's own span (core/trace/), never the server's
@@ -193,7 +196,10 @@ class WarmLauncher:
             lambda: self._preload(run),
             idle_timeout=prepared.warm_idle,
         )
-        assert server is not None
+        if server is None:  # as many servers as may run are starting or in use
+            from skill_magics.core.run.warm import pool
+
+            return Cold(f"warm start unavailable: {pool.MAX_SERVERS} {pool.FULL_NOTE}")
         return server
 
     def _preload(self, run: _WarmRun) -> Sequence[str]:
@@ -494,10 +500,10 @@ def _make_server(
 ) -> WarmServer:
     python = target.python
     serve = [python, *target.flags, ZYGOTE, "serve", "{fd}"]
+    # First in its environment, so first in the block /proc/PID/environ shows: each run
+    # writes its environment there (child._show_environ); the server unsets it at once.
+    slotted = {ENVIRON_SLOT: "." * ENVIRON_SLOT_SIZE, **env}
     if profile is None:
-        # First in its environment, so first in the block /proc/PID/environ shows: each run
-        # writes its run id there (child._mark_environ); the server unsets it at once.
-        slotted = {ENVIRON_SLOT: "." * 44, **env}
         return WarmServer(key, serve, slotted, label=python)
     from skill_magics.core.run import sandbox as sandboxing
 
@@ -507,7 +513,7 @@ def _make_server(
     inner = [python, "-I", "-S", ZYGOTE, "stage1", "{fd}", tmpdir, "--", *serve]
     inner += ["--sandbox", sandbox]
     argv = sandboxing.server_argv(profile, inner, network=network)
-    return WarmServer(key, argv, env, label=f"{python} in {profile.mode}")
+    return WarmServer(key, argv, slotted, label=f"{python} in {profile.mode}")
 
 
 def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:

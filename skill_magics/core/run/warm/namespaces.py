@@ -86,6 +86,17 @@ def die_with_parent(parent: int) -> None:
         os._exit(137)  # PID namespace, as a run's init sees its leader)
 
 
+def no_parent_death_signal(parent: int) -> None:
+    """Clear this process's parent-death signal (what a cold run has), unless ``parent``
+    died before (then it exits, as the signal would have made it)."""
+    try:
+        libc().prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    except OSError:
+        return
+    if os.getppid() != parent:
+        os._exit(137)
+
+
 def _caps(values: "tuple[int, ...]") -> None:
     """capset(effective, permitted, inheritable) for capabilities 0-63."""
     import ctypes
@@ -279,6 +290,9 @@ def sandbox_chain(
         script = os.fork()
         if script == 0:
             os.close(write)
+            # What bwrap --die-with-parent gives a cold sandboxed run's command: SIGKILL
+            # when its parent (the init) dies (PR_GET_PDEATHSIG reads 9 there too).
+            die_with_parent(1)
             _drop_all_caps()
             return  # PID 2: runs the script
         _init(script, write)

@@ -1,6 +1,8 @@
 """The warm servers of this process: one per key (one skill at one state of its code, the
-interpreter, flags, environment, sandbox), started on the starter thread, stopped when idle,
-stale, replaced, asked to, or when the process ends.
+interpreter, flags, environment, sandbox), each started on its own thread (side by side: a
+stuck import holds up no other skill), at most MAX_SERVERS of them, starting ones counted,
+stopped when idle (by the idle watch's thread), stale, replaced, asked to, or when the
+process ends.
 
 Process-wide: every SkillManager (and every batch worker thread) of a process shares them; a
 worker process of a pool or a Dask worker has its own (docs/architecture.md, *Warm start*).
@@ -24,16 +26,18 @@ from dataclasses import dataclass
 
 from skill_magics.core.run.warm.server import (
     SERVING,
-    STARTER,
     ServerBusy,
     ServerKey,
     ServerState,
     WarmServer,
+    stop_soon,
 )
 from skill_magics.core.trace import hooks as traced
 
 FAILED_RETRY_S = 300.0  # a key whose server failed is tried again after this long
-MAX_SERVERS = 8  # per process: a new one beyond this stops the least recently used idle one
+MAX_SERVERS = 8  # per process, starting ones counted: a new one stops the least recently used
+# idle one; with none idle, no new server starts (the run starts cold and says why: FULL_NOTE)
+FULL_NOTE = "warm servers are running or starting (the most there may be), none of them idle"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class ServerInfo:
     pid: int
     problem: str = ""
     skill: str = ""  # the one skill it serves
+    not_preloaded: tuple[str, ...] = ()  # "name: why" (it prints, starts threads, ...)
 
     def line(self) -> str:
         mib = self.rss_bytes / 2**20
@@ -69,6 +74,8 @@ class ServerInfo:
         ]
         if self.problem:
             bits.append(self.problem)
+        if self.not_preloaded:
+            bits.append("not preloaded: " + "; ".join(self.not_preloaded))
         return " · ".join(bits)
 
 
@@ -92,30 +99,44 @@ class Pool:
         idle_timeout: float | None = None,
     ) -> WarmServer | None:
         """The server for ``key``: the running (or starting) one; else, with ``make``, a
-        new one started on the starter thread with ``preload()``; else None. A stale server
-        (its packages changed) is retired and a dead one forgotten first. A key whose server
-        failed recently gives that failed server (its ``problem`` says why)."""
-        replaced: list[WarmServer] = []
+        new one started on its own thread with ``preload()``, unless MAX_SERVERS are running
+        or starting and none is idle (then None: the run starts cold, :data:`FULL_NOTE` says
+        why); else None. A stale
+        server (its packages changed) is retired and a dead one forgotten first. A key whose
+        server failed recently gives that failed server (its ``problem`` says why)."""
+        stops: list[WarmServer] = []
+        begin: tuple[WarmServer, list[str]] | None = None
         with self._lock:
-            replaced.extend(self._dead_elsewhere(key))
+            stops.extend(self._dead_elsewhere(key))
             server, stop = self._current(key)
+            stops.extend([stop] if stop is not None else [])
             if server is None:
                 server = self._recent_failure(key)
             if server is None and make is not None:
-                replaced = self._replaced_by(key)
-                stop = stop or self._evict()
-                server = make()
-                server.excluded.update(self._excluded.get(key, {}))
-                server.on_idle = functools.partial(self._load_pending, key, server)
-                names = list(dict.fromkeys(preload()))
-                self._servers[key] = server
-                self._asked[key] = set(names)
-                STARTER.submit(traced.warm_start(functools.partial(server.start, names), names))
+                stops.extend(self._replaced_by(key))
+                room = self._evict()
+                if room is not None:
+                    stops.extend(room)
+                    server = make()
+                    server.excluded.update(self._excluded.get(key, {}))
+                    server.on_idle = functools.partial(self._load_pending, key, server)
+                    begin = (server, list(dict.fromkeys(preload())))
+                    self._servers[key] = server
+                    self._asked[key] = set(begin[1])
+            wake = begin is not None
             if server is not None and idle_timeout is not None:
+                wake = wake or idle_timeout < server.idle_timeout
                 server.idle_timeout = idle_timeout
-        for old in [s for s in [stop, *replaced] if s is not None]:
+        if begin is not None:
+            server, names = begin
+            # The start as a span under the launch that asked for it (bound here, in the
+            # caller's thread; it runs on the server's keeper thread).
+            server.begin(names, traced.warm_start(functools.partial(server.start, names), names))
+        if wake:
+            WATCH.wake()  # its idle timeout may be due before the watch's next look
+        for old in stops:
             if old.alive():
-                STARTER.submit(old.stop)  # asked to quit, killed past STOP_S: not here
+                stop_soon(old)  # asked to quit, killed past STOP_S: not here
             else:
                 old.stop()  # dead already: reaped and closed now, never behind a start
         return server
@@ -185,20 +206,29 @@ class Pool:
             out.append(server)
         return out
 
-    def _evict(self) -> WarmServer | None:
-        """With MAX_SERVERS running, the least recently used idle one (dropped here, stopped
-        by the caller): memory stays bounded however many environments runs use."""
-        if len(self._servers) < MAX_SERVERS:
+    def _evict(self) -> list[WarmServer] | None:
+        """Room for one more server: the least recently used idle ones to stop while
+        MAX_SERVERS are running or starting (dropped here, stopped by the caller: memory
+        stays bounded however many skills and environments start at once), or None when
+        too few are idle (the lock is held)."""
+        over = len(self._servers) - MAX_SERVERS + 1
+        if over <= 0:
+            return []
+        idle = sorted(self._idle(), key=lambda t: t[0])
+        if len(idle) < over:
             return None
-        idle = [
+        for _, key, server in idle[:over]:
+            self._drop(key, server)
+        return [server for _, _, server in idle[:over]]
+
+    def _idle(self) -> list[tuple[float, ServerKey, WarmServer]]:
+        """The servers that serve and have no run in flight (the lock is held); a starting
+        one or one that imports is not idle (it is about to be used)."""
+        return [
             (s.last_used, k, s)
             for k, s in self._servers.items()
-            if s.in_flight == 0 and s.state is not ServerState.STARTING
+            if s.in_flight == 0 and s.state is ServerState.READY
         ]
-        if not idle:
-            return None
-        _, key, server = min(idle, key=lambda t: t[0])
-        return self._drop(key, server) or server
 
     def _drop(self, key: ServerKey, server: WarmServer) -> WarmServer | None:
         """Forget ``server`` (the lock is held); None, for ``server = self._drop(...)``."""
@@ -221,10 +251,10 @@ class Pool:
                 return
             asked.update(new)
         if server.want(new, drain=drain) and drain and server.on_idle is not None:
-            STARTER.submit(server.on_idle)  # idle already: no run's end would start it
+            server.submit(server.on_idle)  # idle already: no run's end would start it
 
     def _load_pending(self, key: ServerKey, server: WarmServer) -> None:
-        """On the starter thread, when ``server``'s last run ended: import what was asked."""
+        """On ``server``'s keeper thread, when its last run ended: import what was asked."""
         names = server.take_pending()
         if not names or not server.usable:
             server.end_drain()
@@ -317,6 +347,7 @@ class Pool:
                     pid=server.pid,
                     problem=server.problem,
                     skill=key.skill[0],
+                    not_preloaded=tuple(f"{n}: {why}" for n, why in server.excluded.items()),
                 )
             )
         return out
@@ -344,11 +375,47 @@ def rss(pid: int) -> int:
     return 0
 
 
+class _IdleWatch:
+    """The thread that stops idle servers (:meth:`Pool.idle_check`): its own, so an idle
+    stop never waits behind a start; it starts nothing (a server's parent-death signal is
+    tied to the thread that started it: its keeper)."""
+
+    def __init__(self, check: Callable[[], float]) -> None:
+        self._check = check
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def wake(self) -> None:
+        """Look now (a new server, or a changed idle timeout), starting the thread first."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="skill-magics-warm-idle")
+                self._thread.daemon = True
+                self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                wait = max(0.05, self._check())
+            except Exception:  # noqa: BLE001 - looked at again later
+                wait = 60.0
+            self._wake.wait(wait)
+
+    def reset_after_fork(self) -> None:
+        self._thread = None
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+
+
 POOL = Pool()
-STARTER.tick = POOL.idle_check
+WATCH = _IdleWatch(POOL.idle_check)
 atexit.register(POOL.stop)
 if sys.platform.startswith("linux"):  # pragma: no branch
     os.register_at_fork(after_in_child=POOL.reset_after_fork)
+    os.register_at_fork(after_in_child=WATCH.reset_after_fork)
 
 
-__all__ = ["FAILED_RETRY_S", "MAX_SERVERS", "POOL", "Pool", "ServerInfo", "rss"]
+__all__ = ["FAILED_RETRY_S", "FULL_NOTE", "MAX_SERVERS", "POOL", "Pool", "ServerInfo", "rss"]

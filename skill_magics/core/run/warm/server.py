@@ -1,20 +1,24 @@
 """One warm server as this process sees it: start it, preload packages into it, fork a run
 from it, stop it. The server itself is zygote.py (it runs in the skill's Python).
 
-docs/architecture.md, *Warm start*. Every server is started by one long-lived thread
-(:class:`_Starter`), so bwrap's ``--die-with-parent`` and the server's own parent-death
-signal fire only when this process ends, never when a batch's worker thread does.
+docs/architecture.md, *Warm start*. Every server has a thread of its own, its keeper
+(:meth:`WarmServer.begin`): it starts the server, runs its imports and lives as long as the
+server's process, so bwrap's ``--die-with-parent`` and the server's own parent-death signal
+(tied to the thread that started it) fire only when this process ends, never when a batch's
+worker thread does. Servers start side by side: an import that never ends holds up only its
+own server; stops run on threads of their own (:func:`stop_soon`), never behind a start.
 
 Example (not run as a doctest: it starts a warm server)::
 
     server = WarmServer(key, argv, env)
-    server.start(["pandas"], timeout=60)
+    server.begin(["pandas"])  # on its keeper thread; server.wait(...) for READY
     child = server.fork(spec, stdin_fd, stdout_fd, stderr_fd)  # a process.Child
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import logging
 import os
@@ -24,7 +28,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -154,6 +157,9 @@ class WarmServer:
         # (a fork's request and an import's never cross the check that allowed them).
         self._lock = threading.Condition()
         self._state = ServerState.STARTING
+        # Jobs for the keeper thread (imports); None only wakes it to see if it may end.
+        self._jobs: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
+        self._keeper: threading.Thread | None = None
 
     # -- state -------------------------------------------------------------------------------
 
@@ -196,10 +202,42 @@ class WarmServer:
 
     # -- life --------------------------------------------------------------------------------
 
+    def begin(self, preload: Sequence[str], start: Callable[[], object] | None = None) -> None:
+        """Start the server on its keeper thread (see the module docstring) and return.
+        ``start``: what starts it there (default ``self.start(preload)``; the pool passes it
+        wrapped in the start's trace span)."""
+        start = start or functools.partial(self.start, list(preload))
+        thread = threading.Thread(
+            target=self._keep, args=(start,), name=f"skill-magics-warm {self.label}"
+        )
+        thread.daemon = True
+        self._keeper = thread
+        thread.start()
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` (an import) on this server's keeper thread, after what it does now."""
+        self._jobs.put(job)
+
+    def _keep(self, start: Callable[[], object]) -> None:
+        """The keeper: start, then run the jobs given, until the process is gone (it must
+        not end before: the server's parent-death signal is tied to this thread)."""
+        start()
+        while not self._ended():
+            job = self._jobs.get()
+            if job is None:
+                continue
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a failed import is the server's state
+                logger.warning("warm server job failed", exc_info=True)
+
+    def _ended(self) -> bool:
+        return self._state in (ServerState.FAILED, ServerState.STOPPED) and not self.alive()
+
     def start(self, preload: Sequence[str], timeout: float = HELLO_S) -> None:
         """Start the process, wait for its hello, import ``preload``. Never raises: the
         state becomes READY or FAILED (``problem`` says why), unless it was stopped or
-        retired meanwhile. Runs in the starter thread."""
+        retired meanwhile. Runs on the keeper thread (:meth:`begin`)."""
         try:
             for _attempt in range(2):  # the second one without the unsafe packages
                 with self._lock:
@@ -409,7 +447,7 @@ class WarmServer:
 
     def _kill(self) -> None:
         proc = self.proc
-        if proc is None:
+        if proc is None or proc.returncode is not None:  # reaped: its numbers may be reused
             self._close()
             return
         for pid in {self.pid, proc.pid}:
@@ -434,6 +472,7 @@ class WarmServer:
         log, self._log = self._log, None
         if log is not None:
             log.close()
+        self._jobs.put(None)  # the keeper looks whether its server is gone, and ends then
 
     def forget(self) -> None:
         """In a forked copy of this process: drop the descriptors without stopping the
@@ -514,9 +553,9 @@ class WarmServer:
             last = idle and self._state is ServerState.RETIRED
             load = idle and bool(self.pending) and self._state in _LOADS_FROM
         if last:
-            STARTER.submit(self.stop)
+            stop_soon(self)
         elif load and self.on_idle is not None:
-            STARTER.submit(self.on_idle)
+            self.submit(self.on_idle)
 
 
 # An import may start from these (STARTING: its first one, part of starting).
@@ -695,10 +734,18 @@ def _status_of(info: Any) -> int:
 def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]:
     """One message and the sender's pid (as this process's PID namespace numbers it)."""
     if timeout is not None:
+        end = time.monotonic() + timeout
         poller = select.poll()  # not select(): descriptors past 1024 are common in a kernel
         poller.register(sock.fileno(), select.POLLIN)
-        if not poller.poll(max(timeout, 0.0) * 1000):
-            raise TimeoutError(f"no answer from the warm server within {timeout:g} s")
+        # In slices: a stop on another thread closes the socket (fileno -1), which a poll
+        # begun before does not notice when the process is still there (stuck importing).
+        while not poller.poll(min(max(end - time.monotonic(), 0.0), 1.0) * 1000):
+            if sock.fileno() < 0:
+                raise OSError("the warm server was stopped")
+            if time.monotonic() >= end:
+                raise TimeoutError(f"no answer from the warm server within {timeout:g} s")
+        if sock.fileno() < 0:
+            raise OSError("the warm server was stopped")
     data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(_CREDS.size))
     pid = 0
     for level, kind, payload in ancdata:
@@ -730,52 +777,12 @@ def env_stamp(python: str, folders: Sequence[str]) -> tuple[int, ...]:
     return tuple(out)
 
 
-class _Starter:
-    """The one thread that starts servers (and stops idle ones): long-lived, so a parent-
-    death signal tied to it fires only when this process ends."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[Callable[[], object]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.tick: Callable[[], float] = lambda: 60.0  # idle check; returns the next wait
-
-    def submit(self, job: Callable[[], object]) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="skill-magics-warm", daemon=True
-                )
-                self._thread.start()
-        self._queue.put(job)
-
-    def _loop(self) -> None:
-        wait = 1.0
-        while True:
-            try:
-                job = self._queue.get(timeout=wait)
-            except queue.Empty:
-                job = None
-            if job is not None:
-                try:
-                    job()
-                except Exception:  # noqa: BLE001 - a failed start is the server's state
-                    logger.warning("warm server job failed", exc_info=True)
-            try:
-                wait = max(0.05, self.tick())
-            except Exception:  # noqa: BLE001
-                wait = 60.0
-
-    def reset_after_fork(self) -> None:
-        self._thread = None
-        self._queue = queue.Queue()
-        self._lock = threading.Lock()
-
-
-STARTER = _Starter()
-
-if sys.platform.startswith("linux"):  # pragma: no branch
-    os.register_at_fork(after_in_child=STARTER.reset_after_fork)
+def stop_soon(server: WarmServer) -> None:
+    """Stop ``server`` on a thread of its own (asked to quit, killed past STOP_S): the caller
+    never waits for it, and no stop waits behind another server's start or import."""
+    thread = threading.Thread(target=server.stop, name=f"skill-magics-warm-stop {server.label}")
+    thread.daemon = True
+    thread.start()
 
 
 __all__ = [
@@ -785,10 +792,10 @@ __all__ = [
     "ServerKey",
     "ServerState",
     "SERVING",
-    "STARTER",
     "WarmChild",
     "WarmServer",
     "ZYGOTE",
     "env_stamp",
     "file_stamp",
+    "stop_soon",
 ]

@@ -17,6 +17,11 @@ Control messages (client -> server), one per packet:
   server's memory.
 - ``Q``: stop (also on EOF: the client went away). Every running child's group is killed.
 
+The guard (:func:`_start_guard`, forked before any import, in a process group of its own)
+holds each run's pidfd from the fork until it is reaped, and kills every run still there
+(and its group) when the server dies, however it dies (a killed kernel takes the server
+with it): so a run needs no parent-death signal, which a cold run does not have.
+
 Per run, on the run's socket: the child sends ``P`` first (the client, with SO_PASSCRED, gets
 the child's pid as its own PID namespace numbers it: the process group to kill); ``F`` + JSON
 when it cannot start (no such cwd: exit 126, like a failed exec); the server sends ``S`` + the
@@ -35,9 +40,11 @@ server's own), every random generator the packages seeded from the OS reseeded
 the line cache dropped, the caller's resource limits, nice value and CPU affinity (sent in
 the spec), and the run's id
 written into the block /proc/self/environ shows (over a slot kept for it: the client finds
-a daemon that forks without exec by it). A package that prints, starts a Python thread or
-keeps a file descriptor open while it is imported is reported unsafe and
-not preloaded (a fork would not show that output, carry that thread or keep that file).
+a daemon that forks without exec by it). A package that prints, starts a Python thread,
+keeps a file descriptor open or makes memory shared between processes (a multiprocessing
+lock, an anonymous shared mmap) while it is imported is reported unsafe and not preloaded
+(a fork would not show that output, carry that thread or keep that file, and every run
+would share that memory).
 Uncaught exceptions print the same traceback (the server's own frames cut off) and exit 1;
 KeyboardInterrupt exits by SIGINT; SystemExit prints and exits as the interpreter does; the end
 joins threads, runs atexit, flushes (exit 120 when stdout cannot be flushed) and clears the
@@ -119,6 +126,8 @@ class _Run:
 class Server:
     def __init__(self, ctl_fd: int, sandbox: "dict[str, Any] | None") -> None:
         self.ctl = socket.socket(fileno=ctl_fd)
+        # The guard's socket and pid (None: runs keep their parent-death signal instead).
+        self.guard, self.guard_pid = _start_guard()
         self.pid = os.getpid()
         self.sandbox = sandbox  # {"tmpdir": ..., "network": bool} or None
         self.runs: dict[int, _Run] = {}  # fd (pidfd or socket) -> _Run
@@ -174,6 +183,7 @@ class Server:
             out_before = _written()
             threads_before = _thread_names()
             fds_before = _open_fds()
+            shared_before = _shared_maps()
             try:
                 __import__(name)
             except BaseException as exc:  # noqa: BLE001 - a package that fails is not preloaded
@@ -190,6 +200,15 @@ class Server:
                 # Closed in every run's child, the package's handle would then name whatever
                 # the script opens next under that number (its log lines in the script's file).
                 unsafe[name] = f"it keeps a file descriptor open ({_fd_name(kept[0])})"
+            else:
+                shared = sorted(_shared_maps() - shared_before)
+                if shared:
+                    # Every run forked from here would share it (a counter, a lock one run
+                    # leaves taken), where each cold run makes its own.
+                    unsafe[name] = (
+                        "it makes memory shared between processes while imported (a "
+                        f"multiprocessing lock, a shared mmap: {shared[0][1]})"
+                    )
 
     def sandbox_problem(self, sandbox: "dict[str, Any]") -> str:
         """'' when a run can get its own namespaces and mounts here, else why not."""
@@ -271,8 +290,9 @@ class Server:
                 os.close(fd)
             return None
         if pid == 0:
+            guarded = self.guard is not None
             self.forget(sock)
-            return child.Job(sock, fds[1:], self.sandbox, self.pid)
+            return child.Job(sock, fds[1:], self.sandbox, self.pid, guarded)
         for fd in fds[1:]:
             os.close(fd)
         try:
@@ -282,6 +302,7 @@ class Server:
         import select
 
         pidfd = os.pidfd_open(pid)
+        self.tell_guard(b"+", pid, pidfd)
         run = _Run(pid, pidfd, sock)
         self.runs[pidfd] = run
         self.runs[sock.fileno()] = run
@@ -329,7 +350,17 @@ class Server:
             return
         self.reap(run)
 
+    def tell_guard(self, kind: bytes, pid: int, pidfd: int = -1) -> None:
+        """``+``: the guard holds this run's pidfd; ``-``: it lets go (the run was reaped)."""
+        if self.guard is None:
+            return
+        try:
+            socket.send_fds(self.guard, [kind + _STATUS.pack(pid)], [pidfd] if pidfd >= 0 else [])
+        except OSError:  # the guard is gone or stopped: the client's group kill still holds
+            pass
+
     def reap(self, run: _Run) -> None:
+        self.tell_guard(b"-", run.pid)
         if run.sock is not None:
             fd = run.sock.fileno()
             if self.runs.pop(fd, None) is not None:
@@ -345,6 +376,8 @@ class Server:
         """In a forked child: let go of every socket the server holds without closing the
         descriptors (closed later, all at once) so no object closes a reused number."""
         self.ctl.detach()
+        if self.guard is not None:
+            self.guard.detach()
         for run in set(self.runs.values()):
             if run.sock is not None and run.sock is not own:
                 run.sock.detach()
@@ -358,7 +391,74 @@ class Server:
                 os.waitpid(run.pid, 0)
             except ChildProcessError:
                 pass
+        if self.guard is not None:
+            self.guard.close()  # EOF: it ends (the runs are gone already); reaped here
+            try:
+                os.waitpid(self.guard_pid, 0)
+            except ChildProcessError:
+                pass
         os._exit(0)
+
+
+def _start_guard() -> "tuple[socket.socket | None, int]":
+    """Fork the guard (before any import: a small process), which kills every run's group
+    when this server dies, however it dies: the runs then need no parent-death signal of
+    their own (a cold run has none: ``PR_GET_PDEATHSIG`` reads 0). Its own process group,
+    so a kill of the server's group leaves it to do that. None when it cannot start."""
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        return None, 0
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        return None, 0
+    if pid == 0:  # pragma: no cover - the guard process
+        try:
+            os.setpgid(0, 0)
+            ours.detach()
+            keep = theirs.fileno()
+            os.closerange(0, keep)
+            os.closerange(keep + 1, 1 << 20)
+            _guard(theirs)
+        finally:
+            os._exit(0)
+    theirs.close()
+    ours.setblocking(False)  # a stopped guard (SIGSTOP) never stalls the server: see tell_guard
+    return ours, pid
+
+
+def _guard(sock: socket.socket) -> None:  # pragma: no cover - runs in the guard process
+    """The guard's loop: hold each run's pidfd (``+``) until it is reaped (``-``); at EOF
+    (the server is gone) kill each run still there, and its group."""
+    held: dict = {}
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
+        except InterruptedError:
+            continue
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            break
+        pid = _STATUS.unpack(data[1 : 1 + _STATUS.size])[0]
+        old = held.pop(pid, None)
+        if old is not None:
+            os.close(old)
+        if data[:1] == b"+" and fds:
+            held[pid] = fds[0]
+        else:
+            for fd in fds:
+                os.close(fd)
+    for pid, pidfd in held.items():
+        try:
+            # ESRCH once reaped: the number may be someone else's now, so no group kill.
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            continue
+        _killpg(pid, signal.SIGKILL)
 
 
 def _kill_run(run: _Run) -> None:
@@ -426,6 +526,28 @@ def _open_fds():
         except OSError:
             continue
         out.append(fd)
+    return out
+
+
+def _shared_maps():
+    """The writable shared mappings of this process that no cold run could map again, as
+    (range, what) pairs: an anonymous shared mmap (``/dev/zero (deleted)``), a POSIX
+    semaphore (``/dev/shm/sem.* (deleted)``: multiprocessing's locks), SysV shared memory,
+    a memfd. Every run forked from here would share them. A file that is still there is
+    left out: a cold run maps the same file and sees the same bytes."""
+    out = set()
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            for line in fh:
+                fields = line.split(None, 5)
+                if len(fields) < 2 or fields[1][1:2] != b"w" or fields[1][3:4] != b"s":
+                    continue
+                what = (fields[5].strip() if len(fields) > 5 else b"").decode(errors="replace")
+                if what.startswith("/") and what != "/dev/zero" and "(deleted)" not in what:
+                    continue
+                out.add((fields[0].decode(), what or "anonymous"))
+    except OSError:
+        pass
     return out
 
 
