@@ -145,7 +145,16 @@ def new_run_id() -> str:
     return _IDS.new()
 
 
+def run_id_prefix() -> str:
+    """What every run id of this process starts with (a watcher looks for it)."""
+    return _IDS.prefix
+
+
 _SHORT_READ = 2048
+
+# This process's own helpers that are its children but never a run's (core/run/warden.py):
+# a look for a run's orphans skips them, so the end of a run still settles in one look.
+OWN: set[int] = set()
 
 
 def _read_proc(path: str, seq_file: bool = False) -> bytes:
@@ -238,9 +247,14 @@ class Orphans:
         # (alive or a zombie) was there. Nothing can be re-parented here after that.
         self.settled = False
 
-    def collect(self, exclude: int, exited: bool = False) -> None:
-        """Find the kernel's children carrying this run's id, and everything below them
-        (before the kill: a process whose parent dies later is already held).
+    def collect(self, exclude: int, exited: bool = False) -> set[int]:
+        """Find the kernel's children carrying this run's id, and everything below them,
+        below the processes held already and below the run's main process (``exclude``,
+        never held itself: its own Popen reaps it). Returns the pids newly held.
+
+        Called before each kill and again after it (core/run/containment.py), so a process
+        forked meanwhile (in a SIGTERM handler, by a pid-hopper) is found by a later look:
+        what a held process forks is its child until it dies, then this process's.
 
         ``exited``: the run's main process (``exclude``) has exited. Its living descendants
         were then re-parented here at its exit (before it became a zombie, which is what
@@ -251,22 +265,32 @@ class Orphans:
         adopted = _adopted()
         if exclude in adopted:
             adopted.remove(exclude)
+        if OWN:
+            adopted = [pid for pid in adopted if pid not in OWN]
         if exited and not adopted and not self.held:
             self.settled = True
-            return
-        stack = [pid for pid in adopted if _carries(pid, self.marker)]
+            return set()
+        stack = [pid for pid in adopted if pid not in self.held and _carries(pid, self.marker)]
+        stack.extend(self.held)
+        stack.append(exclude)  # the main process's descendants (none once it has exited)
+        walked: set[int] = set()
+        new: set[int] = set()
         while stack:
             pid = stack.pop()
-            if pid in self.held or pid == exclude or pid == me:
+            if pid in walked or pid == me:
                 continue
-            try:
-                self.held[pid] = os.pidfd_open(pid)
-            except OSError:  # already gone
-                continue
-            found = _stat(pid)
-            if found is not None:
-                self.leaders.update(found[1:])
+            walked.add(pid)
+            if pid != exclude and pid not in self.held:
+                try:
+                    self.held[pid] = os.pidfd_open(pid)
+                except OSError:  # already gone
+                    continue
+                new.add(pid)
+                found = _stat(pid)
+                if found is not None:
+                    self.leaders.update(found[1:])
             stack.extend(_children(pid))
+        return new
 
     def hold(self, pids: Iterable[int]) -> None:
         """Hold these processes too (the run's descendants the tree snapshots saw), so they
@@ -278,8 +302,10 @@ class Orphans:
                 except OSError:  # gone since
                     continue
 
-    def signal(self, sig: int) -> None:
-        for fd in self.held.values():
+    def signal(self, sig: int, pids: Iterable[int] | None = None) -> None:
+        """Send ``sig`` to the held processes (only ``pids`` among them, when given)."""
+        fds = self.held.values() if pids is None else [self.held[p] for p in pids]
+        for fd in fds:
             try:
                 signal.pidfd_send_signal(fd, sig)
             except OSError:  # exited already
@@ -357,4 +383,4 @@ class Orphans:
         self.held.clear()
 
 
-__all__ = ["Orphans", "RUN_ID_VAR", "SUBREAPER", "new_run_id"]
+__all__ = ["OWN", "Orphans", "RUN_ID_VAR", "SUBREAPER", "new_run_id", "run_id_prefix"]
