@@ -79,6 +79,7 @@ def kill_run(
         held.hold(pid for pid in seen() if pid != pgid)
     stopped: set[int] = set()
     end = time.monotonic() + SWEEP_S
+    before: frozenset[int] | None = None
     while True:
         if not exited:
             child.kill(signal.SIGSTOP)
@@ -87,8 +88,20 @@ def kill_run(
         fresh = set(held.held) - stopped
         held.signal(signal.SIGSTOP, fresh)
         stopped |= fresh
-        if not fresh or time.monotonic() > end:
+        # Nothing new, the kernel's children as the look before saw them, and none of them
+        # half gone: a process that exits between the listing and the look at its
+        # environment (a pid-hopper hopping) changes that list (it is a zombie then, its
+        # child is here), or is caught exiting (its children come here once it is done).
+        # And every process found stopped indeed: one sent SIGSTOP while it forked stops
+        # once the fork is done, and its new child is then below it, for the next look.
+        settled = not fresh and held.last_look == before and not held.unsure
+        if settled and not held.running(0 if exited else pgid):
             break
+        if time.monotonic() > end:
+            break
+        if settled:
+            time.sleep(0.001)
+        before = held.last_look
     if not exited:
         child.kill(signal.SIGKILL)
     group(pgid, signal.SIGKILL)

@@ -236,6 +236,14 @@ def _carries(pid: int, marker: bytes) -> bool:
         return False
 
 
+def _readable(pid: int) -> bool:
+    try:
+        _read_proc(f"/proc/{pid}/environ")
+    except OSError:
+        return False
+    return True
+
+
 class Orphans:
     """The run's processes outside its group, held by pidfd (see the module docstring)."""
 
@@ -246,6 +254,10 @@ class Orphans:
         # A look found nothing of the run left: its main process had exited and no orphan
         # (alive or a zombie) was there. Nothing can be re-parented here after that.
         self.settled = False
+        self.last_look: frozenset[int] = frozenset()  # the kernel's children the last look saw
+        # The last look found a child of this process alive whose environment it could not
+        # read: one exiting (its mm gone), whose children come here only once it is done.
+        self.unsure = False
 
     def collect(self, exclude: int, exited: bool = False) -> set[int]:
         """Find the kernel's children carrying this run's id, and everything below them,
@@ -267,10 +279,20 @@ class Orphans:
             adopted.remove(exclude)
         if OWN:
             adopted = [pid for pid in adopted if pid not in OWN]
+        self.last_look = frozenset(adopted)
         if exited and not adopted and not self.held:
             self.settled = True
             return set()
-        stack = [pid for pid in adopted if pid not in self.held and _carries(pid, self.marker)]
+        stack = []
+        self.unsure = False
+        for pid in adopted:
+            if pid in self.held:
+                continue
+            if _carries(pid, self.marker):
+                stack.append(pid)
+            elif not self.unsure:  # unreadable and not a zombie: exiting (a hopper hopping)
+                found = _stat(pid)
+                self.unsure = found is not None and found[0] not in "ZX" and not _readable(pid)
         stack.extend(self.held)
         stack.append(exclude)  # the main process's descendants (none once it has exited)
         walked: set[int] = set()
@@ -301,6 +323,15 @@ class Orphans:
                     self.held[pid] = os.pidfd_open(pid)
                 except OSError:  # gone since
                     continue
+
+    def running(self, also: int = 0) -> bool:
+        """Is a held process (or ``also``) neither stopped nor dead yet? A SIGSTOP sent to
+        a process in the middle of a fork stops it only once the fork is done."""
+        for pid in (*self.held, also) if also else self.held:
+            found = _stat(pid)
+            if found is not None and found[0] not in "TtZXx":
+                return True
+        return False
 
     def signal(self, sig: int, pids: Iterable[int] | None = None) -> None:
         """Send ``sig`` to the held processes (only ``pids`` among them, when given)."""
