@@ -26,8 +26,7 @@ what it inherits, or they stay zombies); the kernel's other children are never w
 their owners (``Popen.wait``) still get their exit status.
 
 What escapes: a descendant that clears its environment (``env -i``) *and* leaves the group
-and loses its parent between two tree snapshots; one started after the run's last look (the
-microseconds between the last look and the kill); and everything on systems without
+and loses its parent between two tree snapshots; and everything on systems without
 ``PR_SET_CHILD_SUBREAPER``/pidfd (macOS, Windows, Linux < 5.4), where only the snapshots
 apply. Sandboxed runs need none of this: their PID namespace dies with them.
 

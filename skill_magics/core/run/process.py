@@ -29,6 +29,9 @@ shorter than 50 ms pay no snapshot. A descendant born, detached and orphaned bet
 snapshots (a double fork) is caught on Linux by core/run/orphans.py instead: during a run this
 process is a child subreaper, so the orphan is re-parented here, and it carries the run's id
 in its environment; the run's end kills and reaps it. What still escapes is said there.
+That kill stops what it finds and looks again until nothing new turns up, so processes forked
+during the kill die too, and a watcher kills the run when the kernel dies
+(core/run/containment.py).
 """
 
 from __future__ import annotations
