@@ -268,3 +268,166 @@ def test_kernel_exit_kills_a_run_in_flight(tmp_path: Path, leaver, start: str) -
     kernel = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True)
     assert kernel.returncode == 0, kernel.stderr.decode()
     _check_dead(int(_wait_text(marker)), start)
+
+
+# -- processes forked during the kill, and pid-hoppers (issue 39) ----------------------------
+
+# The main process and a daemon it set off (its own session) both fork a sleeper into a
+# session of its own when SIGTERM comes, and go on: the kill's first look saw neither sleeper.
+FORK_ON_TERM = """
+import os, signal, sys, time
+def term(*_):
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(30)
+        os._exit(0)
+signal.signal(signal.SIGTERM, term)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(30)
+    os._exit(0)
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+import pandas  # the warm server preloads it (cold, the timeout may land in the import)
+time.sleep(30)
+"""
+
+# A daemon that changes pid every 2 ms (fork, the parent exits), SIGTERM ignored; it counts
+# its hops in a file (a look at the process list misses a pid that lives 2 ms).
+HOPPER = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if os.fork() == 0:
+    os.setsid()
+    fd = os.open(sys.argv[1] + ".hops", os.O_WRONLY | os.O_CREAT, 0o600)
+    n = 0
+    while True:
+        if os.fork():
+            os._exit(0)
+        n += 1
+        os.pwrite(fd, b"%012d" % n, 0)
+        time.sleep(0.002)
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+import pandas  # the warm server preloads it (cold, the timeout may land in the import)
+time.sleep(30)
+"""
+
+
+def _still_hopping(hops: Path, within: float = 3.0) -> bool:
+    """Does the hopper still count, ``within`` s after its run ended?"""
+    deadline = time.monotonic() + within
+    last = hops.read_bytes()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = hops.read_bytes()
+        if now == last:
+            return False
+        last = now
+    return True
+
+
+def _stop_hoppers(tag: str, within: float = 5.0) -> None:
+    """Stop then kill every process whose command line holds ``tag``, reading /proc again
+    and again (a stopped process forks no more; a pid-hopper's pid lives 2 ms)."""
+    deadline = time.monotonic() + within
+    quiet = 0
+    while quiet < 20 and time.monotonic() < deadline:
+        found = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if tag.encode() not in fh.read():
+                        continue
+                os.kill(int(name), signal.SIGSTOP)
+                os.kill(int(name), signal.SIGKILL)
+                found += 1
+            except OSError:
+                continue
+        quiet = 0 if found else quiet + 1
+
+
+def _tagged(tag: str) -> list[psutil.Process]:
+    """Live processes whose command line holds ``tag`` (forks without exec keep it)."""
+    out = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if any(tag in arg for arg in proc.info["cmdline"] or ()):
+                out.append(proc)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _left_running(tag: str, within: float = 3.0) -> list[int]:
+    """The pids still running with ``tag`` after ``within`` s; they are then killed (stopped
+    first, so a pid-hopper cannot fork away meanwhile)."""
+    deadline = time.monotonic() + within
+    while (left := _tagged(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [proc.pid for proc in left]
+    end = time.monotonic() + 5
+    while (left := _tagged(tag)) and time.monotonic() < end:
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for proc in left:
+                try:
+                    proc.send_signal(sig)
+                except psutil.Error:
+                    pass
+        time.sleep(0.01)
+    return pids
+
+
+@pytest.fixture
+def escapers(tmp_path: Path, make_skill):
+    make_skill(
+        tmp_path / "skills",
+        "escapers",
+        scripts={"scripts/forkterm.py": FORK_ON_TERM, "scripts/hopper.py": HOPPER},
+    )
+    return manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=2)
+
+
+WARM_HOPPER = pytest.param(
+    "warm",
+    "hopper",
+    marks=pytest.mark.xfail(
+        strict=False,
+        reason="issue 39 finding 7, open: a warm run's pid-hopper still outlives about 1 run "
+        "in 2 (a cold run's holds; the cause is not found yet)",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("start", "script"),
+    [("cold", "forkterm"), ("warm", "forkterm"), ("cold", "hopper"), WARM_HOPPER],
+)
+def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
+    tmp_path: Path, escapers, start: str, script: str
+) -> None:
+    """Issue 39, findings 6 and 7: the kill looks again until a look finds nothing new, and
+    stops what it finds before it kills (a stopped process forks no more)."""
+    tag = str(tmp_path / "skills")
+    for n in range(2 if script == "hopper" else 1):  # the hopper escaped 1 run in 4 before
+        marker = tmp_path / f"{start}-{script}-{n}.pid"
+        try:
+            res = escapers.execute_skill_script(
+                "escapers", script, argv=[str(marker)], approver=None, warm=start == "warm"
+            )
+            assert res.start == start, res.start_note
+            assert marker.exists(), res.stderr
+            if script == "hopper":
+                hops = Path(f"{marker}.hops")
+                assert hops.exists(), res.stderr
+                assert not _still_hopping(hops), f"the hopper ({start}, run {n}) lives on"
+            left = _left_running(tag, within=2.0)
+            assert left == [], f"{script} ({start}, run {n}) left {left} running"
+        finally:
+            _stop_hoppers(tag)

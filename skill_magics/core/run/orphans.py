@@ -26,8 +26,7 @@ what it inherits, or they stay zombies); the kernel's other children are never w
 their owners (``Popen.wait``) still get their exit status.
 
 What escapes: a descendant that clears its environment (``env -i``) *and* leaves the group
-and loses its parent between two tree snapshots; one started after the run's last look (the
-microseconds between the last look and the kill); and everything on systems without
+and loses its parent between two tree snapshots; and everything on systems without
 ``PR_SET_CHILD_SUBREAPER``/pidfd (macOS, Windows, Linux < 5.4), where only the snapshots
 apply. Sandboxed runs need none of this: their PID namespace dies with them.
 
@@ -145,7 +144,16 @@ def new_run_id() -> str:
     return _IDS.new()
 
 
+def run_id_prefix() -> str:
+    """What every run id of this process starts with (a watcher looks for it)."""
+    return _IDS.prefix
+
+
 _SHORT_READ = 2048
+
+# This process's own helpers that are its children but never a run's (core/run/warden.py):
+# a look for a run's orphans skips them, so the end of a run still settles in one look.
+OWN: set[int] = set()
 
 
 def _read_proc(path: str, seq_file: bool = False) -> bytes:
@@ -227,6 +235,14 @@ def _carries(pid: int, marker: bytes) -> bool:
         return False
 
 
+def _readable(pid: int) -> bool:
+    try:
+        _read_proc(f"/proc/{pid}/environ")
+    except OSError:
+        return False
+    return True
+
+
 class Orphans:
     """The run's processes outside its group, held by pidfd (see the module docstring)."""
 
@@ -237,10 +253,19 @@ class Orphans:
         # A look found nothing of the run left: its main process had exited and no orphan
         # (alive or a zombie) was there. Nothing can be re-parented here after that.
         self.settled = False
+        self.last_look: frozenset[int] = frozenset()  # the kernel's children the last look saw
+        # The last look found a child of this process alive whose environment it could not
+        # read: one exiting (its mm gone), whose children come here only once it is done.
+        self.unsure = False
 
-    def collect(self, exclude: int, exited: bool = False) -> None:
-        """Find the kernel's children carrying this run's id, and everything below them
-        (before the kill: a process whose parent dies later is already held).
+    def collect(self, exclude: int, exited: bool = False) -> set[int]:
+        """Find the kernel's children carrying this run's id, and everything below them,
+        below the processes held already and below the run's main process (``exclude``,
+        never held itself: its own Popen reaps it). Returns the pids newly held.
+
+        Called before each kill and again after it (core/run/containment.py), so a process
+        forked meanwhile (in a SIGTERM handler, by a pid-hopper) is found by a later look:
+        what a held process forks is its child until it dies, then this process's.
 
         ``exited``: the run's main process (``exclude``) has exited. Its living descendants
         were then re-parented here at its exit (before it became a zombie, which is what
@@ -251,22 +276,42 @@ class Orphans:
         adopted = _adopted()
         if exclude in adopted:
             adopted.remove(exclude)
+        if OWN:
+            adopted = [pid for pid in adopted if pid not in OWN]
+        self.last_look = frozenset(adopted)
         if exited and not adopted and not self.held:
             self.settled = True
-            return
-        stack = [pid for pid in adopted if _carries(pid, self.marker)]
+            return set()
+        stack = []
+        self.unsure = False
+        for pid in adopted:
+            if pid in self.held:
+                continue
+            if _carries(pid, self.marker):
+                stack.append(pid)
+            elif not self.unsure:  # unreadable and not a zombie: exiting (a hopper hopping)
+                found = _stat(pid)
+                self.unsure = found is not None and found[0] not in "ZX" and not _readable(pid)
+        stack.extend(self.held)
+        stack.append(exclude)  # the main process's descendants (none once it has exited)
+        walked: set[int] = set()
+        new: set[int] = set()
         while stack:
             pid = stack.pop()
-            if pid in self.held or pid == exclude or pid == me:
+            if pid in walked or pid == me:
                 continue
-            try:
-                self.held[pid] = os.pidfd_open(pid)
-            except OSError:  # already gone
-                continue
-            found = _stat(pid)
-            if found is not None:
-                self.leaders.update(found[1:])
+            walked.add(pid)
+            if pid != exclude and pid not in self.held:
+                try:
+                    self.held[pid] = os.pidfd_open(pid)
+                except OSError:  # already gone
+                    continue
+                new.add(pid)
+                found = _stat(pid)
+                if found is not None:
+                    self.leaders.update(found[1:])
             stack.extend(_children(pid))
+        return new
 
     def hold(self, pids: Iterable[int]) -> None:
         """Hold these processes too (the run's descendants the tree snapshots saw), so they
@@ -278,8 +323,19 @@ class Orphans:
                 except OSError:  # gone since
                     continue
 
-    def signal(self, sig: int) -> None:
-        for fd in self.held.values():
+    def running(self, also: int = 0) -> bool:
+        """Is a held process (or ``also``) neither stopped nor dead yet? A SIGSTOP sent to
+        a process in the middle of a fork stops it only once the fork is done."""
+        for pid in (*self.held, also) if also else self.held:
+            found = _stat(pid)
+            if found is not None and found[0] not in "TtZXx":
+                return True
+        return False
+
+    def signal(self, sig: int, pids: Iterable[int] | None = None) -> None:
+        """Send ``sig`` to the held processes (only ``pids`` among them, when given)."""
+        fds = self.held.values() if pids is None else [self.held[p] for p in pids]
+        for fd in fds:
             try:
                 signal.pidfd_send_signal(fd, sig)
             except OSError:  # exited already
@@ -357,4 +413,4 @@ class Orphans:
         self.held.clear()
 
 
-__all__ = ["Orphans", "RUN_ID_VAR", "SUBREAPER", "new_run_id"]
+__all__ = ["OWN", "Orphans", "RUN_ID_VAR", "SUBREAPER", "new_run_id", "run_id_prefix"]

@@ -29,6 +29,9 @@ shorter than 50 ms pay no snapshot. A descendant born, detached and orphaned bet
 snapshots (a double fork) is caught on Linux by core/run/orphans.py instead: during a run this
 process is a child subreaper, so the orphan is re-parented here, and it carries the run's id
 in its environment; the run's end kills and reaps it. What still escapes is said there.
+That kill stops what it finds and looks again until nothing new turns up, so processes forked
+during the kill die too, and a watcher kills the run when the kernel dies
+(core/run/containment.py).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skill_magics.core.base.secrets import Masks
+from skill_magics.core.run.containment import WATCH, kill_run
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 
 logger = logging.getLogger("skill_magics.executor")
@@ -277,6 +281,10 @@ class _Descendants:
         except Exception:  # noqa: BLE001 - psutil.Error: gone
             return False
 
+    def seen(self) -> list[int]:
+        """The remembered descendants still alive (same creation time)."""
+        return [pid for pid in list(self.known) if self.saw(pid)]
+
     def signal_escaped(self, sig: int) -> None:
         """Send ``sig`` to remembered descendants that are alive and outside the group."""
         if not self.known:
@@ -349,8 +357,13 @@ def _kill_all(
     """Signal the main process (by its own pid: it may have left its group), the group,
     the escapees the snapshots saw and the run's orphans. ``exited``: the main process has
     surely exited (Child.has_exited), which lets the orphan search settle in one look when
-    nothing is left (core/run/orphans.py)."""
+    nothing is left (core/run/orphans.py). SIGKILL with the run's orphans held is the
+    whole-run kill of core/run/containment.py: stop, look again until nothing new, kill."""
     pgid = child.pid
+    if sig == signal.SIGKILL and orphans is not None:
+        seen = None if tree is None or not tree.known else tree.seen
+        kill_run(child, orphans, exited, seen, kill_group)
+        return
     if not exited:
         child.kill(sig)
     if orphans is not None:
@@ -977,6 +990,8 @@ def drive(child: Child, limits: Limits) -> ProcessOutcome:
         run = _Run(child, loop, limits)
         with _LIVE_LOCK:
             _LIVE.add(child)
+        if child.held is not None:  # unsandboxed: its processes die with this one too
+            WATCH.track(child.pid)
         if limits.started is not None:
             limits.started()
         _wait(run)
@@ -997,6 +1012,8 @@ def drive(child: Child, limits: Limits) -> ProcessOutcome:
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(child)
+        if child.held is not None:
+            WATCH.untrack(child.pid)
         _close(child, loop)
     if child.failure is not None:
         raise child.failure
