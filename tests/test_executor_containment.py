@@ -300,6 +300,8 @@ import os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if os.fork() == 0:
     os.setsid()
+    with open(sys.argv[1] + ".sid", "w") as fh:  # for the test's own clean-up: killpg
+        fh.write(str(os.getsid(0)))
     fd = os.open(sys.argv[1] + ".hops", os.O_WRONLY | os.O_CREAT, 0o600)
     n = 0
     while True:
@@ -331,7 +333,15 @@ def _still_hopping(hops: Path, within: float = 3.0) -> bool:
 
 def _stop_hoppers(tag: str, within: float = 5.0) -> None:
     """Stop then kill every process whose command line holds ``tag``, reading /proc again
-    and again (a stopped process forks no more; a pid-hopper's pid lives 2 ms)."""
+    and again (a stopped process forks no more; a pid-hopper's pid lives 2 ms). A hopper
+    that escaped is killed by its session's group first: one kill(-pgid) reaches every
+    member at once, which no scan of /proc does (an escaped hopper burned a core for the
+    rest of a CI run)."""
+    for sid_file in Path(tag).parent.glob("*.sid"):
+        try:
+            os.killpg(int(sid_file.read_text()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
     deadline = time.monotonic() + within
     quiet = 0
     while quiet < 20 and time.monotonic() < deadline:
