@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -251,3 +252,22 @@ def test_a_network_grant_on_the_panel_cannot_get_past_no_network(team, bwrap):
     # and a grant given before the policy counts for nothing once it is in force
     manager._grants.grant("hello")
     assert manager._executor.network_for(plan.prepared) is False
+
+
+def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
+    write_policy(team, '[sources]\nallow = ["mcp:team"]\n')
+    manager = manager_for(team.local)
+    started = team.root / "server-started"
+    command = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
+    with pytest.raises(
+        PolicyError, match=r"\[sources\] allow in .*policy.toml.*mcp:other matches none"
+    ):
+        manager.add_mcp_server("other", command=command, connect_timeout=5)
+    assert not started.exists(), "refused before the server's process started"
+    assert any("[sources] allow" in r.reason for r in refusals(manager))
+    # An allowed label is NOT refused by the policy: the server starts (and, as it speaks
+    # no MCP, fails to connect for that reason).
+    with pytest.raises(SkillMagicsError) as failed:
+        manager.add_mcp_server("team", command=command, connect_timeout=5)
+    assert not isinstance(failed.value, PolicyError)
+    assert started.exists()

@@ -309,7 +309,14 @@ class SkillManager:
         named ``label/<skill>``; the checked listing (core/mcp/servers.py). ``timeout``:
         seconds for each call; ``connect_timeout``: for starting it and its handshake."""
         from skill_magics.core.mcp.servers import servers_of
+        from skill_magics.core.policy import PolicyError
+        from skill_magics.core.policy.runs import check_added_source
 
+        try:  # the team policy's [sources] allow, before the server's process starts
+            check_added_source(f"mcp:{label}")
+        except PolicyError as exc:
+            self.audit.refused(f"{label}/*", "(add MCP server)", None, exc)
+            raise
         servers = servers_of(self)
         server = servers.add(
             label,

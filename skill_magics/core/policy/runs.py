@@ -57,6 +57,14 @@ def check_run(
     check_signature(policy, name, origin.signature)
 
 
+def check_added_source(source: str) -> None:
+    """Raise PolicyError when ``[sources] allow`` refuses ``source`` (``mcp:LABEL``) being
+    added: before an MCP server's process starts or its URL is called."""
+    policy = current_policy()
+    if policy is not None:
+        check_source(policy, source)
+
+
 def check_network_grant(name: str) -> None:
     """Raise PolicyError when the policy in force says ``[run] network = false``: a grant
     on the approval panel (or ``grant_network``) would give more than the policy allows."""
@@ -75,4 +83,4 @@ def network_allowed() -> bool:
     return policy is None or (not policy.broken and policy.network is not False)
 
 
-__all__ = ["check_network_grant", "check_run", "network_allowed"]
+__all__ = ["check_added_source", "check_network_grant", "check_run", "network_allowed"]
