@@ -802,3 +802,33 @@ def test_the_subreaper_leaves_the_kernels_other_children_alone(make_skill, tmp_p
             os.waitpid(daemon, 0)
         except ChildProcessError:
             pass
+
+
+def test_a_script_gets_sigint_at_its_default_when_the_caller_ignores_it(
+    tmp_path: Path, make_skill
+) -> None:
+    """A kernel between cells, ``nohup`` or ``&`` ignore SIGINT; an ignored signal survives
+    exec, and the script's Interrupt would be lost (issue 44). The caller here is a process
+    that ignores SIGINT, as they do."""
+    make_skill(
+        tmp_path / "skills",
+        "sig",
+        scripts={"scripts/show.py": "import signal\nprint(signal.getsignal(signal.SIGINT))\n"},
+    )
+    caller = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from skill_magics.core.manager import SkillManager\n"
+        "m = SkillManager([sys.argv[1]], warm_start='off')\n"
+        "r = m.execute_skill_script('sig', 'scripts/show.py', approver=None)\n"
+        "print(r.exit_code, r.stdout.strip())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", caller, str(tmp_path / "skills")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0 <built-in function default_int_handler>", out.stdout

@@ -834,7 +834,7 @@ def _popen(
                 env=env,
                 shell=False,
                 bufsize=0,
-                preexec_fn=_death_signal() if die_with_parent else None,
+                preexec_fn=_child_setup(die_with_parent),
                 **_GROUP,
             )
         except OSError as exc:
@@ -897,6 +897,25 @@ def _guarded(command: Sequence[str], env: Mapping[str, str] | None) -> Sequence[
     if shutil.which(command[0], path=path) is None:
         raise SpawnError(errno.ENOENT, "No such file or directory", command[0])
     return [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *command]
+
+
+def _child_setup(die_with_parent: bool) -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a spawn, or None (the common case: Popen's fast path).
+
+    A script starts with SIGINT at its default whatever this process does with it: a kernel
+    ignores SIGINT between cells (ipykernel), and ``nohup``/``&`` start a process with it
+    ignored; an ignored signal survives exec, so the script's Ctrl-C, Interrupt and Stop
+    would find it deaf (KeyboardInterrupt never raised). Only then is a preexec_fn needed."""
+    arm = _death_signal() if die_with_parent else None
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return arm
+
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if arm is not None:
+            arm()
+
+    return setup
 
 
 def _death_signal() -> Callable[[], None] | None:
