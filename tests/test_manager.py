@@ -596,6 +596,8 @@ PUBLIC_SURFACE = {
     "run_planned_async": "method",
     "execute_skill_script": "method",
     "map": "method",
+    # issue 43 names it; the work is core/usage/'s
+    "usage": "method",
 }
 
 

@@ -401,3 +401,21 @@ def test_verify_signatures_trusts_a_cloned_lock_and_names_another_signer(keys):
     (line,) = verify_signatures(keys.into)
     assert line.startswith("greet: signer: signed by mallory@example.com") and "alice" in line
     assert not origin_of(keys.into / "greet", "greet").signature.is_signed
+
+
+def test_allowed_signers_options_hold_commas_of_their_own() -> None:
+    """``namespaces="a,b"`` is one option with two namespaces (ssh's format), not two options."""
+    from skill_magics.core.trust.signers import parse_signers
+
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+    text = (
+        f'alice@example.com,bob@x namespaces="git,skill-magics",valid-after=20200101 {key}\n'
+        f'carol@x cert-authority,namespaces="file" {key}\n'
+        f"dave@x {key}\n"
+    )
+    signers = parse_signers(text)
+    assert [(s.principals, s.namespaces) for s in signers] == [
+        (("alice@example.com", "bob@x"), ("git", "skill-magics")),
+        (("carol@x",), ("file",)),
+        (("dave@x",), ()),
+    ]

@@ -23,6 +23,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.base.version import VERSION
 from skill_magics.core.trace.switch import provider_set
@@ -197,11 +198,7 @@ def _own_provider() -> tuple[Any, str]:
 
     service = os.environ.get("OTEL_SERVICE_NAME", "").strip() or SERVICE
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    names = [
-        n.strip().lower()
-        for n in (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")
-        if n.strip()
-    ]
+    names = [n.lower() for n in name_list(os.environ.get("OTEL_TRACES_EXPORTER") or "otlp")]
     said = []
     for name in names:
         if name == "console":

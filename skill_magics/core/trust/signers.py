@@ -22,15 +22,21 @@ import binascii
 import fnmatch
 import hashlib
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.visible import visible
 
 ENV_VAR = "SKILL_MAGICS_ALLOWED_SIGNERS"  # a path, used when no policy names one
 MAX_BYTES = 1 << 20
 _KEY_PREFIXES = ("ssh-", "ecdsa-", "sk-")
+# ``namespaces=VALUE`` among the options: VALUE ends where ssh's next option begins.
+_NAMESPACES = re.compile(
+    r"(?:^|,)namespaces=(.*?)(?=,(?:cert-authority|valid-after=|valid-before=)|$)", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -76,16 +82,15 @@ def parse_signers(text: str) -> list[AllowedSigner]:
         at = next((i for i, t in enumerate(tokens) if t.startswith(_KEY_PREFIXES)), None)
         if at is None or at == 0 or at + 1 >= len(tokens):
             raise ValueError(f"line {number}: expected PRINCIPALS [OPTIONS] KEYTYPE KEY")
-        namespaces: tuple[str, ...] = ()
-        for option in ",".join(tokens[1:at]).split(","):
-            name, _eq, value = option.partition("=")
-            if name.lower() == "namespaces":
-                namespaces = tuple(n for n in value.split(",") if n)
+        # The options are comma-separated and namespaces="a,b" holds commas of its own
+        # (shlex took its quotes off): its value runs to the next option ssh knows.
+        found = _NAMESPACES.search(",".join(tokens[1:at]))
+        namespaces = name_list(found.group(1)) if found else ()
         try:
             fingerprint = key_fingerprint(tokens[at + 1])
         except (binascii.Error, ValueError):
             raise ValueError(f"line {number}: the key is not base64") from None
-        principals = tuple(p for p in tokens[0].split(",") if p)
+        principals = name_list(tokens[0])  # comma-separated patterns, no blanks in one
         out.append(AllowedSigner(principals, fingerprint, namespaces))
     return out
 

@@ -400,6 +400,9 @@ class Server:
         os._exit(0)
 
 
+GUARD_NAME = "skm-warm-guard"  # the guard's comm (15 bytes at most)
+
+
 def _start_guard() -> "tuple[socket.socket | None, int]":
     """Fork the guard (before any import: a small process), which kills every run's group
     when this server dies, however it dies: the runs then need no parent-death signal of
@@ -418,6 +421,11 @@ def _start_guard() -> "tuple[socket.socket | None, int]":
     if pid == 0:  # pragma: no cover - the guard process
         try:
             os.setpgid(0, 0)
+            try:  # the name a zombie keeps: orphans.reap_zombies knows it as a run's
+                with open("/proc/self/comm", "w") as comm:
+                    comm.write(GUARD_NAME)
+            except OSError:
+                pass
             ours.detach()
             keep = theirs.fileno()
             os.closerange(0, keep)
