@@ -162,7 +162,15 @@ class _Server:
                 conn.sendall(b"pong")
 
     def close(self) -> None:
+        # Wake the accept first: a socket closed under a blocked accept() stays listening
+        # until the accept returns (a later test in this process once read "pong" from a
+        # port it did not open).
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(5)
 
 
 CONNECT = """\
