@@ -9,6 +9,14 @@ PYTHON := $(or $(shell for p in python3 python3.14 python3.13 python3.12 python3
   done),python3)
 endif
 VENV   := .venv
+# Bytecode: every venv is compiled when it is installed (uv does not by default; pip does), and
+# Python may write the caches of this checkout's modules and pytest's rewritten tests
+# (__pycache__/, git-ignored) even where the shell sets PYTHONDONTWRITEBYTECODE. Without them
+# every kernel, server and script the suite starts compiles its imports from source again:
+# `import pandas, ipykernel.kernelapp` took 1.6 s of CPU instead of 0.5 s. Skill scripts
+# still write none (core/run/checks.py sets PYTHONDONTWRITEBYTECODE for each run).
+export UV_COMPILE_BYTECODE := 1
+unexport PYTHONDONTWRITEBYTECODE
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
@@ -16,7 +24,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools clean
+.PHONY: demo test test-latest durations lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -176,15 +184,18 @@ e2e: $(STAMP) browser
 TEST_JOBS ?= 4
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-python-other stage-unit stage-python-other-warm stage-unit-warm \
-  stage-kernel-main $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
+TEST_STAGES := stage-python-other stage-python-other-warm stage-kernel-main stage-unit-1 stage-unit-2 \
+  stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
 WARM_TESTS := $(wildcard tests/test_warm*.py)
 NOT_WARM := --ignore-glob=tests/test_warm*.py
 
-# Each stage prints its slowest tests: where CI's minutes go, read off every run.
+# Each stage prints its slowest tests: where CI's minutes go, read off every run. The main
+# venv's stages also keep a junit report in build/junit/, from which `make durations` rewrites
+# tests/durations.json, what the shards are balanced by (tests/sharding.py).
 DURATIONS := --durations=12
+JUNIT = --junitxml=build/junit/$(1).xml
 
 # $(call stage,NAME,COMMAND): run COMMAND; append its wall time and result to STAGE_LOG.
 define stage
@@ -194,30 +205,42 @@ define stage
 endef
 
 test: $(STAMP) browser sandbox npm-tools
-	@mkdir -p build && rm -f $(STAGE_LOG)
+	@mkdir -p build/junit && rm -f $(STAGE_LOG) build/junit/*.xml
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \
 	  echo "make test: stages ($(TEST_JOBS) at a time, $$(( $$(date +%s) - start )) s in all):"; \
 	  cat $(STAGE_LOG); exit $$rc
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
-.PHONY: test-stages stage-unit stage-unit-warm stage-kernel-main stage-pyyaml-floor \
+.PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
   stage-python-other stage-python-other-warm stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 
-# The main venv's pytest in three parts that run side by side: without real kernels (the
-# warm-start tests apart), and with them.
-stage-unit:
-	$(call stage,pytest (no kernel; warm start apart),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "not ($(KERNELISH))" '$(NOT_WARM)')
+# The main venv's pytest in four parts that run side by side: without real kernels in two
+# shards of about equal time (the warm-start tests apart), and with them.
+UNIT = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) \
+  -m "not ($(KERNELISH))" '$(NOT_WARM)'
+stage-unit-1:
+	$(call stage,pytest (no kernel; warm start apart; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
+	  $(UNIT) $(call JUNIT,unit-1))
+
+stage-unit-2:
+	$(call stage,pytest (no kernel; warm start apart; part 2/2),SKILL_MAGICS_TEST_SHARD=2/2 \
+	  $(UNIT) $(call JUNIT,unit-2))
 
 stage-unit-warm:
 	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "not ($(KERNELISH))" $(WARM_TESTS))
+	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) $(call JUNIT,warm) -m "not ($(KERNELISH))" $(WARM_TESTS))
 
 stage-kernel-main:
 	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "$(KERNELISH)")
+	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) \
+	  $(call JUNIT,kernel) -m "$(KERNELISH)")
+
+# tests/durations.json from the junit reports of the last `make test` (commit it when the
+# shards have drifted apart: the stage times at the end of `make test` show it).
+durations:
+	$(PY) tests/sharding.py build/junit/*.xml
 
 # Lint and the docs build are stages too: short, they fill the gaps the long ones leave.
 stage-lint:

@@ -27,6 +27,8 @@ import yaml
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 # The conformance corpus holds skills (one ships its own test_skill.py), not our tests.
 collect_ignore_glob = ["conformance/*"]
+# SKILL_MAGICS_TEST_SHARD=K/N: one of N balanced parts of the run (tests/sharding.py)
+pytest_plugins = ["sharding"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
