@@ -271,3 +271,40 @@ def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
         manager.add_mcp_server("team", command=command, connect_timeout=5)
     assert not isinstance(failed.value, PolicyError)
     assert started.exists()
+
+
+def test_adding_a_folder_the_sources_do_not_allow_adds_nothing(team):
+    other = team.root / "elsewhere"
+    write_files(other / "stray", {"SKILL.md": skill_md("stray"), "scripts/s.py": "print(1)\n"})
+    write_policy(team, f'[sources]\nallow = ["{team.local}/*"]\n')
+    manager = manager_for(team.local)
+    with pytest.raises(
+        PolicyError, match=r"\[sources\] allow in .*policy.toml.*elsewhere/stray matches none"
+    ):
+        manager.add_dir(other)
+    assert other not in manager.skill_dirs, "refused before anything was added"
+    assert "stray" not in {m.name for m in manager.list_skills()}
+    assert any(
+        r.script == "(add folder)" and "[sources] allow" in r.reason for r in refusals(manager)
+    )
+    # What the rule must NOT refuse: a folder whose skills are all allowed (its own path does
+    # not match, each skill's does), and a folder the pattern names itself.
+    fresh = manager_for()
+    fresh.skill_dirs = []
+    assert fresh.add_dir(team.local) == team.local
+    assert "hello" in {m.name for m in fresh.list_skills()}
+    write_policy(team, f'[sources]\nallow = ["{other}"]\n')
+    assert manager.add_dir(other) == other
+    assert "stray" in {m.name for m in manager.list_skills()}
+
+
+def test_skills_add_magic_refuses_a_folder_in_one_line(team, ipython_shell, capsys):
+    other = team.root / "elsewhere"
+    write_files(other / "stray", {"SKILL.md": skill_md("stray"), "scripts/s.py": "print(1)\n"})
+    write_policy(team, f'[sources]\nallow = ["{team.local}/*"]\n')
+    shell = ipython_shell(team.local)
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match=r"\[sources\] allow in .*policy.toml") as refused:
+        shell.run_line_magic("skills", f"add {other}")
+    assert "\n" not in str(refused.value) and "Added" not in capsys.readouterr().out

@@ -288,7 +288,17 @@ class SkillManager:
         self._finder.skill_dirs = dirs
 
     def add_dir(self, path: str | os.PathLike[str], *, first: bool = False) -> Path:
-        """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
+        """Add a directory (last in precedence, or first with ``first=True``) and rescan.
+        The team policy's ``[sources] allow`` is checked first (a refusal is audited and
+        nothing is added: core/policy/runs.py, ``check_added_folder``)."""
+        from skill_magics.core.policy import PolicyError
+        from skill_magics.core.policy.runs import check_added_folder
+
+        try:
+            check_added_folder(path)
+        except PolicyError as exc:
+            self.audit.refused(f"{os.path.abspath(path)}/*", "(add folder)", None, exc)
+            raise
         return self._finder.add_dir(path, first=first)
 
     def remove_dir(self, path: str | os.PathLike[str]) -> bool:
