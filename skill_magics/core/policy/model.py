@@ -25,6 +25,7 @@ class Policy:
     sources_allow: tuple[str, ...] | None = None  # None: any source
     require_signatures: bool = False
     allowed_signers: str | None = None
+    openpgp_signers: tuple[str, ...] = ()  # OpenPGP primary-key fingerprints (upper-case hex)
     block: tuple[str, ...] = ()
     max_sandbox: str | None = None  # None: any
     network: bool | None = None  # False: no run gets network

@@ -47,21 +47,32 @@ def check_source(policy: Policy, source: str) -> None:
 
 def check_signature(policy: Policy, name: str, signature: Signature) -> None:
     """With ``[signatures] require``: ``signature`` is verified and, when the policy names
-    allowed signers, by a principal and key listed there."""
+    signers (``allowed_signers`` for SSH, ``openpgp`` fingerprints for OpenPGP), by one it
+    lists: an SSH principal and key in the file, an OpenPGP primary-key fingerprint in the
+    list. A policy naming neither takes any verified signer."""
     check_readable(policy)
     if not policy.require_signatures:
         return
     if not signature.is_signed:
         raise _refuse(policy, "[signatures] require", f"{visible(name)} is {signature.describe()}")
-    signers = policy.allowed_signers
-    if signers is not None and (
-        signature.method != "ssh" or not is_allowed(signers, signature.principal, signature.key)
-    ):
+    signers, openpgp = policy.allowed_signers, policy.openpgp_signers
+    if signers is None and not openpgp:
+        return
+    who = f"{visible(name)} is signed by {visible(signature.principal)} ({signature.key})"
+    if signature.method == "openpgp":
+        if signature.key not in openpgp:
+            listed = "the list" if openpgp else "the list, which is empty"
+            raise _refuse(
+                policy,
+                "[signatures] openpgp",
+                f"{who}, an OpenPGP key whose fingerprint is not in {listed}",
+            )
+        return
+    if signers is None or not is_allowed(signers, signature.principal, signature.key):
         raise _refuse(
             policy,
             "[signatures] allowed_signers",
-            f"{visible(name)} is signed by {visible(signature.principal)} ({signature.key}), "
-            f"who is not in {visible(signers)}",
+            f"{who}, who is not in {visible(signers or 'the (absent) allowed signers file')}",
         )
 
 

@@ -129,7 +129,7 @@ class ZipSnapshot(Snapshot):
                 "nothing was installed"
             ) from None
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, openpgp: tuple[str, ...] = ()) -> Signature:
         return detached_signature(Path(self.spec.location), signers)
 
     def close(self) -> None:

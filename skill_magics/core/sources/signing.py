@@ -30,6 +30,12 @@ def signers_file() -> str | None:
     return env_signers()
 
 
+def openpgp_signers() -> tuple[str, ...]:
+    """The OpenPGP primary-key fingerprints the policy trusts (``[signatures] openpgp``)."""
+    policy = current_policy()
+    return policy.openpgp_signers if policy is not None else ()
+
+
 def check_source_allowed(source: str) -> None:
     """The policy's ``[sources] allow`` (before anything is fetched)."""
     policy = current_policy()
@@ -43,10 +49,10 @@ def verify_staged(
     """Folder -> the verified signature of each staged skill; raises SourceError for a BAD
     signature and PolicyError for what the policy refuses (nothing written yet)."""
     policy = current_policy()
-    signers = signers_file()
+    signers, openpgp = signers_file(), openpgp_signers()
     out = {}
     for item in staged:
-        signature = snap.signature(item.found.path, signers)
+        signature = snap.signature(item.found.path, signers, openpgp)
         if signature.state is SignatureState.BAD:
             raise SourceError(
                 f"{visible(item.folder)} from {visible(source)} has a {signature.describe()}; "
@@ -74,4 +80,11 @@ def remember(trees: Sequence[tuple[str, Signature | None]]) -> None:
             record.remember(tree, signature)
 
 
-__all__ = ["check_source_allowed", "remember", "signer_change", "signers_file", "verify_staged"]
+__all__ = [
+    "check_source_allowed",
+    "openpgp_signers",
+    "remember",
+    "signer_change",
+    "signers_file",
+    "verify_staged",
+]

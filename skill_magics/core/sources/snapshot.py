@@ -93,9 +93,10 @@ class Snapshot:
         """Extra lock fields of the skill at ``path`` (a well-known artifact's url and digest)."""
         return {}
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, openpgp: tuple[str, ...] = ()) -> Signature:
         """Who signed the skill at ``path``, verified against the allowed-signers file
-        ``signers`` (None: none given) by core/trust; a source kind that carries no
+        ``signers`` (None: none given) and, for OpenPGP, the user's keyring and the policy's
+        trusted fingerprints ``openpgp``, by core/trust; a source kind that carries no
         signature is unsigned."""
         return Signature.unsigned("no signature")
 
@@ -196,7 +197,7 @@ class FolderSnapshot(Snapshot):
             for chunk in iter(lambda: fh.read(_CHUNK), b""):
                 out.write(chunk)
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, openpgp: tuple[str, ...] = ()) -> Signature:
         return Signature.unsigned("local")
 
 

@@ -317,7 +317,7 @@ class WellKnownSnapshot(Snapshot):
         os.link(path, artifact)
         self.signed[entry.name] = (artifact, sig)
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, openpgp: tuple[str, ...] = ()) -> Signature:
         if path not in self.signed:
             return Signature.unsigned("no .sig beside the artifact")
         from skill_magics.core.sources.archive import detached_signature
