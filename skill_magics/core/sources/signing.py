@@ -17,7 +17,7 @@ from skill_magics.core.policy import current_policy
 from skill_magics.core.policy.rules import check_blocked, check_signature, check_source
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill
 from skill_magics.core.trust import record
-from skill_magics.core.trust.signature import Signature, SignatureState
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 from skill_magics.core.trust.signers import env_signers
 
 
@@ -30,10 +30,13 @@ def signers_file() -> str | None:
     return env_signers()
 
 
-def openpgp_signers() -> tuple[str, ...]:
-    """The OpenPGP primary-key fingerprints the policy trusts (``[signatures] openpgp``)."""
+def anchors() -> Anchors:
+    """What the policy trusts besides the allowed-signers file: ``[signatures] openpgp``
+    fingerprints, ``sigstore`` identities and ``sigstore_trusted_root``."""
     policy = current_policy()
-    return policy.openpgp_signers if policy is not None else ()
+    if policy is None:
+        return NO_ANCHORS
+    return Anchors(policy.openpgp_signers, policy.sigstore_signers, policy.sigstore_root)
 
 
 def check_source_allowed(source: str) -> None:
@@ -49,10 +52,10 @@ def verify_staged(
     """Folder -> the verified signature of each staged skill; raises SourceError for a BAD
     signature and PolicyError for what the policy refuses (nothing written yet)."""
     policy = current_policy()
-    signers, openpgp = signers_file(), openpgp_signers()
+    signers, trusted = signers_file(), anchors()
     out = {}
     for item in staged:
-        signature = snap.signature(item.found.path, signers, openpgp)
+        signature = snap.signature(item.found.path, signers, trusted)
         if signature.state is SignatureState.BAD:
             raise SourceError(
                 f"{visible(item.folder)} from {visible(source)} has a {signature.describe()}; "
@@ -82,7 +85,7 @@ def remember(trees: Sequence[tuple[str, Signature | None]]) -> None:
 
 __all__ = [
     "check_source_allowed",
-    "openpgp_signers",
+    "anchors",
     "remember",
     "signer_change",
     "signers_file",
