@@ -593,3 +593,14 @@ def test_the_lab_calls_are_roots(server, tmp_path: Path, make_skill, memory) -> 
     (evals,) = finished(memory, "run_evals marker")
     assert evals.status.status_code is StatusCode.ERROR
     assert str(failed.value).splitlines()[0] in evals.status.description
+
+
+def test_skillrun_trace_content_opts_one_cell_in(skills: Path, memory, ipython_shell) -> None:
+    shell = ipython_shell(skills, auto_approve=True)
+    shell.run_cell(f'%%skillrun mathx.square --sandbox off\n{{"n": 7, "tag": "{ARGUMENT}"}}')
+    shell.run_cell('%%skillrun mathx.square --sandbox off --trace-content\n{"n": 8}')
+    plain, opted = finished(memory, "run mathx")
+    assert n.RUN_INPUT not in plain.attributes and n.RUN_STDOUT not in plain.attributes
+    assert '"n": 8' in opted.attributes[n.RUN_INPUT]
+    assert json.loads(opted.attributes[n.RUN_STDOUT]) == {"square": 64}
+    assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
