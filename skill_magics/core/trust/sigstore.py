@@ -95,11 +95,13 @@ def verify_bundle(
         )
     if os.path.getsize(bundle_path) > MAX_BUNDLE or os.path.getsize(artifact) > MAX_DATA:
         return Signature(SignatureState.BAD, "sigstore", note=f"{bundle_path.name} is too large")
+    sigstore_log = logging.getLogger("sigstore")
+    level = sigstore_log.level
     try:
         if trusted_root:
             verifier = Verifier(trusted_root=TrustedRoot.from_file(trusted_root))
         else:
-            logging.getLogger("sigstore").setLevel(logging.ERROR)  # "offline mode" warnings
+            sigstore_log.setLevel(logging.ERROR)  # its "offline mode" warning, every time
             verifier = Verifier.production(offline=True)
     except Exception as exc:  # noqa: BLE001 - no root here: cannot say, never "signed"
         return Signature(
@@ -108,6 +110,8 @@ def verify_bundle(
             subject=subject,
             note=visible(f"no sigstore trusted root to verify with ({exc})"[:200]),
         )
+    finally:
+        sigstore_log.setLevel(level)
     seen = _Seen()
     try:
         bundle = Bundle.from_json(bundle_path.read_bytes())
