@@ -604,3 +604,35 @@ def test_skillrun_trace_content_opts_one_cell_in(skills: Path, memory, ipython_s
     assert '"n": 8' in opted.attributes[n.RUN_INPUT]
     assert json.loads(opted.attributes[n.RUN_STDOUT]) == {"square": 64}
     assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
+
+
+def test_a_worker_that_traces_puts_its_run_under_the_item(
+    skills: Path, memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers whose own OTEL_* variables turn tracing on export their run spans (to a real
+    OTLP receiver here) as children of the item spans the kernel made."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "a-worker")
+        manager = manager_for(skills, sandbox="off")
+        context = multiprocessing.get_context("spawn")  # the workers read the variables
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            result = manager.map("mathx", "env", [{} for _ in range(3)], approver=None, pool=pool)
+        assert all(item.ok for item in result.items)
+        items = {span_id(s): s for s in finished(memory, "batch item")}
+        deadline = time.monotonic() + 30
+        while len(by_name(received.spans(), "run mathx")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the worker's exporter sends when the worker exits
+        runs = by_name(received.spans(), "run mathx")
+        assert len(runs) == 3 and {r["parent"] for r in runs} == set(items)
+        # and each script's TRACEPARENT is then the worker's run span
+        printed = {parent_of(item.result.stdout)[1] for item in result.items}
+        assert printed == {r["id"] for r in runs}
+    finally:
+        server.shutdown()
