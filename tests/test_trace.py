@@ -528,12 +528,17 @@ def test_a_policy_refusal_in_an_agents_turn_is_a_child_span(
     assert "[run] network in" in refusal.status.description
 
 
-def test_items_in_a_process_pool_are_children_of_their_batch(skills: Path, memory) -> None:
+@pytest.mark.parametrize("start", ["spawn", "fork"])
+def test_items_in_a_process_pool_are_children_of_their_batch(
+    skills: Path, memory, start: str
+) -> None:
+    """Fresh (spawn) or forked workers: neither traces (no OTEL_* variables; a forked one
+    does not keep the kernel's tracer, which it could not flush), the script joins the item."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     manager = manager_for(skills, sandbox="off")
-    context = multiprocessing.get_context("spawn")  # fresh workers: tracing off in them
+    context = multiprocessing.get_context(start)
     with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
         result = manager.map("mathx", "env", [{} for _ in range(6)], approver=None, pool=pool)
     assert all(item.ok for item in result.items), [i.message for i in result.items]

@@ -198,6 +198,22 @@ def child_env(env: Mapping[str, str]) -> Mapping[str, str]:
     return {**{k: v for k, v in env.items() if k not in RUN_VARS}, **found}
 
 
+def _forked() -> None:
+    """In a process forked from this one (a process pool's worker): the tracer came along
+    but its exporter's thread did not, and a forked worker may end without flushing, so
+    spans made there could be lost while a script points at them. The child starts with
+    tracing decided again by its own variables (``off`` stays off)."""
+    global _backend, _mode, _auto_failed, _checked_at
+    _backend = None
+    _mode = None if _mode is True else _mode
+    _auto_failed = False
+    _checked_at = -RECHECK_S
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def _make_backend(provider: Any) -> Any:
     try:
         from skill_magics.core.trace import otel
