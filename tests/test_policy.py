@@ -388,3 +388,24 @@ def test_a_run_of_an_openpgp_signer_the_policy_no_longer_lists_is_refused(team, 
             manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
     finally:
         gpg_stop(home)
+
+
+def test_an_install_into_a_folder_of_other_sources_says_it_is_not_searched(team):
+    """The installed skill passed [sources] allow; the folder it went into also holds a
+    local skill the policy does not allow, so that folder is not added to the manager."""
+    from sources_support import make_repo
+
+    repo = make_repo(
+        team.root / "greet", {"SKILL.md": skill_md("greet"), "scripts/g.py": "print(1)\n"}
+    )
+    write_policy(team, f'[sources]\nallow = ["{repo}"]\n')
+    manager = manager_for()
+    manager.skill_dirs = []
+    with pytest.raises(PolicyError, match=r"local/hello matches none.*which is not searched"):
+        install_skills(str(repo), into=team.local, approver=None, manager=manager)
+    assert (team.local / "greet" / "SKILL.md").is_file()
+    assert team.local not in manager.skill_dirs
+    # NOT refused: a folder holding only what the policy allows is added
+    other = team.root / "only-allowed"
+    install_skills(str(repo), into=other, approver=None, manager=manager)
+    assert "greet" in {m.name for m in manager.list_skills()}
