@@ -24,7 +24,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest durations lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools clean
+.PHONY: demo test test-latest durations lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox gnupg npm-tools clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -97,7 +97,7 @@ lock: $(UV)
 
 # The suite against the newest release of every dependency (no lock), in its own venv: what a
 # user installing today gets. Not part of `make test`; the CI workflow runs it on a schedule.
-test-latest: browser sandbox
+test-latest: browser sandbox gnupg
 	@$(ENSURE_VENV_SUPPORT)
 	PYTHON=$(PYTHON) $(SANDBOX_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) bash scripts/test-latest.sh
 
@@ -119,6 +119,14 @@ sandbox:
 	  echo "Installing bubblewrap with apt-get (sandboxed runs and their tests need it)"; \
 	  (apt-get update -qq && apt-get install -y -qq bubblewrap) || \
 	  echo "WARNING: could not install bubblewrap: 'make test' will FAIL its sandbox tests" )
+
+# Debian's gnupg for OpenPGP-signed git sources (core/trust/gitsig.py) and their tests, which
+# make real keyrings with gpg --quick-gen-key.
+gnupg:
+	@command -v gpg >/dev/null 2>&1 || ( \
+	  echo "Installing gnupg with apt-get (the OpenPGP signature tests need gpg)"; \
+	  (apt-get update -qq && apt-get install -y -qq gnupg) || \
+	  echo "WARNING: could not install gnupg: 'make test' will FAIL its OpenPGP tests" )
 
 # The sandbox tests never skip under make: a missing or unusable bwrap fails them.
 SANDBOX_REQUIRED = SKILL_MAGICS_SANDBOX_REQUIRED=1
@@ -156,7 +164,7 @@ lint: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs
 
-unit: $(STAMP) sandbox npm-tools
+unit: $(STAMP) sandbox gnupg npm-tools
 	$(SANDBOX_REQUIRED) $(NPM_REQUIRED) $(PY) -m pytest -q -m "not e2e and not notebooks"
 
 kernel-matrix: $(STAMP)
@@ -204,7 +212,7 @@ define stage
   echo "make test: stage$$line"; echo "$$line" >> $(STAGE_LOG); exit $$rc
 endef
 
-test: $(STAMP) browser sandbox npm-tools
+test: $(STAMP) browser sandbox gnupg npm-tools
 	@mkdir -p build/junit && rm -f $(STAGE_LOG) build/junit/*.xml
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \

@@ -75,7 +75,7 @@ def without_hooks():
         "outcome": hooks.outcome,
     }
     saved_trace = {"child_env": trace.child_env, "bind": trace.bind}
-    hooks.root = lambda plan: NOOP  # type: ignore[assignment]
+    hooks.root = lambda plan, content=False: NOOP  # type: ignore[assignment]
     hooks.approval = lambda plan, decide: decide()  # type: ignore[assignment]
     hooks.script_run = lambda prepared, work: work()  # type: ignore[assignment]
     hooks.launch = lambda prepared, choose: choose()  # type: ignore[assignment]

@@ -6,9 +6,10 @@
 Measures (docs/trust.md):
 
 1. **install-time verification**: a signed tag checked by ``git verify-tag`` (and the
-   commit's ``cat-file`` steps) in a fetched snapshot, and a detached ``.sig`` checked by
-   ``ssh-keygen -Y find-principals`` + ``-Y verify`` over a 100 KB archive: median per
-   verification (each time from scratch: no cache);
+   commit's ``cat-file`` steps) in a fetched snapshot, a detached ``.sig`` checked by
+   ``ssh-keygen -Y find-principals`` + ``-Y verify`` over a 100 KB archive, and a sigstore
+   bundle over it verified offline by the ``sigstore`` package (a private instance's trusted
+   root: tests/sigstore_support.py): median per verification (each time from scratch);
 2. **per-run policy overhead**: the planning of one run (``plan_script``: every check, the
    request with its signer) of an installed, signed skill, with a policy in force
    (``[sources] allow``, ``[signatures] require`` + ``allowed_signers``, ``[skills] block``
@@ -105,6 +106,25 @@ def main() -> None:
         times.append(time.perf_counter() - started)
     assert signature.is_signed, signature
     print(f"   archive .sig, 100 KB (ssh-keygen x2):       {ms(statistics.median(times))}")
+    try:
+        from sigstore_support import Instance
+
+        from skill_magics.core.trust.sigstore import verify_bundle
+    except ImportError:
+        print("   sigstore bundle: the sigstore package is not installed (the [sigstore] extra)")
+    else:
+        instance = Instance.new()
+        trusted = instance.trusted_root(root / "trusted_root.json")
+        bundle = instance.sign_file(archive, "alice@example.com", "https://issuer.test")
+        times = []
+        for _ in range(verifications):
+            started = time.perf_counter()
+            signature = verify_bundle(
+                archive, bundle, ["alice@example.com https://issuer.test"], str(trusted)
+            )
+            times.append(time.perf_counter() - started)
+        assert signature.is_signed, signature
+        print(f"   sigstore bundle, 100 KB (offline, in process): {ms(statistics.median(times))}")
 
     into = root / "project" / ".agents" / "skills"
     install_skills(str(repo), ref="v1", into=into, approver=None)

@@ -271,3 +271,141 @@ def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
         manager.add_mcp_server("team", command=command, connect_timeout=5)
     assert not isinstance(failed.value, PolicyError)
     assert started.exists()
+
+
+def test_adding_a_folder_the_sources_do_not_allow_adds_nothing(team):
+    other = team.root / "elsewhere"
+    write_files(other / "stray", {"SKILL.md": skill_md("stray"), "scripts/s.py": "print(1)\n"})
+    write_policy(team, f'[sources]\nallow = ["{team.local}/*"]\n')
+    manager = manager_for(team.local)
+    with pytest.raises(
+        PolicyError, match=r"\[sources\] allow in .*policy.toml.*elsewhere/stray matches none"
+    ):
+        manager.add_dir(other)
+    assert other not in manager.skill_dirs, "refused before anything was added"
+    assert "stray" not in {m.name for m in manager.list_skills()}
+    assert any(
+        r.script == "(add folder)" and "[sources] allow" in r.reason for r in refusals(manager)
+    )
+    # What the rule must NOT refuse: a folder whose skills are all allowed (its own path does
+    # not match, each skill's does), and a folder the pattern names itself.
+    fresh = manager_for()
+    fresh.skill_dirs = []
+    assert fresh.add_dir(team.local) == team.local
+    assert "hello" in {m.name for m in fresh.list_skills()}
+    write_policy(team, f'[sources]\nallow = ["{other}"]\n')
+    assert manager.add_dir(other) == other
+    assert "stray" in {m.name for m in manager.list_skills()}
+
+
+def test_skills_add_magic_refuses_a_folder_in_one_line(team, ipython_shell, capsys):
+    other = team.root / "elsewhere"
+    write_files(other / "stray", {"SKILL.md": skill_md("stray"), "scripts/s.py": "print(1)\n"})
+    write_policy(team, f'[sources]\nallow = ["{team.local}/*"]\n')
+    shell = ipython_shell(team.local)
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match=r"\[sources\] allow in .*policy.toml") as refused:
+        shell.run_line_magic("skills", f"add {other}")
+    assert "\n" not in str(refused.value) and "Added" not in capsys.readouterr().out
+
+
+def test_openpgp_signers_are_named_by_fingerprint_in_the_policy(team, monkeypatch):
+    """Real gpg keys: the publisher's keyring signs; the user's keyring holds their public
+    keys, trusted by nobody; the policy's ``[signatures] openpgp`` is the trust."""
+    from sources_support import make_repo
+    from trust_support import gpg_copy_public, gpg_home, gpg_keygen, gpg_sign_repo, gpg_stop
+
+    publisher, user = gpg_home(), gpg_home()
+    try:
+        carol = gpg_keygen(publisher, "Carol <carol@example.com>")
+        dave = gpg_keygen(publisher, "Dave <dave@example.com>")
+        for fpr in (carol, dave):
+            gpg_copy_public(publisher, user, fpr)
+        monkeypatch.setenv("GNUPGHOME", str(user))
+        files = {"SKILL.md": skill_md("greet"), "scripts/hello.py": "print('hello')\n"}
+        by_carol = make_repo(team.root / "carol" / "greet", files)
+        gpg_sign_repo(by_carol, publisher, carol, tag="v1")
+        by_dave = make_repo(team.root / "dave" / "greet", files)
+        gpg_sign_repo(by_dave, publisher, dave, tag="v1")
+        spaced = " ".join(carol[i : i + 4] for i in range(0, 40, 4))  # as gpg prints it
+        write_policy(
+            team,
+            "[signatures]\nrequire = true\n"
+            'allowed_signers = "allowed_signers"\n'
+            f'openpgp = ["{spaced.lower()}"]\n',
+        )
+        # NOT refused: carol's key is listed (the user's keyring does not trust it; the policy does)
+        install_skills(str(by_carol), ref="v1", into=team.into, approver=None)
+        signature = read_lock(team.into).skills["greet"].signature
+        assert signature is not None and signature.is_signed
+        assert (signature.method, signature.key) == ("openpgp", carol)
+        assert signature.principal == "Carol <carol@example.com>"
+        assert signature.subject.startswith("tag v1")
+        manager = manager_for(team.into)
+        out = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+        assert out.stdout.strip() == "hello"  # the run check takes the recorded signer
+        # refused: dave signed, validly, but the policy does not list his fingerprint
+        shutil.rmtree(team.into)
+        with pytest.raises(PolicyError, match=rf"\[signatures\] require in .*unknown key {dave}"):
+            install_skills(str(by_dave), ref="v1", into=team.into, approver=None)
+        assert not (team.into / "greet").exists()
+        # without the policy's list, the same valid signature is an unknown signer
+        write_policy(team, "")
+        shutil.rmtree(team.into, ignore_errors=True)
+        install_skills(str(by_dave), ref="v1", into=team.into, approver=None)
+        unknown = read_lock(team.into).skills["greet"].signature
+        assert unknown is not None and unknown.state.value == "unknown-signer"
+        assert unknown.key == dave
+    finally:
+        gpg_stop(publisher, user)
+
+
+def test_an_openpgp_fingerprint_that_is_not_one_breaks_the_policy(team):
+    write_policy(team, '[signatures]\nopenpgp = ["carol@example.com"]\n')
+    policy = current_policy()
+    assert policy is not None and "line 2: [signatures] openpgp lists full key" in policy.broken
+
+
+def test_a_run_of_an_openpgp_signer_the_policy_no_longer_lists_is_refused(team, monkeypatch):
+    from sources_support import make_repo
+    from trust_support import gpg_home, gpg_keygen, gpg_sign_repo, gpg_stop
+
+    home = gpg_home()
+    try:
+        carol = gpg_keygen(home, "Carol <carol@example.com>")  # ultimately trusted: her own
+        monkeypatch.setenv("GNUPGHOME", str(home))
+        files = {"SKILL.md": skill_md("greet"), "scripts/hello.py": "print('hello')\n"}
+        repo = make_repo(team.root / "greet", files)
+        gpg_sign_repo(repo, home, carol)
+        install_skills(str(repo), into=team.into, approver=None)
+        manager = manager_for(team.into)
+        write_policy(team, f'[signatures]\nrequire = true\nopenpgp = ["{carol}"]\n')
+        run = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+        assert run.stdout.strip() == "hello"
+        write_policy(team, '[signatures]\nrequire = true\nallowed_signers = "allowed_signers"\n')
+        with pytest.raises(PolicyError, match=r"\[signatures\] openpgp.*list, which is empty"):
+            manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    finally:
+        gpg_stop(home)
+
+
+def test_an_install_into_a_folder_of_other_sources_says_it_is_not_searched(team):
+    """The installed skill passed [sources] allow; the folder it went into also holds a
+    local skill the policy does not allow, so that folder is not added to the manager."""
+    from sources_support import make_repo
+
+    repo = make_repo(
+        team.root / "greet", {"SKILL.md": skill_md("greet"), "scripts/g.py": "print(1)\n"}
+    )
+    write_policy(team, f'[sources]\nallow = ["{repo}"]\n')
+    manager = manager_for()
+    manager.skill_dirs = []
+    with pytest.raises(PolicyError, match=r"local/hello matches none.*which is not searched"):
+        install_skills(str(repo), into=team.local, approver=None, manager=manager)
+    assert (team.local / "greet" / "SKILL.md").is_file()
+    assert team.local not in manager.skill_dirs
+    # NOT refused: a folder holding only what the policy allows is added
+    other = team.root / "only-allowed"
+    install_skills(str(repo), into=other, approver=None, manager=manager)
+    assert "greet" in {m.name for m in manager.list_skills()}

@@ -428,6 +428,216 @@ def test_a_context_and_an_install_are_roots(tmp_path: Path, make_skill, receiver
     (install,) = by_name(spans, "install ctx")
     assert install["parent"] == "" and install["attributes"][n.CALL] == "install"
     (decided,) = [s for s in by_name(spans, "approval") if s["parent"] == install["id"]]
-    # one question for the skills of an install: the gate's verdicts say allowed, not who
-    assert decided["attributes"][n.DECISION] == "allowed"
+    # one question for the skills of an install: the answer and who gave it, not "allowed"
+    assert decided["attributes"][n.DECISION] == "yes_once"
+    assert decided["attributes"][n.DECIDED_BY] == "approver"
     assert len(decided["attributes"][n.DIGESTS]) == 1
+
+
+# -- in memory: the real SDK, spans kept in the process ----------------------------------------
+
+
+@pytest.fixture
+def memory():
+    """Tracing on into OpenTelemetry's in-memory exporter (real SDK spans, no wire)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.turn("on", provider=provider)
+    try:
+        yield exporter
+    finally:
+        trace.turn("auto")
+        provider.shutdown()
+
+
+def finished(exporter, name: str) -> list:
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+def span_id(span) -> str:
+    return f"{span.context.span_id:016x}"
+
+
+def test_content_only_when_a_run_opts_in_and_redacted_first(skills: Path, memory) -> None:
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    manager.provide_secret("secretive", "TRACE_TEST_TOKEN", SECRET)
+    args = {"note": ARGUMENT, "again": SECRET}
+    manager.execute_skill_script("secretive", "leak", args, approver=None)
+    manager.execute_skill_script("secretive", "leak", args, approver=None, trace_content=True)
+    plain, opted = finished(memory, "run secretive")
+    # Default: names, codes and sizes; no argument and no output (what must NOT be recorded)
+    assert not {n.RUN_INPUT, n.RUN_STDOUT, n.RUN_STDERR} & set(plain.attributes)
+    assert ARGUMENT not in repr(dict(plain.attributes))
+    # Opted in: the argument and the output, with the secret masked before anything else
+    assert ARGUMENT in opted.attributes[n.RUN_INPUT]
+    assert OUTPUT in opted.attributes[n.RUN_STDOUT]
+    assert "****" in opted.attributes[n.RUN_STDERR]
+    for span in memory.get_finished_spans():
+        assert SECRET not in repr(dict(span.attributes or {}))
+    assert opted.status.status_code is StatusCode.ERROR  # exit code 3, as without content
+    (root,) = [s for s in memory.get_finished_spans() if s.attributes.get(n.CONTENT)]
+    assert opted.parent.span_id == root.context.span_id and root.parent is None
+
+
+def test_a_refusal_at_plan_time_is_a_span_with_its_one_line(skills: Path, memory) -> None:
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics.core.base.errors import SkillMagicsError
+
+    manager = manager_for(skills, sandbox="off")
+    with pytest.raises(SkillMagicsError) as refused:
+        manager.execute_skill_script("mathx", "../../../etc/passwd", approver=None)
+    with pytest.raises(ValueError):
+        manager.execute_skill_script("mathx", "square", {"n": 1}, approver=None, timeout=0)
+    first, second = finished(memory, "refused mathx")
+    assert first.status.status_code is StatusCode.ERROR
+    assert str(refused.value).splitlines()[0] in first.status.description
+    assert first.attributes[n.ERROR_TYPE] == type(refused.value).__name__
+    assert first.attributes[n.STATUS] == "refused" and first.parent is None
+    assert "\n" not in second.status.description and "timeout" in second.status.description
+    # What must NOT make a refusal span: a run that is allowed.
+    memory.clear()
+    manager.execute_skill_script("mathx", "square", {"n": 3}, approver=None)
+    assert not [s for s in memory.get_finished_spans() if s.name.startswith("refused")]
+    assert finished(memory, "run mathx")
+
+
+def test_a_policy_refusal_in_an_agents_turn_is_a_child_span(
+    skills: Path, memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[run]\nnetwork = false\n")
+    policy.chmod(0o600)
+    monkeypatch.setenv("SKILL_MAGICS_POLICY", str(policy))
+    from skill_magics.core.policy import PolicyError
+
+    manager = manager_for(skills, sandbox="off")
+    with trace.span("caller's own") as outer, pytest.raises(PolicyError):
+        manager.execute_skill_script("mathx", "square", {"n": 1}, approver=None)
+    assert outer.recording
+    (refusal,) = finished(memory, "refused mathx")
+    (parent,) = finished(memory, "caller's own")
+    assert refusal.parent.span_id == parent.context.span_id
+    assert "[run] network in" in refusal.status.description
+
+
+@pytest.mark.parametrize("start", ["spawn", "fork"])
+def test_items_in_a_process_pool_are_children_of_their_batch(
+    skills: Path, memory, start: str
+) -> None:
+    """Fresh (spawn) or forked workers: neither traces (no OTEL_* variables; a forked one
+    does not keep the kernel's tracer, which it could not flush), the script joins the item."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    manager = manager_for(skills, sandbox="off")
+    context = multiprocessing.get_context(start)
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        result = manager.map("mathx", "env", [{} for _ in range(6)], approver=None, pool=pool)
+    assert all(item.ok for item in result.items), [i.message for i in result.items]
+    (root,) = finished(memory, "skillrun --map mathx")
+    items = finished(memory, "batch item")
+    assert len(items) == 6
+    assert {s.parent.span_id for s in items} == {root.context.span_id}
+    assert {s.attributes[n.BATCH_WHERE] for s in items} == {"process pool"}
+    by_index = {s.attributes[n.BATCH_INDEX]: s for s in items}
+    for item in result.items:
+        trace_id, parent = parent_of(item.result.stdout)  # the script's TRACEPARENT
+        span = by_index[item.index]
+        assert trace_id == f"{root.context.trace_id:032x}" and parent == span_id(span)
+        assert span.attributes[n.SCRIPT_EXIT_CODE] == 0 and span.attributes[n.BATCH_WORKER]
+
+
+def test_items_on_dask_are_children_of_their_batch(skills: Path, memory) -> None:
+    import distributed
+
+    manager = manager_for(skills, sandbox="off")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        result = manager.map("mathx", "env", [{} for _ in range(4)], approver=None, pool=client)
+    assert all(item.ok for item in result.items), [i.message for i in result.items]
+    (root,) = finished(memory, "skillrun --map mathx")
+    items = {s.attributes[n.BATCH_INDEX]: s for s in finished(memory, "batch item")}
+    assert {s.parent.span_id for s in items.values()} == {root.context.span_id}
+    for item in result.items:
+        trace_id, parent = parent_of(item.result.stdout)
+        assert trace_id == f"{root.context.trace_id:032x}"
+        assert parent == span_id(items[item.index])
+
+
+def test_the_lab_calls_are_roots(server, tmp_path: Path, make_skill, memory) -> None:
+    from lab_support import lab_skills, make_client
+    from model_server import say
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics import evaluate_triggers, run_evals
+
+    manager = manager_for(lab_skills(make_skill, tmp_path / "skills"))
+    server.script = lambda c: say("no skill needed")
+    client = make_client("anthropic", server.url)
+    queries = [{"query": "hello", "should_trigger": False}]
+    evaluate_triggers(client, manager, "marker", queries, model="m-2", runs=1)
+    (root,) = finished(memory, "evaluate_triggers marker")
+    assert root.parent is None and root.attributes[n.CALL] == "evaluate_triggers"
+    assert root.attributes[n.SKILL_NAME] == "marker"
+    chats = finished(memory, "chat m-2")
+    assert chats and {c.parent.span_id for c in chats} == {root.context.span_id}
+    with pytest.raises(Exception) as failed:  # marker has no evals: one line, a failed root
+        run_evals(client, manager, "marker", model="m-2", workspace=tmp_path / "ws")
+    (evals,) = finished(memory, "run_evals marker")
+    assert evals.status.status_code is StatusCode.ERROR
+    assert str(failed.value).splitlines()[0] in evals.status.description
+
+
+def test_skillrun_trace_content_opts_one_cell_in(skills: Path, memory, ipython_shell) -> None:
+    shell = ipython_shell(skills, auto_approve=True)
+    shell.run_cell(f'%%skillrun mathx.square --sandbox off\n{{"n": 7, "tag": "{ARGUMENT}"}}')
+    shell.run_cell('%%skillrun mathx.square --sandbox off --trace-content\n{"n": 8}')
+    plain, opted = finished(memory, "run mathx")
+    assert n.RUN_INPUT not in plain.attributes and n.RUN_STDOUT not in plain.attributes
+    assert '"n": 8' in opted.attributes[n.RUN_INPUT]
+    assert json.loads(opted.attributes[n.RUN_STDOUT]) == {"square": 64}
+    assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
+
+
+def test_a_worker_that_traces_puts_its_run_under_the_item(
+    skills: Path, memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers whose own OTEL_* variables turn tracing on export their run spans (to a real
+    OTLP receiver here) as children of the item spans the kernel made."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "a-worker")
+        manager = manager_for(skills, sandbox="off")
+        context = multiprocessing.get_context("spawn")  # the workers read the variables
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            result = manager.map("mathx", "env", [{} for _ in range(3)], approver=None, pool=pool)
+        assert all(item.ok for item in result.items)
+        items = {span_id(s): s for s in finished(memory, "batch item")}
+        deadline = time.monotonic() + 30
+        while len(by_name(received.spans(), "run mathx")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the worker's exporter sends when the worker exits
+        runs = by_name(received.spans(), "run mathx")
+        assert len(runs) == 3 and {r["parent"] for r in runs} == set(items)
+        # and each script's TRACEPARENT is then the worker's run span
+        printed = {parent_of(item.result.stdout)[1] for item in result.items}
+        assert printed == {r["id"] for r in runs}
+    finally:
+        server.shutdown()

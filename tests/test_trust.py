@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import tempfile
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +15,17 @@ from types import SimpleNamespace
 import pytest
 from manager_support import manager_for, posix_only
 from sources_support import commit_all, git, package_skill, skill_md, write_files
-from trust_support import allowed_signers, fingerprint, keygen, sign_file, signed_repo, use_key
+from trust_support import (
+    allowed_signers,
+    fingerprint,
+    gpg_home,
+    gpg_keygen,
+    gpg_stop,
+    keygen,
+    sign_file,
+    signed_repo,
+    use_key,
+)
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.sources.install import install_skills
@@ -341,25 +349,14 @@ def test_well_known_artifacts_with_a_detached_signature_on_a_local_http_server(k
 @pytest.fixture
 def gnupg(monkeypatch):
     """A private OpenPGP keyring with one ultimately trusted key (gpg's own for a key it
-    made); its agent is stopped afterwards."""
-    if shutil.which("gpg") is None:
-        pytest.skip("gpg is not installed: OpenPGP signatures are not tested here")
-    home = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))  # short: the agent's socket path
-    home.chmod(0o700)
+    made); its agent is stopped afterwards. gpg is installed by ``make`` (Debian's gnupg)."""
+    assert shutil.which("gpg"), "gpg is not installed: apt-get install -y gnupg (make does)"
+    home = gpg_home()
     monkeypatch.setenv("GNUPGHOME", str(home))
     uid = "Carol <carol@example.com>"
-    gpg = ["gpg", "--batch", "--quiet", "--passphrase", "", "--pinentry-mode", "loopback"]
-    subprocess.run([*gpg, "--quick-gen-key", uid, "ed25519", "sign", "never"], check=True)
-    listing = subprocess.run(
-        ["gpg", "--batch", "--with-colons", "--list-keys", uid],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    fpr = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+    fpr = gpg_keygen(home, uid)
     yield SimpleNamespace(home=home, fpr=fpr, uid=uid)
-    subprocess.run(["gpgconf", "--kill", "all"], check=False)
-    shutil.rmtree(home, ignore_errors=True)
+    gpg_stop(home)
 
 
 def test_an_openpgp_signed_commit_is_verified_against_the_users_keyring(keys, gnupg, monkeypatch):
@@ -372,16 +369,14 @@ def test_an_openpgp_signed_commit_is_verified_against_the_users_keyring(keys, gn
     assert (sig.state, sig.method, sig.key) == (SignatureState.SIGNED, "openpgp", gnupg.fpr)
     assert sig.principal == gnupg.uid
     # another user's keyring without the key: a valid signature nobody here vouches for
-    empty = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))
-    empty.chmod(0o700)
+    empty = gpg_home()
     monkeypatch.setenv("GNUPGHOME", str(empty))
     try:
         shutil.rmtree(keys.into)
         install_skills(str(repo), into=keys.into, approver=None)
         assert locked_signature(keys).state is SignatureState.UNKNOWN
     finally:
-        subprocess.run(["gpgconf", "--kill", "all"], check=False)
-        shutil.rmtree(empty, ignore_errors=True)
+        gpg_stop(empty)
 
 
 def test_verify_signatures_trusts_a_cloned_lock_and_names_another_signer(keys):

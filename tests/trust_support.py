@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from sources_support import git, make_repo, skill_md
+from sources_support import GIT_ENV, git, make_repo, skill_md
 
 NAMESPACE = "skill-magics"
 
@@ -75,3 +75,61 @@ def signed_repo(root: Path, key: Path, name: str = "greet", *, tag: str = "v1") 
 def private(path: Path) -> Path:
     os.chmod(path, 0o700 if path.is_dir() else 0o600)
     return path
+
+
+# -- OpenPGP: real gpg keyrings in private temporary homes ---------------------------------
+
+GPG = ["gpg", "--batch", "--quiet", "--passphrase", "", "--pinentry-mode", "loopback"]
+
+
+def gpg_home() -> Path:
+    """A new, private GNUPGHOME (short, under /tmp: the agent's socket path has a limit)."""
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))
+    home.chmod(0o700)
+    return home
+
+
+def gpg(home: Path, *args: str, data: bytes | None = None) -> str:
+    """Run the real gpg with ``home`` as its GNUPGHOME; its stdout."""
+    return subprocess.run(
+        [*GPG, "--homedir", str(home), *args], input=data, capture_output=True, check=True
+    ).stdout.decode()
+
+
+def gpg_keygen(home: Path, uid: str) -> str:
+    """A real ed25519 signing key for ``uid`` (``gpg --quick-gen-key``); its fingerprint."""
+    gpg(home, "--quick-gen-key", uid, "ed25519", "sign", "never")
+    listing = gpg(home, "--with-colons", "--list-keys", uid)
+    return next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+
+
+def gpg_copy_public(source: Path, target: Path, fpr: str) -> None:
+    """Import ``fpr``'s public key from keyring ``source`` into ``target`` (trust: none)."""
+    exported = subprocess.run(
+        [*GPG, "--homedir", str(source), "--export", fpr], capture_output=True, check=True
+    ).stdout
+    gpg(target, "--import", data=exported)
+
+
+def gpg_stop(*homes: Path) -> None:
+    """Stop each home's gpg-agent and remove the home."""
+    import shutil
+
+    for home in homes:
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def gpg_sign_repo(repo: Path, home: Path, fpr: str, *, tag: str = "") -> None:
+    """Sign ``repo``'s last commit (and a tag ``tag``) with OpenPGP key ``fpr`` of ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_ENV, GNUPGHOME=str(home))
+    for args in (
+        ["config", "gpg.format", "openpgp"],
+        ["config", "user.signingkey", fpr],
+        ["commit", "-q", "--amend", "-S", "--no-edit"],
+        *([["tag", "-s", "-m", tag, tag]] if tag else []),
+    ):
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)

@@ -288,7 +288,17 @@ class SkillManager:
         self._finder.skill_dirs = dirs
 
     def add_dir(self, path: str | os.PathLike[str], *, first: bool = False) -> Path:
-        """Add a directory (last in precedence, or first with ``first=True``) and rescan."""
+        """Add a directory (last in precedence, or first with ``first=True``) and rescan.
+        The team policy's ``[sources] allow`` is checked first (a refusal is audited and
+        nothing is added: core/policy/runs.py, ``check_added_folder``)."""
+        from skill_magics.core.policy import PolicyError
+        from skill_magics.core.policy.runs import check_added_folder
+
+        try:
+            check_added_folder(path)
+        except PolicyError as exc:
+            self.audit.refused(f"{os.path.abspath(path)}/*", "(add folder)", None, exc)
+            raise
         return self._finder.add_dir(path, first=first)
 
     def remove_dir(self, path: str | os.PathLike[str]) -> bool:
@@ -538,10 +548,13 @@ class SkillManager:
         cancel: threading.Event | None = None,
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
+        trace_content: bool = False,
     ) -> RunOutcome[V]:
         """Steps 2 and 3 for any plan, the one call site (run/pipeline.py): the gate decides
         (``approver`` and ``caller`` as in *Who approves*; an :class:`Answer` is a decision
-        already given), then it runs. Returns the plan's :class:`RunOutcome`; nothing is
+        already given), then it runs. ``trace_content``: while tracing is on, this call's
+        run spans also hold the arguments and output, redacted first (docs/tracing.md).
+        Returns the plan's :class:`RunOutcome`; nothing is
         raised for a decline or a refusal (``outcome.raise_if_blocked()`` does, and
         ``outcome.value``, what the plan gave, when nothing ran).
 
@@ -555,6 +568,7 @@ class SkillManager:
             cancel=cancel,
             on_start=on_start,
             batch=batch,
+            trace_content=trace_content,
         )
 
     async def run_planned_async(
@@ -568,6 +582,7 @@ class SkillManager:
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
         join_approval: bool = True,
+        trace_content: bool = False,
     ) -> RunOutcome[V]:
         """:meth:`run_planned` awaited (the gate and the run in worker threads; cancelling
         the task kills the running process group, see ``Pipeline.run_planned_async``)."""
@@ -579,6 +594,7 @@ class SkillManager:
             on_start=on_start,
             batch=batch,
             join_approval=join_approval,
+            trace_content=trace_content,
         )
 
     def execute_skill_script(
@@ -593,6 +609,7 @@ class SkillManager:
         sandbox: str | None = None,
         cwd: CwdArg | None = None,
         warm: bool | None = None,
+        trace_content: bool = False,
     ) -> ScriptExecutionResult:
         """Run one script: plan -> gate -> execute. Raises before anything runs.
 
@@ -601,7 +618,8 @@ class SkillManager:
         nobody (you decided). ``sandbox``: this run's mode (None: ``settings.sandbox``).
         ``cwd``: "workspace" (the caller's folder), "skill" or a folder; None: ``run_cwd``.
         ``warm``: start a Python script warm (True) or cold (False); None: ``warm_start``.
-        ``result.start`` says how it started.
+        ``result.start`` says how it started. ``trace_content``: while tracing is on, this
+        run's span also holds its arguments and output, redacted first (off by default).
         """
         chosen = self._approver(approver, Caller.PERSON)
         settings = self._run_settings(
@@ -622,7 +640,7 @@ class SkillManager:
             argv=argv,
             ask=chosen is not None,  # nobody asked: no request (previews, fingerprint)
         )
-        return self._pipeline.run_planned(plan, chosen).script_result()
+        return self._pipeline.run_planned(plan, chosen, trace_content=trace_content).script_result()
 
     # -- batches: one plan with N items, one approval (core/run/batch/runner.py) -------------
 
@@ -685,6 +703,7 @@ class SkillManager:
         cwd: CwdArg | None = None,
         warm: bool | None = None,
         executor: Any = None,
+        trace_content: bool = False,
     ) -> BatchResult:
         """Run ``script`` once per input, concurrently, after ONE approval for them all.
 
@@ -701,6 +720,7 @@ class SkillManager:
         folder; each worker process has its own warm server). Under ``warm_start="auto"``
         a batch of a Python script waits for its warm server: every item starts warm.
         ``executor`` is the deprecated old name of ``pool`` (a DeprecationWarning).
+        ``trace_content`` as in execute_skill_script (items run in this process).
 
         Example (not run as a doctest: it runs scripts)::
 
@@ -719,7 +739,9 @@ class SkillManager:
             warm=warm,
         )
         options = BatchOptions(max_workers, pool, stop_on_error, on_result, on_progress)
-        return self.run_planned(plan, approver, cancel=cancel, batch=options).value
+        return self.run_planned(
+            plan, approver, cancel=cancel, batch=options, trace_content=trace_content
+        ).value
 
     # -- who approves ------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import Any
 from skill_magics.core.base.secrets import cut_known, known_masks, redact_known
 from skill_magics.core.base.status import NOTABLE_VALUES, AuditOutcome
 from skill_magics.core.base.visible import visible
+from skill_magics.core.trace import hooks as traced
 
 logger = logging.getLogger("skill_magics.audit")
 
@@ -356,7 +357,9 @@ class AuditLog:
         duration_ms: float | None = None,
     ) -> AuditRecord:
         """Record a run refused before anything started; ``reason`` is the error's message,
-        ``duration_ms`` the time spent until the refusal."""
+        ``duration_ms`` the time spent until the refusal. While tracing is on the refusal is
+        a span too (core/trace/hooks.py: ``refusal``), as every refusal is audited here."""
+        traced.refusal(skill, os.fspath(script), error)
         return self.event(
             skill,
             script,

@@ -77,6 +77,7 @@ from skill_magics.core.run.approval import (
     ScopeInfo,
 )
 from skill_magics.core.run.pipeline import RunOutcome
+from skill_magics.core.trace import hooks as traced
 
 EVALS_FILE = "evals/evals.json"
 FORMAT_HINT = (
@@ -270,7 +271,8 @@ def run_evals(
     provider = sync_provider(client, "run_evals")
     grading = sync_provider(grader, "run_evals") if grader is not None else None
     opts = chosen(EvalOptions, options, choices)
-    return drive(_prepare(provider, grading, manager, skill, opts, approver, on_progress))
+    with traced.lab("run_evals", (skill,), opts.model, f"run_evals {skill}"):
+        return drive(_prepare(provider, grading, manager, skill, opts, approver, on_progress))
 
 
 async def run_evals_async(
@@ -291,7 +293,8 @@ async def run_evals_async(
     grading = provider_for(grader) if grader is not None else None
     opts = chosen(EvalOptions, options, choices)
     loop = _prepare(provider, grading, manager, skill, opts, approver, on_progress)
-    return await drive_async(loop, cancel)
+    with traced.lab("run_evals", (skill,), opts.model, f"run_evals {skill}"):
+        return await drive_async(loop, cancel)
 
 
 def _prepare(

@@ -46,6 +46,7 @@ from skill_magics.core.lab.options import TriggerOptions, chosen
 from skill_magics.core.lab.progress import LabProgress, Tracker
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.available_skills import model_visible, opted_out
+from skill_magics.core.trace import hooks as traced
 
 TRIGGERED = "triggered"
 NOT_TRIGGERED = "not_triggered"
@@ -393,7 +394,8 @@ def evaluate_triggers(
     """
     provider = sync_provider(client, "evaluate_triggers")
     opts = chosen(TriggerOptions, options, choices)
-    return drive(_prepare(provider, manager, skill, queries, opts, on_progress))
+    with traced.lab("evaluate_triggers", (skill,), opts.model, f"evaluate_triggers {skill}"):
+        return drive(_prepare(provider, manager, skill, queries, opts, on_progress))
 
 
 async def evaluate_triggers_async(
@@ -409,7 +411,8 @@ async def evaluate_triggers_async(
     """:func:`evaluate_triggers` as a coroutine, for sync and async clients alike."""
     opts = chosen(TriggerOptions, options, choices)
     loop = _prepare(provider_for(client), manager, skill, queries, opts, on_progress)
-    return await drive_async(loop)
+    with traced.lab("evaluate_triggers", (skill,), opts.model, f"evaluate_triggers {skill}"):
+        return await drive_async(loop)
 
 
 def _prepare(

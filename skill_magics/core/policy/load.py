@@ -18,6 +18,7 @@ everything, in one line naming the file and line.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tomllib
 from pathlib import Path
@@ -25,13 +26,15 @@ from typing import Any
 
 from skill_magics.core.base.visible import visible
 from skill_magics.core.policy.model import CONFINEMENT, Policy
+from skill_magics.core.trust.sigstore import parse_identity
 
 ENV_VAR = "SKILL_MAGICS_POLICY"
 PROJECT_FILE = Path(".skill-magics") / "policy.toml"
 MAX_BYTES = 1 << 20
+_FINGERPRINT = re.compile(r"^([0-9A-F]{40}|[0-9A-F]{64})$")
 _KNOWN = {
     "sources": {"allow"},
-    "signatures": {"require", "allowed_signers"},
+    "signatures": {"require", "allowed_signers", "openpgp", "sigstore", "sigstore_trusted_root"},
     "skills": {"block"},
     "run": {"max_sandbox", "network"},
 }
@@ -158,6 +161,26 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
         if not isinstance(signers, str) or not signers:
             raise ValueError(f"{_line_of(text, 'allowed_signers')}allowed_signers must be a path")
         signers = os.path.normpath(path.parent / os.path.expanduser(signers))
+    openpgp = []
+    for entry in strings("signatures", "openpgp") or ():
+        fpr = entry.replace(" ", "").upper()
+        if not _FINGERPRINT.match(fpr):
+            raise ValueError(
+                f"{_line_of(text, 'openpgp')}[signatures] openpgp lists full key fingerprints "
+                f"(40 or 64 hex digits, gpg --fingerprint), not {visible(entry)!r}"
+            )
+        openpgp.append(fpr)
+    sigstore = strings("signatures", "sigstore") or ()
+    for entry in sigstore:
+        try:
+            parse_identity(entry)
+        except ValueError as exc:
+            raise ValueError(f"{_line_of(text, 'sigstore')}[signatures] sigstore: {exc}") from None
+    root = data.get("signatures", {}).get("sigstore_trusted_root")
+    if root is not None:
+        if not isinstance(root, str) or not root:
+            raise ValueError(f"{_line_of(text, 'sigstore_trusted_root')}it must be a path")
+        root = os.path.normpath(path.parent / os.path.expanduser(root))
     sandbox = data.get("run", {}).get("max_sandbox")
     if sandbox is not None and sandbox not in CONFINEMENT:
         raise ValueError(
@@ -170,6 +193,9 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
         sources_allow=strings("sources", "allow"),
         require_signatures=bool(flag("signatures", "require")),
         allowed_signers=signers,
+        openpgp_signers=tuple(openpgp),
+        sigstore_signers=tuple(sigstore),
+        sigstore_root=root,
         block=strings("skills", "block") or (),
         max_sandbox=sandbox,
         network=flag("run", "network"),

@@ -25,6 +25,9 @@ class Policy:
     sources_allow: tuple[str, ...] | None = None  # None: any source
     require_signatures: bool = False
     allowed_signers: str | None = None
+    openpgp_signers: tuple[str, ...] = ()  # OpenPGP primary-key fingerprints (upper-case hex)
+    sigstore_signers: tuple[str, ...] = ()  # "IDENTITY ISSUER" of sigstore certificates
+    sigstore_root: str | None = None  # a sigstore trusted_root.json (None: the public one)
     block: tuple[str, ...] = ()
     max_sandbox: str | None = None  # None: any
     network: bool | None = None  # False: no run gets network

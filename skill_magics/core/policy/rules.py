@@ -18,6 +18,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.policy.model import CONFINEMENT, Policy, PolicyError
 from skill_magics.core.trust.signature import Signature
 from skill_magics.core.trust.signers import is_allowed
+from skill_magics.core.trust.sigstore import parse_identity, principal_of
 
 
 def _refuse(policy: Policy, rule: str, why: str) -> PolicyError:
@@ -47,21 +48,40 @@ def check_source(policy: Policy, source: str) -> None:
 
 def check_signature(policy: Policy, name: str, signature: Signature) -> None:
     """With ``[signatures] require``: ``signature`` is verified and, when the policy names
-    allowed signers, by a principal and key listed there."""
+    signers (``allowed_signers`` for SSH, ``openpgp`` fingerprints for OpenPGP, ``sigstore``
+    identities), by one it lists: an SSH principal and key in the file, an OpenPGP
+    primary-key fingerprint, a sigstore identity and issuer in its list. A policy naming
+    none takes any verified signer."""
     check_readable(policy)
     if not policy.require_signatures:
         return
     if not signature.is_signed:
         raise _refuse(policy, "[signatures] require", f"{visible(name)} is {signature.describe()}")
-    signers = policy.allowed_signers
-    if signers is not None and (
-        signature.method != "ssh" or not is_allowed(signers, signature.principal, signature.key)
-    ):
+    signers, openpgp = policy.allowed_signers, policy.openpgp_signers
+    if signers is None and not openpgp and not policy.sigstore_signers:
+        return
+    who = f"{visible(name)} is signed by {visible(signature.principal)} ({signature.key})"
+    if signature.method == "sigstore":
+        named = {principal_of(*parse_identity(e)) for e in policy.sigstore_signers}
+        if signature.principal not in named:
+            raise _refuse(
+                policy, "[signatures] sigstore", f"{who}, an identity the list does not name"
+            )
+        return
+    if signature.method == "openpgp":
+        if signature.key not in openpgp:
+            listed = "the list" if openpgp else "the list, which is empty"
+            raise _refuse(
+                policy,
+                "[signatures] openpgp",
+                f"{who}, an OpenPGP key whose fingerprint is not in {listed}",
+            )
+        return
+    if signers is None or not is_allowed(signers, signature.principal, signature.key):
         raise _refuse(
             policy,
             "[signatures] allowed_signers",
-            f"{visible(name)} is signed by {visible(signature.principal)} ({signature.key}), "
-            f"who is not in {visible(signers)}",
+            f"{who}, who is not in {visible(signers or 'the (absent) allowed signers file')}",
         )
 
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 
 from skill_magics.core.policy.load import current_policy
+from skill_magics.core.policy.model import PolicyError
 from skill_magics.core.policy.rules import (
     check_blocked,
     check_readable,
@@ -65,6 +66,34 @@ def check_added_source(source: str) -> None:
         check_source(policy, source)
 
 
+def check_added_folder(folder: str | os.PathLike[str]) -> None:
+    """Raise PolicyError when ``[sources] allow`` refuses a folder of skills being added
+    (``%skills add DIR``, ``manager.add_dir``), before it is added: the folder itself
+    matches a pattern, or every skill in it (the folder, or each sub-folder with a
+    SKILL.md, as the search finds them) has an allowed source (its lock's, else its own path),
+    as a run would see it."""
+    policy = current_policy()
+    if policy is None:
+        return
+    check_readable(policy)
+    base = os.path.abspath(folder)
+    if policy.sources_allow is None:
+        return
+    try:
+        check_source(policy, base)
+        return
+    except PolicyError as exc:
+        refusal = exc
+    from skill_magics.core.catalog.discovery import SkillFinder
+    from skill_magics.core.trust.installed import origin_of
+
+    found = SkillFinder([base]).list_skills()  # what adding it would find
+    if not found:
+        raise refusal  # nothing in it the policy allows: the folder's own path decides
+    for meta in found:
+        check_source(policy, origin_of(os.path.dirname(meta.path), meta.name).source)
+
+
 def check_network_grant(name: str) -> None:
     """Raise PolicyError when the policy in force says ``[run] network = false``: a grant
     on the approval panel (or ``grant_network``) would give more than the policy allows."""
@@ -83,4 +112,10 @@ def network_allowed() -> bool:
     return policy is None or (not policy.broken and policy.network is not False)
 
 
-__all__ = ["check_added_source", "check_network_grant", "check_run", "network_allowed"]
+__all__ = [
+    "check_added_folder",
+    "check_added_source",
+    "check_network_grant",
+    "check_run",
+    "network_allowed",
+]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,8 +174,12 @@ class ApprovalGate:
         if asked:
             combined = self.decide(combine_requests([requests[i] for i in asked]), approver)
             for i in asked:
-                # A Yes covers each skill only at the files its own request showed.
-                verdicts[i] = self.check_current(requests[i]) if combined.allowed else combined
+                # A Yes covers each skill only at the files its own request showed; an
+                # allowed part carries the one answer and who gave it (a trace, the audit).
+                current = self.check_current(requests[i]) if combined.allowed else combined
+                if combined.allowed and current.allowed:
+                    current = replace(current, decision=combined.decision, by=combined.by)
+                verdicts[i] = current
         missing = [i for i, v in enumerate(verdicts) if v is None]
         if missing:  # never happens; if a change made it happen, fail closed
             raise RuntimeError(f"no verdict for requests {missing}")

@@ -161,6 +161,7 @@ class Pipeline:
         cancel: threading.Event | None = None,
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
+        trace_content: bool = False,
     ) -> RunOutcome[V]:
         """Ask the gate about ``plan`` (``approver``: who answers; None: nobody is asked, the
         caller decided; an :class:`Answer`: the answer was already given), then run it.
@@ -168,11 +169,13 @@ class Pipeline:
         ``on_start()`` is called once when it may run, just before the first launch;
         ``on_output(stream, text)`` gets the output as it arrives (scripts, an installer);
         setting ``cancel`` stops the running process group and starts nothing more.
+        ``trace_content``: while tracing is on, this call's run spans hold the arguments and
+        output too (redacted first; core/trace/hooks.py).
         A RunInterrupted from the approver, and KeyboardInterrupt (the group killed first;
         a batch raises BatchInterrupted with its result), propagate.
         """
         context = self._context(plan, on_output, cancel, batch)
-        steps = self._steps(plan, approver, context, on_start)
+        steps = self._steps(plan, approver, context, on_start, trace_content)
         answer: Any = None
         while True:
             try:
@@ -191,6 +194,7 @@ class Pipeline:
         on_start: Callable[[], object] | None = None,
         batch: BatchOptions | None = None,
         join_approval: bool = True,
+        trace_content: bool = False,
     ) -> RunOutcome[V]:
         """:meth:`run_planned`, awaited: the gate and then the launch run in worker threads
         (``bridge.await_in_thread``) while the caller's event loop keeps running; ``on_start``
@@ -204,7 +208,7 @@ class Pipeline:
         """
         stop = cancel if cancel is not None else threading.Event()
         context = self._context(plan, on_output, stop, batch)
-        steps = self._steps(plan, approver, context, on_start)
+        steps = self._steps(plan, approver, context, on_start, trace_content)
         answer: Any = None
         while True:
             try:
@@ -224,8 +228,9 @@ class Pipeline:
         approver: Decider,
         context: LaunchContext,
         on_start: Callable[[], object] | None,
+        trace_content: bool = False,
     ) -> Generator[_Work, Any, RunOutcome[V]]:
-        span = traced.root(plan)  # the call's root span (core/trace/); no-op when off
+        span = traced.root(plan, trace_content)  # the call's root span; no-op when off
         decide = span.within(lambda: traced.approval(plan, lambda: self._decide(plan, approver)))
         decided: Decided = yield _Work(decide, asking=True)
         if not plan.ready(decided):

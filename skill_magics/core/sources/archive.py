@@ -37,7 +37,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.sources.members import Members
 from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 
 MAX_MEMBERS = 20_000  # files and folders
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR bytes
@@ -129,23 +129,47 @@ class ZipSnapshot(Snapshot):
                 "nothing was installed"
             ) from None
 
-    def signature(self, path: str, signers: str | None) -> Signature:
-        return detached_signature(Path(self.spec.location), signers)
+    def signature(self, path: str, signers: str | None, anchors: Anchors = NO_ANCHORS) -> Signature:
+        return detached_signature(Path(self.spec.location), signers, anchors=anchors)
 
     def close(self) -> None:
         self.zip.close()
 
 
-def detached_signature(artifact: Path, signers: str | None, sig: Path | None = None) -> Signature:
+def detached_signature(
+    artifact: Path,
+    signers: str | None,
+    sig: Path | None = None,
+    *,
+    bundle: Path | None = None,
+    anchors: Anchors = NO_ANCHORS,
+) -> Signature:
     """The detached SSH signature ``ARTIFACT.sig`` (or ``sig``) beside an archive, verified
-    by ``ssh-keygen`` (core/trust/sshsig.py); unsigned when there is none."""
+    by ``ssh-keygen`` (core/trust/sshsig.py), and a sigstore bundle beside it
+    (``ARTIFACT.sigstore.json``, or ``bundle``) verified by the ``sigstore`` package when it
+    is installed (core/trust/sigstore.py). Either one BAD: BAD (the install is refused);
+    else the signed one (SSH first); unsigned when there is neither."""
     from skill_magics.core.trust.signers import file_digest
+    from skill_magics.core.trust.sigstore import bundle_beside, verify_bundle
     from skill_magics.core.trust.sshsig import verify_detached
 
+    subject = f"archive {file_digest(artifact)[:23]}"
     sig = sig if sig is not None else artifact.with_name(artifact.name + ".sig")
-    if not os.path.isfile(sig):
+    results = []
+    if os.path.isfile(sig):
+        results.append(verify_detached(artifact, sig, signers, subject))
+    bundle = bundle if bundle is not None else bundle_beside(artifact)
+    if bundle is not None:
+        results.append(
+            verify_bundle(artifact, bundle, anchors.sigstore, anchors.sigstore_root, subject)
+        )
+    if not results:
         return Signature.unsigned(f"no {visible(sig.name)}")
-    return verify_detached(artifact, sig, signers, f"archive {file_digest(artifact)[:23]}")
+    for state in (SignatureState.BAD, SignatureState.SIGNED, SignatureState.UNKNOWN):
+        found = next((r for r in results if r.state is state), None)
+        if found is not None:
+            return found
+    return results[0]
 
 
 __all__ = ["ZipSnapshot", "MAX_MEMBERS", "MAX_RATIO"]

@@ -42,7 +42,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.run.process import kill_group, run_process
 from skill_magics.core.sources.snapshot import FILE, LINK, SPECIAL, SUBMODULE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import GIT, SourceSpec, is_commit
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
 
 FETCH_TIMEOUT = 300.0  # seconds for a fetch (a large repository over a slow link)
 STEP_TIMEOUT = 60.0  # seconds for the local steps
@@ -135,7 +135,7 @@ class GitSnapshot(Snapshot):
         self.repo = os.path.join(self.tmp, "repo.git")
         self._reader: subprocess.Popen | None = None
         self._reader_lock = threading.Lock()
-        self._signatures: dict[str, Signature] = {}
+        self._signatures: dict[tuple[str, tuple[str, ...]], Signature] = {}
         try:
             self._fetch()
             self._list()
@@ -174,12 +174,12 @@ class GitSnapshot(Snapshot):
 
     # -- the signature -------------------------------------------------------------------
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, anchors: Anchors = NO_ANCHORS) -> Signature:
         """The signed tag or commit at the fetched ref (core/trust/gitsig.py); one check
-        per snapshot and allowed-signers file, whichever skill asks."""
+        per snapshot, allowed-signers file and trusted OpenPGP keys, whichever skill asks."""
         from skill_magics.core.trust.gitsig import verify_ref
 
-        key = signers or ""
+        key = (signers or "", anchors.openpgp)
         if key not in self._signatures:
             config = ["-c", f"gpg.ssh.allowedSignersFile={signers or os.devnull}"]
 
@@ -200,7 +200,9 @@ class GitSnapshot(Snapshot):
                 return outcome.returncode, outcome.stdout.text + outcome.stderr.text
 
             assert self.commit is not None
-            self._signatures[key] = verify_ref(run, FETCHED_REF, self.commit, self.spec.ref)
+            self._signatures[key] = verify_ref(
+                run, FETCHED_REF, self.commit, self.spec.ref, anchors.openpgp
+            )
         return self._signatures[key]
 
     # -- fetching ------------------------------------------------------------------------

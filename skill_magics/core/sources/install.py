@@ -390,12 +390,20 @@ def audited(manager: SkillManager, what: str, action: str) -> Iterator[None]:
 
 def use_folder(manager: SkillManager, folder: Path) -> None:
     """Make the manager see the skills in ``folder``: add it (last) unless it is searched
-    already, then rescan."""
+    already, then rescan. Adding is held to the policy's ``[sources] allow`` (every skill
+    in the folder, not only the ones just installed): a refusal says the files are there."""
+    from skill_magics.core.policy import PolicyError
+
     real = os.path.realpath(folder)
     if any(os.path.realpath(d) == real for d in manager.skill_dirs):
         manager.reload()
-    else:
+        return
+    try:
         manager.add_dir(folder)
+    except PolicyError as exc:  # other skills there the policy does not allow (audited)
+        raise PolicyError(
+            f"{exc}; the skills were written to {visible(str(folder))}, which is not searched"
+        ) from None
 
 
 def say(on_message: OnMessage | None, text: str) -> None:

@@ -17,7 +17,7 @@ from skill_magics.core.policy import current_policy
 from skill_magics.core.policy.rules import check_blocked, check_signature, check_source
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill
 from skill_magics.core.trust import record
-from skill_magics.core.trust.signature import Signature, SignatureState
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 from skill_magics.core.trust.signers import env_signers
 
 
@@ -28,6 +28,15 @@ def signers_file() -> str | None:
     if policy is not None and policy.allowed_signers:
         return policy.allowed_signers
     return env_signers()
+
+
+def anchors() -> Anchors:
+    """What the policy trusts besides the allowed-signers file: ``[signatures] openpgp``
+    fingerprints, ``sigstore`` identities and ``sigstore_trusted_root``."""
+    policy = current_policy()
+    if policy is None:
+        return NO_ANCHORS
+    return Anchors(policy.openpgp_signers, policy.sigstore_signers, policy.sigstore_root)
 
 
 def check_source_allowed(source: str) -> None:
@@ -43,10 +52,10 @@ def verify_staged(
     """Folder -> the verified signature of each staged skill; raises SourceError for a BAD
     signature and PolicyError for what the policy refuses (nothing written yet)."""
     policy = current_policy()
-    signers = signers_file()
+    signers, trusted = signers_file(), anchors()
     out = {}
     for item in staged:
-        signature = snap.signature(item.found.path, signers)
+        signature = snap.signature(item.found.path, signers, trusted)
         if signature.state is SignatureState.BAD:
             raise SourceError(
                 f"{visible(item.folder)} from {visible(source)} has a {signature.describe()}; "
@@ -74,4 +83,11 @@ def remember(trees: Sequence[tuple[str, Signature | None]]) -> None:
             record.remember(tree, signature)
 
 
-__all__ = ["check_source_allowed", "remember", "signer_change", "signers_file", "verify_staged"]
+__all__ = [
+    "check_source_allowed",
+    "anchors",
+    "remember",
+    "signer_change",
+    "signers_file",
+    "verify_staged",
+]

@@ -36,7 +36,7 @@ from skill_magics.core.catalog.frontmatter import parse_skill_md
 from skill_magics.core.sources.lock import FileRecord, tree_digest
 from skill_magics.core.sources.names import folder_name, name_problem, path_problem
 from skill_magics.core.sources.sourcespec import SourceSpec
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
 
 FILE = "file"
 LINK = "link"
@@ -93,10 +93,11 @@ class Snapshot:
         """Extra lock fields of the skill at ``path`` (a well-known artifact's url and digest)."""
         return {}
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, anchors: Anchors = NO_ANCHORS) -> Signature:
         """Who signed the skill at ``path``, verified against the allowed-signers file
-        ``signers`` (None: none given) by core/trust; a source kind that carries no
-        signature is unsigned."""
+        ``signers`` (None: none given) and what the policy trusts besides (``anchors``:
+        OpenPGP fingerprints with the user's keyring, sigstore identities), by core/trust;
+        a source kind that carries no signature is unsigned."""
         return Signature.unsigned("no signature")
 
     def close(self) -> None:
@@ -196,7 +197,7 @@ class FolderSnapshot(Snapshot):
             for chunk in iter(lambda: fh.read(_CHUNK), b""):
                 out.write(chunk)
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, anchors: Anchors = NO_ANCHORS) -> Signature:
         return Signature.unsigned("local")
 
 

@@ -202,7 +202,7 @@ def verify_signatures(
         if staged.tree != locked.tree:
             lines.append(f"{locked.folder}: {locked.origin} no longer gives the locked files")
         else:
-            signature = snap.signature(staged.found.path, signing.signers_file())
+            signature = snap.signature(staged.found.path, signing.signers_file(), signing.anchors())
             changed = signing.signer_change(locked.signature, signature)
             if changed:
                 lines.append(f"{locked.folder}: {changed}")

@@ -49,7 +49,7 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
 )
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec, is_loopback
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
 from skill_magics.core.trust.sshsig import MAX_SIG
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
@@ -240,6 +240,7 @@ class WellKnownSnapshot(Snapshot):
         self.where: dict[str, tuple[Snapshot, Entry]] = {}
         self.pins: dict[str, dict[str, str]] = {}
         self.signed: dict[str, tuple[Path, Path]] = {}  # name -> (artifact, its .sig)
+        self.bundles: dict[str, Path] = {}  # name -> its sigstore bundle, when one was published
         try:
             for entry in entries:
                 self._add(entry)
@@ -304,26 +305,43 @@ class WellKnownSnapshot(Snapshot):
         return dict(self.pins.get(path, {}))
 
     def _fetch_signature(self, entry: IndexEntry, path: Path) -> None:
-        """``URL.sig`` beside the artifact, when the site publishes one (kept with a link to
-        the artifact's bytes as downloaded, before an archive is opened and renamed)."""
-        sig = self.tmp / f"{entry.name}.artifact.sig"
-        try:
-            with open(sig, "wb") as fh:
-                fetch(entry.url + ".sig", self.spec.location, MAX_SIG, fh, self.cancel)
-        except SourceError:
-            sig.unlink(missing_ok=True)
-            return  # none published (or not reachable): the skill is unsigned
+        """``URL.sig`` beside the artifact, when the site publishes one, and
+        ``URL.sigstore.json`` when the ``sigstore`` package is here to verify it (kept with a
+        link to the artifact's bytes as downloaded, before an archive is opened and
+        renamed)."""
+        import importlib.util
+
+        from skill_magics.core.trust.sigstore import MAX_BUNDLE
+
+        wanted = [(".sig", MAX_SIG)]
+        if importlib.util.find_spec("sigstore") is not None:
+            wanted.append((".sigstore.json", MAX_BUNDLE))
+        found: dict[str, Path] = {}
+        for suffix, limit in wanted:
+            target = self.tmp / f"{entry.name}.artifact{suffix}"
+            try:
+                with open(target, "wb") as fh:
+                    fetch(entry.url + suffix, self.spec.location, limit, fh, self.cancel)
+            except SourceError:
+                target.unlink(missing_ok=True)
+                continue  # none published (or not reachable)
+            found[suffix] = target
+        if not found:
+            return  # the skill is unsigned
         artifact = self.tmp / f"{entry.name}.artifact"
         os.link(path, artifact)
-        self.signed[entry.name] = (artifact, sig)
+        self.signed[entry.name] = (artifact, found.get(".sig", Path(f"{artifact}.sig")))
+        if ".sigstore.json" in found:
+            self.bundles[entry.name] = found[".sigstore.json"]
 
-    def signature(self, path: str, signers: str | None) -> Signature:
+    def signature(self, path: str, signers: str | None, anchors: Anchors = NO_ANCHORS) -> Signature:
         if path not in self.signed:
             return Signature.unsigned("no .sig beside the artifact")
         from skill_magics.core.sources.archive import detached_signature
 
         artifact, sig = self.signed[path]
-        return detached_signature(artifact, signers, sig)
+        bundle = self.bundles.get(path)
+        return detached_signature(artifact, signers, sig, bundle=bundle, anchors=anchors)
 
     def close(self) -> None:
         for inner in self.inner:

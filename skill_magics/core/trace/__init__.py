@@ -24,11 +24,12 @@ Example (tracing off: nothing is recorded, nothing imported)::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from skill_magics.core.base.errors import TracingUnavailable
@@ -120,14 +121,48 @@ def flush(timeout_s: float = 10.0) -> bool:
     return True if backend is None else bool(backend.flush(timeout_s))
 
 
-def span(name: str, attributes: Mapping[str, Any] | None = None, *, client: bool = False) -> Any:
-    """A span, child of the current one (``with span(...) as s:`` makes it current);
-    the shared no-op span while tracing is off. ``client``: a call to another service
-    (a model API, an MCP server)."""
+def span(
+    name: str,
+    attributes: Mapping[str, Any] | None = None,
+    *,
+    client: bool = False,
+    parent: Any = None,
+) -> Any:
+    """A span, child of the current one (``with span(...) as s:`` makes it current), or
+    of ``parent`` (a context from :func:`capture`); the shared no-op span while tracing is
+    off. ``client``: a call to another service (a model API, an MCP server)."""
     backend = _backend
     if backend is None:
         return NOOP
-    return backend.start(name, attributes, client=client)
+    return backend.start(name, attributes, client=client, parent=parent)
+
+
+def capture() -> Any:
+    """The current context, to parent spans started later on another thread (None: off)."""
+    backend = _backend
+    return None if backend is None else backend.capture()
+
+
+def content_wanted() -> bool:
+    """May the current span hold content (argument values, output)? Only while a call
+    that opted in runs (``trace_content=True``, ``--trace-content``); never by default."""
+    backend = _backend
+    return backend is not None and backend.content_here()
+
+
+@contextlib.contextmanager
+def joined(carrier: Mapping[str, str] | None) -> Iterator[None]:
+    """Spans made inside are children of the W3C context in ``carrier`` (``TRACEPARENT``
+    from another process: a batch item on a process pool or a Dask worker)."""
+    backend = _backend
+    if backend is None or not carrier:
+        yield
+        return
+    token = backend.attach_remote(carrier)
+    try:
+        yield
+    finally:
+        backend.detach(token)
 
 
 def root(name: str, attributes: Mapping[str, Any] | None = None) -> Any:
@@ -163,6 +198,22 @@ def child_env(env: Mapping[str, str]) -> Mapping[str, str]:
     return {**{k: v for k, v in env.items() if k not in RUN_VARS}, **found}
 
 
+def _forked() -> None:
+    """In a process forked from this one (a process pool's worker): the tracer came along
+    but its exporter's thread did not, and a forked worker may end without flushing, so
+    spans made there could be lost while a script points at them. The child starts with
+    tracing decided again by its own variables (``off`` stays off)."""
+    global _backend, _mode, _auto_failed, _checked_at
+    _backend = None
+    _mode = None if _mode is True else _mode
+    _auto_failed = False
+    _checked_at = -RECHECK_S
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
 def _make_backend(provider: Any) -> Any:
     try:
         from skill_magics.core.trace import otel
@@ -188,9 +239,12 @@ __all__ = [
     "RUN_VARS",
     "Span",
     "bind",
+    "capture",
     "child_env",
+    "content_wanted",
     "enabled",
     "flush",
+    "joined",
     "refresh",
     "root",
     "span",

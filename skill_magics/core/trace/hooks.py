@@ -42,9 +42,10 @@ def _skills(parts: Sequence[Any]) -> list[str]:
     return sorted({str(part.skill_name) for part in parts})
 
 
-def root(plan: Any) -> Any:
+def root(plan: Any, content: bool = False) -> Any:
     """The span of one call through the call site (a run, a batch, a context, an install);
-    the no-op span while off."""
+    the no-op span while off. ``content``: this call opted into argument values and output
+    in its runs' spans (redacted first; never by default)."""
     if trace._mode is False or not trace.refresh():
         return NOOP
     call = CALLS.get(type(plan).__name__, type(plan).__name__)
@@ -55,7 +56,12 @@ def root(plan: Any) -> Any:
     if call == "skillrun --map":
         attributes[n.BATCH_ITEMS] = len(plan)
     label = f"{call} {skills[0]}" if len(skills) == 1 else call
-    return trace.span(label, attributes)
+    if content:
+        attributes[n.CONTENT] = True
+    span = trace.span(label, attributes)
+    if content and trace._backend is not None and span.recording:
+        trace._backend.want_content(span)
+    return span
 
 
 def outcome(span: Any, result: Any) -> None:
@@ -94,13 +100,18 @@ def approval(plan: Any, decide: Callable[[], T]) -> T:
             if str(blocked.status) not in ("declined", "pending"):
                 span.fail(f"{blocked.status}: {blocked.message}")
             return decided
-        # Several requests under one question come back as each part's check ("allowed"),
-        # without the answer: the gate's verdicts for them carry no decision.
-        chosen = next((v for v in verdicts if v.decision is not None), None)
-        if chosen is None:
+        # Several requests under one question: each allowed part carries the one answer
+        # and who gave it (gate.decide_each); parts a "Yes in session" covered carry theirs.
+        answers = sorted({(v.decision.value, v.by) for v in verdicts if v.decision is not None})
+        if not answers:
             span.update({n.DECISION: "allowed"})
         else:
-            span.update({n.DECISION: chosen.decision.value, n.DECIDED_BY: chosen.by or None})
+            span.update(
+                {
+                    n.DECISION: ", ".join(sorted({d for d, _ in answers})),
+                    n.DECIDED_BY: ", ".join(sorted({b for _, b in answers if b})) or None,
+                }
+            )
         return decided
 
 
@@ -118,14 +129,29 @@ def script_run(prepared: Any, work: Callable[[], T]) -> T:
         n.INTERPRETER: _interpreter(prepared),
     }
     with trace.span(f"run {prepared.skill_name}", attributes) as span:
+        wanted = trace.content_wanted()
+        if wanted:
+            run_input(span, prepared.payload, prepared.argv)
         result = work()
-        script_result(span, result)
+        script_result(span, result, content=wanted)
         return result
 
 
-def script_result(span: Any, result: Any) -> None:
+def run_input(span: Any, payload: bytes | None, argv: Sequence[str]) -> None:
+    """What a run was given, for a call that opted into content (redacted, then cut)."""
+    if payload:
+        span.set_content(n.RUN_INPUT, payload.decode("utf-8", "replace"))
+    if argv:
+        span.set_content(n.RUN_ARGV, " ".join(str(a) for a in argv))
+
+
+def script_result(span: Any, result: Any, content: bool = False) -> None:
+    """A run's end on its span; ``content``: its output too (the call opted in)."""
     if not span.recording:
         return
+    if content:
+        span.set_content(n.RUN_STDOUT, str(result.stdout or ""))
+        span.set_content(n.RUN_STDERR, str(result.stderr or ""))
     code = result.exit_code
     span.update(
         {
@@ -252,10 +278,45 @@ def model_reply(span: Any, reply: Any) -> None:
 def agent(skills: Sequence[str], model: str) -> Any:
     """The root of an agent's loop (``run_agent``, ``%%skillagent``): its model calls and
     tool runs are children."""
+    return lab("skillagent", skills, model)
+
+
+def lab(call: str, skills: Sequence[str], model: str, label: str = "") -> Any:
+    """The root of one of the lab's calls (``skillagent``, ``run_evals``,
+    ``evaluate_triggers``): its model calls, approval and script runs are children. A
+    failure (an exception out of the ``with``) sets its status with the one line."""
     if trace._mode is False or not trace.refresh():
         return NOOP
-    attributes = {n.CALL: "skillagent", n.SKILLS: sorted(skills), n.REQUEST_MODEL: model}
-    return trace.span("skillagent", attributes)
+    names = sorted(skills)
+    attributes: dict[str, Any] = {n.CALL: call, n.SKILLS: names, n.REQUEST_MODEL: model}
+    if len(names) == 1:
+        attributes[n.SKILL_NAME] = names[0]
+    return trace.span(label or call, attributes)
+
+
+def refusal(skill: str, script: str, error: BaseException) -> None:
+    """A refusal before anything ran (the policy, the sandbox, a name, a path, a time
+    limit: whatever the audit records as ``refused``), as a span of its own, ended at once:
+    error status with the refusal's one line. A child of the current span (a call, an
+    agent's turn, an install), else a root of its own: refusals at plan time come before
+    the call site."""
+    if trace._mode is False or not trace.refresh():
+        return
+    attributes = {
+        n.CALL: "refused",
+        n.SKILL_NAME: skill,
+        n.SCRIPT_PATH: script or None,
+        n.STATUS: "refused",
+        n.ERROR_TYPE: type(error).__name__,
+    }
+    with trace.span(f"refused {skill}", attributes) as span:
+        span.fail(failure_line(error))
+
+
+def failure_line(error: BaseException) -> str:
+    """``Type: message`` (the status message; one line, redacted when recorded)."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _origin(skill: str) -> str:
@@ -275,12 +336,14 @@ __all__ = [
     "agent",
     "approval",
     "env_build",
+    "lab",
     "warm_start",
     "launch",
     "mcp_call",
     "model_call",
     "model_call_async",
     "outcome",
+    "refusal",
     "root",
     "script_run",
 ]

@@ -30,6 +30,9 @@ SCRIPT_EXITED_WITH_ERROR = "gen_ai.skill.script.exited_with_error"  # PR #463
 
 DRAFT = (SKILL_NAME, SCRIPT_PATH, SCRIPT_EXIT_CODE, SCRIPT_EXITED_WITH_ERROR)
 
+# -- general (stable) ---------------------------------------------------------------------------
+ERROR_TYPE = "error.type"  # the class of the error a span failed with (a refusal's)
+
 # -- MCP (the GenAI conventions' MCP page) ----------------------------------------------------
 MCP_METHOD = "mcp.method.name"
 
@@ -40,6 +43,8 @@ SKILLS = "skill_magics.skills"  # every skill a root or an approval covers
 ORIGIN = "skill_magics.origin"  # "local", or the MCP server's label
 BATCH_ITEMS = "skill_magics.batch.items"
 BATCH_INDEX = "skill_magics.batch.index"
+BATCH_WHERE = "skill_magics.batch.where"  # "process pool" or "dask": items run elsewhere
+BATCH_WORKER = "skill_magics.batch.worker"  # the worker that ran the item (address or host:pid)
 DECISION = "skill_magics.approval.decision"  # yes_once, yes_in_session, no; or the status
 DECIDED_BY = "skill_magics.approval.by"  # who or what decided ("session approval", ...)
 WAIT_MS = "skill_magics.approval.wait_ms"  # how long the approver took
@@ -60,5 +65,11 @@ INSTALLER = "skill_magics.env.installer"
 PRELOAD = "skill_magics.warm.preload"  # the packages a warm server imports before any run
 MCP_SERVER = "skill_magics.mcp.server"
 MCP_BYTES = "skill_magics.mcp.bytes"
+# Content: only for a call that opted in (trace_content=True, --trace-content), redacted first.
+CONTENT = "skill_magics.trace.content"  # on a root: this call's runs record content
+RUN_INPUT = "skill_magics.run.input"  # the JSON a script got on stdin
+RUN_ARGV = "skill_magics.run.argv"  # its command-line arguments
+RUN_STDOUT = "skill_magics.run.stdout"  # what it printed (as captured: secrets masked)
+RUN_STDERR = "skill_magics.run.stderr"
 TOOL_CALLS = "skill_magics.gen_ai.tool_calls"  # how many tool calls a model's reply made
 TOOL_NAMES = "skill_magics.gen_ai.tool_names"

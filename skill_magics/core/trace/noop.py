@@ -33,6 +33,9 @@ class NoSpan:
     def fail(self, message: str) -> None:
         """Mark the span failed with a one-line message."""
 
+    def set_content(self, key: str, text: str) -> None:
+        """Set content a run opted into (an argument, an output): redacted, then cut."""
+
     def end(self) -> None:
         """End the span (a second call does nothing)."""
 

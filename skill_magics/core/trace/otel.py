@@ -32,6 +32,7 @@ logger = logging.getLogger("skill_magics.trace")
 
 T = TypeVar("T")
 MAX_TEXT = 512  # characters of one text attribute (names, paths, one-line messages)
+MAX_CONTENT = 8192  # characters of argument or output content, when a run opts in
 SERVICE = "skill-magics"
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -51,6 +52,13 @@ def clean(value: Any) -> Any:
     return one_line(str(value))
 
 
+def content(text: str) -> str:
+    """Argument or output content for a run that opted in: ``text`` redacted of every known
+    secret value FIRST, then cut to MAX_CONTENT (lines kept)."""
+    masked = redact_known(text)
+    return masked if len(masked) <= MAX_CONTENT else masked[: MAX_CONTENT - 1] + "…"
+
+
 def one_line(text: str) -> str:
     """``text`` redacted, its first line, cut to MAX_TEXT (redaction before the cut)."""
     masked = redact_known(text)
@@ -61,13 +69,14 @@ def one_line(text: str) -> str:
 class OtelSpan:
     """An OpenTelemetry span behind the facade's API (noop.NoSpan's methods)."""
 
-    __slots__ = ("_span", "_token", "_ended")
+    __slots__ = ("_span", "_token", "_ended", "_on_end")
     recording = True
 
     def __init__(self, span: Any) -> None:
         self._span = span
         self._token: Any = None
         self._ended = False
+        self._on_end: Callable[[], None] | None = None
 
     def __enter__(self) -> OtelSpan:
         self._token = context_api.attach(trace_api.set_span_in_context(self._span))
@@ -93,10 +102,16 @@ class OtelSpan:
     def fail(self, message: str) -> None:
         self._span.set_status(Status(StatusCode.ERROR, one_line(message)))
 
+    def set_content(self, key: str, text: str) -> None:
+        """Content (an argument, an output) a run opted into: redacted, then cut."""
+        self._span.set_attribute(key, content(text))
+
     def end(self) -> None:
         if not self._ended:
             self._ended = True
             self._span.end()
+            if self._on_end is not None:
+                self._on_end()
 
     def within(self, work: Callable[[], T]) -> Callable[[], T]:
         def run() -> T:
@@ -148,16 +163,49 @@ class Backend:
             self.owned = True
         self.provider = provider
         self.tracer = provider.get_tracer("skill_magics", VERSION)
+        # Trace ids of calls that opted into content (argument values, output) while they run.
+        self.content_traces: set[int] = set()
 
     def describe(self) -> str:
         return self.source
 
-    def start(self, name: str, attributes: Mapping[str, Any] | None, *, client: bool) -> OtelSpan:
+    def start(
+        self,
+        name: str,
+        attributes: Mapping[str, Any] | None,
+        *,
+        client: bool,
+        parent: Any = None,
+    ) -> OtelSpan:
         kind = SpanKind.CLIENT if client else SpanKind.INTERNAL
-        span = OtelSpan(self.tracer.start_span(one_line(name), kind=kind))
+        span = OtelSpan(self.tracer.start_span(one_line(name), context=parent, kind=kind))
         if attributes:
             span.update(attributes)
         return span
+
+    def capture(self) -> Any:
+        """The current context (a span's parent for work started later, elsewhere)."""
+        return context_api.get_current()
+
+    def want_content(self, span: OtelSpan) -> None:
+        """The spans of ``span``'s trace may hold content until ``span`` ends."""
+        trace_id = span._span.get_span_context().trace_id
+        self.content_traces.add(trace_id)
+        span._on_end = lambda: self.content_traces.discard(trace_id)
+
+    def content_here(self) -> bool:
+        """Did the call the current span belongs to opt into content?"""
+        if not self.content_traces:
+            return False
+        return trace_api.get_current_span().get_span_context().trace_id in self.content_traces
+
+    def attach_remote(self, carrier: Mapping[str, str]) -> Any:
+        """Make the W3C context in ``carrier`` (TRACEPARENT, TRACESTATE) current; a token."""
+        found = {k.lower(): v for k, v in carrier.items()}
+        return context_api.attach(_PROPAGATOR.extract(found))
+
+    def detach(self, token: Any) -> None:
+        context_api.detach(token)
 
     def bind(
         self, work: Callable[..., T], name: str, attributes: Mapping[str, Any] | None
@@ -227,4 +275,4 @@ def _own_provider() -> tuple[Any, str]:
     return provider, f"service {service!r}, exporting to {', '.join(said) or 'nothing'}"
 
 
-__all__ = ["Backend", "OtelSpan", "clean", "failure", "one_line"]
+__all__ = ["Backend", "OtelSpan", "clean", "content", "failure", "one_line"]

@@ -8,6 +8,8 @@ Modules (docs/trust.md says what is and is not covered):
   in Python, cached by stat, so a run checks a recorded signer without a process
 - ``sshsig.py``    a detached ``FILE.sig`` (``ssh-keygen -Y sign -n skill-magics``) checked with
   the real ``ssh-keygen -Y verify``
+- ``sigstore.py``  a sigstore bundle beside an artifact, checked offline by the ``sigstore``
+  package (the ``[sigstore]`` extra) when it is installed
 - ``gitsig.py``    a signed tag or commit checked with the real ``git verify-tag`` /
   ``verify-commit`` (SSH against the allowed signers; OpenPGP against the user's keyring)
 - ``record.py``    the verified results, a private per-user record keyed by the installed

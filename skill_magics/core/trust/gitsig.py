@@ -9,15 +9,19 @@ What runs, in the snapshot's bare repository (``git.py``), with
     git verify-commit --raw COMMIT        ... else a signed commit
 
 SSH signatures are checked by git through ``ssh-keygen`` against the allowed signers
-(namespace ``git``); OpenPGP ones by ``gpg`` against the user's keyring, and count as signed
-only for a key the keyring trusts fully or ultimately. A tag object signed under one name and
-fetched under another (a tag re-pointed at someone else's signed tag) is BAD.
+(namespace ``git``); OpenPGP ones by ``gpg`` against the user's keyring (which must hold the
+public key), and count as signed for a key the keyring trusts fully or ultimately, or whose
+primary-key fingerprint the team policy lists (``[signatures] openpgp``: the policy is then
+the trust, as the allowed-signers file is for SSH). The key recorded is the primary key's
+fingerprint (what ``gpg --fingerprint`` shows and a policy lists), even for a signing subkey.
+A tag object signed under one name and fetched under another (a tag re-pointed at someone
+else's signed tag) is BAD.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from skill_magics.core.base.visible import visible
 from skill_magics.core.trust.signature import Signature, SignatureState
@@ -28,14 +32,24 @@ GitRunner = Callable[[list[str]], tuple[int, str]]
 _SSH_GOOD = re.compile(r'^Good "git" signature for (?P<p>.+) with \S+ key (?P<k>SHA256:\S+)$', re.M)
 _SSH_UNKNOWN = re.compile(r'^Good "git" signature with \S+ key (?P<k>SHA256:\S+)$', re.M)
 _GPG_GOOD = re.compile(r"^\[GNUPG:\] GOODSIG (?P<id>[0-9A-F]+) (?P<p>.+)$", re.M)
-_GPG_VALID = re.compile(r"^\[GNUPG:\] VALIDSIG (?P<fpr>[0-9A-F]{16,64})\b", re.M)
+# VALIDSIG <signing key fpr> <date> ... <sig class> [<primary key fpr>]
+_GPG_VALID = re.compile(
+    r"^\[GNUPG:\] VALIDSIG (?P<fpr>[0-9A-F]{16,64})\b(?:.* (?P<primary>[0-9A-F]{40,64}))?\s*$", re.M
+)
 _GPG_TRUSTED = re.compile(r"^\[GNUPG:\] TRUST_(FULLY|ULTIMATE)\b", re.M)
 _GPG_MISSING = re.compile(r"^\[GNUPG:\] (ERRSIG|NO_PUBKEY) (?P<id>[0-9A-F]+)", re.M)
 
 
-def verify_ref(run: GitRunner, ref: str, commit: str, asked: str | None) -> Signature:
+def verify_ref(
+    run: GitRunner,
+    ref: str,
+    commit: str,
+    asked: str | None,
+    openpgp: Collection[str] = (),
+) -> Signature:
     """The signature at the fetched ``ref`` (a tag object or a commit) resolving to
-    ``commit``; ``asked`` is the ref the user gave (None: the default branch)."""
+    ``commit``; ``asked`` is the ref the user gave (None: the default branch); ``openpgp``:
+    the primary-key fingerprints the policy trusts (upper-case hex)."""
     status, kind = run(["cat-file", "-t", ref])
     tag_result: Signature | None = None
     if status == 0 and kind.strip() == "tag":
@@ -43,7 +57,7 @@ def verify_ref(run: GitRunner, ref: str, commit: str, asked: str | None) -> Sign
         name = next((ln[4:] for ln in text.splitlines() if ln.startswith("tag ")), "")
         subject = visible(f"tag {name} (commit {commit[:12]})")
         wanted = (asked or "").removeprefix("refs/tags/")
-        tag_result = _parse(*run(["verify-tag", "--raw", ref]), subject)
+        tag_result = _parse(*run(["verify-tag", "--raw", ref]), subject, openpgp)
         if tag_result.state is not SignatureState.UNSIGNED and wanted and name != wanted:
             return Signature(
                 SignatureState.BAD,
@@ -53,13 +67,13 @@ def verify_ref(run: GitRunner, ref: str, commit: str, asked: str | None) -> Sign
             )
         if tag_result.is_signed or tag_result.state is SignatureState.BAD:
             return tag_result
-    result = _parse(*run(["verify-commit", "--raw", commit]), f"commit {commit[:12]}")
+    result = _parse(*run(["verify-commit", "--raw", commit]), f"commit {commit[:12]}", openpgp)
     if result.state is SignatureState.UNSIGNED and tag_result is not None:
         return tag_result  # an unknown tag signer says more than "no commit signature"
     return result
 
 
-def _parse(status: int, text: str, subject: str) -> Signature:
+def _parse(status: int, text: str, subject: str, openpgp: Collection[str] = ()) -> Signature:
     """git's verify output (``--raw``: ssh-keygen's lines, or gpg's status lines)."""
     good = _SSH_GOOD.search(text)
     if good and status == 0:
@@ -71,16 +85,17 @@ def _parse(status: int, text: str, subject: str) -> Signature:
         )
     gpg = _GPG_GOOD.search(text)
     valid = _GPG_VALID.search(text)
-    if gpg and valid:
-        if _GPG_TRUSTED.search(text):
-            return Signature.signed("openpgp", visible(gpg["p"]), valid["fpr"], subject)
+    if gpg and valid and "BADSIG" not in text:
+        key = valid["primary"] or valid["fpr"]
+        if _GPG_TRUSTED.search(text) or key in openpgp or valid["fpr"] in openpgp:
+            return Signature.signed("openpgp", visible(gpg["p"]), key, subject)
         return Signature(
             SignatureState.UNKNOWN,
             "openpgp",
             "",
-            valid["fpr"],
+            key,
             subject,
-            "key not fully trusted in your keyring",
+            "key not fully trusted in your keyring, nor listed by the policy",
         )
     missing = _GPG_MISSING.search(text)
     if missing and "BADSIG" not in text:

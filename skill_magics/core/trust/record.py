@@ -1,12 +1,13 @@
 """What was verified, kept where only this user writes: one record per installed tree digest.
 
 ``skills-lock.json`` travels with a project and anyone can edit it, so a run never believes
-the signer a lock names: it believes this record, written only after ``git`` or
-``ssh-keygen`` verified the signature on this machine (install, sync, update, verify), and
-looked up by the tree digest of the files the lock matched. The record is a small JSON file,
-``<tree>.json`` in ``$SKILL_MAGICS_TRUST_DIR`` (default ``$XDG_CACHE_HOME/skill-magics/trust``),
-a private (0700) folder; a record that is not one, or that cannot be read, is no record.
-Lookups are cached per (file, mtime): a run costs one ``stat``.
+the signer a lock names: it believes this record, written only after ``git``,
+``ssh-keygen`` or the ``sigstore`` package verified the signature on this machine (install,
+sync, update, verify), and looked up by the tree digest of the files the lock matched. The
+record is a small JSON file, ``<tree>.json`` in ``$SKILL_MAGICS_TRUST_DIR`` (default
+``$XDG_CACHE_HOME/skill-magics/trust``), a private (0700) folder; a record that is not one,
+or that cannot be read, is no record. Lookups are cached per (file, mtime): a run costs one
+``stat``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 from skill_magics.core.base.visible import visible
 
 NAMESPACE = "skill-magics"  # the ssh-keygen -Y namespace of a detached archive signature
-METHODS = ("ssh", "openpgp")
+METHODS = ("ssh", "openpgp", "sigstore")
 _KEY = re.compile(r"^(SHA256:[A-Za-z0-9+/=]{20,64}|[0-9A-F]{16,64})$")
 _MAX_TEXT = 300
 
@@ -36,6 +36,20 @@ class SignatureState(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Anchors:
+    """What a verification trusts besides the allowed-signers file (the team policy's
+    ``[signatures]``): OpenPGP primary-key fingerprints, sigstore ``"IDENTITY ISSUER"``
+    entries, and a sigstore ``trusted_root.json`` (None: the public-good one)."""
+
+    openpgp: tuple[str, ...] = ()
+    sigstore: tuple[str, ...] = ()
+    sigstore_root: str | None = None
+
+
+NO_ANCHORS = Anchors()
+
+
+@dataclass(frozen=True)
 class Signature:
     """One verification's result. ``subject`` says what was signed (``tag v1 (commit
     ...)``, ``commit ...``, ``archive sha256:...``); ``note`` why it is not signed."""
@@ -43,7 +57,7 @@ class Signature:
     state: SignatureState
     method: str = ""  # "ssh" or "openpgp" ("" when unsigned)
     principal: str = ""
-    key: str = ""  # SHA256:... (ssh) or the OpenPGP fingerprint
+    key: str = ""  # SHA256:... (ssh), the OpenPGP fingerprint, the sigstore cert's SHA-256
     subject: str = ""
     note: str = ""
 
@@ -112,4 +126,4 @@ class Signature:
         return cls(state, **fields)
 
 
-__all__ = ["NAMESPACE", "Signature", "SignatureState"]
+__all__ = ["NAMESPACE", "NO_ANCHORS", "Anchors", "Signature", "SignatureState"]

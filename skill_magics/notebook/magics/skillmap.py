@@ -56,6 +56,7 @@ class MapRun:
     out: str | None
     workers: int | None
     pool: Any
+    trace_content: bool = False
 
     @property
     def name(self) -> str:
@@ -111,7 +112,7 @@ def plan_map(magics: Any, line: str, cell: str) -> MapRun:
             )
     except (SkillMagicsError, ValueError) as exc:
         raise usage_error(exc) from None
-    return MapRun(plan, opts.out, opts.workers, pool)
+    return MapRun(plan, opts.out, opts.workers, pool, opts.trace_content)
 
 
 def _pool(magics: Any, opts: Any) -> Any:
@@ -244,6 +245,7 @@ def magic(mode: drive.Mode, magics: Any, line: str, cell: str) -> drive.Magic[Ba
         "on_start": progress.start if len(run.plan) else None,
         "cancel": cancel,
         "batch": _options(run, progress),
+        "trace_content": run.trace_content,
     }
     manager = magics.manager
     try:

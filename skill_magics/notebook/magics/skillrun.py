@@ -62,6 +62,7 @@ class _Run:
     arguments: Any
     argv: list[str] | None
     out: str | None
+    trace_content: bool = False
 
     @property
     def skill(self) -> str:
@@ -135,6 +136,12 @@ class SkillRunMagics(SharedMagics):
         const=False,
         help="start a fresh interpreter (a cold start), whatever SkillMagics.warm_start says",
     )
+    @argument(
+        "--trace-content",
+        action="store_true",
+        help="while tracing is on (%%skills trace), this run's spans also hold its arguments "
+        "and output, secrets masked first; default: names, codes and sizes only",
+    )
     @argument("--workers", type=int, default=None, help="with --map: items run at once")
     @argument(
         "--pool",
@@ -184,6 +191,7 @@ class SkillRunMagics(SharedMagics):
             "on_start": view.start,
             "on_output": view.output,
             "cancel": view.cancel,
+            "trace_content": run.trace_content,
         }
         try:
             outcome = yield drive.Step(
@@ -237,7 +245,7 @@ class SkillRunMagics(SharedMagics):
         except (SkillMagicsError, ValueError) as exc:  # ValueError: e.g. --timeout 0
             # The cell fails (Run All and papermill stop; -o keeps nothing stale), one line.
             raise usage_error(exc) from None
-        return _Run(plan, arguments, argv, opts.out)
+        return _Run(plan, arguments, argv, opts.out, opts.trace_content)
 
     def _arguments(self, cell: str, evaluate: bool) -> Any:
         body = cell.strip()

@@ -55,6 +55,7 @@ from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
 from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome, finished
 from skill_magics.core.run.settings import RunSettings
 from skill_magics.core.run.warm import modes as warm_modes
+from skill_magics.core.trace import hooks as traced
 from skill_magics.core.trace import names
 
 logger = logging.getLogger("skill_magics.batch")
@@ -329,6 +330,11 @@ class _Shipped:
         else:
             self.signal = ship.new_file_flag()
         shared = ship.ShippedBatch(runner.batch_id, bundle, plan.script, settings, self.signal)
+        # Each item's span is made here, a child of the batch's, and its W3C context goes
+        # with the item: the worker's run (and the script's own spans) join the batch's trace.
+        self.parent = trace.capture()
+        self.spans: dict[int, Any] = {}
+        self.spans_lock = threading.Lock()
         self.pool = pool
         self.shared = self.dask.scatter(shared) if self.dask is not None else shared
         self.run_item = ship.run_shipped_item
@@ -384,6 +390,13 @@ class _Shipped:
 
     def submit(self, index: int) -> Any:
         args, argv = self.runner.item_input(index)
+        where = "dask" if self.dask is not None else "process pool"
+        span = trace.span(
+            "batch item", {names.BATCH_INDEX: index, names.BATCH_WHERE: where}, parent=self.parent
+        )
+        carrier = span.traceparent() or None
+        with self.spans_lock:
+            self.spans[index] = span
         if self.dask is not None:
             return self.dask.submit(
                 self.run_item,
@@ -391,9 +404,10 @@ class _Shipped:
                 index,
                 args,
                 argv,
+                carrier,
                 key=f"skill-magics-{self.runner.batch_id}-{index}",
             )
-        return self.pool.submit(self.run_item, self.shared, index, args, argv)
+        return self.pool.submit(self.run_item, self.shared, index, args, argv, carrier)
 
     def outcome(self, index: int, value: Any) -> BatchItem:
         for rec in value.records:  # the worker's audit records, into the caller's log
@@ -403,12 +417,31 @@ class _Shipped:
         item.result = value.result
         item.message = value.message
         item.worker = value.worker
+        self._end_span(item)
         return item
+
+    def _end_span(self, item: BatchItem) -> None:
+        """The item's span ends with what came back: the run's end, or why nothing ran."""
+        with self.spans_lock:
+            span = self.spans.pop(item.index, None)
+        if span is None or not span.recording:
+            return
+        span.update({names.BATCH_WORKER: item.worker or None, names.STATUS: str(item.status)})
+        if item.result is not None:
+            traced.script_result(span, item.result)
+        elif not item.ok:
+            span.fail(f"{item.status}: {item.message}")
+        span.end()
 
     def cancel(self) -> None:
         self.signal.set()
 
     def close(self) -> None:
+        with self.spans_lock:  # items that ended without an outcome (cancelled, errors)
+            left = sorted(self.spans)
+        for index in left:
+            item = self.runner.items[index] if index < len(self.runner.items) else None
+            self._end_span(item if item is not None else self.runner.new_item(index))
         if self.dask is not None:
             self._closing.set()
             self._collector.join(timeout=10)

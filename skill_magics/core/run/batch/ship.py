@@ -51,11 +51,12 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from skill_magics.core import trace
 from skill_magics.core.base import fingerprint, paths
 from skill_magics.core.base.audit import AuditLog, AuditRecord, arguments_preview
 from skill_magics.core.base.errors import ApprovalStale, PathSecurityError, SkillMagicsError
@@ -705,12 +706,19 @@ def _watch(batch_id: str, signal: CancelSignal, entry: tuple[threading.Event, li
 
 
 def run_shipped_item(
-    batch: ShippedBatch, index: int, arguments: Any, argv: tuple[str, ...] | None
+    batch: ShippedBatch,
+    index: int,
+    arguments: Any,
+    argv: tuple[str, ...] | None,
+    traceparent: Mapping[str, str] | None = None,
 ) -> ShippedOutcome:
     """Run one item on a worker: verify the copy, plan through the core checks, execute.
 
     Never raises for a refusal: the outcome carries the status, the message and every
-    audit record made here, for the caller's audit log.
+    audit record made here, for the caller's audit log. ``traceparent``: the W3C context
+    of the item's span in the caller (``TRACEPARENT``, ``TRACESTATE``): the script gets it
+    (its own spans join the batch's trace) and, when the worker traces too (its own
+    OpenTelemetry variables), the worker's run span is that span's child.
     """
     worker = _worker_name()
     name = batch.bundle.name
@@ -742,7 +750,12 @@ def run_shipped_item(
     try:
         _, prepared = planner.check_script(batch.settings, name, batch.script, arguments, argv)
         prepared = replace(prepared, warm_start=warm_modes.in_batch(prepared.warm_start))
-        result = executor.run(prepared, cancel=cancel)
+        carrier = {k: v for k, v in (traceparent or {}).items() if k in trace.RUN_VARS}
+        if carrier and not trace.refresh():  # not tracing here: the script joins directly
+            kept = {k: v for k, v in prepared.env.items() if k not in trace.RUN_VARS}
+            prepared = replace(prepared, env={**kept, **carrier})
+        with trace.joined(carrier):
+            result = executor.run(prepared, cancel=cancel)
     except SkillMagicsError as exc:  # refused before spawning (audited)
         return outcome(RunStatus.REFUSED, message=str(exc))
     status = RunStatus.INTERRUPTED if cancel.is_set() and not result.success else result.status
