@@ -75,6 +75,9 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
     "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
+    # the Skills side panel's kernel part: a channel (stdlib) and a board over the manager
+    "skill_magics.core.panel": 4,
+    "skill_magics.core.panel.*": 4,
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

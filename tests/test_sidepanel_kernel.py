@@ -1,0 +1,186 @@
+"""The Skills side panel's channel with real kernels (core/panel/, notebook/sidepanel.py).
+
+A cell blocks its kernel waiting for approval (``%autoawait off``: the relay on 7.x, pumping
+on 6.x); the test, standing where the Jupyter server stands (it holds each kernel's
+connection file and key), reads the question over the kernel's socket and answers it there.
+A request signed with another key, or one kernel's question asked of another, decides
+nothing. Nothing is mocked: real kernels, real sockets, real scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kernel_fixtures import KernelSession, kernel_ipykernel_version, start_kernel
+
+from skill_magics.core.base.errors import SidePanelError
+from skill_magics.core.panel import channel
+
+pytestmark = pytest.mark.kernel
+
+SKILL = "demo-behaviours.touch_marker"
+TIMEOUT_S = 120
+
+
+class Side:
+    """The server's view of one kernel: its connection file and key."""
+
+    def __init__(self, session: KernelSession) -> None:
+        self.session = session
+        self.cf = session.km.connection_file
+        self.key = session.km.session.key
+
+    def ask(self, op: str, **args: object) -> dict:
+        return channel.ask(self.cf, self.key, op, args)
+
+    def wait_question(self, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            waiting = self.ask("state")["waiting"]
+            if waiting:
+                return waiting[-1]
+            time.sleep(0.1)
+        raise AssertionError("no question appeared in the side panel's state")
+
+
+def _kernel(root: Path) -> Iterator[KernelSession]:
+    with start_kernel(cwd=root) as session:
+        setup = (
+            "%load_ext skill_magics\n%skills add --examples\n"
+            f"%config SkillMagics.approval_timeout = {TIMEOUT_S}"
+        )
+        r = session.execute(setup)
+        assert r.ok, r.error_text
+        if kernel_ipykernel_version() >= (7, 4):
+            assert session.execute("%autoawait off").ok  # the cell blocks its main thread
+        yield session
+
+
+@pytest.fixture(scope="module")
+def a(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
+    yield from (Side(s) for s in _kernel(tmp_path_factory.mktemp("side-a")))
+
+
+@pytest.fixture(scope="module")
+def b(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
+    yield from (Side(s) for s in _kernel(tmp_path_factory.mktemp("side-b")))
+
+
+def _cell(marker: Path) -> str:
+    return f"%%skillrun {SKILL}\n" + json.dumps({"path": str(marker)})
+
+
+def _running(side: Side, msg_id: str) -> bool:
+    """Has the cell not replied yet (it still blocks the kernel)?"""
+    side.session.drain(0.2)
+    return not side.session._idle_seen(msg_id)
+
+
+def test_a_blocked_cell_is_decided_from_the_side_panel(a: Side, tmp_path: Path) -> None:
+    marker = tmp_path / "once"
+    msg_id = a.session.submit(_cell(marker), allow_stdin=True)
+    question = a.wait_question()
+    assert "touch_marker.py" in question["summary"], "the same content as the cell's panel"
+    assert question["skills"] == ["demo-behaviours"]
+    assert _running(a, msg_id) and not marker.exists(), "nothing runs before the answer"
+    assert a.ask("decide", id=question["id"], choice="yes_once") == {"decided": "yes_once"}
+    r = a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+    assert r.ok, r.error_text
+    assert marker.exists(), "Yes once ran the script"
+    assert "decided in the side panel" in r.text(), "the cell's panel says who decided"
+    state = a.ask("state")
+    assert state["waiting"] == [], "a decided question leaves the list"
+    outcomes = [(run["skill"], run["outcome"]) for run in state["runs"]]
+    assert ("demo-behaviours", "completed") in outcomes, outcomes
+    assert any(
+        run["outcome"] == "approved" and "side panel" in run["reason"] for run in state["runs"]
+    ), "the gate audited the side panel's answer"
+    # The first answer won: a second one is refused and changes nothing.
+    with pytest.raises(SidePanelError, match="already decided|no such question"):
+        a.ask("decide", id=question["id"], choice="no")
+
+
+def test_no_from_the_side_panel(a: Side, tmp_path: Path) -> None:
+    marker = tmp_path / "declined"
+    msg_id = a.session.submit(_cell(marker), allow_stdin=True)
+    question = a.wait_question()
+    a.ask("decide", id=question["id"], choice="no")
+    r = a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+    assert "declined" in r.text().lower(), r.text()
+    assert not marker.exists(), "No means the script never ran"
+
+
+def test_yes_in_session_then_revoke(a: Side, tmp_path: Path) -> None:
+    msg_id = a.session.submit(_cell(tmp_path / "s1"), allow_stdin=True)
+    a.ask("decide", id=a.wait_question()["id"], choice="yes_in_session")
+    assert a.session.collect(msg_id, timeout=TIMEOUT_S + 60).ok
+    grants = a.ask("state")["grants"]
+    assert [g["skill"] for g in grants] == ["demo-behaviours"]
+    # Covered by the grant: runs without a question.
+    r = a.session.execute(_cell(tmp_path / "s2"), allow_stdin=True, timeout=TIMEOUT_S)
+    assert r.ok and (tmp_path / "s2").exists(), r.error_text
+    assert a.ask("revoke", skill="demo-behaviours") == {"revoked": "demo-behaviours"}
+    assert a.ask("state")["grants"] == []
+    # Revoked: the next run asks again (answered No here).
+    msg_id = a.session.submit(_cell(tmp_path / "s3"), allow_stdin=True)
+    a.ask("decide", id=a.wait_question()["id"], choice="no")
+    a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+    assert not (tmp_path / "s3").exists()
+    with pytest.raises(SidePanelError, match="no session approval"):
+        a.ask("revoke", skill="demo-behaviours")
+
+
+def test_forged_and_other_kernels_requests_decide_nothing(a: Side, b: Side, tmp_path: Path) -> None:
+    marker = tmp_path / "forged"
+    msg_id = a.session.submit(_cell(marker), allow_stdin=True)
+    question = a.wait_question()
+    # Signed with another kernel's key: refused before anything is read.
+    with pytest.raises(SidePanelError, match="not signed with this kernel's key"):
+        channel.ask(a.cf, b.key, "decide", {"id": question["id"], "choice": "yes_once"})
+    with pytest.raises(SidePanelError, match="not signed"):
+        channel.ask(a.cf, b"guessed", "state", {})
+    # Kernel B sees none of A's questions, and cannot answer them.
+    assert b.ask("state")["waiting"] == []
+    with pytest.raises(SidePanelError, match="no such question"):
+        b.ask("decide", id=question["id"], choice="yes_once")
+    assert _running(a, msg_id) and not marker.exists(), "A's cell still waits"
+    assert [q["id"] for q in a.ask("state")["waiting"]] == [question["id"]]
+    # A question answered in the cell (its button) leaves the side panel.
+    yes = a.session.buttons_all("Yes once")[-1]
+    a.session.click(yes, subshell=False)
+    assert a.session.collect(msg_id, timeout=TIMEOUT_S + 60).ok
+    assert marker.exists()
+    assert a.ask("state")["waiting"] == []
+    with pytest.raises(SidePanelError, match="already decided"):
+        a.ask("decide", id=question["id"], choice="no")
+
+
+def test_skills_list_and_skill_md(a: Side) -> None:
+    skills = {s["name"]: s for s in a.ask("skills")["skills"]}
+    assert {"demo-behaviours", "csv-profiler"} <= set(skills)
+    demo = skills["demo-behaviours"]
+    assert "scripts/touch_marker.py" in demo["scripts"]
+    assert demo["origin"].startswith("local") and demo["signer"].startswith("unsigned")
+    text = a.ask("skill_md", name="demo-behaviours")["text"]
+    assert text.startswith("---") and "demo-behaviours" in text
+    with pytest.raises(SidePanelError, match="no skill"):
+        a.ask("skill_md", name="../../etc/passwd")
+
+
+def test_a_restart_empties_the_lists(tmp_path: Path) -> None:
+    for session in _kernel(tmp_path):
+        side = Side(session)
+        msg_id = session.submit(_cell(tmp_path / "r1"), allow_stdin=True)
+        side.ask("decide", id=side.wait_question()["id"], choice="yes_in_session")
+        assert session.collect(msg_id, timeout=TIMEOUT_S + 60).ok
+        assert side.ask("state")["grants"]
+        session.km.restart_kernel(now=True)
+        session.kc.wait_for_ready(timeout=90)
+        # The new process serves again once the extension loads; its lists start empty.
+        assert session.execute("%load_ext skill_magics").ok
+        state = side.ask("state")
+        assert state["grants"] == [] and state["waiting"] == [] and state["runs"] == []
