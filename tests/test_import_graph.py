@@ -84,6 +84,9 @@ RANKS: dict[str, int] = {
     "skill_magics.langchain": 5,
     "skill_magics.mcp": 5,  # `python -m skill_magics.mcp serve`: a command line on core.mcp
     "skill_magics.mcp.*": 5,
+    # the Skills side panel's jupyter_server extension: REST handlers over core/panel/
+    "skill_magics.server": 5,
+    "skill_magics.server.*": 5,
     # 6: the package face (skill_magics/__init__.py), which may import anything (lazily)
     "skill_magics": 6,
 }

@@ -1,0 +1,229 @@
+"""The Skills side panel in a real JupyterLab, clicked in a real headless Chromium.
+
+The notebook blocks its kernel on each approval (``%autoawait off``); every answer is given
+in the side panel's tab, never in the cell:
+
+    cell 1  %%skillrun touch_marker  -> "Yes once" in the side panel; the cell's own panel
+            says it was decided in the side panel
+    cell 2  %%skillrun touch_marker  -> "Yes in session" in the side panel
+    cell 3  %%skillrun touch_marker  -> covered by the grant: runs without a question
+    cell 4  waits (the kernel busy) until the grant is revoked: "Revoke" in the side panel
+    cell 5  %%skillrun touch_marker  -> asks again; "No" in the side panel: nothing ran
+    cell 6  prints the statuses
+
+A second notebook on a second kernel sees none of the first one's questions, and the REST
+handlers refuse a request without the server's credentials. Marker files prove what ran.
+The side panel needs the prebuilt frontend (``make labextension``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import REPO_ROOT
+
+SKILL = "demo-behaviours.touch_marker"
+SETUP = "%load_ext skill_magics\n%skills add --examples\n%autoawait off"
+
+
+def _notebook(markers: Path) -> nbformat.NotebookNode:
+    def run(var: str, marker: str) -> str:
+        return f"%%skillrun {SKILL} -o {var}\n" + json.dumps({"path": str(markers / marker)})
+
+    wait_revoked = (
+        "import time\n"
+        "from skill_magics.notebook.extension import get_magics\n"
+        "store = get_magics(get_ipython()).manager.approvals\n"
+        "while store.approvals():\n"
+        "    time.sleep(0.2)\n"
+        'print("REVOKED")'
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell(run("r1", "once")),
+        nbformat.v4.new_code_cell(run("r2", "session")),
+        nbformat.v4.new_code_cell(run("r3", "covered")),
+        nbformat.v4.new_code_cell(wait_revoked),
+        nbformat.v4.new_code_cell(run("r5", "declined")),
+        nbformat.v4.new_code_cell('print("STATUSES", r1.status, r2.status, r3.status, r5.status)'),
+    ]
+    return nb
+
+
+def _plain(cells: list[str]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    return nb
+
+
+@pytest.fixture
+def markers() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="side-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _built() -> None:
+    if not (REPO_ROOT / "skill_magics" / "labextension" / "package.json").is_file():
+        pytest.fail("the Skills side panel is not built: run `make labextension` first")
+
+
+class Side:
+    """The Skills tab of one browser page."""
+
+    def __init__(self, lab) -> None:
+        self.lab = lab
+        self.page = lab.page
+        self.root = self.page.locator("#skill-magics-sidepanel")
+
+    def open(self) -> None:
+        tab = self.page.locator(".jp-SideBar .lm-TabBar-tab[title='Skills']")
+        tab.wait_for(state="visible", timeout=60_000)
+        if not self.root.is_visible():
+            tab.click()
+        self.root.wait_for(state="visible", timeout=30_000)
+
+    def section(self, name: str):
+        return self.root.get_by_role("region", name=name)
+
+    def waiting(self):
+        return self.section("Waiting for you").get_by_role("group")
+
+    def answer(self, label: str) -> None:
+        question = self.waiting().first
+        question.wait_for(state="visible", timeout=120_000)
+        question.get_by_role("button", name=f"{label} for demo-behaviours").click()
+
+
+def _wait_text(locator, needle: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    text = locator.inner_text()
+    while needle not in text and time.monotonic() < deadline:
+        time.sleep(0.2)
+        text = locator.inner_text()
+    assert needle in text, f"{needle!r} not in {text!r}"
+    return text
+
+
+def test_side_panel_decides_blocked_cells(lab, markers: Path) -> None:
+    name = lab.add_notebook(_notebook(markers), "side.ipynb")
+    lab.open_notebook(name)
+    side = Side(lab)
+    side.open()
+    lab.run_all()
+
+    # The tab lists the example skills of this kernel.
+    lab.wait_cell_done(0, timeout=120)
+    side.root.get_by_role("button", name="Refresh the skills").click()
+    skills = side.section("Skills")
+    _wait_text(skills, "csv-profiler")
+    assert "demo-behaviours" in skills.inner_text()
+    side.root.get_by_role("searchbox", name="Search skills").fill("csv")
+    _wait_text(skills, "csv-profiler")
+    assert "demo-behaviours" not in skills.inner_text()
+    side.root.get_by_role("searchbox", name="Search skills").fill("")
+
+    # -- Yes once, in the side panel, while cell 1 blocks its kernel ---------------------------
+    question = side.waiting().first
+    question.wait_for(state="visible", timeout=120_000)
+    assert "touch_marker.py" in question.inner_text(), "the same content as the cell's panel"
+    assert lab.is_running(1) and not (markers / "once").exists(), "nothing runs before it"
+    lab.screenshot("side-panel-waiting")
+    side.answer("Yes once")
+    lab.wait_cell_done(1, timeout=120)
+    assert (markers / "once").exists()
+    text = lab.wait_output(1, "decided in the side panel")
+    assert "decided in the side panel" in text, f"the cell's panel says who decided: {text!r}"
+
+    # -- Yes in session, then the grant is listed and covers the next run ----------------------
+    side.answer("Yes in session")
+    lab.wait_cell_done(3, timeout=120)
+    assert (markers / "session").exists() and (markers / "covered").exists()
+    grants = side.section("Allowed this session")
+    _wait_text(grants, "demo-behaviours")
+    lab.screenshot("side-panel-allowed")
+    runs = side.section("Recent runs")
+    _wait_text(runs, "touch_marker.py")
+
+    # -- Revoke (cell 4 waits for it, the kernel busy), then the next run asks: No -------------
+    assert lab.is_running(4)
+    grants.get_by_role("button", name="Revoke demo-behaviours").click()
+    lab.wait_cell_done(4, timeout=60)
+    assert "REVOKED" in lab.output_text(4)
+    side.answer("No")
+    lab.wait_cell_done(6, timeout=120)
+    assert "STATUSES completed completed completed declined" in lab.output_text(6)
+    assert not (markers / "declined").exists(), "No means the script never ran"
+    _wait_text(side.section("Waiting for you"), "Nothing waits.")
+
+
+def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> None:
+    from conftest import LabPage
+
+    first = lab.add_notebook(
+        _plain([SETUP, f"%%skillrun {SKILL}\n" + json.dumps({"path": str(markers / "a")})]),
+        "first.ipynb",
+    )
+    second = lab.add_notebook(_plain([SETUP]), "second.ipynb")
+    lab.open_notebook(first)
+    side_a = Side(lab)
+    side_a.open()
+    lab.run_all()
+    side_a.waiting().first.wait_for(state="visible", timeout=120_000)
+
+    other = LabPage(browser_context.new_page(), lab.server, lab.shots_dir)
+    other.page.set_default_timeout(60_000)
+    try:
+        other.open_notebook(second)
+        side_b = Side(other)
+        side_b.open()
+        other.run_all()
+        other.wait_cell_done(0, timeout=120)
+        _wait_text(side_b.section("Waiting for you"), "Nothing waits.")
+        assert side_b.waiting().count() == 0, "B's panel shows none of A's questions"
+        other.screenshot("side-panel-other-kernel")
+
+        # The REST layer: B's kernel id with A's question id decides nothing; no
+        # credentials, nothing at all.
+        server = lab.server
+        sessions = server.api("GET", "api/sessions")
+        kernels = {s["notebook"]["path"]: s["kernel"]["id"] for s in sessions}
+        state = server.api("GET", f"skill-magics/kernels/{kernels[first]}/state")
+        (question,) = state["waiting"]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            server.api(
+                "POST",
+                f"skill-magics/kernels/{kernels[second]}/decide",
+                {"id": question["id"], "choice": "yes_once"},
+            )
+        assert refused.value.code == 409
+        bare = urllib.request.Request(
+            server.url + f"skill-magics/kernels/{kernels[first]}/decide",
+            data=json.dumps({"id": question["id"], "choice": "yes_once"}).encode(),
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as anonymous:
+            urllib.request.urlopen(bare, timeout=30)
+        assert anonymous.value.code in (401, 403)
+        assert lab.is_running(1) and not (markers / "a").exists()
+    finally:
+        other.page.close()
+    # A's own panel still decides it.
+    side_a.answer("Yes once")
+    lab.wait_cell_done(1, timeout=120)
+    assert (markers / "a").exists()
