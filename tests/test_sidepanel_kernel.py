@@ -184,3 +184,44 @@ def test_a_restart_empties_the_lists(tmp_path: Path) -> None:
         assert session.execute("%load_ext skill_magics").ok
         state = side.ask("state")
         assert state["grants"] == [] and state["waiting"] == [] and state["runs"] == []
+
+
+def test_install_from_the_side_panel_asks_through_the_gate(a: Side, tmp_path: Path) -> None:
+    source = tmp_path / "fresh-skill"
+    (source / "scripts").mkdir(parents=True)
+    (source / "SKILL.md").write_text(
+        "---\nname: fresh-skill\ndescription: Installed from the side panel.\n---\n# Fresh\n"
+    )
+    (source / "scripts" / "hello.py").write_text("print('hello')\n")
+    assert a.ask("install", source=str(source)) == {"started": str(source)}
+    question = a.wait_question()
+    assert question["install"] and question["skills"] == ["fresh-skill"]
+    assert "scripts/hello.py" in question["summary"], "the files to install are shown"
+    assert "fresh-skill" not in {s["name"] for s in a.ask("skills")["skills"]}
+    a.ask("decide", id=question["id"], choice="yes_once")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        (job,) = [j for j in a.ask("state")["installs"] if j["source"] == str(source)]
+        if job["done"]:
+            break
+        time.sleep(0.2)
+    assert job["done"] and not job["error"], job
+    assert "fresh-skill" in {s["name"] for s in a.ask("skills")["skills"]}
+    runs = a.ask("state")["runs"]
+    assert any(r["skill"] == "fresh-skill" and r["outcome"] == "approved" for r in runs), runs
+
+
+def test_an_install_declined_in_the_side_panel_installs_nothing(a: Side, tmp_path: Path) -> None:
+    source = tmp_path / "declined-skill"
+    source.mkdir()
+    (source / "SKILL.md").write_text("---\nname: declined-skill\ndescription: Never.\n---\n")
+    a.ask("install", source=str(source))
+    a.ask("decide", id=a.wait_question()["id"], choice="no")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        (job,) = [j for j in a.ask("state")["installs"] if j["source"] == str(source)]
+        if job["done"]:
+            break
+        time.sleep(0.2)
+    assert job["done"]
+    assert "declined-skill" not in {s["name"] for s in a.ask("skills")["skills"]}

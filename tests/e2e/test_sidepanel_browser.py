@@ -171,6 +171,24 @@ def test_side_panel_decides_blocked_cells(lab, markers: Path) -> None:
     assert not (markers / "declined").exists(), "No means the script never ran"
     _wait_text(side.section("Waiting for you"), "Nothing waits.")
 
+    # -- Install through the panel: the gate asks in the panel, Yes once installs ---------------
+    source = markers / "panel-skill"
+    source.mkdir()
+    (source / "SKILL.md").write_text(
+        "---\nname: panel-skill\ndescription: Installed from the Skills tab.\n---\n# Hi\n"
+    )
+    install = side.section("Install")
+    install.get_by_role("textbox", name="Install source").fill(str(source))
+    install.get_by_role("button", name="Install").click()
+    question = side.waiting().first
+    question.wait_for(state="visible", timeout=120_000)
+    assert "panel-skill" in question.inner_text()
+    lab.screenshot("side-panel-install")
+    question.get_by_role("button", name="Yes once for panel-skill").click()
+    _wait_text(install, "done")
+    side.root.get_by_role("button", name="Refresh the skills").click()
+    _wait_text(skills, "Installed from the Skills tab.")
+
 
 def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> None:
     from conftest import LabPage
@@ -220,6 +238,20 @@ def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> 
         with pytest.raises(urllib.error.HTTPError) as anonymous:
             urllib.request.urlopen(bare, timeout=30)
         assert anonymous.value.code in (401, 403)
+        # A page on another origin, in the same browser (JupyterLab's cookie set), posts an
+        # answer: the browser sends it, the server refuses it (no XSRF token; no cookie
+        # across sites); the question still waits.
+        _foreign_post(
+            browser_context,
+            server.url + f"skill-magics/kernels/{kernels[first]}/decide",
+            {"id": question["id"], "choice": "yes_once"},
+        )
+        deadline = time.monotonic() + 30
+        while "403 POST /skill-magics/kernels/" not in server.log_tail(200):
+            assert time.monotonic() < deadline, "the foreign page's POST never reached the server"
+            time.sleep(0.2)
+        state = server.api("GET", f"skill-magics/kernels/{kernels[first]}/state")
+        assert [q["id"] for q in state["waiting"]] == [question["id"]]
         assert lab.is_running(1) and not (markers / "a").exists()
     finally:
         other.page.close()
@@ -227,3 +259,45 @@ def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> 
     side_a.answer("Yes once")
     lab.wait_cell_done(1, timeout=120)
     assert (markers / "a").exists()
+
+
+def _foreign_post(browser_context, url: str, body: dict) -> None:
+    """POST ``body`` to ``url`` from a page served on another origin (localhost, another
+    port), with credentials, as a hostile page would."""
+    import http.server
+    import threading
+
+    empty = Path(tempfile.mkdtemp(prefix="foreign-"))
+    (empty / "index.html").write_text("<html><body>elsewhere</body></html>")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, directory=str(empty), **kwargs)
+
+        def log_message(self, *_args) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    page = browser_context.new_page()
+    try:
+        page.goto(f"http://localhost:{httpd.server_address[1]}/index.html")
+        sent = page.evaluate(
+            """async ([url, body]) => {
+                for (const mode of ['no-cors', 'cors']) {
+                    try {
+                        await fetch(url, {method: 'POST', mode, credentials: 'include',
+                            headers: {'Content-Type': 'text/plain'}, body});
+                    } catch (e) { /* refused or unreadable: what matters is the kernel */ }
+                }
+                return true;
+            }""",
+            [url, json.dumps(body)],
+        )
+        assert sent
+    finally:
+        page.close()
+        httpd.shutdown()
+        httpd.server_close()
+        shutil.rmtree(empty, ignore_errors=True)
