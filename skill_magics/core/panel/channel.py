@@ -42,7 +42,8 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,20 @@ def _read_line(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+@contextmanager
+def address(path: Path) -> Iterator[str]:
+    """An address for ``path`` that fits a unix socket's 108 bytes: the path itself, or
+    (a long TMPDIR) the same file reached through an open descriptor of its folder (Linux)."""
+    if len(os.fsencode(path)) < 100:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
 def _peer_uid(conn: socket.socket) -> int | None:
     """The connecting process's uid (Linux ``SO_PEERCRED``); None where unknown."""
     peercred = getattr(socket, "SO_PEERCRED", None)
@@ -141,7 +156,8 @@ class ChannelServer:
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         _remove_stale(path)
-        self._sock.bind(str(path))
+        with address(path) as where:
+            self._sock.bind(where)
         os.chmod(path, 0o600)
         self._sock.listen(16)
         self._closed = False
@@ -255,7 +271,8 @@ def ask(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(timeout)
         try:
-            conn.connect(str(path))
+            with address(path) as where:
+                conn.connect(where)
         except (FileNotFoundError, ConnectionRefusedError):
             raise SidePanelError(
                 "the kernel does not serve the side panel: run %load_ext skill_magics in it"
@@ -289,6 +306,7 @@ def connection_key(connection_file: str | os.PathLike[str]) -> bytes:
 
 __all__ = [
     "ChannelServer",
+    "address",
     "Handler",
     "ask",
     "connection_key",
