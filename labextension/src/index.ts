@@ -21,6 +21,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 const POLL_MS = 1500;
+const SKILLS_EVERY = 20; // polls between two reloads of the skills list (30 s; Refresh: now)
 
 const ICON = new LabIcon({
   name: 'skill-magics:skills',
@@ -90,6 +91,8 @@ class SkillsPanel extends Widget {
   private timer = 0;
   private busy = false;
   private skills: ISkill[] = [];
+  private skillsLoaded = false;
+  private polls = 0;
   private lastState = '';
   private readonly status: HTMLElement;
   private readonly kernelLine: HTMLElement;
@@ -213,6 +216,7 @@ class SkillsPanel extends Widget {
     this.kernelId = id;
     this.lastState = '';
     this.skills = [];
+    this.skillsLoaded = false;
     const name = panel ? panel.context.path : '';
     this.kernelLine.textContent = id
       ? `Kernel of ${name}`
@@ -304,6 +308,10 @@ class SkillsPanel extends Widget {
           this.say('');
           delete this.status.dataset.kind;
         }
+        this.polls += 1;
+        if (!this.skillsLoaded || this.polls % SKILLS_EVERY === 0) {
+          void this.loadSkills(); // the kernel serves now (%load_ext just ran), or a while passed
+        }
       }
     } catch (error) {
       this.status.dataset.kind = 'channel';
@@ -320,8 +328,10 @@ class SkillsPanel extends Widget {
     try {
       const data = await this.call('skills');
       this.skills = data?.skills ?? [];
+      this.skillsLoaded = data !== null;
       this.renderSkills();
     } catch (error) {
+      this.status.dataset.kind = 'channel';
       this.say(String((error as Error).message ?? error));
     }
   }
