@@ -228,6 +228,7 @@ class Board:
             except (SkillMagicsError, OSError, ValueError) as exc:
                 row["problem"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
+        rows += _mcp_rows(manager)
         return {"skills": rows, "dirs": [str(d) for d in manager.skill_dirs]}
 
     def skill_md(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -336,6 +337,28 @@ class Board:
         finally:
             with self._lock:
                 self._board.remove(question)
+
+
+def _mcp_rows(manager: SkillManager) -> list[dict[str, Any]]:
+    """The skills of the MCP servers added to ``manager``, as last listed (none added: the
+    SDK is never imported; a server is not asked again here, ``%skills`` does that)."""
+    from skill_magics.core.mcp.servers import servers_of
+
+    rows = []
+    for server in servers_of(manager).servers():
+        for entry in server.skills:
+            rows.append(
+                {
+                    "name": entry.qualified_name,
+                    "description": str(entry.frontmatter.get("description") or ""),
+                    "path": "",
+                    "scripts": [],
+                    "origin": f"mcp: {server.label} ({server.origin})",
+                    "signer": f"unsigned (MCP server {server.label})",
+                    "environment": "",
+                }
+            )
+    return rows
 
 
 def _masked(value: Any) -> Any:
