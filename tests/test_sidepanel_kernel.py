@@ -238,3 +238,23 @@ def test_an_awaiting_cell_is_decided_from_the_side_panel(tmp_path: Path) -> None
         r = session.collect(msg_id, timeout=TIMEOUT_S + 60)
         assert r.ok and (tmp_path / "awaited").exists(), r.error_text
         assert "decided in the side panel" in r.text()
+
+
+def test_a_preapproval_is_listed_and_revoked(a: Side, tmp_path: Path) -> None:
+    assert a.session.execute("%config SkillMagics.auto_approve = ['demo-behaviours']").ok
+    pre = a.ask("state")["preapprovals"]
+    assert pre == [
+        {"key": "config:demo-behaviours", "what": "SkillMagics.auto_approve: demo-behaviours"}
+    ]
+    r = a.session.execute(_cell(tmp_path / "pre"), allow_stdin=True, timeout=TIMEOUT_S)
+    assert r.ok and (tmp_path / "pre").exists(), "pre-approved: it runs unasked"
+    assert a.ask("revoke", preapproval="config:demo-behaviours") == {
+        "revoked": "config:demo-behaviours"
+    }
+    assert a.ask("state")["preapprovals"] == []
+    msg_id = a.session.submit(_cell(tmp_path / "asked"), allow_stdin=True)
+    a.ask("decide", id=a.wait_question()["id"], choice="no")
+    a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+    assert not (tmp_path / "asked").exists(), "revoked: the next run asked"
+    with pytest.raises(SidePanelError, match="no pre-approval"):
+        a.ask("revoke", preapproval="config:demo-behaviours")

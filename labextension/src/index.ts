@@ -49,7 +49,7 @@ interface IRun {
 interface IState {
   waiting: IQuestion[];
   grants: { skill: string; fingerprint: string }[];
-  preapprovals: string[];
+  preapprovals: { key: string; what: string }[];
   runs: IRun[];
   installs: { source: string; messages: string[]; done: boolean; error: string }[];
 }
@@ -370,8 +370,16 @@ class SkillsPanel extends Widget {
         button('Revoke', `Revoke ${g.skill}`, () => void this.act('revoke', { skill: g.skill }))
       );
     }
-    for (const line of state.preapprovals) {
-      this.grantsList.appendChild(el('li', { class: 'skm-preapproval' }, `Configured: ${line}`));
+    for (const p of state.preapprovals) {
+      const item = this.grantsList.appendChild(el('li', { class: 'skm-preapproval' }));
+      item.appendChild(el('span', {}, `Pre-approved by ${p.what}`));
+      item.appendChild(
+        button(
+          'Revoke',
+          `Revoke pre-approval ${p.what}`,
+          () => void this.act('revoke', { preapproval: p.key })
+        )
+      );
     }
 
     this.runsList.replaceChildren();

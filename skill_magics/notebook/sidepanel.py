@@ -82,17 +82,55 @@ def _board(magics: Any) -> Any:
         questions=lambda: list(magics.panels),
         describe=summary_text,
         preapprovals=lambda: preapprovals(magics),
+        revoke_preapproval=lambda key: revoke_preapproval(magics, key),
     )
 
 
-def preapprovals(magics: Any) -> list[str]:
-    """What configuration approves without asking, one line each."""
+def preapprovals(magics: Any) -> list[dict[str, str]]:
+    """What configuration approves without asking: ``{"key", "what"}`` each, the key what
+    :func:`revoke_preapproval` takes."""
+    from skill_magics.core.base.namelist import name_list
+    from skill_magics.notebook.approval.preapproval import AUTO_APPROVE_ENV
+
+    found = []
     if not magics.require_approval:
-        return ["every run: SkillMagics.require_approval = False"]
-    patterns = magics.auto_approve
-    if isinstance(patterns, str):
-        patterns = [p.strip() for p in patterns.split(",")]
-    return [f"auto_approve: {p}" for p in patterns if p]
+        found.append({"key": "require_approval", "what": "SkillMagics.require_approval = False"})
+    for pattern in name_list(magics.auto_approve):
+        found.append({"key": f"config:{pattern}", "what": f"SkillMagics.auto_approve: {pattern}"})
+    for pattern in name_list(os.environ.get(AUTO_APPROVE_ENV)):
+        found.append({"key": f"env:{pattern}", "what": f"{AUTO_APPROVE_ENV}: {pattern}"})
+    return found
 
 
-__all__ = ["connection_file", "preapprovals", "start", "stop"]
+def revoke_preapproval(magics: Any, key: str) -> bool:
+    """End one pre-approval for this kernel (the next run asks); False when there was none.
+    The env var's entry goes from this kernel's environment only."""
+    from skill_magics.core.base.namelist import name_list
+    from skill_magics.notebook.approval.preapproval import AUTO_APPROVE_ENV
+
+    kind, _, pattern = key.partition(":")
+    if key == "require_approval":
+        if magics.require_approval:
+            return False
+        magics.require_approval = True
+        return True
+    if kind == "config":
+        patterns = name_list(magics.auto_approve)
+        if pattern not in patterns:
+            return False
+        magics.auto_approve = [p for p in patterns if p != pattern]
+        return True
+    if kind == "env":
+        patterns = name_list(os.environ.get(AUTO_APPROVE_ENV))
+        if pattern not in patterns:
+            return False
+        rest = [p for p in patterns if p != pattern]
+        if rest:
+            os.environ[AUTO_APPROVE_ENV] = ",".join(rest)
+        else:
+            os.environ.pop(AUTO_APPROVE_ENV, None)
+        return True
+    return False
+
+
+__all__ = ["connection_file", "preapprovals", "revoke_preapproval", "start", "stop"]

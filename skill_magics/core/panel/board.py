@@ -102,8 +102,8 @@ class Board:
 
     ``manager``: returns the kernel's SkillManager; ``questions``: the cell questions shown
     so far (undecided ones are listed); ``describe``: the text of a request, as the cell's
-    panel shows it; ``preapprovals``: lines saying what configuration approves without
-    asking (``auto_approve``).
+    panel shows it; ``preapprovals``: what configuration approves without asking
+    (``{"key", "what"}``: ``auto_approve``, ...), which ``revoke_preapproval(key)`` ends.
     """
 
     def __init__(
@@ -111,12 +111,14 @@ class Board:
         manager: Callable[[], SkillManager],
         questions: Callable[[], Sequence[Question]],
         describe: Callable[[ApprovalRequest], str],
-        preapprovals: Callable[[], list[str]] = list,
+        preapprovals: Callable[[], list[dict[str, str]]] = list,
+        revoke_preapproval: Callable[[str], bool] | None = None,
     ) -> None:
         self._manager = manager
         self._questions = questions
         self._describe = describe
         self._preapprovals = preapprovals
+        self._revoke_preapproval = revoke_preapproval
         self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._board: list[BoardQuestion] = []  # questions of installs asked from the panel
         self._jobs: list[InstallJob] = []
@@ -269,7 +271,13 @@ class Board:
         )
 
     def revoke(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Forget a "Yes in session" (as ``%skills revoke NAME``): the next run asks again."""
+        """Forget a "Yes in session" (as ``%skills revoke NAME``), or end a pre-approval
+        (``{"preapproval": key}``): the next run asks again."""
+        if "preapproval" in args:
+            key = str(args["preapproval"])
+            if self._revoke_preapproval is None or not self._revoke_preapproval(key):
+                raise SidePanelError(f"no pre-approval {key!r} in this kernel: refresh the list")
+            return {"revoked": key}
         name = str(args.get("skill", ""))
         store = self._manager().approvals
         if not store.revoke(name):
