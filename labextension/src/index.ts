@@ -45,6 +45,9 @@ interface IRun {
   exit_code: number | null;
   duration_ms: number | null;
   reason: string;
+  arguments: string;
+  start: string;
+  sandbox: string;
 }
 interface IState {
   waiting: IQuestion[];
@@ -390,12 +393,19 @@ class SkillsPanel extends Widget {
       const exit = r.exit_code === null ? '' : ` exit ${r.exit_code}`;
       const took = r.duration_ms === null ? '' : ` ${Math.round(r.duration_ms)} ms`;
       const when = r.time.replace('T', ' ').slice(0, 19);
-      const item = this.runsList.appendChild(
-        el('li', { class: 'skm-run' }, `${when} ${r.skill} ${r.script}: ${r.outcome}${exit}${took}`)
+      // A click opens the run's record: why, with which arguments, how it started.
+      const item = this.runsList.appendChild(el('li', { class: 'skm-run' }));
+      const details = item.appendChild(el('details'));
+      details.appendChild(
+        el('summary', {}, `${when} ${r.skill} ${r.script}: ${r.outcome}${exit}${took}`)
       );
-      if (r.reason) {
-        item.title = r.reason;
-      }
+      const facts = [
+        r.reason && `reason: ${r.reason}`,
+        r.arguments && `arguments: ${r.arguments}`,
+        r.start && `start: ${r.start}`,
+        r.sandbox && `sandbox: ${r.sandbox}`
+      ].filter(Boolean);
+      details.appendChild(el('pre', { class: 'skm-summary' }, facts.join('\n') || 'no details'));
     }
 
     this.installLog.replaceChildren();

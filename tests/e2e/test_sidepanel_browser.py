@@ -159,6 +159,8 @@ def test_side_panel_decides_blocked_cells(lab, markers: Path) -> None:
     lab.screenshot("side-panel-allowed")
     runs = side.section("Recent runs")
     _wait_text(runs, "touch_marker.py")
+    runs.locator("summary").first.click()  # a run's record opens on click
+    _wait_text(runs, "arguments:")
 
     # -- Revoke (cell 4 waits for it, the kernel busy), then the next run asks: No -------------
     assert lab.is_running(4)

@@ -185,6 +185,9 @@ class Board:
                 "exit_code": rec.exit_code,
                 "duration_ms": rec.duration_ms,
                 "reason": rec.reason or "",
+                "arguments": rec.arguments,  # redacted and cut when recorded (audit.py)
+                "start": rec.start or "",
+                "sandbox": (rec.sandbox or {}).get("mode", ""),
             }
             for rec in reversed(manager.audit.records()[-RECENT_RUNS:])
         ]
