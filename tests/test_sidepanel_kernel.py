@@ -258,3 +258,18 @@ def test_a_preapproval_is_listed_and_revoked(a: Side, tmp_path: Path) -> None:
     assert not (tmp_path / "asked").exists(), "revoked: the next run asked"
     with pytest.raises(SidePanelError, match="no pre-approval"):
         a.ask("revoke", preapproval="config:demo-behaviours")
+
+
+def test_a_question_given_up_leaves_the_side_panel(tmp_path: Path) -> None:
+    """A question whose cell stopped waiting (approval_timeout, no pending result) is not
+    listed as waiting: answering it would run nothing."""
+    source = tmp_path / "late-skill"
+    source.mkdir()
+    (source / "SKILL.md").write_text("---\nname: late-skill\ndescription: Too late.\n---\n")
+    with start_kernel(cwd=tmp_path) as session:
+        setup = "%load_ext skill_magics\n%config SkillMagics.approval_timeout = 2"
+        assert session.execute(setup).ok
+        side = Side(session)
+        r = session.execute(f"%skills install {source}", allow_stdin=True, timeout=TIMEOUT_S)
+        assert "No decision within 2 s" in r.text() + r.error_text, r.text()
+        assert side.ask("state")["waiting"] == []
