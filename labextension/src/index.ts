@@ -206,11 +206,14 @@ class SkillsPanel extends Widget {
     return panel?.sessionContext.session?.kernel?.id ?? '';
   }
 
+  // One function object, so connecting it again to the same notebook adds nothing.
+  private readonly followKernel = (): void => this.onKernelMaybeChanged();
+
   private onKernelMaybeChanged(): void {
     const panel = this.tracker.currentWidget;
     if (panel) {
       // A kernel started or restarted later (or changed) must be followed too.
-      panel.sessionContext.kernelChanged.connect(() => this.onKernelMaybeChanged());
+      panel.sessionContext.kernelChanged.connect(this.followKernel, this); // once per panel
     }
     const id = this.currentKernelId();
     if (id === this.kernelId) {
@@ -318,6 +321,7 @@ class SkillsPanel extends Widget {
       }
     } catch (error) {
       this.status.dataset.kind = 'channel';
+      this.skillsLoaded = false; // e.g. a restarted kernel: reload the list once it serves
       this.say(String((error as Error).message ?? error));
     } finally {
       this.busy = false;
