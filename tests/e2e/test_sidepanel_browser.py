@@ -11,8 +11,9 @@ in the side panel's tab, never in the cell:
     cell 5  %%skillrun touch_marker  -> asks again; "No" in the side panel: nothing ran
     cell 6  prints the statuses
 
-A second notebook on a second kernel sees none of the first one's questions, and the REST
-handlers refuse a request without the server's credentials. Marker files prove what ran.
+A second notebook on a second kernel sees none of the first one's questions, the REST
+handlers refuse a request without the server's credentials or from a page on another
+origin, and a question answered in the cell leaves the side panel. Marker files prove what ran.
 The side panel needs the prebuilt frontend (``make labextension``).
 """
 
@@ -257,10 +258,11 @@ def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> 
         assert lab.is_running(1) and not (markers / "a").exists()
     finally:
         other.page.close()
-    # A's own panel still decides it.
-    side_a.answer("Yes once")
+    # Decided in the cell itself: the question leaves A's side panel.
+    lab.button(1, "Yes once").click()
     lab.wait_cell_done(1, timeout=120)
     assert (markers / "a").exists()
+    _wait_text(side_a.section("Waiting for you"), "Nothing waits.")
 
 
 def _foreign_post(browser_context, url: str, body: dict) -> None:
