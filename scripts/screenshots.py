@@ -7,7 +7,9 @@ same start-up as tests/e2e/conftest.py, whose helpers it uses) and drives Debian
 with Playwright (never a downloaded browser). The notebook is the README tour's first run:
 `%%skillrun unit-converter.convert -o marathon -- --value 42.195 --from km --to mi`.
 approval.png is that cell while its approval panel waits for a click; after a click on
-"Yes once", result.png is that cell's result: header and tabs, stdout selected. Everything started
+"Yes once", result.png is that cell's result: header and tabs, stdout selected. sidepanel.png
+is the Skills side panel (labextension/, `make labextension` first) while that question waits
+in it too. Everything started
 here is stopped at the end, failures included. Slow (JupyterLab start-up): not part of
 `make test`, whose browser test drives the same flow.
 """
@@ -59,7 +61,7 @@ def _notebook() -> nbformat.NotebookNode:
 
 
 def make(out: Path) -> list[Path]:
-    """Write approval.png and result.png into ``out``; returns their paths."""
+    """Write approval.png, sidepanel.png and result.png into ``out``; returns their paths."""
     from playwright.sync_api import sync_playwright
 
     e2e = _e2e_helpers()
@@ -96,6 +98,16 @@ def make(out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         approval, result = out / "approval.png", out / "result.png"
         lab.cell(1).screenshot(path=str(approval))
+        side = out / "sidepanel.png"
+        tab = page.locator(".jp-SideBar .lm-TabBar-tab[title='Skills']")
+        tab.click()
+        panel = page.locator("#skill-magics-sidepanel")
+        panel.get_by_role("group").first.wait_for(state="visible")
+        panel.get_by_role("button", name="Refresh the skills").click()
+        panel.get_by_text("unit-converter", exact=True).first.wait_for(state="visible")
+        time.sleep(0.5)
+        panel.screenshot(path=str(side))
+        tab.click()  # closed again: the result's picture keeps the notebook's width
         lab.button(1, "Yes once").click()
         lab.wait_cell_done(2, timeout=120)
         view = lab.cell(1).locator(".skill-magics-result").last
@@ -112,7 +124,7 @@ def make(out: Path) -> list[Path]:
         ).last.screenshot(path=str(result))
         if "A marathon is 26.22 miles" not in lab.output_text(2):
             raise SystemExit(f"the next cell did not read the value: {lab.output_text(2)!r}")
-        return [approval, result]
+        return [approval, side, result]
     finally:
         if context is not None:
             context.close()

@@ -75,12 +75,18 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
     "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
+    # the Skills side panel's kernel part: a channel (stdlib) and a board over the manager
+    "skill_magics.core.panel": 4,
+    "skill_magics.core.panel.*": 4,
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,
     "skill_magics.langchain": 5,
     "skill_magics.mcp": 5,  # `python -m skill_magics.mcp serve`: a command line on core.mcp
     "skill_magics.mcp.*": 5,
+    # the Skills side panel's jupyter_server extension: REST handlers over core/panel/
+    "skill_magics.server": 5,
+    "skill_magics.server.*": 5,
     # 6: the package face (skill_magics/__init__.py), which may import anything (lazily)
     "skill_magics": 6,
 }

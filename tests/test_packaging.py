@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,12 @@ def test_build_twine_check_and_load_ext_in_a_clean_venv(tmp_path: Path) -> None:
     src, dist, env = tmp_path / "src", tmp_path / "dist", tmp_path / "venv"
     src.mkdir()
     _tracked_copy(src)
+    # The Skills side panel's prebuilt frontend is build output (git-ignored): `make
+    # labextension` makes it before the tests, and the wheel must carry it.
+    built = REPO / "skill_magics" / "labextension"
+    if not (built / "package.json").is_file():
+        pytest.fail("the Skills side panel is not built: run `make labextension` first")
+    shutil.copytree(built, src / "skill_magics" / "labextension")
     build = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src)],
         capture_output=True,
@@ -91,6 +98,14 @@ def test_build_twine_check_and_load_ext_in_a_clean_venv(tmp_path: Path) -> None:
         timeout=60,
     )
     assert twine.returncode == 0 and twine.stdout.count("PASSED") == 2, twine.stdout
+    # The side panel: its server extension enabled, its frontend where JupyterLab looks.
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        names = wheel.namelist()
+    data = "skill_magics-0.1.0.data/data/"
+    assert data + "etc/jupyter/jupyter_server_config.d/skill_magics.json" in names, names
+    labext = data + "share/jupyter/labextensions/skill-magics-labextension/"
+    assert labext + "package.json" in names, names
+    assert any(n.startswith(labext + "static/remoteEntry.") for n in names), names
 
     venv.EnvBuilder(with_pip=False).create(env)
     py = env / "bin" / "python"

@@ -17,7 +17,7 @@ from typing import Any
 from traitlets import TraitError
 from traitlets.config import Config
 
-from skill_magics.notebook import completion
+from skill_magics.notebook import completion, sidepanel
 from skill_magics.notebook.magics import rewrite
 from skill_magics.notebook.magics.context import ContextMagics
 from skill_magics.notebook.magics.skillagent import SkillAgentMagics
@@ -63,6 +63,7 @@ def load(shell: Any) -> SkillMagics:
             },
         },
     )
+    sidepanel.start(shell, magics)  # the Skills side panel's channel (kernels only)
     return magics
 
 
@@ -147,6 +148,7 @@ def unload(shell: Any) -> None:
     serving = sys.modules.get("skill_magics.core.mcp.serving")  # imported only when used
     if serving is not None:
         serving.stop()
+    sidepanel.stop(shell)
     rewrite.uninstall(shell)
     completion.uninstall(shell)
     _core_displays(shell, install=False)

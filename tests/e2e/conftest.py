@@ -153,6 +153,17 @@ def _lab_env(base: Path) -> dict[str, str]:
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    # The Skills side panel, as the wheel installs it: the server extension's config, and the
+    # prebuilt frontend (`make labextension` builds it into skill_magics/labextension).
+    server_conf = base / "config" / "jupyter_server_config.d"
+    server_conf.mkdir(parents=True, exist_ok=True)
+    shipped = REPO_ROOT / "jupyter-config" / "jupyter_server_config.d" / "skill_magics.json"
+    shutil.copyfile(shipped, server_conf / shipped.name)
+    if (REPO_ROOT / "skill_magics" / "labextension" / "package.json").is_file():
+        labext = base / "data" / "labextensions" / "skill-magics-labextension"
+        labext.parent.mkdir(parents=True, exist_ok=True)
+        if not labext.is_symlink():
+            labext.symlink_to(REPO_ROOT / "skill_magics" / "labextension")
     # Start the notebook's kernel without the "Select Kernel" dialog (it raced with the
     # kernelspec fetch and appeared in some runs), and keep every cell in the DOM so cells
     # can be found by index however long the outputs get.

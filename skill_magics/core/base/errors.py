@@ -283,6 +283,12 @@ class TracingUnavailable(SkillMagicsError, RuntimeError):
     here; the message names the extra that installs it."""
 
 
+class SidePanelError(SkillMagicsError, RuntimeError):
+    """The Skills side panel's channel to a kernel (core/panel/channel.py) cannot be used:
+    its folder is not private, the request was not signed with the kernel's key, or the
+    kernel does not answer. The message names the fix."""
+
+
 __all__ = [
     "magic_words",
     "SkillMagicsError",
@@ -324,4 +330,5 @@ __all__ = [
     "McpSkillMismatchError",
     "McpCacheError",
     "TracingUnavailable",
+    "SidePanelError",
 ]

@@ -217,6 +217,9 @@ class NotebookApprover:
         """The wait ended without a decision: leave it open, or give up (unavailable)."""
         if self.pending_ok:
             raise ApprovalPending("Waiting for a click on the approval panel", panel)
+        # Withdrawn, not only removed: nothing waits for it any more (the side panel lists
+        # the open ones, notebook/sidepanel.py).
+        panel.withdraw("no decision in time; nothing ran")
         panel.close()
         if self.relay_failed:
             why = (
