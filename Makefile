@@ -212,8 +212,8 @@ e2e: $(STAMP) browser labextension
 TEST_JOBS ?= 4
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-python-other stage-python-other-warm stage-kernel-main stage-unit-1 stage-unit-2 \
-  stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
+TEST_STAGES := stage-python-other stage-python-other-warm stage-unit-warm stage-kernel-main stage-unit-1 \
+  stage-unit-2 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
 WARM_TESTS := $(wildcard tests/test_warm*.py)
@@ -232,7 +232,7 @@ define stage
   echo "make test: stage$$line"; echo "$$line" >> $(STAGE_LOG); exit $$rc
 endef
 
-test: $(STAMP) browser sandbox gnupg npm-tools labextension
+test: $(STAMP) browser sandbox gnupg npm-tools
 	@mkdir -p build/junit && rm -f $(STAGE_LOG) build/junit/*.xml
 	@start=$$(date +%s); \
 	  $(MAKE) -k -j$(TEST_JOBS) --output-sync=target --no-print-directory test-stages; rc=$$?; \
@@ -243,6 +243,10 @@ test: $(STAMP) browser sandbox gnupg npm-tools labextension
 .PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
   stage-python-other stage-python-other-warm stage-lint stage-docs
 test-stages: $(TEST_STAGES)
+# The side panel's frontend is built while the stages that never load it run (its first build
+# downloads for minutes): the browser tests, the wheel's contents and the servers the kernel
+# matrix starts need it.
+stage-kernel-main stage-unit-1 stage-unit-2 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)): labextension
 
 # The main venv's pytest in four parts that run side by side: without real kernels in two
 # shards of about equal time (the warm-start tests apart), and with them.
