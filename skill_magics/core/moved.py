@@ -39,6 +39,7 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     },
     "validation": "lab.validation",
     "skillpy": "run.env.skillpy",
+    "run.launch": "run.launchers",  # issue 40: the launchers are registered kinds
 }
 MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
 
