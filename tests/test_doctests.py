@@ -89,6 +89,7 @@ DOCTESTED = (
     "skill_magics.core.run.sandbox",
     "skill_magics.core.run.sandbox_mounts",
     "skill_magics.core.run.sandbox_profiles",
+    "skill_magics.core.run.launchers",
     "skill_magics.core.run.settings",
     "skill_magics.core.run.store",
     "skill_magics.core.policy.rules",
