@@ -142,15 +142,22 @@ def test_a_new_profile_is_a_choice_of_the_magics_and_of_the_settings() -> None:
 def test_a_new_profile_is_ranked_by_the_team_policy_as_by_the_gate(tmp_path: Path) -> None:
     from skill_magics.core.policy.model import Policy, PolicyError
     from skill_magics.core.policy.rules import check_run_limits
-    from skill_magics.core.run.sandbox_profiles import rank_of
+    from skill_magics.core.run.sandbox_profiles import ranks
 
     policy = Policy(path=str(tmp_path / "policy.toml"), max_sandbox="read-only")
     with registered(LockedDown()):
         # More confined than the most the policy allows: NOT refused.
-        check_run_limits(policy, "hello", "locked-down", False, rank_of)
-        check_run_limits(policy, "hello", "read-only", False, rank_of)
+        check_run_limits(policy, "hello", "locked-down", False, ranks())
+        check_run_limits(policy, "hello", "read-only", False, ranks())
         with pytest.raises(PolicyError, match="max_sandbox"):
-            check_run_limits(policy, "hello", "workspace-write", False, rank_of)
+            check_run_limits(policy, "hello", "workspace-write", False, ranks())
+        # A policy may name it; unregistered, the name refuses every run in one line.
+        strict = dataclasses.replace(policy, max_sandbox="locked-down")
+        check_run_limits(strict, "hello", "locked-down", False, ranks())
+        with pytest.raises(PolicyError, match="max_sandbox"):
+            check_run_limits(strict, "hello", "read-only", False, ranks())
+    with pytest.raises(PolicyError, match="'locked-down' names no sandbox profile: use one of off"):
+        check_run_limits(strict, "hello", "read-only", False, ranks())
 
 
 def test_a_new_profile_is_ranked_by_the_gate() -> None:

@@ -61,7 +61,7 @@ from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.payload import encode_arguments, normalize_argv
 from skill_magics.core.run.sandbox import NetworkGrants, RunSandbox
-from skill_magics.core.run.sandbox_profiles import rank_of
+from skill_magics.core.run.sandbox_profiles import ranks
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_WARM_IDLE,
@@ -403,7 +403,7 @@ class RunChecks:
             skill,
             profile.mode if profile is not None else sandboxing.OFF,
             bool(profile is not None and profile.network),
-            rank_of,
+            ranks(),
         )
         names = declared_secrets(metadata)
         if profile is None and not names:

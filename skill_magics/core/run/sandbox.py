@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run import sandbox_mounts as mounts
@@ -138,6 +138,9 @@ class NetworkGrants:
             self._names.clear()
 
 
+_NOT_KEYED = frozenset({"requested", "note", "network"})  # network: as decided at spawn
+
+
 @dataclass(frozen=True)
 class RunSandbox:
     """How one run is isolated, decided at plan time (shown in the approval request).
@@ -168,6 +171,15 @@ class RunSandbox:
     def active(self) -> bool:
         """Does bubblewrap confine the run (its profile's rank is above 0)?"""
         return self.profile.confined
+
+    def server_key(self, network: bool) -> tuple[object, ...]:
+        """Everything a warm server's sandbox is made of (the part of its ServerKey): every
+        field but the note and the mode asked for (what the run got counts), and the network
+        decided now. A field added here keys the servers at once."""
+        return (
+            *(getattr(self, f.name) for f in fields(self) if f.name not in _NOT_KEYED),
+            network,
+        )
 
     def writable(self, tmpdir: str | None = None) -> tuple[str, ...]:
         if not self.active:
