@@ -34,7 +34,6 @@ import atexit
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run import sandbox_mounts as mounts
 from skill_magics.core.run.approval import SandboxInfo
+from skill_magics.core.run.process import run_process
 from skill_magics.core.run.sandbox_mounts import Bind
 from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
 
@@ -252,17 +252,27 @@ def unavailable_reason() -> str:
         true = shutil.which("true") or "/bin/true"
         argv = [bwrap, *_base_args(network=False), "--", true]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+            done = run_process(
+                argv,
+                cwd="/",
+                env=None,
+                payload=None,
+                timeout=10,
+                max_output_size=1 << 16,
+                orphans=False,  # its own PID namespace: nothing outlives it
+            )
             why = ""
-            if done.returncode != 0:
-                err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            if done.timed_out:
+                why = f"bubblewrap at {bwrap} did not finish a trial run within 10 s"
+            elif done.returncode != 0:
+                err = done.stderr.text.strip().splitlines()
                 why = (
                     f"bubblewrap is installed but may not create namespaces here "
                     f"({err[-1] if err else f'exit {done.returncode}'}): allow unprivileged "
                     "user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run "
                     "where they are allowed"
                 )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except OSError as exc:
             why = f"bubblewrap at {bwrap} could not be started ({exc})"
         _PROBES[bwrap] = why
         return why

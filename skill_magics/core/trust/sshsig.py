@@ -56,6 +56,7 @@ def _run(args: list[str], data: bytes) -> tuple[int, str]:
             payload=data,
             timeout=TIMEOUT_S,
             max_output_size=1 << 16,
+            die_with_parent=True,  # under the tree guard, as every helper of an install
         )
     if outcome.timed_out:
         raise SourceError(f"ssh-keygen did not finish within {TIMEOUT_S:g} s")
