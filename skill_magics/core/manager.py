@@ -87,6 +87,7 @@ from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     DEFAULT_WARM_IDLE,
+    RunOverrides,
     RunSettings,
 )
 from skill_magics.core.run.store import ApprovalStore
@@ -458,13 +459,14 @@ class SkillManager:
         script: str | os.PathLike[str],
         arguments: Any = None,
         argv: Any = None,
-        **overrides: Any,
+        overrides: RunOverrides | None = None,
+        **keywords: Any,
     ) -> RunSettings:
-        """This run's settings: the per-run overrides (timeout, sandbox, cwd, warm; None
-        keeps the setting) resolved once, here (``RunSettings.for_run``); a bad one is
-        refused audited, naming the script."""
+        """This run's settings: its overrides (:class:`RunOverrides`, or some of its fields
+        as keywords; None keeps the setting) resolved once, here (``RunSettings.for_run``);
+        a bad one is refused audited, naming the script."""
         return self._planner.checks.settings_for(
-            self.settings, skill_name, script, arguments, argv, **overrides
+            self.settings, skill_name, script, arguments, argv, overrides, **keywords
         )
 
     def plan(
@@ -487,10 +489,7 @@ class SkillManager:
             script,
             arguments,
             argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
+            RunOverrides(timeout, sandbox, cwd, warm),
         )
         return self._planner.plan_script(settings, skill_name, script, arguments, argv=argv)
 
@@ -609,10 +608,7 @@ class SkillManager:
             script,
             arguments,
             argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
+            RunOverrides(timeout, sandbox, cwd, warm),
         )
         plan = self._planner.plan_script(
             settings,
@@ -646,9 +642,8 @@ class SkillManager:
         from dataclasses import replace
 
         mode, items, columns = batch_inputs(inputs, argv)
-        settings = self._run_settings(
-            skill_name, script, timeout=timeout, sandbox=sandbox, cwd=cwd, warm=warm
-        )
+        overrides = RunOverrides(timeout, sandbox, cwd, warm)
+        settings = self._run_settings(skill_name, script, overrides=overrides)
         plan = self._planner.plan_script(settings, skill_name, script, None)
         request = with_batch(plan.requests()[0], items)
         plan = replace(plan, request=request)

@@ -65,6 +65,7 @@ from skill_magics.core.run.sandbox_profiles import ranks
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_WARM_IDLE,
+    RunOverrides,
     RunSettings,
 )
 from skill_magics.core.run.warm import modes as warm_modes
@@ -258,12 +259,14 @@ class RunChecks:
         script: str | os.PathLike[str],
         arguments: Any = None,
         argv: Sequence[Any] | None = None,
-        **overrides: Any,
+        overrides: RunOverrides | None = None,
+        **keywords: Any,
     ) -> RunSettings:
-        """``settings.for_run(**overrides)``, the settings of one run; a bad override is
-        refused as any check refuses (audited, naming the script), before anything else."""
+        """``settings.for_run(overrides)`` (or its keywords), the settings of one run; a bad
+        override is refused as any check refuses (audited, naming the script), before
+        anything else."""
         try:
-            return settings.for_run(**overrides)
+            return settings.for_run(overrides, **keywords)
         except (SkillMagicsError, ValueError) as exc:
             self.audit.refused(
                 skill_name, os.fspath(script), arguments_preview(arguments, argv), exc

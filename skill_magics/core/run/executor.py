@@ -55,6 +55,7 @@ from skill_magics.core.run.sandbox import NetworkGrants
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
+    RunOverrides,
     RunSettings,
 )
 from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
@@ -405,10 +406,7 @@ class ScriptExecutor:
             script_path,
             arguments,
             argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
+            RunOverrides(timeout, sandbox, cwd, warm),
         )
         prepared = self.checks.script(
             settings,
