@@ -49,11 +49,11 @@ RANKS: dict[str, int] = {
     "skill_magics.core.sources.lock": 1,
     # what skills did, from the audit records (manager.usage() delegates here)
     "skill_magics.core.usage": 1,
+    "skill_magics.core.usage.*": 1,
     # who signed a skill (values, allowed signers, the private record, git's verify output)
     # and the team policy: read by the lock, the run checks and installs alike
     "skill_magics.core.trust": 1,
     "skill_magics.core.trust.*": 1,
-    "skill_magics.core.trust.sshsig": 2,  # runs ssh-keygen through core.run.process
     "skill_magics.core.policy": 1,
     "skill_magics.core.policy.*": 1,
     # 2: running a script (plan, approval gate, executor, process)
@@ -70,11 +70,9 @@ RANKS: dict[str, int] = {
     "skill_magics.core.prompt": 4,
     "skill_magics.core.prompt.*": 4,
     # code in a skill's environment (%%skillpy): built on the manager, unlike the rest of run/
-    "skill_magics.core.run.env.skillpy": 4,
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
-    "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,
     "skill_magics.notebook.*": 5,

@@ -39,7 +39,10 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     },
     "validation": "lab.validation",
     "skillpy": "run.env.skillpy",
-    "run.launch": "run.launchers",  # issue 40: the launchers are registered kinds
+    # issue 40: the launchers are registered kinds; sshsig runs ssh-keygen, so it sits
+    # above the run machinery
+    "run.launch": "run.launchers",
+    "trust.sshsig": "sources.sshsig",
 }
 MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
 

@@ -138,9 +138,9 @@ class ZipSnapshot(Snapshot):
 
 def detached_signature(artifact: Path, signers: str | None, sig: Path | None = None) -> Signature:
     """The detached SSH signature ``ARTIFACT.sig`` (or ``sig``) beside an archive, verified
-    by ``ssh-keygen`` (core/trust/sshsig.py); unsigned when there is none."""
+    by ``ssh-keygen`` (core/sources/sshsig.py); unsigned when there is none."""
+    from skill_magics.core.sources.sshsig import verify_detached
     from skill_magics.core.trust.signers import file_digest
-    from skill_magics.core.trust.sshsig import verify_detached
 
     sig = sig if sig is not None else artifact.with_name(artifact.name + ".sig")
     if not os.path.isfile(sig):

@@ -49,8 +49,8 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
 )
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec, is_loopback
+from skill_magics.core.sources.sshsig import MAX_SIG
 from skill_magics.core.trust.signature import Signature
-from skill_magics.core.trust.sshsig import MAX_SIG
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD = "skill-md"

@@ -6,8 +6,8 @@ Modules (docs/trust.md says what is and is not covered):
   lock, the approval panel and ``%skills show`` carry it
 - ``signers.py``   an allowed-signers file (git's ``gpg.ssh.allowedSignersFile`` format): parsed
   in Python, cached by stat, so a run checks a recorded signer without a process
-- ``sshsig.py``    a detached ``FILE.sig`` (``ssh-keygen -Y sign -n skill-magics``) checked with
-  the real ``ssh-keygen -Y verify``
+- core/sources/sshsig.py (it runs a process, so above the run machinery): a detached
+  ``FILE.sig`` (``ssh-keygen -Y sign -n skill-magics``) checked with ``ssh-keygen -Y verify``
 - ``gitsig.py``    a signed tag or commit checked with the real ``git verify-tag`` /
   ``verify-commit`` (SSH against the allowed signers; OpenPGP against the user's keyring)
 - ``record.py``    the verified results, a private per-user record keyed by the installed
