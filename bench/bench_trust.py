@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from skill_magics.core.trust.sshsig import verify_detached  # noqa: E402
 from sources_support import make_repo, skill_md  # noqa: E402
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
@@ -42,7 +43,6 @@ from skill_magics.core.run.settings import RunSettings  # noqa: E402
 from skill_magics.core.sources.git import GitSnapshot  # noqa: E402
 from skill_magics.core.sources.install import install_skills  # noqa: E402
 from skill_magics.core.sources.spec import parse_source  # noqa: E402
-from skill_magics.core.trust.sshsig import verify_detached  # noqa: E402
 
 
 def ms(seconds: float) -> str:

@@ -99,7 +99,7 @@ DOCTESTED = (
     "skill_magics.core.run.warm.skillcode",
     "skill_magics.core.run.workdir",
     "skill_magics.core.sources.members",
-    "skill_magics.core.sources.names",
+    "skill_magics.core.installed.names",
     "skill_magics.core.sources.kinds",
     "skill_magics.core.sources.spec",
     "skill_magics.core.trace.switch",

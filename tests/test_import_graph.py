@@ -43,10 +43,9 @@ RANKS: dict[str, int] = {
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
     # installed skills: the lock (which every approval request and %skills show read) and
-    # the checks of untrusted names it needs; the rest of core.sources is rank 4
-    "skill_magics.core.sources": 1,
-    "skill_magics.core.sources.names": 1,
-    "skill_magics.core.sources.lock": 1,
+    # the checks of untrusted names it needs; installing (core.sources) is rank 4
+    "skill_magics.core.installed": 1,
+    "skill_magics.core.installed.*": 1,
     # what skills did, from the audit records (manager.usage() delegates here)
     "skill_magics.core.usage": 1,
     "skill_magics.core.usage.*": 1,
@@ -72,6 +71,7 @@ RANKS: dict[str, int] = {
     # code in a skill's environment (%%skillpy): built on the manager, unlike the rest of run/
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
+    "skill_magics.core.sources": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
     # 5: the faces on the core: IPython/Jupyter and LangChain
     "skill_magics.notebook": 5,

@@ -20,8 +20,8 @@ from sources_support import commit_all, git, package_skill, skill_md, write_file
 from trust_support import allowed_signers, fingerprint, keygen, sign_file, signed_repo, use_key
 
 from skill_magics.core.base.errors import SourceError
+from skill_magics.core.installed.lock import read_lock
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock
 from skill_magics.core.sources.update import sync_skills, update_skills
 from skill_magics.core.trust import record
 from skill_magics.core.trust.installed import origin_of

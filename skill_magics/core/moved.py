@@ -43,6 +43,8 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     # above the run machinery
     "run.launch": "run.launchers",
     "trust.sshsig": "sources.sshsig",
+    "sources.lock": "installed.lock",  # read by the run machinery: on its floor
+    "sources.names": "installed.names",
 }
 MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
 

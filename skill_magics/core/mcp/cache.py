@@ -53,6 +53,7 @@ from skill_magics.core.base.safefs import (
     write_file,
 )
 from skill_magics.core.catalog.frontmatter import name_problems
+from skill_magics.core.installed.names import path_problem
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import (
     SkillEntry,
@@ -63,7 +64,6 @@ from skill_magics.core.mcp.wire import (
     skill_path_segments,
     split_uri,
 )
-from skill_magics.core.sources.names import path_problem
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 KEEP_S = 24 * 3600  # a copy unused this long goes when another copy of its skill is written

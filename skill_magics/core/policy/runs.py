@@ -50,7 +50,7 @@ def check_run(
         if not tree:
             from pathlib import Path
 
-            from skill_magics.core.sources.lock import folder_files, tree_digest
+            from skill_magics.core.installed.lock import folder_files, tree_digest
 
             tree = tree_digest(list(folder_files(Path(skill_dir))[0].values()))
         digests = (f"sha256:{tree}",)

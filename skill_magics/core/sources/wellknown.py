@@ -39,7 +39,7 @@ from urllib.parse import urljoin, urlsplit
 
 from skill_magics.core.base.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import name_problem
+from skill_magics.core.installed.names import name_problem
 from skill_magics.core.sources.snapshot import (
     FILE,
     MAX_SKILL_MD_BYTES,
