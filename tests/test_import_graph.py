@@ -47,6 +47,9 @@ RANKS: dict[str, int] = {
     "skill_magics.core.installed": 1,
     "skill_magics.core.installed.*": 1,
     # what skills did, from the audit records (manager.usage() delegates here)
+    # the model SDKs (registered kinds): the lab and the prompt's tool shapes ask them
+    "skill_magics.core.providers": 1,
+    "skill_magics.core.providers.*": 1,
     "skill_magics.core.usage": 1,
     "skill_magics.core.usage.*": 1,
     # who signed a skill (values, allowed signers, the private record, git's verify output)

@@ -20,8 +20,8 @@ import pytest
 import skill_magics
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.registry import Registry
-from skill_magics.core.lab.providers import PROVIDERS, Provider
-from skill_magics.core.lab.providers.base import Reply
+from skill_magics.core.providers import PROVIDERS, Provider
+from skill_magics.core.providers.base import Reply
 from skill_magics.core.run.approval import SandboxInfo, no_weaker, no_weaker_within
 from skill_magics.core.run.launchers import Launch, Launcher, LaunchRequest
 from skill_magics.core.run.process import Child, spawn

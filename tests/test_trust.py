@@ -21,11 +21,11 @@ from trust_support import allowed_signers, fingerprint, keygen, sign_file, signe
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.installed.lock import read_lock
+from skill_magics.core.installed.signature import Signature, SignatureState
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.update import sync_skills, update_skills
 from skill_magics.core.trust import record
 from skill_magics.core.trust.installed import origin_of
-from skill_magics.core.trust.signature import Signature, SignatureState
 from skill_magics.core.trust.signers import load_signers
 
 pytestmark = [

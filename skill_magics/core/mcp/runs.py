@@ -41,10 +41,10 @@ from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.mcp.cache import McpCache, fetch_into, refetch
+from skill_magics.core.mcp.origin import McpOriginInfo
 from skill_magics.core.mcp.servers import McpServers
 from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.mcp.wire import SKILL_MD, SkillFile, binding
-from skill_magics.core.run.approval import McpOriginInfo
 
 COPY_LABEL = "<mcp copy>"  # the "script" a copy fetched again is audited under
 

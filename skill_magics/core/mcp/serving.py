@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import IO
 
 from skill_magics.core.base.errors import McpError
-from skill_magics.core.run.spawning import start_helper
 
 DEFAULT_HOST = "127.0.0.1"
 READY_TIMEOUT = 60.0  # the server imports the SDK and uvicorn before it accepts
@@ -233,9 +232,8 @@ def _start(host: str, port: int, dirs: tuple[Path, ...], sock: socket.socket) ->
     try:
         # Not under the tree guard: it outlives the thread that starts it (the guard's
         # parent-death signal follows the thread); its lifeline pipe ends it with the kernel.
-        proc = start_helper(
+        proc = subprocess.Popen(
             argv,
-            guard=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

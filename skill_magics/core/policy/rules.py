@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.policy.model import Policy, PolicyError
-from skill_magics.core.trust.signature import Signature
 from skill_magics.core.trust.signers import is_allowed
 
 

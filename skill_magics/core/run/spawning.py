@@ -1,8 +1,7 @@
 """Where processes start (docs/architecture.md, *Launch*): the short list of modules that may
 call ``subprocess``, ``os.fork``, ``os.posix_spawn`` or ``asyncio.create_subprocess_*``, which
 ``tests/test_spawn_sites.py`` holds the source to (an ast walk), and :func:`start_helper`,
-the one way a helper with pipes of its own starts (git's ``cat-file --batch`` reader, the
-MCP skills server).
+the one way a helper with pipes of its own starts (git's ``cat-file --batch`` reader).
 
 A run, an installer, git's and ssh-keygen's commands go through ``process.spawn`` /
 ``process.run_process``; installers and git pass ``die_with_parent``, so they and every
@@ -28,6 +27,7 @@ SPAWN_SITES: Mapping[str, str] = {
     "skill_magics.core.run.warm.zygote": "forks inside a warm server, never in the kernel",
     "skill_magics.core.run.warm.namespaces": "forks inside a warm server, never in the kernel",
     "skill_magics.core.mcp.stdio": "an MCP stdio server, whose pipes anyio drives",
+    "skill_magics.core.mcp.serving": "the MCP skills server (its lifeline ends it)",
 }
 
 

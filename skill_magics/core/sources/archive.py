@@ -34,10 +34,10 @@ from typing import BinaryIO
 
 from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.sources.members import Members
 from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec
-from skill_magics.core.trust.signature import Signature
 
 MAX_MEMBERS = 20_000  # files and folders
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR bytes

@@ -39,11 +39,11 @@ from typing import BinaryIO
 
 from skill_magics.core.base.errors import RunInterrupted, SourceError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.run.process import kill_group, run_process
 from skill_magics.core.run.spawning import start_helper
 from skill_magics.core.sources.snapshot import FILE, LINK, SPECIAL, SUBMODULE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import GIT, SourceSpec, is_commit
-from skill_magics.core.trust.signature import Signature
 
 FETCH_TIMEOUT = 300.0  # seconds for a fetch (a large repository over a slow link)
 STEP_TIMEOUT = 60.0  # seconds for the local steps

@@ -40,6 +40,7 @@ from urllib.parse import urljoin, urlsplit
 from skill_magics.core.base.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.installed.names import name_problem
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.sources.snapshot import (
     FILE,
     MAX_SKILL_MD_BYTES,
@@ -50,7 +51,6 @@ from skill_magics.core.sources.snapshot import (
 )
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec, is_loopback
 from skill_magics.core.sources.sshsig import MAX_SIG
-from skill_magics.core.trust.signature import Signature
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD = "skill-md"

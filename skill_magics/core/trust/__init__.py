@@ -16,6 +16,6 @@ Modules (docs/trust.md says what is and is not covered):
 Nothing is ever called signed that was not verified here.
 """
 
-from skill_magics.core.trust.signature import NAMESPACE, Signature, SignatureState
+from skill_magics.core.installed.signature import NAMESPACE, Signature, SignatureState
 
 __all__ = ["NAMESPACE", "Signature", "SignatureState"]

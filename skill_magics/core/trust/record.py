@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from skill_magics.core.base.safefs import open_private_root
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.installed.signature import Signature
 
 DIR_VAR = "SKILL_MAGICS_TRUST_DIR"
 _TREE = re.compile(r"^[0-9a-f]{64}$")
