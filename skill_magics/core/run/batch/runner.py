@@ -128,6 +128,33 @@ class BatchPlan(Plan[BatchResult]):
     columns: tuple[str, ...] = ()
     rows: Sequence[Any] | None = None  # argv mode: what each argv was filled from
 
+    @classmethod
+    def of(
+        cls,
+        plan: PlannedRun,
+        settings: RunSettings,
+        batch: tuple[str, list[Any], tuple[str, ...]],
+        rows: Sequence[Any] | None,
+    ) -> BatchPlan:
+        """The batch of ``plan`` over ``batch`` (what :func:`batch_inputs` made of the
+        inputs), its ONE request showing the item count and the first items; ``rows``: with
+        argv, one row each argv was filled from (ValueError otherwise)."""
+        mode, items, columns = batch
+        request = with_batch(plan.requests()[0], items)
+        if rows is not None:
+            rows = list(rows)
+            if mode != "argv" or len(rows) != len(items):
+                raise ValueError("rows= goes with argv=, one row per argv list")
+        return cls(
+            plan=replace(plan, request=request),
+            request=request,
+            items=items,
+            mode=mode,
+            settings=settings,
+            columns=columns,
+            rows=rows,
+        )
+
     @property
     def skill_name(self) -> str:
         return self.plan.skill_name
