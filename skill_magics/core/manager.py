@@ -300,9 +300,9 @@ class SkillManager:
         connect_timeout: float = 60.0,
     ) -> list[SkillEntry]:
         """Take the skills of an MCP server (SEP-2640; stdio ``command`` or HTTP ``url``),
-        named ``label/<skill>``; the checked listing (core/mcp/servers.py). ``timeout``:
+        named ``label/<skill>``; the checked listing (core/mcp/runs.add_server). ``timeout``:
         seconds for each call; ``connect_timeout``: for starting it and its handshake."""
-        from skill_magics.core.mcp.servers import add_server
+        from skill_magics.core.mcp.runs import add_server
 
         return add_server(
             self,

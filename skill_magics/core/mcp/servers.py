@@ -16,9 +16,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from skill_magics.core.base.audit import AuditLog
 from skill_magics.core.base.errors import McpError
 from skill_magics.core.mcp.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -177,40 +175,6 @@ class McpServers:
 
 _BY_OWNER: weakref.WeakKeyDictionary[object, McpServers] = weakref.WeakKeyDictionary()
 _BY_OWNER_LOCK = threading.Lock()
-
-
-def add_server(
-    owner: object,
-    finder: Any,
-    audit: AuditLog,
-    label: str,
-    *,
-    command: Sequence[str] | None,
-    url: str | None,
-    env: Mapping[str, str] | None,
-    timeout: float,
-    connect_timeout: float,
-) -> list[SkillEntry]:
-    """``SkillManager.add_mcp_server``: the team policy's ``[sources] allow`` first (before
-    the server's process starts; a refusal audited), then the server, and ``LABEL/NAME``
-    resolving through ``finder`` (the manager's SkillFinder) to a verified cached copy."""
-    from skill_magics.core.policy import PolicyError
-    from skill_magics.core.policy.runs import check_added_source
-
-    try:
-        check_added_source(f"mcp:{label}")
-    except PolicyError as exc:
-        audit.refused(f"{label}/*", "(add MCP server)", None, exc)
-        raise
-    servers = servers_of(owner)
-    server = servers.add(
-        label, command=command, url=url, env=env, timeout=timeout, connect_timeout=connect_timeout
-    )
-    if finder.remote is None:
-        from skill_magics.core.mcp.runs import McpRemote
-
-        finder.remote = McpRemote(servers, lambda: finder.skill_dirs, audit)
-    return list(server.skills)
 
 
 def servers_of(owner: object) -> McpServers:
