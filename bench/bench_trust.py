@@ -43,7 +43,7 @@ from skill_magics.core.run.settings import RunSettings  # noqa: E402
 from skill_magics.core.sources.git import GitSnapshot  # noqa: E402
 from skill_magics.core.sources.install import install_skills  # noqa: E402
 from skill_magics.core.sources.spec import parse_source  # noqa: E402
-from skill_magics.core.trust.sshsig import verify_detached  # noqa: E402
+from skill_magics.core.sources.sshsig import verify_detached  # noqa: E402
 
 
 def ms(seconds: float) -> str:

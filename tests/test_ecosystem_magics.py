@@ -16,7 +16,7 @@ from npm_support import require_cli, skills_add
 from sources_support import skill_md, tree_files, write_files
 from wellknown_support import Site, entry, serve, tar_gz
 
-from skill_magics.core.sources.lock import read_lock
+from skill_magics.core.installed.lock import read_lock
 from skill_magics.notebook.approval.panel import summary_text
 from skill_magics.notebook.extension import get_magics
 

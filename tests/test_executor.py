@@ -196,7 +196,7 @@ def test_the_minimal_env_follows_os_environ_from_run_to_run(
     tmp_path: Path, executor: Runner, monkeypatch, make_skill
 ) -> None:
     """The inherited part is decoded again only when os.environ changed (checks.py,
-    _base_env): a change, an addition or a removal between two runs is seen by the next."""
+    childenv._base_env): a change, an addition or a removal between two runs is seen by the next."""
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
     )

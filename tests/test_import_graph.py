@@ -43,17 +43,19 @@ RANKS: dict[str, int] = {
     "skill_magics.core.catalog": 1,
     "skill_magics.core.catalog.*": 1,
     # installed skills: the lock (which every approval request and %skills show read) and
-    # the checks of untrusted names it needs; the rest of core.sources is rank 4
-    "skill_magics.core.sources": 1,
-    "skill_magics.core.sources.names": 1,
-    "skill_magics.core.sources.lock": 1,
+    # the checks of untrusted names it needs; installing (core.sources) is rank 4
+    "skill_magics.core.installed": 1,
+    "skill_magics.core.installed.*": 1,
     # what skills did, from the audit records (manager.usage() delegates here)
+    # the model SDKs (registered kinds): the lab and the prompt's tool shapes ask them
+    "skill_magics.core.providers": 1,
+    "skill_magics.core.providers.*": 1,
     "skill_magics.core.usage": 1,
+    "skill_magics.core.usage.*": 1,
     # who signed a skill (values, allowed signers, the private record, git's verify output)
     # and the team policy: read by the lock, the run checks and installs alike
     "skill_magics.core.trust": 1,
     "skill_magics.core.trust.*": 1,
-    "skill_magics.core.trust.sshsig": 2,  # runs ssh-keygen through core.run.process
     "skill_magics.core.policy": 1,
     "skill_magics.core.policy.*": 1,
     # 2: running a script (plan, approval gate, executor, process)
@@ -70,11 +72,10 @@ RANKS: dict[str, int] = {
     "skill_magics.core.prompt": 4,
     "skill_magics.core.prompt.*": 4,
     # code in a skill's environment (%%skillpy): built on the manager, unlike the rest of run/
-    "skill_magics.core.run.env.skillpy": 4,
     "skill_magics.core.lab": 4,  # the skill lab: built on tools, available_skills and activation
     "skill_magics.core.lab.*": 4,
+    "skill_magics.core.sources": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
-    "skill_magics.core.usage.chart": 4,  # %skills usage's chart: the lab's SVG Chart
     # the Skills side panel's kernel part: a channel (stdlib) and a board over the manager
     "skill_magics.core.panel": 4,
     "skill_magics.core.panel.*": 4,

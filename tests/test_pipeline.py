@@ -252,11 +252,14 @@ def test_a_blocked_batch_raises_its_reason_from_value(skills: Path) -> None:
 
 
 def test_per_run_overrides_become_the_runs_settings(skills: Path, tmp_path: Path) -> None:
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.settings import RunOverrides, RunSettings
 
     base = RunSettings(run_cwd="skill", sandbox="off", warm_start="auto")
     assert base.for_run() is base  # nothing overridden: the same value
+    assert base.for_run(RunOverrides()) is base
     run = base.for_run(timeout=5, cwd=str(tmp_path), warm=False)
+    # The keywords and the typed value are one thing.
+    assert base.for_run(RunOverrides(5, None, str(tmp_path), False)) == run
     assert (run.timeout, run.run_cwd, run.warm_start, run.sandbox) == (
         5,
         str(tmp_path),

@@ -17,10 +17,10 @@ from sources_support import package_skill, skill_md, write_files
 from trust_support import allowed_signers, keygen, sign_file, signed_repo
 
 from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.installed.lock import read_lock, tree_digest
 from skill_magics.core.policy import PolicyError, current_policy, find_policy
 from skill_magics.core.policy.load import describe_policy
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock, tree_digest
 
 pytestmark = [
     posix_only,
@@ -145,9 +145,9 @@ def test_no_network_whatever_a_cell_asks(team, bwrap):
 
 
 def test_blocked_names_and_digests_never_run(team):
-    files, _ = __import__("skill_magics.core.sources.lock", fromlist=["folder_files"]).folder_files(
-        team.local / "hello"
-    )
+    files, _ = __import__(
+        "skill_magics.core.installed.lock", fromlist=["folder_files"]
+    ).folder_files(team.local / "hello")
     digest = "sha256:" + tree_digest(list(files.values()))
     write_policy(team, f'[skills]\nblock = ["{digest}"]\n')
     with pytest.raises(PolicyError, match=r"\[skills\] block.*has digest"):

@@ -20,9 +20,11 @@ import pytest
 import skill_magics
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.registry import Registry
-from skill_magics.core.lab.providers import PROVIDERS, Provider
-from skill_magics.core.lab.providers.base import Reply
+from skill_magics.core.providers import PROVIDERS, Provider
+from skill_magics.core.providers.base import Reply
 from skill_magics.core.run.approval import SandboxInfo, no_weaker, no_weaker_within
+from skill_magics.core.run.launchers import Launch, Launcher, LaunchRequest
+from skill_magics.core.run.process import Child, spawn
 from skill_magics.core.run.sandbox_mounts import Bind
 from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
 from skill_magics.core.sources.kinds import SOURCE_KINDS, ForeignEntry, SourceKind
@@ -31,7 +33,7 @@ from skill_magics.core.sources.sourcespec import SourceSpec
 
 CORE = Path(skill_magics.__file__).parent / "core"
 # The tables there must be (the test finds every table; this keeps it from passing on none).
-EXPECTED = {"sandbox mode", "model API", "source kind"}
+EXPECTED = {"sandbox mode", "model API", "source kind", "launcher"}
 
 
 def _tables() -> dict[str, Registry[object]]:
@@ -140,15 +142,22 @@ def test_a_new_profile_is_a_choice_of_the_magics_and_of_the_settings() -> None:
 def test_a_new_profile_is_ranked_by_the_team_policy_as_by_the_gate(tmp_path: Path) -> None:
     from skill_magics.core.policy.model import Policy, PolicyError
     from skill_magics.core.policy.rules import check_run_limits
-    from skill_magics.core.run.sandbox_profiles import rank_of
+    from skill_magics.core.run.sandbox_profiles import ranks
 
     policy = Policy(path=str(tmp_path / "policy.toml"), max_sandbox="read-only")
     with registered(LockedDown()):
         # More confined than the most the policy allows: NOT refused.
-        check_run_limits(policy, "hello", "locked-down", False, rank_of)
-        check_run_limits(policy, "hello", "read-only", False, rank_of)
+        check_run_limits(policy, "hello", "locked-down", False, ranks())
+        check_run_limits(policy, "hello", "read-only", False, ranks())
         with pytest.raises(PolicyError, match="max_sandbox"):
-            check_run_limits(policy, "hello", "workspace-write", False, rank_of)
+            check_run_limits(policy, "hello", "workspace-write", False, ranks())
+        # A policy may name it; unregistered, the name refuses every run in one line.
+        strict = dataclasses.replace(policy, max_sandbox="locked-down")
+        check_run_limits(strict, "hello", "locked-down", False, ranks())
+        with pytest.raises(PolicyError, match="max_sandbox"):
+            check_run_limits(strict, "hello", "read-only", False, ranks())
+    with pytest.raises(PolicyError, match="'locked-down' names no sandbox profile: use one of off"):
+        check_run_limits(strict, "hello", "read-only", False, ranks())
 
 
 def test_a_new_profile_is_ranked_by_the_gate() -> None:
@@ -299,3 +308,58 @@ def test_a_new_source_kind_installs_updates_and_is_read_back(tmp_path, make_skil
         read_lock(into)
     # The %skills help names the kinds registered when the magics were made.
     assert "a folder" in (SkillMagics.skills.__doc__ or "")
+
+
+# -- a launcher defined in this test alone -------------------------------------------------
+
+
+class Niced(Launcher):
+    """Asked before every other: an unsandboxed python run starts under ``nice -n 5``."""
+
+    name = "niced"
+    preference = 30
+    record_name = "cold"
+
+    def offer(self, request: LaunchRequest) -> Launch | str:
+        prepared = request.prepared
+        profile = prepared.sandbox_profile
+        if (profile is not None and profile.active) or prepared.script_rel.suffix != ".py":
+            return ""
+        command = ["nice", "-n", "5", *prepared.command]
+        return Launch(self, (command, prepared.cwd, request.env), note="niced")
+
+    def start(self, launch: Launch, payload: bytes | None) -> Child:
+        command, cwd, env = launch.how
+        return spawn(command, payload, cwd=cwd, env=env)
+
+
+NICENESS = "import os\nprint(os.nice(0))\n"
+
+
+def test_a_new_launcher_is_chosen_by_preference_and_keeps_its_runs_contained(
+    tmp_path, make_skill
+) -> None:
+    from manager_support import Runner, last
+
+    from skill_magics.core.run.launchers import LAUNCHERS, by_preference
+
+    base, meta = make_skill(
+        tmp_path,
+        "nice",
+        scripts={"scripts/n.py": NICENESS, "scripts/n.sh": "echo sh\n"},
+        with_metadata=True,
+    )
+    runner = Runner(warm_start="off")
+    plain = int(runner.execute("scripts/n.py", None, base, meta).stdout)
+    LAUNCHERS.register(Niced())
+    try:
+        assert by_preference()[0].name == "niced"
+        result = runner.execute("scripts/n.py", None, base, meta)
+        assert result.success and int(result.stdout) == min(plain + 5, 19)
+        record = last(runner)
+        assert (record.start, record.start_note) == ("cold", "niced")
+        # What it does not offer to start is the next launcher's: NOT refused.
+        assert runner.execute("scripts/n.sh", None, base, meta).stdout == "sh\n"
+    finally:
+        LAUNCHERS.unregister("niced")
+    assert int(runner.execute("scripts/n.py", None, base, meta).stdout) == plain

@@ -18,10 +18,10 @@ from manager_support import manager_for
 from sigstore_support import Instance
 from sources_support import package_skill, skill_md, write_files
 
+from skill_magics.core.installed.lock import read_lock
+from skill_magics.core.installed.signature import SignatureState
 from skill_magics.core.policy import PolicyError, current_policy
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock
-from skill_magics.core.trust.signature import SignatureState
 from skill_magics.core.trust.sigstore import verify_bundle
 
 ALICE = "alice@example.com"

@@ -27,8 +27,8 @@ from sources_support import (
 )
 
 from skill_magics.core.base.errors import SourceError, UnsafeArchiveError
+from skill_magics.core.installed.lock import read_lock
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock
 
 pytestmark = posix_only
 

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 from sources_support import commit_all, make_collection, tree_files, write_files
 
+from skill_magics.core.installed.lock import LOCK_NAME
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import LOCK_NAME
 from skill_magics.core.sources.verify import verify_skills
 
 # Runs the update; the approver (called after fetch and staging, just before the swap)

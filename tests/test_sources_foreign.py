@@ -19,6 +19,7 @@ from wellknown_support import Site, serve, tar_gz
 from wellknown_support import entry as index_entry
 
 from skill_magics.core.base.errors import LockFileError, SourceError
+from skill_magics.core.installed.lock import computed_hash, read_lock
 from skill_magics.core.sources.foreign_locks import (
     TREE_SHA,
     ForeignSkill,
@@ -28,7 +29,6 @@ from skill_magics.core.sources.foreign_locks import (
     sync_from,
 )
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import computed_hash, read_lock
 
 pytestmark = posix_only
 

@@ -32,9 +32,9 @@ from skill_magics.core.base.errors import (
     SkillExistsError,
     SourceError,
 )
+from skill_magics.core.installed.lock import read_lock
 from skill_magics.core.run.approval import Decision
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock
 from skill_magics.core.sources.spec import parse_source
 
 pytestmark = posix_only

@@ -13,7 +13,7 @@ from magics_support import click_when_shown
 from manager_support import posix_only
 from sources_support import commit_all, git, make_collection, tree_files, write_files
 
-from skill_magics.core.sources.lock import read_lock
+from skill_magics.core.installed.lock import read_lock
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.extension import get_magics
 from skill_magics.notebook.magics import rewrite

@@ -18,8 +18,8 @@ from sources_support import skill_md, tree_files
 from wellknown_support import Site, digest, entry, serve, tar_gz, zip_bytes
 
 from skill_magics.core.base.errors import RunInterrupted, SourceError, UnsafeArchiveError
+from skill_magics.core.installed.lock import computed_hash, read_lock
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import computed_hash, read_lock
 from skill_magics.core.sources.update import sync_skills, update_skills
 from skill_magics.core.sources.verify import verify_skills
 

@@ -28,12 +28,12 @@ from trust_support import (
 )
 
 from skill_magics.core.base.errors import SourceError
+from skill_magics.core.installed.lock import read_lock
+from skill_magics.core.installed.signature import Signature, SignatureState
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.lock import read_lock
 from skill_magics.core.sources.update import sync_skills, update_skills
 from skill_magics.core.trust import record
 from skill_magics.core.trust.installed import origin_of
-from skill_magics.core.trust.signature import Signature, SignatureState
 from skill_magics.core.trust.signers import load_signers
 
 pytestmark = [

@@ -1,24 +1,18 @@
 """SkillManager: the facade over the skill finder and the run pipeline.
 
-It holds the run settings and the approver and wires the parts together; the work happens
-in them, and they stay inside (callers use the manager's methods, never its parts):
+It holds the run settings and the approver and wires its parts together; the work happens in
+them, and callers use the manager's methods, never its parts: the finder (catalog/discovery.py,
+SkillFinder: where skills live, which one wins a name clash), the planner (run/plan.py over
+run/checks.py: step 1), the pipeline (run/pipeline.py: steps 2 and 3, the one call site: the
+gate decides, the executor launches), and session state with its own module: secret values
+(secrets.py), network grants (run/sandbox.py), ``approvals`` (run/store.py), ``audit``.
 
-- the finder (catalog/discovery.py, SkillFinder): where skills live, which one wins a name
-  clash;
-- the planner (run/plan.py over run/checks.py): step 1, resolve a run and check it;
-- the pipeline (run/pipeline.py): steps 2 and 3, the one call site: the gate
-  (run/gate.py) decides, the executor (run/executor.py) launches;
-- session state with its own module: secret values (secrets.py), network grants
-  (run/sandbox.py), ``approvals`` (run/store.py), ``audit`` (audit.py, the log), what skills
-  need (catalog/requirements_cache.py).
-
-Every run goes through :meth:`run_planned` (or its async twin) with a plan from
-:meth:`plan`, :meth:`plan_map`, :meth:`plan_code`, :meth:`plan_references`,
-:meth:`plan_scope` or ``env.install.plan_install``; :meth:`execute_skill_script`,
-:meth:`map` and :meth:`prepare_env` are plan + run_planned. Per-run overrides (``timeout``,
-``sandbox``, ``cwd``, ``warm``) become this run's settings (``RunSettings.for_run``) here,
-once; the plan carries that one value. :meth:`configure` is the one way to change the
-settings.
+Every run goes through :meth:`run_planned` (or its async twin) with a plan from :meth:`plan`,
+:meth:`plan_map`, :meth:`plan_code`, :meth:`plan_references`, :meth:`plan_scope` or
+``env.install.plan_install``; :meth:`execute_skill_script`, :meth:`map` and :meth:`prepare_env`
+are plan + run_planned. Per-run overrides (``timeout``, ``sandbox``, ``cwd``, ``warm``: one
+``RunOverrides``) become this run's settings here, once. :meth:`configure` is the one way to
+change the settings.
 
 Example (not run as a doctest: it runs scripts)::
 
@@ -73,7 +67,6 @@ from skill_magics.core.run.batch.runner import (
     BatchPlan,
     BatchProgress,
     batch_inputs,
-    with_batch,
 )
 from skill_magics.core.run.checks import RunChecks
 from skill_magics.core.run.env.install import EnvReport, plan_install
@@ -87,6 +80,7 @@ from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     DEFAULT_WARM_IDLE,
+    RunOverrides,
     RunSettings,
 )
 from skill_magics.core.run.store import ApprovalStore
@@ -316,19 +310,14 @@ class SkillManager:
         connect_timeout: float = 60.0,
     ) -> list[SkillEntry]:
         """Take the skills of an MCP server (SEP-2640; stdio ``command`` or HTTP ``url``),
-        named ``label/<skill>``; the checked listing (core/mcp/servers.py). ``timeout``:
+        named ``label/<skill>``; the checked listing (core/mcp/runs.add_server). ``timeout``:
         seconds for each call; ``connect_timeout``: for starting it and its handshake."""
-        from skill_magics.core.mcp.servers import servers_of
-        from skill_magics.core.policy import PolicyError
-        from skill_magics.core.policy.runs import check_added_source
+        from skill_magics.core.mcp.runs import add_server
 
-        try:  # the team policy's [sources] allow, before the server's process starts
-            check_added_source(f"mcp:{label}")
-        except PolicyError as exc:
-            self.audit.refused(f"{label}/*", "(add MCP server)", None, exc)
-            raise
-        servers = servers_of(self)
-        server = servers.add(
+        return add_server(
+            self,
+            self._finder,
+            self.audit,
             label,
             command=command,
             url=url,
@@ -336,12 +325,6 @@ class SkillManager:
             timeout=timeout,
             connect_timeout=connect_timeout,
         )
-        if self._finder.remote is None:  # LABEL/NAME now resolves to a verified cached copy
-            from skill_magics.core.mcp.runs import McpRemote
-
-            finder = self._finder
-            self._finder.remote = McpRemote(servers, lambda: finder.skill_dirs, self.audit)
-        return list(server.skills)
 
     def remove_mcp_server(self, label: str) -> bool:
         """Close an MCP server added under ``label``; False when there is none."""
@@ -468,13 +451,14 @@ class SkillManager:
         script: str | os.PathLike[str],
         arguments: Any = None,
         argv: Any = None,
-        **overrides: Any,
+        overrides: RunOverrides | None = None,
+        **keywords: Any,
     ) -> RunSettings:
-        """This run's settings: the per-run overrides (timeout, sandbox, cwd, warm; None
-        keeps the setting) resolved once, here (``RunSettings.for_run``); a bad one is
-        refused audited, naming the script."""
+        """This run's settings: its overrides (:class:`RunOverrides`, or some of its fields
+        as keywords; None keeps the setting) resolved once, here (``RunSettings.for_run``);
+        a bad one is refused audited, naming the script."""
         return self._planner.checks.settings_for(
-            self.settings, skill_name, script, arguments, argv, **overrides
+            self.settings, skill_name, script, arguments, argv, overrides, **keywords
         )
 
     def plan(
@@ -492,16 +476,8 @@ class SkillManager:
         """Step 1: resolve and check one run (refusals raise, audited), with the request the
         gate will decide on. Pass it to :meth:`run_planned`. ``timeout``, ``sandbox``,
         ``cwd``, ``warm``: as in :meth:`execute_skill_script`."""
-        settings = self._run_settings(
-            skill_name,
-            script,
-            arguments,
-            argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
-        )
+        overrides = RunOverrides(timeout, sandbox, cwd, warm)
+        settings = self._run_settings(skill_name, script, arguments, argv, overrides)
         return self._planner.plan_script(settings, skill_name, script, arguments, argv=argv)
 
     def plan_code(
@@ -622,16 +598,8 @@ class SkillManager:
         run's span also holds its arguments and output, redacted first (off by default).
         """
         chosen = self._approver(approver, Caller.PERSON)
-        settings = self._run_settings(
-            skill_name,
-            script,
-            arguments,
-            argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
-        )
+        overrides = RunOverrides(timeout, sandbox, cwd, warm)
+        settings = self._run_settings(skill_name, script, arguments, argv, overrides)
         plan = self._planner.plan_script(
             settings,
             skill_name,
@@ -661,28 +629,11 @@ class SkillManager:
         (``request.batch``: the item count and the first items). See :meth:`map`.
         ``rows``: with ``argv``, the rows each argv was filled from (shown as the items'
         ``input`` and as columns of ``to_pandas``; nothing of them is sent)."""
-        from dataclasses import replace
-
-        mode, items, columns = batch_inputs(inputs, argv)
-        settings = self._run_settings(
-            skill_name, script, timeout=timeout, sandbox=sandbox, cwd=cwd, warm=warm
-        )
+        batch = batch_inputs(inputs, argv)  # bad inputs are refused before the checks
+        overrides = RunOverrides(timeout, sandbox, cwd, warm)
+        settings = self._run_settings(skill_name, script, overrides=overrides)
         plan = self._planner.plan_script(settings, skill_name, script, None)
-        request = with_batch(plan.requests()[0], items)
-        plan = replace(plan, request=request)
-        if rows is not None:
-            rows = list(rows)
-            if mode != "argv" or len(rows) != len(items):
-                raise ValueError("rows= goes with argv=, one row per argv list")
-        return BatchPlan(
-            plan=plan,
-            request=request,
-            items=items,
-            mode=mode,
-            settings=settings,
-            columns=columns,
-            rows=rows,
-        )
+        return BatchPlan.of(plan, settings, batch, rows)
 
     def map(
         self,

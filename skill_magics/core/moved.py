@@ -39,6 +39,16 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     },
     "validation": "lab.validation",
     "skillpy": "run.env.skillpy",
+    # issue 40: the launchers are registered kinds; sshsig runs ssh-keygen, so it sits
+    # above the run machinery
+    "run.launch": "run.launchers",
+    "trust.sshsig": "sources.sshsig",
+    "sources.lock": "installed.lock",  # read by the run machinery: on its floor
+    "sources.names": "installed.names",
+    "trust.signature": "installed.signature",  # the value the lock records
+    **{
+        f"lab.providers{m}": f"providers{m}" for m in ("", ".base", ".anthropic_api", ".openai_api")
+    },
 }
 MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
 
@@ -62,7 +72,9 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install() -> None:
     """Put the finder on ``sys.meta_path`` once (it answers only for the names in MOVED)."""
     if not any(isinstance(finder, _OldPaths) for finder in sys.meta_path):
-        sys.meta_path.append(_OldPaths())
+        # First: a moved package's submodule would otherwise be found again under the old
+        # name through the package's __path__ (a second module object).
+        sys.meta_path.insert(0, _OldPaths())
 
 
 __all__ = ["MOVED", "install"]

@@ -12,7 +12,9 @@ relative to a folder descriptor opened without following links (``O_NOFOLLOW``):
   replaced, not written through);
 - :func:`read_files` walks with ``os.fwalk`` (links never followed), opens each entry with
   ``O_NOFOLLOW | O_NONBLOCK`` (a FIFO cannot block it) and keeps only regular files, bounded
-  in count and bytes.
+  in count and bytes;
+- :func:`remove_aside` removes a file or folder whole (moved aside, then deleted), and
+  :func:`open_private_root` opens a per-user folder checked to be this user's alone.
 
 Hard links need no rule of their own: a sandboxed script can only link files it sees, so a
 regular file in its outputs is one it could read itself.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,6 +70,54 @@ def write_file(folder: str | Path | int, name: str, data: bytes | str, mode: int
     finally:
         if not isinstance(folder, int):
             os.close(dir_fd)
+
+
+def remove_aside(parent_fd: int, name: str, aside: str = "") -> bool:
+    """Remove ``name`` from the folder ``parent_fd`` whole: moved aside first (one rename to
+    ``aside`` in the same folder, a fresh hidden name by default), then deleted, so nobody
+    ever reads half of it; a link or file planted under the name is unlinked, never
+    followed. False when nothing was there; OSError when the rename fails."""
+    aside = aside or f".{name[:40]}.{secrets.token_hex(8)}.old"
+    try:
+        os.rename(name, aside, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(os.stat(aside, dir_fd=parent_fd, follow_symlinks=False).st_mode):
+        try:
+            shutil.rmtree(aside, dir_fd=parent_fd)
+        except OSError:
+            pass  # what is left sits under the aside name, out of every reader's way
+    else:
+        _unlink(aside, parent_fd)
+    return True
+
+
+class NotPrivate(PermissionError):
+    """A folder that must be this user's alone is not (its message says how)."""
+
+
+def open_private_root(path: str | Path, *, create: bool, others: int = 0o077) -> int:
+    """A descriptor of the per-user folder ``path`` (made 0700, its parents as the umask
+    says, when ``create``), checked to be this user's alone: no link, owned by this user,
+    and none of the mode bits ``others`` set (0o077: nobody else may even read it; 0o022:
+    nobody else may write). Someone else's folder could hold forged records or files.
+    FileNotFoundError when it is missing (and not ``create``); NotPrivate when it is not
+    private; another OSError (ELOOP, ENOTDIR) when it is a link or no folder."""
+    if create and not os.path.lexists(path):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    fd = os.open(path, DIR_FLAGS)
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & others:
+        os.close(fd)
+        raise NotPrivate(
+            f"{os.fspath(path)!r} is not ours alone (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):o})"
+        )
+    return fd
 
 
 def _unlink(name: str, dir_fd: int) -> None:

@@ -1,7 +1,7 @@
 """The skill lab, a skill author's tools: check a skill, run a model with it, measure it.
 
 - :func:`~.validation.validate_skill`: the checks of skills-ref and ours, one line per
-  problem (``%skills validate``); nothing is run.
+  problem (``%skills validate``; the file checks: filechecks.py); nothing is run.
 - :func:`~.agent.run_agent`: the agent loop over an Anthropic or OpenAI client (async
   clients: ``run_agent_async``), every script call through the gate; returns a
   :class:`~.transcript.Transcript`.

@@ -9,27 +9,13 @@ those that should not; queries with errors or runs not sent say so at the bar's 
 from __future__ import annotations
 
 import html
-import os
-from pathlib import Path
 from typing import Any
+
+from skill_magics.core.base.svgchart import FAIL, PASS, Chart
 
 ROW = 22
 LABEL_W = 360
 BAR_W = 300
-PASS = "#2e7d32"
-FAIL = "#c62828"
-
-
-class Chart(str):
-    """An SVG document (a ``str``) that Jupyter draws."""
-
-    def _repr_svg_(self) -> str:
-        return str(self)
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        target = Path(path)
-        target.write_text(str(self), "utf-8")
-        return target
 
 
 def trigger_chart(report: Any, *, title: str | None = None) -> Chart:
@@ -88,4 +74,4 @@ def trigger_chart(report: Any, *, title: str | None = None) -> Chart:
     return Chart("\n".join(out))
 
 
-__all__ = ["Chart", "trigger_chart"]
+__all__ = ["FAIL", "PASS", "Chart", "trigger_chart"]

@@ -8,7 +8,7 @@ twins, and subclasses of them); it is async when one of those classes' names sta
 ``sys.modules``, where the client's existence put it.
 
 A :class:`Provider` speaks one API in the provider's own message format, so a transcript's
-``messages`` can be sent again as they are. Each SDK is a registered kind (core/lab/providers/:
+``messages`` can be sent again as they are. Each SDK is a registered kind (core/providers/:
 ``PROVIDERS``, the Anthropic Messages API and OpenAI Chat Completions); a client is of the
 provider whose ``package`` its class comes from.
 
@@ -34,8 +34,8 @@ import sys
 from typing import Any
 
 from skill_magics.core.base.errors import ModelAuthError
-from skill_magics.core.lab.providers import PROVIDERS as _TABLE
-from skill_magics.core.lab.providers.base import (
+from skill_magics.core.providers import PROVIDERS as _TABLE
+from skill_magics.core.providers.base import (
     LOCAL_SERVER,
     MAX_RETRY_AFTER_S,
     Provider,

@@ -30,6 +30,7 @@ import os
 import random
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -604,32 +605,36 @@ def summarize(
     results: Sequence[QueryResult], runs: Sequence[TriggerRun], indexes: Iterable[int]
 ) -> dict[str, Any]:
     """The summary numbers of ``results`` (the queries at ``indexes`` of the report)."""
-    wanted = set(indexes)
     answered = [r for r in results if r.trigger_rate is not None]
-    tp = sum(1 for r in answered if r.should_trigger and r.passed)
-    fn = sum(1 for r in answered if r.should_trigger and not r.passed)
-    fp = sum(1 for r in answered if not r.should_trigger and not r.passed)
-    tn = sum(1 for r in answered if not r.should_trigger and r.passed)
+    # (should trigger, passed): (T, T) a true positive, (T, F) a miss, (F, F) a false alarm.
+    seen = Counter((r.should_trigger, r.passed) for r in answered)
+    tp, fn, fp, tn = seen[True, True], seen[True, False], seen[False, False], seen[False, True]
+    wanted = set(indexes)
     mine = [r for r in runs if r.query_index in wanted]
+    statuses = Counter(r.status for r in mine)
     sent = [r for r in mine if r.status != NOT_RUN]
     input_tokens = sum(r.input_tokens for r in sent)
     output_tokens = sum(r.output_tokens for r in sent)
-    passed = sum(1 for r in results if r.passed)
+    passed = sum(r.passed for r in results)
     return {
         "total": len(results),
         "passed": passed,
         "failed": len(results) - passed,
-        "precision": tp / (tp + fp) if tp + fp else None,
-        "recall": tp / (tp + fn) if tp + fn else None,
-        "accuracy": (tp + tn) / len(answered) if answered else None,
-        "errors": sum(1 for r in mine if r.status == ERROR),
+        "precision": _ratio(tp, tp + fp),
+        "recall": _ratio(tp, tp + fn),
+        "accuracy": _ratio(tp + tn, len(answered)),
+        "errors": statuses[ERROR],
         "unanswered": len(results) - len(answered),
-        "not_run": sum(1 for r in mine if r.status == NOT_RUN),
+        "not_run": statuses[NOT_RUN],
         "calls": sum(r.requests for r in sent),  # on the wire: retries included
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "tokens": input_tokens + output_tokens,
     }
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
 
 
 def _pct(value: float | None) -> str:

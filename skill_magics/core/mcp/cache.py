@@ -44,8 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.base.errors import McpCacheError, McpError
-from skill_magics.core.base.safefs import DIR_FLAGS, READ_FLAGS, write_file
+from skill_magics.core.base.safefs import (
+    DIR_FLAGS,
+    READ_FLAGS,
+    NotPrivate,
+    open_private_root,
+    remove_aside,
+    write_file,
+)
 from skill_magics.core.catalog.frontmatter import name_problems
+from skill_magics.core.installed.names import path_problem
 from skill_magics.core.mcp.host import FetchedFile, McpSkillsHost
 from skill_magics.core.mcp.wire import (
     SkillEntry,
@@ -56,7 +64,6 @@ from skill_magics.core.mcp.wire import (
     skill_path_segments,
     split_uri,
 )
-from skill_magics.core.sources.names import path_problem
 
 CACHE_VAR = "SKILL_MAGICS_MCP_CACHE"
 KEEP_S = 24 * 3600  # a copy unused this long goes when another copy of its skill is written
@@ -123,28 +130,18 @@ class McpCache:
     def _open_root(self) -> int:
         """The root's descriptor, made 0700 if missing; refused when unsafe."""
         self.check_outside(self.discovery_dirs)
-        if not self.root.exists() and not self.root.is_symlink():
-            os.makedirs(self.root.parent, exist_ok=True)
-            try:
-                os.mkdir(self.root, 0o700)
-            except FileExistsError:
-                pass
         try:
-            fd = os.open(self.root, DIR_FLAGS)
+            return open_private_root(self.root, create=True)
+        except NotPrivate as exc:
+            raise McpCacheError(
+                f"MCP skill cache {exc}: others may have written into it; remove it (it is "
+                f"made again, 0700) or set {CACHE_VAR}"
+            ) from None
         except OSError as exc:
             raise McpCacheError(
                 f"MCP skill cache {str(self.root)!r} cannot be opened as a folder (a link? "
                 f"{exc.strerror}): remove it or set {CACHE_VAR}"
             ) from None
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            os.close(fd)
-            raise McpCacheError(
-                f"MCP skill cache {str(self.root)!r} is not ours alone (owner uid "
-                f"{st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}): others may have written "
-                f"into it; remove it (it is made again, 0700) or set {CACHE_VAR}"
-            )
-        return fd
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -571,15 +568,7 @@ def _newest(name_fd: int) -> str:
 
 def _remove(parent_fd: int, name: str) -> None:
     """Move ``name`` aside, then delete it (a reader never sees half of it)."""
-    aside = f".{name}.{secrets.token_hex(8)}.old"
-    try:
-        os.rename(name, aside, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(os.stat(aside, dir_fd=parent_fd, follow_symlinks=False).st_mode):
-        _rmtree_at(parent_fd, aside)
-    else:  # a link or a file planted in its place: removed, never followed
-        os.unlink(aside, dir_fd=parent_fd)
+    remove_aside(parent_fd, name)
 
 
 def _remove_unused(name_fd: int, keep: str) -> None:

@@ -30,7 +30,7 @@ local run has. What MCP adds, and where:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,10 @@ from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
 from skill_magics.core.mcp.cache import McpCache, fetch_into, refetch
-from skill_magics.core.mcp.servers import McpServers
+from skill_magics.core.mcp.origin import McpOriginInfo
+from skill_magics.core.mcp.servers import McpServers, servers_of
 from skill_magics.core.mcp.skill import McpSkill
-from skill_magics.core.mcp.wire import SKILL_MD, SkillFile, binding
-from skill_magics.core.run.approval import McpOriginInfo
+from skill_magics.core.mcp.wire import SKILL_MD, SkillEntry, SkillFile, binding
 
 COPY_LABEL = "<mcp copy>"  # the "script" a copy fetched again is audited under
 
@@ -188,4 +188,36 @@ def _changes(old: dict[str, Any] | None, new: Iterable[SkillFile]) -> tuple[str,
     return tuple(out)
 
 
-__all__ = ["McpRemote"]
+def add_server(
+    owner: object,
+    finder: Any,
+    audit: AuditLog,
+    label: str,
+    *,
+    command: Sequence[str] | None,
+    url: str | None,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    connect_timeout: float,
+) -> list[SkillEntry]:
+    """``SkillManager.add_mcp_server``: the team policy's ``[sources] allow`` first (before
+    the server's process starts; a refusal audited), then the server, and ``LABEL/NAME``
+    resolving through ``finder`` (the manager's SkillFinder) to a verified cached copy."""
+    from skill_magics.core.policy import PolicyError
+    from skill_magics.core.policy.runs import check_added_source
+
+    try:
+        check_added_source(f"mcp:{label}")
+    except PolicyError as exc:
+        audit.refused(f"{label}/*", "(add MCP server)", None, exc)
+        raise
+    servers = servers_of(owner)
+    server = servers.add(
+        label, command=command, url=url, env=env, timeout=timeout, connect_timeout=connect_timeout
+    )
+    if finder.remote is None:
+        finder.remote = McpRemote(servers, lambda: finder.skill_dirs, audit)
+    return list(server.skills)
+
+
+__all__ = ["McpRemote", "add_server"]

@@ -230,6 +230,8 @@ def _start(host: str, port: int, dirs: tuple[Path, ...], sock: socket.socket) ->
         *(str(d) for d in dirs),
     ]
     try:
+        # Not under the tree guard: it outlives the thread that starts it (the guard's
+        # parent-death signal follows the thread); its lifeline pipe ends it with the kernel.
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,

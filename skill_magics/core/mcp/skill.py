@@ -9,7 +9,7 @@ from dataclasses import replace
 from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.run.approval import McpOriginInfo
+from skill_magics.core.mcp.origin import McpOriginInfo
 
 
 class McpSkill(Skill):

@@ -24,7 +24,7 @@ import yaml
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError, SkillParseError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.frontmatter import name_problems, split_frontmatter
-from skill_magics.core.sources.names import path_problem
+from skill_magics.core.installed.names import path_problem
 
 EXTENSION_ID = "io.modelcontextprotocol/skills"
 MAX_FILES = 512

@@ -6,9 +6,6 @@ from dataclasses import dataclass
 
 from skill_magics.core.base.errors import SkillMagicsError
 
-# How confined each sandbox profile is: higher is more confined ("auto" is decided per run).
-CONFINEMENT = {"off": 0, "workspace-write": 1, "read-only": 2}
-
 
 class PolicyError(SkillMagicsError, PermissionError):
     """A team policy refused an install, an add or a run (one line naming the rule and file)."""
@@ -29,7 +26,9 @@ class Policy:
     sigstore_signers: tuple[str, ...] = ()  # "IDENTITY ISSUER" of sigstore certificates
     sigstore_root: str | None = None  # a sigstore trusted_root.json (None: the public one)
     block: tuple[str, ...] = ()
-    max_sandbox: str | None = None  # None: any
+    # The least confinement a run may get, a sandbox profile's name (None: any); the policy
+    # sits below the run machinery, so the run checks pass the profiles' ranks in.
+    max_sandbox: str | None = None
     network: bool | None = None  # False: no run gets network
 
     def rule(self, name: str) -> str:
@@ -37,4 +36,4 @@ class Policy:
         return f"{name} in {self.path}"
 
 
-__all__ = ["CONFINEMENT", "Policy", "PolicyError"]
+__all__ = ["Policy", "PolicyError"]

@@ -11,12 +11,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
 from skill_magics.core.base.visible import visible
-from skill_magics.core.policy.model import CONFINEMENT, Policy, PolicyError
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.installed.signature import Signature
+from skill_magics.core.policy.model import Policy, PolicyError
 from skill_magics.core.trust.signers import is_allowed
 from skill_magics.core.trust.sigstore import parse_identity, principal_of
 
@@ -97,22 +97,36 @@ def check_blocked(policy: Policy, name: str, digests: tuple[str, ...] = ()) -> N
 
 
 def check_run_limits(
-    policy: Policy, name: str, mode: str, network: bool, rank: Callable[[str], int] | None = None
+    policy: Policy, name: str, mode: str, network: bool, ranks: Mapping[str, int]
 ) -> None:
     """A run in sandbox ``mode`` ("off" when none) with or without ``network`` gets no more
-    than ``[run] max_sandbox`` and ``network`` allow. ``rank``: how confined a profile is,
-    from the sandbox profiles' table (core/run/sandbox_profiles.rank_of, which the run checks
-    pass: a profile registered later is ranked as the gate ranks it), else the standard ones."""
+    than ``[run] max_sandbox`` and ``network`` allow. ``ranks``: how confined each sandbox
+    profile is, by name, from the profiles' table (core/run/sandbox_profiles.ranks(), which
+    the run checks pass: a profile registered later is ranked as the gate ranks it)."""
     check_readable(policy)
-    rank = rank or (lambda m: CONFINEMENT.get(m, 0))
-    if policy.max_sandbox is not None and rank(mode) < rank(policy.max_sandbox):
+    least = policy.max_sandbox
+    if least is not None and least not in ranks:
+        raise _refuse(
+            policy,
+            "[run] max_sandbox",
+            f"{least!r} names no sandbox profile: use one of {', '.join(ranks)}",
+        )
+    rank = ranks.get(mode, 0)
+    if least is not None and rank < ranks[least]:
         raise _refuse(
             policy,
             "[run] max_sandbox",
             f"{visible(name)} would run with sandbox {mode!r}; the most allowed is "
-            f"{policy.max_sandbox!r}: run it with --sandbox {policy.max_sandbox}",
+            f"{least!r}: run it with --sandbox {least}",
         )
-    if policy.network is False and (network or mode == "off"):
+    check_network(policy, name, network, confined=rank > 0)
+
+
+def check_network(policy: Policy, name: str, network: bool, *, confined: bool) -> None:
+    """``[run] network = false``: no run gets network, asked for (``network``) or had by
+    running unconfined."""
+    check_readable(policy)
+    if policy.network is False and (network or not confined):
         why = "asks for network" if network else "would run unsandboxed, with network"
         raise _refuse(
             policy,
@@ -123,6 +137,7 @@ def check_run_limits(
 
 __all__ = [
     "check_blocked",
+    "check_network",
     "check_readable",
     "check_run_limits",
     "check_signature",

@@ -9,12 +9,13 @@ record of what was verified at install (core/trust/installed.py), by digest.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Mapping
 
 from skill_magics.core.policy.load import current_policy
 from skill_magics.core.policy.model import PolicyError
 from skill_magics.core.policy.rules import (
     check_blocked,
+    check_network,
     check_readable,
     check_run_limits,
     check_signature,
@@ -27,16 +28,16 @@ def check_run(
     name: str,
     mode: str,
     network: bool,
-    rank: Callable[[str], int] | None = None,
+    ranks: Mapping[str, int],
 ) -> None:
     """Raise PolicyError when the policy in force refuses this run of skill ``name`` in
-    ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``; ``rank`` ranks the
-    sandbox profiles (rules.check_run_limits)."""
+    ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``; ``ranks``: the sandbox
+    profiles' ranks by name (rules.check_run_limits)."""
     policy = current_policy()
     if policy is None:
         return
     check_readable(policy)
-    check_run_limits(policy, name, mode, network, rank)
+    check_run_limits(policy, name, mode, network, ranks)
     digests_needed = any(b.startswith("sha256:") for b in policy.block)
     if policy.sources_allow is None and not policy.require_signatures and not policy.block:
         return
@@ -50,7 +51,7 @@ def check_run(
         if not tree:
             from pathlib import Path
 
-            from skill_magics.core.sources.lock import folder_files, tree_digest
+            from skill_magics.core.installed.lock import folder_files, tree_digest
 
             tree = tree_digest(list(folder_files(Path(skill_dir))[0].values()))
         digests = (f"sha256:{tree}",)
@@ -100,9 +101,7 @@ def check_network_grant(name: str) -> None:
     policy = current_policy()
     if policy is None:
         return
-    check_readable(policy)
-    if policy.network is False:
-        check_run_limits(policy, name, "read-only", True)
+    check_network(policy, name, True, confined=True)
 
 
 def network_allowed() -> bool:

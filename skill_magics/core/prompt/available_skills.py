@@ -53,10 +53,10 @@ from skill_magics.core.base.deprecation import (
     renamed_module_name,
 )
 from skill_magics.core.base.models import SkillMetadata
+from skill_magics.core.installed.lock import LOCK_NAME
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.tokens import TokenCounter, as_counter
 from skill_magics.core.prompt.xmltext import element
-from skill_magics.core.sources.lock import LOCK_NAME
 from skill_magics.core.trust.installed import origin_of
 
 Layout = Literal["skills-ref", "guide"]

@@ -51,17 +51,17 @@ from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.base.steps import drive, drive_async
 from skill_magics.core.catalog.skill import Skill
-from skill_magics.core.lab.providers import PROVIDERS, Provider
-from skill_magics.core.lab.providers.openai_api import tool_message as openai_tool_message
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
 from skill_magics.core.prompt.context import build_skill_context
+from skill_magics.core.providers import PROVIDERS, Provider
+from skill_magics.core.providers.openai_api import tool_message as openai_tool_message
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.workdir import CwdArg
 
-ToolApi = str  # whose tool-definition shape: a registered provider's name (core/lab/providers/)
+ToolApi = str  # whose tool-definition shape: a registered provider's name (core/providers/)
 ACTIVATION_TOOL = "activate_skill"
 ACTIVATION_DESCRIPTION = (
     "Load a skill's full instructions when a task matches its description. Returns "
@@ -135,7 +135,7 @@ class ToolSpec:
 
 
 def provider_api(api: object) -> Provider:
-    """The registered provider (core/lab/providers/) whose tool shape ``api`` names;
+    """The registered provider (core/providers/) whose tool shape ``api`` names;
     ValueError (one line naming the choices) for any other."""
     found = PROVIDERS.find(api) if isinstance(api, str) else None
     if found is None:

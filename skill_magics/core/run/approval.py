@@ -36,8 +36,9 @@ from typing import Any
 from skill_magics.core.base.errors import PathSecurityError
 from skill_magics.core.base.paths import open_inside
 from skill_magics.core.base.visible import non_ascii_note
+from skill_magics.core.installed.signature import Signature
+from skill_magics.core.mcp.origin import McpOriginInfo
 from skill_magics.core.run.sandbox_profiles import rank_of
-from skill_magics.core.trust.signature import Signature
 
 
 class Decision(enum.StrEnum):
@@ -147,18 +148,6 @@ class ProvenanceInfo:
     @property
     def matches(self) -> bool:
         return not self.changes
-
-
-@dataclass(frozen=True)
-class McpOriginInfo:
-    """An MCP server's skill (SEP-2640): where its files came from, the value a "Yes in
-    session" binds to (``core.mcp.wire.binding``: the full set of {uri, digest}) and what
-    changed since the copy cached before ("added x", "changed y", "removed z")."""
-
-    origin: str  # "mcp:LABEL"
-    server: str  # the command line or URL the label stands for
-    binding: str
-    changes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

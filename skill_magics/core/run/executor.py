@@ -3,7 +3,7 @@
 The executor gets a :class:`~skill_magics.core.run.checks.PreparedRun` (every check already
 passed, core/run/checks.py) and only launches it: ``run`` re-checks the script file (it may
 have changed while approval waited), adds the declaring skill's secret values, lets
-launch.py choose how the process starts (cold, sandboxed in bwrap, or forked warm: a
+launchers/ choose how the process starts (cold, sandboxed in bwrap, or forked warm: a
 ``Launch`` whose ``spawn`` returns a process.Child running ``[interpreter, script, *argv]``,
 never a shell, in its own process group with the prepared cwd and environment), then
 ``process.drive(child, limits)`` reads both pipes up to the prepared output cap, kills the
@@ -44,17 +44,18 @@ from skill_magics.core.base.models import TIMEOUT_EXIT_CODE, ScriptExecutionResu
 from skill_magics.core.base.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.policy import runs as policy_runs
-from skill_magics.core.run import launch as launching
+from skill_magics.core.run import launchers as launching
 from skill_magics.core.run import sandbox as sandboxing
 from skill_magics.core.run import workdir
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.checks import BASE_ENV, PreparedRun, RunChecks
-from skill_magics.core.run.launch import Launch
-from skill_magics.core.run.process import Limits, ProcessOutcome, SpawnError, drive
+from skill_magics.core.run.launchers import Launch
+from skill_magics.core.run.process import Limits, ProcessOutcome, SpawnError
 from skill_magics.core.run.sandbox import NetworkGrants
 from skill_magics.core.run.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
+    RunOverrides,
     RunSettings,
 )
 from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
@@ -182,7 +183,7 @@ class ScriptExecutor:
             except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
                 how = launching.cold(prepared, env, network, note=str(exc))
                 child = how.spawn(prepared.payload)
-            outcome = drive(child, limits)
+            outcome = how.launcher.wait(child, limits)
         except SpawnError as exc:
             # Found but not startable (permissions, bad interpreter binary): a failed run, shown
             # the way a shell shows it (126), not a crash.
@@ -405,10 +406,7 @@ class ScriptExecutor:
             script_path,
             arguments,
             argv,
-            timeout=timeout,
-            sandbox=sandbox,
-            cwd=cwd,
-            warm=warm,
+            RunOverrides(timeout, sandbox, cwd, warm),
         )
         prepared = self.checks.script(
             settings,

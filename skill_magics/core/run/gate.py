@@ -47,6 +47,7 @@ from skill_magics.core.base.errors import (
 )
 from skill_magics.core.base.status import AuditOutcome, RunStatus
 from skill_magics.core.catalog.discovery import SkillFinder
+from skill_magics.core.installed.lock import folder_files, tree_digest
 from skill_magics.core.run.approval import (
     INSTALL_LABEL,
     MANAGER_APPROVER,
@@ -65,7 +66,6 @@ from skill_magics.core.run.approval import (
     no_weaker_within,
 )
 from skill_magics.core.run.store import ApprovalStore
-from skill_magics.core.sources.lock import folder_files, tree_digest
 
 if TYPE_CHECKING:
     from skill_magics.core.run.checks import PreparedRun

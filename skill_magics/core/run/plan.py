@@ -44,6 +44,7 @@ from skill_magics.core.catalog.discovery import SkillFinder
 from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.installed.lock import skill_lock_status
 from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.run.approval import (
     PREVIEW_MAX_BYTES,
@@ -68,7 +69,6 @@ from skill_magics.core.run.runplan import (
     one_request,
 )
 from skill_magics.core.run.settings import RunSettings
-from skill_magics.core.sources.lock import skill_lock_status
 from skill_magics.core.trust.installed import origin_of
 
 

@@ -7,7 +7,7 @@ Example (not run as a doctest: it starts a process)::
     out.returncode, out.stdout.text
 
 :func:`spawn` is the cold launch; a warm one (core/run/warm/launch.fork) returns another
-kind of :class:`Child`; :func:`drive` drives either to its end (core/run/launch.py chooses).
+kind of :class:`Child`; :func:`drive` drives either to its end (core/run/launchers/ chooses).
 The kill reaches the main process by its own pid (a pidfd) as well as its group: a script
 can move itself into another group (``setpgid``) or session, where the group kill misses it.
 

@@ -34,16 +34,16 @@ import atexit
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run import sandbox_mounts as mounts
 from skill_magics.core.run.approval import SandboxInfo
+from skill_magics.core.run.process import run_process
 from skill_magics.core.run.sandbox_mounts import Bind
 from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
 
@@ -138,6 +138,9 @@ class NetworkGrants:
             self._names.clear()
 
 
+_NOT_KEYED = frozenset({"requested", "note", "network"})  # network: as decided at spawn
+
+
 @dataclass(frozen=True)
 class RunSandbox:
     """How one run is isolated, decided at plan time (shown in the approval request).
@@ -168,6 +171,15 @@ class RunSandbox:
     def active(self) -> bool:
         """Does bubblewrap confine the run (its profile's rank is above 0)?"""
         return self.profile.confined
+
+    def server_key(self, network: bool) -> tuple[object, ...]:
+        """Everything a warm server's sandbox is made of (the part of its ServerKey): every
+        field but the note and the mode asked for (what the run got counts), and the network
+        decided now. A field added here keys the servers at once."""
+        return (
+            *(getattr(self, f.name) for f in fields(self) if f.name not in _NOT_KEYED),
+            network,
+        )
 
     def writable(self, tmpdir: str | None = None) -> tuple[str, ...]:
         if not self.active:
@@ -240,17 +252,27 @@ def unavailable_reason() -> str:
         true = shutil.which("true") or "/bin/true"
         argv = [bwrap, *_base_args(network=False), "--", true]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+            done = run_process(
+                argv,
+                cwd="/",
+                env=None,
+                payload=None,
+                timeout=10,
+                max_output_size=1 << 16,
+                orphans=False,  # its own PID namespace: nothing outlives it
+            )
             why = ""
-            if done.returncode != 0:
-                err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            if done.timed_out:
+                why = f"bubblewrap at {bwrap} did not finish a trial run within 10 s"
+            elif done.returncode != 0:
+                err = done.stderr.text.strip().splitlines()
                 why = (
                     f"bubblewrap is installed but may not create namespaces here "
                     f"({err[-1] if err else f'exit {done.returncode}'}): allow unprivileged "
                     "user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run "
                     "where they are allowed"
                 )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except OSError as exc:
             why = f"bubblewrap at {bwrap} could not be started ({exc})"
         _PROBES[bwrap] = why
         return why

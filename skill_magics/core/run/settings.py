@@ -130,26 +130,11 @@ class RunSettings:
             set_(copied, "allowed", _canonical(copied.allowed_interpreters))
         return copied
 
-    def for_run(
-        self,
-        *,
-        timeout: float | None = None,
-        sandbox: str | None = None,
-        cwd: workdir.CwdArg | None = None,
-        warm: bool | None = None,
-    ) -> RunSettings:
-        """The settings of one run: these per-run overrides (None: keep the setting) applied
-        with :meth:`updated` (checked). ``cwd`` sets ``run_cwd``; ``warm`` True/False sets
-        ``warm_start`` "on"/"off". No override: this same value."""
-        changes: dict[str, Any] = {}
-        if timeout is not None:
-            changes["timeout"] = timeout
-        if sandbox is not None:
-            changes["sandbox"] = sandbox
-        if cwd is not None:
-            changes["run_cwd"] = cwd
-        if warm is not None:
-            changes["warm_start"] = warm_modes.ON if warm else warm_modes.OFF
+    def for_run(self, overrides: RunOverrides | None = None, **keywords: Any) -> RunSettings:
+        """The settings of one run: its :class:`RunOverrides` (or the same as keywords:
+        ``timeout``, ``sandbox``, ``cwd``, ``warm``; None keeps the setting) applied with
+        :meth:`updated` (checked). No override: this same value."""
+        changes = (overrides or RunOverrides(**keywords)).changes()
         return self.updated(**changes) if changes else self
 
     def allows_network(self, skill: str) -> bool:
@@ -160,6 +145,32 @@ class RunSettings:
     def allow_typescript(self) -> bool:
         """``.ts`` files count as scripts only when tsx may run them."""
         return "tsx" in self.allowed
+
+
+@dataclass(frozen=True)
+class RunOverrides:
+    """What one call changes of the run settings (the ``timeout``, ``sandbox``, ``cwd``,
+    ``warm`` keywords of ``plan``, ``execute_skill_script``, ``plan_map``, ``map`` and
+    ``ScriptExecutor.execute``); None keeps the setting. ``cwd`` sets ``run_cwd``;
+    ``warm`` True/False sets ``warm_start`` "on"/"off"."""
+
+    timeout: float | None = None
+    sandbox: str | None = None
+    cwd: workdir.CwdArg | None = None
+    warm: bool | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The RunSettings fields it changes (``RunSettings.updated``'s keywords)."""
+        changes: dict[str, Any] = {}
+        if self.timeout is not None:
+            changes["timeout"] = self.timeout
+        if self.sandbox is not None:
+            changes["sandbox"] = self.sandbox
+        if self.cwd is not None:
+            changes["run_cwd"] = self.cwd
+        if self.warm is not None:
+            changes["warm_start"] = warm_modes.ON if self.warm else warm_modes.OFF
+        return changes
 
 
 def _run_cwd(value: Any) -> str:
@@ -200,6 +211,7 @@ __all__ = [
     "MAX_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "DEFAULT_MAX_OUTPUT_SIZE",
+    "RunOverrides",
     "RunSettings",
     "check_timeout",
     "check_max_output_size",

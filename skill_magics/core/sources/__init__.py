@@ -2,8 +2,8 @@
 
 Functions over the manager, one small module each (docs/architecture.md, *Installed skills*):
 
-- ``names.py``   folder names and relative paths from a source, checked before any use
-- ``lock.py``    ``skills-lock.json``: what was installed, from where, every file's digest
+- core/installed/ (below the run machinery, which reads it): ``names.py``, the checks of
+  folder names and paths from a source; ``lock.py``, ``skills-lock.json``
 - ``spec.py``    a source string -> :class:`SourceSpec` (git URL, archive, folder; ref, subfolder)
 - ``snapshot.py`` a source's files as a listing; finding the skills in it; staging copies
 - ``git.py``     the real ``git``, hardened: shallow fetch of one ref, blobs read raw

@@ -34,10 +34,10 @@ from typing import BinaryIO
 
 from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 from skill_magics.core.sources.members import Members
 from skill_magics.core.sources.snapshot import FILE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec
-from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 
 MAX_MEMBERS = 20_000  # files and folders
 MAX_RATIO = 200  # uncompressed / compressed, for members over RATIO_FLOOR bytes
@@ -145,13 +145,13 @@ def detached_signature(
     anchors: Anchors = NO_ANCHORS,
 ) -> Signature:
     """The detached SSH signature ``ARTIFACT.sig`` (or ``sig``) beside an archive, verified
-    by ``ssh-keygen`` (core/trust/sshsig.py), and a sigstore bundle beside it
+    by ``ssh-keygen`` (core/sources/sshsig.py), and a sigstore bundle beside it
     (``ARTIFACT.sigstore.json``, or ``bundle``) verified by the ``sigstore`` package when it
     is installed (core/trust/sigstore.py). Either one BAD: BAD (the install is refused);
     else the signed one (SSH first); unsigned when there is neither."""
+    from skill_magics.core.sources.sshsig import verify_detached
     from skill_magics.core.trust.signers import file_digest
     from skill_magics.core.trust.sigstore import bundle_beside, verify_bundle
-    from skill_magics.core.trust.sshsig import verify_detached
 
     subject = f"archive {file_digest(artifact)[:23]}"
     sig = sig if sig is not None else artifact.with_name(artifact.name + ".sig")

@@ -39,6 +39,7 @@ from typing import Any
 from skill_magics.core.base.errors import LockFileError, SkillMagicsError, SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.frontmatter import parse_skill_md
+from skill_magics.core.installed.lock import MAX_LOCK_BYTES, computed_hash
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources.install import (
@@ -49,7 +50,6 @@ from skill_magics.core.sources.install import (
     skill_name,
 )
 from skill_magics.core.sources.kinds import SOURCE_KINDS, ForeignEntry
-from skill_magics.core.sources.lock import MAX_LOCK_BYTES, computed_hash
 from skill_magics.core.sources.snapshot import StagedSkill
 from skill_magics.core.sources.spec import check_ref, check_subfolder
 

@@ -39,10 +39,11 @@ from typing import BinaryIO
 
 from skill_magics.core.base.errors import RunInterrupted, SourceError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature
 from skill_magics.core.run.process import kill_group, run_process
+from skill_magics.core.run.spawning import start_helper
 from skill_magics.core.sources.snapshot import FILE, LINK, SPECIAL, SUBMODULE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import GIT, SourceSpec, is_commit
-from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
 
 FETCH_TIMEOUT = 300.0  # seconds for a fetch (a large repository over a slow link)
 STEP_TIMEOUT = 60.0  # seconds for the local steps
@@ -155,6 +156,7 @@ class GitSnapshot(Snapshot):
             timeout=timeout,
             max_output_size=_MAX_OUTPUT,
             cancel=self.cancel,
+            die_with_parent=True,  # git and its helpers (git-remote-https, ssh) die with us
         )
         if outcome.cancelled:
             raise RunInterrupted(f"{what or 'git'} was interrupted; nothing was installed")
@@ -192,6 +194,7 @@ class GitSnapshot(Snapshot):
                     timeout=STEP_TIMEOUT,
                     max_output_size=1 << 20,
                     cancel=self.cancel,
+                    die_with_parent=True,
                 )
                 if outcome.cancelled:
                     raise RunInterrupted("git verify was interrupted; nothing was installed")
@@ -308,15 +311,16 @@ class GitSnapshot(Snapshot):
 
     def _cat_file(self) -> subprocess.Popen:
         if self._reader is None:
-            kwargs: dict = {"process_group": 0}
-            self._reader = subprocess.Popen(
+            # Under the tree guard as every git command of an install: it dies with the kernel.
+            self._reader = start_helper(
                 [self.git, *self.config, *self._git_dir("cat-file", "--batch")],
+                guard=True,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 cwd=self.tmp,
                 env=self.env,
-                **kwargs,
+                process_group=0,
             )
         return self._reader
 

@@ -45,12 +45,7 @@ from skill_magics.core.base.errors import (
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.frontmatter import load_skill_metadata
-from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
-from skill_magics.core.sources import request as gate_request
-from skill_magics.core.sources import signing
-from skill_magics.core.sources.kinds import SOURCE_KINDS, lock_fields, read_lock
-from skill_magics.core.sources.lock import (
+from skill_magics.core.installed.lock import (
     LockedSkill,
     computed_hash,
     discard,
@@ -59,6 +54,11 @@ from skill_magics.core.sources.lock import (
     tree_digest,
     write_lock_beside,
 )
+from skill_magics.core.manager import SkillManager
+from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
+from skill_magics.core.sources import request as gate_request
+from skill_magics.core.sources import signing
+from skill_magics.core.sources.kinds import SOURCE_KINDS, lock_fields, read_lock
 from skill_magics.core.sources.snapshot import (
     FoundSkill,
     Snapshot,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from skill_magics.core.base.errors import UnsafeArchiveError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import path_problem
+from skill_magics.core.installed.names import path_problem
 from skill_magics.core.sources.snapshot import LIMITS_TEXT, MAX_FILES, MAX_TOTAL_BYTES
 
 

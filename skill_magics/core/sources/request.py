@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from skill_magics.core.catalog.detect import ScriptDetector
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.run.approval import (
     ApprovalRequest,
     ApproverArg,
@@ -30,7 +31,6 @@ from skill_magics.core.run.approval import (
 )
 from skill_magics.core.run.pipeline import ActionPlan
 from skill_magics.core.sources.snapshot import StagedSkill
-from skill_magics.core.trust.signature import Signature
 
 if TYPE_CHECKING:
     from skill_magics.core.manager import SkillManager

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 from skill_magics.core.policy import current_policy
 from skill_magics.core.policy.rules import check_blocked, check_signature, check_source
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill
 from skill_magics.core.trust import record
-from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature, SignatureState
 from skill_magics.core.trust.signers import env_signers
 
 

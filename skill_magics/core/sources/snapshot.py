@@ -33,10 +33,10 @@ from skill_magics.core.base.errors import SkillMagicsError, SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.discovery import SKILL_FILES
 from skill_magics.core.catalog.frontmatter import parse_skill_md
-from skill_magics.core.sources.lock import FileRecord, tree_digest
-from skill_magics.core.sources.names import folder_name, name_problem, path_problem
+from skill_magics.core.installed.lock import FileRecord, tree_digest
+from skill_magics.core.installed.names import folder_name, name_problem, path_problem
+from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature
 from skill_magics.core.sources.sourcespec import SourceSpec
-from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
 
 FILE = "file"
 LINK = "link"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import path_problem
+from skill_magics.core.installed.names import path_problem
 
 GIT = "git"
 ARCHIVE = "archive"

@@ -31,6 +31,14 @@ from pathlib import Path
 
 from skill_magics.core.base.errors import LockFileError, SkillExistsError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.lock import (
+    MISSING,
+    Lock,
+    LockedSkill,
+    computed_hash,
+    record_changes,
+)
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
@@ -51,17 +59,9 @@ from skill_magics.core.sources.install import (
     use_folder,
 )
 from skill_magics.core.sources.kinds import SOURCE_KINDS, read_lock
-from skill_magics.core.sources.lock import (
-    MISSING,
-    Lock,
-    LockedSkill,
-    computed_hash,
-    record_changes,
-)
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill, skill_at, stage
 from skill_magics.core.sources.spec import SourceSpec, parse_source
 from skill_magics.core.sources.verify import changes_by_skill
-from skill_magics.core.trust.signature import Signature
 
 MAX_DIFF_CHARS = 200_000
 MAX_DIFF_FILE = 256 * 1024

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
+from skill_magics.core.installed.lock import Lock, compare_folder
 from skill_magics.core.sources.install import install_folder
 from skill_magics.core.sources.kinds import read_lock
-from skill_magics.core.sources.lock import Lock, compare_folder
 
 
 def verify_skills(folder: str | os.PathLike[str] | None = None) -> list[str]:

@@ -39,7 +39,8 @@ from urllib.parse import urljoin, urlsplit
 
 from skill_magics.core.base.errors import RunInterrupted, SourceError, UnsafeArchiveError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import name_problem
+from skill_magics.core.installed.names import name_problem
+from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature
 from skill_magics.core.sources.snapshot import (
     FILE,
     MAX_SKILL_MD_BYTES,
@@ -49,8 +50,7 @@ from skill_magics.core.sources.snapshot import (
     find_skills,
 )
 from skill_magics.core.sources.sourcespec import ARCHIVE, SourceSpec, is_loopback
-from skill_magics.core.trust.signature import NO_ANCHORS, Anchors, Signature
-from skill_magics.core.trust.sshsig import MAX_SIG
+from skill_magics.core.sources.sshsig import MAX_SIG
 
 SCHEMA_V2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 SKILL_MD = "skill-md"

@@ -6,8 +6,8 @@ Modules (docs/trust.md says what is and is not covered):
   lock, the approval panel and ``%skills show`` carry it
 - ``signers.py``   an allowed-signers file (git's ``gpg.ssh.allowedSignersFile`` format): parsed
   in Python, cached by stat, so a run checks a recorded signer without a process
-- ``sshsig.py``    a detached ``FILE.sig`` (``ssh-keygen -Y sign -n skill-magics``) checked with
-  the real ``ssh-keygen -Y verify``
+- core/sources/sshsig.py (it runs a process, so above the run machinery): a detached
+  ``FILE.sig`` (``ssh-keygen -Y sign -n skill-magics``) checked with ``ssh-keygen -Y verify``
 - ``sigstore.py``  a sigstore bundle beside an artifact, checked offline by the ``sigstore``
   package (the ``[sigstore]`` extra) when it is installed
 - ``gitsig.py``    a signed tag or commit checked with the real ``git verify-tag`` /
@@ -18,6 +18,6 @@ Modules (docs/trust.md says what is and is not covered):
 Nothing is ever called signed that was not verified here.
 """
 
-from skill_magics.core.trust.signature import NAMESPACE, Signature, SignatureState
+from skill_magics.core.installed.signature import NAMESPACE, Signature, SignatureState
 
 __all__ = ["NAMESPACE", "Signature", "SignatureState"]

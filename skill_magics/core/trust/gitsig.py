@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Collection
 
 from skill_magics.core.base.visible import visible
-from skill_magics.core.trust.signature import Signature, SignatureState
+from skill_magics.core.installed.signature import Signature, SignatureState
 
 # (git arguments) -> (exit status, stdout + stderr)
 GitRunner = Callable[[list[str]], tuple[int, str]]

@@ -15,9 +15,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_magics.core.sources.lock import LockedSkill, skill_lock_status
+from skill_magics.core.installed.lock import LockedSkill, skill_lock_status
+from skill_magics.core.installed.signature import Signature
 from skill_magics.core.trust.record import recalled
-from skill_magics.core.trust.signature import Signature
 
 INSTALLED, LOCAL, MCP = "installed", "local", "mcp"
 

@@ -18,7 +18,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.base.safefs import open_private_root
+from skill_magics.core.installed.signature import Signature
 
 DIR_VAR = "SKILL_MAGICS_TRUST_DIR"
 _TREE = re.compile(r"^[0-9a-f]{64}$")
@@ -34,17 +35,12 @@ def trust_root() -> Path:
 
 
 def _private_root(create: bool) -> Path | None:
+    """The record's folder, None when it is missing or not private: someone else's folder,
+    or one others may write, could hold forged records."""
     root = trust_root()
-    if create:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        st = os.lstat(root)
+        os.close(open_private_root(root, create=create, others=0o022))
     except OSError:
-        return None
-    # Someone else's folder, or one others may write, could hold forged records.
-    if not os.path.isdir(root) or os.path.islink(root):
-        return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
         return None
     return root
 

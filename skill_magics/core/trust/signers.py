@@ -4,7 +4,7 @@
 One signer a line: ``PRINCIPALS [OPTIONS] KEYTYPE BASE64KEY [COMMENT]``; principals are
 comma-separated patterns (``*``, ``?``, ``!`` negation); ``namespaces="a,b"`` limits the
 namespaces a key may sign for. Verification itself is always done by ``ssh-keygen`` or git
-(``sshsig.py``, ``gitsig.py``); this module only answers "is this principal with this key
+(core/sources/sshsig.py, ``gitsig.py``); this module only answers "is this principal with this key
 fingerprint still listed?" and finds the file.
 
 Example:

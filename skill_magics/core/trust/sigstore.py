@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.base.visible import visible
-from skill_magics.core.trust.signature import Signature, SignatureState
+from skill_magics.core.installed.signature import Signature, SignatureState
 
 SUFFIXES = (".sigstore.json", ".sigstore")
 MAX_BUNDLE = 1 << 20

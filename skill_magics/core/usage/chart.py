@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from skill_magics.core.lab.chart import FAIL, PASS, Chart
+from skill_magics.core.base.svgchart import FAIL, PASS, Chart
 from skill_magics.core.usage import UsageRow
 
 ROW = 22

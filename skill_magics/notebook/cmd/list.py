@@ -37,7 +37,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 def _signatures(skills: list[Any]) -> dict[str, str] | None:
     """Skill name -> who signed it (core/trust/installed.py), when any listed skill is an
     installed one (a lock beside it); None when all are local folders (all unsigned)."""
-    from skill_magics.core.sources.lock import lock_path
+    from skill_magics.core.installed.lock import lock_path
     from skill_magics.core.trust.installed import origin_of
 
     metas = [getattr(skill, "metadata", skill) for skill in skills]

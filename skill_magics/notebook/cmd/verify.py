@@ -14,8 +14,8 @@ USAGE = "%skills verify [DIR] [--signatures]"
 
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
+    from skill_magics.core.installed.lock import read_lock
     from skill_magics.core.sources.install import install_folder
-    from skill_magics.core.sources.lock import read_lock
     from skill_magics.core.sources.verify import verify_skills
 
     p = _sources.parser(USAGE)

@@ -302,72 +302,85 @@ def skill_detail(
     references = [str(r) for r in (getattr(skill, "references", None) or [])]
     warnings = list(getattr(meta, "warnings", None) or [])
     fields = _fields(meta, skill)
-    if secrets:
-        forms = secret_forms or {}
-        shown = ", ".join(
-            f"{k} ({'set' if v else 'not set'}"
-            + (f"; declared in {forms[k]}" if forms.get(k) else "")
-            + ")"
-            for k, v in secrets.items()
-        )
-        fields.append(("secrets", shown))
-    if plugin is not None:
-        fields += plugin_fields(plugin)
-    if provenance is not None:
-        fields += provenance_fields(provenance)
-    if signature is not None:
-        fields.append(("signature", signature.describe()))
-    script_view = scripts_table(scripts, approved=approved)
-    runnable_view = scripts_table(runnable, approved=approved) if runnable else None
-    library_view = scripts_table(library) if library else None
-    req_view = requirements_view(requirements) if requirements is not None else None
-
-    width = max(len(k) for k, _ in fields)
-    text_parts = ["\n".join(f"{k.ljust(width)}  {v}" for k, v in fields)]
-    if warnings:
-        text_parts.append(warnings_text(warnings))
+    fields += _secret_fields(secrets, secret_forms)
+    fields += plugin_fields(plugin) if plugin is not None else []
+    fields += provenance_fields(provenance) if provenance is not None else []
+    fields += [("signature", signature.describe())] if signature is not None else []
     # What a person acts on (scripts, what is missing) comes before the long SKILL.md.
-    text_parts.append("--- scripts ---\n" + script_view.text)
-    if runnable_view is not None:
-        text_parts.append(f"--- {RUNNABLE_TITLE} ---\n" + runnable_view.text)
-    if library_view is not None:
-        text_parts.append(f"--- {LIBRARY_TITLE} ---\n" + library_view.text)
-    if req_view is not None:
-        text_parts.append("--- requirements ---\n" + req_view.text)
-    if references:
-        text_parts.append("--- references ---\n" + "\n".join(references))
-    text_parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
+    views = [("scripts", scripts_table(scripts, approved=approved))]
+    views += [(RUNNABLE_TITLE, scripts_table(runnable, approved=approved))] if runnable else []
+    views += [(LIBRARY_TITLE, scripts_table(library))] if library else []
+    views += [("requirements", requirements_view(requirements))] if requirements is not None else []
+    # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
+    text = visible(_detail_text(fields, warnings, views, references, content), keep="\n\t")
+    body = _detail_html(meta.name, fields, warnings, views, references, content)
+    return Display(text, f'<div class="skill-magics-skill">{body}</div>')
 
+
+def _secret_fields(
+    secrets: Mapping[str, bool] | None, forms: Mapping[str, str] | None
+) -> list[tuple[str, str]]:
+    """("secrets", each declared secret: set or not, and where it was declared); never a value."""
+    if not secrets:
+        return []
+    forms = forms or {}
+    shown = ", ".join(
+        f"{k} ({'set' if v else 'not set'}"
+        + (f"; declared in {forms[k]}" if forms.get(k) else "")
+        + ")"
+        for k, v in secrets.items()
+    )
+    return [("secrets", shown)]
+
+
+def _detail_text(
+    fields: list[tuple[str, str]],
+    warnings: list[str],
+    views: list[tuple[str, Display]],
+    references: list[str],
+    content: str,
+) -> str:
+    width = max(len(k) for k, _ in fields)
+    parts = ["\n".join(f"{k.ljust(width)}  {v}" for k, v in fields)]
+    if warnings:
+        parts.append(warnings_text(warnings))
+    parts += [f"--- {title} ---\n" + view.text for title, view in views]
+    if references:
+        parts.append("--- references ---\n" + "\n".join(references))
+    parts.append("--- SKILL.md ---\n" + (content.strip("\n") or "(empty)"))
+    return "\n\n".join(parts)
+
+
+def _detail_html(
+    name: str,
+    fields: list[tuple[str, str]],
+    warnings: list[str],
+    views: list[tuple[str, Display]],
+    references: list[str],
+    content: str,
+) -> str:
     field_rows = "".join(
         f'<tr><th style="text-align:left;vertical-align:top">{html.escape(k)}</th>'
         f'<td style="text-align:left">{html.escape(v)}</td></tr>'
         for k, v in fields
     )
-    html_parts = [
-        f"<h3><code>{html.escape(meta.name)}</code></h3>",
+    parts = [
+        f"<h3><code>{html.escape(name)}</code></h3>",
         f"<table>{field_rows}</table>",
         warnings_html(warnings),
-        f"<p><strong>scripts</strong></p>{script_view.html}",
     ]
-    for title, view in ((RUNNABLE_TITLE, runnable_view), (LIBRARY_TITLE, library_view)):
-        if view is not None:
-            head, _, rest = title.partition(" (")
-            html_parts.append(
-                f"<p><strong>{html.escape(head)}</strong> ({html.escape(rest)}</p>{view.html}"
-            )
-    if req_view is not None:
-        html_parts.append(f"<p><strong>requirements</strong></p>{req_view.html}")
+    for title, view in views:
+        head, _, rest = title.partition(" (")
+        note = f" ({html.escape(rest)}" if rest else ""
+        parts.append(f"<p><strong>{html.escape(head)}</strong>{note}</p>{view.html}")
     if references:
         items = "".join(f"<li><code>{html.escape(r)}</code></li>" for r in references)
-        html_parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
-    html_parts.append(
+        parts.append(f"<p><strong>references</strong></p><ul>{items}</ul>")
+    parts.append(
         f"<details open><summary>SKILL.md ({len(content):,} characters)</summary>"
         f"{markdown_html(content) if content.strip() else '<p><em>(empty)</em></p>'}</details>"
     )
-    body = "".join(html_parts)
-    # Text goes to terminals as is: a skill's escapes must not clear or rewrite lines there.
-    text = visible("\n\n".join(text_parts), keep="\n\t")
-    return Display(text, f'<div class="skill-magics-skill">{body}</div>')
+    return "".join(parts)
 
 
 def plugin_fields(plugin: Any) -> list[tuple[str, str]]:

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from skill_magics.core.base.safefs import DIR_FLAGS, remove_aside
+
 GONE_PREFIX = ".gone-"  # + the remover's name + "." + random: a folder being removed
 _NAME = re.compile(r"([0-9]{1,10})-([0-9]{1,20})-([0-9a-f]{12})")
 _GONE = re.compile(re.escape(GONE_PREFIX) + _NAME.pattern + r"\.[0-9a-f]{1,32}")
@@ -177,21 +179,15 @@ def remove(path: Path) -> None:
     """Move ``path`` aside (one rename inside its folder, named after this process) and
     remove it; a symlink or file is unlinked, never followed."""
     try:
-        st = os.lstat(path)
+        parent = os.open(path.parent, DIR_FLAGS)
     except OSError:
         return
-    if not stat.S_ISDIR(st.st_mode):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        return
-    aside = path.with_name(f"{GONE_PREFIX}{current().name}.{uuid.uuid4().hex}")
     try:
-        os.rename(path, aside)
+        remove_aside(parent, path.name, f"{GONE_PREFIX}{current().name}.{uuid.uuid4().hex}")
     except OSError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
+        pass
+    finally:
+        os.close(parent)
 
 
 def sweep(root: Path) -> list[str]:

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from skill_magics.core.base.audit import CODE_LABEL
 from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.interpreters import skill_venv_python
 from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.catalog.discovery import is_qualified
-from skill_magics.core.manager import SkillManager
 from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.pipeline import RunOutcome
@@ -38,6 +37,22 @@ from skill_magics.core.run.plan import PlannedRun
 from skill_magics.core.run.settings import DEFAULT_TIMEOUT
 
 LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
+
+
+class SkillManager(Protocol):
+    """What this module asks of a ``core.manager.SkillManager`` (which sits above the run
+    machinery: a Protocol keeps this module on its folder's floor)."""
+
+    @property
+    def settings(self) -> Any: ...
+    def get_skill(self, name: str) -> Any: ...
+    def plan_code(
+        self, skill: Any, python: Path, code: str, *, timeout: float | None = None
+    ) -> Any: ...
+    def run_planned(self, plan: Any, approver: Any = ...) -> Any: ...
+    async def run_planned_async(
+        self, plan: Any, approver: Any = ..., *, cancel: threading.Event | None = None
+    ) -> Any: ...
 
 
 def invalid_name_error(skill_name: str) -> str | None:

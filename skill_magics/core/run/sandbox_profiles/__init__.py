@@ -34,4 +34,18 @@ def rank_of(mode: str) -> int:
     return 0 if profile is None else profile.rank
 
 
-__all__ = ["PROFILES", "Auto", "Off", "ReadOnly", "SandboxProfile", "WorkspaceWrite", "rank_of"]
+def ranks() -> dict[str, int]:
+    """Every profile's rank by name, now (what the team policy's ``max_sandbox`` compares)."""
+    return {profile.name: profile.rank for profile in PROFILES}
+
+
+__all__ = [
+    "PROFILES",
+    "Auto",
+    "Off",
+    "ReadOnly",
+    "SandboxProfile",
+    "WorkspaceWrite",
+    "rank_of",
+    "ranks",
+]

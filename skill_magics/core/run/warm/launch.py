@@ -308,7 +308,7 @@ def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _Warm
         python=target.python,
         flags=target.flags,
         env=tuple(sorted(server_env.items())),
-        sandbox=_sandbox_key(profile, network) if sandboxed else None,
+        sandbox=profile.server_key(network) if sandboxed and profile is not None else None,
     )
     return _WarmRun(prepared, target, run_env, server_env, key, tmpdir, network, code)
 
@@ -473,21 +473,6 @@ def _server_env(env: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]
         else:
             del out["PYTHONPATH"]
     return out
-
-
-def _sandbox_key(profile: RunSandbox | None, network: bool) -> tuple[Any, ...]:
-    """Everything the server's sandbox is made of: the whole profile (mode, workspace, the
-    given folders, the deny list, $HOME) and the network decided now."""
-    assert profile is not None
-    return (
-        profile.mode,
-        profile.workspace,
-        profile.skill_dir,
-        profile.deny_read,
-        profile.binds,
-        profile.home,
-        network,
-    )
 
 
 def _make_server(

@@ -193,12 +193,7 @@ class Pool:
         stop when their last run ends (WarmServer.finished)."""
         out = []
         for other, server in list(self._servers.items()):
-            same_start = (other.python, other.flags, other.sandbox) == (
-                key.python,
-                key.flags,
-                key.sandbox,
-            )
-            if other.skill != key.skill or other == key or not same_start:
+            if not key.replaces(other):
                 continue
             self._drop(other, server)
             if not server.retire():

@@ -94,6 +94,17 @@ class ServerKey:
     env: tuple[tuple[str, str], ...] = field(repr=False)
     sandbox: tuple[Any, ...] | None = None
 
+    def replaces(self, other: ServerKey) -> bool:
+        """Is a server of ``other`` the same skill's at another state of its code or
+        environment, started the same way (interpreter, flags, sandbox)? Then a server of
+        this key replaces it (warm/pool.py)."""
+        same_start = (other.python, other.flags, other.sandbox) == (
+            self.python,
+            self.flags,
+            self.sandbox,
+        )
+        return other.skill == self.skill and other != self and same_start
+
 
 class ServerBusy(OSError):
     """The server cannot import now: runs of it are in flight (an import blocks the server,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_magics.core.base.registry import Registry
-from skill_magics.core.sources import lock as _lock
+from skill_magics.core.installed import lock as _lock
 from skill_magics.core.sources.kinds.archive_source import ArchiveSource
 from skill_magics.core.sources.kinds.base import ForeignEntry, SourceKind
 from skill_magics.core.sources.kinds.folder_source import FolderSource

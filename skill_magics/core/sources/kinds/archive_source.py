@@ -16,7 +16,7 @@ from skill_magics.core.sources.kinds.base import ForeignEntry, SourceKind
 from skill_magics.core.sources.sourcespec import ARCHIVE, ARCHIVE_SUFFIXES, SCHEME, SourceSpec
 
 if TYPE_CHECKING:
-    from skill_magics.core.sources.lock import LockedSkill
+    from skill_magics.core.installed.lock import LockedSkill
     from skill_magics.core.sources.snapshot import Snapshot
 
 

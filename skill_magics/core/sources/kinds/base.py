@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from skill_magics.core.sources.lock import LockedSkill
+    from skill_magics.core.installed.lock import LockedSkill
     from skill_magics.core.sources.snapshot import Snapshot
     from skill_magics.core.sources.sourcespec import SourceSpec
 

@@ -27,7 +27,7 @@ from skill_magics.core.sources.sourcespec import (
 )
 
 if TYPE_CHECKING:
-    from skill_magics.core.sources.lock import LockedSkill
+    from skill_magics.core.installed.lock import LockedSkill
     from skill_magics.core.sources.snapshot import Snapshot
 
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")

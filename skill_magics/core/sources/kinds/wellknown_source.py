@@ -18,7 +18,7 @@ from skill_magics.core.sources.sourcespec import (
 )
 
 if TYPE_CHECKING:
-    from skill_magics.core.sources.lock import LockedSkill
+    from skill_magics.core.installed.lock import LockedSkill
     from skill_magics.core.sources.snapshot import Snapshot
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skill_magics.core.lab.providers.base import Provider, Reply, ToolUse, dump, is_count, what
+from skill_magics.core.providers.base import Provider, Reply, ToolUse, dump, is_count, what
 
 
 class AnthropicProvider(Provider):

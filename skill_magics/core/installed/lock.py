@@ -38,8 +38,8 @@ from typing import Any
 from skill_magics.core.base import fingerprint
 from skill_magics.core.base.errors import LockFileError, SourceError
 from skill_magics.core.base.visible import visible
-from skill_magics.core.sources.names import folder_name, relative_path
-from skill_magics.core.trust.signature import Signature
+from skill_magics.core.installed.names import folder_name, relative_path
+from skill_magics.core.installed.signature import Signature
 
 LOCK_NAME = "skills-lock.json"
 LOCK_VERSION = 1

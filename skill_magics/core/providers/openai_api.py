@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from skill_magics.core.base.errors import ModelCallError
-from skill_magics.core.lab.providers.base import Provider, Reply, ToolUse, is_count, what
+from skill_magics.core.providers.base import Provider, Reply, ToolUse, is_count, what
 
 
 def tool_message(block: dict[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.visible import visible
+from skill_magics.core.installed.signature import NAMESPACE, Signature, SignatureState
 from skill_magics.core.run.process import run_process
-from skill_magics.core.trust.signature import NAMESPACE, Signature, SignatureState
 
 TIMEOUT_S = 30.0
 MAX_DATA = 200 * 1000 * 1000
@@ -56,6 +56,7 @@ def _run(args: list[str], data: bytes) -> tuple[int, str]:
             payload=data,
             timeout=TIMEOUT_S,
             max_output_size=1 << 16,
+            die_with_parent=True,  # under the tree guard, as every helper of an install
         )
     if outcome.timed_out:
         raise SourceError(f"ssh-keygen did not finish within {TIMEOUT_S:g} s")

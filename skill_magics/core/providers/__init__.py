@@ -18,9 +18,9 @@ Example:
 from __future__ import annotations
 
 from skill_magics.core.base.registry import Registry
-from skill_magics.core.lab.providers.anthropic_api import AnthropicProvider
-from skill_magics.core.lab.providers.base import Provider
-from skill_magics.core.lab.providers.openai_api import OpenAIProvider
+from skill_magics.core.providers.anthropic_api import AnthropicProvider
+from skill_magics.core.providers.base import Provider
+from skill_magics.core.providers.openai_api import OpenAIProvider
 
 PROVIDERS: Registry[Provider] = Registry(
     "model API", Provider, [AnthropicProvider(), OpenAIProvider()]

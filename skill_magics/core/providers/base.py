@@ -4,7 +4,7 @@
 checking a reply before reading it); a subclass per SDK implements the hooks that differ:
 its names, the request's keywords, the tool definitions' and tool results' shapes, the
 create call, and reading a reply. The table is ``PROVIDERS`` in
-``core/lab/providers/__init__.py``; the lab and ``core/prompt/tools.py`` ask a provider,
+``core/providers/__init__.py``; the lab and ``core/prompt/tools.py`` ask a provider,
 never compare its name.
 """
 
