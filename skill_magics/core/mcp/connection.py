@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError
+from skill_magics.core.base.extras import install_hint
 from skill_magics.core.mcp.stdio import StdioTransport
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
 from skill_magics.core.trace import hooks as traced
@@ -460,7 +461,7 @@ def connect(
         import mcp  # noqa: F401
     except ImportError:
         raise McpError(
-            "Skills over MCP need the official MCP SDK: pip install 'skill-magics[mcp]'"
+            f"Skills over MCP need the official MCP SDK: {install_hint('mcp', 'mcp>=2.3')}"
         ) from None
     return Connection(
         ServerSpec(
