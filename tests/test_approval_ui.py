@@ -83,6 +83,27 @@ def test_static_fallbacks_are_readable():
     assert "python3" in bundle["text/html"]
 
 
+def test_a_decided_or_withdrawn_panel_shows_itself_static():
+    """Issue 44: the widget view only while a click can decide; afterwards the output is the
+    static panel with its decision (what a reopened notebook, nbviewer and GitHub show)."""
+    from skill_magics.notebook.compat import WIDGET_MIME
+
+    asked = ApprovalPanel(REQUEST)
+    assert WIDGET_MIME in asked._repr_mimebundle_()
+    asked.buttons["no"].click()
+    bundle = asked._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "Decision: No (button 'No', " in bundle["text/plain"]
+    assert (
+        "Decision: <b>No</b>" in bundle["text/html"] and "scripts/extract.py" in bundle["text/html"]
+    )
+    withdrawn = ApprovalPanel(REQUEST)
+    withdrawn.withdraw("the cell was interrupted")
+    bundle = withdrawn._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "Not asked any more: the cell was interrupted" in bundle["text/plain"]
+
+
 def test_summary_text_lists_everything():
     text = summary_text(REQUEST)
     for part in ("pdf", "scripts/extract.py", "python3", '"file": "a.pdf"', "import sys"):

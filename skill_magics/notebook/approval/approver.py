@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -157,7 +158,7 @@ class NotebookApprover:
             except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
                 raise self._interrupted(panel) from None
             except BaseException:
-                panel.withdraw("the wait for a click failed; nothing ran")  # no live buttons
+                _withdraw(panel, "the wait for a click failed; nothing ran")  # no live buttons
                 raise
         if self.cancel is not None and self.cancel.is_set():
             # Interrupted, even if a click arrived at the same moment: the cell is ending and
@@ -187,7 +188,9 @@ class NotebookApprover:
     def display_panel(self, panel: Any) -> None:
         handle = display(panel, display_id=True)
         if handle is not None:
-            # Re-render once decided, so the saved notebook's fallback says what was decided.
+            # Re-render once decided: the output becomes the static panel with the decision
+            # (panel._repr_mimebundle_), what a saved notebook shows wherever it is opened.
+            _HANDLES[panel] = handle
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
 
     @contextmanager
@@ -217,6 +220,7 @@ class NotebookApprover:
         """The wait ended without a decision: leave it open, or give up (unavailable)."""
         if self.pending_ok:
             raise ApprovalPending("Waiting for a click on the approval panel", panel)
+        _withdraw(panel, f"no decision within {self.host.approval_timeout:g} s; nothing ran")
         panel.close()
         if self.relay_failed:
             why = (
@@ -233,7 +237,7 @@ class NotebookApprover:
     @staticmethod
     def _interrupted(panel: Any) -> RunInterrupted:
         """Disable the buttons (a later click must not look like it ran something)."""
-        panel.withdraw(WAIT_INTERRUPTED)
+        _withdraw(panel, WAIT_INTERRUPTED)
         return RunInterrupted(WAIT_INTERRUPTED)
 
     def apply_inputs(
@@ -289,6 +293,17 @@ class NotebookApprover:
                 unavailable_message(request.skill_names, "stdin is closed")
             ) from None
         return Answer(coerce_decision(answer), by)
+
+
+# panel -> the display handle of its output, to replace the live panel by its static form
+# once nobody can decide any more (weak: a panel kept nowhere else is forgotten).
+_HANDLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _withdraw(panel: Any, reason: str) -> None:
+    """End an undecided panel; its output becomes the static panel saying why."""
+    if panel.withdraw(reason) and panel in _HANDLES:
+        _update_quietly(_HANDLES[panel], panel)
 
 
 def _update_quietly(handle: Any, obj: Any) -> None:

@@ -792,13 +792,17 @@ class ApprovalPanel:
 
     # -- display ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # The widget view for live frontends plus readable fallbacks for saved notebooks.
+        # The widget view while a click can still decide, plus readable fallbacks. Once
+        # decided (or withdrawn) only the static HTML and text: the saved notebook must show
+        # the decision wherever it is opened, and a frontend prefers a widget view it cannot
+        # draw once the kernel that held its model is gone ("model not found", issue 44).
         text = (f"{self.asker}\n" if self.asker else "") + summary_text(self.request)
         page = self._asker_html() + summary_html(self.request)
         outcome = self.outcome_text()
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome
             page += f"<div>{_bold_label(outcome)}</div>"
+            return {"text/plain": text, "text/html": page}
         return {"text/plain": text, "text/html": page, WIDGET_MIME: widget_view(self.widget)}
 
     def __repr__(self) -> str:
