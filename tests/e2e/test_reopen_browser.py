@@ -92,3 +92,40 @@ def test_a_saved_notebook_reopens_with_every_decision_and_result(
     assert "Decision: No (button 'No'" in no and "declined" in no, no
     assert not (markers / "no").exists()
     lab.page.close()
+
+
+def test_a_page_reloaded_while_a_panel_waits_finds_the_kernel_busy_not_unknown(
+    lab: Any, tmp_path: Path
+) -> None:
+    """Deliver 4 (issue 44): reloading the page while a panel waits used to leave the page
+    without a kernel_info reply ("Unknown", new cells stuck at [*]). The reloaded page must
+    see the kernel busy with the waiting cell; a click from the first page still decides it."""
+    markers = tmp_path / "m"
+    markers.mkdir()
+    name = lab.add_notebook(_notebook(markers), "reload.ipynb")
+    lab.open_notebook(name)
+    lab.run_all()
+    lab.button(1, "Yes once").wait_for(state="visible", timeout=120_000)
+    first = lab.page
+    second = lab.page.context.new_page()  # the same notebook, reloaded in another tab
+    second.goto(first.url)
+    lab.page = second
+    deadline = time.monotonic() + 30
+    status = ""
+    while time.monotonic() < deadline:
+        try:
+            status = lab.kernel_status()
+        except Exception:  # noqa: BLE001 - the page is still navigating (token redirect)
+            status = "loading"
+        if status == "busy":
+            break
+        time.sleep(0.25)
+    assert status == "busy", f"the reloaded page reads the kernel as {status!r}"
+    lab.page = first
+    lab.button(1, "Yes once").click()
+    lab.page = second
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (markers / "yes").exists():
+        time.sleep(0.25)
+    assert (markers / "yes").exists(), "the click decided the waiting cell"
+    second.close()

@@ -39,7 +39,7 @@ from skill_magics.core.base.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
-from skill_magics.notebook.approval import relay, waiting
+from skill_magics.notebook.approval import reconnect, relay, waiting
 from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
 from skill_magics.notebook.approval.waiting import Strategy
 from skill_magics.notebook.compat import widget_ids
@@ -88,6 +88,8 @@ class NotebookApprover:
         self.pending_ok = pending_ok
         self.relay_failed = False  # RELAY: the kernel did not take the relay (approval/relay.py)
         self.strategy = waiting.choose(host.shell, in_coroutine=in_worker, mode=host.approval_ui)
+        # the cell's request, read on the cell's thread (the gate may ask from a worker)
+        self.cell_request = reconnect.waiting_parent(waiting.get_kernel(host.shell))
 
     @property
     def settings(self) -> ApprovalHost:
@@ -148,7 +150,9 @@ class NotebookApprover:
             )
         # RELAY: in place before the panel is built, so its widget messages come to this
         # thread from the moment each widget's comm opens (a click sent at once included).
-        with self._relayed() as inbox:
+        kernel = waiting.get_kernel(self.host.shell)
+        # A page reloaded meanwhile gets its kernel_info answered (approval/reconnect.py).
+        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request):
             panel = self.make_panel(request)
             if inbox is not None:
                 relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))
