@@ -876,7 +876,13 @@ def test_skills_add_mcp_magic_lists_them_with_their_origin(
     server = servers_of(manager).get("team")
     assert server is not None
     assert [e.qualified_name for e in server.skills] == ["team/pdf-forms", "team/sci-plotting"]
-    assert [m.name for m in manager.list_skills()] == ["local-one"]
+    assert [m.name for m in manager.local_skills()] == ["local-one"]
+    # every usable skill (issue 44): the server's too, under their LABEL/NAME
+    assert [m.name for m in manager.list_skills()] == [
+        "local-one",
+        "team/pdf-forms",
+        "team/sci-plotting",
+    ]
     with pytest.raises(McpError, match=r"label 'team' is already in use .*remove_mcp_server"):
         manager.add_mcp_server("team", url="http://127.0.0.1:9/mcp")
     assert shell.run_cell("%skills remove mcp team").error_in_exec is None
