@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -818,6 +819,35 @@ def test_importing_the_package_does_not_import_the_sdk() -> None:
 
 
 # -- the manager and the notebook ------------------------------------------------------------
+
+
+def test_python_dash_m_skill_magics_mcp_runs_with_the_kernels_python(
+    ipython_shell: object,
+    roots: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/mcp.md's `-- python -m skill_magics.mcp serve DIR` (issue 44 item 5): the
+    `python` PATH finds need not have the package or the SDK (here: the base interpreter,
+    without the venv's packages); our own server runs with the kernel's interpreter."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    base = getattr(sys, "_base_executable", "") or shutil.which("python3") or ""
+    (bin_dir / "python").symlink_to(base)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    probe = subprocess.run(["python", "-c", "import mcp"], capture_output=True, timeout=60)
+    assert probe.returncode != 0, "the PATH python must lack the MCP SDK for this test"
+    shell = ipython_shell(tmp_path / "skills")  # type: ignore[operator]
+    added = shell.run_cell(
+        f"%skills add mcp team -- python -m skill_magics.mcp serve {roots['shared']}"
+    )
+    assert added.error_in_exec is None, added.error_in_exec
+    # Any other command stays as written (not the kernel's interpreter by surprise).
+    from skill_magics.notebook.cmd._mcp import our_server
+
+    assert our_server(["python", "server.py"]) == ["python", "server.py"]
+    assert our_server(["uvx", "some-server"]) == ["uvx", "some-server"]
+    assert shell.run_cell("%skills remove mcp team").error_in_exec is None
 
 
 def test_skills_add_mcp_magic_lists_them_with_their_origin(
