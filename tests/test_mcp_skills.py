@@ -33,6 +33,7 @@ import pytest
 from mcp_support import free_port, http_server
 
 from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.cache import McpCache, copy_key, fetch_into
 from skill_magics.core.mcp.connection import ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost
@@ -625,6 +626,22 @@ def test_silent_and_garbage_servers_fail_in_one_line(capfd: pytest.CaptureFixtur
         assert ("not JSON-RPC" in text) == (label == "garbage")
     # The SDK's tracebacks for each garbage line stay off stderr (a notebook's output).
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_command_that_is_no_mcp_server_is_one_whole_line() -> None:
+    """Issue 44 item 8: `%skills add mcp X -- /bin/echo hello` quoted pydantic's validation
+    error cut mid-word; the line says what the command printed, and words stay whole."""
+    noisy = [PY, "-c", "print('hello ' * 40)", "--an-argument-long-enough-to-be-shortened"]
+    with pytest.raises(McpError) as caught:
+        SkillManager([]).add_mcp_server("echoes", command=noisy, connect_timeout=30)
+    text = str(caught.value)
+    assert "\n" not in text and "validation error" not in text
+    assert (
+        "(it printed 'hello hello hello" in text and " …' on stdout, which is not JSON-RPC" in text
+    )
+    assert "is the command an MCP server?" in text
+    origin = text.split("MCP server 'echoes' (", 1)[1].split(") could not", 1)[0]
+    assert origin.endswith(" ...") and origin[:-4] in " ".join(noisy)
 
 
 def test_a_server_without_skills_and_one_that_cannot_start() -> None:

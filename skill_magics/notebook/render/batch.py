@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from skill_magics.core.run.batch.result import EMPTY
 from skill_magics.notebook import compat
 from skill_magics.notebook.render.format import format_duration, shorten
 from skill_magics.notebook.render.html import badge_html
@@ -38,6 +39,8 @@ def _e(text: object) -> str:
 
 
 def summary_html(result: Any) -> str:
+    if not result.items and not result.stopped:
+        return f"<div><strong><code>{_e(result.name)}</code></strong>: {_e(EMPTY)}</div>"
     badges = " ".join(
         badge_html(status, f"{n:,} {status}") for status, n in result.counts().items()
     )
