@@ -74,6 +74,8 @@ if ! "$PYTHON" -c "import jupyterlab" 2>/dev/null; then
     exit 2
 fi
 prepare_copies
+# JupyterLab takes 10-30 s to answer: say so at once, not after a silent wait (issue 44).
+echo "demo: starting JupyterLab on http://127.0.0.1:$PORT (10-30 s; the URL to open follows)"
 TOKEN="${TOKEN:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}"
 extra=()
 if [ "$(id -u)" = "0" ]; then

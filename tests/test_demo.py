@@ -115,6 +115,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 
 def test_make_demo_serves_the_quickstart_and_stops_cleanly(demo: Demo) -> None:
     assert demo.notebook == "notebooks/01_quickstart.ipynb"
+    # Something is said before the server's slow start, not only the URL at the end.
+    starting = demo.out.find(f"demo: starting JupyterLab on http://127.0.0.1:{demo.port}")
+    assert 0 <= starting < demo.out.find("/lab/tree/"), demo.out[:2000]
 
     with urllib.request.urlopen(demo.api(demo.notebook) + "&content=0", timeout=30) as resp:
         assert resp.status == 200 and json.load(resp)["type"] == "notebook"
