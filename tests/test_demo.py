@@ -144,6 +144,54 @@ def _quietly(read, default):
         return default
 
 
+def test_make_demo_frontend_notebook_serves_notebook_7(tmp_path: Path) -> None:
+    """Issue 44 item 6: Notebook 7 is in the README's frontend table; the [demo] extra holds
+    it and `make demo FRONTEND=notebook` serves the quickstart with it (in a venv made as
+    `make demo` makes one: tests/demo_support.py)."""
+    from demo_support import build_demo_venv
+
+    python = build_demo_venv(tmp_path / "venv")
+    port = _free_port()
+    env = dict(os.environ, PORT=str(port), PYTHON=str(python), FRONTEND="notebook")
+    env.update(
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        DEMO_DIR=str(tmp_path / "demo-root"),
+    )
+    proc = subprocess.Popen(
+        ["bash", str(DEMO)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        url_re = re.compile(r"http://127\.0\.0\.1:(\d+)/notebooks/(\S+)\?token=([0-9a-f]+)")
+        out = _read_until(proc, url_re, timeout=180)
+        assert "demo: starting Notebook 7 on" in out
+        got_port, notebook, token = url_re.search(out).groups()
+        assert notebook == "notebooks/01_quickstart.ipynb"
+        page = f"http://127.0.0.1:{got_port}/notebooks/{notebook}?token={token}"
+        with urllib.request.urlopen(page, timeout=30) as resp:
+            assert resp.status == 200 and "notebook" in resp.read().decode().lower()
+        running = {
+            arg
+            for p in psutil.Process(proc.pid).children(recursive=True)
+            for arg in _quietly(p.cmdline, [])
+        }
+        assert "notebook" in running and "jupyterlab" not in running
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        finally:
+            assert_group_gone(proc.pid, within=30)
+            proc.stdout.close()
+
+
 def test_served_notebook_is_a_copy_not_the_tracked_file(demo: Demo) -> None:
     """Save through the server, as JupyterLab's autosave does: the tracked notebook stays
     byte for byte as committed; the copy the URL names (printed with its path) changes."""
