@@ -287,7 +287,23 @@ def test_single_request_text_is_unchanged_by_the_combined_layout():
     text = summary_text(CSV)
     assert text.splitlines()[0] == "Approval needed: skill 'csv' wants to run:"
     assert "skill 'csv':" not in text and "every script" not in text
-    assert "Approve running this skill script?" in summary_html(CSV)
+    # two scripts under one question: the title says so (issue 44 item 4)
+    assert "Approve running these 2 scripts of this skill?" in summary_html(CSV)
+    assert "Approve running this skill script?" in summary_html(PDF)
+
+
+def test_empty_arguments_are_shown_unless_argv_says_what_runs():
+    """%skill_context without --args gives every referenced script ``{}``: the panel says
+    so (issue 44 item 4); an argv run's empty stdin stays out of the way."""
+    from dataclasses import replace
+
+    empty = replace(CSV, arguments={})
+    assert "<th style='text-align:left;vertical-align:top;padding-right:1em'>Arguments</th>" in (
+        summary_html(empty)
+    )
+    assert "arguments (stdin JSON): {}" in summary_text(empty)
+    with_argv = replace(CSV, arguments={}, argv=("--fast",))
+    assert ">Arguments<" not in summary_html(with_argv) and ">argv<" in summary_html(with_argv)
 
 
 # -- what the panel and the text prompt show of a hostile or long script ----------------------

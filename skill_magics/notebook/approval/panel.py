@@ -360,10 +360,13 @@ def summary_html(request: ApprovalRequest) -> str:
         rows += _input_rows(request)
         rows += _extra_rows(request)
         rows += _preview_rows(request)
+        count = len(request.scripts)
         title = (
             "Approve installing packages for this skill?"
             if env_only(request)
             else "Approve running this skill script?"
+            if count <= 1
+            else f"Approve running these {count} scripts of this skill?"
         )
     else:
         shared = request.shares_inputs
@@ -423,9 +426,12 @@ def env_only(request: ApprovalRequest) -> bool:
 
 
 def shows_arguments(request: ApprovalRequest) -> bool:
-    """Is there stdin JSON worth a row? Not for an install, nor an empty ``{}`` (an
-    argv-only run shows its argv instead)."""
-    return not env_only(request) and request.arguments not in (None, {})
+    """Is there stdin JSON worth a row? Not for an install, nor the empty ``{}`` of an
+    argv run (its argv row says what it gets); an empty ``{}`` alone is shown: it is what
+    the scripts get (``%skill_context`` without ``--args``, issue 44)."""
+    if env_only(request) or request.arguments is None:
+        return False
+    return request.arguments != {} or not request.argv
 
 
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
