@@ -8,8 +8,8 @@ only Kernel > Interrupt (dropping the queued cells) or ``approval_timeout`` ende
 While a cell waits (:func:`answering`), the relay's router (approval/relay.py, in the shell
 channel thread) answers a ``kernel_info_request`` bound for the waiting shell itself, as
 ipykernel's own handler would (``kernel.kernel_info``), framed by busy/idle statuses with that
-request as parent, then says again that the kernel is busy (with the waiting cell as parent:
-the page shows what is true). The request is not passed on, so it is answered once. Every
+request as parent, then says again that the kernel is busy (with the waiting cell as parent;
+a frontend shows the last status of any shell, so a subshell's idle can still follow). The request is not passed on, so it is answered once. Every
 listener given to :func:`answering` is told (``on_connect``), e.g. to show the question again.
 On ipykernel 6.x the pumping wait (PUMP) handles kernel_info itself; elsewhere nothing changes.
 """
