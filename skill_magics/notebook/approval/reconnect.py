@@ -9,15 +9,16 @@ While a cell waits (:func:`answering`), the relay's router (approval/relay.py, i
 channel thread) answers a ``kernel_info_request`` bound for the waiting shell itself, as
 ipykernel's own handler would (``kernel.kernel_info``), framed by busy/idle statuses with that
 request as parent, then says again that the kernel is busy (with the waiting cell as parent;
-a frontend shows the last status of any shell, so a subshell's idle can still follow). The request is not passed on, so it is answered once. Every
-listener given to :func:`answering` is told (``on_connect``), e.g. to show the question again.
-On ipykernel 6.x the pumping wait (PUMP) handles kernel_info itself; elsewhere nothing changes.
+a frontend shows the last status of any shell, so a subshell's idle can still follow). The
+request is not passed on, so it is answered once. The reloaded page does not show the waiting
+panel (JupyterLab shows a request's outputs only in the page that sent it): a page that shows
+it, Kernel > Interrupt or ``approval_timeout`` ends the wait. On ipykernel 6.x the pumping
+wait (PUMP) handles kernel_info itself; elsewhere nothing changes.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,9 +43,7 @@ def waiting_parent(kernel: Any) -> Any:
 
 
 @contextmanager
-def answering(
-    kernel: Any, waiting_parent: Any, on_connect: Callable[[], Any] | None = None
-) -> Iterator[bool]:
+def answering(kernel: Any, waiting_parent: Any) -> Iterator[bool]:
     """While inside, a kernel_info_request for the shell the waiting cell (its request:
     ``waiting_parent``) runs on is answered by the shell channel thread (yields False where
     the kernel has no relay: nothing changes)."""
@@ -58,8 +57,6 @@ def answering(
         if header.get("msg_type") != ANSWERED or header.get("subshell_id") != shell:
             return False
         _answer(kernel, raw, waiting_parent)
-        if on_connect is not None:  # off the shell channel thread: it must keep reading
-            threading.Thread(target=on_connect, name="skill-magics-reconnect", daemon=True).start()
         return True
 
     router.interceptors.append(hook)
