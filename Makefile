@@ -20,6 +20,8 @@ unexport PYTHONDONTWRITEBYTECODE
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
+# `make demo FRONTEND=notebook`: Notebook 7 instead of JupyterLab (both in the [demo] extra)
+FRONTEND ?= lab
 # 7.4.x is what the main venv resolves to; these are the other strategies (docs/architecture.md, Waiting for a click)
 # and "colab", Google Colab's pinned stack (scripts/colab-pins.txt) on Python 3.13.
 MATRIX_IPYKERNEL ?= 7.3.0 6.29.5 colab
@@ -104,7 +106,7 @@ test-latest: browser sandbox gnupg
 # Serves copies of notebooks/ from .demo/ (git-ignored; JupyterLab autosaves what it shows).
 # `make clean` keeps .demo/: it may hold your edits. DEMO_FRESH=1 starts from fresh copies.
 demo: $(DEMO_STAMP) labextension
-	PORT=$(PORT) PYTHON=$(PY) bash scripts/demo.sh
+	PORT=$(PORT) PYTHON=$(PY) FRONTEND=$(FRONTEND) bash scripts/demo.sh
 
 # Debian's chromium for the browser test; playwright never downloads a browser here.
 browser:

@@ -38,4 +38,5 @@ napoleon_numpy_docstring = False
 
 html_theme = "alabaster"
 html_title = "skill_magics"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["skill_magics.css"]  # outputs wrap long lines (issue 44)

@@ -12,6 +12,7 @@
 #
 #   PORT=8888 (default)   PYTHON=.venv/bin/python   TOKEN=<random unless set>
 #   DEMO_DIR=.demo        DEMO_FRESH=0
+#   FRONTEND=lab (default) or notebook: Notebook 7 instead of JupyterLab (the [demo] extra has both)
 #   scripts/demo.sh --prepare     only make/refresh the copies, then exit
 set -euo pipefail
 
@@ -69,11 +70,19 @@ if [ ! -x "$PYTHON" ]; then
     echo "demo: $PYTHON not found; run \`make venv\` first (or set PYTHON=)" >&2
     exit 2
 fi
-if ! "$PYTHON" -c "import jupyterlab" 2>/dev/null; then
-    echo "demo: JupyterLab is not installed in $PYTHON; run: $PYTHON -m pip install -e '.[e2e]'" >&2
+FRONTEND="${FRONTEND:-lab}"
+case "$FRONTEND" in
+    lab) APP=jupyterlab; NAME=JupyterLab; PAGE="lab/tree/$NOTEBOOK" ;;
+    notebook) APP=notebook; NAME="Notebook 7"; PAGE="notebooks/$NOTEBOOK" ;;
+    *) echo "demo: FRONTEND=$FRONTEND: use FRONTEND=lab (JupyterLab) or FRONTEND=notebook (Notebook 7)" >&2; exit 2 ;;
+esac
+if ! "$PYTHON" -c "import $APP" 2>/dev/null; then
+    echo "demo: $NAME is not installed in $PYTHON; run: $PYTHON -m pip install -e '$ROOT[demo]'" >&2
     exit 2
 fi
 prepare_copies
+# JupyterLab takes 10-30 s to answer: say so at once, not after a silent wait (issue 44).
+echo "demo: starting $NAME on http://127.0.0.1:$PORT (10-30 s; the URL to open follows)"
 TOKEN="${TOKEN:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}"
 extra=()
 if [ "$(id -u)" = "0" ]; then
@@ -83,7 +92,7 @@ fi
 export SKILL_MAGICS_PATH="$ROOT/skill_magics/examples/skills${SKILL_MAGICS_PATH:+:$SKILL_MAGICS_PATH}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # works without `pip install -e .` too
 
-"$PYTHON" -m jupyterlab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" \
+"$PYTHON" -m "$APP" --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port="$PORT" \
     --ServerApp.port_retries=0 --IdentityProvider.token="$TOKEN" \
     --ServerApp.root_dir="$DEMO_DIR" "${extra[@]}" &
 server=$!
@@ -94,7 +103,7 @@ ready=0
 for _ in $(seq 1 240); do
     if ! kill -0 "$server" 2>/dev/null; then
         wait "$server" || true
-        echo "demo: JupyterLab exited; is port $PORT in use? try PORT=8899 make demo" >&2
+        echo "demo: $NAME exited; is port $PORT in use? try PORT=8899 make demo" >&2
         exit 1
     fi
     if "$PYTHON" -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$PORT/api/status?token=$TOKEN', timeout=2)" 2>/dev/null; then
@@ -105,7 +114,7 @@ for _ in $(seq 1 240); do
 done
 if [ "$ready" != 1 ]; then
     kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null
-    echo "demo: JupyterLab did not answer on port $PORT within 2 minutes; see its log above" >&2
+    echo "demo: $NAME did not answer on port $PORT within 2 minutes; see its log above" >&2
     exit 1
 fi
 
@@ -114,7 +123,7 @@ cat <<EOF
 ==============================================================================
  skill_magics demo is running. Open this URL in your browser:
 
-   http://127.0.0.1:$PORT/lab/tree/$NOTEBOOK?token=$TOKEN
+   http://127.0.0.1:$PORT/$PAGE?token=$TOKEN
 
  That is a working copy: $DEMO_DIR/$NOTEBOOK
  Edit and save freely; the committed notebooks/ are never touched.

@@ -1,6 +1,15 @@
-"""Remake the README's screenshots from the real UI: JupyterLab in headless Chromium.
+"""Remake every image in docs/ from the real UI: JupyterLab in headless Chromium.
 
-    .venv/bin/python scripts/screenshots.py [--out docs/images]
+    .venv/bin/python scripts/screenshots.py [--out docs/images] [--place /tmp/skill-magics-demo]
+
+The pictures show paths (the command, the interpreter, the working folder), so they are made
+in a neutral place, never this machine's checkout or venv (issue 44: approval.png showed
+them): ``--place`` (default /tmp/skill-magics-demo, emptied first) gets a copy of the
+example skills (``skills/``), a venv (``.venv/``, ``--copies``: its python's real path stays
+there) that sees this checkout and this venv's packages through a .pth file, and the
+notebook's folder (``work/``). The kernel runs that venv's python. Before an image is
+written, the cell's text is checked for this machine's paths (checkout, venvs, home); one
+found stops the script, naming it.
 
 Starts JupyterLab from this venv (isolated settings, a temporary root, a random token: the
 same start-up as tests/e2e/conftest.py, whose helpers it uses) and drives Debian's Chromium
@@ -18,9 +27,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +39,41 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_CELL = "%%skillrun unit-converter.convert -o marathon -- --value 42.195 --from km --to mi"
+PLACE = Path("/tmp/skill-magics-demo")
+KERNEL = "skill-magics-demo"
+
+
+def neutral_place(place: Path) -> Path:
+    """Make ``place`` (emptied first): skills/, .venv/, work/; returns the venv's python."""
+    if place.exists():
+        shutil.rmtree(place)
+    (place / "work").mkdir(parents=True)
+    shutil.copytree(REPO / "skill_magics" / "examples" / "skills", place / "skills")
+    base = getattr(sys, "_base_executable", sys.executable)
+    venv = place / ".venv"
+    subprocess.run([base, "-m", "venv", "--copies", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    ours = sysconfig.get_paths()["purelib"]  # this venv's packages: ipykernel, ipywidgets...
+    (Path(site) / "skill_magics_demo.pth").write_text(f"{REPO}\n{ours}\n")
+    return python
+
+
+def machine_paths(place: Path) -> list[str]:
+    """This machine's paths a picture must not show (the neutral place excepted)."""
+    found = {str(REPO), sys.prefix, sys.base_prefix, str(Path.home()), tempfile.gettempdir()}
+    return sorted(p for p in found if p and p != "/" and not str(place).startswith(p + "/"))
+
+
+def check_neutral(text: str, place: Path) -> None:
+    leaked = [p for p in machine_paths(place) if p in text]
+    if leaked:
+        raise SystemExit(f"the picture would show this machine's path {leaked[0]}: not written")
 
 
 def _e2e_helpers():
@@ -45,13 +90,9 @@ def _e2e_helpers():
 
 def _notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
     nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext skill_magics\n%skills add --examples"),
+        nbformat.v4.new_code_cell("%load_ext skill_magics\n%skills add ../skills"),
         nbformat.v4.new_code_cell(RUN_CELL),
         nbformat.v4.new_code_cell(
             "print(f\"A marathon is {marathon.json()['result']:.2f} miles\")"
@@ -60,8 +101,8 @@ def _notebook() -> nbformat.NotebookNode:
     return nb
 
 
-def make(out: Path) -> list[Path]:
-    """Write approval.png, sidepanel.png and result.png into ``out``; returns their paths."""
+def make(out: Path, place: Path = PLACE) -> list[Path]:
+    """Write approval.png, sidepanel.png and result.png into ``out``, made in ``place``."""
     from playwright.sync_api import sync_playwright
 
     e2e = _e2e_helpers()
@@ -70,9 +111,10 @@ def make(out: Path) -> list[Path]:
         raise SystemExit(
             "no Chromium found: apt-get install -y chromium (or SKILL_MAGICS_CHROMIUM)"
         )
+    python = neutral_place(place)
     base = Path(tempfile.mkdtemp(prefix="skill-magics-shots-"))
-    root = base / "root"
-    root.mkdir()
+    root = place / "work"
+    e2e.register_kernelspec(base, KERNEL, str(python))
     server = e2e.start_lab(base, root)
     pw = sync_playwright().start()
     context = None
@@ -97,6 +139,7 @@ def make(out: Path) -> list[Path]:
         time.sleep(0.5)  # let the panel's layout settle before the picture
         out.mkdir(parents=True, exist_ok=True)
         approval, result = out / "approval.png", out / "result.png"
+        check_neutral(lab.output_text(1), place)
         lab.cell(1).screenshot(path=str(approval))
         side = out / "sidepanel.png"
         tab = page.locator(".jp-SideBar .lm-TabBar-tab[title='Skills']")
@@ -115,10 +158,10 @@ def make(out: Path) -> list[Path]:
         text = lab.wait_output(1, "completed")
         if "completed" not in text:
             raise SystemExit(f"the run did not complete; the cell shows:\n{text}")
-        tab = view.locator(".lm-TabBar-tab", has_text=re.compile(r"^\s*stdout\s*$"))
-        tab.click()
+        check_neutral(text, place)
         time.sleep(0.5)
-        # The output holding the result (prompt, header, tabs), not the answered panel above it.
+        # The output holding the result (header, then its sections, stdout open: the static
+        # form a saved notebook keeps), not the answered panel above it.
         lab.cell(1).locator(
             ".jp-OutputArea-child", has=page.locator(".skill-magics-result")
         ).last.screenshot(path=str(result))
@@ -131,13 +174,15 @@ def make(out: Path) -> list[Path]:
         pw.stop()
         e2e.stop_lab(server)
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(place, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images")
+    parser.add_argument("--place", type=Path, default=PLACE, help="the neutral folder (emptied)")
     args = parser.parse_args()
-    for path in make(args.out):
+    for path in make(args.out, args.place):
         print(path)
 
 

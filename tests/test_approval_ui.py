@@ -83,6 +83,27 @@ def test_static_fallbacks_are_readable():
     assert "python3" in bundle["text/html"]
 
 
+def test_a_decided_or_withdrawn_panel_shows_itself_static():
+    """Issue 44: the widget view only while a click can decide; afterwards the output is the
+    static panel with its decision (what a reopened notebook, nbviewer and GitHub show)."""
+    from skill_magics.notebook.compat import WIDGET_MIME
+
+    asked = ApprovalPanel(REQUEST)
+    assert WIDGET_MIME in asked._repr_mimebundle_()
+    asked.buttons["no"].click()
+    bundle = asked._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "Decision: No (button 'No', " in bundle["text/plain"]
+    assert (
+        "Decision: <b>No</b>" in bundle["text/html"] and "scripts/extract.py" in bundle["text/html"]
+    )
+    withdrawn = ApprovalPanel(REQUEST)
+    withdrawn.withdraw("the cell was interrupted")
+    bundle = withdrawn._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "Not asked any more: the cell was interrupted" in bundle["text/plain"]
+
+
 def test_summary_text_lists_everything():
     text = summary_text(REQUEST)
     for part in ("pdf", "scripts/extract.py", "python3", '"file": "a.pdf"', "import sys"):
@@ -266,7 +287,23 @@ def test_single_request_text_is_unchanged_by_the_combined_layout():
     text = summary_text(CSV)
     assert text.splitlines()[0] == "Approval needed: skill 'csv' wants to run:"
     assert "skill 'csv':" not in text and "every script" not in text
-    assert "Approve running this skill script?" in summary_html(CSV)
+    # two scripts under one question: the title says so (issue 44 item 4)
+    assert "Approve running these 2 scripts of this skill?" in summary_html(CSV)
+    assert "Approve running this skill script?" in summary_html(PDF)
+
+
+def test_empty_arguments_are_shown_unless_argv_says_what_runs():
+    """%skill_context without --args gives every referenced script ``{}``: the panel says
+    so (issue 44 item 4); an argv run's empty stdin stays out of the way."""
+    from dataclasses import replace
+
+    empty = replace(CSV, arguments={})
+    assert "<th style='text-align:left;vertical-align:top;padding-right:1em'>Arguments</th>" in (
+        summary_html(empty)
+    )
+    assert "arguments (stdin JSON): {}" in summary_text(empty)
+    with_argv = replace(CSV, arguments={}, argv=("--fast",))
+    assert ">Arguments<" not in summary_html(with_argv) and ">argv<" in summary_html(with_argv)
 
 
 # -- what the panel and the text prompt show of a hostile or long script ----------------------

@@ -136,6 +136,23 @@ def test_200_items_with_failures_and_a_timeout_one_approval(manager: SkillManage
     assert "summarised" in batch[0].reason
 
 
+def test_an_empty_input_says_there_is_nothing_to_run(manager: SkillManager) -> None:
+    """Issue 44 item 8: not "0 items · 0.00 s · 0.0 items/s" but what happened."""
+    from skill_magics.notebook.render.batch import batch_bundle
+
+    skill, script = next(
+        (s.name, s.scripts[0].name)
+        for s in map(manager.get_skill, [m.name for m in manager.list_skills()])
+        if s.scripts
+    )
+    res = manager.map(skill, script, [], approver=None)
+    assert len(res) == 0
+    assert res.summary_line().endswith(": nothing to run: 0 rows")
+    assert "items/s" not in res.text()
+    page = batch_bundle(res)["text/html"]
+    assert "nothing to run: 0 rows" in page and "items/s" not in page
+
+
 def test_a_dataframe_in_and_a_dataframe_out(manager: SkillManager) -> None:
     import pandas as pd
 

@@ -81,7 +81,9 @@ ROLES: dict[str, dict[str, ScriptRole]] = {
     },
     "notebook-client": {"scripts/test_skill.py": OFF},
     "opentrons-protocols": {
-        "scripts/basic_protocol_template.py": OFF,  # a shebang: "run me"
+        # A shebang: it runs when asked, but holds only definitions (the robot's app imports
+        # it and calls run()): no tool for a model (issue 44 item 11)
+        "scripts/basic_protocol_template.py": RUN,
         "scripts/dilution_template.py": LIB,
     },
     "package-main": {

@@ -73,6 +73,36 @@ def test_headless_like_config_and_auto_approve(shell):
     assert records and "auto_approve" in records[-1].reason
 
 
+NEEDS = (
+    "import json, sys\nargs = json.load(sys.stdin)\n"
+    "if 'x' not in args:\n    sys.exit('give x')\nprint(args['x'])\n"
+)
+
+
+def test_without_args_failed_scripts_are_said_once_with_the_fix(shell, make_skill, capsys):
+    """Issue 44 item 4: without --args every referenced script gets {}; when one fails,
+    the person is told (one line, the fix), not only the model through the envelope."""
+    make_skill(
+        get_magics(shell).manager.skill_dirs[0],
+        "needs-x",
+        scripts={"scripts/need.py": NEEDS},
+        body="# Needs x\n\n```\npython scripts/need.py\n```\n",
+    )
+    shell.run_cell("%config SkillMagics.require_approval = False")
+    ctx = shell.run_cell("%skill_context needs-x").result
+    assert ET.fromstring(ctx).find(".//script_output").get("status") == "failed"
+    err = capsys.readouterr().err
+    assert (
+        "needs-x: 1 referenced script failed with no arguments "
+        "(scripts/need.py: failed, exit 1: give x)" in err
+    )
+    assert "%skill_context needs-x --args '{...}'" in err and len(err.strip().splitlines()) == 1
+    # With --args, or when the scripts succeed, nothing more is said.
+    shell.run_cell("%skill_context needs-x --args '{\"x\": 1}'")
+    shell.run_cell("%skill_context echo")
+    assert "referenced script" not in capsys.readouterr().err
+
+
 def test_args_from_a_variable_and_bad_args(shell, capsys):
     shell.run_cell("%config SkillMagics.require_approval = False")
     shell.user_ns["payload"] = {"v": [1, 2]}

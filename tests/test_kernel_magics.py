@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kernel_fixtures import kernel_ipykernel_version, start_kernel
+from kernel_fixtures import WIDGET_VIEW_MIME, kernel_ipykernel_version, start_kernel
 from process_support import assert_group_gone, group_alive, wait_for_text
 
 pytestmark = pytest.mark.kernel
@@ -380,6 +380,8 @@ def test_live_view_is_one_output_that_ends_final(skills_dir, tmp_path):
         assert final["msg_type"] == "update_display_data"
         assert "completed" in final["data"]["text/plain"]
         assert "tick 24" in final["data"]["text/plain"] and "tick 24" in final["data"]["text/html"]
+        # Live while running, static once final: the saved output needs no kernel (issue 44)
+        assert WIDGET_VIEW_MIME in msgs[0]["data"] and WIDGET_VIEW_MIME not in final["data"]
         assert all(m["data"].get("text/plain", "").strip() for m in msgs), "no blanked output"
         r = k.execute("print(res.status, _ is res)", allow_stdin=True)
         assert r.stdout.strip() == "completed True"
@@ -411,6 +413,8 @@ def test_pending_display_updated_after_later_click(skills_dir, tmp_path):
         decided = _displays(k)[panel[0]][-1]
         assert decided["msg_type"] == "update_display_data"
         assert "Decision: Yes once (button 'Yes once'" in decided["data"]["text/plain"]
+        assert WIDGET_VIEW_MIME not in decided["data"], "a decided panel is static (issue 44)"
+        assert WIDGET_VIEW_MIME not in _displays(k)[display_id][-1]["data"]
         r = k.execute("print(res.status, _ is res)", allow_stdin=True)
         assert r.stdout.strip() == "completed True"
 

@@ -62,6 +62,8 @@ def test_everything_a_person_could_run_may_run(tmp_path: Path, make_skill) -> No
         "misc",
         scripts={
             "scripts/bang.py": "#!/usr/bin/env python3\ndef f():\n    return 1\n",
+            "scripts/bang_work.py": "#!/usr/bin/env python3\ndef f():\n    return 1\nf()\n",
+            "scripts/guarded.py": "def f():\n    return 1\nif __name__ == '__main__':\n    f()\n",
             "scripts/plain.py": "import json, sys\nprint(json.load(sys.stdin))\n",
             "scripts/reads_argv.py": "import sys\nNAME = sys.argv[1]\n",
             "scripts/loop.py": "for i in range(2):\n    pass\n",
@@ -76,15 +78,27 @@ def test_everything_a_person_could_run_may_run(tmp_path: Path, make_skill) -> No
     (base / "scripts/x.py").chmod(0o755)
     roles = {s.name: s.role for s in SkillManager([tmp_path]).get_skill("misc").scripts}
     assert roles == {
-        "bang": OFFERED,  # a shebang says "run me", definitions or not
+        # A shebang or the exec bit says "run me": it runs when asked. With nothing but
+        # definitions it has no work of its own (a template an app imports): not offered as
+        # a tool (issue 44 item 11).
+        "bang": RUNNABLE,
+        "x": RUNNABLE,
+        "bang_work": OFFERED,  # a shebang and a top-level call: work of its own
+        "guarded": OFFERED,  # a main guard
         "plain": OFFERED,  # the simplest skill there is
         "reads_argv": OFFERED,
         "loop": OFFERED,
         "run": OFFERED,
-        "x": OFFERED,  # the exec bit
         "lib": LIBRARY,
         "__init__": LIBRARY,  # even with a main guard
     }
+    manager = SkillManager([tmp_path])
+    tools = {s.script for s in tool_specs(manager, ["misc"]) if s.kind == "script"}
+    assert tools == {
+        f"scripts/{n}" for n in ("bang_work.py", "guarded.py", "plain.py", "reads_argv.py")
+    } | {"scripts/loop.py", "scripts/run.sh"}
+    done = manager.execute_skill_script("misc", "bang", {}, approver=None)  # asked: it runs
+    assert done.exit_code == 0
 
 
 def test_naming_a_script_in_any_markdown_file_offers_it(tmp_path: Path) -> None:

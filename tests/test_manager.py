@@ -578,6 +578,7 @@ PUBLIC_SURFACE = {
     "remove_mcp_server": "method",
     "reload": "method",
     "list_skills": "method",
+    "local_skills": "method",
     "get_skill": "method",
     "warnings": "property",
     "requirements": "method",

@@ -209,6 +209,21 @@ def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager,
     assert approver.asked[0].mcp is not None
 
 
+def test_list_skills_lists_the_mcp_skills_that_run(served: tuple[SkillManager, Path]) -> None:
+    """Issue 44 item 10: "every usable skill" includes an added server's, as the skills a
+    run, %skills and the catalog use; local_skills() is the folders' alone."""
+    manager, _skill = served
+    listed = {m.name: m for m in manager.list_skills()}
+    assert "team/hello-mcp" in listed
+    assert getattr(listed["team/hello-mcp"], "origin", "") == "mcp:team"
+    assert listed["team/hello-mcp"].description == "Says hello. Use it for tests."
+    assert "team/hello-mcp" not in {m.name for m in manager.local_skills()}
+    res = manager.execute_skill_script("team/hello-mcp", "hello", {"who": "x"}, approver=None)
+    assert res.exit_code == 0
+    manager.remove_mcp_server("team")
+    assert "team/hello-mcp" not in {m.name for m in manager.list_skills()}
+
+
 def test_tampered_cache_bytes_never_run(served: tuple[SkillManager, Path], tmp_path: Path) -> None:
     manager, _skill = served
     copy = copy_folder(tmp_path / "cache" / "team" / "hello-mcp")

@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -32,6 +33,7 @@ import pytest
 from mcp_support import free_port, http_server
 
 from skill_magics.core.base.errors import McpCacheError, McpError, McpSkillMismatchError
+from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.cache import McpCache, copy_key, fetch_into
 from skill_magics.core.mcp.connection import ServerSpec, connect
 from skill_magics.core.mcp.host import McpSkillsHost
@@ -626,6 +628,22 @@ def test_silent_and_garbage_servers_fail_in_one_line(capfd: pytest.CaptureFixtur
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_a_command_that_is_no_mcp_server_is_one_whole_line() -> None:
+    """Issue 44 item 8: `%skills add mcp X -- /bin/echo hello` quoted pydantic's validation
+    error cut mid-word; the line says what the command printed, and words stay whole."""
+    noisy = [PY, "-c", "print('hello ' * 40)", "--an-argument-long-enough-to-be-shortened"]
+    with pytest.raises(McpError) as caught:
+        SkillManager([]).add_mcp_server("echoes", command=noisy, connect_timeout=30)
+    text = str(caught.value)
+    assert "\n" not in text and "validation error" not in text
+    assert (
+        "(it printed 'hello hello hello" in text and " …' on stdout, which is not JSON-RPC" in text
+    )
+    assert "is the command an MCP server?" in text
+    origin = text.split("MCP server 'echoes' (", 1)[1].split(") could not", 1)[0]
+    assert origin.endswith(" ...") and origin[:-4] in " ".join(noisy)
+
+
 def test_a_server_without_skills_and_one_that_cannot_start() -> None:
     argv = [PY, str(SERVERS / "hostile.py"), "--no-skills"]
     with pytest.raises(McpError, match="does not offer skills"):
@@ -820,6 +838,35 @@ def test_importing_the_package_does_not_import_the_sdk() -> None:
 # -- the manager and the notebook ------------------------------------------------------------
 
 
+def test_python_dash_m_skill_magics_mcp_runs_with_the_kernels_python(
+    ipython_shell: object,
+    roots: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/mcp.md's `-- python -m skill_magics.mcp serve DIR` (issue 44 item 5): the
+    `python` PATH finds need not have the package or the SDK (here: the base interpreter,
+    without the venv's packages); our own server runs with the kernel's interpreter."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    base = getattr(sys, "_base_executable", "") or shutil.which("python3") or ""
+    (bin_dir / "python").symlink_to(base)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    probe = subprocess.run(["python", "-c", "import mcp"], capture_output=True, timeout=60)
+    assert probe.returncode != 0, "the PATH python must lack the MCP SDK for this test"
+    shell = ipython_shell(tmp_path / "skills")  # type: ignore[operator]
+    added = shell.run_cell(
+        f"%skills add mcp team -- python -m skill_magics.mcp serve {roots['shared']}"
+    )
+    assert added.error_in_exec is None, added.error_in_exec
+    # Any other command stays as written (not the kernel's interpreter by surprise).
+    from skill_magics.notebook.cmd._mcp import our_server
+
+    assert our_server(["python", "server.py"]) == ["python", "server.py"]
+    assert our_server(["uvx", "some-server"]) == ["uvx", "some-server"]
+    assert shell.run_cell("%skills remove mcp team").error_in_exec is None
+
+
 def test_skills_add_mcp_magic_lists_them_with_their_origin(
     ipython_shell: object,
     roots: dict[str, Path],
@@ -876,7 +923,13 @@ def test_skills_add_mcp_magic_lists_them_with_their_origin(
     server = servers_of(manager).get("team")
     assert server is not None
     assert [e.qualified_name for e in server.skills] == ["team/pdf-forms", "team/sci-plotting"]
-    assert [m.name for m in manager.list_skills()] == ["local-one"]
+    assert [m.name for m in manager.local_skills()] == ["local-one"]
+    # every usable skill (issue 44): the server's too, under their LABEL/NAME
+    assert [m.name for m in manager.list_skills()] == [
+        "local-one",
+        "team/pdf-forms",
+        "team/sci-plotting",
+    ]
     with pytest.raises(McpError, match=r"label 'team' is already in use .*remove_mcp_server"):
         manager.add_mcp_server("team", url="http://127.0.0.1:9/mcp")
     assert shell.run_cell("%skills remove mcp team").error_in_exec is None

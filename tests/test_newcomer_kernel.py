@@ -139,3 +139,31 @@ def test_a_missing_package_names_skills_env(newcomer):
     assert r.ok, r.error_text
     r = k.execute("print(r.status); print(r.stderr)", allow_stdin=False)
     assert "failed" in r.stdout and "%skills env needs-pkg installs" in r.stdout, r.stdout
+
+
+def test_after_a_restart_the_not_found_line_names_the_folder_added_before(tmp_path: Path):
+    """Issue 44 item 8: `%skills add DIR` lasts one kernel. After a restart (a new kernel,
+    the same IPython history) the error says the folder was added in an earlier session and
+    what to run, instead of suggesting an unrelated skill with a close name."""
+    ipython = tmp_path / "ipython"  # one IPython profile: its history outlives the kernel
+    work = tmp_path / "work"
+    mine = work / "mine"
+    _skill(mine, "greeter", {"scripts/hi.py": HI})
+    _skill(work / "skills", "greeted", {"scripts/hi.py": HI})  # a close, unrelated name
+    env = {"HOME": str(tmp_path), "IPYTHONDIR": str(ipython), "SKILL_MAGICS_PATH": ""}
+    env["SKILL_MAGICS_AUTO_APPROVE"] = "*"
+    with start_kernel(env=env, cwd=work) as k:
+        r = k.execute("%load_ext skill_magics\n%skills add mine", allow_stdin=False)
+        assert r.ok, r.error_text
+        r = k.execute("%%skillrun greeter.hi\n", allow_stdin=False)
+        assert r.ok and "hi from second" in r.text() + r.stdout, r.error_text
+    with start_kernel(env=env, cwd=work) as k:  # the restart
+        r = k.execute("%load_ext skill_magics", allow_stdin=False)
+        assert r.ok, r.error_text
+        r = k.execute("%%skillrun greeter.hi\n", allow_stdin=False)
+        said = r.error_text + r.stderr
+        assert "No skill named 'greeter' in this kernel: it is in mine" in said, said
+        assert "`%skills add mine`" in said and "greeted" not in said
+        # a name no earlier session's folder holds keeps the ordinary line
+        r = k.execute("%%skillrun nobody.hi\n", allow_stdin=False)
+        assert "No skill named 'nobody'" in r.error_text + r.stderr

@@ -40,16 +40,25 @@ def kernel() -> Iterator[KernelSession]:
         yield session
 
 
-def test_cell_value_carries_widget_and_fallbacks(kernel: KernelSession) -> None:
+def test_a_final_cell_value_is_static_html_and_text(kernel: KernelSession) -> None:
+    """Issue 44: no widget view in a finished result's output (after a kernel restart the
+    frontend would show "model not found" instead of the saved HTML)."""
     cell = kernel.execute(
         "SkillRunResult.from_execution('demo', 'scripts/run.py', execution('<b>hi</b>\\n'))"
     )
     assert cell.ok, cell.error_text
     (bundle,) = cell.bundles
-    assert set(bundle) == {WIDGET_MIME, "text/html", "text/plain"}
+    assert set(bundle) == {"text/html", "text/plain"}
     assert bundle["text/plain"].startswith("demo.run · completed · exit 0")
     assert "&lt;b&gt;hi&lt;/b&gt;" in bundle["text/html"]
     parse_html(bundle["text/html"])
+
+
+def test_a_live_view_has_the_tabs(kernel: KernelSession) -> None:
+    cell = kernel.execute("SkillRunResult.pending('demo', 'scripts/run.py')")
+    assert cell.ok, cell.error_text
+    (bundle,) = cell.bundles
+    assert set(bundle) == {WIDGET_MIME, "text/html", "text/plain"}
     kernel.drain(0.5)
     model_id = bundle[WIDGET_MIME]["model_id"]
     assert kernel.widgets[model_id]["_model_name"] == "VBoxModel"
@@ -75,6 +84,7 @@ def test_show_then_set_result_updates_the_saved_fallbacks(kernel: KernelSession)
     assert last["transient"]["display_id"] == display_id
     assert "completed" in last["data"]["text/html"] and "done" in last["data"]["text/html"]
     assert last["data"]["text/plain"].startswith("demo.run · completed")
+    assert WIDGET_MIME in shown["content"]["data"] and WIDGET_MIME not in last["data"]
 
 
 def test_stop_button_click_reaches_on_stop(kernel: KernelSession) -> None:

@@ -306,14 +306,38 @@ def test_no_widget_outside_a_kernel() -> None:
     assert set(bundle) == {"text/plain", "text/html"}
 
 
-def test_bundle_embeds_the_widget_with_fallbacks_when_asked() -> None:
-    res = make("completed")
+def test_bundle_embeds_the_widget_with_fallbacks_while_it_can_change() -> None:
+    res = SkillRunResult.pending("demo", "scripts/run.py")
     res.use_widget = True
     bundle = res._repr_mimebundle_()
     assert set(bundle) == {WIDGET_MIME, "text/plain", "text/html"}
     assert bundle[WIDGET_MIME]["model_id"] == res.widget().model_id
     assert bundle[WIDGET_MIME]["version_major"] == 2
-    assert bundle["text/plain"].startswith("demo.run · completed")
+    res.set_status("running")
+    assert WIDGET_MIME in res._repr_mimebundle_()
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "declined"])
+def test_a_final_result_is_static_html_and_text_only(status: str) -> None:
+    """Issue 44: a saved widget view shows "model not found" once its kernel is gone; a
+    final result's output is its static form, header and every tab's section included."""
+    res = SkillRunResult.pending("demo", "scripts/run.py")
+    res.use_widget = True
+    res.widget()  # a live view existed while it waited
+    if status == "declined":
+        res.set_status("declined", "declined by button 'No'")
+    else:
+        res.set_result(
+            execution(
+                "ok\n" if status == "completed" else "", "boom\n", 1 if status == "failed" else 0
+            )
+        )
+    bundle = res._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert bundle["text/plain"].startswith(f"demo.run · {status}")
+    if status != "declined":
+        for title in ("stdout", "stderr", "exit code", "timing"):
+            assert f"<summary>{title}</summary>" in bundle["text/html"]
 
 
 def test_bundle_honours_include_and_exclude() -> None:

@@ -51,6 +51,7 @@ from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
+from skill_magics.core.mcp.listed import listed
 from skill_magics.core.mcp.wire import SkillEntry
 from skill_magics.core.run import warm as warmstart
 from skill_magics.core.run.approval import (
@@ -377,7 +378,14 @@ class SkillManager:
         return warmstart.preload_names(reqs, prepared.script_rel.as_posix())
 
     def list_skills(self) -> list[SkillMetadata]:
-        """Every usable skill's metadata, sorted by name. Reads frontmatter only."""
+        """Every usable skill's metadata, sorted by name: the local skills and the added MCP
+        servers' (``LABEL/NAME``, from their checked listings; each an ``McpListed`` with
+        its ``origin``), as ``execute_skill_script``, ``%skills`` and the catalog use them.
+        Reads frontmatter and listings only."""
+        return sorted([*self.local_skills(), *listed(self)], key=lambda m: m.name)
+
+    def local_skills(self) -> list[SkillMetadata]:
+        """The skills in the configured folders (no MCP server's), sorted by name."""
         return self._finder.list_skills()
 
     @property

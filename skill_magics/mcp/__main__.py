@@ -47,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
 
         from skill_magics.core.mcp import server
     except ImportError:
+        from skill_magics.core.base.extras import install_hint
+
         print(
-            "skill-magics mcp: the MCP SDK is missing: pip install 'skill-magics[mcp]'",
+            f"skill-magics mcp: the MCP SDK is missing: {install_hint('mcp', 'mcp>=2.3')}",
             file=sys.stderr,
         )
         return 2

@@ -23,8 +23,10 @@ Usage (the magics)::
 
 Values: ``.status .stdout .stderr .exit_code .success .json() .result .message``.
 Views: ``_repr_mimebundle_`` gives text/plain + static text/html always, and the live
-ipywidgets view (``application/vnd.jupyter.widget-view+json``) only inside a kernel with a comm
-manager. ``.widget()`` builds/returns the live view; ``.text()`` / ``.html()`` the fallbacks.
+ipywidgets view (``application/vnd.jupyter.widget-view+json``) only while the result can still
+change (pending, running) and only inside a kernel with a comm manager: a final result's
+display is replaced by its static form. ``.widget()`` builds/returns the live view;
+``.text()`` / ``.html()`` the fallbacks.
 
 A pending result returned as the cell value keeps its display-time HTML/text in the saved
 notebook (execute_result cannot be updated); display it with ``.show()`` so later
@@ -379,7 +381,11 @@ class SkillRunResult:
             return (include is None or mime in include) and not (exclude and mime in exclude)
 
         bundle: dict[str, Any] = {}
-        if wanted(WIDGET_MIME) and self._widget_wanted():
+        # The live view only while something can change (pending, running: Stop, streaming
+        # output); a finished result is static HTML and text, so the saved notebook shows it
+        # after a kernel restart, in nbviewer, on GitHub and on the docs site (issue 44).
+        live = self._status not in FINAL_STATUSES
+        if live and wanted(WIDGET_MIME) and self._widget_wanted():
             try:
                 bundle[WIDGET_MIME] = widget_view(self.widget())
             except Exception:  # the static fallbacks below still show the result

@@ -331,6 +331,41 @@ def kernel_under_test(lab_server: LabServer) -> str:
     return KERNEL_UNDER_TEST
 
 
+@dataclass
+class OwnLab:
+    """A JupyterLab of one test's own, which it may stop and start again on the same root
+    (what the next day, or a server restart, looks like to a saved notebook)."""
+
+    base: Path
+    root: Path
+    server: LabServer
+
+    def restart(self) -> LabServer:
+        """Stop the server and its kernels; start a new one on the same root and settings."""
+        stop_lab(self.server)
+        self.server = start_lab(self.base, self.root)
+        return self.server
+
+    def page(self, context: Any, shots_dir: Path) -> LabPage:
+        """A new browser tab on the current server."""
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        return LabPage(page, self.server, shots_dir)
+
+
+@pytest.fixture
+def own_lab(chromium_path: str, tmp_path: Path) -> Iterator[OwnLab]:
+    """A JupyterLab for this test alone (it is restarted); stopped afterwards, whatever runs."""
+    base = tmp_path / "own-lab"
+    root = base / "root"
+    root.mkdir(parents=True)
+    lab = OwnLab(base, root, start_lab(base, root))
+    try:
+        yield lab
+    finally:
+        stop_lab(lab.server)
+
+
 # --------------------------------------------------------------------------------------
 # Browser
 # --------------------------------------------------------------------------------------

@@ -71,13 +71,13 @@ def _click_while_running(lab, index: int, label: str) -> None:
 
 
 def _stdout_tab_text(lab, index: int) -> str:
-    """Select the result's 'stdout' tab and return the text of the visible pane."""
+    """The text of the finished result's 'stdout' section (static HTML: issue 44)."""
     result = lab.cell(index).locator(".skill-magics-result").last
     result.wait_for(state="visible", timeout=60_000)
-    tab = result.locator(".lm-TabBar-tab", has_text=re.compile(r"^\s*stdout\s*$"))
-    tab.click()
-    pane = result.locator(".widget-tab-contents > .widget-html:visible, .lm-TabPanel > :visible")
-    return pane.first.inner_text()
+    stdout = result.locator(
+        "details", has=lab.page.locator("summary", has_text=re.compile(r"^\s*stdout\s*$"))
+    )
+    return stdout.locator("pre").first.inner_text()
 
 
 @pytest.fixture

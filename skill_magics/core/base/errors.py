@@ -46,13 +46,18 @@ def magic_words(exc: BaseException) -> str:
 
 class SkillNotFoundError(SkillMagicsError, LookupError):
     """No skill of that name in the configured directories. ``skipped``: why a folder of
-    that name was left out (a clash, a bad SKILL.md), else empty."""
+    that name was left out (a clash, a bad SKILL.md), else empty; ``name``: the name asked
+    for ("" when not known)."""
 
     skipped: str = ""
+    name: str = ""
 
-    def __init__(self, *args: object, magic: str | None = None, skipped: str = "") -> None:
+    def __init__(
+        self, *args: object, magic: str | None = None, skipped: str = "", name: str = ""
+    ) -> None:
         super().__init__(*args, magic=magic)
         self.skipped = skipped
+        self.name = name
 
     def model_text(self, name: str) -> str:
         """The message for a model (an envelope's ``<error>``): neither the local folders

@@ -243,6 +243,7 @@ class SkillFinder:
                     self._not_found_message(name, index, magic=False),
                     magic=self._not_found_message(name, index, magic=True),
                     skipped=index.reasons.get(name, ""),
+                    name=name,
                 )
             skill = Skill(metadata, detector=self._detector)
             self._skills[name] = skill

@@ -12,7 +12,10 @@ imports, definitions and constants are refused (``LIBRARY``): running them does 
 *Is it offered* (an LLM tool, a completion, ``%skills show``'s main table)? A runnable
 script is, when a markdown file of the skill names it (SKILL.md, ``forms.md``,
 ``references/*.md``: catalog/references.py ``scan_markdown``) or when no other script of the
-skill imports it (``OFFERED``). One that other scripts import and no markdown names
+skill imports it (``OFFERED``), and when it has work of its own to do (:func:`has_entry`: a
+Python file runnable only by its shebang or exec bit, holding nothing but definitions, is
+``RUNNABLE``: asked by name it runs, but no model is offered a tool that does nothing).
+One that other scripts import and no markdown names
 (``quick_validate.py`` imported by ``package_skill.py``, ``validators/base.py``) still runs
 when asked, but is not offered (``RUNNABLE``). Imports are Python imports, shell
 ``source``/``.`` and JavaScript ``require``/``import`` of the skill's files (includes.py).
@@ -99,7 +102,7 @@ def classify(
         rel = script.path.as_posix()
         if not may_run(base, rel, script.script_type):
             role = ScriptRole.LIBRARY
-        elif rel in refs or rel not in imported:
+        elif (rel in refs or rel not in imported) and has_entry(base, rel, script.script_type):
             role = ScriptRole.OFFERED
         else:
             role = ScriptRole.RUNNABLE
@@ -125,6 +128,17 @@ def may_run(base_dir: Path | str, rel: str, script_type: str = "python") -> bool
     except OSError:
         return True  # unreadable: let the run say why
     return not info.only_definitions
+
+
+def has_entry(base_dir: Path | str, rel: str, script_type: str = "python") -> bool:
+    """Does running ``rel`` do any work of its own: a main guard or top-level statements
+    beyond imports, definitions and constants (every non-Python script does)? A Python
+    module with only a shebang or the exec bit besides its definitions (a template an app
+    imports) may still run when asked, but is not offered as a tool (issue 44)."""
+    if script_type != "python":
+        return True
+    info = analyze(os.path.join(os.fspath(base_dir), rel))
+    return bool(info.main_guard) or not info.only_definitions
 
 
 def module_for(base_dir: Path | str, rel: str) -> str:

@@ -34,6 +34,7 @@ import sys
 from typing import Any
 
 from skill_magics.core.base.errors import ModelAuthError
+from skill_magics.core.base.extras import install_hint
 from skill_magics.core.providers import PROVIDERS as _TABLE
 from skill_magics.core.providers.base import (
     LOCAL_SERVER,
@@ -71,7 +72,7 @@ def provider_for(client: Any) -> Provider:
     raise TypeError(
         f"client is a {type(client).__module__}.{type(client).__name__}: pass an "
         "anthropic.Anthropic / AsyncAnthropic or an openai.OpenAI / AsyncOpenAI client "
-        "(pip install 'skill-magics[lab]')"
+        f"({install_hint('lab', 'anthropic', 'openai')})"
     )
 
 

@@ -179,7 +179,7 @@ def validate_skills(
     folders: dict[str, Path] = {}
     remote: set[str] = set()  # MCP servers' skills (LABEL/NAME), validated in their copies
     if targets is None:
-        for meta in manager.list_skills():
+        for meta in manager.local_skills():
             folders[meta.name] = Path(meta.path).parent
         known = {p.resolve() for p in folders.values()}
         for root in manager.skill_dirs:

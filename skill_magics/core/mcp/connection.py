@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_magics.core.base.errors import McpError, McpSkillMismatchError
+from skill_magics.core.base.extras import install_hint
 from skill_magics.core.mcp.stdio import StdioTransport
 from skill_magics.core.mcp.wire import EXTENSION_ID, check_label
 from skill_magics.core.trace import hooks as traced
@@ -359,7 +360,10 @@ class Connection:
         session = self._last
         garbage = session.transport.garbage if session and session.transport else None
         if garbage is not None:
-            what += f" (it sent output that is not JSON-RPC: {garbage})"
+            what += (
+                f" (it printed {garbage} on stdout, which is not JSON-RPC: a stdio MCP server "
+                "writes only JSON-RPC messages there; is the command an MCP server?)"
+            )
         return McpError(f"MCP server '{self.label}' ({_short(self.spec.origin)}) {what}")
 
     def _connect_error(self, exc: BaseException) -> McpError:
@@ -442,7 +446,11 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= 80 else text[:77] + "..."
+    """At most 80 characters, cut at a word boundary (a command's words stay whole)."""
+    if len(text) <= 80:
+        return text
+    cut = text[:76]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " ..."
 
 
 def connect(
@@ -460,7 +468,7 @@ def connect(
         import mcp  # noqa: F401
     except ImportError:
         raise McpError(
-            "Skills over MCP need the official MCP SDK: pip install 'skill-magics[mcp]'"
+            f"Skills over MCP need the official MCP SDK: {install_hint('mcp', 'mcp>=2.3')}"
         ) from None
     return Connection(
         ServerSpec(

@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from skill_magics.core.base.visible import visible
 from skill_magics.core.mcp.wire import MAX_BYTES
 
 # One JSON-RPC message from a server, at most: a file of a skill is at most MAX_BYTES, and
@@ -30,6 +31,19 @@ MAX_MESSAGE_BYTES = 2 * MAX_BYTES + (1 << 20)
 _COUNT_REST_S = 2.0  # past the bound, the rest of the message is counted (not kept) this long
 _EXIT_WAIT_S = 2.0  # a server given no more input has this long to exit before SIGTERM
 _TERM_WAIT_S = 2.0  # then this long before SIGKILL
+
+
+GARBAGE_SHOWN = 80  # characters of a server's stray stdout line an error quotes
+
+
+def shown_line(line: bytes, limit: int = GARBAGE_SHOWN) -> str:
+    """A stray stdout line as an error quotes it: decoded, control characters made
+    visible, cut at a word boundary with an ellipsis (never mid-word), in quotes."""
+    text = " ".join(visible(line.decode("utf-8", "replace")).split())
+    if len(text) > limit:
+        cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+        text = cut + " …"
+    return repr(text)
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ class StdioTransport:
         self.max_message = max_message
         self.pid: int | None = None
         self.overflow: Overflow | None = None
-        self.garbage: str | None = None  # the first line that was not JSON-RPC, shortened
+        self.garbage: str | None = None  # the first line that was not JSON-RPC, as shown
         self.kill_now = False  # set when the connection gives up on the server: no grace
 
     @asynccontextmanager
@@ -145,7 +159,7 @@ class StdioTransport:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError as exc:
             if self.garbage is None:
-                self.garbage = " ".join(str(exc).split())[:120]
+                self.garbage = shown_line(line)
             return exc
 
     async def _refuse(self, process: Any, size: int, *, complete: bool) -> None:

@@ -44,7 +44,6 @@ import html
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from skill_magics.core.base.deprecation import (
@@ -55,6 +54,7 @@ from skill_magics.core.base.deprecation import (
 from skill_magics.core.base.models import SkillMetadata
 from skill_magics.core.installed.lock import LOCK_NAME
 from skill_magics.core.manager import SkillManager
+from skill_magics.core.mcp.listed import OPT_OUT_KEY, McpListed, listed
 from skill_magics.core.prompt.tokens import TokenCounter, as_counter
 from skill_magics.core.prompt.xmltext import element
 from skill_magics.core.trust.installed import origin_of
@@ -63,7 +63,6 @@ Layout = Literal["skills-ref", "guide"]
 LAYOUTS: tuple[str, ...] = ("skills-ref", "guide")
 MIN_DESCRIPTION = 100  # characters a shortened description keeps at least
 ELLIPSIS = "…"
-OPT_OUT_KEY = "disable-model-invocation"
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ def opted_out(meta: SkillMetadata) -> bool:
 def model_visible(manager: SkillManager) -> list[str]:
     """Names of the skills a model may activate (not opted out), by name; MCP servers'
     skills (``LABEL/NAME``) included."""
-    metas = list(manager.list_skills()) + mcp_listed(manager)
+    metas = list(manager.local_skills()) + mcp_listed(manager)
     return sorted(m.name for m in metas if not opted_out(m))
 
 
@@ -238,37 +237,9 @@ def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
     return [value] if isinstance(value, str) else [str(p) for p in value]
 
 
-@dataclass
-class McpListed(SkillMetadata):
-    """An MCP server's skill as its listing describes it (nothing of it fetched):
-    ``location`` is its SKILL.md URI on that server, ``origin`` ``mcp:LABEL``."""
-
-    location: str = ""
-    origin: str = ""
-
-
 def mcp_listed(manager: SkillManager) -> list[SkillMetadata]:
     """The skills of the manager's MCP servers, from their checked listings, by name."""
-    from skill_magics.core.mcp.servers import servers_of
-
-    out: list[SkillMetadata] = []
-    for entry in servers_of(manager).skills():
-        fm = entry.frontmatter
-        description = fm.get("description")
-        raw = fm.get("metadata")
-        extra: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
-        flags = {OPT_OUT_KEY: fm[OPT_OUT_KEY]} if OPT_OUT_KEY in fm else {}
-        out.append(
-            McpListed(
-                name=entry.qualified_name,
-                description=description if isinstance(description, str) else "",
-                path=Path(entry.name) / "SKILL.md",  # never read: ``location`` is shown
-                metadata={**extra, **flags},
-                location=entry.uri,
-                origin=f"mcp:{entry.label}",
-            )
-        )
-    return out
+    return listed(manager)
 
 
 def _select(
@@ -277,7 +248,7 @@ def _select(
     include: list[str] | None,
     exclude: list[str] | None,
 ) -> tuple[list[SkillMetadata], list[Omission]]:
-    everything = list(manager.list_skills()) + mcp_listed(manager)
+    everything = list(manager.local_skills()) + mcp_listed(manager)
     # The opt-out is the skill's own say: reported as the reason even when a filter also hides it.
     omitted = [Omission(m.name, f"{OPT_OUT_KEY}: true") for m in everything if opted_out(m)]
     listed = [m for m in everything if not opted_out(m)]

@@ -174,7 +174,7 @@ def tool_specs(
     name -> text) is the description the tools quote instead of SKILL.md's, to try another
     one without editing the file; names and inputs stay the same.
     """
-    metas = manager.list_skills()
+    metas = manager.local_skills()
     # MCP servers' skills (LABEL/NAME): activatable from their listing (fetched, verified,
     # when activated); their prompt and script tools only when ``skills`` names them (a
     # listing never makes us fetch every server's files).

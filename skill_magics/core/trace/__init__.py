@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from skill_magics.core.base.errors import TracingUnavailable
+from skill_magics.core.base.extras import install_hint
 from skill_magics.core.trace.noop import NOOP, NoSpan
 from skill_magics.core.trace.switch import asked_by_env, provider_set
 
@@ -44,7 +45,6 @@ Span = NoSpan  # the API every span has (.otel.OtelSpan has the same methods)
 # The environment variables a script gets for its run's span (W3C Trace Context).
 RUN_VARS = frozenset({"TRACEPARENT", "TRACESTATE"})
 
-INSTALL_HINT = "pip install 'skill-magics[otel]'"
 
 _lock = threading.Lock()
 _mode: bool | None = None  # %skills trace on (True), off (False), auto (None)
@@ -220,9 +220,10 @@ def _make_backend(provider: Any) -> Any:
 
         return otel.Backend(provider)
     except ImportError as exc:  # the API, the SDK or the exporter is missing
+        hint = install_hint("otel", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http")
         raise TracingUnavailable(
             f"Traces need OpenTelemetry's SDK, which is not installed ({exc.name or exc}): "
-            f"{INSTALL_HINT}, then %skills trace on"
+            f"{hint}, then %skills trace on"
         ) from None
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -38,7 +39,7 @@ from skill_magics.core.base.errors import (
     SkillMagicsError,
 )
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
-from skill_magics.notebook.approval import relay, waiting
+from skill_magics.notebook.approval import reconnect, relay, waiting
 from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
 from skill_magics.notebook.approval.waiting import Strategy
 from skill_magics.notebook.compat import widget_ids
@@ -87,6 +88,8 @@ class NotebookApprover:
         self.pending_ok = pending_ok
         self.relay_failed = False  # RELAY: the kernel did not take the relay (approval/relay.py)
         self.strategy = waiting.choose(host.shell, in_coroutine=in_worker, mode=host.approval_ui)
+        # the cell's request, read on the cell's thread (the gate may ask from a worker)
+        self.cell_request = reconnect.waiting_parent(waiting.get_kernel(host.shell))
 
     @property
     def settings(self) -> ApprovalHost:
@@ -147,7 +150,9 @@ class NotebookApprover:
             )
         # RELAY: in place before the panel is built, so its widget messages come to this
         # thread from the moment each widget's comm opens (a click sent at once included).
-        with self._relayed() as inbox:
+        kernel = waiting.get_kernel(self.host.shell)
+        # A page reloaded meanwhile gets its kernel_info answered (approval/reconnect.py).
+        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request):
             panel = self.make_panel(request)
             if inbox is not None:
                 relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))
@@ -157,7 +162,7 @@ class NotebookApprover:
             except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
                 raise self._interrupted(panel) from None
             except BaseException:
-                panel.withdraw("the wait for a click failed; nothing ran")  # no live buttons
+                _withdraw(panel, "the wait for a click failed; nothing ran")  # no live buttons
                 raise
         if self.cancel is not None and self.cancel.is_set():
             # Interrupted, even if a click arrived at the same moment: the cell is ending and
@@ -187,7 +192,9 @@ class NotebookApprover:
     def display_panel(self, panel: Any) -> None:
         handle = display(panel, display_id=True)
         if handle is not None:
-            # Re-render once decided, so the saved notebook's fallback says what was decided.
+            # Re-render once decided: the output becomes the static panel with the decision
+            # (panel._repr_mimebundle_), what a saved notebook shows wherever it is opened.
+            _HANDLES[panel] = handle
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
 
     @contextmanager
@@ -218,8 +225,8 @@ class NotebookApprover:
         if self.pending_ok:
             raise ApprovalPending("Waiting for a click on the approval panel", panel)
         # Withdrawn, not only removed: nothing waits for it any more (the side panel lists
-        # the open ones, notebook/sidepanel.py).
-        panel.withdraw("no decision in time; nothing ran")
+        # the open ones, notebook/sidepanel.py), and its output becomes the static panel.
+        _withdraw(panel, f"no decision within {self.host.approval_timeout:g} s; nothing ran")
         panel.close()
         if self.relay_failed:
             why = (
@@ -236,7 +243,7 @@ class NotebookApprover:
     @staticmethod
     def _interrupted(panel: Any) -> RunInterrupted:
         """Disable the buttons (a later click must not look like it ran something)."""
-        panel.withdraw(WAIT_INTERRUPTED)
+        _withdraw(panel, WAIT_INTERRUPTED)
         return RunInterrupted(WAIT_INTERRUPTED)
 
     def apply_inputs(
@@ -292,6 +299,17 @@ class NotebookApprover:
                 unavailable_message(request.skill_names, "stdin is closed")
             ) from None
         return Answer(coerce_decision(answer), by)
+
+
+# panel -> the display handle of its output, to replace the live panel by its static form
+# once nobody can decide any more (weak: a panel kept nowhere else is forgotten).
+_HANDLES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _withdraw(panel: Any, reason: str) -> None:
+    """End an undecided panel; its output becomes the static panel saying why."""
+    if panel.withdraw(reason) and panel in _HANDLES:
+        _update_quietly(_HANDLES[panel], panel)
 
 
 def _update_quietly(handle: Any, obj: Any) -> None:

@@ -360,10 +360,13 @@ def summary_html(request: ApprovalRequest) -> str:
         rows += _input_rows(request)
         rows += _extra_rows(request)
         rows += _preview_rows(request)
+        count = len(request.scripts)
         title = (
             "Approve installing packages for this skill?"
             if env_only(request)
             else "Approve running this skill script?"
+            if count <= 1
+            else f"Approve running these {count} scripts of this skill?"
         )
     else:
         shared = request.shares_inputs
@@ -423,9 +426,12 @@ def env_only(request: ApprovalRequest) -> bool:
 
 
 def shows_arguments(request: ApprovalRequest) -> bool:
-    """Is there stdin JSON worth a row? Not for an install, nor an empty ``{}`` (an
-    argv-only run shows its argv instead)."""
-    return not env_only(request) and request.arguments not in (None, {})
+    """Is there stdin JSON worth a row? Not for an install, nor the empty ``{}`` of an
+    argv run (its argv row says what it gets); an empty ``{}`` alone is shown: it is what
+    the scripts get (``%skill_context`` without ``--args``, issue 44)."""
+    if env_only(request) or request.arguments is None:
+        return False
+    return request.arguments != {} or not request.argv
 
 
 def _input_rows(request: ApprovalRequest, label: str = "") -> list[tuple[str, str]]:
@@ -792,13 +798,17 @@ class ApprovalPanel:
 
     # -- display ------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # The widget view for live frontends plus readable fallbacks for saved notebooks.
+        # The widget view while a click can still decide, plus readable fallbacks. Once
+        # decided (or withdrawn) only the static HTML and text: the saved notebook must show
+        # the decision wherever it is opened, and a frontend prefers a widget view it cannot
+        # draw once the kernel that held its model is gone ("model not found", issue 44).
         text = (f"{self.asker}\n" if self.asker else "") + summary_text(self.request)
         page = self._asker_html() + summary_html(self.request)
         outcome = self.outcome_text()
         if outcome:  # a saved notebook shows what was decided, not only what was asked
             text += "\n" + outcome
             page += f"<div>{_bold_label(outcome)}</div>"
+            return {"text/plain": text, "text/html": page}
         return {"text/plain": text, "text/html": page, WIDGET_MIME: widget_view(self.widget)}
 
     def __repr__(self) -> str:

@@ -132,16 +132,20 @@ class _Router:
         self.held: dict[object, deque[Any]] = {}  # shell -> messages held for it, in order
         self.held_bytes = 0
         self.paused = False  # stopped reading the shell socket: too much held
+        # hook(header, raw) -> True when it answered the message itself (reconnect.py)
+        self.interceptors: list[Any] = []
 
     # -- the shell channel thread -----------------------------------------------------------
 
     def __call__(self, msg: Any) -> Any:
-        if not (self.waits or self.held):
+        if not (self.waits or self.held or self.interceptors):
             return self.forward(msg)
         try:
             header, content = self._peek(msg)
         except Exception:  # not ours to judge: the kernel's own routing logs bad messages
             return self.forward(msg)
+        if any(hook(header, msg) for hook in list(self.interceptors)):
+            return None
         if header.get("msg_type") in RELAYED and self._divert(msg, content):
             return None
         shell = header.get("subshell_id")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -44,11 +45,20 @@ def _options(rest: list[str]) -> tuple[dict[str, Any], list[str]]:
     return found, rest
 
 
+def our_server(command: list[str]) -> list[str]:
+    """``python -m skill_magics.mcp ...`` runs with the kernel's interpreter: a bare
+    ``python`` is whatever PATH finds, which need not have skill_magics or the MCP SDK (the
+    demo kernel's PATH did not: issue 44). Any other command is left as written."""
+    if command[:1] in (["python"], ["python3"]) and command[1:3] == ["-m", "skill_magics.mcp"]:
+        return [sys.executable, *command[1:]]
+    return command
+
+
 def add(magics: SkillsHost, args: list[str]) -> Any:
     label = args[1]
     timeouts, rest = _options(args[2:])
     if rest[:1] == ["--"] and len(rest) > 1:
-        where: dict[str, Any] = {"command": rest[1:]}
+        where: dict[str, Any] = {"command": our_server(rest[1:])}
     elif len(rest) == 1 and rest[0].startswith(("http://", "https://")):
         where = {"url": rest[0]}
     else:

@@ -19,7 +19,7 @@ def run(magics: SkillsHost, args: list[str]) -> Any:
 
     manager = magics.manager
     skills: list[Any] = []  # Skill, or the SkillMetadata of one that cannot load
-    for meta in manager.list_skills():
+    for meta in manager.local_skills():  # MCP servers' skills: their own section
         try:
             skills.append(manager.get_skill(meta.name))
         except Exception:  # listed but unloadable: show its frontmatter row anyway

@@ -192,7 +192,41 @@ class ContextMagics(SharedMagics):
             ),
         )
         self._say_not_found(context.not_found(text))
+        if opts.arguments is None and not opts.by_skill:
+            self._say_failed_without_args(text)
         return self._store(opts.out, SkillContextText(text))
+
+    @staticmethod
+    def _say_failed_without_args(text: str) -> None:
+        """Without --args the referenced scripts get ``{}``; when some failed, the envelope
+        holds their errors, and the person gets one line saying so and the fix (issue 44)."""
+        from skill_magics.core.prompt.context import parse_skill_context
+
+        try:
+            contexts = parse_skill_context(text)
+        except Exception:  # noqa: BLE001 - not an envelope we can read: nothing to add
+            return
+        for ctx in contexts:
+            failed = [
+                s
+                for s in ctx.get("scripts", [])
+                if s.get("status") not in (None, "completed", "declined", "refused")
+            ]
+            if not failed:
+                continue
+            first = failed[0]
+            why = " ".join(((first.get("stderr") or "").strip().splitlines() or [""])[-1:])
+            why = (why[:117] + "...") if len(why) > 120 else why
+            count = len(failed)
+            print(
+                f"{ctx['id']}: {count} referenced script{'s' if count != 1 else ''} failed "
+                f"with no arguments ({first.get('source')}: {first.get('status')}"
+                f"{', exit ' + str(first.get('exit_code')) if first.get('exit_code') else ''}"
+                f"{': ' + why if why else ''}); the context holds the errors. "
+                f"Give them input: %skill_context {ctx['id']} --args '{{...}}' (stdin JSON), "
+                "or --no-run for the instructions alone",
+                file=sys.stderr,
+            )
 
     def _say_not_found(self, names: list[str]) -> None:
         """The envelope tells a model only that a skill is not there; the person running

@@ -33,7 +33,7 @@ from traitlets import (
     validate,
 )
 
-from skill_magics.core.base.errors import SkillMagicsError
+from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
 from skill_magics.core.run.sandbox_profiles import PROFILES
@@ -460,6 +460,14 @@ class SharedMagics(Magics):
 
 def usage_error(exc: BaseException) -> UsageError:
     """The one-line error IPython shows without a traceback ("UsageError: ...")."""
+    if isinstance(exc, SkillNotFoundError) and exc.name and not exc.skipped:
+        from IPython import get_ipython
+
+        from skill_magics.notebook.earlier import restart_hint
+
+        hint = restart_hint(get_ipython(), exc.name)  # its folder, added before a restart
+        if hint is not None:
+            return UsageError(f"{type(exc).__name__}: {hint}")
     if isinstance(exc, SkillMagicsError):  # in the magics' words (%skills add DIR, not add_dir)
         text = f"{type(exc).__name__}: {exc.magic_text()}"
     else:

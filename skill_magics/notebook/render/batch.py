@@ -1,12 +1,12 @@
-"""How a batch shows itself: the BatchResult in the four places a single result renders
-(Lab widget, static HTML, terminal text, the value's repr), and its live progress.
+"""How a batch shows itself: the BatchResult in the places a single result renders (static
+HTML, terminal text, the value's repr), and its live progress.
 
 core's ``BatchResult`` knows nothing of IPython: the extension registers
 :func:`batch_bundle` as its display printer (by name, so nothing is imported until one is
 shown). Its bundle holds text/plain
-(``BatchResult.text()``), static text/html (no CSS or scripts needed: GitHub, nbviewer) and,
-inside a kernel that can draw widgets, an ipywidgets view with tabs for the first rows and
-the failures.
+(``BatchResult.text()``) and static text/html (no CSS or scripts needed: GitHub, nbviewer),
+never a widget view: a finished batch changes no more, and a saved widget view shows "model
+not found" once its kernel is gone (issue 44).
 
 Progress (:func:`progress_for`): a widget bar with done / failed / running / elapsed / ETA and
 a Stop button in JupyterLab; a text line in terminal IPython (rewritten in place) and in
@@ -23,8 +23,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from skill_magics.core.run.batch.result import EMPTY
 from skill_magics.notebook import compat
-from skill_magics.notebook.compat import WIDGET_MIME
 from skill_magics.notebook.render.format import format_duration, shorten
 from skill_magics.notebook.render.html import badge_html
 
@@ -39,6 +39,8 @@ def _e(text: object) -> str:
 
 
 def summary_html(result: Any) -> str:
+    if not result.items and not result.stopped:
+        return f"<div><strong><code>{_e(result.name)}</code></strong>: {_e(EMPTY)}</div>"
     badges = " ".join(
         badge_html(status, f"{n:,} {status}") for status, n in result.counts().items()
     )
@@ -102,37 +104,9 @@ def batch_html(result: Any) -> str:
     return "<div class='skill-magics-batch'>" + "".join(parts) + "</div>"
 
 
-# -- the live widget ---------------------------------------------------------------------------
-
-
-def batch_widget(result: Any) -> Any:
-    """An ipywidgets view: the summary, then tabs ``first items | failures``."""
-    import ipywidgets as w
-
-    failed = result.failed()
-    tab = compat.tab(
-        [w.HTML(rows_html(result.items)), w.HTML(rows_html(failed, error=True))],
-        ["first items", f"failures ({len(failed):,})"],
-    )
-    box = w.VBox([w.HTML(summary_html(result)), tab])
-    box.add_class("skill-magics-batch")
-    return box
-
-
 def batch_bundle(result: Any) -> dict[str, Any]:
     """The display bundle of a BatchResult (what IPython shows for it)."""
-    from skill_magics.notebook.render.widgets import widgets_supported
-    from skill_magics.notebook.result import SkillRunResult
-
     bundle: dict[str, Any] = {}
-    wanted = SkillRunResult.use_widget
-    if wanted is None:
-        wanted = widgets_supported()
-    if wanted:
-        try:
-            bundle[WIDGET_MIME] = compat.widget_view(batch_widget(result))
-        except Exception:  # noqa: BLE001 - the static fallbacks below still show it
-            pass
     bundle["text/plain"] = result.text()
     bundle["text/html"] = batch_html(result)
     return bundle
@@ -310,6 +284,5 @@ __all__ = [
     "WidgetProgress",
     "batch_bundle",
     "batch_html",
-    "batch_widget",
     "progress_for",
 ]

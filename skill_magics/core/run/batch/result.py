@@ -43,6 +43,9 @@ ITEM_STATUSES = (
 TEXT_ROWS = 5  # rows of items and of failures a text summary shows
 
 
+EMPTY = "nothing to run: 0 rows"  # an empty input: no rate, no workers to report
+
+
 @dataclass
 class BatchItem:
     """One input of a batch and how its run ended.
@@ -185,7 +188,9 @@ class BatchResult(Sequence[BatchItem]):
 
     def summary_line(self) -> str:
         """``unit-converter.convert: 200 items, 197 completed, 2 failed, 1 timeout in 3.1 s
-        (64.5 items/s, 2 workers)``"""
+        (64.5 items/s, 2 workers)``; ``NAME: nothing to run: 0 rows`` for an empty input."""
+        if not self.items and not self.stopped:
+            return f"{self.name}: {EMPTY}"
         counts = ", ".join(f"{n:,} {s}" for s, n in self.counts().items()) or "nothing ran"
         warm_note = f", {self.warm_starts:,} started warm" if self.warm_starts else ""
         line = (
