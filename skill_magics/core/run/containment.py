@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from skill_magics.core.run.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.orphans import OWN, Orphans, run_id_prefix
 
 logger = logging.getLogger("skill_magics.executor")
@@ -63,13 +64,16 @@ def kill_run(
     exited: bool,
     seen: Callable[[], list[int]] | None = None,
     kill_group: Callable[[int, int], None] | None = None,
+    cgroup: RunCgroup | None = None,
 ) -> None:
-    """SIGKILL the run as one unit (module docstring): stop what each look finds until a
-    look finds nothing new, then kill it all. ``exited``: the main process has surely
-    exited (a run that left nothing then costs one look). ``seen``: pids the process-tree
-    snapshots saw (held too)."""
+    """SIGKILL the run as one unit (module docstring): its cgroup first when it has one,
+    then stop what each look finds until a look finds nothing new, and kill it all.
+    ``exited``: the main process has surely exited (a run that left nothing then costs one
+    look). ``seen``: pids the process-tree snapshots saw (held too)."""
     pgid = child.pid
     group = kill_group or _kill_group
+    if cgroup is not None:
+        cgroup.kill()  # everything still in it, forks in flight included
     if exited:
         held.collect(pgid, exited=True)
         if held.settled:
@@ -78,23 +82,30 @@ def kill_run(
     if seen is not None:
         held.hold(pid for pid in seen() if pid != pgid)
     stopped: set[int] = set()
+    sessions: set[int] = set()  # groups in sessions the run made: killed whole
     end = time.monotonic() + SWEEP_S
     before: frozenset[int] | None = None
     while True:
         if not exited:
             child.kill(signal.SIGSTOP)
         group(pgid, signal.SIGSTOP)
+        for other in sessions:
+            group(other, signal.SIGSTOP)
         held.collect(pgid)
         fresh = set(held.held) - stopped
         held.signal(signal.SIGSTOP, fresh)
         stopped |= fresh
+        more = held.own_sessions(fresh) - sessions
+        for other in more:  # one kill(-pgid) stops every member at once, hoppers included
+            group(other, signal.SIGSTOP)
+        sessions |= more
         # Nothing new, the kernel's children as the look before saw them, and none of them
         # half gone: a process that exits between the listing and the look at its
         # environment (a pid-hopper hopping) changes that list (it is a zombie then, its
         # child is here), or is caught exiting (its children come here once it is done).
         # And every process found stopped indeed: one sent SIGSTOP while it forked stops
         # once the fork is done, and its new child is then below it, for the next look.
-        settled = not fresh and held.last_look == before and not held.unsure
+        settled = not fresh and not more and held.last_look == before and not held.unsure
         if settled and not held.running(0 if exited else pgid):
             break
         if time.monotonic() > end:
@@ -105,6 +116,8 @@ def kill_run(
     if not exited:
         child.kill(signal.SIGKILL)
     group(pgid, signal.SIGKILL)
+    for other in sessions:
+        group(other, signal.SIGKILL)
     held.signal(signal.SIGKILL)
 
 
@@ -168,7 +181,11 @@ class Watch:
             read, write = os.pipe()
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", _WARDEN, str(os.getpid()), run_id_prefix()],
+                    [
+                        sys.executable,
+                        *("-I", "-S", _WARDEN, str(os.getpid()), run_id_prefix()),
+                        RUN_CGROUPS.base() or "",  # the runs' cgroups: killed whole
+                    ],
                     stdin=read,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

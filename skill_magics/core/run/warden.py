@@ -2,7 +2,7 @@
 runs when the kernel dies (core/run/containment.py says why and when it is started).
 
 Usage (by path, stdlib only, so ``python -I -S`` starts it in ~10 ms):
-    python -I -S warden.py KERNEL_PID RUN_ID_PREFIX   # stdin: "+PGID" / "-PGID" lines
+    python -I -S warden.py KERNEL_PID RUN_ID_PREFIX [CGROUP]  # stdin: "+PGID" / "-PGID"
 
 It holds a pidfd of the kernel (exits at once to a sweep when the kernel is gone already)
 and reads, from its stdin, the process groups of the runs in progress. When the pidfd says
@@ -11,7 +11,9 @@ whose environment holds ``SKILL_MAGICS_RUN_ID=<the kernel's prefix>...`` is stop
 (SIGSTOP), /proc is read again until a read finds nothing new (bounded by SWEEP_S), then
 all of them are SIGKILLed. A run that clears its environment *and* leaves its group escapes
 this (as it escapes nothing else: the kernel's own end-of-run kill finds it through the
-process tree while the kernel lives).
+process tree while the kernel lives). ``CGROUP``: the folder of the kernel's run cgroups
+(core/run/cgroups.py): killed whole first (``cgroup.kill`` reaches every run below it, forks
+in flight included), then removed once empty.
 """
 
 from __future__ import annotations
@@ -90,11 +92,43 @@ def sweep(groups: set[int], prefix: str) -> int:
     return len(held)
 
 
+def kill_cgroup(path: str) -> None:
+    """Kill every process in the cgroup ``path`` and below (forks in flight included)."""
+    if not path:
+        return
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as fh:
+            fh.write("1")
+    except OSError:
+        pass
+
+
+def remove_cgroup(path: str) -> None:
+    """Remove the cgroup ``path`` and the runs' below it once they are empty (bounded)."""
+    if not path:
+        return
+    end = time.monotonic() + SWEEP_S
+    while True:
+        try:
+            below = [e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            return
+        for folder in [*below, path]:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+        if not os.path.isdir(path) or time.monotonic() > end:
+            return
+        time.sleep(0.005)
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        sys.stderr.write("usage: warden.py KERNEL_PID RUN_ID_PREFIX\n")
+    if len(argv) not in (3, 4):
+        sys.stderr.write("usage: warden.py KERNEL_PID RUN_ID_PREFIX [CGROUP]\n")
         return 2
     kernel, prefix = int(argv[1]), argv[2]
+    cgroup = argv[3] if len(argv) == 4 else ""
     for sig in (signal.SIGINT, signal.SIGHUP):  # a kernel interrupt, a closed terminal
         signal.signal(sig, signal.SIG_IGN)
     groups: set[int] = set()
@@ -103,7 +137,9 @@ def main(argv: list[str]) -> int:
     except OSError:
         watched = -1
     if watched < 0 or os.getppid() != kernel:  # the kernel is gone already
+        kill_cgroup(cgroup)
         sweep(groups, prefix)
+        remove_cgroup(cgroup)
         return 0
     poll = select.poll()
     poll.register(watched, select.POLLIN)
@@ -112,7 +148,9 @@ def main(argv: list[str]) -> int:
     while True:
         for fd, _events in poll.poll():
             if fd == watched:
+                kill_cgroup(cgroup)
                 sweep(groups, prefix)
+                remove_cgroup(cgroup)
                 return 0
             data = os.read(0, 65536)
             if not data:  # the kernel closed its end (or died: the pidfd says so next)
