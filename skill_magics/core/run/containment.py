@@ -1,21 +1,23 @@
 """A run's processes killed as one unit, and killed with the kernel (Linux, unsandboxed runs).
 
 **The kill** (:func:`kill_run`, the end of every unsandboxed run that left something behind:
-timeout, Stop, interrupt, background children): one look at the run's processes and one
-signal is not enough. A process may fork between the look and the signal (a SIGTERM handler
-that forks a sleeper, a daemon that changes pid every few milliseconds: fork, the parent
-exits), and its new child is in no list. So the kill *stops* (SIGSTOP, which nothing can
-catch or ignore) the main process, its group and every process a look finds, then looks
-again, until a look finds nothing new (bounded by ``SWEEP_S``); a stopped process forks no
-more, so the looks converge. Then everything found is SIGKILLed. What one look finds
+timeout, Stop, interrupt, background children). Where the run has a cgroup of its own
+(core/run/cgroups.py: a writable cgroup v2 here), ``cgroup.kill`` first: every process in
+it dies at once, forks in flight included. Then, and alone where there is no cgroup, the
+look-and-kill: one look at the run's processes and one signal is not enough. A process may
+fork between the look and the signal (a SIGTERM handler that forks a sleeper, a daemon that
+changes pid every few milliseconds: fork, the parent exits), and its new child is in no
+list. So the kill *stops* (SIGSTOP, which nothing can catch or ignore) the main process, its
+group and every process a look finds, and the process group of every session a process of
+the run made (such a session holds only the run's processes; one ``kill(-pgid)`` reaches a
+pid-hopper whatever its pid is by then: it keeps its group as it hops), then looks again,
+until a look finds nothing new (bounded by ``SWEEP_S``); a stopped process forks no more,
+so the looks converge. Then everything found is SIGKILLed. What one look finds
 (core/run/orphans.py): the kernel's children carrying the run's id (this process is a child
 subreaper during runs, so every orphan of the run is one), and everything below them, below
-the run's main process and below every process held already (each held by pidfd: a recycled
-pid is never hit). This is the user-space form of a cgroup freeze: cgroups would need a
-delegated, writable cgroup v2 tree, which a kernel in a container or a plain user session
-rarely has; a PID namespace per unsandboxed run would need bwrap, which sets
-``no_new_privs`` (``sudo`` and other setuid programs stop working) and costs a process per
-run. Sandboxed runs have their namespace already.
+the run's main process and below every process held already (each held by pidfd: a
+recycled pid is never hit). Why a cgroup and not a PID namespace per unsandboxed run:
+docs/security.md. Sandboxed runs have their namespace already.
 
 A run that exited and left nothing costs what it did before: one read of the kernel's
 children list tells that nothing of the run is left (``Orphans.settled``).
@@ -27,7 +29,8 @@ of its own so a kill of the kernel's group misses it) holds a pidfd of the kerne
 kernel tells it each run's process group as the run starts and ends (a line on a pipe, a few
 microseconds). When the kernel dies, the watcher stops and kills every process in those
 groups or carrying one of the kernel's run ids (``SKILL_MAGICS_RUN_ID``), looking again until
-a look finds nothing new, then exits. Warm runs are covered the same way (their server
+a look finds nothing new, then exits; the kernel's folder of run cgroups is killed whole
+first. Warm runs are covered the same way (their server
 dies with the kernel, and their daemons carry the run id too).
 """
 
