@@ -468,3 +468,35 @@ def _kill_whole(tmp_path: Path, escapers, start: str, script: str, runs: int) ->
             assert left == [], f"{script} ({start}, run {n}) left {left} running"
         finally:
             _stop_hoppers(tag)
+
+
+# -- the run's own cgroup (core/run/cgroups.py) -------------------------------------------------
+
+WHERE = """
+import os
+print(open("/proc/self/cgroup").read().splitlines()[-1], os.getpid() == os.getpgid(0))
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_run_is_in_a_cgroup_of_its_own_that_goes_with_it(
+    tmp_path: Path, make_skill, start: str
+) -> None:
+    """Where one can be made: the run's process is in ``skill-magics-PID/run-N`` from its
+    first line (what else it sees is as without: its own process group here), and the
+    cgroup is removed when the run ends. Where none can, it is in this process's cgroup."""
+    make_skill(tmp_path / "skills", "where", scripts={"scripts/where.py": WHERE})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=60)
+    res = manager.execute_skill_script("where", "where", approver=None, warm=start == "warm")
+    assert res.start == start and res.exit_code == 0, res.stderr
+    line, leader = res.stdout.split()
+    assert leader == "True"
+    mine = Path("/proc/self/cgroup").read_text().splitlines()[-1]
+    base = RUN_CGROUPS.base()
+    if base is None:
+        assert line == mine and RUN_CGROUPS.why_not
+        return
+    own = mine.removeprefix("0::").rstrip("/")
+    folder = line.removeprefix("0::")
+    assert folder.startswith(f"{own}/skill-magics-{os.getpid()}/run-"), (line, mine)
+    assert not os.path.exists(os.path.join(base, os.path.basename(folder)))

@@ -15,7 +15,7 @@ Where: below this process's own cgroup v2 (``/proc/self/cgroup``'s ``0::`` line,
 (``user@UID.service``: a desktop's terminal, ``systemd-run --user``). Elsewhere (a read-only
 ``/sys/fs/cgroup``, an ``ssh`` session's ``session-N.scope``, cgroup v1 only, Linux < 5.14,
 not Linux) :meth:`RunCgroups.new` gives None and the kill is the look-and-kill alone.
-``SKILL_MAGICS_RUN_CGROUPS=0`` turns it off.
+``SKILL_MAGICS_RUN_CGROUPS=0`` turns it off (what it costs per run: docs/security.md).
 
 How a run gets in before it runs a line of its own: a cold run's child writes ``0`` (itself)
 into the cgroup's ``cgroup.procs`` between fork and exec (a descriptor opened here, so
