@@ -170,6 +170,10 @@ class RunCgroups:
         own = own_cgroup_dir()
         if own is None:
             return None, "no cgroup v2 here"
+        # A move between two cgroups needs their common ancestor's cgroup.procs writable:
+        # here, our own (else every run would pay for a cgroup it never gets into).
+        if not os.access(os.path.join(own, "cgroup.procs"), os.W_OK):
+            return None, f"the cgroup {own} is not writable"
         base = os.path.join(own, f"skill-magics-{os.getpid()}")
         try:
             os.mkdir(base, 0o755)
@@ -193,13 +197,17 @@ class RunCgroups:
             return None
         if self._left:
             self._retry()
-        path = os.path.join(base, f"run-{next(self._count)}")
-        try:
-            os.mkdir(path, 0o755)
-        except OSError as exc:
-            logger.debug("No cgroup for this run (%s)", exc)
-            return None
-        return RunCgroup(path)
+        for _ in range(3):  # a folder left by an earlier process of this pid: the next
+            path = os.path.join(base, f"run-{next(self._count)}")
+            try:
+                os.mkdir(path, 0o755)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                logger.debug("No cgroup for this run (%s)", exc)
+                return None
+            return RunCgroup(path)
+        return None
 
     def release(self, group: RunCgroup) -> None:
         """The run is over (its processes killed): remove its cgroup, now or later."""
