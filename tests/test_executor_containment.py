@@ -500,3 +500,58 @@ def test_a_run_is_in_a_cgroup_of_its_own_that_goes_with_it(
     folder = line.removeprefix("0::")
     assert folder.startswith(f"{own}/skill-magics-{os.getpid()}/run-"), (line, mine)
     assert not os.path.exists(os.path.join(base, os.path.basename(folder)))
+
+
+# -- a SIGKILLed kernel takes its pid-hoppers along ----------------------------------------------
+
+KILLED_KERNEL = """
+import sys, threading, time
+sys.path.insert(0, {repo!r})
+from skill_magics.core.manager import SkillManager
+
+manager = SkillManager([{skills!r}], run_cwd="skill", warm_start={warm!r})
+run = lambda: manager.execute_skill_script(
+    "escapers", "hopper", argv=[{marker!r}], approver=None, timeout=120, warm={warm_on}
+)
+threading.Thread(target=run, daemon=True).start()
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("cgroups", ["1", "0"])
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_sigkilled_kernel_takes_a_pid_hopper_along(
+    tmp_path: Path, escapers, start: str, cgroups: str
+) -> None:
+    """The watcher kills the kernel's cgroups whole; without them (``0``) its looks go on
+    until five in a row find nothing new, newest pids first, and it kills the groups of
+    the sessions the run made (before: one look that missed the hopper's pid ended it)."""
+    import subprocess
+
+    marker = tmp_path / f"{start}-killed.pid"
+    code = KILLED_KERNEL.format(
+        repo=str(Path(__file__).resolve().parent.parent),
+        skills=str(tmp_path / "skills"),
+        marker=str(marker),
+        warm="on" if start == "warm" else "off",
+        warm_on=start == "warm",
+    )
+    env = {**os.environ, "SKILL_MAGICS_RUN_CGROUPS": cgroups}
+    kernel = subprocess.Popen([sys.executable, "-c", code], env=env)
+    hops = Path(f"{marker}.hops")
+    try:
+        deadline = time.monotonic() + 120
+        while not (hops.exists() and hops.read_bytes()) and kernel.poll() is None:
+            assert time.monotonic() < deadline, "the hopper never started"
+            time.sleep(0.05)
+        assert kernel.poll() is None, "the kernel ended before the kill"
+        time.sleep(0.5)  # a few hundred hops
+        kernel.kill()
+        kernel.wait(10)
+        assert not _still_hopping(hops), f"the hopper ({start}, cgroups {cgroups}) lives on"
+        assert _left_running(str(tmp_path / "skills"), within=3.0) == []
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+            kernel.wait(10)
+        _stop_hoppers(str(tmp_path / "skills"))

@@ -8,12 +8,14 @@ It holds a pidfd of the kernel (exits at once to a sweep when the kernel is gone
 and reads, from its stdin, the process groups of the runs in progress. When the pidfd says
 the kernel exited (whatever killed it), it sweeps: every process in one of those groups or
 whose environment holds ``SKILL_MAGICS_RUN_ID=<the kernel's prefix>...`` is stopped
-(SIGSTOP), /proc is read again until a read finds nothing new (bounded by SWEEP_S), then
-all of them are SIGKILLed. A run that clears its environment *and* leaves its group escapes
-this (as it escapes nothing else: the kernel's own end-of-run kill finds it through the
-process tree while the kernel lives). ``CGROUP``: the folder of the kernel's run cgroups
-(core/run/cgroups.py): killed whole first (``cgroup.kill`` reaches every run below it, forks
-in flight included), then removed once empty.
+(SIGSTOP), with the process groups of the sessions they made, and /proc is read again
+(newest pids first) until QUIET_LOOKS reads in a row find nothing new (bounded by SWEEP_S:
+one read may miss a pid-hopper's pid), then all of them are SIGKILLed. A run that clears
+its environment *and* leaves its group escapes this (as it escapes nothing else: the
+kernel's own end-of-run kill finds it through the process tree while the kernel lives).
+``CGROUP``: the folder of the kernel's run cgroups (core/run/cgroups.py): killed whole
+first (``cgroup.kill`` reaches every run below it, forks in flight included), then removed
+once empty.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import time
 
 SWEEP_S = 2.0
+QUIET_LOOKS = 5  # the sweep ends after this many looks in a row find nothing new
 RUN_ID_VAR = b"SKILL_MAGICS_RUN_ID="
 
 
@@ -36,38 +39,49 @@ def _read(path: str) -> bytes:
         return b""
 
 
-def _look(groups: set[int], marker: bytes, me: int) -> list[int]:
-    """Processes of the kernel's runs now: in a run's group, or carrying a run id."""
+def _look(groups: set[int], marker: bytes, me: int) -> list[tuple[int, int, int]]:
+    """Processes of the kernel's runs now, in a run's group or carrying a run id: (pid,
+    process group, session) each."""
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
+    # Newest first: a pid-hopper's live pid is among the newest, and is read before it hops.
+    for pid in sorted((int(n) for n in os.listdir("/proc") if n.isdigit()), reverse=True):
+        if pid == me:
             continue
-        pid = int(name)
         stat = _read(f"/proc/{pid}/stat")
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3 or fields[0] == b"Z":
+        if len(fields) < 4 or fields[0] == b"Z":
             continue
         if int(fields[2]) in groups or any(
             entry.startswith(marker) for entry in _read(f"/proc/{pid}/environ").split(b"\0")
         ):
-            found.append(pid)
+            found.append((pid, int(fields[2]), int(fields[3])))
     return found
 
 
+def _signal_groups(pgids: set[int], sig: int) -> None:
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+
+
 def sweep(groups: set[int], prefix: str) -> int:
-    """Stop, look again until nothing new, kill. Returns how many processes were killed."""
+    """Stop, look again until nothing new, kill. Returns how many processes were killed.
+    The groups of sessions a run's process made are stopped and killed whole too (only the
+    run's processes are in them; a pid-hopper keeps its group as it hops, and one
+    ``kill(-pgid)`` reaches it whatever its pid is by then)."""
     marker = RUN_ID_VAR + prefix.encode()
     me = os.getpid()
+    mine = os.getsid(0)  # the kernel's session: its groups are never killed whole
     held: dict[int, int] = {}
+    sessions: set[int] = set()
     end = time.monotonic() + SWEEP_S
+    quiet = 0  # looks in a row that found nothing new: one may miss a pid that hopped
     while True:
-        for pgid in groups:
-            try:
-                os.killpg(pgid, signal.SIGSTOP)
-            except OSError:
-                pass
+        _signal_groups(groups | sessions, signal.SIGSTOP)
         fresh = 0
-        for pid in _look(groups, marker, me):
+        for pid, pgid, sid in _look(groups, marker, me):
             if pid in held:
                 continue
             try:
@@ -77,13 +91,13 @@ def sweep(groups: set[int], prefix: str) -> int:
                 continue
             held[pid] = fd
             fresh += 1
-        if not fresh or time.monotonic() > end:
+            if sid not in (mine, 0) and pgid not in sessions:
+                sessions.update((pgid, sid))
+                _signal_groups({pgid, sid}, signal.SIGSTOP)
+        quiet = 0 if fresh else quiet + 1
+        if quiet >= QUIET_LOOKS or time.monotonic() > end:
             break
-    for pgid in groups:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
+    _signal_groups(groups | sessions, signal.SIGKILL)
     for fd in held.values():
         try:
             signal.pidfd_send_signal(fd, signal.SIGKILL)
