@@ -555,3 +555,37 @@ def test_a_sigkilled_kernel_takes_a_pid_hopper_along(
             kernel.kill()
             kernel.wait(10)
         _stop_hoppers(str(tmp_path / "skills"))
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_pid_hoppers_exited_hops_are_reaped_while_it_runs(
+    tmp_path: Path, escapers, start: str
+) -> None:
+    """This process is the subreaper of a run's orphans, so each hop of a pid-hopper that
+    exits is a zombie here; they were reaped only at the run's end: 500 a second fill the
+    pid table within a minute. Now they are reaped as the run's tree is looked at."""
+    marker = tmp_path / f"{start}-zombies.pid"
+    before = _zombie_children()
+    most = 0
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal most
+        while not done.is_set():
+            most = max(most, len(_zombie_children() - before))
+            time.sleep(0.05)
+
+    counter = threading.Thread(target=count, daemon=True)
+    counter.start()
+    try:
+        res = escapers.execute_skill_script(
+            "escapers", "hopper", argv=[str(marker)], approver=None, warm=start == "warm"
+        )
+        assert res.start == start and res.timed_out, res.start_note
+    finally:
+        done.set()
+        counter.join(5)
+        _stop_hoppers(str(tmp_path / "skills"))
+    hops = int(Path(f"{marker}.hops").read_bytes() or b"0")
+    assert hops > 50, hops
+    assert most < hops / 3, f"{most} zombies at once for {hops} hops"

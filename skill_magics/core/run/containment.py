@@ -76,9 +76,13 @@ def kill_run(
     pgid = child.pid
     group = kill_group or _kill_group
     if cgroup is not None:
+        # What the run orphaned is held first: once killed, its environment is gone, it
+        # could no longer be told from another child here and would stay a zombie.
+        held.collect(pgid, exited=exited)
         cgroup.kill()  # everything still in it, forks in flight included
     if exited:
-        held.collect(pgid, exited=True)
+        if cgroup is None:
+            held.collect(pgid, exited=True)
         if held.settled:
             group(pgid, signal.SIGKILL)  # members re-parented here would have unsettled it
             return

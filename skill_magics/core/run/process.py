@@ -1107,6 +1107,9 @@ def _wait(run: _Run) -> None:
             run.tree = run.tree or _Descendants(child.pid, child.pid, child.start)
             run.tree.maybe_snapshot(now)
             tree_at = run.tree.next_at if run.tree.enabled else float("inf")
+            if child.held is not None:  # a pid-hopper's exited hops are zombies here (the
+                # subreaper): left to the run's end, 500 a second would fill the pid table
+                child.held.reap_zombies(child.pid, run.tree.saw)
         wait = min(deadline - now, max(tree_at - now, 0.0))
         if cancel is not None:
             wait = min(wait, CANCEL_POLL_S)
