@@ -9,7 +9,10 @@ Side by side, interleaved (ABBA) so machine load hits both equally:
    (target <= 1.02);
 2. the end of a run that leaves 3 daemons (setsid'd, sleeping) behind: the whole-run kill
    (stop, look again until nothing new, kill) vs one look and one SIGKILL, in ms (the
-   one-pass kill is what ran before issue 39; it is kept here only to compare).
+   one-pass kill is what ran before issue 39; it is kept here only to compare);
+3. a trivial Python run, cold and warm, in a cgroup of its own (core/run/cgroups.py: made,
+   joined, killed and removed per run) vs the look-and-kill alone: median ratio per start
+   (only where a cgroup can be made here; the report says why not otherwise).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ sys.path.insert(0, str(REPO))
 
 from skill_magics.core.base.audit import AuditLog  # noqa: E402
 from skill_magics.core.base.models import SkillMetadata  # noqa: E402
-from skill_magics.core.run import containment, process  # noqa: E402
+from skill_magics.core.run import containment, process, warm  # noqa: E402
+from skill_magics.core.run.cgroups import RUN_CGROUPS  # noqa: E402
 from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
 
 DAEMONS = """
@@ -84,13 +88,40 @@ def per_run(base: Path, meta: SkillMetadata, runs: int) -> dict[str, float]:
     }
 
 
+def per_run_cgroup(base: Path, meta: SkillMetadata, runs: int) -> dict[str, object]:
+    """A trivial run with its own cgroup vs without, cold and warm (ABBA)."""
+    if RUN_CGROUPS.base() is None:
+        return {"cgroup": f"none here: {RUN_CGROUPS.why_not}"}
+    executor = ScriptExecutor(audit=AuditLog(keep=10))
+    out: dict[str, object] = {"cgroup": RUN_CGROUPS.base()}
+    for start in ("cold", "warm"):
+
+        def run(on: bool, start: str = start) -> None:
+            RUN_CGROUPS.enabled = on
+            res = executor.execute("scripts/trivial.py", {}, base, meta, warm=start == "warm")
+            assert res.start == start, res.start_note
+
+        for _ in range(5):
+            run(True)
+            run(False)
+        on, off = _abba(lambda: run(True), lambda: run(False), runs)
+        RUN_CGROUPS.enabled = True
+        out[start] = {
+            "cgroup_median_ms": statistics.median(on) * 1000,
+            "looks_only_median_ms": statistics.median(off) * 1000,
+            "median_ratio": statistics.median(on) / statistics.median(off),
+        }
+    warm.stop_servers()
+    return out
+
+
 def end_of_run(base: Path, runs: int) -> dict[str, float]:
     """Time of the end-of-run kill for a run leaving 3 daemons, the whole-run kill vs one
     pass (measured inside drive: the kill only, not the run)."""
     timings: dict[str, list[float]] = {"sweep": [], "one_pass": []}
     real = containment.kill_run
 
-    def one_pass(child, held, exited, seen=None, kill_group=None) -> None:  # before issue 39
+    def one_pass(child, held, exited, seen=None, kill_group=None, cgroup=None) -> None:
         held.collect(child.pid, exited=exited)
         process.kill_group(child.pid, 9)
         held.signal(9)
@@ -130,6 +161,7 @@ def main() -> None:
         report = {
             "per_run_trivial_python": per_run(base, meta, runs),
             "end_of_run_3_daemons": end_of_run(base, max(10, runs // 10)),
+            "per_run_own_cgroup": per_run_cgroup(base, meta, runs),
         }
     print(json.dumps(report, indent=2))
 

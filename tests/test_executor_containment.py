@@ -21,6 +21,7 @@ import pytest
 from manager_support import manager_for, posix_only, run_plan
 
 from skill_magics.core.run import warm
+from skill_magics.core.run.cgroups import RUN_CGROUPS
 
 pytestmark = [
     posix_only,
@@ -303,13 +304,14 @@ if os.fork() == 0:
     with open(sys.argv[1] + ".sid", "w") as fh:  # for the test's own clean-up: killpg
         fh.write(str(os.getsid(0)))
     fd = os.open(sys.argv[1] + ".hops", os.O_WRONLY | os.O_CREAT, 0o600)
-    n = 0
-    while True:
+    n, end = 0, time.time() + 25  # an escaped hopper stops by itself at worst
+    while time.time() < end:
         if os.fork():
             os._exit(0)
         n += 1
         os.pwrite(fd, b"%012d" % n, 0)
         time.sleep(0.002)
+    os._exit(0)
 with open(sys.argv[1] + ".tmp", "w") as fh:
     fh.write(str(os.getpid()))
 os.rename(sys.argv[1] + ".tmp", sys.argv[1])
@@ -399,32 +401,58 @@ def escapers(tmp_path: Path, make_skill):
     make_skill(
         tmp_path / "skills",
         "escapers",
-        scripts={"scripts/forkterm.py": FORK_ON_TERM, "scripts/hopper.py": HOPPER},
+        scripts={
+            "scripts/forkterm.py": FORK_ON_TERM,
+            "scripts/hopper.py": HOPPER,
+            "scripts/sessionhopper.py": SESSION_HOPPER,
+        },
     )
     return manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=2)
 
 
-# Issue 39 finding 7 is open: a pid-hopper outlives the kill about 1 warm run in 2, and a
-# cold one did once in a fresh-clone run on Python 3.13 (a look at /proc cannot keep up with
-# a 2 ms pid; a PID namespace or a cgroup per run would). The clean-up kills what escaped.
-HOPPER_OPEN = pytest.mark.xfail(
-    strict=False, reason="issue 39 finding 7, open: a pid-hopper sometimes outlives the kill"
-)
-WARM_HOPPER = pytest.param("warm", "hopper", marks=HOPPER_OPEN)
-COLD_HOPPER = pytest.param("cold", "hopper", marks=HOPPER_OPEN)
+# A pid-hopper that makes a session of its own at every hop: no process group holds it for
+# long (the look-and-kill's one kill(-pgid) reaches only the hops of one session); only a
+# cgroup (or a PID namespace) holds every hop.
+SESSION_HOPPER = HOPPER.replace("        n += 1\n", "        n += 1\n        os.setsid()\n")
 
 
-@pytest.mark.parametrize(
-    ("start", "script"),
-    [("cold", "forkterm"), ("warm", "forkterm"), COLD_HOPPER, WARM_HOPPER],
-)
+@pytest.fixture(params=["cgroup", "looks"])
+def containment(request, monkeypatch) -> str:
+    """How the kill finds the run's processes: its cgroup where one can be made here
+    (core/run/cgroups.py), or the look-and-kill alone (as where none can)."""
+    if request.param == "looks":
+        monkeypatch.setattr(RUN_CGROUPS, "enabled", False)
+    elif RUN_CGROUPS.base() is None:  # nothing to test here but that it says why
+        assert RUN_CGROUPS.why_not
+    return request.param
+
+
+@pytest.mark.parametrize("script", ["forkterm", "hopper"])
+@pytest.mark.parametrize("start", ["cold", "warm"])
 def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
-    tmp_path: Path, escapers, start: str, script: str
+    tmp_path: Path, escapers, containment: str, start: str, script: str
 ) -> None:
-    """Issue 39, findings 6 and 7: the kill looks again until a look finds nothing new, and
-    stops what it finds before it kills (a stopped process forks no more)."""
+    """Issue 39, findings 6 and 7: the run's cgroup is killed whole; and without one the
+    kill looks again until a look finds nothing new, stops what it finds before it kills
+    (a stopped process forks no more) and kills the groups of the sessions the run made."""
+    _kill_whole(tmp_path, escapers, start, script, runs=2 if script == "hopper" else 1)
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_cgroup_kills_a_hopper_that_changes_session_at_every_hop(
+    tmp_path: Path, escapers, start: str
+) -> None:
+    """Where a cgroup per run can be made (root here, a delegated user cgroup): a hopper that
+    no process group holds dies too. Where none can, the run says nothing of one."""
+    if RUN_CGROUPS.base() is None:
+        assert RUN_CGROUPS.why_not and RUN_CGROUPS.new() is None
+        return
+    _kill_whole(tmp_path, escapers, start, "sessionhopper", runs=2)
+
+
+def _kill_whole(tmp_path: Path, escapers, start: str, script: str, runs: int) -> None:
     tag = str(tmp_path / "skills")
-    for n in range(2 if script == "hopper" else 1):  # the hopper escaped 1 run in 4 before
+    for n in range(runs):  # the hopper escaped 1 run in 4 before
         marker = tmp_path / f"{start}-{script}-{n}.pid"
         try:
             res = escapers.execute_skill_script(
@@ -432,7 +460,7 @@ def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
             )
             assert res.start == start, res.start_note
             assert marker.exists(), res.stderr
-            if script == "hopper":
+            if script != "forkterm":
                 hops = Path(f"{marker}.hops")
                 assert hops.exists(), res.stderr
                 assert not _still_hopping(hops), f"the hopper ({start}, run {n}) lives on"
@@ -440,3 +468,124 @@ def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
             assert left == [], f"{script} ({start}, run {n}) left {left} running"
         finally:
             _stop_hoppers(tag)
+
+
+# -- the run's own cgroup (core/run/cgroups.py) -------------------------------------------------
+
+WHERE = """
+import os
+print(open("/proc/self/cgroup").read().splitlines()[-1], os.getpid() == os.getpgid(0))
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_run_is_in_a_cgroup_of_its_own_that_goes_with_it(
+    tmp_path: Path, make_skill, start: str
+) -> None:
+    """Where one can be made: the run's process is in ``skill-magics-PID/run-N`` from its
+    first line (what else it sees is as without: its own process group here), and the
+    cgroup is removed when the run ends. Where none can, it is in this process's cgroup."""
+    make_skill(tmp_path / "skills", "where", scripts={"scripts/where.py": WHERE})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=60)
+    res = manager.execute_skill_script("where", "where", approver=None, warm=start == "warm")
+    assert res.start == start and res.exit_code == 0, res.stderr
+    line, leader = res.stdout.split()
+    assert leader == "True"
+    mine = Path("/proc/self/cgroup").read_text().splitlines()[-1]
+    base = RUN_CGROUPS.base()
+    if base is None:
+        assert line == mine and RUN_CGROUPS.why_not
+        return
+    own = mine.removeprefix("0::").rstrip("/")
+    folder = line.removeprefix("0::")
+    assert folder.startswith(f"{own}/skill-magics-{os.getpid()}/run-"), (line, mine)
+    assert not os.path.exists(os.path.join(base, os.path.basename(folder)))
+
+
+# -- a SIGKILLed kernel takes its pid-hoppers along ----------------------------------------------
+
+KILLED_KERNEL = """
+import sys, threading, time
+sys.path.insert(0, {repo!r})
+from skill_magics.core.manager import SkillManager
+
+manager = SkillManager([{skills!r}], run_cwd="skill", warm_start={warm!r})
+run = lambda: manager.execute_skill_script(
+    "escapers", "hopper", argv=[{marker!r}], approver=None, timeout=120, warm={warm_on}
+)
+threading.Thread(target=run, daemon=True).start()
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("cgroups", ["1", "0"])
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_sigkilled_kernel_takes_a_pid_hopper_along(
+    tmp_path: Path, escapers, start: str, cgroups: str
+) -> None:
+    """The watcher kills the kernel's cgroups whole; without them (``0``) its looks go on
+    until five in a row find nothing new, newest pids first, and it kills the groups of
+    the sessions the run made (before: one look that missed the hopper's pid ended it)."""
+    import subprocess
+
+    marker = tmp_path / f"{start}-killed.pid"
+    code = KILLED_KERNEL.format(
+        repo=str(Path(__file__).resolve().parent.parent),
+        skills=str(tmp_path / "skills"),
+        marker=str(marker),
+        warm="on" if start == "warm" else "off",
+        warm_on=start == "warm",
+    )
+    env = {**os.environ, "SKILL_MAGICS_RUN_CGROUPS": cgroups}
+    kernel = subprocess.Popen([sys.executable, "-c", code], env=env)
+    hops = Path(f"{marker}.hops")
+    try:
+        deadline = time.monotonic() + 120
+        while not (hops.exists() and hops.read_bytes()) and kernel.poll() is None:
+            assert time.monotonic() < deadline, "the hopper never started"
+            time.sleep(0.05)
+        assert kernel.poll() is None, "the kernel ended before the kill"
+        time.sleep(0.5)  # a few hundred hops
+        kernel.kill()
+        kernel.wait(10)
+        assert not _still_hopping(hops), f"the hopper ({start}, cgroups {cgroups}) lives on"
+        assert _left_running(str(tmp_path / "skills"), within=3.0) == []
+    finally:
+        if kernel.poll() is None:
+            kernel.kill()
+            kernel.wait(10)
+        _stop_hoppers(str(tmp_path / "skills"))
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_pid_hoppers_exited_hops_are_reaped_while_it_runs(
+    tmp_path: Path, escapers, start: str
+) -> None:
+    """This process is the subreaper of a run's orphans, so each hop of a pid-hopper that
+    exits is a zombie here; they were reaped only at the run's end: 500 a second fill the
+    pid table within a minute. Now they are reaped as the run's tree is looked at."""
+    marker = tmp_path / f"{start}-zombies.pid"
+    before = _zombie_children()
+    most = 0
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal most
+        while not done.is_set():
+            most = max(most, len(_zombie_children() - before))
+            time.sleep(0.05)
+
+    counter = threading.Thread(target=count, daemon=True)
+    counter.start()
+    try:
+        res = escapers.execute_skill_script(
+            "escapers", "hopper", argv=[str(marker)], approver=None, warm=start == "warm"
+        )
+        assert res.start == start and res.timed_out, res.start_note
+    finally:
+        done.set()
+        counter.join(5)
+        _stop_hoppers(str(tmp_path / "skills"))
+    hops = int(Path(f"{marker}.hops").read_bytes() or b"0")
+    assert hops > 50, hops
+    assert most < hops / 3, f"{most} zombies at once for {hops} hops"

@@ -494,17 +494,15 @@ def test_idle_servers_stop(skills: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert not server.alive() and server not in warm.POOL.servers()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open since servers start on keeper threads (issue 39, finding 9): under load the "
-    "dead server stayed READY and unreaped past 120 s in a fresh-clone run (passes alone)",
-)
 def test_a_server_that_died_is_reaped_and_closed_when_replaced(
     skills: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A READY server killed from outside (the OOM killer, a person's kill) is replaced at the
     next run, and the dead one is reaped and its socket and log closed (it was only dropped:
-    a zombie and two descriptors left in the kernel until garbage collection)."""
+    a zombie and two descriptors left in the kernel until garbage collection). The test
+    looks once the server's main thread is a zombie: its other thread may still be going
+    away, when the process cannot be reaped yet; a server taken for alive then was given to
+    the next run and stayed READY, unreaped (3 runs in 10 on a busy machine)."""
     monkeypatch.setenv("WARM_DEAD_KEY", uuid.uuid4().hex)  # a server of its own
     manager = manager_for(skills, run_cwd="skill", warm_start="on", env_passthrough="WARM_DEAD_KEY")
     (ready,) = manager.warm_up("frames", ["scripts/rng.py"])
@@ -517,8 +515,8 @@ def test_a_server_that_died_is_reaped_and_closed_when_replaced(
         assert time.monotonic() < deadline, "the killed server never exited"
         time.sleep(0.05)
     assert manager.warm_up("frames", ["scripts/rng.py"])[0].server is not None
-    # The stop is queued on the starter thread behind the new server's start, which a busy
-    # machine may still be loading: a wait for the event, not a time target.
+    # The dead one was stopped by that call (it was dead, so at once: never behind a start);
+    # its reaping waits at most for its last thread: a wait for the event, not a time target.
     deadline = time.monotonic() + 120
     while dead.proc.returncode is None or dead._ctl is not None or dead._log is not None:
         pool = [(s.pid, s.state, s.key == dead.key) for s in warm.POOL.servers()]

@@ -1,21 +1,23 @@
 """A run's processes killed as one unit, and killed with the kernel (Linux, unsandboxed runs).
 
 **The kill** (:func:`kill_run`, the end of every unsandboxed run that left something behind:
-timeout, Stop, interrupt, background children): one look at the run's processes and one
-signal is not enough. A process may fork between the look and the signal (a SIGTERM handler
-that forks a sleeper, a daemon that changes pid every few milliseconds: fork, the parent
-exits), and its new child is in no list. So the kill *stops* (SIGSTOP, which nothing can
-catch or ignore) the main process, its group and every process a look finds, then looks
-again, until a look finds nothing new (bounded by ``SWEEP_S``); a stopped process forks no
-more, so the looks converge. Then everything found is SIGKILLed. What one look finds
+timeout, Stop, interrupt, background children). Where the run has a cgroup of its own
+(core/run/cgroups.py: a writable cgroup v2 here), ``cgroup.kill`` first: every process in
+it dies at once, forks in flight included. Then, and alone where there is no cgroup, the
+look-and-kill: one look at the run's processes and one signal is not enough. A process may
+fork between the look and the signal (a SIGTERM handler that forks a sleeper, a daemon that
+changes pid every few milliseconds: fork, the parent exits), and its new child is in no
+list. So the kill *stops* (SIGSTOP, which nothing can catch or ignore) the main process, its
+group and every process a look finds, and the process group of every session a process of
+the run made (such a session holds only the run's processes; one ``kill(-pgid)`` reaches a
+pid-hopper whatever its pid is by then: it keeps its group as it hops), then looks again,
+until a look finds nothing new (bounded by ``SWEEP_S``); a stopped process forks no more,
+so the looks converge. Then everything found is SIGKILLed. What one look finds
 (core/run/orphans.py): the kernel's children carrying the run's id (this process is a child
 subreaper during runs, so every orphan of the run is one), and everything below them, below
-the run's main process and below every process held already (each held by pidfd: a recycled
-pid is never hit). This is the user-space form of a cgroup freeze: cgroups would need a
-delegated, writable cgroup v2 tree, which a kernel in a container or a plain user session
-rarely has; a PID namespace per unsandboxed run would need bwrap, which sets
-``no_new_privs`` (``sudo`` and other setuid programs stop working) and costs a process per
-run. Sandboxed runs have their namespace already.
+the run's main process and below every process held already (each held by pidfd: a
+recycled pid is never hit). Why a cgroup and not a PID namespace per unsandboxed run:
+docs/security.md. Sandboxed runs have their namespace already.
 
 A run that exited and left nothing costs what it did before: one read of the kernel's
 children list tells that nothing of the run is left (``Orphans.settled``).
@@ -27,7 +29,8 @@ of its own so a kill of the kernel's group misses it) holds a pidfd of the kerne
 kernel tells it each run's process group as the run starts and ends (a line on a pipe, a few
 microseconds). When the kernel dies, the watcher stops and kills every process in those
 groups or carrying one of the kernel's run ids (``SKILL_MAGICS_RUN_ID``), looking again until
-a look finds nothing new, then exits. Warm runs are covered the same way (their server
+a look finds nothing new, then exits; the kernel's folder of run cgroups is killed whole
+first. Warm runs are covered the same way (their server
 dies with the kernel, and their daemons carry the run id too).
 """
 
@@ -43,6 +46,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from skill_magics.core.run.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.orphans import OWN, Orphans, run_id_prefix
 
 logger = logging.getLogger("skill_magics.executor")
@@ -63,38 +67,52 @@ def kill_run(
     exited: bool,
     seen: Callable[[], list[int]] | None = None,
     kill_group: Callable[[int, int], None] | None = None,
+    cgroup: RunCgroup | None = None,
 ) -> None:
-    """SIGKILL the run as one unit (module docstring): stop what each look finds until a
-    look finds nothing new, then kill it all. ``exited``: the main process has surely
-    exited (a run that left nothing then costs one look). ``seen``: pids the process-tree
-    snapshots saw (held too)."""
+    """SIGKILL the run as one unit (module docstring): its cgroup first when it has one,
+    then stop what each look finds until a look finds nothing new, and kill it all.
+    ``exited``: the main process has surely exited (a run that left nothing then costs one
+    look). ``seen``: pids the process-tree snapshots saw (held too)."""
     pgid = child.pid
     group = kill_group or _kill_group
+    if cgroup is not None:
+        # What the run orphaned is held first: once killed, its environment is gone, it
+        # could no longer be told from another child here and would stay a zombie.
+        held.collect(pgid, exited=exited)
+        cgroup.kill()  # everything still in it, forks in flight included
     if exited:
-        held.collect(pgid, exited=True)
+        if cgroup is None:
+            held.collect(pgid, exited=True)
         if held.settled:
             group(pgid, signal.SIGKILL)  # members re-parented here would have unsettled it
             return
     if seen is not None:
         held.hold(pid for pid in seen() if pid != pgid)
     stopped: set[int] = set()
+    sessions: set[int] = set()  # groups in sessions the run made: killed whole
     end = time.monotonic() + SWEEP_S
     before: frozenset[int] | None = None
     while True:
         if not exited:
             child.kill(signal.SIGSTOP)
         group(pgid, signal.SIGSTOP)
+        for other in sessions:
+            group(other, signal.SIGSTOP)
         held.collect(pgid)
         fresh = set(held.held) - stopped
         held.signal(signal.SIGSTOP, fresh)
         stopped |= fresh
+        more = held.own_sessions(fresh) - sessions
+        for other in more:  # one kill(-pgid) stops every member at once, hoppers included
+            group(other, signal.SIGSTOP)
+        sessions |= more
         # Nothing new, the kernel's children as the look before saw them, and none of them
         # half gone: a process that exits between the listing and the look at its
         # environment (a pid-hopper hopping) changes that list (it is a zombie then, its
         # child is here), or is caught exiting (its children come here once it is done).
         # And every process found stopped indeed: one sent SIGSTOP while it forked stops
         # once the fork is done, and its new child is then below it, for the next look.
-        settled = not fresh and held.last_look == before and not held.unsure
+        settled = not fresh and not more and held.last_look == before and not held.unsure
         if settled and not held.running(0 if exited else pgid):
             break
         if time.monotonic() > end:
@@ -105,6 +123,8 @@ def kill_run(
     if not exited:
         child.kill(signal.SIGKILL)
     group(pgid, signal.SIGKILL)
+    for other in sessions:
+        group(other, signal.SIGKILL)
     held.signal(signal.SIGKILL)
 
 
@@ -168,7 +188,11 @@ class Watch:
             read, write = os.pipe()
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", _WARDEN, str(os.getpid()), run_id_prefix()],
+                    [
+                        sys.executable,
+                        *("-I", "-S", _WARDEN, str(os.getpid()), run_id_prefix()),
+                        RUN_CGROUPS.base() or "",  # the runs' cgroups: killed whole
+                    ],
                     stdin=read,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

@@ -344,6 +344,25 @@ class Orphans:
                 return True
         return False
 
+    def own_sessions(self, pids: Iterable[int]) -> set[int]:
+        """The process groups of these held processes that sit in a session other than
+        this process's: such a session was made by a process of the run (``setsid``), so
+        every member descends from the run, and one ``killpg`` reaches a member whatever
+        its pid is by then (a pid-hopper keeps its group as it hops)."""
+        mine = os.getsid(0)
+        groups: set[int] = set()
+        for pid in pids:
+            found = _stat(pid)
+            fd = self.held.get(pid)
+            if found is None or fd is None or found[2] in (mine, 0):
+                continue
+            try:  # still the held process (a pid read after it was gone could be reused)
+                signal.pidfd_send_signal(fd, 0)
+            except OSError:
+                continue
+            groups.update(found[1:])
+        return groups
+
     def signal(self, sig: int, pids: Iterable[int] | None = None) -> None:
         """Send ``sig`` to the held processes (only ``pids`` among them, when given)."""
         fds = self.held.values() if pids is None else [self.held[p] for p in pids]

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skill_magics.core.base.secrets import Masks
+from skill_magics.core.run.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.containment import WATCH, kill_run
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 
@@ -362,7 +363,7 @@ def _kill_all(
     pgid = child.pid
     if sig == signal.SIGKILL and orphans is not None:
         seen = None if tree is None or not tree.known else tree.seen
-        kill_run(child, orphans, exited, seen, kill_group)
+        kill_run(child, orphans, exited, seen, kill_group, child.cgroup)
         return
     if not exited:
         child.kill(sig)
@@ -416,6 +417,7 @@ class Child:
     start = 0.0  # time.monotonic() when it was spawned: the timeout counts from there
     payload: bytes | None = None  # what is left to write to its stdin (the loop writes it)
     held: Orphans | None = None  # its orphans (core/run/orphans.py), the subreaper entered
+    cgroup: RunCgroup | None = None  # the run's own cgroup (core/run/cgroups.py), if any
     failure: SpawnError | None = None  # it could not start after all (a warm child's cwd)
     # A warm run's server ended while it ran ("signal 9", "exit 1"): its status is not the
     # script's own doing (ProcessOutcome.server_stopped).
@@ -454,6 +456,9 @@ class Child:
             if held.held:
                 held.close()
             SUBREAPER.leave()
+        group, self.cgroup = self.cgroup, None
+        if group is not None:
+            RUN_CGROUPS.release(group)
 
     def has_exited(self) -> bool:
         """After the loop saw the exit: has the main process surely exited (it is a zombie
@@ -774,19 +779,36 @@ def spawn(
     ``die_with_parent``: see :func:`run_process`. Raises SpawnError when the program cannot
     be started (nothing ran)."""
     held: Orphans | None = None
+    group: RunCgroup | None = None
+    join = -1
     if die_with_parent:
         command = _guarded(command, env)
     if orphans and SUBREAPER.enter():
         held = Orphans(run_id := new_run_id())
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
     try:
+        if held is not None and (group := RUN_CGROUPS.new()) is not None:
+            join = group.join_fd()  # the child joins its cgroup before it execs
+            if join < 0:
+                RUN_CGROUPS.release(group)
+                group = None
         start = time.monotonic()
-        proc, stdin, out_r, err_r, rest = _popen(command, payload, cwd, env, die_with_parent)
+        try:
+            proc, stdin, out_r, err_r, rest = _popen(
+                command, payload, cwd, env, die_with_parent, join
+            )
+        finally:
+            if join >= 0:
+                os.close(join)
     except BaseException:
         if held is not None:
             SUBREAPER.leave()
+        if group is not None:
+            RUN_CGROUPS.release(group)
         raise
-    return _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r), start=start, payload=rest, held=held)
+    child = _PopenChild(proc, stdin, Pipe(out_r), Pipe(err_r), start=start, payload=rest, held=held)
+    child.cgroup = group
+    return child
 
 
 def _popen(
@@ -795,12 +817,13 @@ def _popen(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None,
     die_with_parent: bool = False,
+    join: int = -1,
 ) -> tuple[subprocess.Popen, Pipe | None, int, int, bytes | None]:
     """Popen with pipes made here, not by Popen: it would wrap its ends in file objects (an
     fstat each) that the loop never uses. A payload that fits the pipe is written before the
     spawn and its write end closed: the script reads it, then EOF. Returns the process, our
     stdin end (None: nothing left to write), stdout and stderr read ends, the unwritten
-    payload."""
+    payload. ``join``: a cgroup's ``cgroup.procs`` the child writes itself into."""
     theirs: list[int] = []  # the child's ends: closed here once it has them
     ours: list[int] = []
     stdin: Pipe | None = None
@@ -834,7 +857,7 @@ def _popen(
                 env=env,
                 shell=False,
                 bufsize=0,
-                preexec_fn=_child_setup(die_with_parent),
+                preexec_fn=_child_setup(die_with_parent, join),
                 **_GROUP,
             )
         except OSError as exc:
@@ -899,19 +922,28 @@ def _guarded(command: Sequence[str], env: Mapping[str, str] | None) -> Sequence[
     return [sys.executable, "-I", "-S", _GUARD, str(os.getpid()), "--", *command]
 
 
-def _child_setup(die_with_parent: bool) -> Callable[[], None] | None:
-    """The ``preexec_fn`` of a spawn, or None (the common case: Popen's fast path).
+def _child_setup(die_with_parent: bool, join: int = -1) -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a spawn, or None (Popen's fast path).
 
     A script starts with SIGINT at its default whatever this process does with it: a kernel
     ignores SIGINT between cells (ipykernel), and ``nohup``/``&`` start a process with it
     ignored; an ignored signal survives exec, so the script's Ctrl-C, Interrupt and Stop
-    would find it deaf (KeyboardInterrupt never raised). Only then is a preexec_fn needed."""
+    would find it deaf (KeyboardInterrupt never raised). ``join``: the child writes itself
+    into its run's cgroup (core/run/cgroups.py) before it execs, so nothing it forks is
+    outside; a failed write leaves it to the look-and-kill, as without a cgroup."""
     arm = _death_signal() if die_with_parent else None
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    deaf = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if not deaf and join < 0:
         return arm
 
     def setup() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if join >= 0:
+            try:
+                os.write(join, b"0")
+            except OSError:
+                pass
+        if deaf:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
         if arm is not None:
             arm()
 
@@ -1075,6 +1107,9 @@ def _wait(run: _Run) -> None:
             run.tree = run.tree or _Descendants(child.pid, child.pid, child.start)
             run.tree.maybe_snapshot(now)
             tree_at = run.tree.next_at if run.tree.enabled else float("inf")
+            if child.held is not None:  # a pid-hopper's exited hops are zombies here (the
+                # subreaper): left to the run's end, 500 a second would fill the pid table
+                child.held.reap_zombies(child.pid, run.tree.saw)
         wait = min(deadline - now, max(tree_at - now, 0.0))
         if cancel is not None:
             wait = min(wait, CANCEL_POLL_S)

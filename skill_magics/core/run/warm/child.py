@@ -216,6 +216,8 @@ def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
     except (OSError, ValueError) as exc:
         send(sock, b"F", [getattr(exc, "errno", None) or 5, str(exc), "spec"])
         os._exit(126)
+    if spec.get("cgroup"):  # the run's own cgroup (core/run/cgroups.py), before anything
+        _join(spec["cgroup"])
     for fd, target in ((job.stdin, 0), (job.stdout, 1), (job.stderr, 2)):
         os.dup2(fd, target)
     for fd in {job.stdin, job.stdout, job.stderr} - {0, 1, 2}:
@@ -241,6 +243,21 @@ def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
         # is PID 2 and gets the one bwrap --die-with-parent gives a cold one.)
         namespaces.no_parent_death_signal(job.server_pid)
     return spec
+
+
+def _join(procs: str) -> None:
+    """Move this process into its run's cgroup; when it cannot, the client's look-and-kill
+    is all there is, as without a cgroup."""
+    try:
+        fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"0")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _reset(spec: "dict[str, Any]", path_base: "list[str]") -> None:

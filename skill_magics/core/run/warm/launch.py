@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import trace
 from skill_magics.core.base import envdirs, paths
+from skill_magics.core.run.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.process import Pipe
 from skill_magics.core.run.warm.modes import AUTO, OFF, ON
@@ -750,19 +751,25 @@ def fork(ticket: Ticket, payload: bytes | None) -> WarmChild:
     (nothing ran); a child that could not start (its cwd vanished) makes drive raise
     SpawnError (exit 126 as for a cold run)."""
     held: Orphans | None = None
+    group: RunCgroup | None = None
     spec = ticket.spec
     if ticket.tmpdir is None and SUBREAPER.enter():  # a sandbox's PID namespace does that
         held = Orphans(run_id := new_run_id())
         # Also in the block /proc/PID/environ shows: a daemon forked without exec has it.
         mark = f"{RUN_ID_VAR}={run_id}"
         spec = {**spec, "env": {**spec["env"], RUN_ID_VAR: run_id}, "environ_mark": mark}
+        if (group := RUN_CGROUPS.new()) is not None:  # the child joins it first thing
+            spec["cgroup"] = group.procs
     try:
         child = _fork(ticket.server, json.dumps(spec).encode(), payload)
     except BaseException:
         if held is not None:
             SUBREAPER.leave()
+        if group is not None:
+            RUN_CGROUPS.release(group)
         raise
     child.held = held
+    child.cgroup = group
     return child
 
 

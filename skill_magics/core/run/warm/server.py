@@ -392,7 +392,12 @@ class WarmServer:
         return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """Its process runs: not reaped, and not dying. A killed server's main thread is a
+        zombie at once, but the process can be reaped (and ``poll()`` says so) only once
+        its other threads are gone too, which on a busy machine takes a while: until then
+        it serves nothing, and a run or the pool taking it for alive kept it READY."""
+        proc = self.proc
+        return proc is not None and proc.poll() is None and not _dying(proc.pid)
 
     @property
     def usable(self) -> bool:
@@ -733,6 +738,17 @@ class WarmChild(Child):
 
     def close(self) -> None:
         self._finish()
+
+
+def _dying(pid: int) -> bool:
+    """Is the unreaped child ``pid``'s main thread a zombie (its other threads still going
+    away)? Its pid is still ours: an unreaped child's number is never reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:  # no /proc (not Linux): poll() alone says
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
 
 
 def _status_of(info: Any) -> int:
