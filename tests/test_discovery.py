@@ -593,7 +593,7 @@ def test_listing_copy_of_examples_is_fast_enough(tmp_path, examples_dir):
     assert len(manager.list_skills()) == 1  # same name: one wins ...
     elapsed = time.perf_counter() - start
     assert len([w for w in manager.warnings if "shadowed" in w]) == 199  # ... 199 reported
-    assert elapsed < 2.0
+    assert elapsed < 20  # a hang or a quadratic walk; bench/bench_discovery.py has the figure
 
 
 def test_content_survives_broken_edits_and_reports_deletion(tmp_path, make_skill):
