@@ -38,3 +38,8 @@ def test_the_docs_images_are_made_in_a_neutral_place(chromium_path: str, tmp_pat
         shots.check_neutral(f"{sys.prefix}/bin/python", place)
     with pytest.raises(SystemExit, match="this machine's path"):
         shots.check_neutral(f"{REPO}/skill_magics/examples/skills/x", place)
+    # A place beside the checkout whose name starts like it is not the checkout.
+    beside = Path(f"{REPO}-tmp") / "demo"
+    shots.check_neutral(f"{beside}/.venv/bin/python {beside}/skills/x/scripts/a.py", beside)
+    with pytest.raises(SystemExit, match="this machine's path"):
+        shots.check_neutral(f"cd {REPO} && {beside}/.venv/bin/python", beside)

@@ -305,3 +305,46 @@ def _foreign_post(browser_context, url: str, body: dict) -> None:
         httpd.shutdown()
         httpd.server_close()
         shutil.rmtree(empty, ignore_errors=True)
+
+
+def test_a_page_reloaded_while_a_cell_waits_decides_it_in_the_side_panel(
+    lab, markers: Path
+) -> None:
+    """Issue 44, item 3: the reloaded page lost the cell's panel (JupyterLab shows a request's
+    outputs only in the page that sent it), but the question still waits in the kernel: the
+    side panel of the new page lists it and its "Yes once" runs the blocked cell."""
+    marker = markers / "after-reload"
+    name = lab.add_notebook(
+        _plain([SETUP, f"%%skillrun {SKILL}\n" + json.dumps({"path": str(marker)})]),
+        "reload.ipynb",
+    )
+    lab.open_notebook(name)
+    lab.run_all()
+    lab.wait_cell_done(0, timeout=120)
+    kernel = next(
+        s["kernel"]["id"]
+        for s in lab.server.api("GET", "api/sessions")
+        if s["notebook"]["path"] == name
+    )
+    deadline = time.monotonic() + 120
+    while not lab.server.api("GET", f"skill-magics/kernels/{kernel}/state")["waiting"]:
+        assert time.monotonic() < deadline, "the cell never asked"
+        time.sleep(0.3)
+
+    lab.page.reload()
+    side = Side(lab)
+    side.open()
+    question = side.waiting().first
+    question.wait_for(state="visible", timeout=120_000)
+    assert "touch_marker.py" in question.inner_text()
+    assert not marker.exists(), "nothing ran before the answer"
+    side.answer("Yes once")
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the blocked cell never ran after the reload"
+        time.sleep(0.3)
+    _wait_text(side.section("Waiting for you"), "Nothing waits.")
+    deadline = time.monotonic() + 60
+    while lab.server.api("GET", f"api/kernels/{kernel}")["execution_state"] != "idle":
+        assert time.monotonic() < deadline, "the kernel stayed busy after the answer"
+        time.sleep(0.3)
