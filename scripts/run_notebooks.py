@@ -117,9 +117,10 @@ def execute(path: Path, *, timeout: int = 180, keyless: bool = False) -> nbforma
         tmp = Path(tmp_name)
         workdir = tmp / "work"
         workdir.mkdir()
+        km = _kernel_manager(tmp)
         client = NotebookClient(
             nb,
-            km=_kernel_manager(tmp),
+            km=km,
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(workdir)}},
@@ -132,11 +133,17 @@ def execute(path: Path, *, timeout: int = 180, keyless: bool = False) -> nbforma
                 del env[name]
         if server is not None:
             env.update(server_env(server))
-        client.execute(env=env)
+        try:
+            client.execute(env=env)
+        finally:
+            # nbclient shuts down only a kernel it made itself: this one (and what its cells
+            # started: a Dask cluster, an MCP server) would live on until the caller exits.
+            if km.has_kernel:
+                km.shutdown_kernel(now=False)
     return nb
 
 
-def _kernel_manager(tmp: Path) -> object:
+def _kernel_manager(tmp: Path) -> Any:
     """A kernel manager for the notebook's ``python3`` (SKILL_MAGICS_TEST_KERNEL_PYTHON's, a
     private kernelspec, when set), over Unix sockets: TCP ports picked free, closed, then
     bound by the kernel can be taken in between by a test stage running beside this one."""
