@@ -214,7 +214,7 @@ e2e: $(STAMP) browser labextension
 TEST_JOBS ?= 4
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-python-other stage-python-other-warm stage-unit-warm stage-kernel-main stage-unit-1 \
+TEST_STAGES := stage-python-other-1 stage-python-other-2 stage-python-other-warm stage-unit-warm stage-kernel-main stage-unit-1 \
   stage-unit-2 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
@@ -243,7 +243,7 @@ test: $(STAMP) browser sandbox gnupg npm-tools
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
 .PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
-  stage-python-other stage-python-other-warm stage-lint stage-docs
+  stage-python-other-1 stage-python-other-2 stage-python-other-warm stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 # The side panel's frontend is built while the stages that never load it run (its first build
 # downloads for minutes): the browser tests, the wheel's contents and the servers the kernel
@@ -290,16 +290,21 @@ stage-pyyaml-floor:
 	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
 
 # The newest supported Python other than .venv's (scripts/python-matrix.sh --other): its unit
-# tests in two halves side by side as above (the first to start makes the venv; the other
-# waits for it on a lock).
+# tests in three parts side by side as above, two shards and the warm-start tests (the first to
+# start makes the venv; the others wait for it on a lock).
 # The MCP tests drive the SDKs' servers and clients, not Python-version-specific code of ours,
 # and the main_only modules test outside programs (tests/conftest.py, MAIN_ONLY): the main venv
 # runs them.
 OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH) or mcp or main_only)" \
   bash scripts/python-matrix.sh --other
 
-stage-python-other:
-	$(call stage,other Python (warm start apart),PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
+stage-python-other-1:
+	$(call stage,other Python (warm start apart; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
+	  PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
+
+stage-python-other-2:
+	$(call stage,other Python (warm start apart; part 2/2),SKILL_MAGICS_TEST_SHARD=2/2 \
+	  PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
 
 stage-python-other-warm:
 	$(call stage,other Python (warm start),PYTEST_ARGS="$(DURATIONS) $(WARM_TESTS)" $(OTHER_PYTHON))

@@ -65,6 +65,28 @@ MAIN_ONLY = {
     "test_warm_magics": "warm servers; the matrix proves the click path through other modules",
     "test_env_kernel": "an env build (test_vscode_kernel clicks the env path on each ipykernel)",
     "test_sources_kernel": "an install (test_vscode_kernel clicks it on each ipykernel)",
+    # Our logic over an outside program or library whose behaviour is its own, not the
+    # interpreter's: a second Python would prove the same again. The other Python keeps what
+    # the interpreter decides (processes, signals, fork and warm start, venvs, archives,
+    # parsing, IPython in process, the source's ast), and test_import_graph imports every
+    # module there.
+    "test_trust": "git verify-tag / verify-commit, ssh-keygen and gpg",
+    "test_sigstore": "the sigstore package's verifier",
+    "test_sources_git": "git",
+    "test_sources_lock": "git repositories and the lock's JSON",
+    "test_sources_magics": "installs from git through the magics",
+    "test_sources_wellknown": "an HTTP index served locally",
+    "test_policy": "ssh-keygen, gpg and git under a policy file",
+    "test_trace": "the OpenTelemetry SDK and its OTLP exporter",
+    "test_usage": "pandas over the audit log",
+    "test_batch_dask": "a Dask cluster",
+    "test_langchain": "langchain-core's tools",
+    "test_lab_agent": "the model SDKs against a local server",
+    "test_lab_attacks": "the model SDKs against a hostile local server",
+    "test_lab_evals": "the model SDKs against a local server",
+    "test_lab_triggers": "the model SDKs against a local server",
+    "test_lab_magics": "the model SDKs against a local server",
+    "test_sharding": "the suite's own shards (pytest)",
 }
 
 
