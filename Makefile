@@ -207,15 +207,15 @@ e2e: $(STAMP) browser labextension
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
 # `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
-# time is spent waiting on the kernels, servers and scripts it starts: 3 at a time kept 2 cores
-# 138% busy, 21:51 for a fresh clone once the MCP tests came; 4 fit). Each stage's
+# time is spent waiting on the kernels, servers and scripts it starts: 4 at a time kept 2 cores
+# 111% busy, 23:54 for a fresh clone with the side panel's and the newcomer's tests; 6 fit). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
-TEST_JOBS ?= 4
+TEST_JOBS ?= 6
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-python-other-1 stage-python-other-2 stage-python-other-warm stage-unit-warm stage-kernel-main stage-unit-1 \
-  stage-unit-2 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
+TEST_STAGES := stage-python-other-1 stage-python-other-2 stage-kernel-main stage-unit-1 stage-unit-2 \
+  stage-unit-3 stage-python-other-warm stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
 WARM_TESTS := $(wildcard tests/test_warm*.py)
@@ -242,25 +242,29 @@ test: $(STAMP) browser sandbox gnupg npm-tools
 	  cat $(STAGE_LOG); exit $$rc
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
-.PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
+.PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-3 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
   stage-python-other-1 stage-python-other-2 stage-python-other-warm stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 # The side panel's frontend is built while the stages that never load it run (its first build
 # downloads for minutes): the browser tests, the wheel's contents and the servers the kernel
 # matrix starts need it.
-stage-kernel-main stage-unit-1 stage-unit-2 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)): labextension
+stage-kernel-main stage-unit-1 stage-unit-2 stage-unit-3 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)): labextension
 
-# The main venv's pytest in four parts that run side by side: without real kernels in two
+# The main venv's pytest in five parts that run side by side: without real kernels in three
 # shards of about equal time (the warm-start tests apart), and with them.
 UNIT = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) \
   -m "not ($(KERNELISH))" '$(NOT_WARM)'
 stage-unit-1:
-	$(call stage,pytest (no kernel; warm start apart; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
+	$(call stage,pytest (no kernel; warm start apart; part 1/3),SKILL_MAGICS_TEST_SHARD=1/3 \
 	  $(UNIT) $(call JUNIT,unit-1))
 
 stage-unit-2:
-	$(call stage,pytest (no kernel; warm start apart; part 2/2),SKILL_MAGICS_TEST_SHARD=2/2 \
+	$(call stage,pytest (no kernel; warm start apart; part 2/3),SKILL_MAGICS_TEST_SHARD=2/3 \
 	  $(UNIT) $(call JUNIT,unit-2))
+
+stage-unit-3:
+	$(call stage,pytest (no kernel; warm start apart; part 3/3),SKILL_MAGICS_TEST_SHARD=3/3 \
+	  $(UNIT) $(call JUNIT,unit-3))
 
 stage-unit-warm:
 	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
@@ -286,8 +290,9 @@ stage-docs:
 stage-kernel-%:
 	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $* -- $(DURATIONS))
 
+# (its venv is not compiled: 14,000 files for 26 s of YAML tests that import a few of them)
 stage-pyyaml-floor:
-	$(call stage,PyYAML floor,bash scripts/pyyaml-floor.sh)
+	$(call stage,PyYAML floor,UV_COMPILE_BYTECODE=0 bash scripts/pyyaml-floor.sh)
 
 # The newest supported Python other than .venv's (scripts/python-matrix.sh --other): its unit
 # tests in three parts side by side as above, two shards and the warm-start tests (the first to
