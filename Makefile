@@ -208,14 +208,15 @@ e2e: $(STAMP) browser labextension
 
 # `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
 # time is spent waiting on the kernels, servers and scripts it starts: 4 at a time kept 2 cores
-# 111% busy, 23:54 for a fresh clone with the side panel's and the newcomer's tests; 6 fit). Each stage's
+# 111% busy, 23:54 for a fresh clone with the side panel's and the newcomer's tests; 6 made them
+# CPU-bound, load 12; 5 fit). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
-TEST_JOBS ?= 6
+TEST_JOBS ?= 5
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-python-other-1 stage-python-other-2 stage-kernel-main stage-unit-1 stage-unit-2 \
-  stage-unit-3 stage-python-other-warm stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
+TEST_STAGES := stage-kernel-main stage-unit-1 stage-unit-2 stage-unit-3 stage-python-other \
+  stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
 WARM_TESTS := $(wildcard tests/test_warm*.py)
@@ -243,7 +244,7 @@ test: $(STAMP) browser sandbox gnupg npm-tools
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
 .PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-3 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
-  stage-python-other-1 stage-python-other-2 stage-python-other-warm stage-lint stage-docs
+  stage-python-other stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 # The side panel's frontend is built while the stages that never load it run (its first build
 # downloads for minutes): the browser tests, the wheel's contents and the servers the kernel
@@ -294,25 +295,21 @@ stage-kernel-%:
 stage-pyyaml-floor:
 	$(call stage,PyYAML floor,UV_COMPILE_BYTECODE=0 bash scripts/pyyaml-floor.sh)
 
-# The newest supported Python other than .venv's (scripts/python-matrix.sh --other): its unit
-# tests in three parts side by side as above, two shards and the warm-start tests (the first to
-# start makes the venv; the others wait for it on a lock).
-# The MCP tests drive the SDKs' servers and clients, not Python-version-specific code of ours,
-# and the main_only modules test outside programs (tests/conftest.py, MAIN_ONLY): the main venv
-# runs them.
+# The newest supported Python other than .venv's (scripts/python-matrix.sh --other), on the
+# modules whose subject is the interpreter itself: processes, signals and pipes, fork and the
+# warm start, containment, venvs and pip, archives, parsing and paths, IPython in process, and
+# every module imported (the import graph, the public API, the moved paths). The rest tests our
+# logic, the same on every Python; repeating it cost a third of `make test` on two cores (1,684
+# of 5,300 stage seconds). `make python-matrix` runs the whole suite on every Python found.
+OTHER_PYTHON_TESTS := $(addprefix tests/test_,executor.py executor_process.py executor_containment.py \
+  warm.py warm_state.py sandbox.py envbuild.py batch.py sources_archive.py frontmatter.py \
+  discovery.py jsonable.py magics.py import_graph.py public_api.py moved.py spawn_sites.py doctests.py)
 OTHER_PYTHON = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) PYTHON_MATRIX_MARKS="not ($(KERNELISH) or mcp or main_only)" \
   bash scripts/python-matrix.sh --other
 
-stage-python-other-1:
-	$(call stage,other Python (warm start apart; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
-	  PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
-
-stage-python-other-2:
-	$(call stage,other Python (warm start apart; part 2/2),SKILL_MAGICS_TEST_SHARD=2/2 \
-	  PYTEST_ARGS="$(DURATIONS) $(NOT_WARM)" $(OTHER_PYTHON))
-
-stage-python-other-warm:
-	$(call stage,other Python (warm start),PYTEST_ARGS="$(DURATIONS) $(WARM_TESTS)" $(OTHER_PYTHON))
+stage-python-other:
+	$(call stage,other Python (the interpreter's own modules),PYTEST_ARGS="$(DURATIONS) $(OTHER_PYTHON_TESTS)" \
+	  $(OTHER_PYTHON))
 
 # The YAML tests under the oldest PyYAML pyproject.toml accepts (the lock has the newest).
 pyyaml-floor: $(STAMP)

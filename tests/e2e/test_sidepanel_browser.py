@@ -205,7 +205,8 @@ def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> 
     side_a = Side(lab)
     side_a.open()
     lab.run_all()
-    side_a.waiting().first.wait_for(state="visible", timeout=120_000)
+    lab.wait_cell_done(0, timeout=180)  # the kernel and the examples first (slow when busy)
+    side_a.waiting().first.wait_for(state="visible", timeout=180_000)
 
     other = LabPage(browser_context.new_page(), lab.server, lab.shots_dir)
     other.page.set_default_timeout(60_000)
