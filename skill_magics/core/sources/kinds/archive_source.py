@@ -53,16 +53,6 @@ class ArchiveSource(SourceKind):
 
         return ZipSnapshot(spec)
 
-    def reopen(
-        self,
-        spec: SourceSpec,
-        locked: Sequence[LockedSkill],
-        *,
-        cancel: threading.Event | None = None,
-        pinned: bool = False,
-    ) -> Snapshot:
-        return self.open(spec, cancel=cancel)
-
     def check_locked(self, locked: LockedSkill) -> LockedSkill:
         return replace(locked, url=None, digest=None)
 

@@ -75,7 +75,6 @@ class SourceKind(ABC):
         kind can fetch only those). The snapshot's ``spec`` (and ``commit``, and its
         ``lock_fields(path)``) are what the lock records for the skills installed from it."""
 
-    @abstractmethod
     def reopen(
         self,
         spec: SourceSpec,
@@ -86,7 +85,9 @@ class SourceKind(ABC):
     ) -> Snapshot:
         """The source again for ``sync``/``update`` of the skills ``locked`` from it:
         ``pinned`` (sync): what the lock recorded where the kind can fetch exactly that;
-        else what the source offers now."""
+        else what the source offers now. By default ``open`` again: a folder, an archive
+        and a git ref (the spec holds the locked ref) have no other pinned form."""
+        return self.open(spec, cancel=cancel)
 
     @abstractmethod
     def check_locked(self, locked: LockedSkill) -> LockedSkill:

@@ -81,16 +81,6 @@ class GitSource(SourceKind):
 
         return GitSnapshot(spec, cancel=cancel)
 
-    def reopen(
-        self,
-        spec: SourceSpec,
-        locked: Sequence[LockedSkill],
-        *,
-        cancel: threading.Event | None = None,
-        pinned: bool = False,
-    ) -> Snapshot:
-        return self.open(spec, cancel=cancel)  # the ref again (sync: the locked ref)
-
     def check_locked(self, locked: LockedSkill) -> LockedSkill:
         from dataclasses import replace
 
