@@ -205,8 +205,9 @@ def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
 
     def kill_the_server() -> None:
         _wait_text(marker, within=60)
-        for server in warm.POOL.servers():
-            os.kill(server.pid, signal.SIGKILL)
+        for server in warm.POOL.servers():  # this skill's only: others' are other tests'
+            if server.key.skill[0] == "sleepy":
+                os.kill(server.pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_the_server, daemon=True)
     killer.start()
@@ -234,6 +235,29 @@ def test_a_run_whose_warm_server_was_killed_says_so_and_leaves_no_zombie(
         "sleepy", "sleep", argv=[str(tmp_path / "again.pid")], approver=None, timeout=3
     )
     assert again.timed_out, again.stderr
+
+
+def test_an_idle_warm_server_killed_from_outside_is_reaped_and_replaced(
+    tmp_path: Path, make_skill
+) -> None:
+    # The OOM killer or a person kills an idle server: it must not stay a zombie of the
+    # kernel until its idle timeout, and the next run must not take it for alive.
+    make_skill(tmp_path / "skills", "idler", scripts={"scripts/hi.py": "print('hi')\n"})
+    manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on", timeout=60)
+    first = manager.execute_skill_script("idler", "hi", approver=None, warm=True)
+    assert first.start == "warm" and first.stdout == "hi\n", first.start_note
+    (server,) = [s for s in warm.POOL.servers() if s.key.skill[0] == "idler"]
+    before = _zombie_children()
+    os.kill(server.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (
+        server.pid in _zombie_children() or server.state.value != "stopped"
+    ):
+        time.sleep(0.05)
+    assert server.pid not in _zombie_children() - before, "the killed server stays a zombie"
+    assert server.state.value == "stopped"
+    again = manager.execute_skill_script("idler", "hi", approver=None, warm=True)
+    assert again.exit_code == 0 and again.stdout == "hi\n", again.stderr
 
 
 # -- kernel exit -----------------------------------------------------------------------------

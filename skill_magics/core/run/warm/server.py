@@ -50,6 +50,7 @@ FORK_S = 10.0  # a run's child announces itself this soon after the request (a l
 STOP_S = 2.0  # after the request to stop, the server is killed
 LOAD_S = 600.0  # importing a skill's packages takes at most this long
 ORPHAN_WAIT_S = 1.0  # a run whose server died: how long its main process is waited for
+WATCH_S = 1.0  # an idle keeper looks this often whether its server was killed (to reap it)
 
 
 class ServerState(enum.StrEnum):
@@ -234,13 +235,28 @@ class WarmServer:
         not end before: the server's parent-death signal is tied to this thread)."""
         start()
         while not self._ended():
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=WATCH_S)
+            except queue.Empty:
+                self._look()
+                continue
             if job is None:
                 continue
             try:
                 job()
             except Exception:  # noqa: BLE001 - a failed import is the server's state
                 logger.warning("warm server job failed", exc_info=True)
+
+    def _look(self) -> None:
+        """An idle look: a server killed from outside (the OOM killer, a person) is reaped
+        now and stops serving, rather than staying a zombie until its idle timeout."""
+        if self.proc is None or self.alive():
+            return
+        with self._lock:
+            serving = self._state in SERVING
+        if serving:
+            logger.info("warm server for %s: %s", self.label, self._exit_reason("it stopped"))
+            self.stop()
 
     def _ended(self) -> bool:
         return self._state in (ServerState.FAILED, ServerState.STOPPED) and not self.alive()
