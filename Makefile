@@ -215,7 +215,7 @@ e2e: $(STAMP) browser labextension
 TEST_JOBS ?= 5
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
-TEST_STAGES := stage-kernel-main stage-unit-1 stage-unit-2 stage-unit-3 stage-python-other \
+TEST_STAGES := stage-unit-1 stage-unit-2 stage-unit-3 stage-kernel-1 stage-kernel-2 stage-python-other \
   stage-unit-warm $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)) stage-lint stage-docs stage-pyyaml-floor
 KERNELISH := kernel or e2e or notebooks
 # The warm-start tests are a third of the unit tests' time: a stage of their own (per Python).
@@ -243,16 +243,18 @@ test: $(STAMP) browser sandbox gnupg npm-tools
 	  cat $(STAGE_LOG); exit $$rc
 
 # (not .PHONY: make skips pattern rules such as stage-kernel-% for phony targets)
-.PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-3 stage-unit-warm stage-kernel-main stage-pyyaml-floor \
+.PHONY: test-stages stage-unit-1 stage-unit-2 stage-unit-3 stage-unit-warm stage-kernel-1 stage-kernel-2 stage-pyyaml-floor \
   stage-python-other stage-lint stage-docs
 test-stages: $(TEST_STAGES)
 # The side panel's frontend is built while the stages that never load it run (its first build
 # downloads for minutes): the browser tests, the wheel's contents and the servers the kernel
 # matrix starts need it.
-stage-kernel-main stage-unit-1 stage-unit-2 stage-unit-3 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)): labextension
+stage-kernel-1 stage-kernel-2 stage-unit-1 stage-unit-2 stage-unit-3 $(addprefix stage-kernel-,$(MATRIX_IPYKERNEL)): labextension
 
-# The main venv's pytest in five parts that run side by side: without real kernels in three
-# shards of about equal time (the warm-start tests apart), and with them.
+# The main venv's pytest in six parts that run side by side: without real kernels in three
+# shards of about equal time (the warm-start tests apart), and with them in two (a kernel
+# stage waits on kernels, servers and the browser more than it computes: one was the longest
+# stage, 813 s, while two cores stood 40% idle).
 UNIT = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) \
   -m "not ($(KERNELISH))" '$(NOT_WARM)'
 stage-unit-1:
@@ -271,10 +273,15 @@ stage-unit-warm:
 	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
 	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) $(call JUNIT,warm) -m "not ($(KERNELISH))" $(WARM_TESTS))
 
-stage-kernel-main:
-	$(call stage,pytest (kernel: ipykernel of the lock),$(SANDBOX_REQUIRED) $(NPM_REQUIRED) \
-	  SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) \
-	  $(call JUNIT,kernel) -m "$(KERNELISH)")
+KERNEL = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) \
+  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "$(KERNELISH)"
+stage-kernel-1:
+	$(call stage,pytest (kernel: ipykernel of the lock; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
+	  $(KERNEL) $(call JUNIT,kernel-1))
+
+stage-kernel-2:
+	$(call stage,pytest (kernel: ipykernel of the lock; part 2/2),SKILL_MAGICS_TEST_SHARD=2/2 \
+	  $(KERNEL) $(call JUNIT,kernel-2))
 
 # tests/durations.json from the junit reports of the last `make test` (commit it when the
 # shards have drifted apart: the stage times at the end of `make test` show it).

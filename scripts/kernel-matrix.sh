@@ -155,9 +155,12 @@ make_colab_venv() {
     "$base" -m venv "$venv"
     local pip=("$venv/bin/python" -m pip --disable-pip-version-check)
     local log="$venv/pip-install.log"
-    if ! "${pip[@]}" install -r "$COLAB_PINS" >"$log" 2>&1; then
+    # Colab's image is not made by pip either: uv lays the pins down (120 s with pip on two
+    # busy cores, most of the stage's set-up); skill-magics then goes in by pip, as on Colab.
+    if ! UV_PYTHON_DOWNLOADS=never "$ROOT/.venv/bin/uv" pip install --quiet \
+        --python "$venv/bin/python" -r "$COLAB_PINS" >"$log" 2>&1; then
         cat "$log" >&2
-        echo "kernel-matrix: pip could not install $COLAB_PINS on Python $(pyver "$base") (log above)" >&2
+        echo "kernel-matrix: uv could not install $COLAB_PINS on Python $(pyver "$base") (log above)" >&2
         return 1
     fi
     local absent
