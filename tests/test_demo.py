@@ -150,7 +150,7 @@ def test_make_demo_frontend_notebook_serves_notebook_7(tmp_path: Path) -> None:
     `make demo` makes one: tests/demo_support.py)."""
     from demo_support import build_demo_venv
 
-    python = build_demo_venv(tmp_path / "venv")
+    python = build_demo_venv(tmp_path / "venv", compile_all=False)
     port = _free_port()
     env = dict(os.environ, PORT=str(port), PYTHON=str(python), FRONTEND="notebook")
     env.update(
@@ -305,7 +305,7 @@ def test_the_demo_venv_holds_the_demo_extra_and_no_test_tooling(tmp_path: Path) 
     with open(REPO / "pyproject.toml", "rb") as fh:
         project = tomllib.load(fh)["project"]
     wanted = {Requirement(r).name.lower() for r in project["optional-dependencies"]["demo"]}
-    have = demo_distributions(build_demo_venv(tmp_path / "venv"))
+    have = demo_distributions(build_demo_venv(tmp_path / "venv", compile_all=False))
     assert wanted <= have, f"the demo venv lacks {sorted(wanted - have)}"
     assert {"jupyterlab", "mcp", "anthropic", "pandas"} <= wanted
     assert not {"pytest", "playwright", "hypothesis", "fastmcp"} & have
