@@ -616,4 +616,7 @@ def test_a_pid_hoppers_exited_hops_are_reaped_while_it_runs(
         _stop_hoppers(str(tmp_path / "skills"))
     hops = int(Path(f"{marker}.hops").read_bytes() or b"0")
     assert hops > 50, hops
-    assert most < hops / 3, f"{most} zombies at once for {hops} hops"
+    # Reaped only at the end, nearly every hop is a zombie at once (most ~ hops); reaped as
+    # the tree is looked at, a third at most at load 10, 0.38 at load 17 (the look competes
+    # with the counter above for the GIL): half tells the two apart on a busy machine.
+    assert most < hops / 2, f"{most} zombies at once for {hops} hops"
