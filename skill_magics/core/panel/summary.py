@@ -202,6 +202,8 @@ class SkillPart:
 
 @dataclass(frozen=True)
 class InstalledFile:
+    """One file an install copies: its path, its bytes, whether it is a script."""
+
     path: str
     size: int
     script: bool
@@ -261,6 +263,7 @@ def shows_arguments(request: ApprovalRequest) -> bool:
 
 
 def kind_of(request: ApprovalRequest) -> Kind:
+    """What the answer to ``request`` decides."""
     if is_skill_install(request):
         return Kind.INSTALL
     if request.is_combined:
