@@ -76,6 +76,7 @@ DOCTESTED = (
     "skill_magics.core.lab.validation",
     "skill_magics.core.mcp.cache",
     "skill_magics.core.moved",
+    "skill_magics.core.panel.summary",
     "skill_magics.core.prompt.activation",
     "skill_magics.core.prompt.available_skills",
     "skill_magics.core.prompt.context",

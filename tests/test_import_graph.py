@@ -76,7 +76,8 @@ RANKS: dict[str, int] = {
     "skill_magics.core.lab.*": 4,
     "skill_magics.core.sources": 4,
     "skill_magics.core.sources.*": 4,  # install, verify, sync, update: built on the manager
-    # the Skills side panel's kernel part: a channel (stdlib) and a board over the manager
+    # the panels' kernel part: the approval question's model, the Skills side panel's channel
+    # (stdlib) and its board over the manager
     "skill_magics.core.panel": 4,
     "skill_magics.core.panel.*": 4,
     # 5: the faces on the core: IPython/Jupyter and LangChain

@@ -11,8 +11,9 @@ it as always. An install asked from the side panel goes through the same gate as
 in a cell.
 
 Everything sent is text: secret values masked (``redact_known``) and the request described
-by the same function as the cell's panel (the notebook passes ``summary_text``). The board
-holds process state only: a kernel restart empties it.
+by the same function as the cell's panel (the notebook passes ``summary_text``, the text view
+of the panel's one model, summary.py). The board holds process state only: a kernel restart
+empties it.
 
 Example (not run as a doctest: it needs a manager)::
 

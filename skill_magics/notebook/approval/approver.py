@@ -283,12 +283,13 @@ class NotebookApprover:
                     print(problem)
 
     def _ask_terminal(self, request: ApprovalRequest, by: str) -> Answer:
-        from skill_magics.notebook.approval.panel import summary_text
+        from skill_magics.core.panel.summary import summarize
+        from skill_magics.notebook.render.approval_text import summary_text
 
-        head = f"{self.asker}\n" if self.asker else ""
+        summary = summarize(request, asker=self.asker)
         try:
             answer = waiting.ask_terminal(
-                head + summary_text(request), full=head + summary_text(request, full=True)
+                summary_text(summary), full=summary_text(summary, full=True)
             )
         except KeyboardInterrupt:  # Ctrl-C at the prompt: nothing runs
             raise RunInterrupted(PROMPT_INTERRUPTED) from None

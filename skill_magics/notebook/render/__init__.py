@@ -10,6 +10,10 @@ Result of ``%%skillrun`` (see ``skill_magics.notebook.result.SkillRunResult``):
     widgets.widgets_supported() -> bool   kernel with a comm manager + ipywidgets installed
     TAB_TITLES = ("stdout", "stderr", "exit code", "signal", "timing")
 
+An approval question (one model, ``core/panel/summary.py``; not imported here):
+    approval_text.summary_text(request, full=False)    terminal prompt, text/plain, side panel
+    approval_html.summary_html(request)                 the panel's widget and its static HTML
+
 Tables (each returns a Display: text/plain + text/html, __repr__ is the text):
     skills_table(skills, warnings=(), *, script_counts=None, dirs=None)     %skills
     skill_detail(skill, *, approved=None, scripts=None, content=None)      %skills show NAME
