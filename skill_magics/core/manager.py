@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 
 from skill_magics.core.base import envdirs
 from skill_magics.core.base.audit import CODE_LABEL, AuditLog
-from skill_magics.core.base.recent import RESULTS_KEPT
 from skill_magics.core.base.deprecation import renamed_argument
 from skill_magics.core.base.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.base.recent import RESULTS_KEPT
 from skill_magics.core.base.secrets import SecretStore, declared_secrets
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector

@@ -32,11 +32,14 @@ import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skill_magics.core.base.audit import AuditRecord
     from skill_magics.core.base.models import ScriptExecutionResult
+
+# An audit record (core/base/audit.py's AuditRecord, which imports this module): only its
+# identity is used here.
+Record = Any
 
 RESULTS_KEPT = 50  # runs whose result the side panel can show
 STREAM_BYTES = 128 * 1024  # bytes kept of each of stdout and stderr per run (256 KiB a run)
@@ -48,7 +51,7 @@ class KeptResult:
     ``dropped`` the bytes cut off each stream here (``{"stdout": 0, "stderr": 0}``)."""
 
     id: str
-    record: AuditRecord
+    record: Record
     result: ScriptExecutionResult
     dropped: dict[str, int]
 
@@ -78,7 +81,7 @@ class RecentResults:
         self._by_record: dict[int, str] = {}  # id(record) -> run id (the record is kept too)
         self._lock = threading.Lock()
 
-    def keep(self, record: AuditRecord, result: ScriptExecutionResult) -> str:
+    def keep(self, record: Record, result: ScriptExecutionResult) -> str:
         """Keep ``result`` as the result of the run ``record`` audits; its id ("" when this
         store keeps nothing)."""
         if not self.keep_count:
@@ -98,7 +101,7 @@ class RecentResults:
                     del self._by_record[id(old.record)]
         return run_id
 
-    def id_of(self, record: AuditRecord) -> str:
+    def id_of(self, record: Record) -> str:
         """The id of the result kept for ``record``, or "" (none kept: not a run that
         finished, or one of more than ``keep`` runs ago)."""
         with self._lock:
