@@ -6,8 +6,8 @@
  * force (Revoke), recent runs (a click shows a run's result tabs), and an install field.
  * Everything comes from the server extension (skill_magics.server:
  * /skill-magics/kernels/<id>/<op>), which forwards to the kernel's own channel; the panel
- * decides nothing itself. Every text is set with
- * textContent (never as HTML), and every control has an accessible name.
+ * decides nothing itself. Every text is set with textContent (never as HTML), and every
+ * control has an accessible name.
  */
 import {
   ILabShell,
