@@ -77,7 +77,7 @@ def test_each_stream_is_cut_to_its_bytes_and_the_cut_is_counted() -> None:
     run_id = store.keep(_record(1), _result("ab€€€€", "x" * 25))
     kept = store.get(run_id)
     assert kept.result.stdout == "ab€€" and kept.result.stderr == "x" * 10
-    assert kept.dropped == {"stdout": 6, "stderr": 15}
+    assert kept.dropped == {"stdout": 2, "stderr": 15}, "characters dropped"
     assert (kept.result.exit_code, kept.result.script_path) == (0, Path("scripts/x.py"))
 
 
@@ -116,7 +116,7 @@ def test_a_stream_over_the_cap_says_what_was_dropped(manager) -> None:
     run_id = board.handle("state", {})["runs"][0]["result"]
     stdout = board.handle("result", {"id": run_id})["sections"][0]
     assert len(stdout["text"]) <= STREAM_BYTES
-    assert any("5,000 more bytes of stdout were dropped here" in n for n in stdout["notes"])
+    assert any("5,000 more characters of stdout were dropped here" in n for n in stdout["notes"])
 
 
 def test_unknown_and_other_kernels_ids_are_refused(manager, tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def result_view(kept: Any, max_display_chars: int = 100_000) -> dict[str, Any]:
         if dropped:
             notes.append(
                 f"the side panel keeps the first {STREAM_BYTES:,} bytes of each stream of a "
-                f"run: {dropped:,} more bytes of {section.title} were dropped here (the "
+                f"run: {dropped:,} more characters of {section.title} were dropped here (the "
                 f"cell's result has them: result.{section.title})"
             )
         text = strip_ansi(section.text) if section.is_output else section.text

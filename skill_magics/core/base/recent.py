@@ -7,7 +7,8 @@ fetches it by that id (core/panel/board.py). Bounds:
 
 - the last :data:`RESULTS_KEPT` runs (older ones are forgotten, oldest first);
 - of each run, the first :data:`STREAM_BYTES` bytes (UTF-8) of stdout and of stderr: the
-  rest of a longer stream is dropped here and counted (``KeptResult.dropped``); the cell's
+  rest of a longer stream is dropped here and its characters counted (``KeptResult.dropped``;
+  only the head is ever encoded, so a run with megabytes of output costs no more); the cell's
   result keeps the whole capture as always.
 
 What is kept was already redacted: the executor masks every secret value in both streams as
@@ -48,7 +49,7 @@ STREAM_BYTES = 128 * 1024  # bytes kept of each of stdout and stderr per run (25
 @dataclass(frozen=True)
 class KeptResult:
     """One run's result as kept: ``result`` with each stream cut to ``STREAM_BYTES``;
-    ``dropped`` the bytes cut off each stream here (``{"stdout": 0, "stderr": 0}``)."""
+    ``dropped`` the characters cut off each stream here (``{"stdout": 0, "stderr": 0}``)."""
 
     id: str
     record: Record
@@ -58,16 +59,17 @@ class KeptResult:
 
 def _head(text: str, limit: int) -> tuple[str, int]:
     """The first ``limit`` bytes of ``text`` in UTF-8 (never half a character), and how many
-    bytes were dropped."""
+    characters were dropped. Only the first ``limit`` characters are encoded."""
     if len(text) * 4 <= limit:  # cannot be over: no encoding needed
         return text, 0
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
+    data = text[:limit].encode("utf-8", "surrogatepass")  # a character is 1 byte or more
+    if len(data) <= limit and len(text) <= limit:
         return text, 0
-    end = limit
-    while end > 0 and data[end] & 0xC0 == 0x80:  # inside a character: it goes whole
+    end = min(limit, len(data))
+    while end < len(data) and end > 0 and data[end] & 0xC0 == 0x80:  # inside a character
         end -= 1
-    return data[:end].decode("utf-8", "surrogatepass"), len(data) - end
+    head = data[:end].decode("utf-8", "surrogatepass")
+    return head, len(text) - len(head)
 
 
 class RecentResults:
