@@ -18,7 +18,8 @@ with Playwright (never a downloaded browser). The notebook is the README tour's 
 approval.png is that cell while its approval panel waits for a click; after a click on
 "Yes once", result.png is that cell's result: header and tabs, stdout selected. sidepanel.png
 is the Skills side panel (labextension/, `make labextension` first) while that question waits
-in it too. Everything started
+in it too; sidepanel-result.png its Recent runs after the run, with the run's result tabs
+open (its "Result" button). Everything started
 here is stopped at the end, failures included. Slow (JupyterLab start-up): not part of
 `make test`, whose browser test drives the same flow.
 """
@@ -106,7 +107,8 @@ def _notebook() -> nbformat.NotebookNode:
 
 
 def make(out: Path, place: Path = PLACE) -> list[Path]:
-    """Write approval.png, sidepanel.png and result.png into ``out``, made in ``place``."""
+    """Write approval.png, sidepanel.png, result.png and sidepanel-result.png into ``out``,
+    made in ``place``."""
     from playwright.sync_api import sync_playwright
 
     e2e = _e2e_helpers()
@@ -171,7 +173,16 @@ def make(out: Path, place: Path = PLACE) -> list[Path]:
         ).last.screenshot(path=str(result))
         if "A marathon is 26.22 miles" not in lab.output_text(2):
             raise SystemExit(f"the next cell did not read the value: {lab.output_text(2)!r}")
-        return [approval, side, result]
+        side_result = out / "sidepanel-result.png"
+        tab.click()  # Recent runs: the run's "Result" opens its tabs in the side panel
+        runs = panel.get_by_role("region", name="Recent runs")
+        runs.get_by_role("button", name="Show result of unit-converter").first.click()
+        shown = runs.get_by_role("region", name="Result of unit-converter.convert")
+        shown.wait_for(state="visible")
+        check_neutral(runs.inner_text(), place)
+        time.sleep(0.5)
+        runs.screenshot(path=str(side_result))
+        return [approval, side, result, side_result]
     finally:
         if context is not None:
             context.close()

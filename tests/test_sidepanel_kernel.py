@@ -159,6 +159,33 @@ def test_forged_and_other_kernels_requests_decide_nothing(a: Side, b: Side, tmp_
         a.ask("decide", id=question["id"], choice="no")
 
 
+def test_a_recent_runs_result_over_the_channel(a: Side, b: Side, tmp_path: Path) -> None:
+    """Recent runs: a row carries the id of its run's result; ``result`` answers the cell's
+    tabs (stdout, stderr, exit code, signal, timing); another kernel knows no such id."""
+    marker = tmp_path / "result"
+    msg_id = a.session.submit(_cell(marker), allow_stdin=True)
+    a.ask("decide", id=a.wait_question()["id"], choice="yes_once")
+    assert a.session.collect(msg_id, timeout=TIMEOUT_S + 60).ok
+    (row,) = [
+        r
+        for r in a.ask("state")["runs"]
+        if r["outcome"] == "completed" and str(marker) in r["arguments"]
+    ]
+    assert row["result"], row
+    shown = a.ask("result", id=row["result"])
+    assert (shown["name"], shown["exit_code"]) == ("demo-behaviours.touch_marker", "exit 0")
+    tabs = {t["title"]: t["text"] for t in shown["sections"]}
+    assert list(tabs) == ["stdout", "stderr", "exit code", "signal", "timing"]
+    assert json.loads(tabs["stdout"]) == {"marker": str(marker)}, "the script's own stdout"
+    assert tabs["exit code"] == "0 (success)" and tabs["signal"] == "none"
+    # Another kernel's side panel, an unknown id, a read with no id: refused, one line each.
+    for side, run_id in ((b, row["result"]), (a, "0" * 16)):
+        with pytest.raises(SidePanelError, match="no result .* in this kernel"):
+            side.ask("result", id=run_id)
+    with pytest.raises(SidePanelError, match="no result '' in this kernel"):
+        a.ask("result")
+
+
 def test_skills_list_and_skill_md(a: Side) -> None:
     skills = {s["name"]: s for s in a.ask("skills")["skills"]}
     assert {"demo-behaviours", "csv-profiler"} <= set(skills)
@@ -177,13 +204,18 @@ def test_a_restart_empties_the_lists(tmp_path: Path) -> None:
         msg_id = session.submit(_cell(tmp_path / "r1"), allow_stdin=True)
         side.ask("decide", id=side.wait_question()["id"], choice="yes_in_session")
         assert session.collect(msg_id, timeout=TIMEOUT_S + 60).ok
-        assert side.ask("state")["grants"]
+        state = side.ask("state")
+        assert state["grants"]
+        (run_id,) = [r["result"] for r in state["runs"] if r["result"]]
+        assert side.ask("result", id=run_id)["exit_code"] == "exit 0"
         session.km.restart_kernel(now=True)
         session.kc.wait_for_ready(timeout=90)
         # The new process serves again once the extension loads; its lists start empty.
         assert session.execute("%load_ext skill_magics").ok
         state = side.ask("state")
         assert state["grants"] == [] and state["waiting"] == [] and state["runs"] == []
+        with pytest.raises(SidePanelError, match="no result .* in this kernel"):
+            side.ask("result", id=run_id)  # the results kept went with the process
 
 
 def test_install_from_the_side_panel_asks_through_the_gate(a: Side, tmp_path: Path) -> None:

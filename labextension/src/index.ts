@@ -3,10 +3,11 @@
  *
  * A left-sidebar tab for the current notebook's kernel: its skills, the approval questions
  * waiting for an answer (Yes once / Yes in session / No), the "Yes in session" grants in
- * force (Revoke), recent runs, and an install field. Everything comes from the server
- * extension (skill_magics.server: /skill-magics/kernels/<id>/<op>), which forwards to the
- * kernel's own channel; the panel decides nothing itself. Every text is set with
- * textContent (never as HTML), and every control has an accessible name.
+ * force (Revoke), recent runs (a click shows a run's result tabs), and an install field.
+ * Everything comes from the server extension (skill_magics.server:
+ * /skill-magics/kernels/<id>/<op>), which forwards to the kernel's own channel; the panel
+ * decides nothing itself. Every text is set with textContent (never as HTML), and every
+ * control has an accessible name.
  */
 import {
   ILabShell,
@@ -48,6 +49,7 @@ interface IRun {
   arguments: string;
   start: string;
   sandbox: string;
+  result: string; // the id of its kept result ("" when none: not a run, or too old)
 }
 interface IState {
   waiting: IQuestion[];
@@ -65,6 +67,29 @@ interface ISkill {
   signer: string;
   environment: string;
   problem?: string;
+}
+
+// A run's result as the cell shows it (notebook/sidepanel.py result_view): header and tabs.
+interface IResultTab {
+  title: string;
+  text: string;
+  notes: string[];
+  placeholder: string;
+}
+interface IRunResult {
+  id: string;
+  time: string;
+  name: string;
+  script: string;
+  status: string;
+  label: string;
+  exit_code: string;
+  took: string;
+  start: string;
+  sandbox: string;
+  arguments: string;
+  message: string;
+  sections: IResultTab[];
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -104,6 +129,8 @@ class SkillsPanel extends Widget {
   private readonly waitingList: HTMLElement;
   private readonly grantsList: HTMLElement;
   private readonly runsList: HTMLElement;
+  private readonly resultView: HTMLElement;
+  private resultId = ''; // the run whose result is shown ('' none)
   private readonly installLog: HTMLElement;
 
   constructor(
@@ -164,6 +191,7 @@ class SkillsPanel extends Widget {
     // Recent runs
     const runs = this.section('Recent runs');
     this.runsList = runs.appendChild(el('ul', { role: 'list', 'aria-label': 'Recent runs' }));
+    this.resultView = runs.appendChild(el('div', { class: 'skm-result', hidden: '' }));
 
     // Install
     const install = this.section('Install');
@@ -220,6 +248,7 @@ class SkillsPanel extends Widget {
       return;
     }
     this.kernelId = id;
+    this.closeResult(false); // another kernel's runs
     this.lastState = '';
     this.skills = [];
     this.skillsLoaded = false;
@@ -267,7 +296,7 @@ class SkillsPanel extends Widget {
     }
     let url = URLExt.join(this.settings.baseUrl, 'skill-magics/kernels', kernel, op);
     const init: RequestInit = {};
-    if (body !== undefined && op !== 'skill_md') {
+    if (body !== undefined && op !== 'skill_md' && op !== 'result') {
       init.method = 'POST';
       init.body = JSON.stringify(body);
     } else if (body !== undefined) {
@@ -410,7 +439,9 @@ class SkillsPanel extends Widget {
         r.sandbox && `sandbox: ${r.sandbox}`
       ].filter(Boolean);
       details.appendChild(el('pre', { class: 'skm-summary' }, facts.join('\n') || 'no details'));
+      this.addResultButton(item, r, when);
     }
+    this.forgetGoneResult(state.runs);
 
     this.installLog.replaceChildren();
     for (const job of state.installs) {
@@ -419,6 +450,154 @@ class SkillsPanel extends Widget {
       if (job.messages.length) {
         item.appendChild(el('pre', { class: 'skm-summary' }, job.messages.join('\n')));
       }
+    }
+  }
+
+  // -- Recent runs: a run's result tabs (stdout, stderr, exit code, signal, timing) ----------
+
+  private addResultButton(item: HTMLElement, r: IRun, when: string): void {
+    if (!r.result) {
+      return; // nothing kept: a decision, a refusal, or a run older than the kernel keeps
+    }
+    const label = `Show result of ${r.skill} ${r.script} at ${when}`;
+    const b = button('Result', label, () => void this.showResult(r.result, b));
+    b.dataset.run = r.result;
+    b.setAttribute('aria-expanded', String(this.resultId === r.result));
+    b.setAttribute('aria-controls', 'skm-result-view');
+    item.appendChild(b);
+  }
+
+  private forgetGoneResult(runs: IRun[]): void {
+    // A restarted kernel (or one past its bound) no longer has the run shown: close it.
+    if (this.resultId && !runs.some(r => r.result === this.resultId)) {
+      this.closeResult(false);
+    }
+  }
+
+  private async showResult(id: string, opener: HTMLElement): Promise<void> {
+    try {
+      const data: IRunResult | null = await this.call('result', { id });
+      if (data) {
+        this.renderResult(data);
+        opener.setAttribute('aria-expanded', 'true');
+      }
+    } catch (error) {
+      this.say(String((error as Error).message ?? error));
+    }
+  }
+
+  private renderResult(data: IRunResult): void {
+    const view = this.resultView;
+    this.resultId = data.id;
+    view.replaceChildren();
+    view.id = 'skm-result-view';
+    view.hidden = false;
+    view.setAttribute('role', 'region');
+    view.setAttribute('aria-label', `Result of ${data.name}`);
+    const head = view.appendChild(el('div', { class: 'skm-row skm-result-head' }));
+    const title = head.appendChild(
+      el('h4', { tabindex: '-1' }, `${data.name} (${data.time.replace('T', ' ').slice(0, 19)})`)
+    );
+    head.appendChild(button('Close', 'Close the result', () => this.closeResult(true)));
+    const facts = [data.label, data.exit_code, data.took, data.start, data.script];
+    view.appendChild(el('div', { class: 'skm-facts' }, facts.filter(Boolean).join(' · ')));
+    for (const line of [data.arguments && `arguments: ${data.arguments}`, data.sandbox]) {
+      if (line) {
+        view.appendChild(el('div', { class: 'skm-facts' }, line));
+      }
+    }
+    if (data.message) {
+      view.appendChild(el('div', { class: 'skm-result-message' }, data.message));
+    }
+    if (data.sections.length) {
+      this.renderTabs(view, data.sections);
+    }
+    view.addEventListener('keydown', this.closeOnEscape);
+    title.focus();
+  }
+
+  // One function object: added again on each render, it is still one listener.
+  private readonly closeOnEscape = (event: KeyboardEvent): void => {
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      this.closeResult(true);
+    }
+  };
+
+  /** The tabs, as WAI-ARIA tabs: arrows, Home and End move between them. */
+  private renderTabs(view: HTMLElement, sections: IResultTab[]): void {
+    const list = view.appendChild(
+      el('div', { role: 'tablist', 'aria-label': 'Result tabs', class: 'skm-tabs' })
+    );
+    const panel = view.appendChild(el('div', { role: 'tabpanel', class: 'skm-tabpanel' }));
+    panel.id = 'skm-result-panel';
+    const tabs: HTMLButtonElement[] = [];
+    const select = (index: number, focus: boolean): void => {
+      tabs.forEach((tab, i) => {
+        tab.setAttribute('aria-selected', String(i === index));
+        tab.tabIndex = i === index ? 0 : -1;
+      });
+      const section = sections[index];
+      panel.setAttribute('aria-labelledby', tabs[index].id);
+      panel.replaceChildren(
+        el('pre', { class: 'skm-summary skm-output' }, section.text || section.placeholder)
+      );
+      for (const note of section.notes) {
+        panel.appendChild(el('div', { class: 'skm-note' }, note));
+      }
+      if (focus) {
+        tabs[index].focus();
+      }
+    };
+    sections.forEach((section, i) => {
+      const tab = list.appendChild(
+        el(
+          'button',
+          {
+            type: 'button',
+            role: 'tab',
+            id: `skm-result-tab-${i}`,
+            'aria-controls': panel.id,
+            class: 'skm-tab'
+          },
+          section.title
+        )
+      );
+      tab.addEventListener('click', () => select(i, false));
+      tabs.push(tab);
+    });
+    list.addEventListener('keydown', (event: KeyboardEvent) => {
+      const at = tabs.indexOf(document.activeElement as HTMLButtonElement);
+      const last = tabs.length - 1;
+      const to =
+        event.key === 'ArrowRight'
+          ? (at + 1) % tabs.length
+          : event.key === 'ArrowLeft'
+            ? (at + last) % tabs.length
+            : event.key === 'Home'
+              ? 0
+              : event.key === 'End'
+                ? last
+                : -1;
+      if (to >= 0 && at >= 0) {
+        event.preventDefault();
+        select(to, true);
+      }
+    });
+    select(0, false);
+  }
+
+  private closeResult(refocus: boolean): void {
+    const id = this.resultId;
+    this.resultId = '';
+    this.resultView.hidden = true;
+    this.resultView.replaceChildren();
+    const opener = id
+      ? this.runsList.querySelector<HTMLElement>(`button[data-run="${CSS.escape(id)}"]`)
+      : null;
+    opener?.setAttribute('aria-expanded', 'false');
+    if (refocus) {
+      opener?.focus();
     }
   }
 

@@ -35,6 +35,7 @@ from skill_magics.core.base import envdirs
 from skill_magics.core.base.audit import CODE_LABEL, AuditLog
 from skill_magics.core.base.deprecation import renamed_argument
 from skill_magics.core.base.models import ScriptExecutionResult, SkillMetadata
+from skill_magics.core.base.recent import RESULTS_KEPT
 from skill_magics.core.base.secrets import SecretStore, declared_secrets
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector
@@ -148,7 +149,7 @@ class SkillManager:
         self._grants = NetworkGrants()
         # No secret value in any record: the log masks every SecretStore's values (this
         # manager's included) before it cuts or keeps a text (core/base/audit.py).
-        self.audit = AuditLog(jsonl_path=audit_log)
+        self.audit = AuditLog(jsonl_path=audit_log, keep_results=RESULTS_KEPT)
         self._requirements = RequirementsCache()
         self._hidden: tuple[tuple, list[str]] | None = None
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.

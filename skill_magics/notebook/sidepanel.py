@@ -83,7 +83,58 @@ def _board(magics: Any) -> Any:
         describe=summary_text,
         preapprovals=lambda: preapprovals(magics),
         revoke_preapproval=lambda key: revoke_preapproval(magics, key),
+        show_result=lambda kept: result_view(kept, magics.max_display_chars),
     )
+
+
+def result_view(kept: Any, max_display_chars: int = 100_000) -> dict[str, Any]:
+    """A kept run result (core/base/recent.py) as the side panel shows it: the header and
+    the five tabs of the cell's result (render/sections.py), as text (ANSI codes stripped,
+    control characters made visible); a stream the store cut says so in its notes."""
+    from skill_magics.core.base.recent import STREAM_BYTES
+    from skill_magics.notebook.render.ansi import strip_ansi
+    from skill_magics.notebook.render.sections import header, message, sections
+    from skill_magics.notebook.result import SkillRunResult
+
+    rec = kept.record
+    run = SkillRunResult.from_execution(
+        rec.skill, rec.script, kept.result, max_display_chars=max_display_chars
+    )
+    h = header(run)
+    tabs = []
+    for section in sections(run):
+        notes = list(section.notes)
+        dropped = kept.dropped.get(section.title, 0)
+        if dropped:
+            notes.append(
+                f"the side panel keeps the first {STREAM_BYTES:,} bytes of each stream of a "
+                f"run: {dropped:,} more characters of {section.title} were dropped here (the "
+                f"cell's result has them: result.{section.title})"
+            )
+        text = strip_ansi(section.text) if section.is_output else section.text
+        tabs.append(
+            {
+                "title": section.title,
+                "text": text,
+                "notes": notes,
+                "placeholder": section.placeholder,
+            }
+        )
+    return {
+        "id": kept.id,
+        "time": rec.timestamp,
+        "name": h.name,
+        "script": h.script,
+        "status": str(getattr(h.status, "value", h.status)),
+        "label": h.label,
+        "exit_code": h.exit_code,
+        "took": h.time,
+        "start": h.start,
+        "sandbox": h.sandbox,
+        "arguments": rec.arguments,  # redacted and cut when recorded (audit.py)
+        "message": message(run),
+        "sections": tabs,
+    }
 
 
 def preapprovals(magics: Any) -> list[dict[str, str]]:
@@ -133,4 +184,11 @@ def revoke_preapproval(magics: Any, key: str) -> bool:
     return False
 
 
-__all__ = ["connection_file", "preapprovals", "revoke_preapproval", "start", "stop"]
+__all__ = [
+    "connection_file",
+    "preapprovals",
+    "result_view",
+    "revoke_preapproval",
+    "start",
+    "stop",
+]

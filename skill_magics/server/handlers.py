@@ -22,7 +22,7 @@ from tornado import web
 from skill_magics.core.base.errors import SidePanelError
 from skill_magics.core.panel import channel
 
-READS = ("state", "skills", "skill_md")
+READS = ("state", "skills", "skill_md", "result")
 ACTIONS = ("decide", "revoke", "install", "add_dir")
 AUTH_RESOURCE = "kernels"
 

@@ -14,6 +14,7 @@ in the side panel's tab, never in the cell:
 A second notebook on a second kernel sees none of the first one's questions, the REST
 handlers refuse a request without the server's credentials or from a page on another
 origin, and a question answered in the cell leaves the side panel. Marker files prove what ran.
+Recent runs show a run's result tabs on click, a script's HTML output as text.
 The side panel needs the prebuilt frontend (``make labextension``).
 """
 
@@ -264,6 +265,90 @@ def test_two_kernels_see_only_their_own(lab, browser_context, markers: Path) -> 
     lab.wait_cell_done(1, timeout=120)
     assert (markers / "a").exists()
     _wait_text(side_a.section("Waiting for you"), "Nothing waits.")
+
+
+HOSTILE = """\
+import sys
+print('<img src=x onerror="document.body.dataset.pwned = 1"> RESULT-STDOUT')
+print("<b>RESULT-STDERR</b>", file=sys.stderr)
+sys.exit(3)
+"""
+
+
+def test_recent_runs_show_a_runs_result_tabs(lab, markers: Path) -> None:
+    """Recent runs: "Result" on a run's row shows the cell's tabs (stdout, stderr, exit code,
+    signal, timing) in the side panel, as text: a script's HTML is never markup there."""
+    skill = markers / "skills" / "hostile-output"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: hostile-output\ndescription: Prints HTML and fails.\n---\n"
+    )
+    (skill / "scripts" / "shout.py").write_text(HOSTILE)
+    name = lab.add_notebook(
+        _plain(
+            [
+                SETUP,
+                f"%skills add {skill.parent}\n"
+                "%config SkillMagics.auto_approve = ['hostile-output']",
+                "%%skillrun hostile-output.shout -o shout\n{}",
+                'print("EXIT", shout.exit_code)',
+            ]
+        ),
+        "results.ipynb",
+    )
+    lab.open_notebook(name)
+    side = Side(lab)
+    side.open()
+    lab.run_all()
+    lab.wait_cell_done(3, timeout=180)
+    assert "EXIT 3" in lab.output_text(3)
+
+    runs = side.section("Recent runs")
+    _wait_text(runs, "shout.py")
+    show = runs.get_by_role("button", name="Show result of hostile-output scripts/shout.py")
+    show.click()
+    view = runs.get_by_role("region", name="Result of hostile-output.shout")
+    view.wait_for(state="visible", timeout=30_000)
+    assert show.get_attribute("aria-expanded") == "true"
+    panel = view.get_by_role("tabpanel")
+    stdout = _wait_text(panel, "RESULT-STDOUT")
+    assert '<img src=x onerror="document.body.dataset.pwned = 1">' in stdout, "shown as text"
+    assert side.root.locator("img").count() == 0, "no element made of the script's output"
+    assert lab.page.evaluate("document.body.dataset.pwned") is None
+    assert view.get_by_role("tab", name="stdout").get_attribute("aria-selected") == "true"
+    assert "exit 3" in view.inner_text()
+    view.scroll_into_view_if_needed()
+    lab.screenshot("side-panel-result")
+
+    view.get_by_role("tab", name="exit code").click()
+    _wait_text(panel, "3 (failure: see stderr)")
+    # The keyboard: arrows move between the tabs, Escape closes and gives the focus back.
+    view.get_by_role("tab", name="exit code").press("ArrowLeft")
+    assert "<b>RESULT-STDERR</b>" in _wait_text(panel, "RESULT-STDERR")
+    assert view.get_by_role("tab", name="stderr").get_attribute("aria-selected") == "true"
+    view.get_by_role("tab", name="stderr").press("End")
+    _wait_text(panel, "execution time")
+    lab.page.keyboard.press("Escape")
+    view.wait_for(state="hidden", timeout=10_000)
+    label = lab.page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert label.startswith("Show result of hostile-output"), label
+    # Enter on the focused button opens it again; "Close the result" closes it.
+    lab.page.keyboard.press("Enter")
+    view.wait_for(state="visible", timeout=30_000)
+    view.get_by_role("button", name="Close the result").click()
+    view.wait_for(state="hidden", timeout=10_000)
+    assert show.get_attribute("aria-expanded") == "false"
+
+    # The server's REST read: another kernel's or an unknown id is a clear refusal.
+    kernel = next(
+        s["kernel"]["id"]
+        for s in lab.server.api("GET", "api/sessions")
+        if s["notebook"]["path"] == name
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        lab.server.api("GET", f"skill-magics/kernels/{kernel}/result?id=0123456789abcdef")
+    assert refused.value.code == 409
+    assert "no result" in refused.value.read().decode()
 
 
 def _foreign_post(browser_context, url: str, body: dict) -> None:

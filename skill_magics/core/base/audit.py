@@ -27,12 +27,16 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from skill_magics.core.base.recent import RecentResults
 from skill_magics.core.base.secrets import cut_known, known_masks, redact_known
 from skill_magics.core.base.status import NOTABLE_VALUES, AuditOutcome
 from skill_magics.core.base.visible import visible
 from skill_magics.core.trace import hooks as traced
+
+if TYPE_CHECKING:
+    from skill_magics.core.base.models import ScriptExecutionResult
 
 logger = logging.getLogger("skill_magics.audit")
 
@@ -243,11 +247,20 @@ class AuditLog:
 
     ``keep`` bounds the in-memory history; the JSONL file (created with mode 0600, since
     arguments may be private) gets every record as one line, appended with a single write.
+    ``keep_results``: how many finished runs' results ``results`` keeps beside their
+    records (core/base/recent.py: a kernel's log keeps the last 50 for the side panel; 0,
+    the default, none).
     """
 
-    def __init__(self, jsonl_path: str | os.PathLike[str] | None = None, keep: int = 1000) -> None:
+    def __init__(
+        self,
+        jsonl_path: str | os.PathLike[str] | None = None,
+        keep: int = 1000,
+        keep_results: int = 0,
+    ) -> None:
         self.jsonl_path = Path(jsonl_path).expanduser() if jsonl_path is not None else None
         self._records: deque[AuditRecord] = deque(maxlen=max(0, int(keep)))
+        self.results = RecentResults(keep_results)
         self._lock = threading.Lock()
         self._file_error_logged = False
 
@@ -369,15 +382,21 @@ class AuditLog:
             duration_ms=duration_ms,
         )
 
+    def keep_result(self, rec: AuditRecord, result: ScriptExecutionResult) -> str:
+        """Keep a finished run's result with its record (``results``); its id, or ""."""
+        return self.results.keep(rec, result)
+
     def records(self) -> list[AuditRecord]:
         """The remembered records, oldest first (newest last)."""
         with self._lock:
             return list(self._records)
 
     def clear(self) -> None:
-        """Forget the in-memory history (the JSONL file is left alone)."""
+        """Forget the in-memory history and the results kept (the JSONL file is left
+        alone)."""
         with self._lock:
             self._records.clear()
+        self.results.clear()
 
     def __len__(self) -> int:
         with self._lock:

@@ -2,7 +2,8 @@
 
 The board answers the channel's requests (core/panel/channel.py): ``state`` (the waiting
 questions, the session's grants and pre-approvals, recent runs), ``skills`` (what the
-kernel can run), ``skill_md``, ``decide``, ``revoke``, ``install`` and ``add_dir``. It
+kernel can run), ``skill_md``, ``result`` (a recent run's result tabs), ``decide``,
+``revoke``, ``install`` and ``add_dir``. It
 decides nothing itself: a question waiting in a cell is the cell's own object (the approval
 panel), and ``decide`` puts the answer into it exactly as its button does, so the first
 answer wins in either view and the gate (core/run/gate.py) settles, remembers and audits
@@ -43,6 +44,7 @@ from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision
 
 if TYPE_CHECKING:
+    from skill_magics.core.base.recent import KeptResult
     from skill_magics.core.manager import SkillManager
 
 BY_SIDE_PANEL = "decided in the side panel"  # who decided, in the cell's panel and the audit
@@ -104,7 +106,8 @@ class Board:
     ``manager``: returns the kernel's SkillManager; ``questions``: the cell questions shown
     so far (undecided ones are listed); ``describe``: the text of a request, as the cell's
     panel shows it; ``preapprovals``: what configuration approves without asking
-    (``{"key", "what"}``: ``auto_approve``, ...), which ``revoke_preapproval(key)`` ends.
+    (``{"key", "what"}``: ``auto_approve``, ...), which ``revoke_preapproval(key)`` ends;
+    ``show_result``: the tabs of a kept run result, as the cell's result shows them.
     """
 
     def __init__(
@@ -114,12 +117,14 @@ class Board:
         describe: Callable[[ApprovalRequest], str],
         preapprovals: Callable[[], list[dict[str, str]]] = list,
         revoke_preapproval: Callable[[str], bool] | None = None,
+        show_result: Callable[[KeptResult], dict[str, Any]] | None = None,
     ) -> None:
         self._manager = manager
         self._questions = questions
         self._describe = describe
         self._preapprovals = preapprovals
         self._revoke_preapproval = revoke_preapproval
+        self._show_result = show_result
         self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._board: list[BoardQuestion] = []  # questions of installs asked from the panel
         self._jobs: list[InstallJob] = []
@@ -133,6 +138,7 @@ class Board:
             "state": self.state,
             "skills": self.skills,
             "skill_md": self.skill_md,
+            "result": self.result,
             "decide": self.decide,
             "revoke": self.revoke,
             "install": self.install,
@@ -189,6 +195,7 @@ class Board:
                 "arguments": rec.arguments,  # redacted and cut when recorded (audit.py)
                 "start": rec.start or "",
                 "sandbox": (rec.sandbox or {}).get("mode", ""),
+                "result": manager.audit.results.id_of(rec),  # "" when none is kept
             }
             for rec in reversed(manager.audit.records()[-RECENT_RUNS:])
         ]
@@ -248,6 +255,21 @@ class Board:
                     text = fh.read(SKILL_MD_MAX).decode("utf-8", "replace")
                 return {"name": name, "path": str(meta.path), "text": text}
         raise SidePanelError(f"no skill {name!r} in this kernel: refresh the list")
+
+    def result(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The result tabs of one of THIS kernel's recent runs, by the id its row in
+        ``state`` carries (core/base/recent.py: the last runs, each stream cut)."""
+        run_id = str(args.get("id", ""))
+        results = self._manager().audit.results
+        kept = results.get(run_id) if run_id else None
+        if kept is None:
+            raise SidePanelError(
+                f"no result {run_id!r} in this kernel: another kernel's run, one from before "
+                f"a restart, or older than the last {results.keep_count} runs; refresh the list"
+            )
+        if self._show_result is None:
+            raise SidePanelError("this kernel's side panel shows no run results")
+        return self._show_result(kept)
 
     # -- acting -------------------------------------------------------------------------------
 

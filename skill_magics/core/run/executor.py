@@ -227,7 +227,7 @@ class ScriptExecutor:
             f"Could not start {prepared.script_rel} with {prepared.program}: {exc.strerror or exc}."
             " Check that the interpreter is executable"
         )
-        self.audit.event(
+        rec = self.audit.event(
             prepared.skill_name,
             prepared.script_rel.as_posix(),
             prepared.arguments_preview,
@@ -238,7 +238,7 @@ class ScriptExecutor:
             start=how.name,
             start_note=how.note,
         )
-        return ScriptExecutionResult(
+        result = ScriptExecutionResult(
             stdout="",
             stderr=message + "\n",
             exit_code=126,
@@ -247,6 +247,8 @@ class ScriptExecutor:
             start=how.name,
             start_note=how.note,
         )
+        self.audit.keep_result(rec, result)  # the side panel's Recent runs (core/base/recent.py)
+        return result
 
     def _finish(
         self,
@@ -330,7 +332,7 @@ class ScriptExecutor:
                 )
         duration_ms = max(out.duration_s * 1000, 1e-3)
         shown = how.sandbox
-        self.audit.event(
+        rec = self.audit.event(
             prepared.skill_name,
             rel,
             arguments,
@@ -342,7 +344,7 @@ class ScriptExecutor:
             start=start,
             start_note=how.note,
         )
-        return ScriptExecutionResult(
+        result = ScriptExecutionResult(
             stdout=stdout,
             stderr=stderr,
             exit_code=exit_code,
@@ -359,6 +361,8 @@ class ScriptExecutor:
             start=start,
             start_note=how.note,
         )
+        self.audit.keep_result(rec, result)  # the side panel's Recent runs (core/base/recent.py)
+        return result
 
     async def run_async(
         self,
