@@ -273,8 +273,10 @@ stage-unit-warm:
 	$(call stage,pytest (warm start),$(SANDBOX_REQUIRED) \
 	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) $(call JUNIT,warm) -m "not ($(KERNELISH))" $(WARM_TESTS))
 
+# (the docs site's browser test runs in the docs stage, on the site that stage builds)
+DOCS_SITE_TEST := tests/e2e/test_docs_site.py
 KERNEL = $(SANDBOX_REQUIRED) $(NPM_REQUIRED) SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) \
-  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "$(KERNELISH)"
+  $(PY) -m pytest -q -rs -p no:cacheprovider $(DURATIONS) -m "$(KERNELISH)" --ignore=$(DOCS_SITE_TEST)
 stage-kernel-1:
 	$(call stage,pytest (kernel: ipykernel of the lock; part 1/2),SKILL_MAGICS_TEST_SHARD=1/2 \
 	  $(KERNEL) $(call JUNIT,kernel-1))
@@ -293,7 +295,9 @@ stage-lint:
 	$(call stage,lint (ruff + mypy),$(LINT))
 
 stage-docs:
-	$(call stage,docs,$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs)
+	$(call stage,docs,$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs build/docs && \
+	  SKILL_MAGICS_DOCS_SITE=build/docs SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider $(DOCS_SITE_TEST))
 
 stage-kernel-%:
 	$(call stage,kernel matrix $*,bash scripts/kernel-matrix.sh $* -- $(DURATIONS))
