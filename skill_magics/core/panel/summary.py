@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -389,24 +390,30 @@ def _scope_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
     scope = request.scope
     if scope is None:
         return []
-    rows = [("Scope", scope.summary())]
-    for i, prompt in enumerate(scope.sample, 1):
-        rows.append((f"prompt {i}", one_line(prompt)))
-    if scope.agent_runs > len(scope.sample):
-        rows.append(("", f"... {scope.agent_runs - len(scope.sample):,} more agent runs"))
-    return rows
+    more = scope.agent_runs - len(scope.sample)
+    return _sampled(
+        ("Scope", scope.summary()),
+        "prompt",
+        scope.sample,
+        f"... {more:,} more agent runs" if more > 0 else "",
+    )
 
 
 def _batch_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
     batch = request.batch
     if batch is None:
         return []
-    rows = [("Batch", f"{batch.count:,} items, each one run")]
-    for i, item in enumerate(batch.sample, 1):
-        rows.append((f"item {i}", one_line(item)))
-    if batch.count > len(batch.sample):
-        rows.append(("", f"... and {batch.count - len(batch.sample):,} more"))
-    return rows
+    more = batch.count - len(batch.sample)
+    head = ("Batch", f"{batch.count:,} items, each one run")
+    return _sampled(head, "item", batch.sample, f"... and {more:,} more" if more > 0 else "")
+
+
+def _sampled(
+    head: tuple[str, str], label: str, sample: Sequence[str], more: str
+) -> list[tuple[str, str]]:
+    """A heading row, the sample numbered (``label 1``, ...), then what the sample left out."""
+    rows = [head, *((f"{label} {i}", one_line(text)) for i, text in enumerate(sample, 1))]
+    return rows + [("", more)] if more else rows
 
 
 def _package_install_rows(request: ApprovalRequest) -> list[tuple[str, str]]:
