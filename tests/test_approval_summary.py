@@ -285,3 +285,14 @@ def test_the_side_panel_shows_a_waiting_question_as_the_cells_text(tmp_path) -> 
     (waiting,) = sidepanel._board(magics).handle("state", {})["waiting"]
     assert waiting["summary"] == summary_text(panel.request)
     assert SECRET not in waiting["summary"] and "\u202e" not in waiting["summary"]
+
+
+def test_sampled_rows_number_the_sample_and_say_what_it_left_out() -> None:
+    request = _hostile()  # 5 batch items, 2 shown; 3 agent runs, 1 prompt shown
+    text = summary_text(summarize(request), full=True)
+    for row in ("item 1", "item 2", "... and 3 more", "prompt 1", "... 2 more agent runs"):
+        assert row in text, row
+    whole = replace(request, batch=BatchInfo(2, request.batch.sample), scope=None)
+    text = summary_text(summarize(whole), full=True)
+    assert "item 2" in text and "more" not in text.split("item 2")[1].split("\n")[0]
+    assert "... and" not in text
