@@ -75,6 +75,7 @@ def stop(shell: Any) -> None:
 
 def _board(magics: Any) -> Any:
     from skill_magics.core.panel.board import Board
+    from skill_magics.notebook.approval import reconnect
     from skill_magics.notebook.approval.panel import summary_text
 
     return Board(
@@ -83,6 +84,7 @@ def _board(magics: Any) -> Any:
         describe=summary_text,
         preapprovals=lambda: preapprovals(magics),
         revoke_preapproval=lambda key: revoke_preapproval(magics, key),
+        place=reconnect.place,
     )
 
 

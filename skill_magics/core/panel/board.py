@@ -113,12 +113,14 @@ class Board:
         describe: Callable[[ApprovalRequest], str],
         preapprovals: Callable[[], list[dict[str, str]]] = list,
         revoke_preapproval: Callable[[str], bool] | None = None,
+        place: Callable[[Any], dict[str, Any] | None] | None = None,
     ) -> None:
         self._manager = manager
         self._questions = questions
         self._describe = describe
         self._preapprovals = preapprovals
         self._revoke_preapproval = revoke_preapproval
+        self._place = place
         self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._board: list[BoardQuestion] = []  # questions of installs asked from the panel
         self._jobs: list[InstallJob] = []
@@ -169,6 +171,7 @@ class Board:
                 "skills": list(q.request.skill_names),
                 "summary": self._describe(q.request),
                 "install": q.request.skill_install is not None,
+                "cell": self.cell_of(q),
             }
             for qid, q in self.waiting()
         ]
@@ -203,6 +206,17 @@ class Board:
             "runs": runs,
             "installs": jobs,
         }
+
+    def cell_of(self, question: Any) -> dict[str, Any] | None:
+        """Where a question is shown in a notebook (``place``: the cell id, the request's
+        msg_id, display id, widget model id, execution count), so a page reloaded while it
+        waits can show it in its cell again (labextension, *Re-attach*); None: nowhere."""
+        if self._place is None:
+            return None
+        try:
+            return self._place(question)
+        except Exception:  # noqa: BLE001 - the list must still be served
+            return None
 
     def skills(self, _args: dict[str, Any]) -> dict[str, Any]:
         """Every skill the kernel sees: name, description, origin, signer, scripts, env."""

@@ -196,6 +196,8 @@ class NotebookApprover:
             # (panel._repr_mimebundle_), what a saved notebook shows wherever it is opened.
             _HANDLES[panel] = handle
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
+            # A page reloaded while it waits shows it in its cell again (approval/reconnect.py)
+            reconnect.shown(panel, self.cell_request, handle.display_id, self.host.shell)
 
     @contextmanager
     def _relayed(self) -> Iterator[Any]:

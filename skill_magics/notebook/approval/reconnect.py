@@ -10,14 +10,23 @@ channel thread) answers a ``kernel_info_request`` bound for the waiting shell it
 ipykernel's own handler would (``kernel.kernel_info``), framed by busy/idle statuses with that
 request as parent, then says again that the kernel is busy (with the waiting cell as parent;
 a frontend shows the last status of any shell, so a subshell's idle can still follow). The
-request is not passed on, so it is answered once. The reloaded page does not show the waiting
-panel (JupyterLab shows a request's outputs only in the page that sent it): a page that shows
-it, Kernel > Interrupt or ``approval_timeout`` ends the wait. On ipykernel 6.x the pumping
-wait (PUMP) handles kernel_info itself; elsewhere nothing changes.
+request is not passed on, so it is answered once. On ipykernel 6.x the pumping wait (PUMP)
+handles kernel_info itself; elsewhere nothing changes.
+
+JupyterLab shows a request's outputs only in the page that sent it, so the reloaded page
+would not show the waiting panel. Each panel shown records where (:func:`shown`): the cell
+id the frontend sent in the execute_request's metadata (``cellId``: JupyterLab 4, Notebook
+7), that request's msg_id, the output's display id, the panel widget's model id and the
+cell's execution count. The side panel's state carries it (:func:`place`, core/panel/
+board.py), and the labextension of a page that did not send that request re-attaches the
+cell to it: the live panel appears in its cell again, its buttons decide, and the run's
+outputs (the panel's update, the result) follow in that cell (labextension/src/index.ts,
+*Re-attach*).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -86,4 +95,43 @@ def _answer(kernel: Any, raw: Any, waiting_parent: Any) -> None:
         kernel.log.error("skill_magics could not answer kernel_info", exc_info=True)
 
 
-__all__ = ["answering", "waiting_parent"]
+# panel -> where it is shown (weak: a panel kept nowhere else is forgotten)
+_PLACES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def shown(panel: Any, parent: Any, display_id: Any, shell: Any) -> None:
+    """Record that ``panel`` is displayed (``display_id``) by the cell whose request is
+    ``parent``; nothing when the frontend sent no cell id (VS Code, Colab, nbclassic)."""
+    metadata = (parent or {}).get("metadata") or {}
+    header = (parent or {}).get("header") or {}
+    cell_id, request = metadata.get("cellId"), header.get("msg_id")
+    model_id = getattr(getattr(panel, "widget", None), "model_id", None)
+    if not all(isinstance(v, str) and v for v in (cell_id, request, display_id, model_id)):
+        return
+    # the running cell's number (what its execute_input said): IPython 7-9 give the cell's
+    # ExecutionResult to the displayhook while it runs, whenever they advance the counter
+    count = getattr(
+        getattr(getattr(shell, "displayhook", None), "exec_result", None), "execution_count", None
+    )
+    try:
+        _PLACES[panel] = {
+            "cell_id": cell_id,
+            "request": request,
+            "display_id": display_id,
+            "model_id": model_id,
+            "execution_count": count if isinstance(count, int) else None,
+        }
+    except TypeError:  # not weakly referable: not a panel of ours
+        pass
+
+
+def place(question: Any) -> dict[str, Any] | None:
+    """Where ``question`` is shown (see :func:`shown`), or None (asked elsewhere)."""
+    try:
+        found = _PLACES.get(question)
+    except TypeError:
+        return None
+    return dict(found) if found is not None else None
+
+
+__all__ = ["answering", "place", "shown", "waiting_parent"]
