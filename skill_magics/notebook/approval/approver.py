@@ -152,7 +152,7 @@ class NotebookApprover:
         # thread from the moment each widget's comm opens (a click sent at once included).
         kernel = waiting.get_kernel(self.host.shell)
         # A page reloaded meanwhile gets its kernel_info answered (approval/reconnect.py).
-        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request):
+        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request, inbox):
             panel = self.make_panel(request)
             if inbox is not None:
                 relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))

@@ -52,10 +52,12 @@ def waiting_parent(kernel: Any) -> Any:
 
 
 @contextmanager
-def answering(kernel: Any, waiting_parent: Any) -> Iterator[bool]:
+def answering(kernel: Any, waiting_parent: Any, inbox: Any = None) -> Iterator[bool]:
     """While inside, a kernel_info_request for the shell the waiting cell (its request:
     ``waiting_parent``) runs on is answered by the shell channel thread (yields False where
-    the kernel has no relay: nothing changes)."""
+    the kernel has no relay: nothing changes). With the wait's ``inbox`` (RELAY), what a
+    connecting page's widget manager sends first to restore the widgets is handled by the
+    waiting thread too (:func:`_restoring`), so a panel shown again is drawn and clicked."""
     router = relay.install(kernel) if kernel is not None and relay.available(kernel) else None
     if router is None:
         yield False
@@ -68,14 +70,57 @@ def answering(kernel: Any, waiting_parent: Any) -> Iterator[bool]:
         _answer(kernel, raw, waiting_parent)
         return True
 
-    router.interceptors.append(hook)
+    hooks = [hook] if inbox is None else [hook, _restoring(kernel, shell, inbox)]
+    router.interceptors.extend(hooks)
     try:
         yield True
     finally:
-        try:
-            router.interceptors.remove(hook)
-        except ValueError:
-            pass
+        for one in hooks:
+            try:
+                router.interceptors.remove(one)
+            except ValueError:
+                pass
+
+
+CONTROL_TARGET = "jupyter.widget.control"  # ipywidgets 8: all widget states in one reply
+
+
+def _restoring(kernel: Any, shell: Any, inbox: Any) -> Any:
+    """A hook giving the waiting thread what a page's widget manager sends when it connects
+    (JupyterLab's ``_loadFromKernel``): the ``comm_open`` of the control comm (sent on the
+    main shell before its subshell exists) and that comm's messages, or, for an older
+    backend, ``comm_info_request``. Held behind the waiting cell, the page would wait for
+    the cell and draw no widget of this kernel, the panel shown again included."""
+    control: set[str] = set()  # the control comms opened while the cell waits
+
+    def hook(header: dict[str, Any], raw: Any) -> bool:
+        kind = header.get("msg_type")
+        if kind == "comm_info_request":
+            return header.get("subshell_id") == shell and bool(inbox.put(raw))
+        if kind != "comm_open" and (kind not in ("comm_msg", "comm_close") or not control):
+            return False  # (a flood of widget updates costs nothing here)
+        try:  # a peek, as the relay's router does: the handler checks the signature once
+            session = kernel.session
+            _idents, frames = session.feed_identities(raw, copy=False)
+            content = session.unpack(
+                session.deserialize(frames, content=False, copy=False)["content"]
+            )
+        except Exception:  # noqa: BLE001 - not ours to judge: the kernel's routing logs it
+            return False
+        comm_id = content.get("comm_id") if isinstance(content, dict) else None
+        if not isinstance(comm_id, str):
+            return False
+        if kind == "comm_open":
+            if content.get("target_name") != CONTROL_TARGET or header.get("subshell_id") != shell:
+                return False
+            control.add(comm_id)
+        elif comm_id not in control:  # its later messages, on whichever shell
+            return False
+        elif kind == "comm_close":
+            control.discard(comm_id)
+        return bool(inbox.put(raw))
+
+    return hook
 
 
 def _answer(kernel: Any, raw: Any, waiting_parent: Any) -> None:
