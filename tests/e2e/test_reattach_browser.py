@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from conftest import LabPage
 from test_sidepanel_browser import SETUP, SKILL, _plain
+from test_sidepanel_notebook7 import notebook7  # noqa: F401 - the Notebook 7 server fixture
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NOT_DRAWN = ("Error displaying widget", "model not found")
@@ -152,3 +154,39 @@ def test_a_question_is_drawn_only_in_the_notebook_and_cell_that_asked_it(
     assert "Decision: No" in lab.wait_output(1, "Decision: No", timeout=60)
     lab.wait_cell_done(1, timeout=120)
     assert not marker.exists()
+
+
+def test_notebook7_shows_the_waiting_panel_in_its_cell_after_a_reload(
+    notebook7: Any,  # noqa: F811 - the fixture imported above
+    browser_context: Any,
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "nb7-after-reload"
+    page = browser_context.new_page()
+    page.set_default_timeout(60_000)
+    lab = LabPage(page, notebook7, tmp_path)
+    try:
+        name = lab.add_notebook(
+            _plain([SETUP, f"%%skillrun {SKILL}\n" + json.dumps({"path": str(marker)})]),
+            "nb7-reattach.ipynb",
+        )
+        page.goto(f"{notebook7.url}notebooks/{name}?token={notebook7.token}")
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=120_000)
+        lab.wait_kernel_idle(timeout=120)
+        lab.run_all()
+        lab.wait_cell_done(0, timeout=120)
+        lab.button(1, "Yes once").wait_for(state="visible", timeout=120_000)
+
+        _reloaded(lab)
+        yes = lab.button(1, "Yes once")
+        yes.wait_for(state="visible", timeout=120_000)
+        assert not marker.exists(), "nothing ran before the answer"
+        lab.screenshot("notebook7-reattached-panel")
+        yes.click()
+        _wait_path(marker)
+        assert "Decision: Yes once" in lab.wait_output(1, "Decision: Yes once", timeout=60)
+        lab.wait_cell_done(1, timeout=120)
+        assert "completed" in lab.wait_output(1, "completed", timeout=60)
+    finally:
+        page.close()
+        notebook7.shutdown_kernels()
