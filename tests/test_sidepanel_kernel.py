@@ -172,6 +172,18 @@ def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) ->
     assert question["cell"] is None
     a.ask("decide", id=question["id"], choice="no")
     a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+
+    # Left open when its cell returned (a pending result): that request ended, so no page
+    # may attach a cell to it (it would wait for an end that already came).
+    assert a.session.execute("%config SkillMagics.approval_ui = 'nonblocking'").ok
+    try:
+        msg_id = _submit_from_cell(a.session, _cell(marker), "cell-pending")
+        assert a.session.collect(msg_id, timeout=TIMEOUT_S).ok
+        question = a.wait_question()
+        assert question["cell"] is None
+        a.ask("decide", id=question["id"], choice="no")
+    finally:
+        assert a.session.execute("%config SkillMagics.approval_ui = 'auto'").ok
     assert not marker.exists()
 
 

@@ -157,6 +157,8 @@ class NotebookApprover:
             if inbox is not None:
                 relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))
             self.display_panel(panel)
+            # While it waits, a page reloaded meanwhile shows it in its cell again (reconnect.py)
+            reconnect.shown(panel, self.cell_request, _HANDLES.get(panel), self.host.shell)
             try:
                 self._wait(panel, inbox)
             except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
@@ -164,6 +166,8 @@ class NotebookApprover:
             except BaseException:
                 _withdraw(panel, "the wait for a click failed; nothing ran")  # no live buttons
                 raise
+            finally:
+                reconnect.forget(panel)  # the cell stops waiting: its request may end now
         if self.cancel is not None and self.cancel.is_set():
             # Interrupted, even if a click arrived at the same moment: the cell is ending and
             # must not leave a "Yes in session" behind.
@@ -196,8 +200,6 @@ class NotebookApprover:
             # (panel._repr_mimebundle_), what a saved notebook shows wherever it is opened.
             _HANDLES[panel] = handle
             panel.on_decision(lambda _decision, _by: _update_quietly(handle, panel))
-            # A page reloaded while it waits shows it in its cell again (approval/reconnect.py)
-            reconnect.shown(panel, self.cell_request, handle.display_id, self.host.shell)
 
     @contextmanager
     def _relayed(self) -> Iterator[Any]:

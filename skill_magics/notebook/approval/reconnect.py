@@ -144,9 +144,12 @@ def _answer(kernel: Any, raw: Any, waiting_parent: Any) -> None:
 _PLACES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def shown(panel: Any, parent: Any, display_id: Any, shell: Any) -> None:
-    """Record that ``panel`` is displayed (``display_id``) by the cell whose request is
-    ``parent``; nothing when the frontend sent no cell id (VS Code, Colab, nbclassic)."""
+def shown(panel: Any, parent: Any, handle: Any, shell: Any) -> None:
+    """Record that ``panel`` is displayed (its display ``handle``) by the cell whose request
+    is ``parent`` and waits for it (until :func:`forget`: a page attached to a request that
+    ended would wait for ever); nothing when the frontend sent no cell id (VS Code, Colab,
+    nbclassic)."""
+    display_id = getattr(handle, "display_id", None)
     metadata = (parent or {}).get("metadata") or {}
     header = (parent or {}).get("header") or {}
     cell_id, request = metadata.get("cellId"), header.get("msg_id")
@@ -170,6 +173,14 @@ def shown(panel: Any, parent: Any, display_id: Any, shell: Any) -> None:
         pass
 
 
+def forget(panel: Any) -> None:
+    """The cell that showed ``panel`` stops waiting for it (see :func:`shown`)."""
+    try:
+        _PLACES.pop(panel, None)
+    except TypeError:
+        pass
+
+
 def place(question: Any) -> dict[str, Any] | None:
     """Where ``question`` is shown (see :func:`shown`), or None (asked elsewhere)."""
     try:
@@ -179,4 +190,4 @@ def place(question: Any) -> dict[str, Any] | None:
     return dict(found) if found is not None else None
 
 
-__all__ = ["answering", "place", "shown", "waiting_parent"]
+__all__ = ["answering", "forget", "place", "shown", "waiting_parent"]
