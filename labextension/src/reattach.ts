@@ -208,25 +208,30 @@ export function attach(
 function follow(panel: NotebookPanel, settings: ServerConnection.ISettings): void {
   const context = panel.sessionContext;
   let checking = false;
+  let again = false; // asked to look while looking (e.g. the kernel changed meanwhile)
   const check = async (): Promise<void> => {
     if (checking) {
+      again = true;
       return;
     }
     checking = true;
     try {
       for (;;) {
+        again = false;
         const kernel = context.session?.kernel;
         if (!kernel || panel.isDisposed) {
           return;
         }
         const waiting = await waitingOf(settings, kernel.id);
-        if (waiting === null || kernel !== context.session?.kernel) {
-          return;
+        if (kernel === context.session?.kernel) {
+          for (const question of waiting ?? []) {
+            attach(panel, kernel, question);
+          }
         }
-        for (const question of waiting) {
-          attach(panel, kernel, question);
+        if (again) {
+          continue;
         }
-        if (kernel.status !== 'busy') {
+        if (waiting === null || kernel.status !== 'busy') {
           return; // nothing sent before runs any more: nothing more can ask
         }
         await new Promise(resolve => setTimeout(resolve, RECHECK_MS));
