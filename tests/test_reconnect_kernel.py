@@ -82,7 +82,7 @@ def test_a_new_page_restores_the_waiting_panel_and_its_click_decides(tmp_path: P
     """What a reloaded JupyterLab page's widget manager does first (``_loadFromKernel``):
     open the control comm on the main shell (its subshell does not exist yet) and ask for
     every widget's state. Held behind the waiting cell, the page drew no widget, so the
-    panel shown again in its cell (labextension, *Re-attach*) said "Loading widget..."; the
+    panel shown again in its cell (labextension/src/reattach.ts) said "Loading widget..."; the
     waiting thread answers it now, and the new page's click on the panel decides the cell."""
     marker = tmp_path / "ran"
     with start_kernel(cwd=tmp_path) as k:

@@ -134,7 +134,7 @@ def _submit_from_cell(session: KernelSession, code: str, cell_id: str) -> str:
 def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) -> None:
     """Issue 44, Deliver 4: the state carries the cell id of the request, its msg_id, the
     panel's display id and widget model id, so a page reloaded meanwhile can show the live
-    panel in that cell again (labextension, *Re-attach*); a request without a cell id
+    panel in that cell again (labextension/src/reattach.ts); a request without a cell id
     (VS Code, Colab, nbclassic) is shown nowhere but in the side panel."""
     marker = tmp_path / "placed"
     msg_id = _submit_from_cell(a.session, _cell(marker), "cell-7f3a")

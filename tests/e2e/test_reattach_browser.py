@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 from conftest import LabPage
 from test_sidepanel_browser import SETUP, SKILL, _plain
 from test_sidepanel_notebook7 import notebook7  # noqa: F401 - the Notebook 7 server fixture
@@ -84,13 +85,18 @@ def _open_elsewhere(lab: Any, name: str) -> None:
     lab.page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=120_000)
 
 
+@pytest.mark.parametrize(
+    "setup",
+    [SETUP, SETUP.replace("\n%autoawait off", "")],
+    ids=["blocking", "awaiting"],  # the cell blocks its kernel (the relay), or awaits
+)
 def test_a_reloaded_page_shows_the_waiting_panel_in_its_cell_and_it_decides(
-    lab: Any, tmp_path: Path
+    lab: Any, tmp_path: Path, setup: str
 ) -> None:
     marker = tmp_path / "after-reload"
     name = lab.add_notebook(
-        _plain([SETUP, f"%%skillrun {SKILL}\n" + json.dumps({"path": str(marker)})]),
-        "reattach.ipynb",
+        _plain([setup, f"%%skillrun {SKILL}\n" + json.dumps({"path": str(marker)})]),
+        f"reattach-{len(setup)}.ipynb",
     )
     lab.open_notebook(name)
     lab.run_all()

@@ -210,7 +210,7 @@ class Board:
     def cell_of(self, question: Any) -> dict[str, Any] | None:
         """Where a question is shown in a notebook (``place``: the cell id, the request's
         msg_id, display id, widget model id, execution count), so a page reloaded while it
-        waits can show it in its cell again (labextension, *Re-attach*); None: nowhere."""
+        waits can show it in its cell again (labextension/src/reattach.ts); None: nowhere."""
         if self._place is None:
             return None
         try:

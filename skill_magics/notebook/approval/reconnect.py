@@ -20,8 +20,8 @@ id the frontend sent in the execute_request's metadata (``cellId``: JupyterLab 4
 cell's execution count. The side panel's state carries it (:func:`place`, core/panel/
 board.py), and the labextension of a page that did not send that request re-attaches the
 cell to it: the live panel appears in its cell again, its buttons decide, and the run's
-outputs (the panel's update, the result) follow in that cell (labextension/src/index.ts,
-*Re-attach*).
+outputs (the panel's update, the result) follow in that cell
+(labextension/src/reattach.ts).
 """
 
 from __future__ import annotations
