@@ -54,6 +54,7 @@ class AttachedRequest {
   readonly msg: any;
   private finish: (value: any) => void = () => undefined;
   private disposed = false;
+  ended = false;
   private readonly displays = new Set<string>();
 
   constructor(
@@ -121,7 +122,8 @@ class AttachedRequest {
     const display = content?.transient?.display_id;
     if ((msg.parent_header as any)?.msg_id === this.place.request) {
       if (type === 'status' && content.execution_state === 'idle') {
-        this.dispose(); // the request ended
+        this.ended = true; // the request ended (not the kernel)
+        this.dispose();
         return;
       }
       if (type === 'display_data' && typeof display === 'string') {
@@ -180,6 +182,9 @@ export function attach(
   if (current && !current.isDisposed) {
     return false;
   }
+  if ((panel.context.model as any).collaborative && shows(cell.model as any, place.model_id)) {
+    return false; // shared outputs (real-time collaboration): the page that runs it fills them
+  }
   const model = cell.model as any;
   const request = new AttachedRequest(kernel, place);
   area.future = request as any; // the stale outputs go, as when a cell starts
@@ -197,11 +202,23 @@ export function attach(
     if ('executionState' in model) {
       model.executionState = 'idle';
     }
-    if (typeof place.execution_count === 'number') {
+    if (request.ended && typeof place.execution_count === 'number') {
       model.executionCount = place.execution_count;
     }
   });
   return true;
+}
+
+/** Whether a cell's outputs hold the widget view of `modelId`. */
+function shows(model: any, modelId: string): boolean {
+  const outputs = model?.outputs;
+  for (let i = 0; i < (outputs?.length ?? 0); i++) {
+    const view = outputs.get(i)?.data?.[WIDGET_MIME] as any;
+    if (view?.model_id === modelId) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /** Look for questions to show in `panel`'s cells whenever its kernel (re)connects. */
