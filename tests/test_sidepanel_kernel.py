@@ -19,6 +19,7 @@ from kernel_fixtures import KernelSession, kernel_ipykernel_version, start_kerne
 
 from skill_magics.core.base.errors import SidePanelError
 from skill_magics.core.panel import channel
+from skill_magics.notebook.compat import WIDGET_MIME
 
 pytestmark = pytest.mark.kernel
 
@@ -112,6 +113,78 @@ def test_no_from_the_side_panel(a: Side, tmp_path: Path) -> None:
     r = a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
     assert "declined" in r.text().lower(), r.text()
     assert not marker.exists(), "No means the script never ran"
+
+
+def _submit_from_cell(session: KernelSession, code: str, cell_id: str) -> str:
+    """An execute_request as JupyterLab 4 and Notebook 7 send it: the cell's id in its
+    metadata (``cellId``)."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": True,
+        "stop_on_error": True,
+    }
+    msg = session.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+    session.kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) -> None:
+    """Issue 44, Deliver 4: the state carries the cell id of the request, its msg_id, the
+    panel's display id and widget model id, so a page reloaded meanwhile can show the live
+    panel in that cell again (labextension/src/reattach.ts); a request without a cell id
+    (VS Code, Colab, nbclassic) is shown nowhere but in the side panel."""
+    marker = tmp_path / "placed"
+    msg_id = _submit_from_cell(a.session, _cell(marker), "cell-7f3a")
+    question = a.wait_question()
+    where = question["cell"]
+    assert where["cell_id"] == "cell-7f3a"
+    assert where["request"] == msg_id
+
+    def panel_output() -> list[dict]:
+        return [
+            m
+            for m in a.session.iopub
+            if m["msg_type"] == "display_data"
+            and m["parent_header"].get("msg_id") == msg_id
+            and m["content"]["data"].get(WIDGET_MIME, {}).get("model_id") == where["model_id"]
+        ]
+
+    deadline = time.monotonic() + 60
+    while not panel_output():  # the model id is the one of the panel the cell displayed
+        a.session._pump(deadline, "the panel's output with the model id the state names")
+    assert panel_output()[0]["content"]["transient"]["display_id"] == where["display_id"]
+    (started,) = [
+        m
+        for m in a.session.iopub
+        if m["msg_type"] == "execute_input" and m["parent_header"].get("msg_id") == msg_id
+    ]
+    assert where["execution_count"] == started["content"]["execution_count"]
+    a.ask("decide", id=question["id"], choice="no")
+    r = a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+    assert "declined" in r.text().lower(), r.text()
+
+    # Sent without a cell id: the side panel lists it, no cell is named.
+    msg_id = a.session.submit(_cell(marker), allow_stdin=True)
+    question = a.wait_question()
+    assert question["cell"] is None
+    a.ask("decide", id=question["id"], choice="no")
+    a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
+
+    # Left open when its cell returned (a pending result): that request ended, so no page
+    # may attach a cell to it (it would wait for an end that already came).
+    assert a.session.execute("%config SkillMagics.approval_ui = 'nonblocking'").ok
+    try:
+        msg_id = _submit_from_cell(a.session, _cell(marker), "cell-pending")
+        assert a.session.collect(msg_id, timeout=TIMEOUT_S).ok
+        question = a.wait_question()
+        assert question["cell"] is None
+        a.ask("decide", id=question["id"], choice="no")
+    finally:
+        assert a.session.execute("%config SkillMagics.approval_ui = 'auto'").ok
+    assert not marker.exists()
 
 
 def test_yes_in_session_then_revoke(a: Side, tmp_path: Path) -> None:

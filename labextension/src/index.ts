@@ -20,6 +20,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { URLExt } from '@jupyterlab/coreutils';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
+import { reattach } from './reattach';
 
 const POLL_MS = 1500;
 const SKILLS_EVERY = 20; // polls between two reloads of the skills list (30 s; Refresh: now)
@@ -662,4 +663,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, reattach];

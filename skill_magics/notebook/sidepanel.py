@@ -75,6 +75,7 @@ def stop(shell: Any) -> None:
 
 def _board(magics: Any) -> Any:
     from skill_magics.core.panel.board import Board
+    from skill_magics.notebook.approval import reconnect
     from skill_magics.notebook.approval.panel import summary_text
 
     return Board(
@@ -84,6 +85,7 @@ def _board(magics: Any) -> Any:
         preapprovals=lambda: preapprovals(magics),
         revoke_preapproval=lambda key: revoke_preapproval(magics, key),
         show_result=lambda kept: result_view(kept, magics.max_display_chars),
+        place=reconnect.place,
     )
 
 

@@ -107,7 +107,8 @@ class Board:
     so far (undecided ones are listed); ``describe``: the text of a request, as the cell's
     panel shows it; ``preapprovals``: what configuration approves without asking
     (``{"key", "what"}``: ``auto_approve``, ...), which ``revoke_preapproval(key)`` ends;
-    ``show_result``: the tabs of a kept run result, as the cell's result shows them.
+    ``show_result``: the tabs of a kept run result, as the cell's result shows them;
+    ``place``: where a question is shown (its cell), for a reloaded page.
     """
 
     def __init__(
@@ -118,6 +119,7 @@ class Board:
         preapprovals: Callable[[], list[dict[str, str]]] = list,
         revoke_preapproval: Callable[[str], bool] | None = None,
         show_result: Callable[[KeptResult], dict[str, Any]] | None = None,
+        place: Callable[[Any], dict[str, Any] | None] | None = None,
     ) -> None:
         self._manager = manager
         self._questions = questions
@@ -125,6 +127,7 @@ class Board:
         self._preapprovals = preapprovals
         self._revoke_preapproval = revoke_preapproval
         self._show_result = show_result
+        self._place = place
         self._ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._board: list[BoardQuestion] = []  # questions of installs asked from the panel
         self._jobs: list[InstallJob] = []
@@ -176,6 +179,7 @@ class Board:
                 "skills": list(q.request.skill_names),
                 "summary": self._describe(q.request),
                 "install": q.request.skill_install is not None,
+                "cell": self.cell_of(q),
             }
             for qid, q in self.waiting()
         ]
@@ -211,6 +215,17 @@ class Board:
             "runs": runs,
             "installs": jobs,
         }
+
+    def cell_of(self, question: Any) -> dict[str, Any] | None:
+        """Where a question is shown in a notebook (``place``: the cell id, the request's
+        msg_id, display id, widget model id, execution count), so a page reloaded while it
+        waits can show it in its cell again (labextension/src/reattach.ts); None: nowhere."""
+        if self._place is None:
+            return None
+        try:
+            return self._place(question)
+        except Exception:  # noqa: BLE001 - the list must still be served
+            return None
 
     def skills(self, _args: dict[str, Any]) -> dict[str, Any]:
         """Every skill the kernel sees: name, description, origin, signer, scripts, env."""

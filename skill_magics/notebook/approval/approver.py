@@ -152,11 +152,13 @@ class NotebookApprover:
         # thread from the moment each widget's comm opens (a click sent at once included).
         kernel = waiting.get_kernel(self.host.shell)
         # A page reloaded meanwhile gets its kernel_info answered (approval/reconnect.py).
-        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request):
+        with self._relayed() as inbox, reconnect.answering(kernel, self.cell_request, inbox):
             panel = self.make_panel(request)
             if inbox is not None:
                 relay.divert(waiting.get_kernel(self.host.shell), widget_ids(panel.widget))
             self.display_panel(panel)
+            # While it waits, a page reloaded meanwhile shows it in its cell again (reconnect.py)
+            reconnect.shown(panel, self.cell_request, _HANDLES.get(panel), self.host.shell)
             try:
                 self._wait(panel, inbox)
             except KeyboardInterrupt:  # Kernel > Interrupt (or Ctrl-C) during the wait
@@ -164,6 +166,8 @@ class NotebookApprover:
             except BaseException:
                 _withdraw(panel, "the wait for a click failed; nothing ran")  # no live buttons
                 raise
+            finally:
+                reconnect.forget(panel)  # the cell stops waiting: its request may end now
         if self.cancel is not None and self.cancel.is_set():
             # Interrupted, even if a click arrived at the same moment: the cell is ending and
             # must not leave a "Yes in session" behind.
