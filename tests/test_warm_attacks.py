@@ -23,8 +23,8 @@ import psutil
 import pytest
 from manager_support import manager_for, posix_only
 
-from skill_magics.core.run import warm
-from skill_magics.core.run.warm import launch
+from skill_magics.core.run.launching import warm
+from skill_magics.core.run.launching.warm import launch
 
 pytestmark = [
     posix_only,
@@ -104,7 +104,7 @@ def test_a_sandboxed_run_of_the_skills_own_python_starts_cold(
     assert (hot.start, hot.stdout) == ("warm", "hi\n")
 
 
-# -- orphans (core/run/orphans.py): a daemon that never execs is still the run's --------------
+# -- orphans (core/run/launching/orphans.py): a daemon that never execs is still the run's
 
 DAEMON = """
 import os, sys, time
@@ -546,7 +546,7 @@ def test_a_sandboxed_warm_runs_proc_is_covered_as_a_cold_runs(boxed) -> None:
 KERNEL = """
 import os, sys, time
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import warm
+from skill_magics.core.run.launching import warm
 manager = SkillManager([sys.argv[1]], run_cwd="skill", warm_start="on")
 res = manager.execute_skill_script("forking", "hi", approver=None)
 assert res.start == "warm", res.start_note

@@ -53,15 +53,6 @@ from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.mcp.listed import listed
 from skill_magics.core.mcp.wire import SkillEntry
-from skill_magics.core.run import warm as warmstart
-from skill_magics.core.run.approval import (
-    MANAGER_APPROVER,
-    Answer,
-    Approver,
-    ApproverArg,
-    Caller,
-    ScopeInfo,
-)
 from skill_magics.core.run.batch.result import BatchItem, BatchResult
 from skill_magics.core.run.batch.runner import (
     BatchOptions,
@@ -69,23 +60,32 @@ from skill_magics.core.run.batch.runner import (
     BatchProgress,
     batch_inputs,
 )
-from skill_magics.core.run.checks import RunChecks
 from skill_magics.core.run.env.install import EnvReport, plan_install
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.gate import ApprovalGate, choose_approver
+from skill_magics.core.run.gating.approval import (
+    MANAGER_APPROVER,
+    Answer,
+    Approver,
+    ApproverArg,
+    Caller,
+    ScopeInfo,
+)
+from skill_magics.core.run.gating.gate import ApprovalGate, choose_approver
+from skill_magics.core.run.gating.store import ApprovalStore
+from skill_magics.core.run.launching import warm as warmstart
+from skill_magics.core.run.launching.sandbox import NetworkGrants
 from skill_magics.core.run.pipeline import Pipeline, ScopePlan
-from skill_magics.core.run.plan import PlannedRun, Planner, ReferencePlan
-from skill_magics.core.run.runplan import OnOutput, Plan, RunOutcome
-from skill_magics.core.run.sandbox import NetworkGrants
-from skill_magics.core.run.settings import (
+from skill_magics.core.run.planning.checks import RunChecks
+from skill_magics.core.run.planning.plan import PlannedRun, Planner, ReferencePlan
+from skill_magics.core.run.planning.runplan import OnOutput, Plan, RunOutcome
+from skill_magics.core.run.planning.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     DEFAULT_WARM_IDLE,
     RunOverrides,
     RunSettings,
 )
-from skill_magics.core.run.store import ApprovalStore
-from skill_magics.core.run.workdir import WORKSPACE, CwdArg
+from skill_magics.core.run.planning.workdir import WORKSPACE, CwdArg
 
 USE_DEFAULT = MANAGER_APPROVER  # the earlier name of the sentinel
 _SETTING_NAMES = frozenset((*RunSettings.names(), "sandbox_network"))
@@ -343,7 +343,7 @@ class SkillManager:
             self._hidden = None
         warmstart.stop_servers(wait_for_runs=True)
 
-    # -- warm start (core/run/warm/) ----------------------------------------------------------
+    # -- warm start (core/run/launching/warm/) -------------------------------------------------
 
     def warm_up(
         self,

@@ -33,7 +33,7 @@ from typing import Any
 
 from skill_magics.core.base.secrets import cut_known, redact_known
 from skill_magics.core.base.visible import mark_non_ascii, visible
-from skill_magics.core.run.approval import ApprovalRequest, Decision, ScriptToApprove
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision, ScriptToApprove
 from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 
 DECISIONS: tuple[Decision, ...] = (Decision.YES_ONCE, Decision.YES_IN_SESSION, Decision.NO)
