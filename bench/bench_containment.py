@@ -137,13 +137,13 @@ def end_of_run(base: Path, runs: int) -> dict[str, float]:
     command = [sys.executable, str(base / "scripts" / "daemons.py")]
     for i in range(runs):
         kind = "sweep" if i % 2 == 0 else "one_pass"
-        process.kill_run = timed(kind, real if kind == "sweep" else one_pass)
+        process.tree.kill_run = timed(kind, real if kind == "sweep" else one_pass)
         try:
             process.run_process(
                 command, cwd=base, env=None, payload=None, timeout=30, max_output_size=1 << 20
             )
         finally:
-            process.kill_run = real
+            process.tree.kill_run = real
     return {
         "sweep_median_ms": statistics.median(timings["sweep"]) * 1000,
         "one_pass_median_ms": statistics.median(timings["one_pass"]) * 1000,

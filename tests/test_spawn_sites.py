@@ -86,7 +86,7 @@ def test_only_the_named_modules_start_processes() -> None:
             found.setdefault(_module(path), []).append(f"{path.name}:{line} {name}")
     stray = {m: calls for m, calls in found.items() if m not in SPAWN_SITES}
     assert not stray, (
-        f"start it through core/run/launching/process.py or spawning.start_helper: {stray}"
+        f"start it through core/run/launching/process/ or spawning.start_helper: {stray}"
     )
     # Every site named still starts something (a stale entry would hide a new one).
     assert set(found) == set(SPAWN_SITES)

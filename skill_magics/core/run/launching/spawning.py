@@ -15,12 +15,12 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from skill_magics.core.run.launching.process import _guarded
+from skill_magics.core.run.launching.process.spawn import _guarded
 
 # Module -> why it may start processes itself (everything else asks one of these).
 _LAUNCHING = "skill_magics.core.run.launching"
 SPAWN_SITES: Mapping[str, str] = {
-    f"{_LAUNCHING}.process": "runs, installers, git, ssh-keygen (spawn, run_process)",
+    f"{_LAUNCHING}.process.spawn": "runs, installers, git, ssh-keygen (spawn, run_process)",
     f"{_LAUNCHING}.spawning": "helpers with pipes of their own (start_helper)",
     f"{_LAUNCHING}.treeguard": "the tree guard starts the command it guards",
     f"{_LAUNCHING}.containment": "the run watcher, which kills runs the kernel left",
