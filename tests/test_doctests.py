@@ -97,6 +97,7 @@ DOCTESTED = (
     "skill_magics.core.trust.signers",
     "skill_magics.core.run.planning.template",
     "skill_magics.core.run.launching.warm.skillcode",
+    "skill_magics.core.run.launching.warm.wire",
     "skill_magics.core.run.planning.workdir",
     "skill_magics.core.sources.members",
     "skill_magics.core.installed.names",

@@ -27,7 +27,7 @@ from process_support import assert_group_gone, wait_for_text
 
 from skill_magics.core.base import paths
 from skill_magics.core.run.launching import warm
-from skill_magics.core.run.launching.warm import launch
+from skill_magics.core.run.launching.warm import eligible, launch
 from skill_magics.core.run.launching.warm.server import ServerState
 
 pytestmark = [
@@ -668,10 +668,10 @@ def test_packages_that_print_or_start_threads_are_not_preloaded(
 
 
 def test_flags_a_server_can_and_cannot_start_with() -> None:
-    assert launch._bad_flags(["-u", "-B", "-W", "ignore", "-X", "utf8", "-P"]) == ""
-    assert launch._bad_flags(["-X", "importtime"]) == "-X importtime"
-    assert launch._bad_flags(["-i"]) == "-i"
-    assert launch._env_problem({"PYTHONVERBOSE": "1"}).startswith("PYTHONVERBOSE")
+    assert eligible._bad_flags(["-u", "-B", "-W", "ignore", "-X", "utf8", "-P"]) == ""
+    assert eligible._bad_flags(["-X", "importtime"]) == "-X importtime"
+    assert eligible._bad_flags(["-i"]) == "-i"
+    assert eligible.env_problem({"PYTHONVERBOSE": "1"}).startswith("PYTHONVERBOSE")
 
 
 # -- sandboxed warm runs ----------------------------------------------------------------------

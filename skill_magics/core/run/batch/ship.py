@@ -386,7 +386,7 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     from skill_magics.core.catalog.detect import ScriptDetector
     from skill_magics.core.catalog.requirements_cache import RequirementsCache
     from skill_magics.core.run.executor import ScriptExecutor
-    from skill_magics.core.run.launching.warm.launch import preload_names
+    from skill_magics.core.run.launching.warm.imports import preload_names
     from skill_magics.core.run.planning.plan import Planner
 
     key = (batch.settings, str(copy))

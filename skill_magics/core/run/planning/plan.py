@@ -635,7 +635,7 @@ def _sandbox_info(prepared: Sequence[PreparedRun | None] | None) -> SandboxInfo 
 
 def _start_info(prepared: Sequence[PreparedRun | None] | None) -> str:
     """How the first Python run would start, as the panel shows it ('' when none is Python)."""
-    from skill_magics.core.run.launching.warm.launch import describe
+    from skill_magics.core.run.launching.warm.eligible import describe
 
     for run in prepared or ():
         if run is not None:

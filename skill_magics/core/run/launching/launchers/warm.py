@@ -10,7 +10,8 @@ from skill_magics.core.run.launching import sandbox as sandboxing
 from skill_magics.core.run.launching import warm_modes
 from skill_magics.core.run.launching.launchers.base import Boxed, Launch, Launcher, LaunchRequest
 from skill_magics.core.run.launching.process import Child
-from skill_magics.core.run.launching.warm.launch import Ticket, fork, quick_cold
+from skill_magics.core.run.launching.warm.eligible import quick_cold
+from skill_magics.core.run.launching.warm.launch import Ticket, fork
 
 logger = logging.getLogger("skill_magics.executor")
 

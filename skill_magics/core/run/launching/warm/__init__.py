@@ -5,7 +5,10 @@ process: the plan, the gate, the checks, the PreparedRun, the executor's loop, t
 Stop, group kill, secrets, sandbox and audit are a cold run's. What differs is how the main
 process comes to be: forked from a long-lived server (zygote.py) instead of exec'd.
 
-- ``launch.py``: warm or cold for one run (and why), the run's spec, running it;
+- ``launch.py``: warm or cold for one run (and why), running it; ``eligible.py``: what
+  rules a run out from the run alone; ``imports.py``: what a server preloads, and the skill's
+  modules that clash with what it holds; ``childstate.py``: what a cold child inherits now
+  (the run's spec);
 - ``pool.py``: this process's servers, one per (skill, state of its code, interpreter, flags,
   environment, sandbox), at most MAX_SERVERS (the least recently used idle one stops);
 - ``skillcode.py``: a skill's code fingerprint and the import names it ships;
@@ -52,9 +55,9 @@ _LAZY = {
     "Ticket": "launch",
     "WarmLauncher": "launch",
     "WarmUnavailable": "launch",
-    "preload_names": "launch",
+    "preload_names": "imports",
     "fork": "launch",
-    "script_imports": "launch",
+    "script_imports": "imports",
     "POOL": "pool",
     "ServerInfo": "pool",
     "ServerState": "server",
@@ -107,7 +110,8 @@ def warm_up(
     run would be (refusals raise, audited); nothing of the skill runs, so a skill whose own
     venv would run the scripts is left to its first approved run (its Python, site and
     packages are the skill's code)."""
-    from skill_magics.core.run.launching.warm.launch import Cold, skills_own_python
+    from skill_magics.core.run.launching.warm.eligible import skills_own_python
+    from skill_magics.core.run.launching.warm.launch import Cold
     from skill_magics.core.run.launching.warm.pool import POOL
     from skill_magics.core.run.launching.warm.server import ServerBusy
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from skill_magics.core.run.launching.warm import namespaces  # given by zygote._load
+    from skill_magics.core.run.launching.warm import namespaces, wire  # given by zygote._load
 
 
 class State:
@@ -210,11 +210,11 @@ def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
     os.setpgid(0, 0)
     namespaces.die_with_parent(job.server_pid)
     sock = job.sock
-    sock.send(b"P")  # the client learns our pid from the credentials
+    sock.send(wire.PID)  # the client learns our pid from the credentials
     try:
         spec = _read_spec(job.spec_fd)
     except (OSError, ValueError) as exc:
-        send(sock, b"F", [getattr(exc, "errno", None) or 5, str(exc), "spec"])
+        send(sock, wire.FAILED, [getattr(exc, "errno", None) or 5, str(exc), "spec"])
         os._exit(126)
     if spec.get("cgroup"):  # the run's own cgroup (core/run/launching/cgroups.py), before anything
         _join(spec["cgroup"])
@@ -226,12 +226,12 @@ def child_of(job: Job, path_base: "list[str]") -> "dict[str, Any]":
         try:
             namespaces.sandbox_chain(job.sandbox, sock=sock)
         except OSError as exc:
-            send(sock, b"F", [exc.errno or 1, f"sandbox: {exc}", "sandbox"])
+            send(sock, wire.FAILED, [exc.errno or 1, f"sandbox: {exc}", "sandbox"])
             os._exit(126)
     try:
         os.chdir(spec["cwd"])
     except OSError as exc:
-        send(sock, b"F", [exc.errno, exc.strerror, spec["cwd"]])
+        send(sock, wire.FAILED, [exc.errno, exc.strerror, spec["cwd"]])
         os._exit(126)
     os.umask(spec["umask"])
     sock.detach()

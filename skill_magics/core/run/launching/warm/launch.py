@@ -7,7 +7,8 @@ and the run's spec) or says in one line why this run starts cold. :func:`fork` t
 the ticket's run as a process.Child, which the executor's one loop (process.drive) drives:
 same pipes, caps, timeout and kill as a cold run.
 
-A run is warm only when everything a cold run would see can be reproduced in a fork:
+A run is warm only when everything a cold run would see can be reproduced in a fork
+(eligible.py decides what the run alone rules out, imports.py the modules):
 
 - a Python script (a file, or ``-m module``) run by an interpreter with known flags, on Linux;
 - no variable that makes the interpreter print or trace from its very start
@@ -26,10 +27,8 @@ do this too). ``"off"``: always cold.
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,17 +36,34 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skill_magics.core import trace
-from skill_magics.core.base import envdirs, paths
+from skill_magics.core.base import envdirs
 from skill_magics.core.run.launching.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.launching.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
 from skill_magics.core.run.launching.process import Pipe
+from skill_magics.core.run.launching.warm.childstate import run_spec
+from skill_magics.core.run.launching.warm.eligible import (
+    OWN_PYTHON_SANDBOXED,
+    Target,
+    describe,
+    env_problem,
+    parse_target,
+    quick_cold,
+    skills_own_python,
+)
+from skill_magics.core.run.launching.warm.forked import WarmChild
+from skill_magics.core.run.launching.warm.imports import (
+    folders_stamp,
+    preload_names,
+    script_imports,
+    shadowed,
+    ships_held,
+)
 from skill_magics.core.run.launching.warm.pool import POOL
 from skill_magics.core.run.launching.warm.server import (
     FORK_S,
     ZYGOTE,
     ServerKey,
     ServerState,
-    WarmChild,
     WarmServer,
 )
 from skill_magics.core.run.launching.warm.skillcode import SkillCode, skill_code
@@ -60,19 +76,6 @@ if TYPE_CHECKING:
 WAIT_S = 120.0  # "on": how long a run waits for its server to start and import
 DRAIN_S = 15.0  # "on": how long runs wait for the runs in flight before an extra import
 
-# Flags a warm server can start with exactly as the cold run would (others: cold).
-_PLAIN_FLAGS = frozenset({"-u", "-O", "-OO", "-B", "-E", "-s", "-I", "-P", "-b", "-bb", "-q", "-S"})
-_X_OPTIONS = ("utf8", "warn_default_encoding", "int_max_str_digits", "no_debug_ranges", "dev")
-# Variables that make a Python print, trace or stop from its very start: a fork would not.
-_STARTUP_VARS = (
-    "PYTHONVERBOSE",
-    "PYTHONPROFILEIMPORTTIME",
-    "PYTHONTRACEMALLOC",
-    "PYTHONINSPECT",
-    "PYTHONDUMPREFS",
-    "PYTHONMALLOCSTATS",
-    "PYTHONSHOWREFCOUNT",
-)
 ENVIRON_SLOT = "SKILL_MAGICS_WARM_SLOT"  # child.SLOT_VAR
 # Bytes kept first in a server's environment block for each run's own (child._show_environ):
 # a notebook's environment is a few KiB; a bigger one shows only the run's id there.
@@ -82,16 +85,6 @@ _RUN_VARS = frozenset({"SKILL_NAME", "SKILL_BASE_DIR", "SKILL_WORKSPACE", "SKILL
 _RUN_VARS |= trace.RUN_VARS  # each run's own span (core/trace/), never the server's
 
 Preload = Callable[["PreparedRun"], Sequence[str]]
-
-
-@dataclass(frozen=True)
-class Target:
-    """What the command runs: a file or a module, with the interpreter's flags."""
-
-    python: str
-    flags: tuple[str, ...]
-    target: str  # the script's path, or the module's name
-    is_module: bool  # run as ``python -m target``
 
 
 @dataclass(frozen=True)
@@ -153,7 +146,7 @@ class WarmLauncher:
         not_ready = _ready(server, waiting, cancel)
         if not_ready is not None:
             return not_ready
-        why = _shadowed(run.prepared, run.target, server, run.env) or _ships_held(run.code, server)
+        why = shadowed(run.prepared, run.target, server, run.env) or ships_held(run.code, server)
         if why:
             return Cold(why)
         wanted = [n for n in self._preload(run) if n not in server.report.loaded]
@@ -174,7 +167,7 @@ class WarmLauncher:
             return None
         if server.state in (ServerState.DRAINING, ServerState.LOADING):
             return Cold("warm server importing packages")
-        spec = _spec(run.prepared, run.target, run.env)
+        spec = run_spec(run.prepared, run.target, run.env)
         return Ticket(server, spec, run.tmpdir, run.network)
 
     def _server(self, run: _WarmRun) -> WarmServer | Cold:
@@ -282,7 +275,7 @@ def _plan(prepared: PreparedRun, env: Mapping[str, str], network: bool) -> _Warm
     target = parse_target(prepared)
     if isinstance(target, str):
         return Cold(target)
-    why = _env_problem(env)
+    why = env_problem(env)
     if why:
         return Cold(why)
     profile = prepared.sandbox_profile
@@ -362,104 +355,6 @@ def _wait(
     return False
 
 
-def describe(prepared: PreparedRun) -> str:
-    """How ``prepared`` would start, for the approval panel ('' when it is not a Python
-    script: those always start cold). Decided from the run alone: the server may not be
-    running yet."""
-    if prepared.script is None or prepared.interpreter.script_type != "python":
-        return ""
-    if prepared.warm_start == OFF:
-        return "cold (warm start off for this run: --cold, warm=False or warm_start=off)"
-    target = parse_target(prepared)
-    why = target if isinstance(target, str) else _env_problem(prepared.env)
-    profile = prepared.sandbox_profile
-    if not why and profile is not None and profile.active and skills_own_python(prepared):
-        why = OWN_PYTHON_SANDBOXED
-    if why:
-        return f"cold: {why}"
-    if prepared.warm_start == ON:
-        return "warm: forked from a server that imported its packages"
-    return "warm when its server is ready (warm_start=auto), else cold"
-
-
-OWN_PYTHON_SANDBOXED = (
-    "the skill's own Python starts sandboxed runs cold (a warm sandbox's first step would "
-    "run it holding capabilities)"
-)
-
-
-def skills_own_python(prepared: PreparedRun) -> bool:
-    """Is the run's Python the skill's own (its venv: the program, its folder and the
-    pyvenv.cfg that picks the standard library are the skill's files, or wherever its
-    ``venv`` symlink leads)? Starting it runs the skill's code, which a sandboxed warm
-    server's first step must never do: it holds CAP_SYS_ADMIN where no mount is locked yet
-    (zygote.stage1)."""
-    if prepared.script is None:
-        return False
-    base = prepared.script.real_base
-    program = prepared.program
-    return any(
-        paths.inside(path, base)
-        for path in (
-            os.path.abspath(program),  # chosen from the skill's folder: the skill's choice
-            os.path.realpath(os.path.dirname(program)),
-            os.path.realpath(program),
-        )
-    )
-
-
-def quick_cold(prepared: PreparedRun) -> str:
-    """Why ``prepared`` starts cold whatever a server could do ('' when that depends on the
-    rest of :meth:`WarmLauncher.ticket`): asked first, for every run."""
-    if not _LINUX:
-        return f"warm start needs Linux (this is {sys.platform})"
-    if prepared.script is None or prepared.interpreter.script_type != "python":
-        return "warm start is for Python scripts"
-    return ""
-
-
-_LINUX = sys.platform.startswith("linux")
-
-
-def parse_target(prepared: PreparedRun) -> Target | str:
-    """The run's interpreter, flags and target, or why it cannot be warm."""
-    why = quick_cold(prepared)
-    if why:
-        return why
-    command, argv = prepared.command, prepared.argv
-    head = command[: len(command) - len(argv)] if argv else command
-    module = len(head) >= 3 and head[-2] == "-m"
-    flags = head[1:-2] if module else head[1:-1]
-    bad = _bad_flags(flags)
-    if bad:
-        return f"interpreter flag {bad} is not reproduced by a warm start"
-    return Target(head[0], tuple(flags), head[-1], module)
-
-
-def _bad_flags(flags: Sequence[str]) -> str:
-    words = list(flags)
-    while words:
-        flag = words.pop(0)
-        if flag in _PLAIN_FLAGS:
-            continue
-        if flag in ("-W", "-X") and words:
-            value = words.pop(0)
-        elif flag.startswith(("-W", "-X")) and len(flag) > 2:
-            value = flag[2:]
-        else:
-            return flag
-        if flag.startswith("-X") and value.split("=", 1)[0] not in _X_OPTIONS:
-            return f"-X {value}"
-    return ""
-
-
-def _env_problem(env: Mapping[str, str]) -> str:
-    for name in _STARTUP_VARS:
-        if env.get(name):
-            return f"{name} is set: a warm start would not show what it prints at startup"
-    return ""
-
-
 def _server_env(env: Mapping[str, str], prepared: PreparedRun) -> dict[str, str]:
     """The server's environment: the run's, without its secrets and per-skill variables, and
     without the skill's folder on PYTHONPATH (a preload must never come from the skill)."""
@@ -500,238 +395,6 @@ def _make_server(
     inner += ["--sandbox", sandbox]
     argv = sandboxing.server_argv(profile, inner, network=network)
     return WarmServer(key, argv, slotted, label=f"{python} in {profile.mode}")
-
-
-def _spec(prepared: PreparedRun, target: Target, env: Mapping[str, str]) -> dict[str, Any]:
-    argv = [target.target if not target.is_module else "-m", *prepared.argv]
-    spec = {
-        "argv": argv,
-        "orig_argv": list(prepared.command),
-        "cwd": os.fspath(prepared.cwd),
-        "env": dict(env),
-        "module": target.is_module,
-        "target": target.target,
-        "umask": current_umask(),
-        "rlimits": current_rlimits(),
-        "sched": current_sched(),
-    }
-    return spec
-
-
-def folders_stamp(python: str) -> tuple[int, ...]:
-    """The mtimes of ``python``'s import folders (an install changes one of them)."""
-    out = []
-    for folder in envdirs.import_path(python):
-        try:
-            out.append(os.stat(folder).st_mtime_ns)
-        except OSError:
-            out.append(0)
-    return tuple(out)
-
-
-def current_umask() -> int:
-    """This process's umask, read without changing it (a cold child inherits it)."""
-    try:
-        with open("/proc/self/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    with _UMASK_LOCK:  # pragma: no cover - kernels before 4.7
-        mask = os.umask(0o022)
-        os.umask(mask)
-    return mask
-
-
-_UMASK_LOCK = threading.Lock()
-
-
-def current_rlimits() -> list[tuple[int, int, int]]:
-    """This process's resource limits now, which a cold child inherits: (which, soft,
-    hard) for each (the server's are those of when it started)."""
-    import resource
-
-    out = []
-    for which in _RLIMITS:
-        try:
-            soft, hard = resource.getrlimit(which)
-        except (OSError, ValueError):
-            continue
-        out.append((which, soft, hard))
-    return out
-
-
-def current_sched() -> dict[str, Any]:
-    """This process's nice value and CPU affinity now (a cold child inherits them; a
-    notebook or a Dask worker may have changed them since the server started)."""
-    out: dict[str, Any] = {}
-    try:
-        out["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
-    except OSError:
-        pass
-    try:
-        out["cpus"] = sorted(os.sched_getaffinity(0))
-    except OSError:
-        pass
-    return out
-
-
-def _rlimit_ids() -> tuple[int, ...]:
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not POSIX
-        return ()
-    return tuple(sorted({getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")}))
-
-
-_RLIMITS = _rlimit_ids()
-
-
-# -- a skill's modules that the server already holds -----------------------------------------
-
-_LOCAL: dict[str, tuple[int, frozenset[str], tuple[tuple[str, int], ...]]] = {}
-_PACKAGE_INITS = tuple(f"__init__{suffix}" for suffix in importlib.machinery.all_suffixes())
-
-
-def _local_modules(folder: str) -> frozenset[str]:
-    """Top-level names a folder on sys.path provides (modules, sourceless ``.pyc`` modules,
-    extension modules and regular packages). Remembered while the folder and its other
-    subfolders keep their mtimes (an ``__init__.py`` added to one changes only its own)."""
-    try:
-        mtime = os.stat(folder).st_mtime_ns
-    except OSError:
-        return frozenset()
-    hit = _LOCAL.get(folder)
-    if hit is not None and hit[0] == mtime and all(_mtime(d) == m for d, m in hit[2]):
-        return hit[1]
-    names = set()
-    plain: list[tuple[str, int]] = []  # subfolders that are no package (yet)
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.endswith(".py"):
-                    names.add(name[:-3])
-                elif name.endswith(".pyc"):  # imported without a source, as python does
-                    names.add(name[:-4])
-                elif name.endswith(".so") or name.endswith(".pyd"):
-                    names.add(name.split(".", 1)[0])
-                elif entry.is_dir():
-                    if any(os.path.exists(os.path.join(entry.path, i)) for i in _PACKAGE_INITS):
-                        names.add(name)
-                    else:
-                        plain.append((entry.path, _mtime(entry.path)))
-    except OSError:
-        pass
-    found = frozenset(names)
-    if len(_LOCAL) > 1024:
-        _LOCAL.clear()
-    _LOCAL[folder] = (mtime, found, tuple(plain))
-    return found
-
-
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
-
-
-_STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})  # what site imports at start
-
-
-def _shadowed(
-    prepared: PreparedRun, target: Target, server: WarmServer, env: Mapping[str, str]
-) -> str:
-    """Why a cold run would import one of the skill's own modules where the server already
-    holds a module of that name ('' when none): from any folder the cold run's sys.path puts
-    before the server's own (the script's folder, or the cwd for ``-m``; PYTHONPATH). A
-    ``sitecustomize``/``usercustomize`` on PYTHONPATH counts too: a cold start runs it
-    before the script (site imports it), the server never does."""
-    assert prepared.script is not None
-    held = server.report.modules
-    if "-S" not in target.flags:
-        hooks = _STARTUP_HOOKS
-    else:
-        hooks = frozenset()
-    server_path = {os.path.realpath(p) for p in server.path}
-    for folder, at_startup in _path_front(prepared, target, env):
-        if os.path.realpath(folder) in server_path:
-            continue  # the server imported from there too: the same modules
-        clash = sorted(_local_modules(folder) & (held | hooks if at_startup else held))
-        if clash:
-            return (
-                f"the skill's own module {clash[0]!r} has the name of a module the warm server "
-                "holds (a cold run imports the skill's)"
-            )
-    return ""
-
-
-def _ships_held(code: SkillCode, server: WarmServer) -> str:
-    """Why the run starts cold when the skill ships, anywhere in its folder, a module of a
-    name the server holds (a preloaded package pulled it in): a script may put that folder
-    first on sys.path, and a cold run would then import the skill's own."""
-    clash = sorted(code.shipped & server.report.modules)
-    if not clash:
-        return ""
-    return (
-        f"the skill ships a module named {clash[0]!r}, which the warm server holds (a cold "
-        "run may import the skill's)"
-    )
-
-
-def _path_front(
-    prepared: PreparedRun, target: Target, env: Mapping[str, str]
-) -> list[tuple[str, bool]]:
-    """The folders a cold ``python [flags] script`` puts in front of its installation's
-    sys.path, each with whether it is there at startup (when site runs): the script's
-    folder (the cwd for ``-m``; added after startup) unless safe-path, then PYTHONPATH
-    (relative entries from the run's cwd) unless -E/-I."""
-    flags = set(target.flags)
-    isolated = "-I" in flags
-    ignore_env = isolated or "-E" in flags
-    safe = isolated or "-P" in flags or (not ignore_env and bool(env.get("PYTHONSAFEPATH")))
-    cwd = os.fspath(prepared.cwd)
-    out = []
-    if not safe:
-        if target.is_module:
-            out.append((cwd, False))
-        else:
-            out.append((os.path.dirname(os.path.realpath(target.target)), False))
-    if not ignore_env:
-        for entry in env.get("PYTHONPATH", "").split(os.pathsep):
-            if entry:
-                out.append((os.path.normpath(os.path.join(cwd, entry)), True))
-    return out
-
-
-# -- preloading ----------------------------------------------------------------------------
-
-
-def script_imports(prepared: PreparedRun) -> Sequence[str]:
-    """The third-party packages the run's script imports, installed for its Python (from
-    the requirements analysis of that script alone)."""
-    from skill_magics.core.base.models import ScriptMetadata
-    from skill_magics.core.catalog.requirements import skill_requirements
-
-    if prepared.script is None:
-        return ()
-    rel = prepared.script_rel
-    meta = ScriptMetadata(rel.stem, rel, "python", "python3")
-    reqs = skill_requirements(
-        prepared.skill_name, prepared.script.real_base, [meta], python=prepared.program
-    )
-    return preload_names(reqs, rel.as_posix())
-
-
-def preload_names(reqs: Any, script: str) -> tuple[str, ...]:
-    """Import names of the installed packages ``script`` needs (``Requirements``)."""
-    out: list[str] = []
-    for pkg in reqs.packages:
-        if pkg.installed and script in pkg.scripts:
-            out.extend(pkg.imports)
-    return tuple(dict.fromkeys(out))
 
 
 # -- running ---------------------------------------------------------------------------------

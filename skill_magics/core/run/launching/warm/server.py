@@ -23,10 +23,8 @@ import json
 import logging
 import os
 import queue
-import select
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -36,20 +34,19 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from skill_magics.core.base.errors import WarmStateError
-from skill_magics.core.run.launching.process import Child, Pipe, SpawnError, group_kwargs
+from skill_magics.core.run.launching.process import group_kwargs
+from skill_magics.core.run.launching.warm import wire
+from skill_magics.core.run.launching.warm.forked import WarmChild, recv_creds
 
 logger = logging.getLogger("skill_magics.warm")
 
 # zygote.py, started through the file that marks its frames as the interpreter's own (a
 # warnings stack level past the script reaches no frame, as in a cold run).
 ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "importlib_bootstrap_zygote.py")
-_STATUS = struct.Struct("i")
-_CREDS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 HELLO_S = 30.0  # the server says hello this soon after it was started, or it failed
 FORK_S = 10.0  # a run's child announces itself this soon after the request (a load may run)
 STOP_S = 2.0  # after the request to stop, the server is killed
 LOAD_S = 600.0  # importing a skill's packages takes at most this long
-ORPHAN_WAIT_S = 1.0  # a run whose server died: how long its main process is waited for
 WATCH_S = 1.0  # an idle keeper looks this often whether its server was killed (to reap it)
 
 
@@ -312,8 +309,8 @@ class WarmServer:
 
     def _hello(self, timeout: float) -> None:
         assert self._ctl is not None
-        data, pid = _recv_creds(self._ctl, timeout)
-        if not data.startswith(b"H"):
+        data, pid = recv_creds(self._ctl, timeout)
+        if not data.startswith(wire.HELLO):
             raise RuntimeError(self._exit_reason("the server did not start"))
         info = json.loads(data[1:])
         self.pid = pid or self.pid
@@ -341,13 +338,13 @@ class WarmServer:
                 self._to(ServerState.LOADING)
             report: LoadReport | None = None
             try:
-                ctl.send(b"L" + json.dumps(list(names)).encode())
+                ctl.send(wire.LOAD + json.dumps(list(names)).encode())
             except BaseException:
                 self._loaded(report)
                 raise
         try:
-            data, _pid = _recv_creds(ctl, LOAD_S)
-            if not data.startswith(b"L"):
+            data, _pid = recv_creds(ctl, LOAD_S)
+            if not data.startswith(wire.LOAD):
                 raise OSError(self._exit_reason("the server went away while importing"))
             report = _load_report(json.loads(data[1:]))
             self._apply(report)
@@ -466,7 +463,7 @@ class WarmServer:
             self._to(ServerState.STOPPED)
             if self._ctl is not None:
                 try:
-                    self._ctl.send(b"Q")
+                    self._ctl.send(wire.QUIT)
                 except OSError:
                     pass
         proc = self.proc
@@ -546,7 +543,7 @@ class WarmServer:
                 view = view[os.write(memfd, view) :]
             fds = [theirs.fileno(), stdin_fd, stdout_fd, stderr_fd, memfd]
             with self._lock:
-                socket.send_fds(ctl, [b"R"], fds)
+                socket.send_fds(ctl, [wire.RUN], fds)
         except BaseException:
             ours.close()
             self.finished()
@@ -614,148 +611,6 @@ def _load_report(raw: dict[str, Any]) -> LoadReport:
     )
 
 
-class WarmChild(Child):
-    """A run forked by a warm server: its exit comes as a message on the run's socket."""
-
-    def __init__(self, server: WarmServer, sock: socket.socket) -> None:
-        self.server = server
-        self.sock = sock
-        self.pid = 0
-        self.stdin: Pipe | None = None
-        self.returncode: int | None = None
-        self.failure: SpawnError | None = None  # it could not start (cwd missing)
-        self.lost = False  # the server went away: the status is unknown
-        self.pidfd: int | None = None  # the main process, held from its announcement
-        self._done = False
-
-    def wait_started(self, timeout: float) -> None:
-        data, pid = _recv_creds(self.sock, timeout)
-        if data[:1] == b"P" and pid:
-            self.pid = pid
-            # The server reaps it only once this client answers (``R``) or goes away, so
-            # the pid is still this child's now: the pidfd pins it for the kill.
-            try:
-                self.pidfd = os.pidfd_open(pid)
-            except OSError:  # old kernel: the pid is pinned until ``R`` anyway
-                self.pidfd = None
-            return
-        if data[:1] == b"F":
-            errno_, message, where = json.loads(data[1:])
-            raise OSError(errno_, f"the warm server could not fork: {message} ({where})")
-        raise OSError("the warm server did not start the run")
-
-    # -- Child -------------------------------------------------------------------------------
-
-    def exit_fd(self) -> int | None:
-        return self.sock.fileno()
-
-    def on_exit_fd(self) -> bool:
-        try:
-            data = self.sock.recv(4096, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return False
-        except OSError:
-            data = b""
-        return self._message(data)
-
-    def _message(self, data: bytes) -> bool:
-        kind = data[:1]
-        if kind == b"S":
-            self.returncode = _STATUS.unpack(data[1 : 1 + _STATUS.size])[0]
-            return True
-        if kind == b"F":
-            try:
-                errno_, message, where = json.loads(data[1:])
-            except ValueError:
-                errno_, message, where = 5, "could not start", ""
-            self.failure = SpawnError(errno_, message, where)
-            return False
-        if not data:  # EOF without a status: the server is gone (reap says how)
-            self.lost = True
-            self.returncode = -signal.SIGKILL
-            return True
-        return False
-
-    def poll_exit(self) -> bool:
-        return self.returncode is not None or self.on_exit_fd()
-
-    def kill(self, sig: int) -> None:
-        if self.reaped or not self.pid:
-            return
-        try:
-            if self.pidfd is not None:
-                signal.pidfd_send_signal(self.pidfd, sig)
-            elif not self.lost:  # unreaped until ``R``: the pid is the run's
-                os.kill(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def has_exited(self) -> bool:
-        # The server sends the status once waitid(WNOWAIT) saw the exit; a lost server says
-        # nothing about the child.
-        return self.returncode is not None and not self.lost
-
-    def reap(self, exited: bool = False) -> int:
-        deadline = time.monotonic() + 10
-        while self.returncode is None and time.monotonic() < deadline:
-            try:
-                data, _pid = _recv_creds(self.sock, max(deadline - time.monotonic(), 0.001))
-            except (TimeoutError, OSError):
-                break
-            self._message(data)
-        try:
-            self.sock.send(b"R")  # the group is dead: the server may reap the leader now
-        except OSError:
-            pass
-        if self.lost or self.returncode is None:
-            self.lost = True
-            self._orphaned()
-        self.reaped = True
-        self._finish()
-        if self.returncode is None:  # pragma: no cover - the server stopped answering
-            self.returncode = -signal.SIGKILL
-        return self.returncode
-
-    def _orphaned(self) -> None:
-        """The server went away while this ran: say how it ended, and reap the main process
-        if it came here (this process is a child subreaper during unsandboxed runs, so the
-        server's children are re-parented to it; the kill that ends the run was sent)."""
-        self.server_stopped = self.server.ended(ORPHAN_WAIT_S)
-        fd = self.pidfd
-        if fd is None:
-            return
-        deadline = time.monotonic() + ORPHAN_WAIT_S
-        while True:
-            try:
-                info = os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG)
-            except (ChildProcessError, OSError):  # not ours: its new parent reaps it
-                return
-            if info is not None:
-                self.returncode = os.waitstatus_to_exitcode(_status_of(info))
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            select.select([fd], [], [], min(left, 0.05))
-
-    def abandon(self) -> None:
-        """Give up on a run that never started here: the server ends it when the socket
-        closes."""
-        self._finish()
-
-    def _finish(self) -> None:
-        if not self._done:
-            self._done = True
-            self.sock.close()
-            if self.pidfd is not None:
-                os.close(self.pidfd)
-                self.pidfd = None
-            self.server.finished()
-
-    def close(self) -> None:
-        self._finish()
-
-
 def _dying(pid: int) -> bool:
     """Is the unreaped child ``pid``'s main thread a zombie (its other threads still going
     away)? Its pid is still ours: an unreaped child's number is never reused."""
@@ -765,36 +620,6 @@ def _dying(pid: int) -> bool:
     except OSError:  # no /proc (not Linux): poll() alone says
         return False
     return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
-
-
-def _status_of(info: Any) -> int:
-    """A wait status (as waitpid gives it) from waitid's result."""
-    if info.si_code == os.CLD_EXITED:
-        return (info.si_status & 0xFF) << 8
-    return info.si_status & 0x7F  # killed (or dumped core) by this signal
-
-
-def _recv_creds(sock: socket.socket, timeout: float | None) -> tuple[bytes, int]:
-    """One message and the sender's pid (as this process's PID namespace numbers it)."""
-    if timeout is not None:
-        end = time.monotonic() + timeout
-        poller = select.poll()  # not select(): descriptors past 1024 are common in a kernel
-        poller.register(sock.fileno(), select.POLLIN)
-        # In slices: a stop on another thread closes the socket (fileno -1), which a poll
-        # begun before does not notice when the process is still there (stuck importing).
-        while not poller.poll(min(max(end - time.monotonic(), 0.0), 1.0) * 1000):
-            if sock.fileno() < 0:
-                raise OSError("the warm server was stopped")
-            if time.monotonic() >= end:
-                raise TimeoutError(f"no answer from the warm server within {timeout:g} s")
-        if sock.fileno() < 0:
-            raise OSError("the warm server was stopped")
-    data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_SPACE(_CREDS.size))
-    pid = 0
-    for level, kind, payload in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            pid = _CREDS.unpack(payload[: _CREDS.size])[0]
-    return data, pid
 
 
 def file_stamp(path: str) -> int:

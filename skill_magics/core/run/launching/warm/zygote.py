@@ -7,7 +7,7 @@ The client (warm/server.py) starts it with one end of a SOCK_SEQPACKET socketpai
     python [the run's interpreter flags] zygote.py serve N
     bwrap ... -- python -I -S zygote.py stage1 N TMPDIR -- python [flags] zygote.py serve N
 
-Control messages (client -> server), one per packet:
+Control messages (client -> server), one per packet (every tag: wire.py, loaded by path):
 
 - ``L`` + JSON list of import names: import them here (never a skill's own module: the
   server's sys.path has no skill folder on it); the reply is a JSON report.
@@ -70,11 +70,9 @@ import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
-import struct  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-_STATUS = struct.Struct("i")
 _MAXFDS = 8
 # Frames of this file are cut from a run's traceback: the name it was compiled under
 # (importlib_bootstrap_zygote.py: one warnings skip, as the interpreter's own frames).
@@ -102,10 +100,12 @@ if TYPE_CHECKING:
     import types
     from typing import Any
 
-    from skill_magics.core.run.launching.warm import child, namespaces
+    from skill_magics.core.run.launching.warm import child, namespaces, wire
 else:
+    wire = _load("wire")  # the message tags, one table for both ends
     namespaces = _load("namespaces")  # the sandbox: stage1 and each run's namespaces
-    child = _load("child", namespaces=namespaces)  # a run's child after the fork
+    child = _load("child", namespaces=namespaces, wire=wire)  # a run's child after the fork
+_STATUS = wire.INT
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class Server:
             "note": os.environ.pop("SKILL_MAGICS_WARM_NOTE", ""),
             "problem": self.sandbox_problem(self.sandbox) if self.sandbox else "",
         }
-        self.ctl.send(b"H" + json.dumps(info).encode())
+        self.ctl.send(wire.HELLO + json.dumps(info).encode())
 
     def load(self, names):
         """Import ``names``; a package that prints while it is imported, or starts a Python
@@ -261,16 +261,16 @@ class Server:
             data, fds, _flags, _addr = socket.recv_fds(self.ctl, 65536, _MAXFDS)
         except InterruptedError:
             return None
-        if not data or data[:1] == b"Q":
+        if not data or data[:1] == wire.QUIT:
             for fd in fds:
                 os.close(fd)
             self.shutdown()
         kind = data[:1]
-        if kind == b"L":
+        if kind == wire.LOAD:
             report = self.load(json.loads(data[1:]))
-            self.ctl.send(b"L" + json.dumps(report).encode())
+            self.ctl.send(wire.LOAD + json.dumps(report).encode())
             return None
-        if kind == b"R" and len(fds) == 5:
+        if kind == wire.RUN and len(fds) == 5:
             return self.fork(fds)
         for fd in fds:
             os.close(fd)
@@ -282,7 +282,7 @@ class Server:
             pid = os.fork()
         except OSError as exc:
             try:
-                sock.send(b"F" + json.dumps([exc.errno, exc.strerror, "fork"]).encode())
+                sock.send(wire.FAILED + json.dumps([exc.errno, exc.strerror, "fork"]).encode())
             except OSError:
                 pass
             sock.close()
@@ -302,7 +302,7 @@ class Server:
         import select
 
         pidfd = os.pidfd_open(pid)
-        self.tell_guard(b"+", pid, pidfd)
+        self.tell_guard(wire.HOLD, pid, pidfd)
         run = _Run(pid, pidfd, sock)
         self.runs[pidfd] = run
         self.runs[sock.fileno()] = run
@@ -324,7 +324,7 @@ class Server:
             self.reap(run)
             return
         try:
-            run.sock.send(b"S" + _STATUS.pack(run.status))
+            run.sock.send(wire.STATUS + _STATUS.pack(run.status))
         except OSError:  # the client is gone: nobody will answer, reap now
             self.reap(run)
 
@@ -360,7 +360,7 @@ class Server:
             pass
 
     def reap(self, run: _Run) -> None:
-        self.tell_guard(b"-", run.pid)
+        self.tell_guard(wire.LET_GO, run.pid)
         if run.sock is not None:
             fd = run.sock.fileno()
             if self.runs.pop(fd, None) is not None:
@@ -455,7 +455,7 @@ def _guard(sock: socket.socket) -> None:  # pragma: no cover - runs in the guard
         old = held.pop(pid, None)
         if old is not None:
             os.close(old)
-        if data[:1] == b"+" and fds:
+        if data[:1] == wire.HOLD and fds:
             held[pid] = fds[0]
         else:
             for fd in fds:
