@@ -3,8 +3,8 @@
 - ``base/``: small modules every layer uses (errors, models, paths, safe file I/O, secrets,
   the audit, fingerprints);
 - ``catalog/``: skills on disk; ``sources/``: installing them; ``mcp/``: skills over MCP;
-- ``run/``: plan -> gate -> execute (batches in ``run/batch/``, environments in ``run/env/``,
-  warm start in ``run/warm/``);
+- ``run/``: plan -> gate -> launch (``run/planning/``, ``run/gating/``, ``run/launching/``:
+  warm start in ``run/launching/warm/``; batches in ``run/batch/``, environments in ``run/env/``);
 - ``manager.py``: the facade; ``prompt/``: what a model sees and calls; ``lab/``: a skill
   author's tools (validation, a model with skills, trigger and output evaluations).
 """

@@ -47,10 +47,10 @@ from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.launching import launchers
 from skill_magics.core.run.launching import sandbox as sandboxing
+from skill_magics.core.run.launching.grants import NetworkGrants
 from skill_magics.core.run.launching.launchers import Launch
 from skill_magics.core.run.launching.prepared import PreparedRun
 from skill_magics.core.run.launching.process import Limits, ProcessOutcome, SpawnError
-from skill_magics.core.run.launching.sandbox import NetworkGrants
 from skill_magics.core.run.launching.warm.launch import WarmLauncher, WarmUnavailable
 from skill_magics.core.run.planning import workdir
 from skill_magics.core.run.planning.checks import BASE_ENV, RunChecks

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, fields
 
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run.launching import sandbox_mounts as mounts
+from skill_magics.core.run.launching.grants import NetworkGrants
 from skill_magics.core.run.launching.process import run_process
 from skill_magics.core.run.launching.sandbox_mounts import Bind
 from skill_magics.core.run.launching.sandbox_profiles import PROFILES, SandboxInfo, SandboxProfile
@@ -104,37 +105,6 @@ def default_mode() -> str:
         return check_mode(value)
     except ValueError as exc:
         raise ValueError(f"{ENV_VAR}: {exc}") from None
-
-
-class NetworkGrants:
-    """Skills given the network in sandboxed runs during this session (the approval panel,
-    ``SkillManager.grant_network``), on top of the ``sandbox_network`` setting. Session
-    state, like secret values: shared by the planner and the executor, which reads it again
-    at spawn time, so a grant given while approving counts for that run. Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._names: set[str] = set()
-
-    def grant(self, skill: str) -> bool:
-        """Give ``skill`` the network; False when it already had it."""
-        with self._lock:
-            if skill in self._names:
-                return False
-            self._names.add(skill)
-            return True
-
-    def has(self, skill: str) -> bool:
-        with self._lock:
-            return skill in self._names or "*" in self._names
-
-    def names(self) -> tuple[str, ...]:
-        with self._lock:
-            return tuple(sorted(self._names))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._names.clear()
 
 
 _NOT_KEYED = frozenset({"requested", "note", "network"})  # network: as decided at spawn

@@ -55,8 +55,8 @@ from skill_magics.core.base.secrets import declared_secrets
 from skill_magics.core.catalog import kinds
 from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run.launching import sandbox as sandboxing
+from skill_magics.core.run.launching.grants import NetworkGrants
 from skill_magics.core.run.launching.prepared import PreparedRun
-from skill_magics.core.run.launching.sandbox import NetworkGrants
 from skill_magics.core.run.launching.sandbox_profiles import ranks
 from skill_magics.core.run.planning import workdir
 from skill_magics.core.run.planning.childenv import BASE_ENV, check_exec_size, child_env
@@ -260,7 +260,7 @@ class RunChecks:
     ) -> PreparedRun:
         """Add the sandbox profile and the declared secrets' names (docs/architecture.md,
         *Sandbox and secrets*); a profile that cannot be had raises (the caller audits)."""
-        # The skill's folder, not the cwd: a run may start in the workspace (run/workdir.py).
+        # The skill's folder, not the cwd: a run may start in the workspace (workdir.py).
         skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
         skill = prepared.skill_name
         # The mode was checked when the settings were made; its profile decides (None: off).
