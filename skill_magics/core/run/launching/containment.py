@@ -88,6 +88,21 @@ def kill_run(
             return
     if seen is not None:
         held.hold(pid for pid in seen() if pid != pgid)
+    sessions = _stop_until_still(child, held, exited, group)
+    if not exited:
+        child.kill(signal.SIGKILL)
+    group(pgid, signal.SIGKILL)
+    for other in sessions:
+        group(other, signal.SIGKILL)
+    held.signal(signal.SIGKILL)
+
+
+def _stop_until_still(
+    child: _Run, held: Orphans, exited: bool, group: Callable[[int, int], None]
+) -> set[int]:
+    """SIGSTOP the run's main process, its group, what each look holds and the groups of the
+    sessions it made, until a look finds nothing new (or SWEEP_S passed); those groups."""
+    pgid = child.pid
     stopped: set[int] = set()
     sessions: set[int] = set()  # groups in sessions the run made: killed whole
     end = time.monotonic() + SWEEP_S
@@ -120,12 +135,7 @@ def kill_run(
         if settled:
             time.sleep(0.001)
         before = held.last_look
-    if not exited:
-        child.kill(signal.SIGKILL)
-    group(pgid, signal.SIGKILL)
-    for other in sessions:
-        group(other, signal.SIGKILL)
-    held.signal(signal.SIGKILL)
+    return sessions
 
 
 def _kill_group(pgid: int, sig: int) -> None:

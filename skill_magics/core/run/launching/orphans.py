@@ -294,18 +294,29 @@ class Orphans:
         if exited and not adopted and not self.held:
             self.settled = True
             return set()
-        stack = []
+        stack = self._marked(adopted)
+        stack.extend(self.held)
+        stack.append(exclude)  # the main process's descendants (none once it has exited)
+        return self._hold_below(stack, exclude, me)
+
+    def _marked(self, adopted: list[int]) -> list[int]:
+        """The adopted children not held yet that carry the run's id; ``unsure`` says whether
+        one could not be read while it was still alive."""
+        marked = []
         self.unsure = False
         for pid in adopted:
             if pid in self.held:
                 continue
             if _carries(pid, self.marker):
-                stack.append(pid)
+                marked.append(pid)
             elif not self.unsure:  # unreadable and not a zombie: exiting (a hopper hopping)
                 found = _stat(pid)
                 self.unsure = found is not None and found[0] not in "ZX" and not _readable(pid)
-        stack.extend(self.held)
-        stack.append(exclude)  # the main process's descendants (none once it has exited)
+        return marked
+
+    def _hold_below(self, stack: list[int], exclude: int, me: int) -> set[int]:
+        """Hold every process in ``stack`` and below it (never ``exclude`` or ``me``
+        themselves); the pids newly held."""
         walked: set[int] = set()
         new: set[int] = set()
         while stack:
