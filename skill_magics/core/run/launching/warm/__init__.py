@@ -12,12 +12,13 @@ process comes to be: forked from a long-lived server (zygote.py) instead of exec
 - ``pool.py``: this process's servers, one per (skill, state of its code, interpreter, flags,
   environment, sandbox), at most MAX_SERVERS (the least recently used idle one stops);
 - ``skillcode.py``: a skill's code fingerprint and the import names it ships;
-- ``server.py``: one server seen from here (start, preload, fork, stop);
+- ``server.py``: one server seen from here (start, preload, fork, stop); ``forked.py``: a run
+  it forked (``WarmChild``), driven as any process.Child; ``wire.py``: every message tag;
 - ``zygote.py``: the server itself (stdlib only; runs in the skill's Python): its loop
   (accept, fork, reap), started through ``importlib_bootstrap_zygote.py`` (its frames marked
   as the interpreter's own); it loads by path ``child.py`` (a run's child after the fork: its
-  reset, the script's run, the interpreter's end) and ``namespaces.py`` (the sandbox's
-  namespaces: stage1, each run's mounts, init and dropped capabilities).
+  reset, the script's run, the interpreter's end), ``namespaces.py`` (the sandbox's
+  namespaces: stage1, each run's mounts, init and dropped capabilities) and ``wire.py``.
 
 Example (not run as a doctest: it starts warm servers)::
 
