@@ -14,7 +14,7 @@ VENV   := .venv
 # (__pycache__/, git-ignored) even where the shell sets PYTHONDONTWRITEBYTECODE. Without them
 # every kernel, server and script the suite starts compiles its imports from source again:
 # `import pandas, ipykernel.kernelapp` took 1.6 s of CPU instead of 0.5 s. Skill scripts
-# still write none (core/run/checks.py sets PYTHONDONTWRITEBYTECODE for each run).
+# still write none (core/run/planning/checks.py sets PYTHONDONTWRITEBYTECODE for each run).
 export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 PY     := $(VENV)/bin/python
@@ -115,7 +115,7 @@ browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium) || \
 	  echo "WARNING: could not install chromium: the e2e browser test will be SKIPPED" )
 
-# Debian's bubblewrap for sandboxed runs (skill_magics/core/run/sandbox.py) and their tests.
+# Debian's bubblewrap for sandboxed runs (skill_magics/core/run/launching/sandbox.py) and their tests.
 sandbox:
 	@command -v bwrap >/dev/null 2>&1 || ( \
 	  echo "Installing bubblewrap with apt-get (sandboxed runs and their tests need it)"; \

@@ -5,12 +5,12 @@
 
 Side by side, interleaved (ABBA) so machine load hits both equally:
 1. a trivial Python run through ScriptExecutor with the run watcher told of it (two pipe
-   writes per run; core/run/containment.py) vs the same with the watcher off: median ratio
+   writes per run; core/run/launching/containment.py) vs the same with the watcher off: median ratio
    (target <= 1.02);
 2. the end of a run that leaves 3 daemons (setsid'd, sleeping) behind: the whole-run kill
    (stop, look again until nothing new, kill) vs one look and one SIGKILL, in ms (the
    one-pass kill is what ran before issue 39; it is kept here only to compare);
-3. a trivial Python run, cold and warm, in a cgroup of its own (core/run/cgroups.py: made,
+3. a trivial Python run, cold and warm, in a cgroup of its own (core/run/launching/cgroups.py: made,
    joined, killed and removed per run) vs the look-and-kill alone: median ratio per start
    (only where a cgroup can be made here; the report says why not otherwise).
 """
@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO))
 
 from skill_magics.core.base.audit import AuditLog  # noqa: E402
 from skill_magics.core.base.models import SkillMetadata  # noqa: E402
-from skill_magics.core.run import containment, process, warm  # noqa: E402
-from skill_magics.core.run.cgroups import RUN_CGROUPS  # noqa: E402
 from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
+from skill_magics.core.run.launching import containment, process, warm  # noqa: E402
+from skill_magics.core.run.launching.cgroups import RUN_CGROUPS  # noqa: E402
 
 DAEMONS = """
 import os, time
@@ -137,13 +137,13 @@ def end_of_run(base: Path, runs: int) -> dict[str, float]:
     command = [sys.executable, str(base / "scripts" / "daemons.py")]
     for i in range(runs):
         kind = "sweep" if i % 2 == 0 else "one_pass"
-        process.kill_run = timed(kind, real if kind == "sweep" else one_pass)
+        process.tree.kill_run = timed(kind, real if kind == "sweep" else one_pass)
         try:
             process.run_process(
                 command, cwd=base, env=None, payload=None, timeout=30, max_output_size=1 << 20
             )
         finally:
-            process.kill_run = real
+            process.tree.kill_run = real
     return {
         "sweep_median_ms": statistics.median(timings["sweep"]) * 1000,
         "one_pass_median_ms": statistics.median(timings["one_pass"]) * 1000,

@@ -10,7 +10,7 @@ rotating order so machine load hits every case equally; median and p95 per case 
 sandboxed median minus the unsandboxed one (target: at most +10 ms per run). For reference it
 also times bare ``bwrap`` around ``bash`` with ``subprocess.run`` (the floor of any bwrap
 wrapper here), with and without ``--new-session``, and the command line ``wrap()`` builds
-(only the folders a run is given, core/run/sandbox_mounts.py) against the same namespaces
+(only the folders a run is given, core/run/launching/sandbox_mounts.py) against the same namespaces
 with the whole filesystem bound read-only (``--ro-bind / /``, the layout before issue 17):
 the cost of the mount layout alone. ``--python`` adds a trivial Python script (the kernel's
 interpreter: more folders given) off and in ``workspace-write``. With ``--batch N`` it then
@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 
 from skill_magics.core.base.audit import AuditLog  # noqa: E402
 from skill_magics.core.base.models import SkillMetadata  # noqa: E402
-from skill_magics.core.run import sandbox as sandboxing  # noqa: E402
 from skill_magics.core.run.executor import ScriptExecutor  # noqa: E402
+from skill_magics.core.run.launching import sandbox as sandboxing  # noqa: E402
 
 TARGET_MS = 10.0
 

@@ -39,7 +39,7 @@ from sources_support import make_repo, skill_md  # noqa: E402
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
 from skill_magics.core.policy import runs as policy_runs  # noqa: E402
-from skill_magics.core.run.settings import RunSettings  # noqa: E402
+from skill_magics.core.run.planning.settings import RunSettings  # noqa: E402
 from skill_magics.core.sources.git import GitSnapshot  # noqa: E402
 from skill_magics.core.sources.install import install_skills  # noqa: E402
 from skill_magics.core.sources.spec import parse_source  # noqa: E402

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
-from skill_magics.core.run import warm  # noqa: E402
+from skill_magics.core.run.launching import warm  # noqa: E402
 
 PANDAS_SCRIPT = """\
 import json, os, sys
@@ -288,7 +288,7 @@ def pandas_sections(
         f"(target >= 20x: {verdict(ratio >= 20)})"
     )
 
-    from skill_magics.core.run.sandbox import unavailable_reason
+    from skill_magics.core.run.launching.sandbox import unavailable_reason
 
     if not unavailable_reason():
         boxed = SkillManager([tmp], run_cwd="skill", warm_start="on", sandbox="workspace-write")

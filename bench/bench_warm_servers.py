@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
-from skill_magics.core.run import warm  # noqa: E402
-from skill_magics.core.run.warm import pool  # noqa: E402
+from skill_magics.core.run.launching import warm  # noqa: E402
+from skill_magics.core.run.launching.warm import pool  # noqa: E402
 
 SCRIPT = "import pandas as pd\nprint(int(pd.Series([1, 2]).sum()))\n"
 # A skill whose script imports nothing third-party: its server (warm_start="on") preloads

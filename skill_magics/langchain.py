@@ -31,7 +31,7 @@ from skill_magics.core.prompt.tools import (
     handle_tool_call_async,
     tool_specs,
 )
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg
 
 # Names the package itself: skill-magics is not on PyPI yet, so `skill-magics[langchain]` would
 # not resolve (the extra, from a clone: pip install -e '.[langchain]').

@@ -253,7 +253,7 @@ def skill_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def repo_root_stays_clean() -> Any:
-    """Runs start in the caller's folder by default (core/run/workdir.py), which for pytest is
+    """Runs start in the caller's folder by default (run/planning/workdir.py), which for pytest is
     the repository: a test script that writes a relative path would litter it and make a
     "did it run?" check look in the wrong folder. Fail the session if any test left a file."""
     root = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skill_magics.core.base.audit import AuditLog
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     ApprovalRequest,
     Decision,
     ScriptToApprove,
@@ -83,7 +83,7 @@ def last(executor):
 class Runner:
     """The production path from the checks down, for the tests that name a script file and
     its skill directly (what the planner does once the catalog found them): a real
-    SkillManager's checks (core/run/checks.py) with its run settings, then its one call site
+    SkillManager's checks (run/planning/checks.py) with its run settings, then its one call site
     (``run_planned``: the gate, nobody asked; the session-approval bookkeeping; the
     executor's launch with the re-check of the file), everything audited in its log.
 
@@ -93,7 +93,7 @@ class Runner:
 
     def __init__(self, use_cache: bool = True, **settings):
         from skill_magics.core.manager import SkillManager
-        from skill_magics.core.run.settings import RunSettings
+        from skill_magics.core.run.planning.settings import RunSettings
 
         values = {"run_cwd": "skill", "sandbox": "off", **settings}
         self.manager = SkillManager([], settings=RunSettings(**values))
@@ -132,14 +132,14 @@ class Runner:
 
     def run(self, prepared, **kwargs):
         """Through the call site: the result, or the refusal at launch raised."""
-        from skill_magics.core.run.plan import PlannedRun
+        from skill_magics.core.run.planning.plan import PlannedRun
 
         return self.manager.run_planned(
             PlannedRun(None, (prepared,)), None, **kwargs
         ).script_result()
 
     async def run_async(self, prepared, *, poll: float | None = None, **kwargs):
-        from skill_magics.core.run.plan import PlannedRun
+        from skill_magics.core.run.planning.plan import PlannedRun
 
         plan = PlannedRun(None, (prepared,))
         outcome = await self.manager.run_planned_async(plan, None, **kwargs)

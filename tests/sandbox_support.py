@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import sandbox as sandboxing
+from skill_magics.core.run.launching import sandbox as sandboxing
 
 REQUIRED_ENV = "SKILL_MAGICS_SANDBOX_REQUIRED"
 

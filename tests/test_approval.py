@@ -15,7 +15,7 @@ from skill_magics.core.base.errors import (
     ApprovalUnavailable,
     SkillMagicsError,
 )
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     ApprovalRequest,
     Decision,
     coerce_decision,

@@ -12,7 +12,7 @@ import pytest
 from manager_support import request_of
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import scripts_content_hash
+from skill_magics.core.run.gating.approval import scripts_content_hash
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="symlinks and FIFOs")
 pytestmark = [posix_only, pytest.mark.timeout(60)]

@@ -27,7 +27,7 @@ from skill_magics.core.panel.summary import (
     Summary,
     summarize,
 )
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     ApprovalRequest,
     BatchInfo,
     InstallInfo,

@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from manager_support import manager_for, posix_only, request_of
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     ApprovalRequest,
     Decision,
     ScriptToApprove,
@@ -425,7 +425,7 @@ def test_approval_preview_neutralises_bidi_overrides(make_skill, tmp_path):
 
 def test_one_panel_shows_a_batch_an_install_and_a_sandbox():
     """The request carries what else the answer covers; text and HTML both show it."""
-    from skill_magics.core.run.approval import BatchInfo, InstallInfo, SandboxInfo
+    from skill_magics.core.run.gating.approval import BatchInfo, InstallInfo, SandboxInfo
 
     request = ApprovalRequest(
         "csv-profiler",
@@ -542,7 +542,7 @@ def test_panels_show_only_rows_that_mean_something():
     # env panels and argv-only runs showed "Arguments {}".
     from dataclasses import replace
 
-    from skill_magics.core.run.approval import InstallInfo
+    from skill_magics.core.run.gating.approval import InstallInfo
 
     env = ApprovalRequest(
         skill_name="pdf",

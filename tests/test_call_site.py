@@ -4,7 +4,7 @@ or the executor (docs/architecture.md, *The run pipeline*).
 Read from the source with ``ast`` (nothing is imported), every module of the package:
 
 (a) only ``skill_magics.core.run.*`` and ``skill_magics.core.manager`` import the gate
-    (``core/run/gate.py``) or the executor (``core/run/executor.py``); the package face may
+    (``core/run/gating/gate.py``) or the executor (``core/run/executor.py``); the package face may
     import ``ScriptExecutor`` for its public name, and calls nothing;
 (b) nowhere else does code call a method through a ``.gate`` or ``.executor`` attribute
     (``manager.gate.decide(...)``, ``manager.executor.run(...)``): a capability or a magic hands
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from test_import_graph import PACKAGE, REPO, _within, import_graph
 
-PIPELINE = ("skill_magics.core.run.gate", "skill_magics.core.run.executor")
+PIPELINE = ("skill_magics.core.run.gating.gate", "skill_magics.core.run.executor")
 ALLOWED = ("skill_magics.core.run", "skill_magics.core.manager")
 REACHED_THROUGH = ("gate", "executor")  # attribute names that lead to the gate / executor
 # A batch's thread/process pool is called ``pool`` (BatchResult.pool, MapRun.pool); the

@@ -27,7 +27,7 @@ from skill_magics.core.prompt.context import (
     not_found,
     parse_skill_context,
 )
-from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.gating.approval import Decision
 
 
 def yes_once(request):

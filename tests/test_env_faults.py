@@ -164,7 +164,7 @@ def test_a_descendant_that_left_the_group_dies_with_its_killed_parent(tmp_path):
     still dies when the process that ran the command is SIGKILLed."""
     pid_file = tmp_path / "daemon.pid"
     script = (
-        "from skill_magics.core.run.process import run_process\n"
+        "from skill_magics.core.run.launching.process import run_process\n"
         "run_process(['sh', '-c', 'setsid sleep 300 & echo $! > " + str(pid_file) + "; wait'],"
         " cwd='.', env=None, payload=None, timeout=300, max_output_size=1000,"
         " die_with_parent=True)\n"

@@ -1,5 +1,5 @@
 """A rebuilt skill environment ends that skill's "Yes in session" (issue 17, item 4;
-core/run/gate.py, store.py, envdirs.environment_id; docs/architecture.md *Real skills*).
+core/run/gating/gate.py, store.py, envdirs.environment_id; docs/architecture.md *Real skills*).
 
 The managed environment is outside the skill, so the skill's fingerprint does not see it;
 yet a rebuild changes the packages the skill's code runs with. A session approval is bound to

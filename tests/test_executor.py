@@ -1,4 +1,4 @@
-"""The checks (core/run/checks.py) and the launch through the one call site: refusals
+"""The checks (core/run/planning/checks.py) and the launch through the one call site: refusals
 (audited), stdin JSON, argv, env, cwd. ``executor`` is conftest's Runner: a real manager's
 checks, then its ``run_planned`` (the executor re-checks the file before it spawns).
 
@@ -42,9 +42,10 @@ from skill_magics.core.base.errors import (
     UnknownScriptTypeError,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.checks import PreparedRun, RunChecks
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.payload import MAX_ARGUMENT_DEPTH, normalize_argv
+from skill_magics.core.run.launching.prepared import PreparedRun
+from skill_magics.core.run.planning.checks import RunChecks
+from skill_magics.core.run.planning.payload import MAX_ARGUMENT_DEPTH, normalize_argv
 
 PRINT_ENV = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 ECHO_STDIN_ARGV = (
@@ -218,7 +219,7 @@ def test_a_prepared_run_holds_every_field(tmp_path: Path, executor: Runner, make
     field, and equal what the dataclass's own constructor makes of the same values."""
     import dataclasses
 
-    from skill_magics.core.run.checks import PreparedRun
+    from skill_magics.core.run.launching.prepared import PreparedRun
 
     base, meta = make_skill(
         tmp_path, "demo", scripts={"scripts/env.py": PRINT_ENV}, with_metadata=True
@@ -561,7 +562,7 @@ def test_timeout_range(tmp_path: Path, executor: Runner, bad, make_skill) -> Non
 
 
 def test_settings_are_checked_when_made() -> None:
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.planning.settings import RunSettings
 
     with pytest.raises(ValueError, match="max_output_size"):
         RunSettings(max_output_size=-1)

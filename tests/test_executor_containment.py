@@ -20,8 +20,8 @@ import psutil
 import pytest
 from manager_support import manager_for, posix_only, run_plan
 
-from skill_magics.core.run import warm
-from skill_magics.core.run.cgroups import RUN_CGROUPS
+from skill_magics.core.run.launching import warm
+from skill_magics.core.run.launching.cgroups import RUN_CGROUPS
 
 pytestmark = [
     posix_only,
@@ -443,7 +443,7 @@ SESSION_HOPPER = HOPPER.replace("        n += 1\n", "        n += 1\n        os.
 @pytest.fixture(params=["cgroup", "looks"])
 def containment(request, monkeypatch) -> str:
     """How the kill finds the run's processes: its cgroup where one can be made here
-    (core/run/cgroups.py), or the look-and-kill alone (as where none can)."""
+    (core/run/launching/cgroups.py), or the look-and-kill alone (as where none can)."""
     if request.param == "looks":
         monkeypatch.setattr(RUN_CGROUPS, "enabled", False)
     elif RUN_CGROUPS.base() is None:  # nothing to test here but that it says why
@@ -494,7 +494,7 @@ def _kill_whole(tmp_path: Path, escapers, start: str, script: str, runs: int) ->
             _stop_hoppers(tag)
 
 
-# -- the run's own cgroup (core/run/cgroups.py) -------------------------------------------------
+# -- the run's own cgroup (core/run/launching/cgroups.py) -------------------------------------
 
 WHERE = """
 import os

@@ -716,7 +716,7 @@ def test_a_double_forked_daemon_does_not_outlive_the_run(make_skill, tmp_path, k
 
 @posix_only
 def test_a_daemon_of_a_run_started_by_another_thread_does_not_outlive_it(make_skill, tmp_path):
-    """Orphans go to the subreaper's main thread (core/run/orphans.py reads only its
+    """Orphans go to the subreaper's main thread (core/run/launching/orphans.py reads only its
     children): a run started by a worker thread, as a batch's are, still finds them."""
     marker = tmp_path / "daemon.pid"
     make_skill(

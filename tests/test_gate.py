@@ -43,7 +43,7 @@ from skill_magics.core.base.errors import (
 from skill_magics.core.base.fingerprint import MAX_HASHED_BYTES, skill_fingerprint
 from skill_magics.core.base.status import AuditOutcome, RunStatus
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     MANAGER_APPROVER,
     Answer,
     Caller,
@@ -51,8 +51,8 @@ from skill_magics.core.run.approval import (
     combine_requests,
     decides_alone,
 )
-from skill_magics.core.run.gate import choose_approver
-from skill_magics.core.run.store import ApprovalStore
+from skill_magics.core.run.gating.gate import choose_approver
+from skill_magics.core.run.gating.store import ApprovalStore
 
 # -- the gate: what each decision means ------------------------------------------------------
 

@@ -89,7 +89,7 @@ def test_the_run_setting_traits_default_to_run_settings_own_defaults(monkeypatch
     from dataclasses import fields
 
     from skill_magics.core.run.defaults import DEFAULTS
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.planning.settings import RunSettings
     from skill_magics.notebook.magics.skills import RUN_SETTINGS, SkillMagics
 
     monkeypatch.delenv("SKILL_MAGICS_SANDBOX", raising=False)

@@ -11,7 +11,7 @@ import pytest
 
 from skill_magics.core.base.errors import ArgumentSerializationError
 from skill_magics.core.base.jsonable import to_jsonable
-from skill_magics.core.run.payload import encode_arguments
+from skill_magics.core.run.planning.payload import encode_arguments
 
 
 def strict(value):

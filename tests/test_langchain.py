@@ -14,7 +14,7 @@ from manager_support import RecordingApprover, manager_for
 from process_support import assert_group_gone
 
 from skill_magics.core.prompt.tools import NAME_RE
-from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.gating.approval import Decision
 from skill_magics.langchain import create_tools
 
 ECHO = "import json, sys\nprint(json.dumps({'in': json.load(sys.stdin), 'argv': sys.argv[1:]}))\n"

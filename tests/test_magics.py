@@ -557,7 +557,7 @@ def test_bad_config_values_are_refused_when_set(shell, caplog, setting, message)
 def test_config_changes_reach_the_live_manager_and_keep_state(shell, tmp_path, make_skill):
     """Every setting reaches the live manager's settings (read at the next run, nothing
     rebuilt); approvals and history stay."""
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.planning.settings import RunSettings
     from skill_magics.notebook.magics.skills import RUN_SETTINGS
 
     assert RUN_SETTINGS == RunSettings.names(), "the traits that are run settings, same names"

@@ -21,8 +21,8 @@ from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.servers import servers_of
 from skill_magics.core.mcp.wire import binding
-from skill_magics.core.run.approval import ApprovalRequest, Decision
-from skill_magics.core.run.sandbox import unavailable_reason
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision
+from skill_magics.core.run.launching.sandbox import unavailable_reason
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(180)]
 

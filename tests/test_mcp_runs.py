@@ -20,8 +20,8 @@ from skill_magics.core.base.status import AuditOutcome, RunStatus
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.mcp.cache import McpCache
 from skill_magics.core.mcp.wire import sha256_digest
-from skill_magics.core.run.approval import ApprovalRequest, Decision
 from skill_magics.core.run.batch.runner import RESOLVE_S
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.extension import get_magics
 
@@ -385,8 +385,8 @@ def test_a_batch_never_runs_an_item_on_a_copy_an_earlier_item_wrote_into(
 
 
 def test_session_approval_is_keyed_to_the_digest_set() -> None:
-    from skill_magics.core.run.approval import McpOriginInfo
-    from skill_magics.core.run.store import ApprovalStore
+    from skill_magics.core.run.gating.approval import McpOriginInfo
+    from skill_magics.core.run.gating.store import ApprovalStore
 
     def request(binding: str) -> ApprovalRequest:
         origin = McpOriginInfo("mcp:team", "srv", binding)
@@ -407,7 +407,7 @@ def test_the_gate_binds_yes_in_session_to_the_digest_set_beside_the_copy(
     the same bytes at the same paths under other URIs (percent-encoded), so the copy's
     fingerprint is unchanged and only the {uri, digest} set differs."""
     from skill_magics.core.mcp.servers import servers_of
-    from skill_magics.core.run.gate import SESSION
+    from skill_magics.core.run.gating.gate import SESSION
 
     monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
     manager = SkillManager([])

@@ -15,7 +15,7 @@ import pytest
 
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import ApprovalRequest, Decision
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision
 
 pytestmark = [pytest.mark.mcp, pytest.mark.timeout(180)]
 
@@ -206,7 +206,7 @@ def test_an_mcp_run_has_a_local_runs_secrets_timeout_and_warm_start(
     """Issue 32 Deliver 2: everything a local run has. A secret is given per qualified name:
     the value provided for the local skill 'keyed' never reaches the server's 'team/keyed'
     (a server choosing a local skill's name and secret gets nothing), and it is masked."""
-    from skill_magics.core.run import warm
+    from skill_magics.core.run.launching import warm
 
     monkeypatch.setenv("SKILL_MAGICS_MCP_CACHE", str(tmp_path / "cache"))
     served = keyed_skill(tmp_path / "served")

@@ -42,7 +42,7 @@ def test_from_import_of_an_old_path_works() -> None:
 def test_new_paths_and_unmoved_modules_import_without_a_warning() -> None:
     code = (
         "import warnings; warnings.simplefilter('error')\n"
-        "import skill_magics.core.manager, skill_magics.core.run.gate\n"
+        "import skill_magics.core.manager, skill_magics.core.run.gating.gate\n"
         + "".join(f"import {new}\n" for new in sorted(MOVED.values()))
     )
     subprocess.run([sys.executable, "-W", "error", "-c", code], check=True)

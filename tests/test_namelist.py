@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skill_magics.core.base.namelist import name_list, path_list, token_names
-from skill_magics.core.run.settings import RunSettings
+from skill_magics.core.run.planning.settings import RunSettings
 from skill_magics.notebook.approval.preapproval import (
     AUTO_APPROVE_ENV,
     preapproved_by,

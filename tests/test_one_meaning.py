@@ -62,9 +62,9 @@ def test_a_prepared_run_and_its_settings_share_no_name_with_two_types():
     a setting now holds that setting's type, and the profile has a name of its own."""
     import dataclasses
 
-    from skill_magics.core.run.checks import PreparedRun
     from skill_magics.core.run.executor import ScriptExecutor
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.launching.prepared import PreparedRun
+    from skill_magics.core.run.planning.settings import RunSettings
 
     settings = {f.name: f.type for f in dataclasses.fields(RunSettings)}
     prepared = {f.name: f.type for f in dataclasses.fields(PreparedRun)}

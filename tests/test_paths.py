@@ -23,8 +23,8 @@ from skill_magics.core.base.errors import (
 )
 from skill_magics.core.base.paths import recheck, resolve_script
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.checks import RunChecks
-from skill_magics.core.run.settings import RunSettings
+from skill_magics.core.run.planning.checks import RunChecks
+from skill_magics.core.run.planning.settings import RunSettings
 
 
 @pytest.fixture

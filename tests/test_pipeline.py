@@ -12,9 +12,9 @@ from manager_support import RecordingApprover, manager_for, outcomes, posix_only
 
 from skill_magics.core.base.errors import ApprovalDeclined, ApprovalStale, SecretMissingError
 from skill_magics.core.base.status import RunStatus
-from skill_magics.core.run.approval import Answer, Caller, Decision
+from skill_magics.core.run.gating.approval import Answer, Caller, Decision
 from skill_magics.core.run.pipeline import ActionPlan, BatchOptions, RunOutcome
-from skill_magics.core.run.plan import PlanGroup
+from skill_magics.core.run.planning.plan import PlanGroup
 
 pytestmark = posix_only
 
@@ -164,7 +164,7 @@ def test_the_async_twin_gives_the_same_outcome(skills: Path) -> None:
 def test_a_scope_is_decided_once_and_its_approver_answers_later_calls(
     skills: Path, tmp_path: Path
 ) -> None:
-    from skill_magics.core.run.approval import ScopeInfo
+    from skill_magics.core.run.gating.approval import ScopeInfo
     from skill_magics.core.run.pipeline import ScopePlan
 
     manager = manager_for(skills, run_cwd="skill")
@@ -191,8 +191,8 @@ def test_a_new_kind_of_plan_is_one_class_run_like_every_other(skills: Path) -> N
     nothing. Its outcome's value is typed by the plan."""
     from dataclasses import dataclass
 
-    from skill_magics.core.run.approval import ApprovalRequest
-    from skill_magics.core.run.runplan import Decided, LaunchContext, Plan
+    from skill_magics.core.run.gating.approval import ApprovalRequest
+    from skill_magics.core.run.planning.runplan import Decided, LaunchContext, Plan
 
     launched: list[str] = []
 
@@ -252,7 +252,7 @@ def test_a_blocked_batch_raises_its_reason_from_value(skills: Path) -> None:
 
 
 def test_per_run_overrides_become_the_runs_settings(skills: Path, tmp_path: Path) -> None:
-    from skill_magics.core.run.settings import RunOverrides, RunSettings
+    from skill_magics.core.run.planning.settings import RunOverrides, RunSettings
 
     base = RunSettings(run_cwd="skill", sandbox="off", warm_start="auto")
     assert base.for_run() is base  # nothing overridden: the same value

@@ -22,11 +22,11 @@ from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.registry import Registry
 from skill_magics.core.providers import PROVIDERS, Provider
 from skill_magics.core.providers.base import Reply
-from skill_magics.core.run.approval import SandboxInfo, no_weaker, no_weaker_within
-from skill_magics.core.run.launchers import Launch, Launcher, LaunchRequest
-from skill_magics.core.run.process import Child, spawn
-from skill_magics.core.run.sandbox_mounts import Bind
-from skill_magics.core.run.sandbox_profiles import PROFILES, SandboxProfile
+from skill_magics.core.run.gating.approval import SandboxInfo, no_weaker, no_weaker_within
+from skill_magics.core.run.launching.launchers import Launch, Launcher, LaunchRequest
+from skill_magics.core.run.launching.process import Child, spawn
+from skill_magics.core.run.launching.sandbox_mounts import Bind
+from skill_magics.core.run.launching.sandbox_profiles import PROFILES, SandboxProfile
 from skill_magics.core.sources.kinds import SOURCE_KINDS, ForeignEntry, SourceKind
 from skill_magics.core.sources.snapshot import FolderSnapshot
 from skill_magics.core.sources.sourcespec import SourceSpec
@@ -120,8 +120,8 @@ def registered(profile: SandboxProfile) -> Iterator[SandboxProfile]:
 def test_a_new_profile_is_a_choice_of_the_magics_and_of_the_settings() -> None:
     from IPython.core.magic_arguments import parse_argstring
 
-    from skill_magics.core.run.sandbox import check_mode
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.launching.sandbox import check_mode
+    from skill_magics.core.run.planning.settings import RunSettings
     from skill_magics.notebook.magics.skillrun import SkillRunMagics
     from skill_magics.notebook.magics.skills import SkillMagics
 
@@ -142,7 +142,7 @@ def test_a_new_profile_is_a_choice_of_the_magics_and_of_the_settings() -> None:
 def test_a_new_profile_is_ranked_by_the_team_policy_as_by_the_gate(tmp_path: Path) -> None:
     from skill_magics.core.policy.model import Policy, PolicyError
     from skill_magics.core.policy.rules import check_run_limits
-    from skill_magics.core.run.sandbox_profiles import ranks
+    from skill_magics.core.run.launching.sandbox_profiles import ranks
 
     policy = Policy(path=str(tmp_path / "policy.toml"), max_sandbox="read-only")
     with registered(LockedDown()):
@@ -341,7 +341,7 @@ def test_a_new_launcher_is_chosen_by_preference_and_keeps_its_runs_contained(
 ) -> None:
     from manager_support import Runner, last
 
-    from skill_magics.core.run.launchers import LAUNCHERS, by_preference
+    from skill_magics.core.run.launching.launchers import LAUNCHERS, by_preference
 
     base, meta = make_skill(
         tmp_path,

@@ -11,7 +11,7 @@ from test_render_support import parse_html
 
 from skill_magics.core.base.audit import AuditRecord
 from skill_magics.core.base.models import ScriptMetadata, SkillMetadata
-from skill_magics.core.run.approval import scripts_content_hash
+from skill_magics.core.run.gating.approval import scripts_content_hash
 from skill_magics.notebook.render import (
     Display,
     approvals_table,

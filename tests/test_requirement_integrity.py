@@ -20,8 +20,8 @@ import pytest
 from skill_magics.core.base import envdirs
 from skill_magics.core.base.errors import EnvironmentBuildError
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import InstallInfo
 from skill_magics.core.run.env import build as envbuild
+from skill_magics.core.run.gating.approval import InstallInfo
 from skill_magics.notebook.approval.panel import summary_html, summary_text
 from skill_magics.notebook.render.skills import requirements_view
 

@@ -1,4 +1,4 @@
-"""Sandboxed runs with real bubblewrap and real processes (core/run/sandbox.py + executor).
+"""Sandboxed runs with real bubblewrap and real processes (run/launching/sandbox.py + executor).
 
 These tests need a working ``bwrap`` (tests/sandbox_support.py: without one they fail when
 ``SKILL_MAGICS_SANDBOX_REQUIRED=1``, as in ``make test`` and CI, else skip loudly).
@@ -21,7 +21,7 @@ from manager_support import run_plan
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import sandbox as sandboxing
+from skill_magics.core.run.launching import sandbox as sandboxing
 
 WRITER = """\
     #!/bin/bash
@@ -328,7 +328,7 @@ def test_session_approval_covers_only_runs_confined_no_less(box) -> None:
     from manager_support import RecordingApprover
 
     from skill_magics.core.base.errors import ApprovalDeclined
-    from skill_magics.core.run.approval import Decision
+    from skill_magics.core.run.gating.approval import Decision
 
     box.skill("w", {"scripts/w.sh": "echo hi\n"})
     manager = box.manager(sandbox="workspace-write")

@@ -127,7 +127,7 @@ def test_terminal_asks_missing_secrets_with_getpass(shell, monkeypatch) -> None:
 
 
 def test_panel_lists_secrets_and_no_clears_the_field() -> None:
-    from skill_magics.core.run.approval import (
+    from skill_magics.core.run.gating.approval import (
         ApprovalRequest,
         SandboxInfo,
         ScriptToApprove,

@@ -1,4 +1,4 @@
-"""What a sandboxed run can reach (core/run/sandbox_mounts.py), with real bubblewrap.
+"""What a sandboxed run can reach (core/run/launching/sandbox_mounts.py), with real bubblewrap.
 
 A run is given only what it needs, so unix sockets outside its folders, Jupyter's connection
 files and credentials are out of reach; a workspace that would hand over $HOME or a socket
@@ -27,8 +27,8 @@ from skill_magics.core.base import envdirs
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import sandbox as sandboxing
-from skill_magics.core.run import sandbox_mounts
+from skill_magics.core.run.launching import sandbox as sandboxing
+from skill_magics.core.run.launching import sandbox_mounts
 
 MODES = ["read-only", "workspace-write"]
 ENTRY = 'if __name__ == "__main__":\n    main()\n'

@@ -10,7 +10,7 @@ from lab_support import lab_skills
 from manager_support import RecordingApprover, manager_for
 
 from skill_magics.core.base.status import RunStatus
-from skill_magics.core.run.approval import SandboxInfo, ScopeInfo, no_weaker_within
+from skill_magics.core.run.gating.approval import SandboxInfo, ScopeInfo, no_weaker_within
 
 SCOPE = ScopeInfo(purpose="output evaluation of 'marker' (iteration-1)", agent_runs=3)
 

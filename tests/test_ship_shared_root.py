@@ -51,7 +51,7 @@ WORKER = """
 import json, os, sys, time
 from pathlib import Path
 from skill_magics.core.run.batch import ship
-from skill_magics.core.run.settings import RunSettings
+from skill_magics.core.run.planning.settings import RunSettings
 
 role, skill, ready, go = sys.argv[1:5]
 bundle = ship.SkillBundle.pack(skill, "slowpoke", None)

@@ -13,7 +13,7 @@ import pytest
 
 from skill_magics.core.base.errors import SidePanelError
 from skill_magics.core.panel.board import BY_SIDE_PANEL, Board, BoardQuestion
-from skill_magics.core.run.approval import ApprovalRequest, Decision
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision
 
 PY = sys.executable
 EXAMPLES = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"

@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from process_support import pid_alive, start_times
 
 from skill_magics.core.run.batch.result import BatchResult
-from skill_magics.core.run.template import fill_argv, placeholders
+from skill_magics.core.run.planning.template import fill_argv, placeholders
 from skill_magics.notebook.render.batch import TextProgress, batch_html
 
 CONVERT = """

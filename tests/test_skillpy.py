@@ -14,8 +14,8 @@ import pytest
 from manager_support import RecordingApprover, manager_for, posix_only
 
 from skill_magics.core.base.errors import ApprovalUnavailable
-from skill_magics.core.run.approval import Decision
 from skill_magics.core.run.env.skillpy import run_python_in_skill, run_python_in_skill_async
+from skill_magics.core.run.gating.approval import Decision
 
 
 @pytest.fixture(scope="module")

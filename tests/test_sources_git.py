@@ -33,7 +33,7 @@ from skill_magics.core.base.errors import (
     SourceError,
 )
 from skill_magics.core.installed.lock import read_lock
-from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.gating.approval import Decision
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.spec import parse_source
 

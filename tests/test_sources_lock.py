@@ -31,7 +31,7 @@ from skill_magics.core.base.errors import (
     SourceError,
 )
 from skill_magics.core.installed.lock import LOCK_NAME, read_lock, skill_lock_status
-from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.gating.approval import Decision
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.update import sync_skills, update_skills
 from skill_magics.core.sources.verify import verify_skills

@@ -1,8 +1,8 @@
-"""Where processes start: only the modules core/run/spawning.SPAWN_SITES names call
+"""Where processes start: only the modules core/run/launching/spawning.SPAWN_SITES names call
 ``subprocess``, ``os.fork``, ``os.posix_spawn``, ``os.exec*``/``os.spawn*``,
 ``asyncio.create_subprocess_*`` or ``anyio.open_process`` (read from the source with ``ast``,
 nothing imported), and git's commands during an install, its ``cat-file`` reader included,
-run under the tree guard (core/run/treeguard.py) so they die with a killed kernel."""
+run under the tree guard (core/run/launching/treeguard.py) so they die with a killed kernel."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from manager_support import posix_only
 from sources_support import make_repo, skill_md
 
 import skill_magics
-from skill_magics.core.run.spawning import SPAWN_SITES, start_helper
+from skill_magics.core.run.launching.spawning import SPAWN_SITES, start_helper
 
 SOURCE = Path(skill_magics.__file__).parent
 # What starts a process, by its full dotted name (after the module's imports are resolved).
@@ -85,7 +85,9 @@ def test_only_the_named_modules_start_processes() -> None:
         for line, name in starts(path.read_text(encoding="utf-8")):
             found.setdefault(_module(path), []).append(f"{path.name}:{line} {name}")
     stray = {m: calls for m, calls in found.items() if m not in SPAWN_SITES}
-    assert not stray, f"start it through core/run/process.py or spawning.start_helper: {stray}"
+    assert not stray, (
+        f"start it through core/run/launching/process/ or spawning.start_helper: {stray}"
+    )
     # Every site named still starts something (a stale entry would hide a new one).
     assert set(found) == set(SPAWN_SITES)
 

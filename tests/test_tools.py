@@ -22,7 +22,7 @@ from skill_magics.core.prompt.tools import (
     tool_definitions,
     tool_specs,
 )
-from skill_magics.core.run.approval import Decision
+from skill_magics.core.run.gating.approval import Decision
 
 ECHO = (
     '"""Echo the JSON input and argv back."""\n'

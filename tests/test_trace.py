@@ -172,7 +172,7 @@ def test_a_scripts_own_span_joins_the_run(skills: Path, receiver) -> None:
 
 
 def test_warm_and_cold_runs_get_their_own_traceparent(skills: Path, receiver) -> None:
-    from skill_magics.core.run import warm
+    from skill_magics.core.run.launching import warm
 
     manager = manager_for(skills, sandbox="off", run_cwd="skill")
     warm.stop_servers()  # an earlier test's run (auto) may have started this skill's server

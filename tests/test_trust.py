@@ -253,8 +253,8 @@ def test_the_lock_reads_a_hostile_signature_as_an_error(keys):
 
 def test_gate_session_approval_is_bound_to_the_signer(keys):
     del keys  # the store alone: same bytes, another signer asks again
-    from skill_magics.core.run.approval import ApprovalRequest
-    from skill_magics.core.run.store import ApprovalStore
+    from skill_magics.core.run.gating.approval import ApprovalRequest
+    from skill_magics.core.run.gating.store import ApprovalStore
 
     alice = Signature.signed("ssh", "alice@example.com", "SHA256:" + "a" * 43, "tag v1")
     mallory = Signature.signed("ssh", "mallory", "SHA256:" + "b" * 43, "tag v1")

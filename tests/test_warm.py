@@ -1,4 +1,4 @@
-"""Warm start (core/run/warm/): a run forked from a server that imported pandas and NumPy
+"""Warm start (core/run/launching/warm/): a run forked from a server that imported pandas and NumPy
 is the same process a cold run is.
 
 Real pandas and NumPy, real processes, real files: every script runs cold and warm through
@@ -26,9 +26,9 @@ from manager_support import manager_for, posix_only
 from process_support import assert_group_gone, wait_for_text
 
 from skill_magics.core.base import paths
-from skill_magics.core.run import warm
-from skill_magics.core.run.warm import launch
-from skill_magics.core.run.warm.server import ServerState
+from skill_magics.core.run.launching import warm
+from skill_magics.core.run.launching.warm import eligible, launch
+from skill_magics.core.run.launching.warm.server import ServerState
 
 pytestmark = [
     posix_only,
@@ -241,7 +241,7 @@ def same(cold, hot) -> None:
 def test_a_warm_run_is_the_process_a_cold_run_is(manager) -> None:
     cold, hot = both(manager, "introspect", {"rows": [1, 2, 3]})
     a, b = json.loads(cold.stdout), json.loads(hot.stdout)
-    # Each run has an id of its own (core/run/orphans.py): present in both, never the same.
+    # Each run has an id of its own (run/launching/orphans.py): present in both, never the same.
     run_ids = [run["env"].pop("SKILL_MAGICS_RUN_ID") for run in (a, b)]
     assert run_ids[0] != run_ids[1]
     assert json.loads(a["stdin_text"]) == {"rows": [1, 2, 3]}
@@ -668,10 +668,10 @@ def test_packages_that_print_or_start_threads_are_not_preloaded(
 
 
 def test_flags_a_server_can_and_cannot_start_with() -> None:
-    assert launch._bad_flags(["-u", "-B", "-W", "ignore", "-X", "utf8", "-P"]) == ""
-    assert launch._bad_flags(["-X", "importtime"]) == "-X importtime"
-    assert launch._bad_flags(["-i"]) == "-i"
-    assert launch._env_problem({"PYTHONVERBOSE": "1"}).startswith("PYTHONVERBOSE")
+    assert eligible._bad_flags(["-u", "-B", "-W", "ignore", "-X", "utf8", "-P"]) == ""
+    assert eligible._bad_flags(["-X", "importtime"]) == "-X importtime"
+    assert eligible._bad_flags(["-i"]) == "-i"
+    assert eligible.env_problem({"PYTHONVERBOSE": "1"}).startswith("PYTHONVERBOSE")
 
 
 # -- sandboxed warm runs ----------------------------------------------------------------------
@@ -824,7 +824,7 @@ def test_warm_up_leaves_a_skills_own_venv_to_its_first_approved_run(
 def test_servers_are_bounded_the_least_recently_used_idle_one_stops(
     skills: Path, make_skill, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skill_magics.core.run.warm import pool
+    from skill_magics.core.run.launching.warm import pool
 
     for i in range(3):
         make_skill(skills, f"tiny{i}", scripts={"scripts/hi.py": "import json\nprint('hi')\n"})

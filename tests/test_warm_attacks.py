@@ -23,8 +23,8 @@ import psutil
 import pytest
 from manager_support import manager_for, posix_only
 
-from skill_magics.core.run import warm
-from skill_magics.core.run.warm import launch
+from skill_magics.core.run.launching import warm
+from skill_magics.core.run.launching.warm import eligible
 
 pytestmark = [
     posix_only,
@@ -94,7 +94,7 @@ def test_a_sandboxed_run_of_the_skills_own_python_starts_cold(
     res = manager.execute_skill_script("own-python", "hi", approver=None)
     if where == "in the skill":  # (bwrap cannot bind a venv through the skill's symlink)
         assert res.stdout == "hi\n" and res.exit_code == 0, res.stderr
-    assert (res.start, res.start_note) == ("cold", launch.OWN_PYTHON_SANDBOXED)
+    assert (res.start, res.start_note) == ("cold", eligible.OWN_PYTHON_SANDBOXED)
     assert not (workspace / "stage1.txt").exists()  # never started with capabilities
     assert not (base / "ESCAPED").exists()
     assert manager.plan("own-python", "hi").request.start.startswith("cold")
@@ -104,7 +104,7 @@ def test_a_sandboxed_run_of_the_skills_own_python_starts_cold(
     assert (hot.start, hot.stdout) == ("warm", "hi\n")
 
 
-# -- orphans (core/run/orphans.py): a daemon that never execs is still the run's --------------
+# -- orphans (core/run/launching/orphans.py): a daemon that never execs is still the run's
 
 DAEMON = """
 import os, sys, time
@@ -546,7 +546,7 @@ def test_a_sandboxed_warm_runs_proc_is_covered_as_a_cold_runs(boxed) -> None:
 KERNEL = """
 import os, sys, time
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run import warm
+from skill_magics.core.run.launching import warm
 manager = SkillManager([sys.argv[1]], run_cwd="skill", warm_start="on")
 res = manager.execute_skill_script("forking", "hi", approver=None)
 assert res.start == "warm", res.start_note

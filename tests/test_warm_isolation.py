@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from manager_support import manager_for, posix_only
 
-from skill_magics.core.run import warm
+from skill_magics.core.run.launching import warm
 
 pytestmark = [
     posix_only,

@@ -19,9 +19,9 @@ import psutil
 import pytest
 from manager_support import manager_for, posix_only
 
-from skill_magics.core.run import warm
-from skill_magics.core.run.warm import pool
-from skill_magics.core.run.warm.server import ServerState
+from skill_magics.core.run.launching import warm
+from skill_magics.core.run.launching.warm import pool
+from skill_magics.core.run.launching.warm.server import ServerState
 
 pytestmark = [
     posix_only,

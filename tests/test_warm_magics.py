@@ -16,7 +16,7 @@ import psutil
 import pytest
 from manager_support import posix_only
 
-from skill_magics.core.run import warm
+from skill_magics.core.run.launching import warm
 
 pytestmark = [
     posix_only,
@@ -150,7 +150,7 @@ def test_servers_stop_when_the_kernel_exits(skills: Path, tmp_path: Path) -> Non
         r = k.execute("%%skillrun numbers.rng --warm -o res\n{}", allow_stdin=False)
         assert r.ok, r.error_text
         r = k.execute(
-            "from skill_magics.core.run import warm\n"
+            "from skill_magics.core.run.launching import warm\n"
             "print(res.result.start, [s.pid for s in warm.POOL.servers()][0])",
             allow_stdin=False,
         )

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from skill_magics.core.base.errors import WarmStateError
-from skill_magics.core.run.warm.server import ServerKey, ServerState, WarmServer
+from skill_magics.core.run.launching.warm.server import ServerKey, ServerState, WarmServer
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm is Linux's")
 
@@ -125,7 +125,7 @@ def test_two_imports_at_once_run_one_after_the_other(tmp_path, make_skill) -> No
     load too: the second import waits for the first (LOADING), it never fails for it."""
     from manager_support import manager_for
 
-    from skill_magics.core.run import warm
+    from skill_magics.core.run.launching import warm
 
     make_skill(tmp_path / "skills", "twice", scripts={"scripts/one.py": "import json\n"})
     manager = manager_for(tmp_path / "skills", run_cwd="skill", warm_start="on")

@@ -2,10 +2,10 @@
 
 It holds the run settings and the approver and wires its parts together; the work happens in
 them, and callers use the manager's methods, never its parts: the finder (catalog/discovery.py,
-SkillFinder: where skills live, which one wins a name clash), the planner (run/plan.py over
-run/checks.py: step 1), the pipeline (run/pipeline.py: steps 2 and 3, the one call site: the
-gate decides, the executor launches), and session state with its own module: secret values
-(secrets.py), network grants (run/sandbox.py), ``approvals`` (run/store.py), ``audit``.
+SkillFinder: where skills live, which one wins a name clash), the planner (run/planning/:
+step 1), the pipeline (run/pipeline.py: steps 2 and 3, the one call site: the gate decides,
+the executor launches), and session state with its own module: secret values (secrets.py),
+network grants (run/launching/grants.py), ``approvals`` (run/gating/store.py), ``audit``.
 
 Every run goes through :meth:`run_planned` (or its async twin) with a plan from :meth:`plan`,
 :meth:`plan_map`, :meth:`plan_code`, :meth:`plan_references`, :meth:`plan_scope` or
@@ -37,7 +37,6 @@ from skill_magics.core.base.deprecation import renamed_argument
 from skill_magics.core.base.models import ScriptExecutionResult, SkillMetadata
 from skill_magics.core.base.recent import RESULTS_KEPT
 from skill_magics.core.base.secrets import SecretStore, declared_secrets
-from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.catalog.discovery import (
     DEFAULT_SUBDIRS,
@@ -47,22 +46,13 @@ from skill_magics.core.catalog.discovery import (
     default_skill_dirs,
     examples_dir,
 )
-from skill_magics.core.catalog.hidden import hidden_message, hidden_skills
+from skill_magics.core.catalog.hidden import HiddenNotes
 from skill_magics.core.catalog.references import ScriptReference
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.requirements_cache import RequirementsCache
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.mcp.listed import listed
 from skill_magics.core.mcp.wire import SkillEntry
-from skill_magics.core.run import warm as warmstart
-from skill_magics.core.run.approval import (
-    MANAGER_APPROVER,
-    Answer,
-    Approver,
-    ApproverArg,
-    Caller,
-    ScopeInfo,
-)
 from skill_magics.core.run.batch.result import BatchItem, BatchResult
 from skill_magics.core.run.batch.runner import (
     BatchOptions,
@@ -70,23 +60,32 @@ from skill_magics.core.run.batch.runner import (
     BatchProgress,
     batch_inputs,
 )
-from skill_magics.core.run.checks import RunChecks
 from skill_magics.core.run.env.install import EnvReport, plan_install
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.gate import ApprovalGate, choose_approver
+from skill_magics.core.run.gating.approval import (
+    MANAGER_APPROVER,
+    Answer,
+    Approver,
+    ApproverArg,
+    Caller,
+    ScopeInfo,
+)
+from skill_magics.core.run.gating.gate import ApprovalGate, choose_approver
+from skill_magics.core.run.gating.store import ApprovalStore
+from skill_magics.core.run.launching import warm as warmstart
+from skill_magics.core.run.launching.grants import NetworkGrants, audit_grant, grant_network
 from skill_magics.core.run.pipeline import Pipeline, ScopePlan
-from skill_magics.core.run.plan import PlannedRun, Planner, ReferencePlan
-from skill_magics.core.run.runplan import OnOutput, Plan, RunOutcome
-from skill_magics.core.run.sandbox import NetworkGrants
-from skill_magics.core.run.settings import (
+from skill_magics.core.run.planning.checks import RunChecks
+from skill_magics.core.run.planning.plan import PlannedRun, Planner, ReferencePlan
+from skill_magics.core.run.planning.runplan import OnOutput, Plan, RunOutcome
+from skill_magics.core.run.planning.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     DEFAULT_WARM_IDLE,
     RunOverrides,
     RunSettings,
 )
-from skill_magics.core.run.store import ApprovalStore
-from skill_magics.core.run.workdir import WORKSPACE, CwdArg
+from skill_magics.core.run.planning.workdir import WORKSPACE, CwdArg
 
 USE_DEFAULT = MANAGER_APPROVER  # the earlier name of the sentinel
 _SETTING_NAMES = frozenset((*RunSettings.names(), "sandbox_network"))
@@ -124,7 +123,7 @@ class SkillManager:
         settings: RunSettings | None = None,
     ) -> None:
         self._lock = threading.RLock()
-        # sandbox=None: $SKILL_MAGICS_SANDBOX, else "off" (run/settings.py checks every value).
+        # sandbox=None: $SKILL_MAGICS_SANDBOX, else "off" (run/planning/settings.py checks it).
         # settings=: all of them at once (SkillMagics), the keywords above then unused.
         self._settings = settings or RunSettings(
             timeout=timeout,
@@ -151,7 +150,7 @@ class SkillManager:
         # manager's included) before it cuts or keeps a text (core/base/audit.py).
         self.audit = AuditLog(jsonl_path=audit_log, keep_results=RESULTS_KEPT)
         self._requirements = RequirementsCache()
-        self._hidden: tuple[tuple, list[str]] | None = None
+        self._hidden = HiddenNotes()
         # The pipeline: plan (planner over the checks) -> gate -> execute, one call site.
         checks = RunChecks(self.audit, grants=self._grants)
         self._planner = Planner(self._finder, checks, self._secrets, self._requirements)
@@ -161,7 +160,7 @@ class SkillManager:
         )
         self._pipeline = Pipeline(self._planner, self._gate, self._executor)
         for name in self._settings.sandbox_network:  # each grant is audited, these too
-            self._audit_grant(name, "SkillManager(sandbox_network=...)")
+            audit_grant(self.audit, name, "SkillManager(sandbox_network=...)")
 
     def __repr__(self) -> str:
         return f"SkillManager(skill_dirs={[str(d) for d in self.skill_dirs]!r})"
@@ -198,7 +197,7 @@ class SkillManager:
             self._grants.clear()
         for name in after.sandbox_network:
             if name not in before.sandbox_network:
-                self._audit_grant(name, "setting sandbox_network")
+                audit_grant(self.audit, name, "setting sandbox_network")
         return after
 
     @property
@@ -214,27 +213,7 @@ class SkillManager:
     def grant_network(self, skill_name: str, *, by: str = "SkillManager.grant_network") -> None:
         """Let ``skill_name`` use the network in its sandboxed runs this session (audited).
         PolicyError when the team policy says ``[run] network = false`` (docs/trust.md)."""
-        from skill_magics.core.base.errors import SkillMagicsError
-        from skill_magics.core.policy.runs import check_network_grant
-
-        try:
-            check_network_grant(skill_name)
-        except SkillMagicsError as exc:
-            self.audit.event(
-                skill_name, "<sandbox>", "", AuditOutcome.REFUSED, reason=f"network grant: {exc}"
-            )
-            raise
-        if self._grants.grant(skill_name):
-            self._audit_grant(skill_name, by)
-
-    def _audit_grant(self, skill_name: str, by: str) -> None:
-        self.audit.event(
-            skill_name,
-            "<sandbox>",
-            "",
-            AuditOutcome.NETWORK_GRANTED,
-            reason=f"network granted for sandboxed runs of '{skill_name}' by {by}",
-        )
+        grant_network(self._grants, self.audit, skill_name, by)
 
     def provide_secret(self, skill_name: str, name: str, value: str) -> None:
         """Give ``skill_name``'s runs the secret ``name`` (kept in memory for this session only).
@@ -340,11 +319,10 @@ class SkillManager:
         ones)."""
         self._finder.reload()
         self._requirements.clear()
-        with self._lock:
-            self._hidden = None
+        self._hidden.clear()
         warmstart.stop_servers(wait_for_runs=True)
 
-    # -- warm start (core/run/warm/) ----------------------------------------------------------
+    # -- warm start (core/run/launching/warm/) -------------------------------------------------
 
     def warm_up(
         self,
@@ -394,21 +372,7 @@ class SkillManager:
         """Skipped skills, name clashes and spec warnings, each naming the path and reason;
         and SKILL.md files lying in hidden folders that are not searched (how to add them:
         one line per search folder, catalog/hidden.py)."""
-        return self._finder.warnings + self._hidden_warnings()
-
-    def _hidden_warnings(self) -> list[str]:
-        dirs = tuple(self.skill_dirs)
-        with self._lock:
-            if self._hidden is not None and self._hidden[0] == dirs:
-                return list(self._hidden[1])
-        lines = []
-        for root in dirs:
-            counts = hidden_skills(root)
-            if counts:
-                lines.append(hidden_message(root, counts))
-        with self._lock:
-            self._hidden = (dirs, lines)
-        return list(lines)
+        return self._finder.warnings + self._hidden.lines(self.skill_dirs)
 
     def get_skill(self, name: str) -> Skill:
         """The skill called ``name`` (body and scripts load on first use, then cached).

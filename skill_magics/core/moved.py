@@ -1,4 +1,4 @@
-"""Module paths of the layout before issue 30, still importable for one release.
+"""Module paths of earlier layouts (issues 30 and 40), still importable for one release.
 
 ``import skill_magics.core.context`` (or ``from skill_magics.core.tools import ...``) gives the
 module at its new place, the same object, with a ``DeprecationWarning`` naming that place; the
@@ -32,6 +32,17 @@ _BASE = (
     "audit deprecation envdirs errors fingerprint interpreters jsonable models namelist paths "
     "safefs secrets status version visible"
 )
+_STAGES = {
+    "planning": "plan runplan checks settings payload template workdir childenv",
+    "gating": "gate approval store",
+    "launching": (
+        "process sandbox sandbox_mounts orphans cgroups containment warden spawning treeguard "
+        "launchers launchers.base launchers.cold launchers.sandboxed launchers.warm "
+        "sandbox_profiles sandbox_profiles.base sandbox_profiles.standard "
+        "warm warm.child warm.launch warm.namespaces warm.pool warm.server "
+        "warm.skillcode"  # not the zygote's two scripts: a warm server runs them, nobody imports
+    ),
+}
 _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     **{
         name: f"prompt.{name}"
@@ -41,7 +52,8 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     "skillpy": "run.env.skillpy",
     # issue 40: the launchers are registered kinds; sshsig runs ssh-keygen, so it sits
     # above the run machinery
-    "run.launch": "run.launchers",
+    "run.launch": "run.launching.launchers",
+    "run.warm.modes": "run.launching.warm_modes",  # the setting's values, read by the plan
     "trust.sshsig": "sources.sshsig",
     "sources.lock": "installed.lock",  # read by the run machinery: on its floor
     "sources.names": "installed.names",
@@ -49,6 +61,8 @@ _WHERE = {name: f"base.{name}" for name in _BASE.split()} | {
     **{
         f"lab.providers{m}": f"providers{m}" for m in ("", ".base", ".anthropic_api", ".openai_api")
     },
+    # issue 40: core/run/ shows its three stages (a moved package's modules each named)
+    **{f"run.{m}": f"run.{stage}.{m}" for stage, ms in _STAGES.items() for m in ms.split()},
 }
 MOVED = {f"skill_magics.core.{old}": f"skill_magics.core.{new}" for old, new in _WHERE.items()}
 

@@ -140,7 +140,7 @@ def _lab_progress(shell: Any, *, install: bool) -> None:
 
 def unload(shell: Any) -> None:
     """Undo load(): magics, completion and the rewrite go; the instances are dropped; the
-    warm servers stop (core/run/warm/: they would otherwise wait for their idle timeout), and
+    warm servers stop (run/launching/warm/: they would otherwise wait for their idle timeout), and
     so do the skills servers ``%skills serve mcp`` started (core/mcp/serving.py)."""
     magics = getattr(shell, _ATTR, None)
     if magics is not None and magics.has_manager:

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,11 @@ from skill_magics.core.base.recent import RecentResults
 from skill_magics.core.base.secrets import cut_known, known_masks, redact_known
 from skill_magics.core.base.status import NOTABLE_VALUES, AuditOutcome
 from skill_magics.core.base.visible import visible
-from skill_magics.core.trace import hooks as traced
+
+# Told of every refusal the audit records (skill, script, error), in order: the traces' span
+# (core/trace/hooks.refusal), put here by core/__init__.py, since the base imports nothing above
+# it and the traces import the base.
+REFUSAL_LISTENERS: list[Callable[[str, str, BaseException], object]] = []
 
 if TYPE_CHECKING:
     from skill_magics.core.base.models import ScriptExecutionResult
@@ -371,8 +375,10 @@ class AuditLog:
     ) -> AuditRecord:
         """Record a run refused before anything started; ``reason`` is the error's message,
         ``duration_ms`` the time spent until the refusal. While tracing is on the refusal is
-        a span too (core/trace/hooks.py: ``refusal``), as every refusal is audited here."""
-        traced.refusal(skill, os.fspath(script), error)
+        a span too (core/trace/hooks.py: ``refusal``, one of :data:`REFUSAL_LISTENERS`), as
+        every refusal is audited here."""
+        for listener in REFUSAL_LISTENERS:
+            listener(skill, os.fspath(script), error)
         return self.event(
             skill,
             script,

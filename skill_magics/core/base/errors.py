@@ -160,7 +160,7 @@ class BatchInterrupted(RunInterrupted):
 
 class WarmStateError(SkillMagicsError, RuntimeError):
     """A warm server was moved between two states no event links (a bug here, never a
-    skill's doing): the transition table in core/run/warm/server.py says what may follow
+    skill's doing): the transition table in core/run/launching/warm/server.py says what may follow
     what."""
 
 

@@ -84,7 +84,7 @@ class ScriptExecutionResult:
     # How the run was isolated: {"mode", "network", "writable"[, "note"]}; None: no sandbox.
     sandbox: dict[str, Any] | None = None
     # How the process started: "warm" (forked from a server that had imported the script's
-    # packages, core/run/warm/) or "cold"; ``start_note`` says why a run that could have been
+    # packages, run/launching/warm/) or "cold"; ``start_note`` says why a run that could have been
     # warm was not ("warm server starting", a reason a guarantee could not be kept warm).
     start: str = "cold"
     start_note: str = ""

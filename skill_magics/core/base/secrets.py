@@ -195,6 +195,25 @@ def secret_forms(metadata: Any) -> dict[str, str]:
     return {name: ", ".join(found) for name, found in forms.items()}
 
 
+def _declared_twice(name: str, decls: list[SecretDeclaration]) -> str:
+    """Why ``name``'s declarations disagree ('' when they do not)."""
+    if len(decls) < 2 and not any(d.secret for d in decls):
+        return ""
+    kinds = {d.secret for d in decls}
+    if len(kinds) > 1 and any(d.secret for d in decls):
+        secret = next(d.form for d in decls if d.secret)
+        plain = next(d.form for d in decls if not d.secret)
+        return (
+            f"{name} is declared a secret ({secret}) and a plain variable ({plain}): "
+            "declare it once"
+        )
+    about = {d.description for d in decls if d.description}
+    if len(about) > 1:
+        forms = ", ".join(dict.fromkeys(d.form for d in decls))
+        return f"{name} is described differently in {forms}: declare it once"
+    return ""
+
+
 def secret_conflicts(metadata: Any) -> list[str]:
     """One line per name declared twice differently: a secret in one form and a plain
     ``env`` entry in another, two different descriptions, or two spellings differing only in
@@ -202,23 +221,7 @@ def secret_conflicts(metadata: Any) -> list[str]:
     by_name: dict[str, list[SecretDeclaration]] = {}
     for d in secret_declarations(metadata):
         by_name.setdefault(d.name, []).append(d)
-    lines = []
-    for name, decls in by_name.items():
-        if len(decls) < 2 and not any(d.secret for d in decls):
-            continue
-        kinds = {d.secret for d in decls}
-        if len(kinds) > 1 and any(d.secret for d in decls):
-            secret = next(d.form for d in decls if d.secret)
-            plain = next(d.form for d in decls if not d.secret)
-            lines.append(
-                f"{name} is declared a secret ({secret}) and a plain variable ({plain}): "
-                "declare it once"
-            )
-            continue
-        about = {d.description for d in decls if d.description}
-        if len(about) > 1:
-            forms = ", ".join(dict.fromkeys(d.form for d in decls))
-            lines.append(f"{name} is described differently in {forms}: declare it once")
+    lines = [line for name, decls in by_name.items() if (line := _declared_twice(name, decls))]
     secrets = [n for n, decls in by_name.items() if any(d.secret for d in decls)]
     folded: dict[str, str] = {}
     for name in secrets:

@@ -13,6 +13,8 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 MAX_DEPTH = 5
@@ -88,4 +90,27 @@ def hidden_message(root: Path | str, counts: dict[str, int]) -> str:
     )
 
 
-__all__ = ["hidden_skills", "hidden_message"]
+class HiddenNotes:
+    """The notes of one list of search folders (:func:`hidden_message` for each with hidden
+    skills), remembered until the folders change or :meth:`clear` (a rescan). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: tuple[tuple[Path, ...], list[str]] | None = None
+
+    def lines(self, dirs: Sequence[Path]) -> list[str]:
+        key = tuple(dirs)
+        with self._lock:
+            if self._seen is not None and self._seen[0] == key:
+                return list(self._seen[1])
+        lines = [hidden_message(root, counts) for root in key if (counts := hidden_skills(root))]
+        with self._lock:
+            self._seen = (key, lines)
+        return list(lines)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen = None
+
+
+__all__ = ["HiddenNotes", "hidden_skills", "hidden_message"]

@@ -524,13 +524,14 @@ class _Visitor(ast.NodeVisitor):
         ):
             if first is not None:
                 self._add(self._program_of(first, strings=True))
-        elif owner == "os" and name in _OS_STRING_CALLS and first is not None:
+        elif owner == "os" and first is not None:
+            self._os_call(node, name, first)
+
+    def _os_call(self, node: ast.Call, name: str, first: ast.expr) -> None:
+        """``os.NAME(first, ...)``: the program a shell string or an exec/spawn call starts."""
+        if name in _OS_STRING_CALLS:
             self._add(_first_word(_string(first)))
-        elif (
-            owner == "os"
-            and first is not None
-            and (name in _OS_LIST_CALLS or name.startswith(("execl", "spawnl", "spawnv")))
-        ):
+        elif name in _OS_LIST_CALLS or name.startswith(("execl", "spawnl", "spawnv")):
             # os.execvp(file, args) / os.spawnlp(mode, file, ...): the program is the file.
             arg = node.args[1] if name.startswith("spawn") and len(node.args) > 1 else first
             self._add(_string(arg))

@@ -39,8 +39,8 @@ from skill_magics.core.lab.offer import Offer, make_offer
 from skill_magics.core.lab.options import MAX_TOKENS, MAX_TURNS, AgentOptions, chosen
 from skill_magics.core.lab.transcript import ErrorStep, ModelStep, ToolStep, Transcript
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import MANAGER_APPROVER, Approver, ApproverArg
-from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, Approver, ApproverArg
+from skill_magics.core.run.planning.workdir import CwdArg
 from skill_magics.core.trace import hooks as traced
 
 

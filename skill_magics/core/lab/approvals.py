@@ -1,7 +1,7 @@
 """Who approves the scripts a model calls in the lab, and what they answered.
 
 The rule (docs/architecture.md, *Who approves*): a call a *model* made never runs unasked.
-``approver`` defaults to :data:`~skill_magics.core.run.approval.MANAGER_APPROVER`, "the
+``approver`` defaults to :data:`~skill_magics.core.run.gating.approval.MANAGER_APPROVER`, "the
 manager's approver"; when that is None (or None is passed) every script call is refused,
 audited as approval_unavailable, and the model gets the refusal as an error result. The
 decision itself is the gate's, through the one call site (``manager.run_planned``);
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     Answer,
     ApprovalRequest,
     Approver,

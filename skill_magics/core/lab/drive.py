@@ -29,9 +29,9 @@ from skill_magics.core.lab.budget import Caps
 from skill_magics.core.lab.clients import Provider, Reply, provider_for
 from skill_magics.core.manager import SkillManager
 from skill_magics.core.prompt.tools import handle_tool_call, handle_tool_call_async
-from skill_magics.core.run.approval import Approver
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.run.gating.approval import Approver
+from skill_magics.core.run.planning.workdir import CwdArg
 
 T = TypeVar("T")
 

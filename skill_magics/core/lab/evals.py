@@ -74,7 +74,7 @@ from skill_magics.core.lab.workspace import (
     write_text,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     MANAGER_APPROVER,
     Approver,
     ApproverArg,

@@ -59,38 +59,42 @@ def load_evals(skill_dir: Path, skill: str) -> list[EvalCase]:
     names: set[str] = set()
     ids: set[str] = set()
     for i, item in enumerate(items):
-        where = f"{path.name} evals[{i}]"
-        if not isinstance(item, dict):
-            raise ValueError(f"{where} is a {type(item).__name__}: write {FORMAT_HINT}")
-        prompt = item.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError(f"{where} has no 'prompt' text: write {FORMAT_HINT}")
-        eval_id = item.get("id", item.get("eval_id", i + 1))
-        if not isinstance(eval_id, (int, str)) or isinstance(eval_id, bool):
-            raise ValueError(f"{where} 'id' is {eval_id!r}: use a number")
-        if str(eval_id) in ids:
-            raise ValueError(f"{where} repeats id {eval_id!r}: give each eval its own id")
-        ids.add(str(eval_id))
-        name = slug(item.get("name") or item.get("eval_name") or str(eval_id))
-        if name in names:
-            name = slug(f"{name}-{eval_id}")
-        names.add(name)
-        files = item.get("files") or []
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-            raise ValueError(f"{where} 'files' must be a list of paths inside the skill")
-        for rel in files:
-            _source(skill_dir, rel, where)
-        cases.append(
-            EvalCase(
-                id=eval_id,
-                name=name,
-                prompt=prompt,
-                expected_output=str(item.get("expected_output") or ""),
-                files=tuple(files),
-                assertions=_assertions(item, where),
-            )
-        )
+        cases.append(_case(skill_dir, item, i, f"{path.name} evals[{i}]", ids, names))
     return cases
+
+
+def _case(
+    skill_dir: Path, item: Any, i: int, where: str, ids: set[str], names: set[str]
+) -> EvalCase:
+    """Eval ``i`` (``where``), checked; its id and folder name are added to ``ids``, ``names``."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} is a {type(item).__name__}: write {FORMAT_HINT}")
+    prompt = item.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"{where} has no 'prompt' text: write {FORMAT_HINT}")
+    eval_id = item.get("id", item.get("eval_id", i + 1))
+    if not isinstance(eval_id, (int, str)) or isinstance(eval_id, bool):
+        raise ValueError(f"{where} 'id' is {eval_id!r}: use a number")
+    if str(eval_id) in ids:
+        raise ValueError(f"{where} repeats id {eval_id!r}: give each eval its own id")
+    ids.add(str(eval_id))
+    name = slug(item.get("name") or item.get("eval_name") or str(eval_id))
+    if name in names:
+        name = slug(f"{name}-{eval_id}")
+    names.add(name)
+    files = item.get("files") or []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ValueError(f"{where} 'files' must be a list of paths inside the skill")
+    for rel in files:
+        _source(skill_dir, rel, where)
+    return EvalCase(
+        id=eval_id,
+        name=name,
+        prompt=prompt,
+        expected_output=str(item.get("expected_output") or ""),
+        files=tuple(files),
+        assertions=_assertions(item, where),
+    )
 
 
 def _assertions(item: Mapping[str, Any], where: str) -> tuple[str, ...]:

@@ -153,23 +153,8 @@ def parse_entry(label: str, raw: object) -> SkillEntry:
     uri = raw.get("uri")
     scheme, authority, skill_path = skill_path_segments(label, uri)
     assert isinstance(uri, str)
-    fm = raw.get("frontmatter")
-    if not isinstance(fm, dict):
-        raise _mismatch(label, f"skill {uri!r}", "its frontmatter is not an object")
-    _check_json(label, uri, fm)
-    name = fm.get("name")
     expected = skill_path[-1] if skill_path else unquote(authority)
-    if not isinstance(name, str) or name != expected:
-        raise _mismatch(
-            label,
-            f"skill {uri!r}",
-            f"frontmatter name {name!r} differs from its URI's {expected!r}",
-        )
-    problems = name_problems(name)
-    if problems:
-        raise _mismatch(label, f"skill {uri!r}", problems[0])
-    if not isinstance(fm.get("description"), str) or not fm["description"].strip():
-        raise _mismatch(label, f"skill {uri!r}", "its frontmatter has no description")
+    fm, name = _frontmatter(label, uri, raw.get("frontmatter"), expected)
     prefix = uri[: -len(SKILL_MD)]
     resources = raw.get("resources")
     if resources == DYNAMIC:
@@ -195,13 +180,39 @@ def parse_entry(label: str, raw: object) -> SkillEntry:
         )
     if SKILL_MD not in seen:
         raise _mismatch(label, f"skill {name!r}", "its resources do not list its SKILL.md")
-    for f in files:  # a file that is also a folder of another: not a tree of files
+    _check_tree(label, name, files, seen)
+    return SkillEntry(label, uri, name, fm, tuple(files), prefix)
+
+
+def _frontmatter(label: str, uri: str, fm: object, expected: str) -> tuple[dict[str, Any], str]:
+    """A listed skill's frontmatter, checked (an object of JSON values, named as its URI
+    says, with a description), and its name."""
+    if not isinstance(fm, dict):
+        raise _mismatch(label, f"skill {uri!r}", "its frontmatter is not an object")
+    _check_json(label, uri, fm)
+    name = fm.get("name")
+    if not isinstance(name, str) or name != expected:
+        raise _mismatch(
+            label,
+            f"skill {uri!r}",
+            f"frontmatter name {name!r} differs from its URI's {expected!r}",
+        )
+    problems = name_problems(name)
+    if problems:
+        raise _mismatch(label, f"skill {uri!r}", problems[0])
+    if not isinstance(fm.get("description"), str) or not fm["description"].strip():
+        raise _mismatch(label, f"skill {uri!r}", "its frontmatter has no description")
+    return fm, name
+
+
+def _check_tree(label: str, name: str, files: list[SkillFile], seen: set[str]) -> None:
+    """No listed file is also a folder of another: the files make a tree."""
+    for f in files:
         parent = f.path.rsplit("/", 1)[0] if "/" in f.path else None
         while parent:
             if parent in seen:
                 raise _mismatch(label, f"skill {name!r}", f"{parent!r} is a file and a folder")
             parent = parent.rsplit("/", 1)[0] if "/" in parent else None
-    return SkillEntry(label, uri, name, fm, tuple(files), prefix)
 
 
 def _parse_file(
@@ -333,18 +344,28 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, bool) or isinstance(b, bool):
-        if isinstance(a, bool) and isinstance(b, bool):
-            return a == b
-        word, flag = (b, a) if isinstance(a, bool) else (a, b)
-        return isinstance(word, str) and _YAML11_BOOLS.get(word.lower()) is flag
+        return _same_bool(a, b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, str) and isinstance(b, str):
-        if a == b:
-            return True
-        short, long = sorted((a, b), key=len)
-        return len(short) == 10 and long[10:] in _MIDNIGHT and long.startswith(short)
+        return _same_text(a, b)
     return type(a) is type(b) and a == b
+
+
+def _same_bool(a: Any, b: Any) -> bool:
+    """One of them a bool: the other the same bool, or a YAML 1.1 word for it."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        return a == b
+    word, flag = (b, a) if isinstance(a, bool) else (a, b)
+    return isinstance(word, str) and _YAML11_BOOLS.get(word.lower()) is flag
+
+
+def _same_text(a: str, b: str) -> bool:
+    """The same text, or a date and that date's midnight."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return len(short) == 10 and long[10:] in _MIDNIGHT and long.startswith(short)
 
 
 def _short(value: Any) -> str:

@@ -6,7 +6,7 @@ kernel can run), ``skill_md``, ``result`` (a recent run's result tabs), ``decide
 ``revoke``, ``install`` and ``add_dir``. It
 decides nothing itself: a question waiting in a cell is the cell's own object (the approval
 panel), and ``decide`` puts the answer into it exactly as its button does, so the first
-answer wins in either view and the gate (core/run/gate.py) settles, remembers and audits
+answer wins in either view and the gate (core/run/gating/gate.py) settles, remembers and audits
 it as always. An install asked from the side panel goes through the same gate as
 ``%skills install``; its question waits on the board (a :class:`BoardQuestion`) instead of
 in a cell.
@@ -41,7 +41,7 @@ from skill_magics.core.base.errors import (
 )
 from skill_magics.core.base.paths import open_inside
 from skill_magics.core.base.secrets import redact_known
-from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision
+from skill_magics.core.run.gating.approval import Answer, ApprovalRequest, Decision
 
 if TYPE_CHECKING:
     from skill_magics.core.base.recent import KeptResult

@@ -14,7 +14,7 @@ renderer only lays it out (and the HTML one escapes it). Multi-line text (a scri
 diff) is a :class:`Block`, whose first lines are cut from the text as the file has them.
 
 Example:
-    >>> from skill_magics.core.run.approval import ApprovalRequest, ScriptToApprove
+    >>> from skill_magics.core.run.gating.approval import ApprovalRequest, ScriptToApprove
     >>> s = summarize(ApprovalRequest("pdf", (ScriptToApprove("a.py", "python3", "x\\u202e"),)))
     >>> s.lead, s.title
     ("Approval needed: skill 'pdf' wants to run:", 'Approve running this skill script?')
@@ -33,7 +33,7 @@ from typing import Any
 
 from skill_magics.core.base.secrets import cut_known, redact_known
 from skill_magics.core.base.visible import mark_non_ascii, visible
-from skill_magics.core.run.approval import ApprovalRequest, ScriptToApprove
+from skill_magics.core.run.gating.approval import ApprovalRequest, ScriptToApprove
 
 ARGUMENTS_PREVIEW_CHARS = 2000  # stdin JSON shown in the panel
 ARGUMENTS_BRIEF_CHARS = 300  # ... and in a terminal

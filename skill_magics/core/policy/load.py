@@ -135,13 +135,27 @@ def _line_of(text: str, key: str) -> str:
     return ""
 
 
-def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
+def _check_known(text: str, data: dict[str, Any]) -> None:
     for table, value in data.items():
         if table not in _KNOWN or not isinstance(value, dict):
             raise ValueError(f"{_line_of(text, table)}unknown table [{table}]")
         for key in value:
             if key not in _KNOWN[table]:
                 raise ValueError(f"{_line_of(text, key)}unknown key {key!r} in [{table}]")
+
+
+def _path_of(path: Path, text: str, data: dict[str, Any], key: str, must: str) -> str | None:
+    """``[signatures] key``, a path relative to the policy file's folder (``~`` expanded)."""
+    value = data.get("signatures", {}).get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{_line_of(text, key)}{must}")
+    return os.path.normpath(path.parent / os.path.expanduser(value))
+
+
+def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
+    _check_known(text, data)
 
     def strings(table: str, key: str) -> tuple[str, ...] | None:
         value = data.get(table, {}).get(key)
@@ -157,11 +171,7 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
             raise ValueError(f"{_line_of(text, key)}[{table}] {key} must be true or false")
         return value
 
-    signers = data.get("signatures", {}).get("allowed_signers")
-    if signers is not None:
-        if not isinstance(signers, str) or not signers:
-            raise ValueError(f"{_line_of(text, 'allowed_signers')}allowed_signers must be a path")
-        signers = os.path.normpath(path.parent / os.path.expanduser(signers))
+    signers = _path_of(path, text, data, "allowed_signers", "allowed_signers must be a path")
     openpgp = []
     for entry in strings("signatures", "openpgp") or ():
         fpr = entry.replace(" ", "").upper()
@@ -177,11 +187,7 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
             parse_identity(entry)
         except ValueError as exc:
             raise ValueError(f"{_line_of(text, 'sigstore')}[signatures] sigstore: {exc}") from None
-    root = data.get("signatures", {}).get("sigstore_trusted_root")
-    if root is not None:
-        if not isinstance(root, str) or not root:
-            raise ValueError(f"{_line_of(text, 'sigstore_trusted_root')}it must be a path")
-        root = os.path.normpath(path.parent / os.path.expanduser(root))
+    root = _path_of(path, text, data, "sigstore_trusted_root", "it must be a path")
     sandbox = data.get("run", {}).get("max_sandbox")
     if sandbox is not None and not (isinstance(sandbox, str) and _PROFILE_NAME.match(sandbox)):
         # Which names are profiles is the run checks' table (check_run_limits refuses a run

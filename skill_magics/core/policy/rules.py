@@ -101,7 +101,7 @@ def check_run_limits(
 ) -> None:
     """A run in sandbox ``mode`` ("off" when none) with or without ``network`` gets no more
     than ``[run] max_sandbox`` and ``network`` allow. ``ranks``: how confined each sandbox
-    profile is, by name, from the profiles' table (core/run/sandbox_profiles.ranks(), which
+    profile is, by name, from the profiles' table (run/launching/sandbox_profiles.ranks(), which
     the run checks pass: a profile registered later is ranked as the gate ranks it)."""
     check_readable(policy)
     least = policy.max_sandbox

@@ -1,4 +1,4 @@
-"""The policy at run time: called by the run checks (core/run/checks.py) for every run, a
+"""The policy at run time: called by the run checks (core/run/planning/checks.py) for every run, a
 script, a batch item, a warm start, ``%%skillpy``, a lab's or an MCP skill's script, after
 the sandbox profile is decided and before anything starts (the refusal is audited there).
 

@@ -81,10 +81,10 @@ from skill_magics.core.mcp.skill import McpSkill
 from skill_magics.core.prompt.activation import MAX_RESOURCES, error_envelope, skill_content
 from skill_magics.core.prompt.available_skills import available_skills, skills_catalog
 from skill_magics.core.prompt.xmltext import decoded_text, element, start_tag
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.pipeline import RunOutcome
-from skill_magics.core.run.plan import PlanGroup, ReferencePlan
+from skill_magics.core.run.planning.plan import PlanGroup, ReferencePlan
 
 RefsMode = Literal["list", "content", "none"]
 Envelope = Literal["skill_context", "skill_content"]  # what build_skill_context returns

@@ -56,10 +56,10 @@ from skill_magics.core.prompt.available_skills import mcp_listed, opted_out
 from skill_magics.core.prompt.context import build_skill_context
 from skill_magics.core.providers import PROVIDERS, Provider
 from skill_magics.core.providers.openai_api import tool_message as openai_tool_message
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg, Caller
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.plan import PlannedRun
-from skill_magics.core.run.workdir import CwdArg
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg, Caller
+from skill_magics.core.run.planning.plan import PlannedRun
+from skill_magics.core.run.planning.workdir import CwdArg
 
 ToolApi = str  # whose tool-definition shape: a registered provider's name (core/providers/)
 ACTIVATION_TOOL = "activate_skill"

@@ -1,2 +1,4 @@
-"""Running a script: plan (plan.py over checks.py) -> the call site (pipeline.py): gate
-(gate.py, approval) -> execute (executor.py: launch, caps, audit)."""
+"""Running a script, in three stages: ``planning`` (plan over checks) -> ``gating`` (the gate,
+approval) -> ``launching`` (launchers, process, sandbox, warm), composed by the call site
+(``pipeline.py``) and the executor (``executor.py``: launch, caps, audit); ``batch`` and
+``env`` beside them."""

@@ -1,7 +1,7 @@
 """ScriptExecutor: launch a checked run, capture its output, kill it, audit it.
 
-The executor gets a :class:`~skill_magics.core.run.checks.PreparedRun` (every check already
-passed, core/run/checks.py) and only launches it: ``run`` re-checks the script file (it may
+The executor gets a :class:`~skill_magics.core.run.planning.checks.PreparedRun` (every check already
+passed, core/run/planning/checks.py) and only launches it: ``run`` re-checks the script file (it may
 have changed while approval waited), adds the declaring skill's secret values, lets
 launchers/ choose how the process starts (cold, sandboxed in bwrap, or forked warm: a
 ``Launch`` whose ``spawn`` returns a process.Child running ``[interpreter, script, *argv]``,
@@ -44,21 +44,22 @@ from skill_magics.core.base.models import TIMEOUT_EXIT_CODE, ScriptExecutionResu
 from skill_magics.core.base.secrets import Masks, SecretStore, known_masks
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.policy import runs as policy_runs
-from skill_magics.core.run import launchers as launching
-from skill_magics.core.run import sandbox as sandboxing
-from skill_magics.core.run import workdir
 from skill_magics.core.run.bridge import await_in_thread
-from skill_magics.core.run.checks import BASE_ENV, PreparedRun, RunChecks
-from skill_magics.core.run.launchers import Launch
-from skill_magics.core.run.process import Limits, ProcessOutcome, SpawnError
-from skill_magics.core.run.sandbox import NetworkGrants
-from skill_magics.core.run.settings import (
+from skill_magics.core.run.launching import launchers
+from skill_magics.core.run.launching import sandbox as sandboxing
+from skill_magics.core.run.launching.grants import NetworkGrants
+from skill_magics.core.run.launching.launchers import Launch
+from skill_magics.core.run.launching.prepared import PreparedRun
+from skill_magics.core.run.launching.process import Limits, ProcessOutcome, SpawnError
+from skill_magics.core.run.launching.warm.launch import WarmLauncher, WarmUnavailable
+from skill_magics.core.run.planning import workdir
+from skill_magics.core.run.planning.checks import BASE_ENV, RunChecks
+from skill_magics.core.run.planning.settings import (
     DEFAULT_MAX_OUTPUT_SIZE,
     DEFAULT_TIMEOUT,
     RunOverrides,
     RunSettings,
 )
-from skill_magics.core.run.warm.launch import WarmLauncher, WarmUnavailable
 from skill_magics.core.trace import hooks as traced
 
 logger = logging.getLogger("skill_magics.executor")
@@ -76,7 +77,7 @@ class ScriptExecutor:
     Thread-safe: runs share nothing but the audit log, the secret values, the network grants
     and the warm servers, all locked. ``audit``, ``secrets`` (values added at spawn, masked
     in output) and ``grants`` (network given during the session) are the SkillManager's;
-    ``preload(prepared)`` names the packages a run's warm server imports (core/run/warm/).
+    ``preload(prepared)`` names the packages a run's warm server imports (core/run/launching/warm/).
 
     The positional arguments and ``settings`` (a RunSettings, or its fields as keywords:
     ``run_cwd="workspace"``, ``env_passthrough=[...]``) configure only the standalone
@@ -105,7 +106,7 @@ class ScriptExecutor:
         self.audit = audit if audit is not None else AuditLog()
         self.secrets = secrets if secrets is not None else SecretStore()
         self.grants = grants if grants is not None else NetworkGrants()
-        # Warm start (core/run/warm/): which packages a run's server preloads.
+        # Warm start (core/run/launching/warm/): which packages a run's server preloads.
         self.warm_launcher = WarmLauncher(preload)
         if settings is None:
             values = {"run_cwd": workdir.SKILL, "sandbox": sandboxing.OFF, **setting_values}
@@ -161,7 +162,7 @@ class ScriptExecutor:
             network = self.network_for(prepared) if prepared.sandbox_profile is not None else True
             how = traced.launch(
                 prepared,
-                lambda: launching.choose(prepared, env, network, cancel, self.warm_launcher),
+                lambda: launchers.choose(prepared, env, network, cancel, self.warm_launcher),
             )
         except SkillMagicsError as exc:  # a secret is missing, bwrap vanished: nothing started
             self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(start))
@@ -181,7 +182,7 @@ class ScriptExecutor:
             try:
                 child = how.spawn(prepared.payload)
             except WarmUnavailable as exc:  # the server went away: nothing ran, go cold
-                how = launching.cold(prepared, env, network, note=str(exc))
+                how = launchers.cold(prepared, env, network, note=str(exc))
                 child = how.spawn(prepared.payload)
             outcome = how.launcher.wait(child, limits)
         except SpawnError as exc:
@@ -403,7 +404,7 @@ class ScriptExecutor:
         warm: bool | None = None,
     ) -> ScriptExecutionResult:
         """Standalone (no SkillManager, nobody asked): the checks with this executor's
-        ``settings`` (core/run/checks.py), then :meth:`run`. Refusals raise, audited."""
+        ``settings`` (core/run/planning/checks.py), then :meth:`run`. Refusals raise, audited."""
         settings = self.checks.settings_for(
             self.settings,
             getattr(skill_metadata, "name", "?"),

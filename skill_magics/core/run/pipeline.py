@@ -27,13 +27,13 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from skill_magics.core.run.approval import Answer, ApprovalRequest, Approver
 from skill_magics.core.run.batch.runner import BatchOptions
 from skill_magics.core.run.bridge import await_in_thread
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.gate import ALLOWED, ApprovalGate
-from skill_magics.core.run.plan import PlannedRun, Planner
-from skill_magics.core.run.runplan import (
+from skill_magics.core.run.gating.approval import Answer, ApprovalRequest, Approver
+from skill_magics.core.run.gating.gate import ALLOWED, ApprovalGate
+from skill_magics.core.run.planning.plan import PlannedRun, Planner
+from skill_magics.core.run.planning.runplan import (
     UNASKED,
     Asking,
     Decided,

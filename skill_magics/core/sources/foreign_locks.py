@@ -41,7 +41,7 @@ from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.frontmatter import parse_skill_md
 from skill_magics.core.installed.lock import MAX_LOCK_BYTES, computed_hash
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources.install import (
     InstallReport,
     OnMessage,

@@ -40,8 +40,8 @@ from typing import BinaryIO
 from skill_magics.core.base.errors import RunInterrupted, SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature
-from skill_magics.core.run.process import kill_group, run_process
-from skill_magics.core.run.spawning import start_helper
+from skill_magics.core.run.launching.process import kill_group, run_process
+from skill_magics.core.run.launching.spawning import start_helper
 from skill_magics.core.sources.snapshot import FILE, LINK, SPECIAL, SUBMODULE, Entry, Snapshot
 from skill_magics.core.sources.sourcespec import GIT, SourceSpec, is_commit
 

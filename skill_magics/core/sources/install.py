@@ -55,7 +55,7 @@ from skill_magics.core.installed.lock import (
     write_lock_beside,
 )
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
+from skill_magics.core.run.gating.approval import INSTALL_LABEL, MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources import signing
 from skill_magics.core.sources.kinds import SOURCE_KINDS, lock_fields, read_lock

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from skill_magics.core.catalog.detect import ScriptDetector
 from skill_magics.core.installed.signature import Signature
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.gating.approval import (
     ApprovalRequest,
     ApproverArg,
     SkillInstallInfo,

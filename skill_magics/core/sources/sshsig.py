@@ -27,7 +27,7 @@ from pathlib import Path
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.installed.signature import NAMESPACE, Signature, SignatureState
-from skill_magics.core.run.process import run_process
+from skill_magics.core.run.launching.process import run_process
 
 TIMEOUT_S = 30.0
 MAX_DATA = 200 * 1000 * 1000

@@ -40,7 +40,7 @@ from skill_magics.core.installed.lock import (
 )
 from skill_magics.core.installed.signature import Signature
 from skill_magics.core.manager import SkillManager
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.sources import request as gate_request
 from skill_magics.core.sources import signing
 from skill_magics.core.sources.install import (

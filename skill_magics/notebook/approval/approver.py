@@ -2,7 +2,7 @@
 
 Every magic (``%%skillrun``, ``%skill_context``, ``%%skillpy``, ``%skills env``) hands its plan
 to the one call site (``manager.run_planned``) with a :class:`NotebookApprover`; the gate
-(``core/run/gate.py``) decides, audits and remembers "Yes in session". This module only
+(``core/run/gating/gate.py``) decides, audits and remembers "Yes in session". This module only
 *asks*:
 
 - configuration first: ``require_approval = False`` or ``auto_approve`` answer alone;
@@ -38,7 +38,7 @@ from skill_magics.core.base.errors import (
     RunInterrupted,
     SkillMagicsError,
 )
-from skill_magics.core.run.approval import Answer, ApprovalRequest, Decision, coerce_decision
+from skill_magics.core.run.gating.approval import Answer, ApprovalRequest, Decision, coerce_decision
 from skill_magics.notebook.approval import reconnect, relay, waiting
 from skill_magics.notebook.approval.preapproval import preapproved_by, unavailable_message
 from skill_magics.notebook.approval.waiting import Strategy

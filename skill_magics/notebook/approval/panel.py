@@ -42,7 +42,7 @@ from skill_magics.core.panel.summary import (
     shows_arguments,
     summarize,
 )
-from skill_magics.core.run.approval import ApprovalRequest, Decision
+from skill_magics.core.run.gating.approval import ApprovalRequest, Decision
 from skill_magics.notebook.compat import WIDGET_MIME, widget_view
 from skill_magics.notebook.render.approval_html import summary_html
 from skill_magics.notebook.render.approval_text import summary_text

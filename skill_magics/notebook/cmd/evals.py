@@ -95,7 +95,7 @@ def magic(mode: drive.Mode, magics: SkillsHost, args: list[str]) -> drive.Magic[
     """Awaited, the one approval and sync requests wait in worker threads while the cell
     awaits; Kernel > Interrupt kills a running script."""
     from skill_magics.core.lab import evals
-    from skill_magics.core.run.approval import MANAGER_APPROVER
+    from skill_magics.core.run.gating.approval import MANAGER_APPROVER
     from skill_magics.notebook.magics.skillagent import sync_only
 
     try:

@@ -13,6 +13,6 @@ PARSER = SubcommandParser("reload", "%skills reload")
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
     PARSER.parse(args)
-    magics.manager.reload()  # the warm servers stop too (core/run/warm/)
+    magics.manager.reload()  # the warm servers stop too (core/run/launching/warm/)
     print(f"Reloaded: {len(magics.manager.list_skills())} skills")
     return None

@@ -17,7 +17,7 @@ PARSER.add_argument("name")
 def run(magics: SkillsHost, args: list[str]) -> Any:
     from skill_magics.core.base.secrets import secret_forms
     from skill_magics.core.catalog.plugins import plugin_of
-    from skill_magics.core.run.plan import provenance_info
+    from skill_magics.core.run.planning.plan import provenance_info
     from skill_magics.core.trust.installed import origin_of
     from skill_magics.notebook.render import skill_detail
 

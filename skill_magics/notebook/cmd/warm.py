@@ -1,4 +1,4 @@
-"""``%skills warm [--stop | NAME]``: the warm servers (core/run/warm/) of this kernel.
+"""``%skills warm [--stop | NAME]``: the warm servers (core/run/launching/warm/) of this kernel.
 
 Without arguments: one line per running server (interpreter, sandbox, preloaded packages,
 memory, idle time, runs). ``--stop`` stops them all (they also stop when idle, on

@@ -33,7 +33,7 @@ from skill_magics.notebook.magics.skills import SharedMagics
 from skill_magics.notebook.names import NameListAction
 
 if TYPE_CHECKING:
-    from skill_magics.core.run.approval import Approver
+    from skill_magics.core.run.gating.approval import Approver
     from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
     pass

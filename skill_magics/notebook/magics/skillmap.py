@@ -3,7 +3,7 @@ item of a notebook variable, approved once, with live progress and a Stop button
 
 The magic parses the line, turns VAR into items (a pandas DataFrame: one JSON object per
 row, converted as ``--eval`` converts values; a list or any iterable: one item each), fills
-``{column}`` placeholders of the words after ``--`` (core/run/template.py: each placeholder
+``{column}`` placeholders of the words after ``--`` (core/run/planning/template.py: each placeholder
 stays one argv element, no shell), asks core to plan the batch, and hands the plan to the
 one call site (``manager.run_planned``) with the notebook approver: ONE request through the
 gate, then the items.
@@ -66,7 +66,7 @@ class MapRun:
 
 def plan_map(magics: Any, line: str, cell: str) -> MapRun:
     """Parse and plan; a one-line UsageError when nothing can run."""
-    from skill_magics.core.run.template import fill_argv, placeholders
+    from skill_magics.core.run.planning.template import fill_argv, placeholders
 
     parsed = parse_run_line(
         magics.skillrun.parser, line, require_approval=magics.skill_magics.require_approval

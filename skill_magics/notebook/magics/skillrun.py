@@ -37,15 +37,15 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from skill_magics.core.base.errors import RunInterrupted, SkillMagicsError
 from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.core.base.status import RunStatus
-from skill_magics.core.run.sandbox_profiles import PROFILES
+from skill_magics.core.run.launching.sandbox_profiles import PROFILES
 from skill_magics.notebook.magics import drive
 from skill_magics.notebook.magics.runline import parse_run_line
 from skill_magics.notebook.magics.skills import SharedMagics, usage_error
 
 if TYPE_CHECKING:  # loaded on first use: %load_ext stays light
-    from skill_magics.core.run.approval import Decision
+    from skill_magics.core.run.gating.approval import Decision
     from skill_magics.core.run.pipeline import RunOutcome
-    from skill_magics.core.run.plan import PlannedRun
+    from skill_magics.core.run.planning.plan import PlannedRun
     from skill_magics.notebook.result import SkillRunResult
 
 logger = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ class SkillRunMagics(SharedMagics):
                 res.on_stop = cancel.set
 
             def work() -> None:
-                from skill_magics.core.run.approval import Answer
+                from skill_magics.core.run.gating.approval import Answer
 
                 # The gate settles the click (stale files refused, decisions audited); the
                 # run follows through the same call site.

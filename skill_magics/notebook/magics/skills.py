@@ -36,17 +36,17 @@ from traitlets import (
 from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.run.defaults import DEFAULTS
-from skill_magics.core.run.sandbox_profiles import PROFILES
+from skill_magics.core.run.launching.sandbox_profiles import PROFILES
 
 if TYPE_CHECKING:  # imported on first use: %load_ext stays light
     from skill_magics.core.manager import SkillManager
-    from skill_magics.core.run.settings import RunSettings
+    from skill_magics.core.run.planning.settings import RunSettings
     from skill_magics.notebook.approval.approver import NotebookApprover
     from skill_magics.notebook.approval.panel import ApprovalPanel
     from skill_magics.notebook.result import SkillRunResult
 
 
-# The traits that are run settings: RunSettings' fields, same names (core/run/settings.py;
+# The traits that are run settings: RunSettings' fields, same names (core/run/planning/settings.py;
 # tests/test_ipython_config.py checks the two lists agree).
 RUN_SETTINGS = (
     "timeout",
@@ -163,7 +163,7 @@ class SkillMagics(Magics):
         None, allow_none=True, help="Deprecated: the old name of available_skills_budget."
     ).tag(config=True)
     sandbox = CaselessStrEnum(
-        PROFILES.names(),  # the registered profiles, read live (core/run/sandbox_profiles/)
+        PROFILES.names(),  # the registered profiles, read live (run/launching/sandbox_profiles/)
         default_value=DEFAULTS["sandbox"],
         allow_none=True,
         help="Isolate runs with bubblewrap: "
@@ -250,7 +250,7 @@ class SkillMagics(Magics):
     def run_settings(self) -> RunSettings:
         """The run settings these traits say: the one place traits become RunSettings (the
         manager is made with them, and gets them again whenever one changes)."""
-        from skill_magics.core.run.settings import RunSettings
+        from skill_magics.core.run.planning.settings import RunSettings
 
         return RunSettings(**self._setting_values())
 
@@ -260,11 +260,11 @@ class SkillMagics(Magics):
     # Bad values are refused when set (one line from %config), not at the next run.
     @validate("timeout")
     def _valid_timeout(self, proposal: Any) -> float:
-        from skill_magics.core.run.settings import MAX_TIMEOUT, MIN_TIMEOUT, check_timeout
+        from skill_magics.core.run.planning.settings import MAX_TIMEOUT, MIN_TIMEOUT, check_timeout
 
         value = proposal["value"]
         try:
-            return check_timeout(value)  # the one range check (core/run/settings.py)
+            return check_timeout(value)  # the one range check (core/run/planning/settings.py)
         except ValueError:
             raise TraitError(
                 f"SkillMagics.timeout = {value:g} is out of range: use {MIN_TIMEOUT} to "
@@ -273,7 +273,7 @@ class SkillMagics(Magics):
 
     @validate("run_cwd")
     def _valid_run_cwd(self, proposal: Any) -> str:
-        from skill_magics.core.run.workdir import check_cwd
+        from skill_magics.core.run.planning.workdir import check_cwd
 
         try:
             check_cwd(proposal["value"])
@@ -283,7 +283,7 @@ class SkillMagics(Magics):
 
     @validate("warm_idle_timeout")
     def _valid_warm_idle(self, proposal: Any) -> float:
-        from skill_magics.core.run.settings import check_warm_idle
+        from skill_magics.core.run.planning.settings import check_warm_idle
 
         try:
             return check_warm_idle(proposal["value"])

@@ -23,7 +23,7 @@ from skill_magics.core.panel.summary import (
     Summary,
     summarize,
 )
-from skill_magics.core.run.approval import ApprovalRequest
+from skill_magics.core.run.gating.approval import ApprovalRequest
 
 Row = tuple[str, str, bool]  # (label HTML, value HTML, starts a new skill)
 _SEPARATOR = " style='border-top:1px solid #ccc'"

@@ -19,7 +19,7 @@ from skill_magics.core.panel.summary import (
     Summary,
     summarize,
 )
-from skill_magics.core.run.approval import ApprovalRequest
+from skill_magics.core.run.gating.approval import ApprovalRequest
 
 
 def summary_text(request: ApprovalRequest | Summary, *, full: bool = False) -> str:

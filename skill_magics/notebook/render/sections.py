@@ -12,7 +12,7 @@ from pathlib import PurePath
 from typing import Any
 
 from skill_magics.core.base.secrets import redact_known
-from skill_magics.core.run.sandbox_profiles import Off
+from skill_magics.core.run.launching.sandbox_profiles import Off
 from skill_magics.notebook.render.format import (
     arguments_preview,
     display_slice,
@@ -85,7 +85,7 @@ def header(run: Any) -> Header:
 
 
 def start_text(res: Any) -> str:
-    """How the process started (core/run/warm/): "warm", "cold", or "cold (why not warm)"."""
+    """How the process started (run/launching/warm/): "warm", "cold", or "cold (why not warm)"."""
     if res is None:
         return ""
     start = getattr(res, "start", "") or ""

@@ -16,7 +16,7 @@ from skill_magics.core.base.audit import AuditLog, AuditRecord
 from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.run.batch.result import BatchItem
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.plan import Planner
+from skill_magics.core.run.planning.plan import Planner
 from skill_magics.core.trace import hooks as traced
 from skill_magics.core.trace import names
 

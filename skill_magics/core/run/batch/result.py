@@ -178,7 +178,7 @@ class BatchResult(Sequence[BatchItem]):
 
     @property
     def warm_starts(self) -> int:
-        """Items whose process was forked from a warm server (core/run/warm/)."""
+        """Items whose process was forked from a warm server (core/run/launching/warm/)."""
         return sum(1 for item in self.items if getattr(item.result, "start", "") == "warm")
 
     @property

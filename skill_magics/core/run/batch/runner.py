@@ -40,12 +40,11 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from skill_magics.core.base.errors import BatchInterrupted, SkillMagicsError
 from skill_magics.core.base.jsonable import to_jsonable
 from skill_magics.core.base.status import AuditOutcome, RunStatus
-from skill_magics.core.run.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
 from skill_magics.core.run.batch.backends import (
     ITEM_RECORDS,
     BatchAudit,
@@ -54,11 +53,18 @@ from skill_magics.core.run.batch.backends import (
 )
 from skill_magics.core.run.batch.result import BatchItem, BatchResult
 from skill_magics.core.run.executor import ScriptExecutor
-from skill_magics.core.run.gate import ApprovalGate
-from skill_magics.core.run.plan import PlannedRun, Planner, Resolved
-from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome, finished
-from skill_magics.core.run.settings import RunSettings
-from skill_magics.core.run.warm import modes as warm_modes
+from skill_magics.core.run.gating.approval import BATCH_SAMPLE, ApprovalRequest, BatchInfo
+from skill_magics.core.run.gating.gate import ApprovalGate
+from skill_magics.core.run.launching import warm_modes
+from skill_magics.core.run.planning.plan import PlannedRun, Planner, Resolved
+from skill_magics.core.run.planning.runplan import (
+    Decided,
+    LaunchContext,
+    Plan,
+    RunOutcome,
+    finished,
+)
+from skill_magics.core.run.planning.settings import RunSettings
 
 logger = logging.getLogger("skill_magics.batch")
 
@@ -200,7 +206,7 @@ class BatchPlan(Plan[BatchResult]):
                 self,
                 planner=context.planner,
                 gate=context.gate,
-                executor=context.executor,
+                executor=cast(ScriptExecutor, context.executor),  # the call site's
                 approved=approved,
                 max_workers=options.max_workers,
                 pool=pool,

@@ -76,8 +76,8 @@ from skill_magics.core.run.batch.ship_area import (
     _unpack_members,
     ship_root,
 )
-from skill_magics.core.run.settings import RunSettings
-from skill_magics.core.run.warm import modes as warm_modes
+from skill_magics.core.run.launching import warm_modes
+from skill_magics.core.run.planning.settings import RunSettings
 
 DEFAULT_FOLDER = "skill"  # a copy's folder when the skill's own folder name cannot be one
 
@@ -386,8 +386,8 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     from skill_magics.core.catalog.detect import ScriptDetector
     from skill_magics.core.catalog.requirements_cache import RequirementsCache
     from skill_magics.core.run.executor import ScriptExecutor
-    from skill_magics.core.run.plan import Planner
-    from skill_magics.core.run.warm.launch import preload_names
+    from skill_magics.core.run.launching.warm.imports import preload_names
+    from skill_magics.core.run.planning.plan import Planner
 
     key = (batch.settings, str(copy))
     with _STATE_LOCK:

@@ -39,7 +39,7 @@ from skill_magics.core.base import envdirs, safefs
 from skill_magics.core.base.errors import EnvironmentBuildError
 from skill_magics.core.base.visible import visible
 from skill_magics.core.catalog.requirements import requirement_problem
-from skill_magics.core.run.process import SpawnError, run_process
+from skill_magics.core.run.launching.process import SpawnError, run_process
 
 INFO_FILE = "skill-magics-env.json"
 PTH_FILE = "_skill_magics_kernel.pth"

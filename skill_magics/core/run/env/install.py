@@ -37,14 +37,14 @@ from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.mcp.skill import McpSkill
-from skill_magics.core.run.approval import (
+from skill_magics.core.run.env import build as envbuild
+from skill_magics.core.run.gating.approval import (
     INSTALL_LABEL,
     ApprovalRequest,
     InstallInfo,
     install_approval_hash,
 )
-from skill_magics.core.run.env import build as envbuild
-from skill_magics.core.run.runplan import Decided, LaunchContext, Plan, RunOutcome
+from skill_magics.core.run.planning.runplan import Decided, LaunchContext, Plan, RunOutcome
 from skill_magics.core.trace import hooks as traced
 
 BUILT = "built"

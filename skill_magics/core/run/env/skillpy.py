@@ -30,11 +30,11 @@ from skill_magics.core.base.errors import SkillMagicsError, SkillNotFoundError
 from skill_magics.core.base.interpreters import skill_venv_python
 from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.catalog.discovery import is_qualified
-from skill_magics.core.run.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.bridge import await_in_thread
+from skill_magics.core.run.gating.approval import MANAGER_APPROVER, ApproverArg
 from skill_magics.core.run.pipeline import RunOutcome
-from skill_magics.core.run.plan import PlannedRun
-from skill_magics.core.run.settings import DEFAULT_TIMEOUT
+from skill_magics.core.run.planning.plan import PlannedRun
+from skill_magics.core.run.planning.settings import DEFAULT_TIMEOUT
 
 LABEL = CODE_LABEL  # what the audit log and approval show instead of a script path
 
