@@ -238,3 +238,27 @@ def test_an_mcp_run_has_a_local_runs_secrets_timeout_and_warm_start(
     finally:
         manager.remove_mcp_server("team")
         warm.stop_servers()
+
+
+def test_closing_a_session_whose_loop_just_closed_raises_nothing() -> None:
+    """The seam between a session ending on its own (its server went away: the loop closes,
+    the thread is still finishing) and a close() from the listing thread: call_soon_threadsafe
+    on the closed loop raised RuntimeError in that thread, and %skills lost its "could not be
+    listed again" note."""
+    import asyncio
+    import tempfile
+
+    from skill_magics.core.mcp.connection import ServerSpec, _Session
+
+    with tempfile.TemporaryFile("w+") as errlog:
+        session = _Session(ServerSpec("team", url="http://127.0.0.1:9/mcp"), errlog, 1)
+        session.stop = asyncio.Event()
+        session.loop.close()  # as _run's finally leaves it
+        finishing = threading.Event()
+        session.thread = threading.Thread(target=finishing.wait, args=(0.3,), daemon=True)
+        session.thread.start()  # still alive for a moment: it has not returned from _run yet
+        try:
+            session.close(kill=False)
+        finally:
+            finishing.set()
+            session.thread.join(5)

@@ -191,7 +191,10 @@ class _Session:
         if kill and self.transport is not None:
             self.transport.kill_now = True
         if self.thread.is_alive() and self.stop is not None:
-            self.loop.call_soon_threadsafe(self.stop.set)
+            try:
+                self.loop.call_soon_threadsafe(self.stop.set)
+            except RuntimeError:  # its loop closed already: the session is ending on its own
+                pass
         self.thread.join(timeout=_GRACE * 2)
 
 
