@@ -51,6 +51,7 @@ DOCTESTED = (
     "skill_magics.core.base.jsonable",
     "skill_magics.core.base.namelist",
     "skill_magics.core.base.paths",
+    "skill_magics.core.base.loaded",
     "skill_magics.core.base.recent",
     "skill_magics.core.base.registry",
     "skill_magics.core.base.secrets",

@@ -17,6 +17,7 @@ from typing import Any
 from traitlets import TraitError
 from traitlets.config import Config
 
+from skill_magics.core.base.loaded import loaded
 from skill_magics.notebook import completion, sidepanel
 from skill_magics.notebook.magics import rewrite
 from skill_magics.notebook.magics.context import ContextMagics
@@ -145,7 +146,7 @@ def unload(shell: Any) -> None:
     magics = getattr(shell, _ATTR, None)
     if magics is not None and magics.has_manager:
         magics.manager.stop_warm_servers()
-    serving = sys.modules.get("skill_magics.core.mcp.serving")  # imported only when used
+    serving = loaded("skill_magics.core.mcp.serving")  # imported only when used
     if serving is not None:
         serving.stop()
     sidepanel.stop(shell)

@@ -7,11 +7,11 @@ model's tools list: ``LABEL/NAME``, ``location`` the SKILL.md URI on that server
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.loaded import loaded
 from skill_magics.core.base.models import SkillMetadata
 
 OPT_OUT_KEY = "disable-model-invocation"
@@ -30,7 +30,7 @@ def listed(owner: object) -> list[SkillMetadata]:
     """The skills of ``owner``'s (a SkillManager's) MCP servers, from their checked
     listings. No server was ever added while the servers module is not loaded: nothing to
     list, and nothing imported for it (``%load_ext`` stays light)."""
-    servers = sys.modules.get("skill_magics.core.mcp.servers")
+    servers = loaded("skill_magics.core.mcp.servers")
     if servers is None:
         return []
     out: list[SkillMetadata] = []
