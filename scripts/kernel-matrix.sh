@@ -156,7 +156,7 @@ make_colab_venv() {
     local pip=("$venv/bin/python" -m pip --disable-pip-version-check)
     local log="$venv/pip-install.log"
     # Colab's image is not made by pip either: uv lays the pins down (120 s with pip on two
-    # busy cores, most of the stage's set-up); skill-magics then goes in by pip, as on Colab.
+    # busy cores, most of the stage's set-up).
     if ! UV_PYTHON_DOWNLOADS=never "$ROOT/.venv/bin/uv" pip install --quiet \
         --python "$venv/bin/python" -r "$COLAB_PINS" >"$log" 2>&1; then
         cat "$log" >&2
@@ -177,10 +177,12 @@ make_colab_venv() {
         echo "kernel-matrix: pin the new dependency (or fix the version) in $COLAB_PINS" >&2
         return 1
     fi
-    # What `%pip install skill-magics[lab,mcp]` does on Colab: it must move none of the pins.
+    # What `%pip install skill-magics[lab,mcp]` does on Colab: it must move none of the pins
+    # (resolved by uv against them as constraints: pip took 100 s of a loaded CI run here).
     # The extras are there because the example notebooks include the lab's (model SDKs) and
     # 08_mcp_skills (the MCP SDK).
-    if ! "${pip[@]}" install -e "$ROOT[lab,mcp]" -c "$COLAB_PINS" >>"$log" 2>&1; then
+    if ! UV_PYTHON_DOWNLOADS=never "$ROOT/.venv/bin/uv" pip install --python "$venv/bin/python" \
+        -e "$ROOT[lab,mcp]" -c "$COLAB_PINS" >>"$log" 2>&1; then
         tail -30 "$log" >&2
         echo "kernel-matrix: skill-magics does not install beside $COLAB_PINS (log above): loosen pyproject.toml's ranges" >&2
         return 1
