@@ -212,7 +212,7 @@ e2e: $(STAMP) browser labextension
 # CPU-bound, load 12; 5 fit). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
-TEST_JOBS ?= 5
+TEST_JOBS ?= 6
 STAGE_LOG := build/test-stages.txt
 # Longest first (make starts them in this order).
 TEST_STAGES := stage-unit-1 stage-unit-2 stage-unit-3 stage-kernel-1 stage-kernel-2 stage-python-other \
