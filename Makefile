@@ -206,10 +206,10 @@ E2E_REQUIRED = $$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)
 e2e: $(STAMP) browser labextension
 	SKILL_MAGICS_E2E_REQUIRED=$(E2E_REQUIRED) $(PY) -m pytest -q -m e2e -rs
 
-# `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a time (most of a stage's
-# time is spent waiting on the kernels, servers and scripts it starts: 4 at a time kept 2 cores
-# 111% busy, 23:54 for a fresh clone with the side panel's and the newcomer's tests; 6 made them
-# CPU-bound, load 12; 5 fit). Each stage's
+# `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a
+# time. A stage waits on the kernels, servers, browsers and scripts it starts, so more stages
+# than cores keep the cores busy: a fresh clone took 19:45 at 5, 18:39 at 6 (two cores then
+# 98% busy by /proc/stat: more would only slow each stage). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
 TEST_JOBS ?= 6
