@@ -38,11 +38,14 @@ class Side:
     def ask(self, op: str, **args: object) -> dict:
         return channel.ask(self.cf, self.key, op, args)
 
-    def wait_question(self, timeout: float = 60) -> dict:
+    def wait_question(self, timeout: float = 60, placed: bool = False) -> dict:
+        """The newest waiting question; ``placed``: once it names its cell (the panel is
+        listed as it is made, and placed once the cell has displayed it: a state read
+        between the two names no cell, and the page's next look does)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             waiting = self.ask("state")["waiting"]
-            if waiting:
+            if waiting and (not placed or waiting[-1]["cell"] is not None):
                 return waiting[-1]
             time.sleep(0.1)
         raise AssertionError("no question appeared in the side panel's state")
@@ -131,6 +134,16 @@ def _submit_from_cell(session: KernelSession, code: str, cell_id: str) -> str:
     return msg["header"]["msg_id"]
 
 
+def _displayed_panel(session: KernelSession, msg_id: str) -> bool:
+    """Has the cell of ``msg_id`` displayed a widget (its approval panel)?"""
+    return any(
+        m["msg_type"] == "display_data"
+        and m["parent_header"].get("msg_id") == msg_id
+        and WIDGET_MIME in m["content"]["data"]
+        for m in session.iopub
+    )
+
+
 def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) -> None:
     """Issue 44, Deliver 4: the state carries the cell id of the request, its msg_id, the
     panel's display id and widget model id, so a page reloaded meanwhile can show the live
@@ -138,7 +151,7 @@ def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) ->
     (VS Code, Colab, nbclassic) is shown nowhere but in the side panel."""
     marker = tmp_path / "placed"
     msg_id = _submit_from_cell(a.session, _cell(marker), "cell-7f3a")
-    question = a.wait_question()
+    question = a.wait_question(placed=True)
     where = question["cell"]
     assert where["cell_id"] == "cell-7f3a"
     assert where["request"] == msg_id
@@ -169,7 +182,11 @@ def test_a_waiting_question_says_which_cell_shows_it(a: Side, tmp_path: Path) ->
     # Sent without a cell id: the side panel lists it, no cell is named.
     msg_id = a.session.submit(_cell(marker), allow_stdin=True)
     question = a.wait_question()
-    assert question["cell"] is None
+    deadline = time.monotonic() + 60
+    while not _displayed_panel(a.session, msg_id):  # shown: would be placed by now
+        a.session._pump(deadline, "the panel of the cell sent without a cell id")
+    time.sleep(0.5)  # what the cell does right after displaying it (it places nothing)
+    assert a.wait_question()["cell"] is None
     a.ask("decide", id=question["id"], choice="no")
     a.session.collect(msg_id, timeout=TIMEOUT_S + 60)
 
