@@ -451,7 +451,15 @@ def containment(request, monkeypatch) -> str:
     return request.param
 
 
-@pytest.mark.parametrize("script", ["forkterm", "hopper"])
+# The pid-hopper cases run on the main venv's Python only (main_only): a hop is a fork and
+# an exit of the kernel's, 500 a second, whatever Python forks (the look-and-kill and the
+# cgroup are the same code on each); they cost about 100 s of CPU, mostly system time, of a
+# two-core CI machine per Python that runs them (measured with /proc/stat around this
+# module's hopper cases). The other Python keeps the forks in a SIGTERM handler.
+HOPPERS_ON_MAIN = pytest.mark.main_only
+
+
+@pytest.mark.parametrize("script", ["forkterm", pytest.param("hopper", marks=HOPPERS_ON_MAIN)])
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
     tmp_path: Path, escapers, containment: str, start: str, script: str
@@ -462,6 +470,7 @@ def test_timeout_kills_what_forks_during_the_kill_and_pid_hoppers(
     _kill_whole(tmp_path, escapers, start, script, runs=2 if script == "hopper" else 1)
 
 
+@HOPPERS_ON_MAIN
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_cgroup_kills_a_hopper_that_changes_session_at_every_hop(
     tmp_path: Path, escapers, start: str
@@ -542,6 +551,7 @@ time.sleep(120)
 """
 
 
+@HOPPERS_ON_MAIN
 @pytest.mark.parametrize("cgroups", ["1", "0"])
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_sigkilled_kernel_takes_a_pid_hopper_along(
@@ -585,6 +595,7 @@ def test_a_sigkilled_kernel_takes_a_pid_hopper_along(
         _stop_hoppers(str(tmp_path / "skills"))
 
 
+@HOPPERS_ON_MAIN
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_pid_hoppers_exited_hops_are_reaped_while_it_runs(
     tmp_path: Path, escapers, start: str
