@@ -224,8 +224,11 @@ def spawn(
     held: Orphans | None = None
     group: RunCgroup | None = None
     join = -1
+    arm = die_with_parent
     if die_with_parent:
-        command = _guarded(command, env)
+        guarded = _guarded(command, env)
+        arm = guarded is command  # the guard sets its own parent-death signal
+        command = guarded
     if orphans and SUBREAPER.enter():
         held = Orphans(run_id := new_run_id())
         env = {**(os.environ if env is None else env), RUN_ID_VAR: run_id}
@@ -237,9 +240,7 @@ def spawn(
                 group = None
         start = time.monotonic()
         try:
-            proc, stdin, out_r, err_r, rest = _popen(
-                command, payload, cwd, env, die_with_parent, join
-            )
+            proc, stdin, out_r, err_r, rest = _popen(command, payload, cwd, env, arm, join)
         finally:
             if join >= 0:
                 os.close(join)
@@ -266,24 +267,30 @@ def _popen(
     fstat each) that the loop never uses. A payload that fits the pipe is written before the
     spawn and its write end closed: the script reads it, then EOF. Returns the process, our
     stdin end (None: nothing left to write), stdout and stderr read ends, the unwritten
-    payload. ``join``: a cgroup's ``cgroup.procs`` the child writes itself into."""
+    payload. ``join``: a cgroup's ``cgroup.procs`` the child is moved into before its
+    command runs (by this process when it can start held, :func:`_hold`; else by the
+    child itself)."""
+    setup = _child_setup(die_with_parent)
+    held = join >= 0 and setup is None and _held_ok(command, env)
+    if join >= 0 and not held:
+        setup = _child_setup(die_with_parent, join)
     theirs: list[int] = []  # the child's ends: closed here once it has them
     ours: list[int] = []
     stdin: Pipe | None = None
+    go = b""  # held: what releases the child, written before the payload
     try:
-        if payload is None:
+        if payload is None and not held:
             child_in: int = subprocess.DEVNULL
         else:
             child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
             theirs.append(child_in)
             ours.append(in_w)
-            written = os.write(in_w, payload) if len(payload) <= _PREFILL else 0
-            if written == len(payload):
-                os.close(ours.pop())
-                payload = None
-            else:  # the loop writes it (or the rest: never, a small write is atomic)
-                payload = payload[written:]
-                stdin = Pipe(in_w)
+            if held:
+                command = _hold(command, env)
+                go, payload = b"\n" + (payload or b""), None
+            else:
+                payload = _prefill(in_w, payload or b"", ours)
+                stdin = Pipe(in_w) if payload is not None else None
         out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
         ours.append(out_r)
         theirs.append(out_w)
@@ -300,11 +307,19 @@ def _popen(
                 env=env,
                 shell=False,
                 bufsize=0,
-                preexec_fn=_child_setup(die_with_parent, join),
+                preexec_fn=setup,
                 **_GROUP,
             )
         except OSError as exc:
             raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
+        if held:
+            try:  # into its cgroup, then released: its command starts inside
+                payload = _release(proc, join, in_w, go, ours)
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            stdin = Pipe(in_w) if payload is not None else None
     except BaseException:
         for fd in ours:
             os.close(fd)
@@ -313,6 +328,77 @@ def _popen(
         for fd in theirs:
             os.close(fd)
     return proc, stdin, out_r, err_r, payload
+
+
+def _prefill(fd: int, payload: bytes, ours: list[int]) -> bytes | None:
+    """Write what fits the new pipe ``fd`` at once; closed (and None) when all of it did,
+    else what the loop must still write (all of it: a small write is atomic or nothing)."""
+    written = os.write(fd, payload) if len(payload) <= _PREFILL else 0
+    if written == len(payload):
+        ours.remove(fd)
+        os.close(fd)
+        return None
+    return payload[written:]
+
+
+def _release(
+    proc: subprocess.Popen, join: int, fd: int, go: bytes, ours: list[int]
+) -> bytes | None:
+    """Move the held child into its cgroup (a move that fails leaves it to the look-and-kill,
+    as a child without a cgroup is), then let it go: ``go`` is the newline and the payload,
+    written at once when it fits the pipe (``fd`` closed, None), else the newline alone and
+    the payload returned for the loop to write."""
+    try:
+        os.write(join, b"%d" % proc.pid)
+    except OSError as exc:
+        logger.debug("could not move run %s into its cgroup: %s", proc.pid, exc)
+    if _prefill(fd, go, ours) is None:
+        return None
+    os.write(fd, b"\n")  # one byte into the empty pipe: never blocks
+    return go[1:]
+
+
+# Held start (a run with a cgroup): a preexec_fn makes Popen fork() where it would vfork(),
+# and a fork copies this process's page tables, as big as the kernel's memory (48 ms a spawn
+# from a process holding 400 MB, against 1.2 ms by vfork; bench/bench_executor.py). So the
+# child starts as /bin/sh, waits on its stdin for one line, which this process writes once it
+# has moved the child into its cgroup, then execs the command in its place: the same pid,
+# argv and stdin (the payload follows the line); nothing the command forks is outside.
+# No line (this process died, or the spawn failed): the shell exits, nothing ran. dash only
+# (Debian's /bin/sh): it adds nothing to the environment but PWD, which is put back as given.
+_SH = "/bin/sh"
+_DASH = os.path.basename(os.path.realpath(_SH)) == "dash"
+_WAIT = "IFS= read -r _ || exit 125; "
+
+
+def _hold(command: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+    """``command`` started held (see above), its environment exactly ``env``."""
+    pwd = (os.environ if env is None else env).get("PWD")
+    if pwd is None:
+        return [_SH, "-c", _WAIT + 'unset PWD; exec "$@"', "skill-magics-run", *command]
+    script = _WAIT + 'PWD=$1; export PWD; shift; exec "$@"'
+    return [_SH, "-c", script, "skill-magics-run", pwd, *command]
+
+
+def _held_ok(command: Sequence[str], env: Mapping[str, str] | None) -> bool:
+    """Can ``command`` start held? Its program must be an executable binary or ``#!`` script
+    (anything else: Popen's own exec error, not a shell's fallback of running it as a shell
+    script), and /bin/sh must be there."""
+    if not command or not _DASH or not os.access(_SH, os.X_OK):
+        return False
+    program = command[0]
+    if os.sep not in program:
+        path = (os.environ if env is None else env).get("PATH", os.defpath)
+        found = shutil.which(program, path=path)
+        if found is None:
+            return False
+        program = found
+    try:
+        with open(program, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return os.access(program, os.X_OK) and (head == b"\x7fELF" or head[:2] == b"#!")
 
 
 # A write of at most PIPE_BUF bytes to a new, empty pipe never blocks: every pipe holds at
@@ -330,8 +416,9 @@ _GUARD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 def _guarded(command: Sequence[str], env: Mapping[str, str] | None) -> Sequence[str]:
     """``command`` under core/run/launching/treeguard.py (Linux), so its children die with this
-    process too: the parent-death signal reaches only the process it is set on. A program
-    that is not there is still a SpawnError here, as without the guard."""
+    process too: the parent-death signal reaches only the process it is set on (the guard
+    sets its own; ``command`` itself where there is no guard). A program that is not there
+    is still a SpawnError here, as without the guard."""
     if not sys.platform.startswith("linux") or not sys.executable or not command:
         return command
     path = (os.environ if env is None else env).get("PATH", os.defpath)
