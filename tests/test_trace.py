@@ -55,6 +55,16 @@ print(os.environ["TRACEPARENT"])
 
 ENV = "import os\nprint(os.environ.get('TRACEPARENT', ''))\n"
 
+# Prints its TRACEPARENT, then sleeps (argv[1] seconds): a run to time out, stop or cancel.
+NAP = (
+    "import os, sys, time\nprint(os.environ.get('TRACEPARENT', ''), flush=True)\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+
+# A script whose name and output hold a terminal escape and a bidi override.
+HOSTILE_NAME = "scripts/we\u202eird\x1b.py"
+HOSTILE_OUTPUT = "import sys\nprint('\\x1b[2Jred\\u202eflipped')\nsys.exit(4)\n"
+
 LEAKY = f"""
 import json, os, sys
 d = json.load(sys.stdin)
@@ -74,6 +84,8 @@ def skills(tmp_path_factory: pytest.TempPathFactory, make_skill) -> Path:
             "scripts/square.py": SQUARE,
             "scripts/own_spans.py": OWN_SPANS,
             "scripts/env.py": ENV,
+            "scripts/nap.py": NAP,
+            HOSTILE_NAME: HOSTILE_OUTPUT,
         },
     )
     make_skill(
@@ -747,3 +759,223 @@ def test_a_kernel_with_spans_pending_shuts_down_in_bounded_time(
             assert not kernel.km.is_alive(), "the kernel still waits for the collector"
     finally:
         collector.close()
+
+
+def test_a_root_names_its_skill_when_nobody_is_asked(skills: Path, memory) -> None:
+    """approver=None builds no request (nobody is asked): the root still names the skill."""
+    manager = manager_for(skills, sandbox="off")
+    manager.execute_skill_script("mathx", "square", {"n": 2}, approver=None)
+    (root,) = finished(memory, "skillrun mathx")
+    assert root.attributes[n.SKILL_NAME] == "mathx"
+    assert tuple(root.attributes[n.SKILLS]) == ("mathx",)
+    (approval,) = finished(memory, "approval")
+    assert tuple(approval.attributes[n.SKILLS]) == ("mathx",)
+
+
+def test_control_and_bidi_characters_are_shown_not_sent(skills: Path, memory) -> None:
+    """A script's name and (opted-in) output reach a collector's UI: an escape or a U+202E
+    is shown as such, never sent raw."""
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script("mathx", HOSTILE_NAME, approver=None, trace_content=True)
+    assert res.exit_code == 4 and "\x1b[2J" in res.stdout
+    (run,) = finished(memory, "run mathx")
+    assert run.attributes[n.SCRIPT_PATH] == "scripts/we⟨U+202E⟩ird\\x1b.py"
+    assert run.attributes[n.RUN_STDOUT] == "\\x1b[2Jred⟨U+202E⟩flipped\n"
+    for span in memory.get_finished_spans():
+        texts = [span.name, span.status.description or ""]
+        texts += [str(v) for v in (span.attributes or {}).values()]
+        assert not any(c in t for t in texts for c in "\x1b\u202e"), span.name
+
+
+def test_two_runs_on_two_threads_keep_their_own_trees(skills: Path, receiver) -> None:
+    import threading
+
+    manager = manager_for(skills, sandbox="off")
+    results: dict[int, list] = {0: [], 1: []}
+
+    def runs(which: int) -> None:
+        for _ in range(3):
+            res = manager.execute_skill_script("mathx", "env", approver=None)
+            results[which].append(res)
+
+    threads = [threading.Thread(target=runs, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    spans = exported(receiver)
+    roots = {s["id"]: s for s in by_name(spans, "skillrun mathx")}
+    runs_by_id = {s["id"]: s for s in by_name(spans, "run mathx")}
+    assert len(roots) == 6 and len(runs_by_id) == 6
+    for res in results[0] + results[1]:
+        trace_id, span = parent_of(res.stdout)
+        run = runs_by_id[span]  # each script got its own run's context
+        assert run["trace"] == trace_id and roots[run["parent"]]["trace"] == trace_id
+    assert len({s["trace"] for s in roots.values()}) == 6  # six calls, six traces
+
+
+def test_a_timeout_and_a_stop_end_their_spans_with_a_status(skills: Path, memory) -> None:
+    import threading
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script("mathx", "nap", argv=["30"], timeout=1, approver=None)
+    assert res.timed_out
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    plan = manager.plan("mathx", "nap", argv=["30"])
+    stopped = manager.run_planned(plan, None, cancel=stop).script_result()
+    assert stopped.exit_code != 0
+    timed_out, halted = finished(memory, "run mathx")
+    assert timed_out.status.status_code is StatusCode.ERROR
+    assert "timed out" in timed_out.status.description
+    assert timed_out.attributes[n.TIMED_OUT] is True
+    assert halted.status.status_code is StatusCode.ERROR
+    assert halted.attributes[n.TIMED_OUT] is False and halted.attributes[n.SIGNAL]
+    assert len(finished(memory, "skillrun mathx")) == 2  # both roots ended
+
+
+def test_a_cancelled_async_run_ends_its_root_with_a_status(skills: Path, memory) -> None:
+    """A cell's task cancelled while its script runs (Stop, Kernel > Interrupt with the
+    await strategy): the root ends failed, the run ends when its process is killed."""
+    import asyncio
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    started = []
+
+    async def cancelled() -> None:
+        plan = manager.plan("mathx", "nap", argv=["30"])
+        task = asyncio.ensure_future(
+            manager.run_planned_async(plan, None, on_start=lambda: started.append(1))
+        )
+        while not started:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # the script is running
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    deadline = time.monotonic() + 60
+    while not finished(memory, "run mathx") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (root,) = finished(memory, "skillrun mathx")
+    assert root.status.status_code is StatusCode.ERROR
+    assert "CancelledError" in root.status.description
+    (run,) = finished(memory, "run mathx")
+    assert run.status.status_code is StatusCode.ERROR and run.parent.span_id == root.context.span_id
+
+
+def test_a_traceparent_of_someone_elses_is_never_passed_on(
+    skills: Path, memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Garbage TRACEPARENT in the kernel's environment, passed through on purpose: a traced
+    run gets its own; a carrier of garbage (a batch item's) makes roots, never an error."""
+    monkeypatch.setenv("TRACEPARENT", "00-garbage\x1b-0-01")
+    monkeypatch.setenv("TRACESTATE", "evil=1")
+    manager = manager_for(skills, sandbox="off", env_passthrough="TRACEPARENT,TRACESTATE")
+    res = manager.execute_skill_script("mathx", "env", approver=None)
+    (run,) = finished(memory, "run mathx")
+    assert parent_of(res.stdout) == (f"{run.context.trace_id:032x}", span_id(run))
+    with trace.joined({"TRACEPARENT": "00-zz-yy-01", "TRACESTATE": "\x00"}):
+        with trace.span("joined garbage"):
+            pass
+    (joined,) = finished(memory, "joined garbage")
+    assert joined.parent is None
+
+
+def test_a_secret_in_an_error_message_never_reaches_the_export(skills: Path, receiver) -> None:
+    """A refusal naming the secret (a script asked for by it), an approver whose error
+    holds it: every status and attribute has it masked, in every byte sent."""
+    from skill_magics.core.base.errors import SkillMagicsError
+
+    manager = manager_for(skills, sandbox="off")
+    manager.provide_secret("secretive", "TRACE_TEST_TOKEN", SECRET)
+    with pytest.raises(SkillMagicsError):
+        manager.execute_skill_script("secretive", SECRET, approver=None)
+
+    def approver(request):
+        raise RuntimeError(f"could not ask: token {SECRET} expired")
+
+    with pytest.raises(RuntimeError):
+        manager.execute_skill_script("secretive", "leak", approver=approver)
+    spans = exported(receiver)
+    (refused,) = by_name(spans, "refused secretive")
+    (approval,) = by_name(spans, "approval")
+    (root,) = by_name(spans, "skillrun secretive")
+    assert "****" in refused["message"] and "****" in approval["message"]
+    assert root["status"] == 2 and "****" in root["message"]
+    assert SECRET.encode() not in receiver.all_bytes()
+
+
+def test_tracing_turned_off_while_a_batch_runs(
+    skills: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """%skills trace off in the middle of a batch (its own provider, by the variables): the
+    batch finishes untouched, the items started after it get no TRACEPARENT, and what was
+    exported before is one tree."""
+    import threading
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+    try:
+        assert "on" in trace.turn("auto")
+        manager = manager_for(skills, sandbox="off")
+        out: list = []
+        batch = threading.Thread(
+            target=lambda: out.append(
+                manager.map("mathx", "nap", argv=[["0.5"]] * 8, approver=None, max_workers=2)
+            )
+        )
+        batch.start()
+        time.sleep(1.2)  # a few items ran
+        said = trace.turn("off")
+        batch.join(120)
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        trace.turn("auto")
+        server.shutdown()
+    assert "off" in said
+    (result,) = out
+    assert all(item.ok for item in result.items), [i.message for i in result.items]
+    printed = [item.result.stdout.strip() for item in result.items]
+    assert printed[-1] == ""  # started after tracing went off: nothing to join
+    items = {s["id"]: s for s in by_name(received.spans(), "batch item")}
+    for line in filter(None, printed):
+        trace_id, _ = parent_of(line)
+        assert {s["trace"] for s in items.values()} <= {trace_id}
+
+
+@pytest.mark.mcp
+def test_an_mcp_read_says_verified_or_refused(memory) -> None:
+    """Each read of the host is verified against the listing inside its span: verified, or
+    refused with the one line (a server that lies about a file's digest)."""
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics.core.base.errors import McpSkillMismatchError
+    from skill_magics.core.mcp.connection import connect
+    from skill_magics.core.mcp.host import McpSkillsHost
+
+    hostile = Path(__file__).resolve().parent / "mcp_servers" / "hostile.py"
+    with connect("evil", command=[sys.executable, str(hostile)], timeout=5) as conn:
+        host = McpSkillsHost(conn)
+        (entry,) = host.list_skills()
+        assert [f.path for f in host.fetch_all(entry)]
+        lying = host.get_skill("skill://digest-lie/SKILL.md")
+        with pytest.raises(McpSkillMismatchError) as refused:
+            for _ in host.fetch_all(lying):
+                pass
+    reads = finished(memory, "resources/read evil")
+    good = [r for r in reads if r.attributes.get(n.MCP_VERIFIED)]
+    bad = [r for r in reads if r.attributes.get(n.MCP_REFUSED)]
+    assert len(good) >= 2 and all(r.attributes[n.MCP_BYTES] > 0 for r in good)
+    (lie,) = bad
+    assert lie.status.status_code is StatusCode.ERROR and n.MCP_VERIFIED not in lie.attributes
+    assert lie.attributes[n.ERROR_TYPE] == "McpSkillMismatchError"
+    assert str(refused.value).splitlines()[0][:80] in lie.status.description
+    assert "digest" in lie.status.description
