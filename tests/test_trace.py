@@ -347,8 +347,12 @@ def test_an_agent_is_one_trace_with_genai_model_spans(
     assert len(chats) == 3 and {c["parent"] for c in chats} == {agent["id"]}
     first = chats[0]["attributes"]
     assert first[n.OPERATION] == "chat" and first[n.PROVIDER] == "anthropic"
-    assert first[n.REQUEST_MODEL] == "m-1" and first[n.INPUT_TOKENS] >= 0
+    assert first[n.REQUEST_MODEL] == "m-1" and first[n.RESPONSE_MODEL]
+    assert first[n.INPUT_TOKENS] > 0 and first[n.OUTPUT_TOKENS] >= 1
     assert first[n.TOOL_CALLS] == 1 and first[n.TOOL_NAMES] == ["activate_skill"]
+    assert chats[1]["attributes"][n.TOOL_NAMES] == ["marker__mark"]
+    last = chats[2]["attributes"]
+    assert last[n.TOOL_CALLS] == 0 and n.TOOL_NAMES not in last and last[n.FINISH_REASONS]
     (root,) = by_name(spans, "skillrun marker")
     (run,) = by_name(spans, "run marker")
     assert root["parent"] == agent["id"] and run["parent"] == root["id"]
@@ -363,6 +367,9 @@ def test_a_sandboxed_run_gets_its_traceparent(skills: Path, receiver, bwrap: str
     (run,) = by_name(spans, "run mathx")
     assert run["attributes"][n.SANDBOX] == "read-only"
     assert parent_of(res.stdout) == (run["trace"], run["id"])
+    (setup,) = by_name(spans, "launch")  # the sandbox's set-up, under its run
+    assert setup["parent"] == run["id"] and setup["attributes"][n.SANDBOX] == "read-only"
+    assert setup["attributes"][n.NETWORK] is False
 
 
 @pytest.mark.mcp
@@ -979,3 +986,103 @@ def test_an_mcp_read_says_verified_or_refused(memory) -> None:
     assert lie.attributes[n.ERROR_TYPE] == "McpSkillMismatchError"
     assert str(refused.value).splitlines()[0][:80] in lie.status.description
     assert "digest" in lie.status.description
+
+
+def test_an_environment_build_is_a_span_and_its_failure_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory
+) -> None:
+    """A real managed-environment build (its installer, a package that does not exist):
+    the call's root, the approval and the build, failed with the build's one line."""
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics.core.base import envdirs
+    from skill_magics.core.base.errors import EnvironmentBuildError
+    from skill_magics.core.manager import SkillManager
+    from tests.real_layouts import write_pep
+
+    monkeypatch.setenv(envdirs.ENV_DIR_VAR, str(tmp_path / "envs"))
+    write_pep(tmp_path / "skills", package="json", spec="skill-magics-no-such-package-xyz")
+    manager = SkillManager([tmp_path / "skills"])
+    with pytest.raises(EnvironmentBuildError) as failed:
+        manager.prepare_env("pep", approver=None)
+    (build,) = finished(memory, "env build")
+    assert build.attributes[n.SKILL_NAME] == "pep" and build.attributes[n.PACKAGES] == 1
+    assert build.attributes[n.INSTALLER]
+    assert build.status.status_code is StatusCode.ERROR
+    assert str(failed.value)[:60] in build.status.description
+    (root,) = finished(memory, "env install pep")
+    assert build.parent.span_id == root.context.span_id and root.parent is None
+    assert root.status.status_code is StatusCode.ERROR
+
+
+PROVIDER_SET = """
+import json, sys
+from opentelemetry import trace as api
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from skill_magics.core import trace
+from skill_magics.core.manager import SkillManager
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+api.set_tracer_provider(provider)  # an auto-instrumented kernel, or the user's own code
+m = SkillManager([sys.argv[1]], sandbox="off")
+res = m.execute_skill_script("mathx", "env", approver=None)
+print(json.dumps({
+    "status": trace.status(),
+    "names": sorted(s.name for s in exporter.get_finished_spans()),
+    "traceparent": res.stdout.strip(),
+}))
+"""
+
+
+def test_a_tracer_provider_set_in_the_process_turns_tracing_on(skills: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", PROVIDER_SET, str(skills)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert "the process's tracer provider" in seen["status"]
+    assert {"skillrun mathx", "approval", "launch", "run mathx"} <= set(seen["names"])
+    assert seen["traceparent"].startswith("00-")
+
+
+def test_a_skillagent_cell_is_one_trace(server, tmp_path: Path, make_skill, memory, ipython_shell):
+    """%%skillagent in a real IPython shell: the cell's root, its GenAI model calls and the
+    run the model asked for (pre-approved) beneath it."""
+    from lab_support import by_turn, lab_skills, make_client
+    from model_server import call, say
+
+    shell = ipython_shell(lab_skills(make_skill, tmp_path / "skills"), auto_approve=True)
+    server.script = by_turn(
+        call("activate_skill", {"name": "marker"}),
+        call("marker__mark", {"note": ARGUMENT}),
+        lambda c: say("done"),
+    )
+    shell.user_ns["trace_client"] = make_client("anthropic", server.url)
+    try:
+        ran = shell.run_cell("%%skillagent --model m-3 --client trace_client\nmark it\n")
+    finally:
+        shell.user_ns.pop("trace_client", None)
+    assert ran.error_in_exec is None, ran.error_in_exec
+    (agent,) = finished(memory, "skillagent")
+    assert agent.parent is None and agent.attributes[n.REQUEST_MODEL] == "m-3"
+    chats = finished(memory, "chat m-3")
+    assert len(chats) == 3 and {c.parent.span_id for c in chats} == {agent.context.span_id}
+    (root,) = finished(memory, "skillrun marker")
+    assert root.parent.span_id == agent.context.span_id
+    (approval,) = [
+        s for s in finished(memory, "approval") if s.parent.span_id == root.context.span_id
+    ]
+    assert approval.attributes[n.DECISION] and approval.attributes[n.DECIDED_BY]
+    (run,) = finished(memory, "run marker")
+    assert run.parent.span_id == root.context.span_id
+    assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
