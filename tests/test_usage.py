@@ -4,6 +4,7 @@ audit log, the view reads it back (memory and the JSON-lines file), filtered by 
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -222,3 +223,24 @@ def test_only_the_newest_bytes_of_a_big_file_are_read(
     usage = read_usage(AuditLog(log))
     assert sorted(r.script for r in usage.rows) == sorted(f"s{i}.py" for i in range(90, 100))
     assert usage.skipped == 0  # the line the window cut is outside it, not a bad line
+
+
+def test_an_audit_file_that_cannot_be_read_gives_this_sessions_rows(
+    tmp_path: Path, skills: Path
+) -> None:
+    """A link left under the audit file's name, or a FIFO: never followed, never waited
+    on; the view says so in one line and counts this session's records."""
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text(_record(skill="followed"))
+    for kind in ("link", "fifo"):
+        log = tmp_path / f"audit-{kind}.jsonl"
+        if kind == "link":
+            log.symlink_to(target)
+        else:
+            os.mkfifo(log)
+        audit = AuditLog(log)
+        audit.event("mine", "s.py", "", "completed", exit_code=0, duration_ms=1.0)
+        usage = read_usage(audit)
+        assert "could not be read" in usage.note and "\n" not in usage.note
+        assert "SkillMagics.audit_log" in usage.note
+        assert [r.skill for r in usage.rows] == ["mine"]

@@ -22,11 +22,13 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
 import os
 import re
+import stat
 import statistics
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -148,10 +150,13 @@ class Usage:
 
     rows: list[UsageRow]
     skipped: int = 0
+    unreadable: str = ""  # why the audit file could not be read ("" it could, or none)
 
     @property
     def note(self) -> str:
-        """One line about the skipped lines ("" none)."""
+        """One line about what was not counted ("" nothing)."""
+        if self.unreadable:
+            return self.unreadable
         if not self.skipped:
             return ""
         lines = "line was" if self.skipped == 1 else "lines were"
@@ -163,28 +168,45 @@ class Usage:
 
 class _Skipped:
     count = 0
+    unreadable = ""
 
 
 def records(audit: AuditLog, skipped: _Skipped | None = None) -> Iterator[dict[str, Any]]:
     """The audit's records as dicts: its file when it has one, else those in memory;
-    lines of the file that are no record are counted in ``skipped``."""
+    lines of the file that are no record are counted in ``skipped``. A file that cannot
+    be read (a link left under its name, no permission) gives this session's records,
+    and ``skipped.unreadable`` says why."""
+    skipped = skipped or _Skipped()
     path = audit.jsonl_path
-    if path is not None and os.path.isfile(path):
-        yield from _file_records(os.fspath(path), skipped or _Skipped())
-        return
+    if path is not None and os.path.lexists(path):
+        try:
+            lines = _tail_lines(os.fspath(path), skipped)
+        except OSError as exc:
+            skipped.unreadable = (
+                f"The audit file {visible(os.fspath(path))} could not be read "
+                f"({exc.strerror or exc}): this session's records only; check "
+                "SkillMagics.audit_log"
+            )
+        else:
+            yield from _parsed(lines, skipped)
+            return
     for record in audit.records():
         yield record.to_dict()
 
 
-def _file_records(path: str, skipped: _Skipped) -> Iterator[dict[str, Any]]:
-    """The newest records of an audit file, in bounded memory: its last MAX_BYTES read
+def _tail_lines(path: str, skipped: _Skipped) -> deque[bytes]:
+    """The newest lines of an audit file, in bounded memory: its last MAX_BYTES read
     (the first, partial line there dropped), each line at most MAX_LINE, the newest
-    MAX_RECORDS kept."""
-    # Opened without following a link left under its name (the audit writes it so too).
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    MAX_RECORDS kept. OSError: it cannot be read (or is no regular file)."""
+    # Opened without following a link left under its name (the audit writes it so too),
+    # without waiting on a FIFO put there.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     kept: deque[bytes] = deque(maxlen=MAX_RECORDS)
     with os.fdopen(fd, "rb") as f:
-        start = max(os.fstat(f.fileno()).st_size - MAX_BYTES, 0)
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        start = max(info.st_size - MAX_BYTES, 0)
         if start:
             f.seek(start - 1)
             _rest_of_line(f)  # the line the window cuts (or the newline before it)
@@ -200,7 +222,11 @@ def _file_records(path: str, skipped: _Skipped) -> Iterator[dict[str, Any]]:
                     budget -= _rest_of_line(f)
                 continue
             kept.append(line)
-    for line in kept:
+    return kept
+
+
+def _parsed(lines: deque[bytes], skipped: _Skipped) -> Iterator[dict[str, Any]]:
+    for line in lines:
         try:
             data = json.loads(line.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
@@ -276,7 +302,7 @@ def read_usage(
             row.median_ms = round(statistics.median(row.durations), 3)
             row.p95_ms = round(percentile(row.durations, 95), 3)
     ordered = sorted(rows.values(), key=lambda r: (-r.runs, r.skill, r.script))
-    return Usage(ordered, skipped.count)
+    return Usage(ordered, skipped.count, skipped.unreadable)
 
 
 def _number(value: Any) -> float | None:
