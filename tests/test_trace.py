@@ -1086,3 +1086,23 @@ def test_a_skillagent_cell_is_one_trace(server, tmp_path: Path, make_skill, memo
     (run,) = finished(memory, "run marker")
     assert run.parent.span_id == root.context.span_id
     assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
+
+
+def test_ctrl_c_during_a_run_ends_its_spans_failed(skills: Path, memory) -> None:
+    """Kernel > Interrupt (SIGINT) while a script runs: the group is killed, the run and
+    the root end failed with the interrupt, nothing stays open."""
+    import signal
+    import threading
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    assert threading.current_thread() is threading.main_thread()
+    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        manager.execute_skill_script("mathx", "nap", argv=["30"], approver=None)
+    (run,) = finished(memory, "run mathx")
+    (root,) = finished(memory, "skillrun mathx")
+    for span in (run, root):
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.status.description == "KeyboardInterrupt"
