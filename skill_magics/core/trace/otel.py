@@ -282,7 +282,7 @@ class Backend:
         flushing.join(max(timeout_s, 0.0))
         if flushing.is_alive():
             logger.warning(
-                "tracing: the collector did not take the spans within %.0f s (spans may be "
+                "tracing: the collector did not take the spans within %g s (spans may be "
                 "lost); check OTEL_EXPORTER_OTLP_ENDPOINT",
                 timeout_s,
             )
