@@ -10,7 +10,9 @@ off (core/trace/, docs/tracing.md), measured side by side.
 2. Real runs of a trivial Python script through ``manager.execute_skill_script``, tracing off,
    against the same runs with every hook replaced by a bare pass-through (the code as if the
    hooks were never there), interleaved A B B A; median wall times and their ratio. Also the
-   same runs with tracing ON (an SDK provider with an in-memory exporter), for scale.
+   same runs with tracing ON (an SDK provider with an in-memory exporter), for scale, and
+   with tracing on exporting over OTLP/HTTP to a collector that never answers (a run never
+   waits for the collector: docs/tracing.md).
 3. ``sys.modules`` after the off runs: no ``opentelemetry`` module.
 """
 
@@ -99,6 +101,42 @@ def timed_runs(manager: SkillManager, runs: int) -> float:
     return (time.perf_counter() - start) / runs * 1000
 
 
+def runs_to_a_hung_collector(manager: SkillManager, opts: argparse.Namespace) -> list[float]:
+    """Runs with tracing on by the variables (our own provider, OTLP/HTTP), exporting to a
+    collector that takes each request and never answers: the runs must not notice."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])  # read nothing, answer nothing
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{server.getsockname()[1]}"
+    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "100"  # export often: always stuck in the collector
+    times: list[float] = []
+    try:
+        trace.turn("auto")
+        assert trace.enabled()
+        for _ in range(opts.rounds):
+            times.append(timed_runs(manager, opts.runs))
+    finally:
+        del os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"], os.environ["OTEL_BSP_SCHEDULE_DELAY"]
+        trace.turn("auto")  # bounded: otel.CLOSE_S
+        server.close()
+        for conn in held:
+            conn.close()
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=40)
@@ -151,6 +189,7 @@ def main() -> None:
                     on.append(timed_runs(manager, opts.runs))
             finally:
                 trace.turn("auto")
+            hung = runs_to_a_hung_collector(manager, opts)
 
     m_off, m_bare = statistics.median(off), statistics.median(bare)
     print(f"\n2. a run of a trivial script, ms (median of {len(off)} rounds of {opts.runs})")
@@ -159,6 +198,12 @@ def main() -> None:
     if on:
         m_on = statistics.median(on)
         print(f"   tracing on (in memory):   {m_on:7.2f}   ratio on/no hooks  {m_on / m_bare:.3f}")
+        if hung:
+            m_hung = statistics.median(hung)
+            print(
+                f"   tracing on, the collector hangs: {m_hung:7.2f}   "
+                f"ratio hung/no hooks {m_hung / m_bare:.3f}"
+            )
     print(f"\n3. opentelemetry modules imported while off: {loaded or 'none'}")
 
 

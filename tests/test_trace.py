@@ -55,6 +55,16 @@ print(os.environ["TRACEPARENT"])
 
 ENV = "import os\nprint(os.environ.get('TRACEPARENT', ''))\n"
 
+# Prints its TRACEPARENT, then sleeps (argv[1] seconds): a run to time out, stop or cancel.
+NAP = (
+    "import os, sys, time\nprint(os.environ.get('TRACEPARENT', ''), flush=True)\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+
+# A script whose name and output hold a terminal escape and a bidi override.
+HOSTILE_NAME = "scripts/we\u202eird\x1b.py"
+HOSTILE_OUTPUT = "import sys\nprint('\\x1b[2Jred\\u202eflipped')\nsys.exit(4)\n"
+
 LEAKY = f"""
 import json, os, sys
 d = json.load(sys.stdin)
@@ -74,6 +84,8 @@ def skills(tmp_path_factory: pytest.TempPathFactory, make_skill) -> Path:
             "scripts/square.py": SQUARE,
             "scripts/own_spans.py": OWN_SPANS,
             "scripts/env.py": ENV,
+            "scripts/nap.py": NAP,
+            HOSTILE_NAME: HOSTILE_OUTPUT,
         },
     )
     make_skill(
@@ -335,8 +347,12 @@ def test_an_agent_is_one_trace_with_genai_model_spans(
     assert len(chats) == 3 and {c["parent"] for c in chats} == {agent["id"]}
     first = chats[0]["attributes"]
     assert first[n.OPERATION] == "chat" and first[n.PROVIDER] == "anthropic"
-    assert first[n.REQUEST_MODEL] == "m-1" and first[n.INPUT_TOKENS] >= 0
+    assert first[n.REQUEST_MODEL] == "m-1" and first[n.RESPONSE_MODEL]
+    assert first[n.INPUT_TOKENS] > 0 and first[n.OUTPUT_TOKENS] >= 1
     assert first[n.TOOL_CALLS] == 1 and first[n.TOOL_NAMES] == ["activate_skill"]
+    assert chats[1]["attributes"][n.TOOL_NAMES] == ["marker__mark"]
+    last = chats[2]["attributes"]
+    assert last[n.TOOL_CALLS] == 0 and n.TOOL_NAMES not in last and last[n.FINISH_REASONS]
     (root,) = by_name(spans, "skillrun marker")
     (run,) = by_name(spans, "run marker")
     assert root["parent"] == agent["id"] and run["parent"] == root["id"]
@@ -351,6 +367,9 @@ def test_a_sandboxed_run_gets_its_traceparent(skills: Path, receiver, bwrap: str
     (run,) = by_name(spans, "run mathx")
     assert run["attributes"][n.SANDBOX] == "read-only"
     assert parent_of(res.stdout) == (run["trace"], run["id"])
+    (setup,) = by_name(spans, "launch")  # the sandbox's set-up, under its run
+    assert setup["parent"] == run["id"] and setup["attributes"][n.SANDBOX] == "read-only"
+    assert setup["attributes"][n.NETWORK] is False
 
 
 @pytest.mark.mcp
@@ -644,3 +663,446 @@ def test_a_worker_that_traces_puts_its_run_under_the_item(
         assert printed == {r["id"] for r in runs}
     finally:
         server.shutdown()
+
+
+# -- the seams: a collector that misbehaves, runs side by side, cancelled, hostile text ----------
+
+
+def _within(work, seconds: float):
+    """(finished, value): ``work()`` on a thread, waited for at most ``seconds`` (a hang is
+    a failed assertion, not a stuck test run)."""
+    import threading
+
+    box: list = []
+    thread = threading.Thread(target=lambda: box.append(work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return (not thread.is_alive(), box[0] if box else None)
+
+
+@pytest.fixture
+def bad_collector(request, monkeypatch: pytest.MonkeyPatch):
+    """Tracing on by the standard variables, pointed at a collector that misbehaves as
+    ``request.param`` says (trace_support.BadCollector); the exporter would wait 60 s."""
+    from trace_support import BadCollector
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    collector = BadCollector(request.param)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "60")
+    try:
+        assert "on" in trace.turn("auto")
+        yield collector
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+        _within(lambda: trace.turn("auto"), 30)
+        collector.close()
+
+
+@pytest.mark.parametrize("bad_collector", ["hang", "trickle", "500", "503", "down"], indirect=True)
+def test_a_collector_that_fails_never_holds_the_kernel(skills: Path, bad_collector) -> None:
+    """Runs go on, and what waits for the collector (a flush, %skills trace off) gives up
+    after its bounded time: never the exporter's 60 s, never forever (a trickle)."""
+    manager = manager_for(skills, sandbox="off")
+    for i in range(3):
+        res = manager.execute_skill_script("mathx", "square", {"n": i}, approver=None)
+        assert res.exit_code == 0, res.stderr
+    done, taken = _within(lambda: trace.flush(0.5), 20)
+    assert done  # returned: True when the exporter gave up at once (a 500), else False
+    assert taken is (bad_collector.mode == "500")
+    done, said = _within(lambda: trace.turn("off"), 20)
+    assert done and "off" in said and not trace.enabled()
+
+
+@pytest.mark.parametrize("bad_collector", ["huge"], indirect=True)
+def test_a_collector_answering_a_huge_body_is_not_read(skills: Path, bad_collector) -> None:
+    manager = manager_for(skills, sandbox="off")
+    manager.execute_skill_script("mathx", "square", {"n": 2}, approver=None)
+    assert trace.flush(30)  # a 200: taken
+    assert bad_collector.done.wait(30)
+    # The kernel read the start of the answer (64 KiB) and closed the connection: what the
+    # collector got out is that and the sockets' buffers, not the 128 MiB it offered.
+    assert bad_collector.sent < 32 * 1024 * 1024, bad_collector.sent
+
+
+def test_a_kernel_with_spans_pending_shuts_down_in_bounded_time(
+    skills: Path, tmp_path: Path
+) -> None:
+    """A real kernel exporting to a collector that trickles its answer forever: asked to
+    shut down, it exits by itself (spans not taken are dropped after otel.EXIT_S), well
+    before the SDK's own exit handler would have let it (30 s)."""
+    from kernel_fixtures import start_kernel
+    from trace_support import BadCollector
+
+    collector = BadCollector("trickle")
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",  # the exporter's thread is stuck in the collector
+        "HTTP_PROXY": "",
+        "http_proxy": "",
+    }
+    cell = textwrap.dedent(
+        f"""
+        from skill_magics.core.manager import SkillManager
+        from skill_magics.core import trace
+        m = SkillManager([{str(skills)!r}], sandbox="off")
+        for i in range(5):
+            res = m.execute_skill_script("mathx", "square", {{"n": i}}, approver=None)
+            assert res.exit_code == 0, res.stderr
+        import time; time.sleep(1)  # the first export is under way, and stuck
+        print(trace.enabled())
+        """
+    )
+    try:
+        with start_kernel(env=env, cwd=tmp_path) as kernel:
+            result = kernel.execute(cell)
+            assert result.ok, result.error_text
+            assert "True" in result.stdout  # tracing was on, by the variables
+            kernel.km.request_shutdown()
+            deadline = time.monotonic() + 20
+            while kernel.km.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not kernel.km.is_alive(), "the kernel still waits for the collector"
+    finally:
+        collector.close()
+
+
+def test_a_root_names_its_skill_when_nobody_is_asked(skills: Path, memory) -> None:
+    """approver=None builds no request (nobody is asked): the root still names the skill."""
+    manager = manager_for(skills, sandbox="off")
+    manager.execute_skill_script("mathx", "square", {"n": 2}, approver=None)
+    (root,) = finished(memory, "skillrun mathx")
+    assert root.attributes[n.SKILL_NAME] == "mathx"
+    assert tuple(root.attributes[n.SKILLS]) == ("mathx",)
+    (approval,) = finished(memory, "approval")
+    assert tuple(approval.attributes[n.SKILLS]) == ("mathx",)
+
+
+def test_control_and_bidi_characters_are_shown_not_sent(skills: Path, memory) -> None:
+    """A script's name and (opted-in) output reach a collector's UI: an escape or a U+202E
+    is shown as such, never sent raw."""
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script("mathx", HOSTILE_NAME, approver=None, trace_content=True)
+    assert res.exit_code == 4 and "\x1b[2J" in res.stdout
+    (run,) = finished(memory, "run mathx")
+    assert run.attributes[n.SCRIPT_PATH] == "scripts/we⟨U+202E⟩ird\\x1b.py"
+    assert run.attributes[n.RUN_STDOUT] == "\\x1b[2Jred⟨U+202E⟩flipped\n"
+    for span in memory.get_finished_spans():
+        texts = [span.name, span.status.description or ""]
+        texts += [str(v) for v in (span.attributes or {}).values()]
+        assert not any(c in t for t in texts for c in "\x1b\u202e"), span.name
+
+
+def test_two_runs_on_two_threads_keep_their_own_trees(skills: Path, receiver) -> None:
+    import threading
+
+    manager = manager_for(skills, sandbox="off")
+    results: dict[int, list] = {0: [], 1: []}
+
+    def runs(which: int) -> None:
+        for _ in range(3):
+            res = manager.execute_skill_script("mathx", "env", approver=None)
+            results[which].append(res)
+
+    threads = [threading.Thread(target=runs, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    spans = exported(receiver)
+    roots = {s["id"]: s for s in by_name(spans, "skillrun mathx")}
+    runs_by_id = {s["id"]: s for s in by_name(spans, "run mathx")}
+    assert len(roots) == 6 and len(runs_by_id) == 6
+    for res in results[0] + results[1]:
+        trace_id, span = parent_of(res.stdout)
+        run = runs_by_id[span]  # each script got its own run's context
+        assert run["trace"] == trace_id and roots[run["parent"]]["trace"] == trace_id
+    assert len({s["trace"] for s in roots.values()}) == 6  # six calls, six traces
+
+
+def test_a_timeout_and_a_stop_end_their_spans_with_a_status(skills: Path, memory) -> None:
+    import threading
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    res = manager.execute_skill_script("mathx", "nap", argv=["30"], timeout=1, approver=None)
+    assert res.timed_out
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    plan = manager.plan("mathx", "nap", argv=["30"])
+    stopped = manager.run_planned(plan, None, cancel=stop).script_result()
+    assert stopped.exit_code != 0
+    timed_out, halted = finished(memory, "run mathx")
+    assert timed_out.status.status_code is StatusCode.ERROR
+    assert "timed out" in timed_out.status.description
+    assert timed_out.attributes[n.TIMED_OUT] is True
+    assert halted.status.status_code is StatusCode.ERROR
+    assert halted.attributes[n.TIMED_OUT] is False and halted.attributes[n.SIGNAL]
+    assert len(finished(memory, "skillrun mathx")) == 2  # both roots ended
+
+
+def test_a_cancelled_async_run_ends_its_root_with_a_status(skills: Path, memory) -> None:
+    """A cell's task cancelled while its script runs (Stop, Kernel > Interrupt with the
+    await strategy): the root ends failed, the run ends when its process is killed."""
+    import asyncio
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    started = []
+
+    async def cancelled() -> None:
+        plan = manager.plan("mathx", "nap", argv=["30"])
+        task = asyncio.ensure_future(
+            manager.run_planned_async(plan, None, on_start=lambda: started.append(1))
+        )
+        while not started:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # the script is running
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    deadline = time.monotonic() + 60
+    while not finished(memory, "run mathx") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (root,) = finished(memory, "skillrun mathx")
+    assert root.status.status_code is StatusCode.ERROR
+    assert "CancelledError" in root.status.description
+    (run,) = finished(memory, "run mathx")
+    assert run.status.status_code is StatusCode.ERROR and run.parent.span_id == root.context.span_id
+
+
+def test_a_traceparent_of_someone_elses_is_never_passed_on(
+    skills: Path, memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Garbage TRACEPARENT in the kernel's environment, passed through on purpose: a traced
+    run gets its own; a carrier of garbage (a batch item's) makes roots, never an error."""
+    monkeypatch.setenv("TRACEPARENT", "00-garbage\x1b-0-01")
+    monkeypatch.setenv("TRACESTATE", "evil=1")
+    manager = manager_for(skills, sandbox="off", env_passthrough="TRACEPARENT,TRACESTATE")
+    res = manager.execute_skill_script("mathx", "env", approver=None)
+    (run,) = finished(memory, "run mathx")
+    assert parent_of(res.stdout) == (f"{run.context.trace_id:032x}", span_id(run))
+    with trace.joined({"TRACEPARENT": "00-zz-yy-01", "TRACESTATE": "\x00"}):
+        with trace.span("joined garbage"):
+            pass
+    (joined,) = finished(memory, "joined garbage")
+    assert joined.parent is None
+
+
+def test_a_secret_in_an_error_message_never_reaches_the_export(skills: Path, receiver) -> None:
+    """A refusal naming the secret (a script asked for by it), an approver whose error
+    holds it: every status and attribute has it masked, in every byte sent."""
+    from skill_magics.core.base.errors import SkillMagicsError
+
+    manager = manager_for(skills, sandbox="off")
+    manager.provide_secret("secretive", "TRACE_TEST_TOKEN", SECRET)
+    with pytest.raises(SkillMagicsError):
+        manager.execute_skill_script("secretive", SECRET, approver=None)
+
+    def approver(request):
+        raise RuntimeError(f"could not ask: token {SECRET} expired")
+
+    with pytest.raises(RuntimeError):
+        manager.execute_skill_script("secretive", "leak", approver=approver)
+    spans = exported(receiver)
+    (refused,) = by_name(spans, "refused secretive")
+    (approval,) = by_name(spans, "approval")
+    (root,) = by_name(spans, "skillrun secretive")
+    assert "****" in refused["message"] and "****" in approval["message"]
+    assert root["status"] == 2 and "****" in root["message"]
+    assert SECRET.encode() not in receiver.all_bytes()
+
+
+def test_tracing_turned_off_while_a_batch_runs(
+    skills: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """%skills trace off in the middle of a batch (its own provider, by the variables): the
+    batch finishes untouched, the items started after it get no TRACEPARENT, and what was
+    exported before is one tree."""
+    import threading
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    server, received, endpoint = start_receiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+    try:
+        assert "on" in trace.turn("auto")
+        manager = manager_for(skills, sandbox="off")
+        out: list = []
+        batch = threading.Thread(
+            target=lambda: out.append(
+                manager.map("mathx", "nap", argv=[["0.5"]] * 8, approver=None, max_workers=2)
+            )
+        )
+        batch.start()
+        time.sleep(1.2)  # a few items ran
+        said = trace.turn("off")
+        batch.join(120)
+    finally:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        trace.turn("auto")
+        server.shutdown()
+    assert "off" in said
+    (result,) = out
+    assert all(item.ok for item in result.items), [i.message for i in result.items]
+    printed = [item.result.stdout.strip() for item in result.items]
+    assert printed[-1] == ""  # started after tracing went off: nothing to join
+    items = {s["id"]: s for s in by_name(received.spans(), "batch item")}
+    for line in filter(None, printed):
+        trace_id, _ = parent_of(line)
+        assert {s["trace"] for s in items.values()} <= {trace_id}
+
+
+@pytest.mark.mcp
+def test_an_mcp_read_says_verified_or_refused(memory) -> None:
+    """Each read of the host is verified against the listing inside its span: verified, or
+    refused with the one line (a server that lies about a file's digest)."""
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics.core.base.errors import McpSkillMismatchError
+    from skill_magics.core.mcp.connection import connect
+    from skill_magics.core.mcp.host import McpSkillsHost
+
+    hostile = Path(__file__).resolve().parent / "mcp_servers" / "hostile.py"
+    with connect("evil", command=[sys.executable, str(hostile)], timeout=5) as conn:
+        host = McpSkillsHost(conn)
+        (entry,) = host.list_skills()
+        assert [f.path for f in host.fetch_all(entry)]
+        lying = host.get_skill("skill://digest-lie/SKILL.md")
+        with pytest.raises(McpSkillMismatchError) as refused:
+            for _ in host.fetch_all(lying):
+                pass
+    reads = finished(memory, "resources/read evil")
+    good = [r for r in reads if r.attributes.get(n.MCP_VERIFIED)]
+    bad = [r for r in reads if r.attributes.get(n.MCP_REFUSED)]
+    assert len(good) >= 2 and all(r.attributes[n.MCP_BYTES] > 0 for r in good)
+    (lie,) = bad
+    assert lie.status.status_code is StatusCode.ERROR and n.MCP_VERIFIED not in lie.attributes
+    assert lie.attributes[n.ERROR_TYPE] == "McpSkillMismatchError"
+    assert str(refused.value).splitlines()[0][:80] in lie.status.description
+    assert "digest" in lie.status.description
+
+
+def test_an_environment_build_is_a_span_and_its_failure_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory
+) -> None:
+    """A real managed-environment build (its installer, a package that does not exist):
+    the call's root, the approval and the build, failed with the build's one line."""
+    from opentelemetry.trace import StatusCode
+
+    from skill_magics.core.base import envdirs
+    from skill_magics.core.base.errors import EnvironmentBuildError
+    from skill_magics.core.manager import SkillManager
+    from tests.real_layouts import write_pep
+
+    monkeypatch.setenv(envdirs.ENV_DIR_VAR, str(tmp_path / "envs"))
+    write_pep(tmp_path / "skills", package="json", spec="skill-magics-no-such-package-xyz")
+    manager = SkillManager([tmp_path / "skills"])
+    with pytest.raises(EnvironmentBuildError) as failed:
+        manager.prepare_env("pep", approver=None)
+    (build,) = finished(memory, "env build")
+    assert build.attributes[n.SKILL_NAME] == "pep" and build.attributes[n.PACKAGES] == 1
+    assert build.attributes[n.INSTALLER]
+    assert build.status.status_code is StatusCode.ERROR
+    assert str(failed.value)[:60] in build.status.description
+    (root,) = finished(memory, "env install pep")
+    assert build.parent.span_id == root.context.span_id and root.parent is None
+    assert root.status.status_code is StatusCode.ERROR
+
+
+PROVIDER_SET = """
+import json, sys
+from opentelemetry import trace as api
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from skill_magics.core import trace
+from skill_magics.core.manager import SkillManager
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+api.set_tracer_provider(provider)  # an auto-instrumented kernel, or the user's own code
+m = SkillManager([sys.argv[1]], sandbox="off")
+res = m.execute_skill_script("mathx", "env", approver=None)
+print(json.dumps({
+    "status": trace.status(),
+    "names": sorted(s.name for s in exporter.get_finished_spans()),
+    "traceparent": res.stdout.strip(),
+}))
+"""
+
+
+def test_a_tracer_provider_set_in_the_process_turns_tracing_on(skills: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", PROVIDER_SET, str(skills)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert "the process's tracer provider" in seen["status"]
+    assert {"skillrun mathx", "approval", "launch", "run mathx"} <= set(seen["names"])
+    assert seen["traceparent"].startswith("00-")
+
+
+def test_a_skillagent_cell_is_one_trace(server, tmp_path: Path, make_skill, memory, ipython_shell):
+    """%%skillagent in a real IPython shell: the cell's root, its GenAI model calls and the
+    run the model asked for (pre-approved) beneath it."""
+    from lab_support import by_turn, lab_skills, make_client
+    from model_server import call, say
+
+    shell = ipython_shell(lab_skills(make_skill, tmp_path / "skills"), auto_approve=True)
+    server.script = by_turn(
+        call("activate_skill", {"name": "marker"}),
+        call("marker__mark", {"note": ARGUMENT}),
+        lambda c: say("done"),
+    )
+    shell.user_ns["trace_client"] = make_client("anthropic", server.url)
+    try:
+        ran = shell.run_cell("%%skillagent --model m-3 --client trace_client\nmark it\n")
+    finally:
+        shell.user_ns.pop("trace_client", None)
+    assert ran.error_in_exec is None, ran.error_in_exec
+    (agent,) = finished(memory, "skillagent")
+    assert agent.parent is None and agent.attributes[n.REQUEST_MODEL] == "m-3"
+    chats = finished(memory, "chat m-3")
+    assert len(chats) == 3 and {c.parent.span_id for c in chats} == {agent.context.span_id}
+    (root,) = finished(memory, "skillrun marker")
+    assert root.parent.span_id == agent.context.span_id
+    (approval,) = [
+        s for s in finished(memory, "approval") if s.parent.span_id == root.context.span_id
+    ]
+    assert approval.attributes[n.DECISION] and approval.attributes[n.DECIDED_BY]
+    (run,) = finished(memory, "run marker")
+    assert run.parent.span_id == root.context.span_id
+    assert ARGUMENT not in repr([dict(s.attributes or {}) for s in memory.get_finished_spans()])
+
+
+def test_ctrl_c_during_a_run_ends_its_spans_failed(skills: Path, memory) -> None:
+    """Kernel > Interrupt (SIGINT) while a script runs: the group is killed, the run and
+    the root end failed with the interrupt, nothing stays open."""
+    import signal
+    import threading
+
+    from opentelemetry.trace import StatusCode
+
+    manager = manager_for(skills, sandbox="off")
+    assert threading.current_thread() is threading.main_thread()
+    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        manager.execute_skill_script("mathx", "nap", argv=["30"], approver=None)
+    (run,) = finished(memory, "run mathx")
+    (root,) = finished(memory, "skillrun mathx")
+    for span in (run, root):
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.status.description == "KeyboardInterrupt"

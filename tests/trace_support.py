@@ -91,3 +91,76 @@ def start_receiver() -> tuple[ThreadingHTTPServer, Received, str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, received, f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+
+
+class BadCollector:
+    """A collector that misbehaves, on a real socket of 127.0.0.1 (not an HTTP library, so
+    it can misbehave at any byte): ``hang`` takes the request and never answers,
+    ``trickle`` answers a header line a second forever, ``500`` and ``503`` answer so at
+    once (a 503 is retried), ``huge`` answers 200 with a body of ``HUGE`` bytes (``sent``:
+    how many the client took before it closed), ``down`` is a port nobody listens on.
+    ``close()`` ends it all."""
+
+    HUGE = 128 * 1024 * 1024
+
+    def __init__(self, mode: str) -> None:
+        import socket
+
+        self.mode = mode
+        self.sent = 0
+        self.done = threading.Event()  # the huge answer ended (sent in full, or cut off)
+        self._closed = threading.Event()
+        self._sockets: list[Any] = []
+        self._server = socket.socket()
+        self._server.bind(("127.0.0.1", 0))
+        port = self._server.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{port}"
+        if mode == "down":
+            self._server.close()  # the port is free again: connections are refused
+            return
+        self._server.listen(32)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._sockets.append(conn)
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        try:
+            conn.recv(1 << 20)  # the request (enough of it)
+            if self.mode == "hang":
+                self._closed.wait()
+            elif self.mode == "trickle":
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not self._closed.wait(1.0):
+                    conn.sendall(b"X-Slow: yes\r\n")
+            elif self.mode in ("500", "503"):  # 503: retried, with backoff, until its deadline
+                conn.sendall(f"HTTP/1.1 {self.mode} Oops\r\nContent-Length: 0\r\n\r\n".encode())
+            elif self.mode == "huge":
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {self.HUGE}\r\n\r\n"
+                conn.sendall(head.encode())
+                chunk = b"x" * 65536
+                while self.sent < self.HUGE and not self._closed.is_set():
+                    conn.sendall(chunk)
+                    self.sent += len(chunk)
+        except OSError:
+            pass  # the client closed: what it took is in self.sent
+        finally:
+            self.done.set()
+            conn.close()
+
+    def close(self) -> None:
+        import socket
+
+        self._closed.set()
+        for one in (self._server, *self._sockets):
+            try:
+                one.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked on it
+            except OSError:
+                pass
+            one.close()

@@ -316,7 +316,16 @@ class AuditLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             # O_APPEND + one write per line: concurrent writers (threads or other kernels
             # sharing the file) never interleave inside a line.
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            # O_NONBLOCK: a FIFO left under its name fails at once (no reader: ENXIO) instead
+            # of holding every run (this lock) until someone reads it; no effect on a file.
+            flags = (
+                os.O_WRONLY
+                | os.O_APPEND
+                | os.O_CREAT
+                | os.O_NOFOLLOW
+                | os.O_CLOEXEC
+                | os.O_NONBLOCK
+            )
             fd = os.open(path, flags, 0o600)  # a link left under its name: never followed
             try:
                 os.write(fd, line)

@@ -315,14 +315,28 @@ class Connection:
         send = lambda: self._submit(lambda client: _request(client, method, params), method)  # noqa: E731
         return traced.mcp_call(self.label, method, send)
 
-    def read(self, uri: str, max_bytes: int, what: str | None = None) -> bytes:
+    def read(
+        self,
+        uri: str,
+        max_bytes: int,
+        what: str | None = None,
+        check: Callable[[bytes], object] | None = None,
+    ) -> bytes:
         """The bytes of one resource: exactly one content block, for this very URI, at most
-        ``max_bytes``. ``what`` names it in errors (default ``file <uri>``)."""
-        read = lambda: self._submit(  # noqa: E731
-            lambda client: self._read(client, uri, max_bytes, what or f"file {uri}"),
-            f"resources/read {uri}",
-        )
-        return traced.mcp_call(self.label, "resources/read", read)
+        ``max_bytes``. ``what`` names it in errors (default ``file <uri>``). ``check(data)``:
+        the caller's verification (a digest), inside the read's span, which then says
+        whether the bytes were verified or refused (core/trace/hooks.mcp_call)."""
+
+        def read() -> bytes:
+            data = self._submit(
+                lambda client: self._read(client, uri, max_bytes, what or f"file {uri}"),
+                f"resources/read {uri}",
+            )
+            if check is not None:
+                check(data)
+            return data
+
+        return traced.mcp_call(self.label, "resources/read", read, verified=check is not None)
 
     async def _read(self, client: Any, uri: str, max_bytes: int, what: str) -> bytes:
         result = await client.read_resource(uri)

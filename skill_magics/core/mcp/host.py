@@ -116,19 +116,22 @@ class McpSkillsHost:
                 "skill's listing (an unlisted file is a mismatch); nothing of it is used"
             )
         what = f"skill {entry.name!r}, file {path!r}"
-        data = self.connection.read(listed.uri, listed.size, what)
-        if len(data) != listed.size:
-            raise McpSkillMismatchError(
-                f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: "
-                f"{len(data)} bytes, the listing said {listed.size}; nothing of it is used"
-            )
-        digest = sha256_digest(data)
-        if digest != listed.digest:
-            raise McpSkillMismatchError(
-                f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: digest "
-                f"{digest[:19]}..., the listing said {listed.digest[:19]}... (changed since "
-                "it was listed, or a lie); nothing of it is used"
-            )
+
+        def verify(data: bytes) -> None:  # in the read's span: verified, or refused there
+            if len(data) != listed.size:
+                raise McpSkillMismatchError(
+                    f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: "
+                    f"{len(data)} bytes, the listing said {listed.size}; nothing of it is used"
+                )
+            digest = sha256_digest(data)
+            if digest != listed.digest:
+                raise McpSkillMismatchError(
+                    f"MCP server '{self.label}': skill {entry.name!r}, file {path!r}: digest "
+                    f"{digest[:19]}..., the listing said {listed.digest[:19]}... (changed "
+                    "since it was listed, or a lie); nothing of it is used"
+                )
+
+        data = self.connection.read(listed.uri, listed.size, what, verify)
         if path == SKILL_MD:
             self._compare_frontmatter(entry, data)
         return FetchedFile(path, listed.uri, data, True)

@@ -142,6 +142,15 @@ async def _launched(
         raise
 
 
+def _abandon(steps: Generator[Any, Any, Any], error: BaseException) -> None:
+    """The steps of a call whose await raised ``error`` (a cancelled task): raised into
+    them, so what they hold (the call's span) ends with it; what they raise is dropped."""
+    try:
+        steps.throw(error)
+    except BaseException:  # noqa: BLE001 - the caller re-raises ``error`` itself
+        pass
+
+
 class Pipeline:
     """Steps 2 and 3 for every planned thing (see the module docstring). One per manager."""
 
@@ -182,7 +191,11 @@ class Pipeline:
                 step = steps.send(answer)
             except StopIteration as stop:
                 return stop.value
-            answer = step.work()
+            try:
+                answer = step.work()
+            except BaseException as exc:  # an interrupt, a refusal: the steps end with it
+                _abandon(steps, exc)
+                raise
 
     async def run_planned_async(
         self,
@@ -215,10 +228,14 @@ class Pipeline:
                 step = steps.send(answer)
             except StopIteration as ended:
                 return ended.value
-            if step.asking:
-                answer = await await_in_thread(step.work, stop, join=join_approval)
-            else:
-                answer = await _launched(plan, step.work, stop)
+            try:
+                if step.asking:
+                    answer = await await_in_thread(step.work, stop, join=join_approval)
+                else:
+                    answer = await _launched(plan, step.work, stop)
+            except BaseException as exc:  # cancelled, interrupted: the steps end with it
+                _abandon(steps, exc)
+                raise
 
     # -- steps 2 and 3, written once ------------------------------------------------------
 
@@ -231,19 +248,27 @@ class Pipeline:
         trace_content: bool = False,
     ) -> Generator[_Work, Any, RunOutcome[V]]:
         span = traced.root(plan, trace_content)  # the call's root span; no-op when off
-        decide = span.within(lambda: traced.approval(plan, lambda: self._decide(plan, approver)))
-        decided: Decided = yield _Work(decide, asking=True)
-        if not plan.ready(decided):
-            traced.outcome(span, held := plan.held(decided))
-            span.end()
-            return held
-        if on_start is not None:
-            on_start()
-        launch = span.within(lambda: plan.launch(context, decided))
-        outcome: RunOutcome[V] = yield _Work(launch, asking=False)
-        traced.outcome(span, outcome)
-        span.end()
-        return outcome
+        try:
+            decide = span.within(
+                lambda: traced.approval(plan, lambda: self._decide(plan, approver))
+            )
+            decided: Decided = yield _Work(decide, asking=True)
+            if not plan.ready(decided):
+                traced.outcome(span, held := plan.held(decided))
+                return held
+            if on_start is not None:
+                on_start()
+            launch = span.within(lambda: plan.launch(context, decided))
+            outcome: RunOutcome[V] = yield _Work(launch, asking=False)
+            traced.outcome(span, outcome)
+            return outcome
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # raised into the steps: an awaiting task was cancelled
+            span.fail(traced.failure_line(exc))
+            raise
+        finally:
+            span.end()  # whatever happened (a second end does nothing)
 
     def _context(
         self,

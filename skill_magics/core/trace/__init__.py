@@ -82,7 +82,7 @@ def refresh(*, now: bool = False) -> bool:
                 _auto_failed = True
                 logger.warning("%s", exc)
         elif not wanted and _backend is not None:
-            _drop()
+            _drop(wait=False)  # a run is starting: it never waits for a collector
     return _backend is not None
 
 
@@ -116,7 +116,8 @@ def status() -> str:
 
 
 def flush(timeout_s: float = 10.0) -> bool:
-    """Export every finished span now (tests, before a kernel ends); True when done."""
+    """Export every finished span now, waiting at most ``timeout_s`` whatever the collector
+    does (tests, before a kernel ends); True when all were taken."""
     backend = _backend
     return True if backend is None else bool(backend.flush(timeout_s))
 
@@ -227,12 +228,17 @@ def _make_backend(provider: Any) -> Any:
         ) from None
 
 
-def _drop() -> None:
-    """Stop tracing: flush and shut down a provider of our own (called under _lock)."""
+def _drop(wait: bool = True) -> None:
+    """Stop tracing: flush and shut down a provider of our own (called under _lock), for
+    at most ``otel.CLOSE_S`` whatever the collector does; ``wait=False``: in the background."""
     global _backend
     backend, _backend = _backend, None
-    if backend is not None:
+    if backend is None:
+        return
+    if wait:
         backend.close()
+    else:
+        threading.Thread(target=backend.close, name="skill-magics-trace-close", daemon=True).start()
 
 
 __all__ = [

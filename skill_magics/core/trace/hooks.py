@@ -42,6 +42,21 @@ def _skills(parts: Sequence[Any]) -> list[str]:
     return sorted({str(part.skill_name) for part in parts})
 
 
+def _skills_of(plan: Any) -> list[str]:
+    """The skills a plan runs: its requests', else (nobody will be asked: no request was
+    built) its runs' and its sub-plans'."""
+    parts = _requests(plan)
+    if parts:
+        return _skills(parts)
+    found: set[str] = set()
+    for run in getattr(plan, "runs", ()) or ():
+        found.add(str(getattr(run, "skill_name", "")))
+    for sub in getattr(plan, "plans", ()) or ():
+        found.update(_skills_of(sub))
+    found.discard("")
+    return sorted(found)
+
+
 def root(plan: Any, content: bool = False) -> Any:
     """The span of one call through the call site (a run, a batch, a context, an install);
     the no-op span while off. ``content``: this call opted into argument values and output
@@ -49,7 +64,7 @@ def root(plan: Any, content: bool = False) -> Any:
     if trace._mode is False or not trace.refresh():
         return NOOP
     call = CALLS.get(type(plan).__name__, type(plan).__name__)
-    skills = _skills(_requests(plan))
+    skills = _skills_of(plan)
     attributes: dict[str, Any] = {n.CALL: call, n.SKILLS: skills}
     if len(skills) == 1:
         attributes[n.SKILL_NAME] = skills[0]
@@ -82,7 +97,7 @@ def approval(plan: Any, decide: Callable[[], T]) -> T:
         return decide()
     parts = _requests(plan)
     attributes: dict[str, Any] = {
-        n.SKILLS: _skills(parts),
+        n.SKILLS: _skills(parts) or _skills_of(plan),
         n.DIGESTS: sorted({str(p.content_hash) for p in parts if getattr(p, "content_hash", "")}),
     }
     with trace.span("approval", attributes) as span:
@@ -212,16 +227,24 @@ def env_build(skill: str, packages: Sequence[str], installer: str, work: Callabl
         return work()
 
 
-def mcp_call(label: str, method: str, work: Callable[[], T]) -> T:
+def mcp_call(label: str, method: str, work: Callable[[], T], verified: bool = False) -> T:
     """A call of the host to an MCP server, in a client span (server, method, bytes read);
-    a refusal (a lie about a digest, a timeout) sets the status with its one line."""
+    a refusal (a lie about a digest or a size, a timeout) sets the status with its one line
+    and ``skill_magics.mcp.refused``; ``verified``: ``work`` checks what it read against the
+    listing (``skill_magics.mcp.verified`` when it passed)."""
     if trace._backend is None:
         return work()
     attributes = {n.MCP_SERVER: label, n.MCP_METHOD: method}
     with trace.span(f"{method} {label}", attributes, client=True) as span:
-        result = work()
+        try:
+            result = work()
+        except Exception as exc:
+            span.update({n.MCP_REFUSED: True, n.ERROR_TYPE: type(exc).__name__})
+            raise
         if isinstance(result, (bytes, bytearray)):
             span.set(n.MCP_BYTES, len(result))
+            if verified:
+                span.set(n.MCP_VERIFIED, True)
         return result
 
 

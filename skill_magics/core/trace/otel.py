@@ -8,13 +8,23 @@ else a provider of ours: resource ``service.name`` from ``OTEL_SERVICE_NAME`` (d
 the exporter itself; ``console``). A provider of ours is shut down when tracing turns off.
 
 Every text that goes into a span (attributes, status messages) has every known secret value
-masked first (core/base/secrets.py: ``redact_known``) and is cut to :data:`MAX_TEXT`.
+masked first (core/base/secrets.py: ``redact_known``), its control and bidi characters shown
+as escapes (core/base/visible.py) and is cut to :data:`MAX_TEXT`.
+
+A collector never holds the kernel up: spans are exported on the SDK's own thread; what
+waits for it here (:meth:`Backend.flush`, turning tracing off, the process's exit) waits on a
+daemon thread for a bounded time (:data:`CLOSE_S`, :data:`EXIT_S`) and gives up, whatever
+the collector does (hangs, trickles its answer); a provider of ours reads at most
+:data:`MAX_REPLY` bytes of each answer.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,6 +36,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from skill_magics.core.base.namelist import name_list
 from skill_magics.core.base.secrets import redact_known
 from skill_magics.core.base.version import VERSION
+from skill_magics.core.base.visible import visible
 from skill_magics.core.trace.switch import provider_set
 
 logger = logging.getLogger("skill_magics.trace")
@@ -34,6 +45,14 @@ T = TypeVar("T")
 MAX_TEXT = 512  # characters of one text attribute (names, paths, one-line messages)
 MAX_CONTENT = 8192  # characters of argument or output content, when a run opts in
 SERVICE = "skill-magics"
+CLOSE_S = 3.0  # turning tracing off: how long to wait for the last spans to be taken
+EXIT_S = 3.0  # the process's exit (a kernel shutting down): the same, for a provider of ours
+MAX_REPLY = 64 * 1024  # bytes of a collector's answer read; the rest is not (the connection closes)
+# Variables naming a requests session of the user's own for the OTLP exporter (left as it is).
+CREDENTIAL_VARS = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -54,15 +73,17 @@ def clean(value: Any) -> Any:
 
 def content(text: str) -> str:
     """Argument or output content for a run that opted in: ``text`` redacted of every known
-    secret value FIRST, then cut to MAX_CONTENT (lines kept)."""
-    masked = redact_known(text)
-    return masked if len(masked) <= MAX_CONTENT else masked[: MAX_CONTENT - 1] + "…"
+    secret value FIRST, its control and bidi characters made visible (lines and tabs kept),
+    then cut to MAX_CONTENT."""
+    shown = visible(redact_known(text), keep="\n\t")
+    return shown if len(shown) <= MAX_CONTENT else shown[: MAX_CONTENT - 1] + "…"
 
 
 def one_line(text: str) -> str:
-    """``text`` redacted, its first line, cut to MAX_TEXT (redaction before the cut)."""
-    masked = redact_known(text)
-    line = masked.strip().splitlines()[0] if masked.strip() else ""
+    """``text`` redacted, its first line with control and bidi characters made visible
+    (a terminal escape, a U+202E), cut to MAX_TEXT (redaction before everything)."""
+    masked = redact_known(text).strip()
+    line = visible(masked.split("\n", 1)[0].strip()) if masked else ""
     return line if len(line) <= MAX_TEXT else line[: MAX_TEXT - 1] + "…"
 
 
@@ -92,7 +113,7 @@ class OtelSpan:
 
     def set(self, key: str, value: Any) -> None:
         value = clean(value)
-        if value is not None:
+        if value is not None and not self._ended:
             self._span.set_attribute(key, value)
 
     def update(self, attributes: Mapping[str, Any]) -> None:
@@ -100,11 +121,13 @@ class OtelSpan:
             self.set(key, value)
 
     def fail(self, message: str) -> None:
-        self._span.set_status(Status(StatusCode.ERROR, one_line(message)))
+        if not self._ended:  # an ended span keeps the status it ended with
+            self._span.set_status(Status(StatusCode.ERROR, one_line(message)))
 
     def set_content(self, key: str, text: str) -> None:
         """Content (an argument, an output) a run opted into: redacted, then cut."""
-        self._span.set_attribute(key, content(text))
+        if not self._ended:
+            self._span.set_attribute(key, content(text))
 
     def end(self) -> None:
         if not self._ended:
@@ -165,6 +188,12 @@ class Backend:
         self.tracer = provider.get_tracer("skill_magics", VERSION)
         # Trace ids of calls that opted into content (argument values, output) while they run.
         self.content_traces: set[int] = set()
+        # The one thread flushing now (a collector that hangs holds it: never a second one).
+        self._flushing: threading.Thread | None = None
+        self._flushed = False
+        self._flush_lock = threading.Lock()
+        if self.owned:  # our provider's last spans at exit, for a bounded time (not the SDK's 30 s)
+            atexit.register(self._at_exit)
 
     def describe(self) -> str:
         return self.source
@@ -230,13 +259,53 @@ class Backend:
         return traceparent_of(context_api.get_current())
 
     def flush(self, timeout_s: float) -> bool:
+        """Export what has ended, waiting at most ``timeout_s`` (the SDK's own flush waits
+        for its exporter, however long a collector takes): True when it was all taken."""
         force = getattr(self.provider, "force_flush", None)
-        return bool(force(int(timeout_s * 1000))) if callable(force) else True
+        if not callable(force):
+            return True
+        with self._flush_lock:
+            flushing = self._flushing
+            if flushing is None or not flushing.is_alive():
 
-    def close(self) -> None:
-        self.flush(5.0)
-        if self.owned:
-            self.provider.shutdown()
+                def run() -> None:
+                    self._flushed = False
+                    try:
+                        self._flushed = bool(force(int(timeout_s * 1000)))
+                    except Exception:  # noqa: BLE001 - a collector's trouble is not the caller's
+                        logger.debug("flushing spans failed", exc_info=True)
+
+                flushing = self._flushing = threading.Thread(
+                    target=run, name="skill-magics-trace-flush", daemon=True
+                )
+                flushing.start()
+        flushing.join(max(timeout_s, 0.0))
+        if flushing.is_alive():
+            logger.warning(
+                "tracing: the collector did not take the spans within %g s (spans may be "
+                "lost); check OTEL_EXPORTER_OTLP_ENDPOINT",
+                timeout_s,
+            )
+            return False
+        return self._flushed
+
+    def close(self, timeout_s: float = CLOSE_S) -> None:
+        """Stop: the spans that ended flushed and a provider of ours shut down, together
+        within ``timeout_s`` (what is not exported by then is dropped)."""
+        atexit.unregister(self._at_exit)
+        deadline = time.monotonic() + timeout_s
+        self.flush(timeout_s)
+        if not self.owned:
+            return
+        # Its worker stops retrying at once; a request under way is left to its daemon thread.
+        stop = threading.Thread(
+            target=self.provider.shutdown, name="skill-magics-trace-shutdown", daemon=True
+        )
+        stop.start()
+        stop.join(max(deadline - time.monotonic(), 0.0))
+
+    def _at_exit(self) -> None:
+        self.close(EXIT_S)
 
 
 def _own_provider() -> tuple[Any, str]:
@@ -245,7 +314,11 @@ def _own_provider() -> tuple[Any, str]:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
     service = os.environ.get("OTEL_SERVICE_NAME", "").strip() or SERVICE
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    # shutdown_on_exit=False: the SDK's exit handler waits up to 30 s for a collector;
+    # Backend registers its own, bounded (EXIT_S).
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service}), shutdown_on_exit=False
+    )
     names = [n.lower() for n in name_list(os.environ.get("OTEL_TRACES_EXPORTER") or "otlp")]
     said = []
     for name in names:
@@ -266,13 +339,48 @@ def _own_provider() -> tuple[Any, str]:
                 )
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            exporter = OTLPSpanExporter(session=_capped_session())
+            provider.add_span_processor(BatchSpanProcessor(exporter))
             said.append("OTLP/HTTP")
         else:
             logger.warning(
                 "OTEL_TRACES_EXPORTER %r is not one skill-magics makes (otlp, console)", name
             )
     return provider, f"service {service!r}, exporting to {', '.join(said) or 'nothing'}"
+
+
+def _capped_session() -> Any:
+    """A requests session reading at most :data:`MAX_REPLY` bytes of each answer (an OTLP
+    answer is a few bytes; a collector answering gigabytes is not read into the kernel);
+    None (the exporter's own) when a credential provider variable names a session."""
+    if any(os.environ.get(name, "").strip() for name in CREDENTIAL_VARS):
+        return None
+    import requests
+
+    session = requests.Session()
+    session.hooks["response"].append(_cap_reply)
+    return session
+
+
+def _cap_reply(response: Any, *args: Any, **kwargs: Any) -> Any:
+    """A response hook (it runs before requests reads the body): read the body here, at
+    most MAX_REPLY bytes; more than that closes the connection instead of reading it."""
+    raw = getattr(response, "raw", None)
+    if raw is None or getattr(response, "_content", None) is not False:
+        return response
+    try:
+        body = raw.read(MAX_REPLY + 1, decode_content=True) or b""
+    except Exception:  # noqa: BLE001 - a broken answer is an empty one
+        body = b""
+    if len(body) > MAX_REPLY:
+        raw.close()  # the rest is never read
+    else:
+        release = getattr(raw, "release_conn", None)
+        if callable(release):
+            release()
+    response._content = body[:MAX_REPLY]
+    response._content_consumed = True
+    return response
 
 
 __all__ = ["Backend", "OtelSpan", "clean", "content", "failure", "one_line"]

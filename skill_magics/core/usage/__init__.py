@@ -2,9 +2,13 @@
 median and p95 duration, cold vs warm, last run (``%skills usage``, ``manager.usage()``).
 
 The audit log (core/base/audit.py) holds one record per attempt and per decision. The rows
-are read from its JSON-lines file when one is configured (every session that wrote it, at
-most :data:`MAX_RECORDS` of the newest), else from the session's records in memory. Nothing
-is run or asked. The chart is :func:`skill_magics.core.usage.chart.usage_chart`.
+are read from its JSON-lines file when one is configured (every session that wrote it: its
+newest :data:`MAX_BYTES`, at most :data:`MAX_RECORDS` records), else from the session's
+records in memory. Memory stays bounded whatever the file holds: a line longer than
+:data:`MAX_LINE` or that is not a record is skipped and counted (:class:`Usage.skipped`, the
+note ``%skills usage`` shows). Names are shown with control and bidi characters made
+visible. Nothing is run or asked. The chart is
+:func:`skill_magics.core.usage.chart.usage_chart`.
 
 Example:
     >>> from skill_magics.core.base.audit import AuditLog
@@ -18,10 +22,13 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import math
 import os
 import re
+import stat
 import statistics
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -31,8 +38,13 @@ from typing import Any
 
 from skill_magics.core.base.audit import AuditLog, AuditRecord
 from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.base.visible import visible
+
+logger = logging.getLogger("skill_magics.usage")
 
 MAX_RECORDS = 200_000  # of an audit file: the newest are kept (bounded memory)
+MAX_BYTES = 64 * 1024 * 1024  # of an audit file: its newest bytes are read, no more
+MAX_LINE = 1024 * 1024  # a longer line is no record the audit wrote: skipped, counted
 
 RUN_OUTCOMES = frozenset(
     {
@@ -52,8 +64,17 @@ DECISIONS = {
     AuditOutcome.APPROVAL_UNAVAILABLE: "unavailable",
 }
 
-_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*(?:ago)?\s*$", re.IGNORECASE)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# What a person types for each unit (``90s``, ``30 min``, ``2 hours``, ``1 week``).
+_UNIT_WORDS = {
+    **{w: "s" for w in ("s", "sec", "secs", "second", "seconds")},
+    **{w: "m" for w in ("m", "min", "mins", "minute", "minutes")},
+    **{w: "h" for w in ("h", "hr", "hrs", "hour", "hours")},
+    **{w: "d" for w in ("d", "day", "days")},
+    **{w: "w" for w in ("w", "wk", "wks", "week", "weeks")},
+}
+SINCE_FORMS = "30m, 12h, 7d, 2w (or 2 days) or a date like 2026-11-01"
 
 
 @dataclass
@@ -109,40 +130,121 @@ def parse_since(
         return since if since.tzinfo else since.replace(tzinfo=UTC)
     text = str(since)
     found = _SINCE.match(text)
-    if found:
-        return now - timedelta(seconds=float(found[1]) * _UNITS[found[2]])
+    unit = _UNIT_WORDS.get(found[2].lower()) if found else None
+    if found and unit is not None:
+        try:
+            return now - timedelta(seconds=float(found[1]) * _UNITS[unit])
+        except OverflowError:  # further back than any date: everything
+            return datetime.min.replace(tzinfo=UTC)
     try:
-        when = datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
     except ValueError:
-        raise ValueError(
-            f"--since {text!r} is not a time: use 30m, 12h, 7d, 2w or a date like 2026-11-01"
-        ) from None
+        raise ValueError(f"--since {visible(text)!r} is not a time: use {SINCE_FORMS}") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def records(audit: AuditLog) -> Iterator[dict[str, Any]]:
-    """The audit's records as dicts: its file when it has one, else those in memory."""
+@dataclass
+class Usage:
+    """What :func:`read_usage` found: the rows, and how many lines of the audit file were
+    skipped (torn, not JSON, not a record, longer than :data:`MAX_LINE`)."""
+
+    rows: list[UsageRow]
+    skipped: int = 0
+    unreadable: str = ""  # why the audit file could not be read ("" it could, or none)
+
+    @property
+    def note(self) -> str:
+        """One line about what was not counted ("" nothing)."""
+        if self.unreadable:
+            return self.unreadable
+        if not self.skipped:
+            return ""
+        lines = "line was" if self.skipped == 1 else "lines were"
+        return (
+            f"{self.skipped} {lines} of the audit file skipped (torn, too long or not a "
+            "record): the rest is counted"
+        )
+
+
+class _Skipped:
+    count = 0
+    unreadable = ""
+
+
+def records(audit: AuditLog, skipped: _Skipped | None = None) -> Iterator[dict[str, Any]]:
+    """The audit's records as dicts: its file when it has one, else those in memory;
+    lines of the file that are no record are counted in ``skipped``. A file that cannot
+    be read (a link left under its name, no permission) gives this session's records,
+    and ``skipped.unreadable`` says why."""
+    skipped = skipped or _Skipped()
     path = audit.jsonl_path
-    if path is not None and os.path.isfile(path):
-        yield from _file_records(os.fspath(path))
-        return
+    if path is not None and os.path.lexists(path):
+        try:
+            lines = _tail_lines(os.fspath(path), skipped)
+        except OSError as exc:
+            skipped.unreadable = (
+                f"The audit file {visible(os.fspath(path))} could not be read "
+                f"({exc.strerror or exc}): this session's records only; check "
+                "SkillMagics.audit_log"
+            )
+        else:
+            yield from _parsed(lines, skipped)
+            return
     for record in audit.records():
         yield record.to_dict()
 
 
-def _file_records(path: str) -> Iterator[dict[str, Any]]:
-    # Opened without following a link left under its name (the audit writes it so too).
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    kept: deque[str] = deque(maxlen=MAX_RECORDS)
-    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as lines:
-        kept.extend(lines)
-    for line in kept:
+def _tail_lines(path: str, skipped: _Skipped) -> deque[bytes]:
+    """The newest lines of an audit file, in bounded memory: its last MAX_BYTES read
+    (the first, partial line there dropped), each line at most MAX_LINE, the newest
+    MAX_RECORDS kept. OSError: it cannot be read (or is no regular file)."""
+    # Opened without following a link left under its name (the audit writes it so too),
+    # without waiting on a FIFO put there.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    kept: deque[bytes] = deque(maxlen=MAX_RECORDS)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        start = max(info.st_size - MAX_BYTES, 0)
+        if start:
+            f.seek(start - 1)
+            _rest_of_line(f)  # the line the window cuts (or the newline before it)
+        budget = MAX_BYTES + MAX_LINE  # a file that grows while it is read: no further
+        while budget > 0:
+            line = f.readline(MAX_LINE + 1)
+            if not line:
+                break
+            budget -= len(line)
+            if len(line) > MAX_LINE:
+                skipped.count += 1
+                if not line.endswith(b"\n"):
+                    budget -= _rest_of_line(f)
+                continue
+            kept.append(line)
+    return kept
+
+
+def _parsed(lines: deque[bytes], skipped: _Skipped) -> Iterator[dict[str, Any]]:
+    for line in lines:
         try:
-            data = json.loads(line)
-        except ValueError:
-            continue  # a torn or foreign line: skipped, the rest still counts
+            data = json.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            data = None  # a torn or foreign line: skipped, the rest still counts
         if isinstance(data, dict) and isinstance(data.get("skill"), str):
             yield data
+        elif line.strip():
+            skipped.count += 1
+
+
+def _rest_of_line(f: Any) -> int:
+    """Read past the end of the current line, MAX_LINE bytes at a time; bytes read."""
+    read = 0
+    while True:
+        chunk = f.readline(MAX_LINE)
+        read += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return read
 
 
 def usage_rows(
@@ -150,18 +252,27 @@ def usage_rows(
     since: str | datetime | timedelta | None = None,
 ) -> list[UsageRow]:
     """One :class:`UsageRow` per skill and script, busiest first."""
+    return read_usage(audit, since).rows
+
+
+def read_usage(
+    audit: AuditLog | Iterable[AuditRecord | dict[str, Any]],
+    since: str | datetime | timedelta | None = None,
+) -> Usage:
+    """:func:`usage_rows` and how many lines of the audit file were skipped."""
     start = parse_since(since)
-    source = records(audit) if isinstance(audit, AuditLog) else _dicts(audit)
+    skipped = _Skipped()
+    source = records(audit, skipped) if isinstance(audit, AuditLog) else _dicts(audit)
     rows: dict[tuple[str, str], UsageRow] = {}
     for data in source:
-        stamp = str(data.get("timestamp", ""))
+        stamp = str(data.get("timestamp", ""))[:64]
         if start is not None and not _after(stamp, start):
             continue
         try:
             outcome = AuditOutcome(str(data.get("outcome")))
         except ValueError:
             continue
-        key = (str(data["skill"]), str(data.get("script", "")))
+        key = (visible(str(data["skill"])), visible(str(data.get("script", ""))))
         row = rows.get(key)
         if row is None:
             row = rows[key] = UsageRow(*key)
@@ -183,14 +294,26 @@ def usage_rows(
             row.warm += 1
         elif data.get("start") == "cold":
             row.cold += 1
-        duration = data.get("duration_ms")
-        if isinstance(duration, (int, float)) and math.isfinite(duration):
-            row.durations.append(float(duration))
+        duration = _number(data.get("duration_ms"))
+        if duration is not None:
+            row.durations.append(duration)
     for row in rows.values():
         if row.durations:
             row.median_ms = round(statistics.median(row.durations), 3)
             row.p95_ms = round(percentile(row.durations, 95), 3)
-    return sorted(rows.values(), key=lambda r: (-r.runs, r.skill, r.script))
+    ordered = sorted(rows.values(), key=lambda r: (-r.runs, r.skill, r.script))
+    return Usage(ordered, skipped.count, skipped.unreadable)
+
+
+def _number(value: Any) -> float | None:
+    """A finite duration, or None (a bool, a text, an integer too big for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -208,13 +331,18 @@ def usage_table(
     audit: AuditLog | Iterable[AuditRecord | dict[str, Any]],
     since: str | datetime | timedelta | None = None,
 ) -> Any:
-    """:func:`usage_rows` as a pandas DataFrame when pandas is installed, else the rows."""
-    rows = usage_rows(audit, since)
+    """:func:`usage_rows` as a pandas DataFrame when pandas is installed (the skipped
+    lines' note in ``.attrs["note"]``), else the rows; skipped lines are also logged."""
+    usage = read_usage(audit, since)
+    if usage.note:
+        logger.warning("%s", usage.note)
     try:
         import pandas as pd  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
-        return rows
-    return pd.DataFrame([row.as_dict() for row in rows], columns=list(COLUMNS))
+        return usage.rows
+    table = pd.DataFrame([row.as_dict() for row in usage.rows], columns=list(COLUMNS))
+    table.attrs["note"] = usage.note
+    return table
 
 
 def _dicts(items: Iterable[AuditRecord | dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -232,10 +360,15 @@ def _after(stamp: str, start: datetime) -> bool:
 
 __all__ = [
     "COLUMNS",
+    "MAX_BYTES",
+    "MAX_LINE",
     "MAX_RECORDS",
+    "SINCE_FORMS",
+    "Usage",
     "UsageRow",
     "parse_since",
     "percentile",
+    "read_usage",
     "records",
     "usage_rows",
     "usage_table",

@@ -10,6 +10,7 @@ import html
 from collections.abc import Sequence
 
 from skill_magics.core.base.svgchart import FAIL, PASS, Chart
+from skill_magics.core.base.visible import visible
 from skill_magics.core.usage import UsageRow
 
 ROW = 22
@@ -27,7 +28,7 @@ def usage_chart(rows: Sequence[UsageRow], *, title: str | None = None) -> Chart:
     width = LABEL_W + BAR_W + 330
     x0 = LABEL_W
     most = max((r.runs for r in shown), default=0) or 1
-    title = title or "Skill runs: completed, failed, stopped"
+    title = visible(title or "Skill runs: completed, failed, stopped")
     out = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
         f"viewBox='0 0 {width} {height}' font-family='sans-serif' font-size='12'>",
@@ -40,12 +41,12 @@ def usage_chart(rows: Sequence[UsageRow], *, title: str | None = None) -> Chart:
         out.append(f"<text x='4' y='{head + 15}' fill='#555'>no runs recorded yet</text>")
     for i, row in enumerate(shown):
         y = head + i * ROW
-        label = f"{row.skill} · {row.script}"
-        if len(label) > 44:
-            label = label[:43] + "…"
+        # visible(): a control character is no XML (one would break the whole picture)
+        whole = visible(f"{row.skill} · {row.script}")
+        label = whole if len(whole) <= 44 else whole[:43] + "…"
         out.append(
             f"<text x='4' y='{y + 15}'>{html.escape(label)}"
-            f"<title>{html.escape(row.skill + ' ' + row.script)}</title></text>"
+            f"<title>{html.escape(visible(row.skill + ' ' + row.script))}</title></text>"
         )
         x = float(x0)
         for count, colour in (

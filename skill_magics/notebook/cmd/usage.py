@@ -14,10 +14,10 @@ from IPython.core.error import UsageError
 from skill_magics.notebook.cmd import SkillsHost, SubcommandParser
 
 HELP = "runs per skill and script from the audit log, as a table and a chart; --since 7d"
-USAGE = "%skills usage [--since 30m|12h|7d|2w|DATE]"
+USAGE = "%skills usage [--since 30m|12h|7d|2w|'2 days'|DATE]"
 
 PARSER = SubcommandParser("usage", USAGE)
-PARSER.add_argument("--since", default=None)
+PARSER.add_argument("--since", nargs="+", default=None)  # "2 days", "2026-11-01 10:00" too
 
 HEADERS = (
     "skill",
@@ -38,11 +38,12 @@ HEADERS = (
 class UsageView:
     """The table and the chart, drawn together (plain text in a terminal)."""
 
-    def __init__(self, rows: Sequence[Any], since: str | None) -> None:
+    def __init__(self, rows: Sequence[Any], since: str | None, note: str = "") -> None:
         from skill_magics.core.usage.chart import usage_chart
 
         self.rows = list(rows)
         self.since = since
+        self.note = note  # lines of the audit file that were skipped ("" none)
         self.chart = usage_chart(self.rows, title=self._title())
 
     def _title(self) -> str:
@@ -68,22 +69,29 @@ class UsageView:
         ]
 
     def _repr_html_(self) -> str:
+        note = f"<p>{html.escape(self.note)}</p>" if self.note else ""
         if not self.rows:
-            return f"<p>{html.escape(_EMPTY)}</p>"
+            return f"<p>{html.escape(_EMPTY)}</p>{note}"
         head = "".join(f"<th>{h}</th>" for h in HEADERS)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
             for cells in self.cells()
         )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{self.chart}"
+        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return f"{table}{note}{self.chart}"
 
     def __repr__(self) -> str:
+        note = f"\n{self.note}" if self.note else ""
         if not self.rows:
-            return _EMPTY
+            return _EMPTY + note
         table = [HEADERS, *self.cells()]
         widths = [max(len(r[i]) for r in table) for i in range(len(HEADERS))]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
+        return (
+            "\n".join(
+                "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                for r in table
+            )
+            + note
         )
 
 
@@ -98,10 +106,11 @@ def _ms(value: float | None) -> str:
 
 def run(magics: SkillsHost, args: list[str]) -> Any:
     opts = PARSER.parse(args)
-    from skill_magics.core.usage import usage_rows
+    from skill_magics.core.usage import read_usage
 
+    since = " ".join(opts.since) if opts.since else None
     try:
-        rows = usage_rows(magics.manager.audit, opts.since)
+        usage = read_usage(magics.manager.audit, since)
     except ValueError as exc:
         raise UsageError(f"{exc}: usage: {USAGE}") from None
-    return UsageView(rows, opts.since)
+    return UsageView(usage.rows, since, usage.note)
