@@ -18,9 +18,11 @@ from trust_support import allowed_signers, keygen, sign_file, signed_repo
 
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.installed.lock import read_lock, tree_digest
-from skill_magics.core.policy import PolicyError, current_policy, find_policy
+from skill_magics.core.policy import Policy, PolicyError, current_policy, find_policy
 from skill_magics.core.policy.load import describe_policy
+from skill_magics.core.policy.rules import check_source
 from skill_magics.core.sources.install import install_skills
+from skill_magics.core.sources.update import sync_skills, update_skills
 
 pytestmark = [
     posix_only,
@@ -409,3 +411,61 @@ def test_an_install_into_a_folder_of_other_sources_says_it_is_not_searched(team)
     other = team.root / "only-allowed"
     install_skills(str(repo), into=other, approver=None, manager=manager)
     assert "greet" in {m.name for m in manager.list_skills()}
+
+
+def test_a_source_is_matched_as_the_lock_records_it_at_install_and_at_run(team):
+    """The pattern a team writes for its repository's URL allows an install at any ref and
+    every run of what it installed: the same text (the URL or path, as skills-lock.json
+    records it, without @REF or a subfolder) is matched at install, sync, update and run."""
+    repo = signed_repo(team.root / "src" / "greet", team.alice)
+    write_policy(team, f'[sources]\nallow = ["{repo}"]\n')
+    install_skills(str(repo), ref="v1", into=team.into, approver=None)  # NOT refused
+    assert read_lock(team.into).skills["greet"].source == str(repo)
+    run = manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # NOT refused
+    update_skills(team.into, approver=None)  # NOT refused
+    other = signed_repo(team.root / "other" / "greet", team.alice)
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*other/greet matches none"):
+        install_skills(str(other), ref="v1", into=team.root / "x", approver=None)
+
+
+def test_sync_and_update_check_the_locked_source_before_fetching_it(team):
+    repo = signed_repo(team.root / "src" / "greet", team.alice)
+    install_skills(str(repo), into=team.into, approver=None)
+    shutil.rmtree(team.into / "greet")
+    shutil.rmtree(repo)  # a fetch would fail: the policy must refuse before one is tried
+    write_policy(team, '[sources]\nallow = ["https://github.com/acme/*"]\n')
+    for action in (sync_skills, update_skills):
+        with pytest.raises(PolicyError, match=r"\[sources\] allow in .*src/greet matches none"):
+            action(team.into, approver=None)
+
+
+def test_a_source_with_dot_segments_never_matches_a_pattern(team):
+    """``file:///allowed/../elsewhere`` matches ``file:///allowed/*`` as text, but git (and
+    curl, for https) fetch the resolved place: such a source is refused, whatever the
+    pattern; the resolved form is matched as usual."""
+    allowed = team.root / "allowed"
+    allowed.mkdir()
+    signed_repo(team.root / "evil" / "greet", team.mallory)
+    write_policy(team, f'[sources]\nallow = ["file://{allowed}/*"]\n')
+    sneaky = f"file://{allowed}/../evil/greet"
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*'\.\.'"):
+        install_skills(sneaky, into=team.into, approver=None)
+    assert not team.into.exists()
+    for hostile in (
+        "https://github.com/acme/x/../../evil/skills",
+        "https://github.com/acme/%2e%2e/evil/skills",
+        "https://github.com/acme/./../evil",
+        "git@github.com:acme/../evil/skills",
+    ):
+        policy = Policy(
+            "/p.toml", sources_allow=("https://github.com/acme/*", "git@github.com:acme/*")
+        )
+        with pytest.raises(PolicyError, match="'..'"):
+            check_source(policy, hostile)
+    # NOT refused: a name holding dots that is not a dot segment
+    policy = Policy("/p.toml", sources_allow=("https://github.com/acme/*",))
+    check_source(policy, "https://github.com/acme/skills..v2.git")
+    check_source(policy, "https://github.com/acme/.dotfiles")
+    ok = signed_repo(allowed / "greet", team.alice)
+    install_skills(f"file://{ok}", into=team.into, approver=None)

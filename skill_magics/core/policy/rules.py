@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
@@ -33,11 +34,26 @@ def check_readable(policy: Policy) -> None:
         )
 
 
+# A "." or ".." path segment, literal or percent-encoded, after "/" or scp's ":".
+_DOT_SEGMENT = re.compile(r"(?:^|[/:])(?:\.|%2e){1,2}(?:/|$)", re.I)
+
+
 def check_source(policy: Policy, source: str) -> None:
-    """``source`` (URL, path, ``mcp:LABEL``) matches one of ``[sources] allow``."""
+    """``source`` (URL, path, ``mcp:LABEL``) matches one of ``[sources] allow``. A source
+    holding a ``.`` or ``..`` path segment never matches: the text would match a pattern
+    while git (and curl) fetch the place it resolves to (``acme/../evil``)."""
     check_readable(policy)
     allow = policy.sources_allow
-    if allow is None or any(fnmatchcase(source, pattern) for pattern in allow):
+    if allow is None:
+        return
+    if _DOT_SEGMENT.search(source):
+        raise _refuse(
+            policy,
+            "[sources] allow",
+            f"{visible(source)} holds a '.' or '..' path segment, which the fetch resolves "
+            "elsewhere: give the source as it resolves",
+        )
+    if any(fnmatchcase(source, pattern) for pattern in allow):
         return
     raise _refuse(
         policy,
