@@ -1,6 +1,8 @@
 """The policy at run time: called by the run checks (core/run/planning/checks.py) for every run, a
-script, a batch item, a warm start, ``%%skillpy``, a lab's or an MCP skill's script, after
-the sandbox profile is decided and before anything starts (the refusal is audited there).
+script, a batch item, a warm start, ``%%skillpy``, ``%skill_context``'s scripts, a model's
+tool call, an MCP skill's script, after the sandbox profile is decided and before anything
+starts (the refusal is audited there). A batch item run elsewhere (a process pool, Dask) is
+checked on its worker against the policy that travelled with it (:class:`Shipped`).
 
 No process runs here: the skill's origin and signer come from its lock and the private
 record of what was verified at install (core/trust/installed.py), by digest.
@@ -10,9 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from skill_magics.core.policy.load import current_policy
-from skill_magics.core.policy.model import PolicyError
+from skill_magics.core.policy.model import Policy, PolicyError
 from skill_magics.core.policy.rules import (
     check_blocked,
     check_network,
@@ -23,40 +26,63 @@ from skill_magics.core.policy.rules import (
 )
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """The policy in force where a batch was launched (None: none), for its items run
+    elsewhere on a copy of the skill (a process pool, Dask: core/run/batch/ship.py). A
+    worker enforces THIS policy, not one its own folder may have (or lack): the run limits
+    and the block list. The skill's source and signer were checked where the batch was
+    planned, on the installed skill; the copy is verified to hold those same bytes."""
+
+    policy: Policy | None
+
+
+def shipped() -> Shipped:
+    """The policy in force here, to travel with a batch's items."""
+    return Shipped(current_policy())
+
+
 def check_run(
     skill_dir: str | os.PathLike[str],
     name: str,
     mode: str,
     network: bool,
     ranks: Mapping[str, int],
+    *,
+    ship: Shipped | None = None,
 ) -> None:
     """Raise PolicyError when the policy in force refuses this run of skill ``name`` in
     ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``; ``ranks``: the sandbox
-    profiles' ranks by name (rules.check_run_limits)."""
-    policy = current_policy()
+    profiles' ranks by name (rules.check_run_limits). ``ship``: ``skill_dir`` is a shipped
+    copy, checked against the policy it carries (:class:`Shipped`)."""
+    policy = current_policy() if ship is None else ship.policy
     if policy is None:
         return
     check_readable(policy)
     check_run_limits(policy, name, mode, network, ranks)
     digests_needed = any(b.startswith("sha256:") for b in policy.block)
+    if ship is not None:  # a copy: its limits and the block list (Shipped says why)
+        check_blocked(policy, name, _tree(skill_dir, "") if digests_needed else ())
+        return
     if policy.sources_allow is None and not policy.require_signatures and not policy.block:
         return
     from skill_magics.core.trust.installed import origin_of
 
     origin = origin_of(skill_dir, name)
     check_source(policy, origin.source)
-    digests: tuple[str, ...] = ()
-    if digests_needed:
-        tree = origin.tree
-        if not tree:
-            from pathlib import Path
-
-            from skill_magics.core.installed.lock import folder_files, tree_digest
-
-            tree = tree_digest(list(folder_files(Path(skill_dir))[0].values()))
-        digests = (f"sha256:{tree}",)
-    check_blocked(policy, name, digests)
+    check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
     check_signature(policy, name, origin.signature)
+
+
+def _tree(skill_dir: str | os.PathLike[str], tree: str) -> tuple[str, ...]:
+    """``("sha256:<tree digest>",)`` of the files in ``skill_dir`` (``tree`` when known)."""
+    if not tree:
+        from pathlib import Path
+
+        from skill_magics.core.installed.lock import folder_files, tree_digest
+
+        tree = tree_digest(list(folder_files(Path(skill_dir))[0].values()))
+    return (f"sha256:{tree}",)
 
 
 def check_added_source(source: str) -> None:
@@ -104,14 +130,17 @@ def check_network_grant(name: str) -> None:
     check_network(policy, name, True, confined=True)
 
 
-def network_allowed() -> bool:
+def network_allowed(ship: Shipped | None = None) -> bool:
     """May any run get the network now? (False under ``[run] network = false``, or a policy
-    that cannot be read.) Read again at spawn time, after the approval."""
-    policy = current_policy()
+    that cannot be read.) Read again at spawn time, after the approval. ``ship``: the run
+    is a shipped batch item's, under the policy it carries."""
+    policy = current_policy() if ship is None else ship.policy
     return policy is None or (not policy.broken and policy.network is not False)
 
 
 __all__ = [
+    "Shipped",
+    "shipped",
     "check_added_folder",
     "check_added_source",
     "check_network_grant",

@@ -101,6 +101,7 @@ class ScriptExecutor:
         secrets: SecretStore | None = None,
         grants: NetworkGrants | None = None,
         preload: Callable[[PreparedRun], Sequence[str]] | None = None,
+        ship: policy_runs.Shipped | None = None,
         **setting_values: Any,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
@@ -114,7 +115,9 @@ class ScriptExecutor:
         elif setting_values:
             raise TypeError("pass settings=RunSettings(...) or setting keywords, not both")
         self.settings = settings  # for execute() only
-        self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache)
+        # ``ship``: the team policy of a shipped batch's items (None: the one in force here).
+        self.ship = ship
+        self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache, ship=ship)
 
     def with_audit(self, audit: AuditLog) -> ScriptExecutor:
         """The same executor writing its records to ``audit`` (a batch's bounded log)."""
@@ -209,7 +212,7 @@ class ScriptExecutor:
         profile = prepared.sandbox_profile
         if profile is None:
             return True
-        if not policy_runs.network_allowed():  # the team policy (docs/trust.md) caps a grant
+        if not policy_runs.network_allowed(self.ship):  # the team policy caps a grant
             return False
         return profile.network or self.grants.has(prepared.skill_name)
 
