@@ -188,9 +188,9 @@ def test_a_record_others_can_write_is_no_record(keys):
     repo = signed_repo(keys.root / "greet", keys.alice)
     install_skills(str(repo), ref="v1", into=keys.into, approver=None)
     tree = read_lock(keys.into).skills["greet"].tree
-    assert record.recalled(tree) is not None
+    assert record.recalled(tree)
     (keys.root / "trust").chmod(0o777)
-    assert record.recalled(tree) is None
+    assert record.recalled(tree) == ()
 
 
 # -- archives -----------------------------------------------------------------------------
@@ -414,3 +414,33 @@ def test_allowed_signers_options_hold_commas_of_their_own() -> None:
         (("carol@x",), ("file",)),
         (("dave@x",), ()),
     ]
+
+
+def test_two_skills_with_the_same_bytes_keep_each_its_own_verified_signer(keys):
+    """The record is found by tree digest; two installs of the same files, signed by two
+    allowed signers, each show (and are approved under) the signer their lock names."""
+    bob = keygen(keys.root / "keys", "bob")
+    allowed_signers(keys.allowed, ("alice@example.com", keys.alice), ("bob@example.com", bob))
+    by_alice = signed_repo(keys.root / "a" / "greet", keys.alice)
+    by_bob = signed_repo(keys.root / "b" / "greet", bob)
+    first, second = keys.root / "one", keys.root / "two"
+    install_skills(str(by_alice), ref="v1", into=first, approver=None)
+    install_skills(str(by_bob), ref="v1", into=second, approver=None)
+    assert read_lock(first).skills["greet"].tree == read_lock(second).skills["greet"].tree
+    one = origin_of(first / "greet", "greet").signature
+    two = origin_of(second / "greet", "greet").signature
+    assert one.is_signed and one.principal == "alice@example.com", one.describe()
+    assert two.is_signed and two.principal == "bob@example.com", two.describe()
+
+
+def test_a_lock_whose_signer_was_removed_by_hand_is_not_believed(keys):
+    """The lock names no signer (its "signature" deleted): the record of what was verified
+    for these bytes is not lent to it; ``%skills verify --signatures`` verifies it again."""
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    lock_path = keys.into / "skills-lock.json"
+    lock = json.loads(lock_path.read_text())
+    del lock["skills"]["greet"]["signature"]
+    lock_path.write_text(json.dumps(lock))
+    sig = origin_of(keys.into / "greet", "greet").signature
+    assert not sig.is_signed and "verify --signatures" in sig.note, sig.describe()

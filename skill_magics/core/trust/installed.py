@@ -1,12 +1,12 @@
 """Where a skill on disk came from and who signed it, as a run sees it, without a process.
 
 An installed skill (its parent's ``skills-lock.json`` names its folder and the files match)
-is signed only when the private record (``record.py``) verified its tree digest and the lock
-names the same signer; a lock edited to name someone else, files changed since install, or a
-record that is missing (a lock cloned from elsewhere: ``%skills verify --signatures``
-verifies it again) make it
-unsigned, saying why. A folder no lock describes is ``unsigned (local)``; an MCP server's
-skill (named ``LABEL/NAME``) is ``unsigned (MCP server LABEL)``.
+is signed only when the private record (``record.py``) holds a signature verified over its
+tree digest by the signer the lock names; a lock edited to name someone else (or no one),
+files changed since install, or a record that is missing (a lock cloned from elsewhere:
+``%skills verify --signatures`` verifies it again) make it unsigned, saying why. A folder
+no lock describes is ``unsigned (local)``; an MCP server's skill (named ``LABEL/NAME``) is
+``unsigned (MCP server LABEL)``.
 """
 
 from __future__ import annotations
@@ -52,22 +52,27 @@ def origin_of(skill_dir: str | os.PathLike[str], skill_name: str) -> Origin:
 
 
 def verified_signature(locked: LockedSkill) -> Signature:
-    """What the private record says of ``locked``'s tree, checked against the lock."""
+    """What the private record says of ``locked``'s tree: the signature verified over it
+    that the lock names (never one the lock does not name)."""
     claimed = locked.signature
     seen = recalled(locked.tree)
-    if seen is None:
-        if claimed is not None and claimed.is_signed:
-            return Signature.unsigned(
-                f"skills-lock.json says signed by {claimed.principal}, not verified on this "
-                "machine: run %skills verify --signatures"
-            )
-        return claimed or Signature.unsigned("installed before signatures were checked")
-    if claimed is not None and claimed.identity != seen.identity:
+    if claimed is None:
+        why = "skills-lock.json names no signer" if seen else "installed before signatures"
+        return Signature.unsigned(f"{why}: run %skills verify --signatures")
+    same = next((s for s in seen if s.identity == claimed.identity), None)
+    if same is not None:
+        return same
+    if not claimed.is_signed:
+        return claimed  # unsigned, or an unknown signer: it claims nothing to believe
+    if not seen:
         return Signature.unsigned(
-            "skills-lock.json names another signer than the one verified: run %skills verify "
-            "--signatures"
+            f"skills-lock.json says signed by {claimed.principal}, not verified on this "
+            "machine: run %skills verify --signatures"
         )
-    return seen
+    return Signature.unsigned(
+        "skills-lock.json names another signer than the one verified: run %skills verify "
+        "--signatures"
+    )
 
 
 __all__ = ["INSTALLED", "LOCAL", "MCP", "Origin", "origin_of", "verified_signature"]

@@ -6,8 +6,10 @@ the signer a lock names: it believes this record, written only after ``git``,
 sync, update, verify), and looked up by the tree digest of the files the lock matched. The
 record is a small JSON file, ``<tree>.json`` in ``$SKILL_MAGICS_TRUST_DIR`` (default
 ``$XDG_CACHE_HOME/skill-magics/trust``), a private (0700) folder; a record that is not one,
-or that cannot be read, is no record. Lookups are cached per (file, mtime): a run costs one
-``stat``.
+or that cannot be read, is no record. It keeps every signature verified over those bytes
+(newest first, at most ``KEEP``): the same files installed twice, signed by two people, are
+two installs whose locks each name their own signer. Lookups are cached per (file, mtime):
+a run costs one ``stat``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from skill_magics.core.base.safefs import open_private_root
 from skill_magics.core.installed.signature import Signature
 
 DIR_VAR = "SKILL_MAGICS_TRUST_DIR"
+KEEP = 16  # signatures kept per tree
 _TREE = re.compile(r"^[0-9a-f]{64}$")
-_CACHE: dict[str, tuple[int, Signature | None]] = {}
+_CACHE: dict[str, tuple[int, tuple[Signature, ...]]] = {}
 
 
 def trust_root() -> Path:
@@ -46,13 +49,16 @@ def _private_root(create: bool) -> Path | None:
 
 
 def remember(tree: str, signature: Signature) -> None:
-    """Record that the tree ``tree`` was verified as ``signature`` (atomically, 0600)."""
+    """Record that the tree ``tree`` was verified as ``signature`` (atomically, 0600), before
+    the others verified over it."""
     if not _TREE.match(tree):
         raise ValueError(f"not a tree digest: {tree!r}")
     root = _private_root(create=True)
     if root is None:
         return  # nowhere private to write: runs see the skill as unverified
-    data = json.dumps({"tree": tree, "signature": signature.to_json()}, sort_keys=True)
+    kept = [s for s in recalled(tree) if s.identity != signature.identity]
+    signatures = [s.to_json() for s in [signature, *kept][:KEEP]]
+    data = json.dumps({"tree": tree, "signatures": signatures}, sort_keys=True)
     fd, tmp = tempfile.mkstemp(dir=root, prefix=".record-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -63,32 +69,35 @@ def remember(tree: str, signature: Signature) -> None:
         raise
 
 
-def recalled(tree: str) -> Signature | None:
-    """The signature verified for ``tree`` on this machine, or None."""
+def recalled(tree: str) -> tuple[Signature, ...]:
+    """The signatures verified over ``tree`` on this machine, newest first (none: empty)."""
     if not _TREE.match(tree):
-        return None
+        return ()
     root = _private_root(create=False)
     if root is None:
-        return None
+        return ()
     path = os.fspath(root / f"{tree}.json")
     try:
         st = os.lstat(path)
     except OSError:
-        return None
+        return ()
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == st.st_mtime_ns:
         return hit[1]
-    result: Signature | None = None
+    result: tuple[Signature, ...] = ()
     if st.st_uid == os.getuid() and not st.st_mode & 0o022 and os.path.isfile(path):
         try:
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
             if data.get("tree") == tree:
-                result = Signature.from_json(data.get("signature"))
+                listed = data.get("signatures")
+                if not isinstance(listed, list):  # a record of one (written before lists)
+                    listed = [data.get("signature")]
+                result = tuple(Signature.from_json(item) for item in listed[:KEEP])
         except (OSError, ValueError, AttributeError):
-            result = None
+            result = ()
     _CACHE[path] = (st.st_mtime_ns, result)
     return result
 
 
-__all__ = ["DIR_VAR", "recalled", "remember", "trust_root"]
+__all__ = ["DIR_VAR", "KEEP", "recalled", "remember", "trust_root"]
