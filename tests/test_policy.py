@@ -469,3 +469,51 @@ def test_a_source_with_dot_segments_never_matches_a_pattern(team):
     check_source(policy, "https://github.com/acme/.dotfiles")
     ok = signed_repo(allowed / "greet", team.alice)
     install_skills(f"file://{ok}", into=team.into, approver=None)
+
+
+def test_an_allowed_signers_file_others_can_write_is_not_trusted(team):
+    """Whoever can write the allowed-signers file decides whose signature counts: a file
+    others can write (or a link to one, or one in a folder others can write) refuses the
+    install and every run, one line naming it; the same file kept private does not."""
+    write_policy(team, REQUIRE)
+    signers = team.project / ".skill-magics" / "allowed_signers"
+    repo = signed_repo(team.root / "ok" / "greet", team.alice)
+    signers.chmod(0o666)
+    with pytest.raises(PolicyError, match=r"allowed_signers.*which others can write"):
+        install_skills(str(repo), ref="v1", into=team.into, approver=None)
+    assert not team.into.exists()
+    signers.chmod(0o644)
+    install_skills(str(repo), ref="v1", into=team.into, approver=None)  # NOT refused
+    manager = manager_for(team.into)
+    assert "signed" in manager.execute_skill_script("greet", "hello", approver=None).stdout
+    signers.chmod(0o666)
+    with pytest.raises(PolicyError, match=r"\[signatures\] allowed_signers in .*others can write"):
+        manager.execute_skill_script("greet", "hello", approver=None)
+    # a link to a file in a folder anyone may write into (no sticky bit)
+    shared = team.root / "shared"
+    shared.mkdir()
+    (shared / "allowed_signers").write_text(signers.read_text())
+    shared.chmod(0o777)
+    signers.unlink()
+    signers.symlink_to(shared / "allowed_signers")
+    with pytest.raises(PolicyError, match=r"others can write"):
+        manager.execute_skill_script("greet", "hello", approver=None)
+    shared.chmod(0o755)
+    assert "signed" in manager.execute_skill_script("greet", "hello", approver=None).stdout
+
+
+def test_a_policy_link_in_a_folder_others_can_write_is_refused(team):
+    """The link itself can be swapped by whoever writes its folder (for another file of
+    root's, or removed): such a folder refuses the policy, as it does a plain file there."""
+    target = team.root / "team-policy" / "policy.toml"
+    target.parent.mkdir()
+    target.write_text('[skills]\nblock = ["other"]\n')
+    folder = team.project / ".skill-magics"
+    (folder / "policy.toml").symlink_to(target)
+    folder.chmod(0o777)
+    try:
+        with pytest.raises(PolicyError, match=r"\.skill-magics, which others can write"):
+            run_hello(manager_for(team.local))
+    finally:
+        folder.chmod(0o755)
+    assert run_hello(manager_for(team.local)).stdout.strip() == "hi"  # NOT refused

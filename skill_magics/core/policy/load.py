@@ -8,9 +8,9 @@ The order (the first found is in force; nothing a user sets afterwards, a trait,
    the nearest parent that has one;
 3. ``$XDG_CONFIG_HOME/skill-magics/policy.toml`` (default ``~/.config/...``).
 
-A file (or the file a link points to) that someone other than you or root owns, or that
-others may write, or that sits in a folder others may write without the sticky bit, is
-refused like a broken one: whoever can edit it decides what runs. A file that does not
+A file that someone other than you or root owns or could change (core/base/trustfile.py: it,
+its folder, a link's target and the link's folder) is refused like a broken one: whoever
+can edit it decides what runs. A file that does not
 parse, or names a key this version does not know (a typo must not weaken a rule), refuses
 everything, in one line naming the file and line.
 """
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.trustfile import untrusted_because
 from skill_magics.core.base.visible import visible
 from skill_magics.core.policy.model import Policy
 from skill_magics.core.trust.sigstore import parse_identity
@@ -75,6 +75,9 @@ def current_policy(start: str | os.PathLike[str] | None = None) -> Policy | None
         st = os.stat(name)
         key: tuple[int, ...] = (lst.st_ino, lst.st_mtime_ns, st.st_ino, st.st_mtime_ns, st.st_size)
         key += (st.st_mode, st.st_uid)
+        for folder in {os.path.dirname(name), os.path.dirname(os.path.realpath(name))}:
+            d = os.stat(folder)  # a folder others may now write: the file is checked again
+            key += (d.st_ino, d.st_mode, d.st_uid)
     except OSError:
         key = ()
     hit = _CACHE.get(name)
@@ -85,31 +88,12 @@ def current_policy(start: str | os.PathLike[str] | None = None) -> Policy | None
     return policy
 
 
-def _unsafe(path: Path) -> str:
-    """Why the policy at ``path`` cannot be trusted ("" when it can)."""
-    me = os.getuid()
-    real = Path(os.path.realpath(path))
-    linked = os.path.islink(path)
-    for item in [real, real.parent]:
-        try:
-            st = os.stat(item)
-        except OSError:
-            return ""
-        if st.st_uid not in (me, 0):
-            return f"{visible(str(item))} belongs to another user"
-        others_write = st.st_mode & (0o002 if not linked else 0o022)
-        if others_write and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
-            what = "a symlink to " if linked else ""
-            return f"it is {what}{visible(str(item))}, which others can write"
-    return ""
-
-
 def load_policy(path: str | os.PathLike[str]) -> Policy:
     """The policy in the file at ``path``; a file that cannot be trusted or read gives a
     broken policy (which refuses everything), never an exception."""
     path = Path(os.path.abspath(path))
     shown = visible(str(path))
-    unsafe = _unsafe(path)
+    unsafe = untrusted_because(path)
     if unsafe:
         return Policy(str(path), broken=f"the policy {shown} is refused: {unsafe}")
     try:

@@ -93,7 +93,11 @@ def check_signature(policy: Policy, name: str, signature: Signature) -> None:
                 f"{who}, an OpenPGP key whose fingerprint is not in {listed}",
             )
         return
-    if signers is None or not is_allowed(signers, signature.principal, signature.key):
+    try:
+        found = signers is not None and is_allowed(signers, signature.principal, signature.key)
+    except ValueError as exc:  # the file cannot be read, or others could have changed it
+        raise _refuse(policy, "[signatures] allowed_signers", f"{who}, but {exc}") from None
+    if not found:
         raise _refuse(
             policy,
             "[signatures] allowed_signers",

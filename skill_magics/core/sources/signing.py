@@ -12,31 +12,56 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skill_magics.core.base.errors import SourceError
+from skill_magics.core.base.trustfile import untrusted_because
 from skill_magics.core.base.visible import visible
 from skill_magics.core.installed.signature import NO_ANCHORS, Anchors, Signature, SignatureState
-from skill_magics.core.policy import current_policy
+from skill_magics.core.policy import Policy, PolicyError, current_policy
 from skill_magics.core.policy.rules import check_blocked, check_signature, check_source
 from skill_magics.core.sources.snapshot import Snapshot, StagedSkill
 from skill_magics.core.trust import record
+from skill_magics.core.trust.signers import ENV_VAR as SIGNERS_VAR
 from skill_magics.core.trust.signers import env_signers
 
 
 def signers_file() -> str | None:
     """The allowed-signers file: the policy's ``[signatures] allowed_signers``, else
-    ``$SKILL_MAGICS_ALLOWED_SIGNERS``, else none (a valid signature is then "unknown")."""
+    ``$SKILL_MAGICS_ALLOWED_SIGNERS``, else none (a valid signature is then "unknown").
+    PolicyError when others could have changed it (core/base/trustfile.py): git and
+    ssh-keygen would believe whatever key was added."""
     policy = current_policy()
     if policy is not None and policy.allowed_signers:
+        _believable(policy, "[signatures] allowed_signers", policy.allowed_signers)
         return policy.allowed_signers
-    return env_signers()
+    named = env_signers()
+    if named is not None:
+        why = untrusted_because(named)
+        if why:
+            raise PolicyError(
+                f"Refused: the allowed signers file {visible(named)} "
+                f"(${SIGNERS_VAR}) cannot be believed: {why}; nothing was installed"
+            )
+    return named
 
 
 def anchors() -> Anchors:
     """What the policy trusts besides the allowed-signers file: ``[signatures] openpgp``
-    fingerprints, ``sigstore`` identities and ``sigstore_trusted_root``."""
+    fingerprints, ``sigstore`` identities and ``sigstore_trusted_root`` (PolicyError when
+    others could have changed that root)."""
     policy = current_policy()
     if policy is None:
         return NO_ANCHORS
+    if policy.sigstore_root:
+        _believable(policy, "[signatures] sigstore_trusted_root", policy.sigstore_root)
     return Anchors(policy.openpgp_signers, policy.sigstore_signers, policy.sigstore_root)
+
+
+def _believable(policy: Policy, rule: str, path: str) -> None:
+    why = untrusted_because(path)
+    if why:
+        raise PolicyError(
+            f"Refused by the policy ({policy.rule(rule)}): {visible(path)} cannot be "
+            f"believed: {why}; nothing was installed"
+        )
 
 
 def check_source_allowed(source: str) -> None:
