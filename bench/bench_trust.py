@@ -39,6 +39,7 @@ from sources_support import make_repo, skill_md  # noqa: E402
 
 from skill_magics.core.manager import SkillManager  # noqa: E402
 from skill_magics.core.policy import runs as policy_runs  # noqa: E402
+from skill_magics.core.run.launching.sandbox_profiles import ranks  # noqa: E402
 from skill_magics.core.run.planning.settings import RunSettings  # noqa: E402
 from skill_magics.core.sources.git import GitSnapshot  # noqa: E402
 from skill_magics.core.sources.install import install_skills  # noqa: E402
@@ -161,7 +162,7 @@ def main() -> None:
     calls = []
     for _ in range(checks):
         started = time.perf_counter()
-        policy_runs.check_run(skill_dir, "greet", "off", False)
+        policy_runs.check_run(skill_dir, "greet", "off", False, ranks())
         calls.append(time.perf_counter() - started)
     a, b = statistics.median(with_policy), statistics.median(without)
     print("2. per-run policy overhead (target <= 1 ms)")

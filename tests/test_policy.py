@@ -517,3 +517,43 @@ def test_a_policy_link_in_a_folder_others_can_write_is_refused(team):
     finally:
         folder.chmod(0o755)
     assert run_hello(manager_for(team.local)).stdout.strip() == "hi"  # NOT refused
+
+
+def test_no_level_weakens_another_every_policy_found_applies(team, monkeypatch, bwrap):
+    """A team's policy at the repository's root, a permissive one nearer the notebook (a
+    subfolder's, even an empty file a cloned folder brings), $SKILL_MAGICS_POLICY naming a
+    permissive file, and the user's own stricter one: every rule of every file holds."""
+    write_policy(team, '[skills]\nblock = ["hel*"]\n')  # the team's, at the root
+    notebooks = team.project / "notebooks"
+    (notebooks / ".skill-magics").mkdir(parents=True)
+    (notebooks / ".skill-magics" / "policy.toml").write_text("")  # allows everything
+    monkeypatch.chdir(notebooks)
+    lax = team.root / "lax.toml"
+    lax.write_text("")
+    monkeypatch.setenv("SKILL_MAGICS_POLICY", str(lax))
+    from skill_magics.core.policy import find_policies
+
+    assert [how for _path, how in find_policies()] == [
+        "$SKILL_MAGICS_POLICY",
+        "the project",
+        "the project",
+    ]
+    with pytest.raises(PolicyError, match=r"\[skills\] block in .*work/.skill-magics.*blocked"):
+        run_hello(manager_for(team.local))
+    with pytest.raises(PolicyError, match=r"\[skills\] block"):
+        install_skills(str(team.local / "hello"), into=team.into, approver=None)
+    # the user's own stricter policy holds in this project too
+    write_policy(team, "")
+    user = team.root / "config" / "skill-magics" / "policy.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[run]\nmax_sandbox = "read-only"\n')
+    with pytest.raises(PolicyError, match=r"\[run\] max_sandbox in .*config/skill-magics"):
+        run_hello(manager_for(team.local), sandbox="off")
+    assert run_hello(manager_for(team.local), sandbox="read-only").stdout.strip() == "hi"
+    text = describe_policy()
+    assert text.startswith("4 policies in force, highest level first; each applies:")
+    assert text.count("Policy in force:") == 4 and "max_sandbox" in text
+    # a broken file at any level refuses everything
+    (notebooks / ".skill-magics" / "policy.toml").write_text("[run\n")
+    with pytest.raises(PolicyError, match=r"notebooks/.skill-magics/policy.toml does not parse"):
+        run_hello(manager_for(team.local), sandbox="read-only")

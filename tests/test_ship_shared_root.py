@@ -58,7 +58,7 @@ role, skill, ready, go = sys.argv[1:5]
 bundle = ship.SkillBundle.pack(skill, "slowpoke", None)
 flag = ship.new_file_flag()
 batch = ship.ShippedBatch("b-" + role, bundle, "scripts/slow.py",
-                          RunSettings(run_cwd="skill", timeout=60), flag, Shipped(None))
+                          RunSettings(run_cwd="skill", timeout=60), flag, Shipped(()))
 
 def item(n, **extra):
     out = ship.run_shipped_item(batch, n, {"n": n, **extra}, None)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from skill_magics.core.policy.load import current_policy
+from skill_magics.core.policy.load import current_policies
 from skill_magics.core.policy.model import Policy, PolicyError
 from skill_magics.core.policy.rules import (
     check_blocked,
@@ -25,21 +26,24 @@ from skill_magics.core.policy.rules import (
     check_source,
 )
 
+if TYPE_CHECKING:
+    from skill_magics.core.trust.installed import Origin
+
 
 @dataclass(frozen=True)
 class Shipped:
-    """The policy in force where a batch was launched (None: none), for its items run
+    """The policies in force where a batch was launched (none: empty), for its items run
     elsewhere on a copy of the skill (a process pool, Dask: core/run/batch/ship.py). A
-    worker enforces THIS policy, not one its own folder may have (or lack): the run limits
-    and the block list. The skill's source and signer were checked where the batch was
-    planned, on the installed skill; the copy is verified to hold those same bytes."""
+    worker enforces THESE, not those its own folder may have (or lack): the run limits and
+    the block list. The skill's source and signer were checked where the batch was planned,
+    on the installed skill; the copy is verified to hold those same bytes."""
 
-    policy: Policy | None
+    policies: tuple[Policy, ...]
 
 
 def shipped() -> Shipped:
-    """The policy in force here, to travel with a batch's items."""
-    return Shipped(current_policy())
+    """The policies in force here, to travel with a batch's items."""
+    return Shipped(current_policies())
 
 
 def check_run(
@@ -51,27 +55,28 @@ def check_run(
     *,
     ship: Shipped | None = None,
 ) -> None:
-    """Raise PolicyError when the policy in force refuses this run of skill ``name`` in
+    """Raise PolicyError when a policy in force refuses this run of skill ``name`` in
     ``skill_dir`` with sandbox ``mode`` ("off": none) and ``network``; ``ranks``: the sandbox
     profiles' ranks by name (rules.check_run_limits). ``ship``: ``skill_dir`` is a shipped
-    copy, checked against the policy it carries (:class:`Shipped`)."""
-    policy = current_policy() if ship is None else ship.policy
-    if policy is None:
-        return
-    check_readable(policy)
-    check_run_limits(policy, name, mode, network, ranks)
-    digests_needed = any(b.startswith("sha256:") for b in policy.block)
-    if ship is not None:  # a copy: its limits and the block list (Shipped says why)
-        check_blocked(policy, name, _tree(skill_dir, "") if digests_needed else ())
-        return
-    if policy.sources_allow is None and not policy.require_signatures and not policy.block:
-        return
-    from skill_magics.core.trust.installed import origin_of
+    copy, checked against the policies it carries (:class:`Shipped`)."""
+    policies = current_policies() if ship is None else ship.policies
+    origin: Origin | None = None
+    for policy in policies:
+        check_readable(policy)
+        check_run_limits(policy, name, mode, network, ranks)
+        digests_needed = any(b.startswith("sha256:") for b in policy.block)
+        if ship is not None:  # a copy: its limits and the block list (Shipped says why)
+            check_blocked(policy, name, _tree(skill_dir, "") if digests_needed else ())
+            continue
+        if policy.sources_allow is None and not policy.require_signatures and not policy.block:
+            continue
+        if origin is None:
+            from skill_magics.core.trust.installed import origin_of
 
-    origin = origin_of(skill_dir, name)
-    check_source(policy, origin.source)
-    check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
-    check_signature(policy, name, origin.signature)
+            origin = origin_of(skill_dir, name)
+        check_source(policy, origin.source)
+        check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
+        check_signature(policy, name, origin.signature)
 
 
 def _tree(skill_dir: str | os.PathLike[str], tree: str) -> tuple[str, ...]:
@@ -86,24 +91,24 @@ def _tree(skill_dir: str | os.PathLike[str], tree: str) -> tuple[str, ...]:
 
 
 def check_added_source(source: str) -> None:
-    """Raise PolicyError when ``[sources] allow`` refuses ``source`` (``mcp:LABEL``) being
+    """Raise PolicyError when a ``[sources] allow`` refuses ``source`` (``mcp:LABEL``) being
     added: before an MCP server's process starts or its URL is called."""
-    policy = current_policy()
-    if policy is not None:
+    for policy in current_policies():
         check_source(policy, source)
 
 
 def check_added_folder(folder: str | os.PathLike[str]) -> None:
-    """Raise PolicyError when ``[sources] allow`` refuses a folder of skills being added
+    """Raise PolicyError when a ``[sources] allow`` refuses a folder of skills being added
     (``%skills add DIR``, ``manager.add_dir``), before it is added: the folder itself
     matches a pattern, or every skill in it (the folder, or each sub-folder with a
     SKILL.md, as the search finds them) has an allowed source (its lock's, else its own path),
     as a run would see it."""
-    policy = current_policy()
-    if policy is None:
-        return
+    for policy in current_policies():
+        _check_folder(policy, os.path.abspath(folder))
+
+
+def _check_folder(policy: Policy, base: str) -> None:
     check_readable(policy)
-    base = os.path.abspath(folder)
     if policy.sources_allow is None:
         return
     try:
@@ -122,20 +127,18 @@ def check_added_folder(folder: str | os.PathLike[str]) -> None:
 
 
 def check_network_grant(name: str) -> None:
-    """Raise PolicyError when the policy in force says ``[run] network = false``: a grant
+    """Raise PolicyError when a policy in force says ``[run] network = false``: a grant
     on the approval panel (or ``grant_network``) would give more than the policy allows."""
-    policy = current_policy()
-    if policy is None:
-        return
-    check_network(policy, name, True, confined=True)
+    for policy in current_policies():
+        check_network(policy, name, True, confined=True)
 
 
 def network_allowed(ship: Shipped | None = None) -> bool:
-    """May any run get the network now? (False under ``[run] network = false``, or a policy
-    that cannot be read.) Read again at spawn time, after the approval. ``ship``: the run
-    is a shipped batch item's, under the policy it carries."""
-    policy = current_policy() if ship is None else ship.policy
-    return policy is None or (not policy.broken and policy.network is not False)
+    """May any run get the network now? (False under a ``[run] network = false``, or a
+    policy that cannot be read.) Read again at spawn time, after the approval. ``ship``: the
+    run is a shipped batch item's, under the policies it carries."""
+    policies = current_policies() if ship is None else ship.policies
+    return all(not p.broken and p.network is not False for p in policies)
 
 
 __all__ = [
