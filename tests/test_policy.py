@@ -557,3 +557,26 @@ def test_no_level_weakens_another_every_policy_found_applies(team, monkeypatch, 
     (notebooks / ".skill-magics" / "policy.toml").write_text("[run\n")
     with pytest.raises(PolicyError, match=r"notebooks/.skill-magics/policy.toml does not parse"):
         run_hello(manager_for(team.local), sandbox="read-only")
+
+
+def test_a_policy_in_force_at_launch_is_checked_though_the_plan_was_made_before(team, bwrap):
+    """A plan made before a policy came into force (or changed while the approval panel
+    waited) is checked again right before its process starts: refused, audited, nothing
+    run; a plan the new policy allows still runs."""
+    marker = team.local / "hello" / "scripts" / "hi.py"
+    marker.write_text("import pathlib\npathlib.Path(__file__).with_name('ran').write_text('1')\n")
+    manager = manager_for(team.local)
+    blocked = manager.plan("hello", "scripts/hi.py")
+    unsandboxed = manager.plan("hello", "scripts/hi.py", sandbox="off")
+    write_policy(team, '[skills]\nblock = ["hello"]\n')
+    with pytest.raises(PolicyError, match=r"\[skills\] block in .*'?hello'? is blocked"):
+        manager.run_planned(blocked, None).script_result()
+    assert not (marker.parent / "ran").exists()
+    assert "[skills] block" in refusals(manager)[-1].reason
+    write_policy(team, '[run]\nmax_sandbox = "read-only"\n')
+    with pytest.raises(PolicyError, match=r"\[run\] max_sandbox in .*'off'"):
+        manager.run_planned(unsandboxed, None).script_result()
+    assert not (marker.parent / "ran").exists()
+    write_policy(team, '[skills]\nblock = ["other"]\n')
+    manager.run_planned(unsandboxed, None).script_result()  # NOT refused
+    assert (marker.parent / "ran").exists()

@@ -444,3 +444,32 @@ def test_a_lock_whose_signer_was_removed_by_hand_is_not_believed(keys):
     lock_path.write_text(json.dumps(lock))
     sig = origin_of(keys.into / "greet", "greet").signature
     assert not sig.is_signed and "verify --signatures" in sig.note, sig.describe()
+
+
+def test_yes_in_session_asks_again_when_the_same_bytes_come_from_another_signer(keys):
+    """End to end: a person's "Yes in session" for alice's skill covers its next runs; the
+    same files, now signed by bob (allowed too) after an update, ask again."""
+    bob = keygen(keys.root / "keys", "bob")
+    allowed_signers(keys.allowed, ("alice@example.com", keys.alice), ("bob@example.com", bob))
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    manager = manager_for(keys.into)
+    asked = []
+
+    def person(request):
+        asked.append(request.signature)
+        return "yes_in_session"
+
+    for _ in range(2):
+        run = manager.execute_skill_script("greet", "scripts/hello.py", approver=person)
+        assert "signed skill" in run.stdout
+    assert [s.principal for s in asked] == ["alice@example.com"]  # the second was not asked
+    tree = read_lock(keys.into).skills["greet"].tree
+    use_key(repo, bob)
+    git(repo, "commit", "-q", "--allow-empty", "-S", "-m", "same files, another signer")
+    git(repo, "tag", "-f", "-s", "-m", "v1 again", "v1")
+    update_skills(keys.into, approver=None)
+    assert read_lock(keys.into).skills["greet"].tree == tree  # the same bytes
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=person)
+    assert "signed skill" in run.stdout
+    assert [s.principal for s in asked] == ["alice@example.com", "bob@example.com"]
