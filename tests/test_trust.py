@@ -32,6 +32,7 @@ from skill_magics.core.installed.lock import read_lock
 from skill_magics.core.installed.signature import Signature, SignatureState
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.update import sync_skills, update_skills
+from skill_magics.core.sources.verify import verify_skills
 from skill_magics.core.trust import record
 from skill_magics.core.trust.installed import origin_of
 from skill_magics.core.trust.signers import load_signers
@@ -178,6 +179,9 @@ def test_a_lock_edited_to_name_another_signer_is_not_believed(keys):
     lock_path.write_text(json.dumps(lock))
     sig = origin_of(keys.into / "greet", "greet").signature
     assert not sig.is_signed and "another signer" in sig.note
+    # %skills verify (offline: nothing fetched) says so too
+    (line,) = verify_skills(keys.into)
+    assert line.startswith("greet: unsigned (skills-lock.json names another signer")
     # and with no record at all (a lock cloned from elsewhere): not believed either
     shutil.rmtree(keys.root / "trust")
     sig = origin_of(keys.into / "greet", "greet").signature
