@@ -255,6 +255,14 @@ def test_an_mcp_skills_script_is_capped_and_matched_by_its_label(team, monkeypat
         write_policy(team, '[sources]\nallow = ["mcp:other"]\n')
         with pytest.raises(PolicyError, match=r"\[sources\] allow in .*mcp:team matches none"):
             run(sandbox="read-only")
+        # [skills] block names a skill whatever its source: an MCP skill by its own name
+        # too, not only as LABEL/NAME
+        for blocked in ("hello-mcp", "hello-*", "team/*"):
+            write_policy(team, f'[skills]\nblock = ["{blocked}"]\n')
+            with pytest.raises(PolicyError, match=r"\[skills\] block in .*is blocked"):
+                run(sandbox="read-only")
+        write_policy(team, '[skills]\nblock = ["other/*", "mcp"]\n')
+        assert run(sandbox="read-only").stdout.strip() == "hello mcp"  # NOT refused
     finally:
         manager.remove_mcp_server("team")
 

@@ -106,13 +106,16 @@ def check_signature(policy: Policy, name: str, signature: Signature) -> None:
 
 
 def check_blocked(policy: Policy, name: str, digests: tuple[str, ...] = ()) -> None:
-    """``name`` (or one of ``digests``, ``sha256:<hex>``) is not in ``[skills] block``."""
+    """``name`` (or one of ``digests``, ``sha256:<hex>``) is not in ``[skills] block``. An
+    MCP server's skill, ``LABEL/NAME``, is matched by both (a block names a skill whatever
+    its source; ``LABEL/*`` blocks a server's)."""
     check_readable(policy)
+    names = {name, name.rsplit("/", 1)[-1]}
     for entry in policy.block:
         if entry.startswith("sha256:"):
             if entry in digests:
                 raise _refuse(policy, "[skills] block", f"{visible(name)} has digest {entry}")
-        elif fnmatchcase(name, entry):
+        elif any(fnmatchcase(n, entry) for n in names):
             raise _refuse(policy, "[skills] block", f"{visible(name)} is blocked")
 
 
