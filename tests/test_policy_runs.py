@@ -21,6 +21,7 @@ from manager_support import manager_for, posix_only, refusals
 from sources_support import skill_md, write_files
 from trust_support import allowed_signers, keygen, signed_repo
 
+from skill_magics.core.base.errors import ApprovalDeclined
 from skill_magics.core.policy import PolicyError
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.update import verify_signatures
@@ -305,3 +306,25 @@ def test_a_run_spawns_no_git_ssh_keygen_or_gpg(team):
     assert len(at_run) >= 3, "the hook saw the runs' own processes"
     assert not [names for names in at_run if names & helpers], at_run
     assert any("git" in names for names in started[len(at_run) :])
+
+
+def test_an_environment_is_not_built_for_a_skill_the_policy_refuses(team, monkeypatch):
+    """A managed environment installs what the skill's requirements name (their code runs
+    at install): a skill the policy refuses (here: unsigned under require) gets none,
+    refused before anyone is asked, audited; a policy that allows it does not refuse."""
+    from skill_magics.core.base import envdirs
+
+    monkeypatch.setenv(envdirs.ENV_DIR_VAR, str(team.root / "envs"))
+    needs = '# /// script\n# dependencies = ["surely-not-installed-pkg-41"]\n# ///\nprint(1)\n'
+    (team.local / "hello" / "scripts" / "needs.py").write_text(needs)
+    write_policy(team, "[signatures]\nrequire = true\n")
+    manager = manager_for(team.local)
+    asked = []
+    with pytest.raises(PolicyError, match=r"\[signatures\] require in .*unsigned \(local\)"):
+        manager.prepare_env("hello", approver=lambda r: asked.append(r) or "no")
+    assert asked == [] and not (team.root / "envs").exists()
+    assert refusals(manager)[-1].script == "<install>"
+    write_policy(team, f'[sources]\nallow = ["{team.local}/*"]\n')
+    with pytest.raises(ApprovalDeclined):  # asked, and declined: NOT refused by the policy
+        manager.prepare_env("hello", approver=lambda r: asked.append(r) or "no")
+    assert len(asked) == 1 and asked[0].install is not None

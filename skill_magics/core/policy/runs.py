@@ -60,20 +60,36 @@ def check_run(
     profiles' ranks by name (rules.check_run_limits). ``ship``: ``skill_dir`` is a shipped
     copy, checked against the policies it carries (:class:`Shipped`)."""
     policies = current_policies() if ship is None else ship.policies
-    origin: Origin | None = None
     for policy in policies:
         check_readable(policy)
         check_run_limits(policy, name, mode, network, ranks)
-        digests_needed = any(b.startswith("sha256:") for b in policy.block)
         if ship is not None:  # a copy: its limits and the block list (Shipped says why)
+            digests_needed = any(b.startswith("sha256:") for b in policy.block)
             check_blocked(policy, name, _tree(skill_dir, "") if digests_needed else ())
-            continue
+    if ship is None:
+        _check_skill(policies, skill_dir, name)
+
+
+def check_skill(skill_dir: str | os.PathLike[str], name: str) -> None:
+    """Raise PolicyError when a policy in force refuses skill ``name`` in ``skill_dir``
+    itself, whatever it would run: its source, its signer, the block list (an environment
+    built for it runs the code its requirements name)."""
+    _check_skill(current_policies(), skill_dir, name)
+
+
+def _check_skill(
+    policies: tuple[Policy, ...], skill_dir: str | os.PathLike[str], name: str
+) -> None:
+    origin: Origin | None = None
+    for policy in policies:
+        check_readable(policy)
         if policy.sources_allow is None and not policy.require_signatures and not policy.block:
             continue
         if origin is None:
             from skill_magics.core.trust.installed import origin_of
 
             origin = origin_of(skill_dir, name)
+        digests_needed = any(b.startswith("sha256:") for b in policy.block)
         check_source(policy, origin.source)
         check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
         check_signature(policy, name, origin.signature)
@@ -148,5 +164,6 @@ __all__ = [
     "check_added_source",
     "check_network_grant",
     "check_run",
+    "check_skill",
     "network_allowed",
 ]
