@@ -328,3 +328,22 @@ def test_an_environment_is_not_built_for_a_skill_the_policy_refuses(team, monkey
     with pytest.raises(ApprovalDeclined):  # asked, and declined: NOT refused by the policy
         manager.prepare_env("hello", approver=lambda r: asked.append(r) or "no")
     assert len(asked) == 1 and asked[0].install is not None
+
+
+def test_a_cell_asking_for_network_is_refused_in_one_line_naming_the_fix(
+    team, ipython_shell, bwrap
+):
+    write_policy(team, "[run]\nnetwork = false\n")
+    shell = ipython_shell(team.local, auto_approve=True)
+    shell.run_cell("%config SkillMagics.sandbox = 'read-only'")
+    shell.run_cell("%config SkillMagics.sandbox_network = ['hello']")
+    outcome = shell.run_cell("%%skillrun hello.hi\n")
+    text = str(outcome.error_in_exec)
+    assert "\n" not in text and not team.ran.exists()
+    assert "Refused by the policy ([run] network in " in text and "policy.toml" in text
+    assert text.endswith("take it out of sandbox_network and grant none")
+    shell.run_cell("%config SkillMagics.sandbox_network = []")
+    assert shell.run_cell("%%skillrun hello.hi\n").error_in_exec is None  # NOT refused
+    shell.run_cell("%config SkillMagics.sandbox = 'off'")
+    text = str(shell.run_cell("%%skillrun hello.hi\n").error_in_exec)
+    assert text.endswith("run it sandboxed (--sandbox read-only)") and not team.ran.exists()

@@ -2,7 +2,7 @@
 
 Every policy file found is in force, and an install or a run must pass each one: no level
 weakens another (a file that allows more than another changes nothing the other refuses),
-and nothing a user sets, a trait, a cell's ``--sandbox off`` or ``--network``, an
+and nothing a user sets, a trait, a cell's ``--sandbox off``, ``sandbox_network``, an
 environment variable, gets past any of them. They are looked for, highest level first:
 
 1. ``$SKILL_MAGICS_POLICY`` (a path: an administrator's, e.g. a JupyterHub's);

@@ -150,12 +150,15 @@ def check_network(policy: Policy, name: str, network: bool, *, confined: bool) -
     running unconfined."""
     check_readable(policy)
     if policy.network is False and (network or not confined):
-        why = "asks for network" if network else "would run unsandboxed, with network"
-        raise _refuse(
-            policy,
-            "[run] network",
-            f"{visible(name)} {why}; no run gets network: drop --network and run it sandboxed",
-        )
+        if network:
+            why = (
+                "asks for network (sandbox_network, or a grant); no run gets network: take it "
+                "out of sandbox_network and grant none"
+            )
+        else:
+            why = "would run unsandboxed, with network; no run gets network: run it sandboxed"
+            why += " (--sandbox read-only)"
+        raise _refuse(policy, "[run] network", f"{visible(name)} {why}")
 
 
 __all__ = [
