@@ -101,12 +101,16 @@ def test_an_unparseable_policy_refuses_everything_in_one_line_naming_file_and_li
     assert outcomes(manager) == ["refused"]
     with pytest.raises(PolicyError, match="does not parse"):
         install_skills(str(team.local / "hello"), into=team.into, approver=None)
+    write_policy(team, '[run]\nmax_sandbox = "off"\n')  # fixed: NOT refused
+    assert run_hello(manager).stdout.strip() == "hi"
 
 
 def test_an_unknown_key_is_not_a_silent_weakening(team):
     path = write_policy(team, "[signatures]\nrequired = true\n")
     with pytest.raises(PolicyError, match=f"{path}.*line 2: unknown key 'required'"):
         run_hello(manager_for(team.local))
+    write_policy(team, "[signatures]\nrequire = false\n")  # the key it knows: NOT refused
+    assert run_hello(manager_for(team.local)).stdout.strip() == "hi"
 
 
 def test_a_symlinked_policy_others_can_write_is_refused_a_private_one_is_not(team):
@@ -199,6 +203,8 @@ def test_a_signer_no_longer_in_allowed_signers_is_refused_at_run(team):
         into=team.into,
         approver=None,
     )
+    run = manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # still listed: NOT refused
     allowed_signers(team.project / ".skill-magics" / "allowed_signers", ("bob", team.mallory))
     with pytest.raises(PolicyError, match=r"\[signatures\] allowed_signers.*alice@example.com"):
         manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
@@ -254,6 +260,10 @@ def test_a_network_grant_on_the_panel_cannot_get_past_no_network(team, bwrap):
     # and a grant given before the policy counts for nothing once it is in force
     manager._grants.grant("hello")
     assert manager._executor.network_for(plan.prepared) is False
+    # NOT refused: a policy that says nothing of network lets the panel grant it
+    write_policy(team, '[run]\nmax_sandbox = "read-only"\n')
+    manager.grant_network("hello", by="approval panel (test)")
+    assert manager._executor.network_for(plan.prepared) is True
 
 
 def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
