@@ -272,7 +272,7 @@ def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
     started = team.root / "server-started"
     command = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
     with pytest.raises(
-        PolicyError, match=r"\[sources\] allow in .*policy.toml.*mcp:other matches none"
+        PolicyError, match=r"\[sources\] allow in .*policy.toml.*mcp:other \(.*\) matches none"
     ):
         manager.add_mcp_server("other", command=command, connect_timeout=5)
     assert not started.exists(), "refused before the server's process started"

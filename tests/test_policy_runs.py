@@ -254,7 +254,7 @@ def test_an_mcp_skills_script_is_capped_and_matched_by_its_label(team, monkeypat
         manager.configure(sandbox_network=())
         assert run(sandbox="read-only").stdout.strip() == "hello mcp"  # NOT refused
         write_policy(team, '[sources]\nallow = ["mcp:other"]\n')
-        with pytest.raises(PolicyError, match=r"\[sources\] allow in .*mcp:team matches none"):
+        with pytest.raises(PolicyError, match=r"\[sources\] allow in .*mcp:team .*matches none"):
             run(sandbox="read-only")
         # [skills] block names a skill whatever its source: an MCP skill by its own name
         # too, not only as LABEL/NAME
@@ -264,6 +264,18 @@ def test_an_mcp_skills_script_is_capped_and_matched_by_its_label(team, monkeypat
                 run(sandbox="read-only")
         write_policy(team, '[skills]\nblock = ["other/*", "mcp"]\n')
         assert run(sandbox="read-only").stdout.strip() == "hello mcp"  # NOT refused
+        # [sources] allow matches a server by its command line (or URL) too, not only by
+        # the label a cell gives it: at add and at every run
+        serve = f"{sys.executable} -m skill_magics.mcp serve"
+        write_policy(team, f'[sources]\nallow = ["{serve} {served}"]\n')
+        assert run(sandbox="read-only").stdout.strip() == "hello mcp"  # NOT refused
+        elsewhere = team.root / "elsewhere"
+        elsewhere.mkdir()
+        with pytest.raises(PolicyError, match=r"\[sources\] allow in .*mcp:other \(.*elsewhere"):
+            manager.add_mcp_server("other", command=[*serve.split(), str(elsewhere)])
+        write_policy(team, f'[sources]\nallow = ["{serve} {elsewhere}"]\n')
+        with pytest.raises(PolicyError, match=r"mcp:team \(.*served\) matches none"):
+            run(sandbox="read-only")
     finally:
         manager.remove_mcp_server("team")
 

@@ -38,10 +38,11 @@ def check_readable(policy: Policy) -> None:
 _DOT_SEGMENT = re.compile(r"(?:^|[/:])(?:\.|%2e){1,2}(?:/|$)", re.I)
 
 
-def check_source(policy: Policy, source: str) -> None:
-    """``source`` (URL, path, ``mcp:LABEL``) matches one of ``[sources] allow``. A source
-    holding a ``.`` or ``..`` path segment never matches: the text would match a pattern
-    while git (and curl) fetch the place it resolves to (``acme/../evil``)."""
+def check_source(policy: Policy, source: str, also: tuple[str, ...] = ()) -> None:
+    """``source`` (URL, path, ``mcp:LABEL``), or one of ``also`` (an MCP server's URL or
+    command line), matches one of ``[sources] allow``. A text holding a ``.`` or ``..``
+    path segment never matches: it would match a pattern while git (and curl) fetch the
+    place it resolves to (``acme/../evil``)."""
     check_readable(policy)
     allow = policy.sources_allow
     if allow is None:
@@ -53,8 +54,11 @@ def check_source(policy: Policy, source: str) -> None:
             f"{visible(source)} holds a '.' or '..' path segment, which the fetch resolves "
             "elsewhere: give the source as it resolves",
         )
-    if any(fnmatchcase(source, pattern) for pattern in allow):
+    texts = [source, *(t for t in also if not _DOT_SEGMENT.search(t))]
+    if any(fnmatchcase(text, pattern) for text in texts for pattern in allow):
         return
+    if also:
+        source = f"{source} ({', '.join(also)})"
     raise _refuse(
         policy,
         "[sources] allow",

@@ -90,7 +90,7 @@ def _check_skill(
 
             origin = origin_of(skill_dir, name)
         digests_needed = any(b.startswith("sha256:") for b in policy.block)
-        check_source(policy, origin.source)
+        check_source(policy, origin.source, origin.also)
         check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
         check_signature(policy, name, origin.signature)
 
@@ -106,11 +106,12 @@ def _tree(skill_dir: str | os.PathLike[str], tree: str) -> tuple[str, ...]:
     return (f"sha256:{tree}",)
 
 
-def check_added_source(source: str) -> None:
+def check_added_source(source: str, also: tuple[str, ...] = ()) -> None:
     """Raise PolicyError when a ``[sources] allow`` refuses ``source`` (``mcp:LABEL``) being
-    added: before an MCP server's process starts or its URL is called."""
+    added, matched by it or by one of ``also`` (the server's URL or command line): before
+    an MCP server's process starts or its URL is called."""
     for policy in current_policies():
-        check_source(policy, source)
+        check_source(policy, source, also)
 
 
 def check_added_folder(folder: str | os.PathLike[str]) -> None:

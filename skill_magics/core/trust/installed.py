@@ -11,6 +11,7 @@ no lock describes is ``unsigned (local)``; an MCP server's skill (named ``LABEL/
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,20 +26,28 @@ INSTALLED, LOCAL, MCP = "installed", "local", "mcp"
 @dataclass(frozen=True)
 class Origin:
     """A skill's origin: its kind, the source a policy's ``[sources] allow`` matches (the
-    lock's source, the folder, or ``mcp:LABEL``), its signature, and the tree digest of
-    its files when it is installed and they match the lock ("" otherwise)."""
+    lock's source, the folder, or ``mcp:LABEL``), its signature, the tree digest of its
+    files when it is installed and they match the lock ("" otherwise), and what else the
+    source may be matched by (an MCP server's URL or command line)."""
 
     kind: str
     source: str
     signature: Signature
     tree: str = ""
+    also: tuple[str, ...] = ()
 
 
 def origin_of(skill_dir: str | os.PathLike[str], skill_name: str) -> Origin:
     """The origin of the skill in ``skill_dir`` named ``skill_name``."""
     if "/" in skill_name:  # only an MCP server's skills are LABEL/NAME (core/mcp/skill.py)
         label = skill_name.split("/", 1)[0]
-        return Origin(MCP, f"mcp:{label}", Signature.unsigned(f"MCP server {label}"))
+        server = _mcp_server(skill_dir, label)
+        return Origin(
+            MCP,
+            f"mcp:{label}",
+            Signature.unsigned(f"MCP server {label}"),
+            also=(server,) if server else (),
+        )
     base = Path(os.path.abspath(skill_dir))
     status = skill_lock_status(base)
     if status is None:
@@ -49,6 +58,36 @@ def origin_of(skill_dir: str | os.PathLike[str], skill_name: str) -> Origin:
             INSTALLED, locked.source, Signature.unsigned("files changed since they were installed")
         )
     return Origin(INSTALLED, locked.source, verified_signature(locked), locked.tree)
+
+
+_SERVERS: dict[str, tuple[tuple[int, int], str]] = {}
+
+
+def _mcp_server(skill_dir: str | os.PathLike[str], label: str) -> str:
+    """The URL or command line of the server an MCP skill's cached copy came from, as the
+    cache's ``origin.json`` beside its files records it (core/mcp/cache.py; a folder only
+    this user writes), "" when there is none for this label."""
+    path = os.path.join(os.path.dirname(os.path.abspath(skill_dir)), "origin.json")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    key = (st.st_ino, st.st_mtime_ns)
+    hit = _SERVERS.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    server = ""
+    try:
+        if st.st_size < 1 << 20:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if isinstance(data, dict) and data.get("label") == label:
+                found = data.get("server")
+                server = found if isinstance(found, str) else ""
+    except (OSError, ValueError):
+        server = ""
+    _SERVERS[path] = (key, server)
+    return server
 
 
 def verified_signature(locked: LockedSkill) -> Signature:
