@@ -22,7 +22,7 @@ from skill_magics.core.policy import Policy, PolicyError, current_policy, find_p
 from skill_magics.core.policy.load import describe_policy
 from skill_magics.core.policy.rules import check_source
 from skill_magics.core.sources.install import install_skills
-from skill_magics.core.sources.update import sync_skills, update_skills
+from skill_magics.core.sources.update import sync_skills, update_skills, verify_signatures
 
 pytestmark = [
     posix_only,
@@ -590,3 +590,33 @@ def test_a_policy_in_force_at_launch_is_checked_though_the_plan_was_made_before(
     write_policy(team, '[skills]\nblock = ["other"]\n')
     manager.run_planned(unsandboxed, None).script_result()  # NOT refused
     assert (marker.parent / "ran").exists()
+
+
+def test_a_lock_naming_an_allowed_source_is_believed_once_this_machine_fetched_from_it(team):
+    """skills-lock.json travels with a project and anyone can edit it: the source it names
+    counts for [sources] allow only when this machine installed (or verified) those files
+    from that source; a lock edited to name an allowed source for files from elsewhere is
+    refused, and so is a cloned lock until %skills verify --signatures fetched again."""
+    good = signed_repo(team.root / "acme" / "greet", team.alice)
+    evil = signed_repo(team.root / "evil" / "pdf", team.mallory, name="pdf")
+    install_skills(str(good), into=team.into, approver=None)
+    install_skills(str(evil), into=team.into, approver=None)  # no policy yet
+    lock_path = team.into / "skills-lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["skills"]["pdf"]["source"] = str(good)  # the files came from elsewhere
+    lock_path.write_text(json.dumps(lock))
+    write_policy(team, f'[sources]\nallow = ["{good}"]\n')
+    manager = manager_for(team.into)
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*not fetched from it here"):
+        manager.execute_skill_script("pdf", "scripts/hello.py", approver=None)
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # installed here from there: NOT refused
+    # a clone of the project (nothing recorded on this machine): refused until verified
+    shutil.rmtree(team.root / "trust")
+    with pytest.raises(PolicyError, match=r"not fetched from it here.*verify --signatures"):
+        manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    del lock["skills"]["pdf"]
+    lock_path.write_text(json.dumps(lock))
+    assert verify_signatures(team.into) == []
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # NOT refused

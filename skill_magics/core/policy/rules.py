@@ -66,6 +66,26 @@ def check_source(policy: Policy, source: str, also: tuple[str, ...] = ()) -> Non
     )
 
 
+def check_fetched(policy: Policy, name: str, source: str, fetched: bool, changed: bool) -> None:
+    """An installed skill's lock names ``source``, which ``[sources] allow`` matched: it
+    counts only when this machine ``fetched`` those files from it (core/trust/record.py); a
+    lock anyone can edit could name any source. ``changed``: its files changed since."""
+    check_readable(policy)
+    if policy.sources_allow is None or fetched:
+        return
+    why = (
+        "its files changed since they were installed"
+        if changed
+        else "this machine did not fetch these files from it"
+    )
+    raise _refuse(
+        policy,
+        "[sources] allow",
+        f"{visible(name)}: skills-lock.json names {visible(source)}, but {why} (not fetched "
+        "from it here): run %skills verify --signatures (or %skills sync) to fetch them again",
+    )
+
+
 def check_signature(policy: Policy, name: str, signature: Signature) -> None:
     """With ``[signatures] require``: ``signature`` is verified and, when the policy names
     signers (``allowed_signers`` for SSH, ``openpgp`` fingerprints for OpenPGP, ``sigstore``
@@ -167,6 +187,7 @@ def check_network(policy: Policy, name: str, network: bool, *, confined: bool) -
 
 __all__ = [
     "check_blocked",
+    "check_fetched",
     "check_network",
     "check_readable",
     "check_run_limits",

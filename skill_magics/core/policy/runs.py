@@ -19,6 +19,7 @@ from skill_magics.core.policy.load import current_policies
 from skill_magics.core.policy.model import Policy, PolicyError
 from skill_magics.core.policy.rules import (
     check_blocked,
+    check_fetched,
     check_network,
     check_readable,
     check_run_limits,
@@ -86,11 +87,14 @@ def _check_skill(
         if policy.sources_allow is None and not policy.require_signatures and not policy.block:
             continue
         if origin is None:
-            from skill_magics.core.trust.installed import origin_of
+            from skill_magics.core.trust.installed import INSTALLED, origin_of, source_fetched_here
 
             origin = origin_of(skill_dir, name)
+            fetched = source_fetched_here(origin)
+            changed = origin.kind == INSTALLED and not origin.tree
         digests_needed = any(b.startswith("sha256:") for b in policy.block)
         check_source(policy, origin.source, origin.also)
+        check_fetched(policy, name, origin.source, fetched, changed)
         check_blocked(policy, name, _tree(skill_dir, origin.tree) if digests_needed else ())
         check_signature(policy, name, origin.signature)
 

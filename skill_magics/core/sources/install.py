@@ -326,7 +326,9 @@ def commit_plans(
                 )
             )
         # What was verified, for runs (core/trust/record.py): only once the files are in.
-        signing.remember([(plan.locked.tree, plan.locked.signature) for plan in plans])
+        signing.remember(
+            [(plan.locked.tree, plan.locked.signature, plan.locked.source) for plan in plans]
+        )
         if done and write:
             lock_file = lock.path
         elif lock.path.exists():

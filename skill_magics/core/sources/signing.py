@@ -108,11 +108,12 @@ def signer_change(old: Signature | None, new: Signature) -> str:
     return f"signer: {old.describe()} -> {new.describe()}"
 
 
-def remember(trees: Sequence[tuple[str, Signature | None]]) -> None:
-    """Record each (tree, signature) verified here, for runs (core/trust/record.py)."""
-    for tree, signature in trees:
+def remember(trees: Sequence[tuple[str, Signature | None, str]]) -> None:
+    """Record each (tree, signature, source) verified (and fetched from) here, for runs
+    (core/trust/record.py)."""
+    for tree, signature, source in trees:
         if signature is not None and tree:
-            record.remember(tree, signature)
+            record.remember(tree, signature, source)
 
 
 __all__ = [

@@ -198,7 +198,7 @@ def verify_signatures(
     path = install_folder(folder)
     lock = read_lock(path)
     lines: list[str] = []
-    verified: list[tuple[str, Signature]] = []
+    verified: list[tuple[str, Signature, str]] = []
 
     def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
         if staged.tree != locked.tree:
@@ -209,7 +209,7 @@ def verify_signatures(
             if changed:
                 lines.append(f"{locked.folder}: {changed}")
             else:
-                verified.append((locked.tree, signature))
+                verified.append((locked.tree, signature, locked.source))
         return CopyPlan(staged, path / locked.folder, UNCHANGED, locked)
 
     skills = [lock.skills[k] for k in sorted(lock.skills)]

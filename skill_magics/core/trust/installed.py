@@ -18,7 +18,7 @@ from pathlib import Path
 
 from skill_magics.core.installed.lock import LockedSkill, skill_lock_status
 from skill_magics.core.installed.signature import Signature
-from skill_magics.core.trust.record import recalled
+from skill_magics.core.trust.record import fetched_from, recalled
 
 INSTALLED, LOCAL, MCP = "installed", "local", "mcp"
 
@@ -58,6 +58,14 @@ def origin_of(skill_dir: str | os.PathLike[str], skill_name: str) -> Origin:
             INSTALLED, locked.source, Signature.unsigned("files changed since they were installed")
         )
     return Origin(INSTALLED, locked.source, verified_signature(locked), locked.tree)
+
+
+def source_fetched_here(origin: Origin) -> bool:
+    """Was an installed skill's tree fetched on this machine from the source its lock names
+    (core/trust/record.py)? Always true of a local folder or an MCP server's skill."""
+    return origin.kind != INSTALLED or (
+        bool(origin.tree) and origin.source in fetched_from(origin.tree)
+    )
 
 
 _SERVERS: dict[str, tuple[tuple[int, int], str]] = {}
@@ -114,4 +122,12 @@ def verified_signature(locked: LockedSkill) -> Signature:
     )
 
 
-__all__ = ["INSTALLED", "LOCAL", "MCP", "Origin", "origin_of", "verified_signature"]
+__all__ = [
+    "INSTALLED",
+    "LOCAL",
+    "MCP",
+    "Origin",
+    "origin_of",
+    "source_fetched_here",
+    "verified_signature",
+]
