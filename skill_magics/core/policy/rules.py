@@ -82,7 +82,7 @@ def check_fetched(policy: Policy, name: str, source: str, fetched: bool, changed
         policy,
         "[sources] allow",
         f"{visible(name)}: skills-lock.json names {visible(source)}, but {why} (not fetched "
-        "from it here): run %skills verify --signatures (or %skills sync) to fetch them again",
+        "from it here): run %skills verify --signatures to fetch and check them again",
     )
 
 
