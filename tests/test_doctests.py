@@ -57,6 +57,7 @@ DOCTESTED = (
     "skill_magics.core.base.secrets",
     "skill_magics.core.base.status",
     "skill_magics.core.base.steps",
+    "skill_magics.core.base.trustfile",
     "skill_magics.core.base.version",
     "skill_magics.core.base.visible",
     "skill_magics.core.catalog.detect",

@@ -18,9 +18,11 @@ from trust_support import allowed_signers, keygen, sign_file, signed_repo
 
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.installed.lock import read_lock, tree_digest
-from skill_magics.core.policy import PolicyError, current_policy, find_policy
+from skill_magics.core.policy import Policy, PolicyError, current_policy, find_policy
 from skill_magics.core.policy.load import describe_policy
+from skill_magics.core.policy.rules import check_source
 from skill_magics.core.sources.install import install_skills
+from skill_magics.core.sources.update import sync_skills, update_skills, verify_signatures
 
 pytestmark = [
     posix_only,
@@ -99,12 +101,16 @@ def test_an_unparseable_policy_refuses_everything_in_one_line_naming_file_and_li
     assert outcomes(manager) == ["refused"]
     with pytest.raises(PolicyError, match="does not parse"):
         install_skills(str(team.local / "hello"), into=team.into, approver=None)
+    write_policy(team, '[run]\nmax_sandbox = "off"\n')  # fixed: NOT refused
+    assert run_hello(manager).stdout.strip() == "hi"
 
 
 def test_an_unknown_key_is_not_a_silent_weakening(team):
     path = write_policy(team, "[signatures]\nrequired = true\n")
     with pytest.raises(PolicyError, match=f"{path}.*line 2: unknown key 'required'"):
         run_hello(manager_for(team.local))
+    write_policy(team, "[signatures]\nrequire = false\n")  # the key it knows: NOT refused
+    assert run_hello(manager_for(team.local)).stdout.strip() == "hi"
 
 
 def test_a_symlinked_policy_others_can_write_is_refused_a_private_one_is_not(team):
@@ -197,6 +203,8 @@ def test_a_signer_no_longer_in_allowed_signers_is_refused_at_run(team):
         into=team.into,
         approver=None,
     )
+    run = manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # still listed: NOT refused
     allowed_signers(team.project / ".skill-magics" / "allowed_signers", ("bob", team.mallory))
     with pytest.raises(PolicyError, match=r"\[signatures\] allowed_signers.*alice@example.com"):
         manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
@@ -252,6 +260,10 @@ def test_a_network_grant_on_the_panel_cannot_get_past_no_network(team, bwrap):
     # and a grant given before the policy counts for nothing once it is in force
     manager._grants.grant("hello")
     assert manager._executor.network_for(plan.prepared) is False
+    # NOT refused: a policy that says nothing of network lets the panel grant it
+    write_policy(team, '[run]\nmax_sandbox = "read-only"\n')
+    manager.grant_network("hello", by="approval panel (test)")
+    assert manager._executor.network_for(plan.prepared) is True
 
 
 def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
@@ -260,7 +272,7 @@ def test_adding_an_mcp_server_the_sources_do_not_allow_starts_nothing(team):
     started = team.root / "server-started"
     command = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
     with pytest.raises(
-        PolicyError, match=r"\[sources\] allow in .*policy.toml.*mcp:other matches none"
+        PolicyError, match=r"\[sources\] allow in .*policy.toml.*mcp:other \(.*\) matches none"
     ):
         manager.add_mcp_server("other", command=command, connect_timeout=5)
     assert not started.exists(), "refused before the server's process started"
@@ -409,3 +421,202 @@ def test_an_install_into_a_folder_of_other_sources_says_it_is_not_searched(team)
     other = team.root / "only-allowed"
     install_skills(str(repo), into=other, approver=None, manager=manager)
     assert "greet" in {m.name for m in manager.list_skills()}
+
+
+def test_a_source_is_matched_as_the_lock_records_it_at_install_and_at_run(team):
+    """The pattern a team writes for its repository's URL allows an install at any ref and
+    every run of what it installed: the same text (the URL or path, as skills-lock.json
+    records it, without @REF or a subfolder) is matched at install, sync, update and run."""
+    repo = signed_repo(team.root / "src" / "greet", team.alice)
+    write_policy(team, f'[sources]\nallow = ["{repo}"]\n')
+    install_skills(str(repo), ref="v1", into=team.into, approver=None)  # NOT refused
+    assert read_lock(team.into).skills["greet"].source == str(repo)
+    run = manager_for(team.into).execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # NOT refused
+    update_skills(team.into, approver=None)  # NOT refused
+    other = signed_repo(team.root / "other" / "greet", team.alice)
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*other/greet matches none"):
+        install_skills(str(other), ref="v1", into=team.root / "x", approver=None)
+
+
+def test_sync_and_update_check_the_locked_source_before_fetching_it(team):
+    repo = signed_repo(team.root / "src" / "greet", team.alice)
+    install_skills(str(repo), into=team.into, approver=None)
+    shutil.rmtree(team.into / "greet")
+    shutil.rmtree(repo)  # a fetch would fail: the policy must refuse before one is tried
+    write_policy(team, '[sources]\nallow = ["https://github.com/acme/*"]\n')
+    for action in (sync_skills, update_skills):
+        with pytest.raises(PolicyError, match=r"\[sources\] allow in .*src/greet matches none"):
+            action(team.into, approver=None)
+
+
+def test_a_source_with_dot_segments_never_matches_a_pattern(team):
+    """``file:///allowed/../elsewhere`` matches ``file:///allowed/*`` as text, but git (and
+    curl, for https) fetch the resolved place: such a source is refused, whatever the
+    pattern; the resolved form is matched as usual."""
+    allowed = team.root / "allowed"
+    allowed.mkdir()
+    signed_repo(team.root / "evil" / "greet", team.mallory)
+    write_policy(team, f'[sources]\nallow = ["file://{allowed}/*"]\n')
+    sneaky = f"file://{allowed}/../evil/greet"
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*'\.\.'"):
+        install_skills(sneaky, into=team.into, approver=None)
+    assert not team.into.exists()
+    for hostile in (
+        "https://github.com/acme/x/../../evil/skills",
+        "https://github.com/acme/%2e%2e/evil/skills",
+        "https://github.com/acme/./../evil",
+        "git@github.com:acme/../evil/skills",
+    ):
+        policy = Policy(
+            "/p.toml", sources_allow=("https://github.com/acme/*", "git@github.com:acme/*")
+        )
+        with pytest.raises(PolicyError, match="'..'"):
+            check_source(policy, hostile)
+    # NOT refused: a name holding dots that is not a dot segment
+    policy = Policy("/p.toml", sources_allow=("https://github.com/acme/*",))
+    check_source(policy, "https://github.com/acme/skills..v2.git")
+    check_source(policy, "https://github.com/acme/.dotfiles")
+    ok = signed_repo(allowed / "greet", team.alice)
+    install_skills(f"file://{ok}", into=team.into, approver=None)
+
+
+def test_an_allowed_signers_file_others_can_write_is_not_trusted(team):
+    """Whoever can write the allowed-signers file decides whose signature counts: a file
+    others can write (or a link to one, or one in a folder others can write) refuses the
+    install and every run, one line naming it; the same file kept private does not."""
+    write_policy(team, REQUIRE)
+    signers = team.project / ".skill-magics" / "allowed_signers"
+    repo = signed_repo(team.root / "ok" / "greet", team.alice)
+    signers.chmod(0o666)
+    with pytest.raises(PolicyError, match=r"allowed_signers.*which others can write"):
+        install_skills(str(repo), ref="v1", into=team.into, approver=None)
+    assert not team.into.exists()
+    signers.chmod(0o644)
+    install_skills(str(repo), ref="v1", into=team.into, approver=None)  # NOT refused
+    manager = manager_for(team.into)
+    assert "signed" in manager.execute_skill_script("greet", "hello", approver=None).stdout
+    signers.chmod(0o666)
+    with pytest.raises(PolicyError, match=r"\[signatures\] allowed_signers in .*others can write"):
+        manager.execute_skill_script("greet", "hello", approver=None)
+    # a link to a file in a folder anyone may write into (no sticky bit)
+    shared = team.root / "shared"
+    shared.mkdir()
+    (shared / "allowed_signers").write_text(signers.read_text())
+    shared.chmod(0o777)
+    signers.unlink()
+    signers.symlink_to(shared / "allowed_signers")
+    with pytest.raises(PolicyError, match=r"others can write"):
+        manager.execute_skill_script("greet", "hello", approver=None)
+    shared.chmod(0o755)
+    assert "signed" in manager.execute_skill_script("greet", "hello", approver=None).stdout
+
+
+def test_a_policy_link_in_a_folder_others_can_write_is_refused(team):
+    """The link itself can be swapped by whoever writes its folder (for another file of
+    root's, or removed): such a folder refuses the policy, as it does a plain file there."""
+    target = team.root / "team-policy" / "policy.toml"
+    target.parent.mkdir()
+    target.write_text('[skills]\nblock = ["other"]\n')
+    folder = team.project / ".skill-magics"
+    (folder / "policy.toml").symlink_to(target)
+    folder.chmod(0o777)
+    try:
+        with pytest.raises(PolicyError, match=r"\.skill-magics, which others can write"):
+            run_hello(manager_for(team.local))
+    finally:
+        folder.chmod(0o755)
+    assert run_hello(manager_for(team.local)).stdout.strip() == "hi"  # NOT refused
+
+
+def test_no_level_weakens_another_every_policy_found_applies(team, monkeypatch, bwrap):
+    """A team's policy at the repository's root, a permissive one nearer the notebook (a
+    subfolder's, even an empty file a cloned folder brings), $SKILL_MAGICS_POLICY naming a
+    permissive file, and the user's own stricter one: every rule of every file holds."""
+    write_policy(team, '[skills]\nblock = ["hel*"]\n')  # the team's, at the root
+    notebooks = team.project / "notebooks"
+    (notebooks / ".skill-magics").mkdir(parents=True)
+    (notebooks / ".skill-magics" / "policy.toml").write_text("")  # allows everything
+    monkeypatch.chdir(notebooks)
+    lax = team.root / "lax.toml"
+    lax.write_text("")
+    monkeypatch.setenv("SKILL_MAGICS_POLICY", str(lax))
+    from skill_magics.core.policy import find_policies
+
+    assert [how for _path, how in find_policies()] == [
+        "$SKILL_MAGICS_POLICY",
+        "the project",
+        "the project",
+    ]
+    with pytest.raises(PolicyError, match=r"\[skills\] block in .*work/.skill-magics.*blocked"):
+        run_hello(manager_for(team.local))
+    with pytest.raises(PolicyError, match=r"\[skills\] block"):
+        install_skills(str(team.local / "hello"), into=team.into, approver=None)
+    # the user's own stricter policy holds in this project too
+    write_policy(team, "")
+    user = team.root / "config" / "skill-magics" / "policy.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[run]\nmax_sandbox = "read-only"\n')
+    with pytest.raises(PolicyError, match=r"\[run\] max_sandbox in .*config/skill-magics"):
+        run_hello(manager_for(team.local), sandbox="off")
+    assert run_hello(manager_for(team.local), sandbox="read-only").stdout.strip() == "hi"
+    text = describe_policy()
+    assert text.startswith("4 policies in force, highest level first; each applies:")
+    assert text.count("Policy in force:") == 4 and "max_sandbox" in text
+    # a broken file at any level refuses everything
+    (notebooks / ".skill-magics" / "policy.toml").write_text("[run\n")
+    with pytest.raises(PolicyError, match=r"notebooks/.skill-magics/policy.toml does not parse"):
+        run_hello(manager_for(team.local), sandbox="read-only")
+
+
+def test_a_policy_in_force_at_launch_is_checked_though_the_plan_was_made_before(team, bwrap):
+    """A plan made before a policy came into force (or changed while the approval panel
+    waited) is checked again right before its process starts: refused, audited, nothing
+    run; a plan the new policy allows still runs."""
+    marker = team.local / "hello" / "scripts" / "hi.py"
+    marker.write_text("import pathlib\npathlib.Path(__file__).with_name('ran').write_text('1')\n")
+    manager = manager_for(team.local)
+    blocked = manager.plan("hello", "scripts/hi.py")
+    unsandboxed = manager.plan("hello", "scripts/hi.py", sandbox="off")
+    write_policy(team, '[skills]\nblock = ["hello"]\n')
+    with pytest.raises(PolicyError, match=r"\[skills\] block in .*'?hello'? is blocked"):
+        manager.run_planned(blocked, None).script_result()
+    assert not (marker.parent / "ran").exists()
+    assert "[skills] block" in refusals(manager)[-1].reason
+    write_policy(team, '[run]\nmax_sandbox = "read-only"\n')
+    with pytest.raises(PolicyError, match=r"\[run\] max_sandbox in .*'off'"):
+        manager.run_planned(unsandboxed, None).script_result()
+    assert not (marker.parent / "ran").exists()
+    write_policy(team, '[skills]\nblock = ["other"]\n')
+    manager.run_planned(unsandboxed, None).script_result()  # NOT refused
+    assert (marker.parent / "ran").exists()
+
+
+def test_a_lock_naming_an_allowed_source_is_believed_once_this_machine_fetched_from_it(team):
+    """skills-lock.json travels with a project and anyone can edit it: the source it names
+    counts for [sources] allow only when this machine installed (or verified) those files
+    from that source; a lock edited to name an allowed source for files from elsewhere is
+    refused, and so is a cloned lock until %skills verify --signatures fetched again."""
+    good = signed_repo(team.root / "acme" / "greet", team.alice)
+    evil = signed_repo(team.root / "evil" / "pdf", team.mallory, name="pdf")
+    install_skills(str(good), into=team.into, approver=None)
+    install_skills(str(evil), into=team.into, approver=None)  # no policy yet
+    lock_path = team.into / "skills-lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["skills"]["pdf"]["source"] = str(good)  # the files came from elsewhere
+    lock_path.write_text(json.dumps(lock))
+    write_policy(team, f'[sources]\nallow = ["{good}"]\n')
+    manager = manager_for(team.into)
+    with pytest.raises(PolicyError, match=r"\[sources\] allow in .*not fetched from it here"):
+        manager.execute_skill_script("pdf", "scripts/hello.py", approver=None)
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # installed here from there: NOT refused
+    # a clone of the project (nothing recorded on this machine): refused until verified
+    shutil.rmtree(team.root / "trust")
+    with pytest.raises(PolicyError, match=r"not fetched from it here.*verify --signatures"):
+        manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    del lock["skills"]["pdf"]
+    lock_path.write_text(json.dumps(lock))
+    assert verify_signatures(team.into) == []
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=None)
+    assert "signed skill" in run.stdout  # NOT refused

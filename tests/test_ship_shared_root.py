@@ -51,13 +51,14 @@ WORKER = """
 import json, os, sys, time
 from pathlib import Path
 from skill_magics.core.run.batch import ship
+from skill_magics.core.policy.runs import Shipped
 from skill_magics.core.run.planning.settings import RunSettings
 
 role, skill, ready, go = sys.argv[1:5]
 bundle = ship.SkillBundle.pack(skill, "slowpoke", None)
 flag = ship.new_file_flag()
 batch = ship.ShippedBatch("b-" + role, bundle, "scripts/slow.py",
-                          RunSettings(run_cwd="skill", timeout=60), flag)
+                          RunSettings(run_cwd="skill", timeout=60), flag, Shipped(()))
 
 def item(n, **extra):
     out = ship.run_shipped_item(batch, n, {"n": n, **extra}, None)

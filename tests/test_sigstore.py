@@ -177,3 +177,19 @@ def test_a_sigstore_identity_that_is_not_one_breaks_the_policy(site):
     write_policy(site, f'[signatures]\nsigstore = ["{ALICE}"]\n')
     policy = current_policy()
     assert policy is not None and "line 2: [signatures] sigstore:" in policy.broken
+
+
+def test_a_trusted_root_others_can_write_is_not_trusted(site):
+    """Whoever writes the trusted root decides which authority counts: one others can write
+    refuses the install in one line; kept private, it does not."""
+    write_policy(
+        site,
+        "[signatures]\nrequire = true\n"
+        f'sigstore = ["{LISTED}"]\nsigstore_trusted_root = "trusted_root.json"\n',
+    )
+    site.root_file.chmod(0o666)
+    with pytest.raises(PolicyError, match=r"trusted_root.json, which others can write"):
+        install_skills(str(site.archive), into=site.into, approver=None)
+    assert not (site.into / "greet").exists()
+    site.root_file.chmod(0o644)
+    install_skills(str(site.archive), into=site.into, approver=None)  # NOT refused

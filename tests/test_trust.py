@@ -32,6 +32,7 @@ from skill_magics.core.installed.lock import read_lock
 from skill_magics.core.installed.signature import Signature, SignatureState
 from skill_magics.core.sources.install import install_skills
 from skill_magics.core.sources.update import sync_skills, update_skills
+from skill_magics.core.sources.verify import verify_skills
 from skill_magics.core.trust import record
 from skill_magics.core.trust.installed import origin_of
 from skill_magics.core.trust.signers import load_signers
@@ -178,6 +179,9 @@ def test_a_lock_edited_to_name_another_signer_is_not_believed(keys):
     lock_path.write_text(json.dumps(lock))
     sig = origin_of(keys.into / "greet", "greet").signature
     assert not sig.is_signed and "another signer" in sig.note
+    # %skills verify (offline: nothing fetched) says so too
+    (line,) = verify_skills(keys.into)
+    assert line.startswith("greet: unsigned (skills-lock.json names another signer")
     # and with no record at all (a lock cloned from elsewhere): not believed either
     shutil.rmtree(keys.root / "trust")
     sig = origin_of(keys.into / "greet", "greet").signature
@@ -188,9 +192,9 @@ def test_a_record_others_can_write_is_no_record(keys):
     repo = signed_repo(keys.root / "greet", keys.alice)
     install_skills(str(repo), ref="v1", into=keys.into, approver=None)
     tree = read_lock(keys.into).skills["greet"].tree
-    assert record.recalled(tree) is not None
+    assert record.recalled(tree)
     (keys.root / "trust").chmod(0o777)
-    assert record.recalled(tree) is None
+    assert record.recalled(tree) == ()
 
 
 # -- archives -----------------------------------------------------------------------------
@@ -414,3 +418,62 @@ def test_allowed_signers_options_hold_commas_of_their_own() -> None:
         (("carol@x",), ("file",)),
         (("dave@x",), ()),
     ]
+
+
+def test_two_skills_with_the_same_bytes_keep_each_its_own_verified_signer(keys):
+    """The record is found by tree digest; two installs of the same files, signed by two
+    allowed signers, each show (and are approved under) the signer their lock names."""
+    bob = keygen(keys.root / "keys", "bob")
+    allowed_signers(keys.allowed, ("alice@example.com", keys.alice), ("bob@example.com", bob))
+    by_alice = signed_repo(keys.root / "a" / "greet", keys.alice)
+    by_bob = signed_repo(keys.root / "b" / "greet", bob)
+    first, second = keys.root / "one", keys.root / "two"
+    install_skills(str(by_alice), ref="v1", into=first, approver=None)
+    install_skills(str(by_bob), ref="v1", into=second, approver=None)
+    assert read_lock(first).skills["greet"].tree == read_lock(second).skills["greet"].tree
+    one = origin_of(first / "greet", "greet").signature
+    two = origin_of(second / "greet", "greet").signature
+    assert one.is_signed and one.principal == "alice@example.com", one.describe()
+    assert two.is_signed and two.principal == "bob@example.com", two.describe()
+
+
+def test_a_lock_whose_signer_was_removed_by_hand_is_not_believed(keys):
+    """The lock names no signer (its "signature" deleted): the record of what was verified
+    for these bytes is not lent to it; ``%skills verify --signatures`` verifies it again."""
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    lock_path = keys.into / "skills-lock.json"
+    lock = json.loads(lock_path.read_text())
+    del lock["skills"]["greet"]["signature"]
+    lock_path.write_text(json.dumps(lock))
+    sig = origin_of(keys.into / "greet", "greet").signature
+    assert not sig.is_signed and "verify --signatures" in sig.note, sig.describe()
+
+
+def test_yes_in_session_asks_again_when_the_same_bytes_come_from_another_signer(keys):
+    """End to end: a person's "Yes in session" for alice's skill covers its next runs; the
+    same files, now signed by bob (allowed too) after an update, ask again."""
+    bob = keygen(keys.root / "keys", "bob")
+    allowed_signers(keys.allowed, ("alice@example.com", keys.alice), ("bob@example.com", bob))
+    repo = signed_repo(keys.root / "greet", keys.alice)
+    install_skills(str(repo), ref="v1", into=keys.into, approver=None)
+    manager = manager_for(keys.into)
+    asked = []
+
+    def person(request):
+        asked.append(request.signature)
+        return "yes_in_session"
+
+    for _ in range(2):
+        run = manager.execute_skill_script("greet", "scripts/hello.py", approver=person)
+        assert "signed skill" in run.stdout
+    assert [s.principal for s in asked] == ["alice@example.com"]  # the second was not asked
+    tree = read_lock(keys.into).skills["greet"].tree
+    use_key(repo, bob)
+    git(repo, "commit", "-q", "--allow-empty", "-S", "-m", "same files, another signer")
+    git(repo, "tag", "-f", "-s", "-m", "v1 again", "v1")
+    update_skills(keys.into, approver=None)
+    assert read_lock(keys.into).skills["greet"].tree == tree  # the same bytes
+    run = manager.execute_skill_script("greet", "scripts/hello.py", approver=person)
+    assert "signed skill" in run.stdout
+    assert [s.principal for s in asked] == ["alice@example.com", "bob@example.com"]

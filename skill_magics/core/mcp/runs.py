@@ -206,8 +206,10 @@ def add_server(
     from skill_magics.core.policy import PolicyError
     from skill_magics.core.policy.runs import check_added_source
 
+    # Matched by its label or by what it is (as the cache records it: connection.origin).
+    endpoint = url if url is not None else " ".join(command or ())
     try:
-        check_added_source(f"mcp:{label}")
+        check_added_source(f"mcp:{label}", (endpoint,) if endpoint else ())
     except PolicyError as exc:
         audit.refused(f"{label}/*", "(add MCP server)", None, exc)
         raise

@@ -1,29 +1,32 @@
-"""Finding and reading the policy file in force.
+"""Finding and reading the policy files in force.
 
-The order (the first found is in force; nothing a user sets afterwards, a trait, a cell's
-``--sandbox off`` or ``--network``, an environment variable, gets past it):
+Every policy file found is in force, and an install or a run must pass each one: no level
+weakens another (a file that allows more than another changes nothing the other refuses),
+and nothing a user sets, a trait, a cell's ``--sandbox off``, ``sandbox_network``, an
+environment variable, gets past any of them. They are looked for, highest level first:
 
-1. ``$SKILL_MAGICS_POLICY`` (a path);
-2. ``.skill-magics/policy.toml`` in the notebook's folder (the kernel's working folder) or
-   the nearest parent that has one;
-3. ``$XDG_CONFIG_HOME/skill-magics/policy.toml`` (default ``~/.config/...``).
+1. ``$SKILL_MAGICS_POLICY`` (a path: an administrator's, e.g. a JupyterHub's);
+2. ``.skill-magics/policy.toml`` in each folder from the outermost parent of the notebook's
+   folder (the kernel's working folder) down to that folder: a team repository's, then a
+   project's inside it;
+3. ``$XDG_CONFIG_HOME/skill-magics/policy.toml`` (default ``~/.config/...``): the user's.
 
-A file (or the file a link points to) that someone other than you or root owns, or that
-others may write, or that sits in a folder others may write without the sticky bit, is
-refused like a broken one: whoever can edit it decides what runs. A file that does not
-parse, or names a key this version does not know (a typo must not weaken a rule), refuses
-everything, in one line naming the file and line.
+A file that someone other than you or root owns or could change (core/base/trustfile.py: it,
+its folder, a link's target and the link's folder) is refused like a broken one: whoever
+can edit it decides what runs. A file that does not parse, or names a key this version does
+not know (a typo must not weaken a rule), refuses everything, in one line naming the file
+and line.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from skill_magics.core.base.trustfile import untrusted_because
 from skill_magics.core.base.visible import visible
 from skill_magics.core.policy.model import Policy
 from skill_magics.core.trust.sigstore import parse_identity
@@ -46,35 +49,61 @@ def user_policy_path() -> Path:
     return Path(config) / "skill-magics" / "policy.toml"
 
 
-def find_policy(start: str | os.PathLike[str] | None = None) -> Path | None:
-    """The policy file in force for a notebook in ``start`` (default: the working folder),
-    in the order of the module docstring; None when there is none."""
+ENVIRONMENT, PROJECT, USER = f"${ENV_VAR}", "the project", "the user's config folder"
+
+
+def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[tuple[Path, str], ...]:
+    """Every policy file in force for a notebook in ``start`` (default: the working folder),
+    highest level first (the module docstring), each with how it was found."""
+    found: dict[str, tuple[Path, str]] = {}
     named = os.environ.get(ENV_VAR, "").strip()
     if named:
-        return Path(os.path.abspath(os.path.expanduser(named)))
+        path = Path(os.path.abspath(os.path.expanduser(named)))
+        found[os.fspath(path)] = (path, ENVIRONMENT)
     here = Path(os.path.abspath(start if start is not None else os.getcwd()))
-    for folder in (here, *here.parents):
+    for folder in reversed((here, *here.parents)):
         candidate = folder / PROJECT_FILE
         if os.path.lexists(candidate):
-            return candidate
+            found.setdefault(os.fspath(candidate), (candidate, PROJECT))
     user = user_policy_path()
-    return user if os.path.lexists(user) else None
+    if os.path.lexists(user):
+        found.setdefault(os.fspath(user), (user, USER))
+    return tuple(found.values())
+
+
+def find_policy(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The highest-level policy file in force (None: none); every one found applies:
+    :func:`find_policies`."""
+    found = find_policies(start)
+    return found[0][0] if found else None
 
 
 _CACHE: dict[str, tuple[tuple[int, ...], Policy]] = {}
 
 
+def current_policies(start: str | os.PathLike[str] | None = None) -> tuple[Policy, ...]:
+    """Every policy in force, highest level first, each read again only when its file (or
+    a folder holding it) changed."""
+    return tuple(_cached(path) for path, _how in find_policies(start))
+
+
 def current_policy(start: str | os.PathLike[str] | None = None) -> Policy | None:
-    """The policy in force (None: none), read again only when its file changed."""
-    path = find_policy(start)
-    if path is None:
-        return None
+    """The highest-level policy in force (None: none); every one found applies:
+    :func:`current_policies`."""
+    policies = current_policies(start)
+    return policies[0] if policies else None
+
+
+def _cached(path: Path) -> Policy:
     name = os.fspath(path)
     try:
         lst = os.lstat(name)
         st = os.stat(name)
         key: tuple[int, ...] = (lst.st_ino, lst.st_mtime_ns, st.st_ino, st.st_mtime_ns, st.st_size)
         key += (st.st_mode, st.st_uid)
+        for folder in sorted({os.path.dirname(name), os.path.dirname(os.path.realpath(name))}):
+            d = os.stat(folder)  # a folder others may now write: the file is checked again
+            key += (d.st_ino, d.st_mode, d.st_uid)
     except OSError:
         key = ()
     hit = _CACHE.get(name)
@@ -85,31 +114,12 @@ def current_policy(start: str | os.PathLike[str] | None = None) -> Policy | None
     return policy
 
 
-def _unsafe(path: Path) -> str:
-    """Why the policy at ``path`` cannot be trusted ("" when it can)."""
-    me = os.getuid()
-    real = Path(os.path.realpath(path))
-    linked = os.path.islink(path)
-    for item in [real, real.parent]:
-        try:
-            st = os.stat(item)
-        except OSError:
-            return ""
-        if st.st_uid not in (me, 0):
-            return f"{visible(str(item))} belongs to another user"
-        others_write = st.st_mode & (0o002 if not linked else 0o022)
-        if others_write and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
-            what = "a symlink to " if linked else ""
-            return f"it is {what}{visible(str(item))}, which others can write"
-    return ""
-
-
 def load_policy(path: str | os.PathLike[str]) -> Policy:
     """The policy in the file at ``path``; a file that cannot be trusted or read gives a
     broken policy (which refuses everything), never an exception."""
     path = Path(os.path.abspath(path))
     shown = visible(str(path))
-    unsafe = _unsafe(path)
+    unsafe = untrusted_because(path)
     if unsafe:
         return Policy(str(path), broken=f"the policy {shown} is refused: {unsafe}")
     try:
@@ -214,31 +224,32 @@ def _policy(path: Path, text: str, data: dict[str, Any]) -> Policy:
 __all__ = [
     "ENV_VAR",
     "PROJECT_FILE",
+    "current_policies",
     "current_policy",
     "describe_policy",
+    "find_policies",
     "find_policy",
     "load_policy",
 ]
 
 
 def describe_policy(start: str | os.PathLike[str] | None = None) -> str:
-    """What ``%skills policy`` prints: the file in force (and how it was found) and what it
-    says, or that there is none and where one would be looked for."""
-    path = find_policy(start)
-    if path is None:
+    """What ``%skills policy`` prints: every file in force (and how it was found) and what
+    it says, or that there is none and where one would be looked for."""
+    found = find_policies(start)
+    if not found:
         return (
             f"No policy in force: none at ${ENV_VAR}, at {PROJECT_FILE} in this folder or a "
             f"parent, or at {user_policy_path()}"
         )
-    policy = current_policy(start)
-    assert policy is not None
-    how = (
-        f"${ENV_VAR}"
-        if os.environ.get(ENV_VAR, "").strip()
-        else ("the user's config folder" if path == user_policy_path() else "the project")
-    )
-    lines = [f"Policy in force: {visible(str(path))} (from {how})"]
-    if policy.broken:
-        lines.append(f"REFUSES EVERYTHING: {policy.broken}")
-    lines += ["", policy.text.rstrip()] if policy.text else []
-    return "\n".join(lines)
+    lines = []
+    if len(found) > 1:
+        lines += [f"{len(found)} policies in force, highest level first; each applies:", ""]
+    for path, how in found:
+        policy = _cached(path)
+        lines.append(f"Policy in force: {visible(str(path))} (from {how})")
+        if policy.broken:
+            lines.append(f"REFUSES EVERYTHING: {policy.broken}")
+        lines += ["", policy.text.rstrip()] if policy.text else []
+        lines.append("")
+    return "\n".join(lines).rstrip()

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
@@ -33,16 +34,55 @@ def check_readable(policy: Policy) -> None:
         )
 
 
-def check_source(policy: Policy, source: str) -> None:
-    """``source`` (URL, path, ``mcp:LABEL``) matches one of ``[sources] allow``."""
+# A "." or ".." path segment, literal or percent-encoded, after "/" or scp's ":".
+_DOT_SEGMENT = re.compile(r"(?:^|[/:])(?:\.|%2e){1,2}(?:/|$)", re.I)
+
+
+def check_source(policy: Policy, source: str, also: tuple[str, ...] = ()) -> None:
+    """``source`` (URL, path, ``mcp:LABEL``), or one of ``also`` (an MCP server's URL or
+    command line), matches one of ``[sources] allow``. A text holding a ``.`` or ``..``
+    path segment never matches: it would match a pattern while git (and curl) fetch the
+    place it resolves to (``acme/../evil``)."""
     check_readable(policy)
     allow = policy.sources_allow
-    if allow is None or any(fnmatchcase(source, pattern) for pattern in allow):
+    if allow is None:
         return
+    if _DOT_SEGMENT.search(source):
+        raise _refuse(
+            policy,
+            "[sources] allow",
+            f"{visible(source)} holds a '.' or '..' path segment, which the fetch resolves "
+            "elsewhere: give the source as it resolves",
+        )
+    texts = [source, *(t for t in also if not _DOT_SEGMENT.search(t))]
+    if any(fnmatchcase(text, pattern) for text in texts for pattern in allow):
+        return
+    if also:
+        source = f"{source} ({', '.join(also)})"
     raise _refuse(
         policy,
         "[sources] allow",
         f"{visible(source)} matches none of {', '.join(allow) or 'the (empty) list'}",
+    )
+
+
+def check_fetched(policy: Policy, name: str, source: str, fetched: bool, changed: bool) -> None:
+    """An installed skill's lock names ``source``, which ``[sources] allow`` matched: it
+    counts only when this machine ``fetched`` those files from it (core/trust/record.py); a
+    lock anyone can edit could name any source. ``changed``: its files changed since."""
+    check_readable(policy)
+    if policy.sources_allow is None or fetched:
+        return
+    why = (
+        "its files changed since they were installed"
+        if changed
+        else "this machine did not fetch these files from it"
+    )
+    raise _refuse(
+        policy,
+        "[sources] allow",
+        f"{visible(name)}: skills-lock.json names {visible(source)}, but {why} (not fetched "
+        "from it here): run %skills verify --signatures to fetch and check them again",
     )
 
 
@@ -77,7 +117,11 @@ def check_signature(policy: Policy, name: str, signature: Signature) -> None:
                 f"{who}, an OpenPGP key whose fingerprint is not in {listed}",
             )
         return
-    if signers is None or not is_allowed(signers, signature.principal, signature.key):
+    try:
+        found = signers is not None and is_allowed(signers, signature.principal, signature.key)
+    except ValueError as exc:  # the file cannot be read, or others could have changed it
+        raise _refuse(policy, "[signatures] allowed_signers", f"{who}, but {exc}") from None
+    if not found:
         raise _refuse(
             policy,
             "[signatures] allowed_signers",
@@ -86,13 +130,16 @@ def check_signature(policy: Policy, name: str, signature: Signature) -> None:
 
 
 def check_blocked(policy: Policy, name: str, digests: tuple[str, ...] = ()) -> None:
-    """``name`` (or one of ``digests``, ``sha256:<hex>``) is not in ``[skills] block``."""
+    """``name`` (or one of ``digests``, ``sha256:<hex>``) is not in ``[skills] block``. An
+    MCP server's skill, ``LABEL/NAME``, is matched by both (a block names a skill whatever
+    its source; ``LABEL/*`` blocks a server's)."""
     check_readable(policy)
+    names = {name, name.rsplit("/", 1)[-1]}
     for entry in policy.block:
         if entry.startswith("sha256:"):
             if entry in digests:
                 raise _refuse(policy, "[skills] block", f"{visible(name)} has digest {entry}")
-        elif fnmatchcase(name, entry):
+        elif any(fnmatchcase(n, entry) for n in names):
             raise _refuse(policy, "[skills] block", f"{visible(name)} is blocked")
 
 
@@ -127,16 +174,20 @@ def check_network(policy: Policy, name: str, network: bool, *, confined: bool) -
     running unconfined."""
     check_readable(policy)
     if policy.network is False and (network or not confined):
-        why = "asks for network" if network else "would run unsandboxed, with network"
-        raise _refuse(
-            policy,
-            "[run] network",
-            f"{visible(name)} {why}; no run gets network: drop --network and run it sandboxed",
-        )
+        if network:
+            why = (
+                "asks for network (sandbox_network, or a grant); no run gets network: take it "
+                "out of sandbox_network and grant none"
+            )
+        else:
+            why = "would run unsandboxed, with network; no run gets network: run it sandboxed"
+            why += " (--sandbox read-only)"
+        raise _refuse(policy, "[run] network", f"{visible(name)} {why}")
 
 
 __all__ = [
     "check_blocked",
+    "check_fetched",
     "check_network",
     "check_readable",
     "check_run_limits",

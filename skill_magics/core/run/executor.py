@@ -51,6 +51,7 @@ from skill_magics.core.run.launching.grants import NetworkGrants
 from skill_magics.core.run.launching.launchers import Launch
 from skill_magics.core.run.launching.prepared import PreparedRun
 from skill_magics.core.run.launching.process import Limits, ProcessOutcome, SpawnError
+from skill_magics.core.run.launching.sandbox_profiles import ranks
 from skill_magics.core.run.launching.warm.launch import WarmLauncher, WarmUnavailable
 from skill_magics.core.run.planning import workdir
 from skill_magics.core.run.planning.checks import BASE_ENV, RunChecks
@@ -101,6 +102,7 @@ class ScriptExecutor:
         secrets: SecretStore | None = None,
         grants: NetworkGrants | None = None,
         preload: Callable[[PreparedRun], Sequence[str]] | None = None,
+        ship: policy_runs.Shipped | None = None,
         **setting_values: Any,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
@@ -114,7 +116,9 @@ class ScriptExecutor:
         elif setting_values:
             raise TypeError("pass settings=RunSettings(...) or setting keywords, not both")
         self.settings = settings  # for execute() only
-        self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache)
+        # ``ship``: the team policy of a shipped batch's items (None: the one in force here).
+        self.ship = ship
+        self.checks = RunChecks(self.audit, grants=self.grants, use_cache=use_cache, ship=ship)
 
     def with_audit(self, audit: AuditLog) -> ScriptExecutor:
         """The same executor writing its records to ``audit`` (a batch's bounded log)."""
@@ -136,17 +140,20 @@ class ScriptExecutor:
 
         The script file is checked again first, always, even right after the checks (it may
         have changed while approval waited, or since the checks' cached answer: refused,
-        audited). ``on_output(stream, text)`` gets decoded chunks of the kept output as they
-        arrive, in this thread: keep it cheap. Setting ``cancel`` stops the whole process
-        group. KeyboardInterrupt kills the group, is audited as "interrupted" and re-raised.
+        audited), and so are the team policies in force now (docs/trust.md: one may have
+        come into force, or changed, since the run was planned). ``on_output(stream, text)``
+        gets decoded chunks of the kept output as they arrive, in this thread: keep it cheap.
+        Setting ``cancel`` stops the whole process group. KeyboardInterrupt kills the group,
+        is audited as "interrupted" and re-raised.
         """
-        if prepared.script is not None:
-            started = time.monotonic()
-            try:
+        started = time.monotonic()
+        try:
+            if prepared.script is not None:
                 paths.recheck(prepared.script)  # the file may have changed since its checks
-            except SkillMagicsError as exc:
-                self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
-                raise
+            self._recheck_policy(prepared)
+        except SkillMagicsError as exc:
+            self.audit.refused(*_audit_base(prepared), exc, duration_ms=_ms_since(started))
+            raise
         spawn = lambda: self._spawn_and_wait(prepared, on_output, cancel)  # noqa: E731
         return traced.script_run(prepared, spawn)
 
@@ -203,13 +210,27 @@ class ScriptExecutor:
         texts = draft[0] if draft else None
         return self._finish(prepared, outcome, how, texts=texts)
 
+    def _recheck_policy(self, prepared: PreparedRun) -> None:
+        """The policies in force now against what the plan prepared (RunChecks._isolate
+        checked those in force then): PolicyError, before anything starts."""
+        profile = prepared.sandbox_profile
+        skill_dir = prepared.script.real_base if prepared.script is not None else prepared.cwd
+        policy_runs.check_run(
+            skill_dir,
+            prepared.skill_name,
+            profile.mode if profile is not None else sandboxing.OFF,
+            bool(profile is not None and profile.network),
+            ranks(),
+            ship=self.ship,
+        )
+
     def network_for(self, prepared: PreparedRun) -> bool:
         """Does ``prepared``'s sandbox give it the network now? (A grant given after the plan,
         on the approval panel, counts for this run.)"""
         profile = prepared.sandbox_profile
         if profile is None:
             return True
-        if not policy_runs.network_allowed():  # the team policy (docs/trust.md) caps a grant
+        if not policy_runs.network_allowed(self.ship):  # the team policy caps a grant
             return False
         return profile.network or self.grants.has(prepared.skill_name)
 

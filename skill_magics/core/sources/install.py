@@ -326,7 +326,9 @@ def commit_plans(
                 )
             )
         # What was verified, for runs (core/trust/record.py): only once the files are in.
-        signing.remember([(plan.locked.tree, plan.locked.signature) for plan in plans])
+        signing.remember(
+            [(plan.locked.tree, plan.locked.signature, plan.locked.source) for plan in plans]
+        )
         if done and write:
             lock_file = lock.path
         elif lock.path.exists():
@@ -452,7 +454,7 @@ def install_skills(
     with audited(manager, os.fspath(source), "install"):
         folder = install_folder(into)
         spec = parse_source(source, ref=ref, subfolder=subfolder)
-        signing.check_source_allowed(source_text(spec))
+        signing.check_source_allowed(spec.location)  # as the lock records it, and runs match
         with open_snapshot(spec, cancel=cancel, wanted=wanted) as snap:
             with tempfile.TemporaryDirectory(prefix="skill-magics-stage-") as tmp:
                 return _install(
@@ -493,7 +495,7 @@ def _install(
     if verify is not None:
         for item in staged:
             verify(item)
-    signatures = signing.verify_staged(snap, staged, source_text(spec))
+    signatures = signing.verify_staged(snap, staged, snap.spec.location)
     plans = []
     conflicts = []
     for item in staged:

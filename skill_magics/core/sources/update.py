@@ -126,6 +126,7 @@ def sync_skills(
                 tuple(states[locked.folder]),
             )
 
+        _check_sources(todo)
         plans = _fetch_and_plan(todo, lambda s: s.commit or s.ref, plan, cancel, pinned=True)
         return _apply(manager, path, lock, plans, "sync", approver, write=False)
 
@@ -179,6 +180,7 @@ def update_skills(
             # Another signer over the same bytes is a change a person sees, never silent.
             return CopyPlan(staged, target, UPDATED, now, (*([signer] if signer else []), *changes))
 
+        _check_sources(selected)
         plans = _fetch_and_plan(selected, lambda s: s.ref, plan, cancel)
         return _apply(manager, path, lock, plans, "update", approver, write=True)
 
@@ -196,7 +198,7 @@ def verify_signatures(
     path = install_folder(folder)
     lock = read_lock(path)
     lines: list[str] = []
-    verified: list[tuple[str, Signature]] = []
+    verified: list[tuple[str, Signature, str]] = []
 
     def plan(locked: LockedSkill, snap: Snapshot, staged: StagedSkill) -> CopyPlan:
         if staged.tree != locked.tree:
@@ -207,7 +209,7 @@ def verify_signatures(
             if changed:
                 lines.append(f"{locked.folder}: {changed}")
             else:
-                verified.append((locked.tree, signature))
+                verified.append((locked.tree, signature, locked.source))
         return CopyPlan(staged, path / locked.folder, UNCHANGED, locked)
 
     skills = [lock.skills[k] for k in sorted(lock.skills)]
@@ -215,6 +217,13 @@ def verify_signatures(
     tmp.cleanup()
     signing.remember(verified)
     return lines
+
+
+def _check_sources(skills: Sequence[LockedSkill]) -> None:
+    """The policy's ``[sources] allow`` for each locked source, before anything is fetched
+    (a lock may come from anywhere: a source it names is checked as if typed)."""
+    for locked in skills:
+        signing.check_source_allowed(locked.source)
 
 
 def _select(lock: Lock, names: Sequence[str] | None) -> list[LockedSkill]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_magics.core.base.namelist import name_list
+from skill_magics.core.base.trustfile import untrusted_because
 from skill_magics.core.base.visible import visible
 
 ENV_VAR = "SKILL_MAGICS_ALLOWED_SIGNERS"  # a path, used when no policy names one
@@ -106,6 +107,9 @@ def load_signers(path: str | os.PathLike[str]) -> list[AllowedSigner]:
         st = os.stat(name)
     except OSError as exc:
         raise ValueError(f"{visible(name)}: cannot be read ({exc.strerror})") from None
+    why = untrusted_because(name)  # whoever can change it decides whose signature counts
+    if why:
+        raise ValueError(f"the allowed signers file {visible(name)} is refused: {why}")
     key = (st.st_ino, st.st_size, st.st_mtime_ns)
     hit = _CACHE.get(name)
     if hit is not None and hit[0] == key:
@@ -125,12 +129,9 @@ def load_signers(path: str | os.PathLike[str]) -> list[AllowedSigner]:
 
 
 def is_allowed(path: str | os.PathLike[str], principal: str, fingerprint: str) -> bool:
-    """Does the allowed-signers file at ``path`` still list ``principal`` with this key?"""
-    try:
-        signers = load_signers(path)
-    except ValueError:
-        return False
-    return any(s.matches(principal, fingerprint) for s in signers)
+    """Does the allowed-signers file at ``path`` still list ``principal`` with this key?
+    ValueError (load_signers) when the file cannot be read or believed."""
+    return any(s.matches(principal, fingerprint) for s in load_signers(path))
 
 
 def env_signers() -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from skill_magics.notebook.cmd import SkillsHost, _sources
 
-HELP = "the team policy in force (file and content)"
+HELP = "the team policies in force (each file and its content)"
 USAGE = "%skills policy"
 
 

@@ -372,7 +372,7 @@ class SkillMagics(Magics):
         %skills verify [DIR]         files changed since the install (skills-lock.json);
                                      --signatures: each signer verified again
         %skills sync [DIR]           re-create the locked skills; update [NAME]: fetch again
-        %skills policy               the team policy in force: its file and what it says
+        %skills policy               the team policies in force: each file and what it says
         %skills triggers NAME --queries VAR   how often a model activates the skill
         %skills evals NAME           the skill's evals/evals.json with and without it
         %skills warm                 warm servers (interpreter, preloaded packages, memory,

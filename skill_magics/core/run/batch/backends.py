@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from skill_magics.core import trace
 from skill_magics.core.base.audit import AuditLog, AuditRecord
 from skill_magics.core.base.status import AuditOutcome
+from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run.batch.result import BatchItem
 from skill_magics.core.run.executor import ScriptExecutor
 from skill_magics.core.run.planning.plan import Planner
@@ -148,7 +149,11 @@ class _Shipped:
             self.signal.clear()
         else:
             self.signal = ship.new_file_flag()
-        shared = ship.ShippedBatch(runner.batch_id, bundle, plan.script, settings, self.signal)
+        # The policy in force here now goes with the items: a worker enforces it (ship.py).
+        policy = policy_runs.shipped()
+        shared = ship.ShippedBatch(
+            runner.batch_id, bundle, plan.script, settings, self.signal, policy
+        )
         # Each item's span is made here, a child of the batch's, and its W3C context goes
         # with the item: the worker's run (and the script's own spans) join the batch's trace.
         self.parent = trace.capture()

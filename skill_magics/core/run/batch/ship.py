@@ -62,6 +62,7 @@ from skill_magics.core.base.errors import ApprovalStale, PathSecurityError, Skil
 from skill_magics.core.base.models import ScriptExecutionResult
 from skill_magics.core.base.status import RunStatus
 from skill_magics.core.catalog.discovery import SkillFinder
+from skill_magics.core.policy.runs import Shipped
 from skill_magics.core.run.batch import ship_owner
 from skill_magics.core.run.batch.ship_area import (
     _UNPACK_LOCK,
@@ -329,6 +330,9 @@ class ShippedBatch:
     # process.
     settings: RunSettings
     cancel: CancelSignal
+    # The team policy in force where the batch was launched (docs/trust.md): a worker
+    # enforces it, not the policy of its own folder (a Dask worker's has none).
+    policy: Shipped
 
 
 @dataclass
@@ -389,7 +393,7 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
     from skill_magics.core.run.launching.warm.imports import preload_names
     from skill_magics.core.run.planning.plan import Planner
 
-    key = (batch.settings, str(copy))
+    key = (batch.settings, str(copy), batch.policy)
     with _STATE_LOCK:
         if _WORKER_STATE.get("key") != key:
             audit = _ThreadAudit()
@@ -401,7 +405,7 @@ def _state(batch: ShippedBatch, copy: Path) -> tuple[Any, Any, _ThreadAudit]:
                 reqs = requirements.for_run(finder.get_skill(prepared.skill_name))
                 return preload_names(reqs, prepared.script_rel.as_posix())
 
-            executor = ScriptExecutor(audit=audit, preload=preload)
+            executor = ScriptExecutor(audit=audit, preload=preload, ship=batch.policy)
             planner = Planner(finder, executor.checks, executor.secrets)
             _WORKER_STATE.clear()
             _WORKER_STATE.update(key=key, state=(executor, planner, audit))

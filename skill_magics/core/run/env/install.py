@@ -37,6 +37,8 @@ from skill_magics.core.base.status import AuditOutcome
 from skill_magics.core.catalog.requirements import Requirements
 from skill_magics.core.catalog.skill import Skill
 from skill_magics.core.mcp.skill import McpSkill
+from skill_magics.core.policy import PolicyError
+from skill_magics.core.policy import runs as policy_runs
 from skill_magics.core.run.env import build as envbuild
 from skill_magics.core.run.gating.approval import (
     INSTALL_LABEL,
@@ -128,13 +130,16 @@ def plan_install(
 
     ``requirements`` must be checked against the kernel's Python (the env sees its packages,
     so only what the kernel lacks is installed). Refused before anyone is asked (audited in
-    ``audit``): a skill whose name is not one folder name (SkillNameError), a requirement
-    that names no distribution (EnvironmentBuildError).
+    ``audit``): a skill whose name is not one folder name (SkillNameError), one a team
+    policy refuses (PolicyError: its source, signer or a block; checked again right before
+    the build), a requirement that names no distribution (EnvironmentBuildError).
     """
     name = skill.name
     try:  # a skill whose name is not one folder name gets nothing (core/base/paths.py)
         check_skill_name(name, Path(skill.base_dir).name)
-    except SkillNameError as exc:
+        # nor one the team policy refuses: its requirements' code would run (docs/trust.md)
+        policy_runs.check_skill(skill.base_dir, name)
+    except (SkillNameError, PolicyError) as exc:
         audit.refused(name, INSTALL_LABEL, "", exc)
         raise
     own = skill_venv_python(skill.base_dir)
@@ -209,6 +214,11 @@ def install(
     name, packages = plan.skill.name, plan.packages
     started = time.monotonic()
     preview = " ".join(packages)
+    try:  # the policies in force now (one may have changed while the approval waited)
+        policy_runs.check_skill(plan.skill.base_dir, name)
+    except PolicyError as exc:
+        audit.refused(name, INSTALL_LABEL, preview, exc)
+        raise
     try:
         build = functools.partial(
             envbuild.build_env,

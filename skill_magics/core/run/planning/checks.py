@@ -113,10 +113,13 @@ class RunChecks:
         *,
         grants: NetworkGrants | None = None,
         use_cache: bool = True,
+        ship: policy_runs.Shipped | None = None,
     ) -> None:
         self.audit = audit if audit is not None else AuditLog()
         self.grants = grants if grants is not None else NetworkGrants()
         self.use_cache = use_cache
+        # The team policy a shipped batch item carries (None: the one in force here).
+        self.ship = ship
         self._which_cache: dict[tuple[str, str], str] = {}
         self._resolved: dict[tuple, _Resolved] = {}
         self._cache_lock = threading.Lock()
@@ -284,6 +287,7 @@ class RunChecks:
             profile.mode if profile is not None else sandboxing.OFF,
             bool(profile is not None and profile.network),
             ranks(),
+            ship=self.ship,
         )
         names = declared_secrets(metadata)
         if profile is None and not names:
