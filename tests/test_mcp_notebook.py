@@ -244,7 +244,8 @@ def test_the_lab_offers_and_runs_an_mcp_skill_named(
         approver=asked,
     )
     first = server.calls[0]  # type: ignore[attr-defined]
-    assert "<origin>\nmcp:team\n</origin>" in first.system and "local-one" not in first.system
+    origin = "<origin>\nmcp:team; unsigned (MCP server team)\n</origin>"
+    assert origin in first.system and "local-one" not in first.system
     assert sorted(first.tools) == ["activate_skill", tool]
     assert "# greeter" in server.calls[1].tool_results[-1]["content"]  # type: ignore[attr-defined]
     assert transcript.final_text == "said: hello ann"

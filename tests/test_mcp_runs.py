@@ -189,10 +189,11 @@ def test_the_model_sees_mcp_skills_with_their_origin(served: tuple[SkillManager,
 
     manager, _skill = served
     block = available_skills(manager)
-    assert "<name>\nteam/hello-mcp\n</name>" in block and "<origin>\nmcp:team\n</origin>" in block
+    assert "<name>\nteam/hello-mcp\n</name>" in block
+    assert "<origin>\nmcp:team; unsigned (MCP server team)\n</origin>" in block
     assert "<location>\nskill://hello-mcp/SKILL.md\n</location>" in block
     guide = available_skills(manager, layout="guide")
-    assert "<origin>mcp:team</origin>" in guide
+    assert "<origin>mcp:team; unsigned (MCP server team)</origin>" in guide
     # Activatable from the listing alone: nothing fetched until the model activates it.
     (activation,) = [s for s in tool_specs(manager) if s.kind == "activation"]
     assert activation.enum == ("team/hello-mcp",)

@@ -198,7 +198,7 @@ MUST_SHOW = {
         "yes_once by auto_approve by config SkillMagics.auto_approve",
         '<skill_context id="examples/unit-converter" origin="mcp:examples">',
         '"result": 6.213712',
-        "<origin>\nmcp:examples\n</origin>",
+        "<origin>\nmcp:examples; unsigned (MCP server examples)\n</origin>",
         "Serving 1 skill (greeting) at http://127.0.0.1:",
         "claude mcp add --transport http my-skills http://127.0.0.1:",
         "[mcp_servers.my-skills]",

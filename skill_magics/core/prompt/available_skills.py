@@ -371,10 +371,12 @@ def _note(dropped: Sequence[str], shortened: Sequence[str]) -> str:
 
 
 def _origin(meta: SkillMetadata) -> str:
-    """An MCP skill's ``mcp:LABEL``; an installed skill's signer (or why it is unsigned,
-    core/trust/installed.py); "" for a local folder, so the block stays skills-ref's."""
+    """An MCP skill's ``mcp:LABEL`` and that nothing signed it (no signature is delivered
+    over MCP); an installed skill's signer (or why it is unsigned, core/trust/installed.py);
+    "" for a local folder, so the block stays skills-ref's."""
     if isinstance(meta, McpListed):
-        return meta.origin
+        label = meta.origin.removeprefix("mcp:")
+        return f"{meta.origin}; unsigned (MCP server {label})"
     folder = os.path.dirname(os.fspath(meta.path))
     if not os.path.isfile(os.path.join(os.path.dirname(folder), LOCK_NAME)):
         return ""
