@@ -208,8 +208,10 @@ e2e: $(STAMP) browser labextension
 
 # `make test` = its stages side by side (lint and the docs build among them), TEST_JOBS at a
 # time. A stage waits on the kernels, servers, browsers and scripts it starts, so more stages
-# than cores keep the cores busy: a fresh clone took 19:45 at 5, 18:39 at 6 (two cores then
-# 98% busy by /proc/stat: more would only slow each stage). Each stage's
+# than cores keep the cores busy: a fresh clone took 18:39 at 6 (two cores 98% busy by
+# /proc/stat, 984 s of it system time: every run forked the big pytest process to join its
+# cgroup), 13:24 since runs start held (core/run/launching/process/spawn.py; 288 s of system
+# time, the cores 88% busy). Each stage's
 # output is printed whole when it ends (--output-sync); every stage runs even when one fails
 # (-k); the last lines list each stage's wall time and result. TEST_JOBS=1 runs them one by one.
 TEST_JOBS ?= 6
