@@ -14,7 +14,13 @@ from types import SimpleNamespace
 import pytest
 from manager_support import manager_for, outcomes, posix_only, refusals
 from sources_support import package_skill, skill_md, write_files
-from trust_support import allowed_signers, keygen, sign_file, signed_repo
+from trust_support import (
+    allowed_signers,
+    keygen,
+    no_policy_but_ours,
+    sign_file,
+    signed_repo,
+)
 
 from skill_magics.core.base.errors import SkillMagicsError
 from skill_magics.core.installed.lock import read_lock, tree_digest
@@ -34,10 +40,7 @@ pytestmark = [
 def team(isolated_env, monkeypatch):
     """A project folder (the cwd) with a local skill, keys, and no policy yet."""
     root = isolated_env
-    monkeypatch.setenv("SKILL_MAGICS_TRUST_DIR", str(root / "trust"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
-    monkeypatch.delenv("SKILL_MAGICS_POLICY", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_ALLOWED_SIGNERS", raising=False)
+    no_policy_but_ours(root, monkeypatch)
     alice = keygen(root / "keys", "alice")
     mallory = keygen(root / "keys", "mallory")
     project = root / "work"

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 from manager_support import manager_for, posix_only, refusals
 from sources_support import skill_md, write_files
-from trust_support import allowed_signers, keygen, signed_repo
+from trust_support import allowed_signers, keygen, no_policy_but_ours, signed_repo
 
 from skill_magics.core.base.errors import ApprovalDeclined
 from skill_magics.core.policy import PolicyError
@@ -46,10 +46,7 @@ MARKER = (
 def team(isolated_env, monkeypatch):
     """A project folder (the cwd) with a local skill 'hello' and no policy yet."""
     root = isolated_env
-    monkeypatch.setenv("SKILL_MAGICS_TRUST_DIR", str(root / "trust"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
-    monkeypatch.delenv("SKILL_MAGICS_POLICY", raising=False)
-    monkeypatch.delenv("SKILL_MAGICS_ALLOWED_SIGNERS", raising=False)
+    no_policy_but_ours(root, monkeypatch)
     project = root / "work"
     (project / ".skill-magics").mkdir(parents=True)
     local = project / "local"
@@ -123,11 +120,7 @@ def test_a_pool_batch_of_a_signed_allowed_skill_is_not_refused(team):
     """The shipped copy is the approved bytes of an installed, signed skill: its source and
     signer are the installed skill's (checked where the batch was planned), not a local
     folder's."""
-    alice = keygen(team.root / "keys", "alice")
-    allowed_signers(
-        team.project / ".skill-magics" / "allowed_signers", ("alice@example.com", alice)
-    )
-    repo = signed_repo(team.root / "ok" / "greet", alice)
+    repo = _signed_by_alice(team)
     write_policy(
         team,
         f'[sources]\nallow = ["{repo}"]\n[signatures]\nrequire = true\n'
@@ -283,11 +276,7 @@ def test_an_mcp_skills_script_is_capped_and_matched_by_its_label(team, monkeypat
 def test_a_run_spawns_no_git_ssh_keygen_or_gpg(team):
     """The verified signer is found by digest at run time: an audit hook sees every process
     this one starts, and none is git, ssh-keygen or gpg."""
-    alice = keygen(team.root / "keys", "alice")
-    allowed_signers(
-        team.project / ".skill-magics" / "allowed_signers", ("alice@example.com", alice)
-    )
-    repo = signed_repo(team.root / "ok" / "greet", alice)
+    repo = _signed_by_alice(team)
     write_policy(
         team,
         f'[sources]\nallow = ["{repo}"]\n[signatures]\nrequire = true\n'
@@ -359,3 +348,13 @@ def test_a_cell_asking_for_network_is_refused_in_one_line_naming_the_fix(
     shell.run_cell("%config SkillMagics.sandbox = 'off'")
     text = str(shell.run_cell("%%skillrun hello.hi\n").error_in_exec)
     assert text.endswith("run it sandboxed (--sandbox read-only)") and not team.ran.exists()
+
+
+def _signed_by_alice(team) -> Path:
+    """A repository of skill 'greet' whose tag alice signed; alice in the project's
+    allowed_signers (the policy names the file)."""
+    alice = keygen(team.root / "keys", "alice")
+    allowed_signers(
+        team.project / ".skill-magics" / "allowed_signers", ("alice@example.com", alice)
+    )
+    return signed_repo(team.root / "ok" / "greet", alice)

@@ -133,3 +133,12 @@ def gpg_sign_repo(repo: Path, home: Path, fpr: str, *, tag: str = "") -> None:
         *([["tag", "-s", "-m", tag, tag]] if tag else []),
     ):
         subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
+
+def no_policy_but_ours(root: Path, monkeypatch) -> None:
+    """A test's own trust record and config folder under ``root``, and no policy or allowed
+    signers from the environment: only the policy files the test writes are in force."""
+    monkeypatch.setenv("SKILL_MAGICS_TRUST_DIR", str(root / "trust"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "config"))
+    monkeypatch.delenv("SKILL_MAGICS_POLICY", raising=False)
+    monkeypatch.delenv("SKILL_MAGICS_ALLOWED_SIGNERS", raising=False)
