@@ -373,10 +373,10 @@ def test_limits_are_checked_before_any_read(hostile: McpSkillsHost) -> None:
 # Names the installer refuses, refused the same way (issue 39): by the listing, in one line
 # naming the server and the file, before anything is read or written.
 BAD_NAMES = {
-    "enc-newline": r"file 'data/a\\nb.txt': it holds control or bidi characters",
-    "enc-escape": r"file 'data/a\\x1b[2Kb.txt': it holds control or bidi",
-    "enc-csi": r"file 'data/a\\x9bb.txt': it holds control or bidi",
-    "enc-rlo": "file 'data/a⟨U+202E⟩txt.exe': it holds control or bidi",
+    "enc-newline": r"file 'data/a\\nb.txt': it holds control, bidi or invisible characters",
+    "enc-escape": r"file 'data/a\\x1b[2Kb.txt': it holds control, bidi or invisible",
+    "enc-csi": r"file 'data/a\\x9bb.txt': it holds control, bidi or invisible",
+    "enc-rlo": "file 'data/a⟨U+202E⟩txt.exe': it holds control, bidi or invisible",
     "lookalike-raw": "file 'scripts\u2215run.py': it holds U+2215, which looks like a path",
     "lookalike-enc": "file 'scripts\u2215run.py': it holds U+2215, which looks like a path",
     "long-name": "a part of it is longer than 255 bytes",

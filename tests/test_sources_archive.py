@@ -110,7 +110,7 @@ HOSTILE = [
     ({"skill\\..\\..\\evil": "x"}, {}, "climbs out with '..'"),
     ({"skill/SKILL.md": "x", "skill\\evil.txt": "x"}, {}, "uses backslashes"),
     ({"skill/SKILL.md": "x", "skill/.git/config": "x"}, {}, "has a .git component"),
-    ({"skill/SKILL.md": "x", "skill/\x1b[2Kname": "x"}, {}, "holds control or bidi"),
+    ({"skill/SKILL.md": "x", "skill/\x1b[2Kname": "x"}, {}, "holds control, bidi or invisible"),
     # The rule MCP servers' file names are held to as well (issue 39: one shared rule).
     ({"skill/SKILL.md": "x", "skill/scripts\u2215run.py": "x"}, {}, r"holds U\+2215"),
     ({"skill/SKILL.md": "x", "skill/" + "x" * 300: "x"}, {}, "longer than 255 bytes"),

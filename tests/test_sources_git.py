@@ -204,7 +204,7 @@ def test_browser_urls_and_scp_urls_parse_without_fetching():
         ("https://example.invalid/x", "main:refs/heads/x", "not a branch"),
         ("https://example.invalid/x", "../../x", "not a branch"),
         ("file://relative/path", None, "absolute"),
-        ("https://example.invalid/x\u202e", None, "control or bidi"),
+        ("https://example.invalid/x\u202e", None, "control, bidi or invisible"),
     ],
 )
 def test_other_transports_options_and_bad_refs_are_refused_before_git_runs(work, source, ref, why):

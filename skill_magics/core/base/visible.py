@@ -6,6 +6,8 @@ bidirectional overrides ("Trojan Source": U+202E makes code read differently fro
 Where such text is shown to a person deciding something, it is rendered visibly instead.
 
 Example:
+    >>> visible("alice\\u200b@example.com")
+    'alice⟨U+200B⟩@example.com'
     >>> visible("ok\\x1b[2K\\rhidden\\u202e")
     'ok\\\\x1b[2K\\\\rhidden⟨U+202E⟩'
     >>> visible("a\\tb\\nc", keep="\\t\\n")
@@ -23,9 +25,16 @@ BIDI_CONTROLS = frozenset(
     "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 )
 
+# Characters that show as nothing: zero-width space, non-joiner and joiner, word joiner and
+# the invisible operators, the byte-order mark, the soft hyphen, the Mongolian vowel
+# separator. "alice\u200b@example.com" reads as alice@example.com and is another name.
+INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e")
+
 # C0 controls, DEL, C1 controls, the Unicode line/paragraph separators (str.splitlines() and
-# many log viewers break lines there) and the bidi characters above.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029" + "".join(sorted(BIDI_CONTROLS)) + "]")
+# many log viewers break lines there), the bidi characters and the invisible ones above.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029" + "".join(sorted(BIDI_CONTROLS | INVISIBLE)) + "]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -33,13 +42,14 @@ def _escape(char: str) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
-    if char in BIDI_CONTROLS or code > 0xFF:
+    if char in BIDI_CONTROLS or char in INVISIBLE or code > 0xFF:
         return f"⟨U+{code:04X}⟩"
     return f"\\x{code:02x}"
 
 
 def visible(text: str, keep: str = "") -> str:
-    """``text`` with every control, line-separator and bidi character shown as an escape.
+    """``text`` with every control, line-separator, bidi and invisible character shown as
+    an escape.
 
     Characters in ``keep`` (e.g. ``"\\t\\n"`` for a multi-line preview) stay as they are.
     Printable text, including non-ASCII letters and emoji, is untouched.
@@ -84,4 +94,4 @@ def has_bidi(text: str) -> bool:
     return any(ch in BIDI_CONTROLS for ch in text)
 
 
-__all__ = ["BIDI_CONTROLS", "visible", "has_bidi", "mark_non_ascii", "non_ascii_note"]
+__all__ = ["BIDI_CONTROLS", "INVISIBLE", "visible", "has_bidi", "mark_non_ascii", "non_ascii_note"]

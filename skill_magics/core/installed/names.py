@@ -54,7 +54,7 @@ def name_problem(name: str) -> str | None:
     if problem is not None:
         return problem
     if visible(name) != name or name != name.strip():
-        return "it holds control, bidi or surrounding space characters"
+        return "it holds control, bidi, invisible or surrounding space characters"
     lookalike = lookalike_problem(name)
     if lookalike is not None:
         return lookalike
@@ -78,7 +78,7 @@ def folder_name(name: str, what: str = "skill folder") -> str:
 
 def path_problem(path: str) -> str | None:
     """Why ``path`` (``/``-separated, relative) cannot name a file inside a skill, or None:
-    absolute, ``..``, control or bidi characters, a look-alike separator, deeper than
+    absolute, ``..``, control, bidi or invisible characters, a look-alike separator, deeper than
     MAX_PATH_DEPTH, or a part longer than a file system takes (MAX_COMPONENT_BYTES). The
     rule for every source: the installer's files and an MCP server's alike.
 
@@ -94,7 +94,7 @@ def path_problem(path: str) -> str | None:
     if "\\" in path:
         return "it uses backslashes"
     if "\0" in path or visible(path) != path:
-        return "it holds control or bidi characters"
+        return "it holds control, bidi or invisible characters"
     lookalike = lookalike_problem(path)
     if lookalike is not None:
         return lookalike

@@ -124,7 +124,9 @@ def source_text(source: str | os.PathLike[str]) -> str:
         raise SourceError("No source given: pass a git URL, a .skill/.zip file or a folder")
     text = text.strip()
     if visible(text) != text:
-        raise SourceError(f"The source {visible(text)!r} holds control or bidi characters")
+        raise SourceError(
+            f"The source {visible(text)!r} holds control, bidi or invisible characters"
+        )
     if text.startswith("-"):
         raise SourceError(f"The source {text!r} starts with a dash: give a URL or a path")
     return text
