@@ -45,6 +45,7 @@ DOCTESTED = (
     "skill_magics.core.base.audit",
     "skill_magics.core.base.deprecation",
     "skill_magics.core.base.envdirs",
+    "skill_magics.core.base.envsetting",
     "skill_magics.core.base.errors",
     "skill_magics.core.base.fingerprint",
     "skill_magics.core.base.interpreters",

@@ -40,6 +40,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
+from skill_magics.core.base.envsetting import from_env
 from skill_magics.core.base.errors import SandboxUnavailableError
 from skill_magics.core.run.launching import sandbox_mounts as mounts
 from skill_magics.core.run.launching.grants import NetworkGrants
@@ -98,13 +99,7 @@ def check_mode(value: object) -> str:
 
 def default_mode() -> str:
     """``$SKILL_MAGICS_SANDBOX`` when set (checked), else ``off``."""
-    value = os.environ.get(ENV_VAR, "").strip()
-    if not value:
-        return DEFAULT_MODE
-    try:
-        return check_mode(value)
-    except ValueError as exc:
-        raise ValueError(f"{ENV_VAR}: {exc}") from None
+    return from_env(ENV_VAR, DEFAULT_MODE, check_mode)
 
 
 _NOT_KEYED = frozenset({"requested", "note", "network"})  # network: as decided at spawn

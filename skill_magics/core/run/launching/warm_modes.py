@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from skill_magics.core.base.envsetting import from_env
 
 AUTO, ON, OFF = "auto", "on", "off"
 MODES = (AUTO, ON, OFF)
@@ -24,13 +24,7 @@ def check_mode(value: object) -> str:
 
 def default_mode() -> str:
     """``$SKILL_MAGICS_WARM_START`` when set (checked), else ``auto``."""
-    value = os.environ.get(ENV_VAR, "").strip()
-    if not value:
-        return AUTO
-    try:
-        return check_mode(value)
-    except ValueError as exc:
-        raise ValueError(f"{ENV_VAR}: {exc}") from None
+    return from_env(ENV_VAR, AUTO, check_mode)
 
 
 def choose(setting: str, per_run: bool | None) -> str:
