@@ -120,3 +120,28 @@ def test_a_held_child_never_released_runs_nothing(tmp_path: Path) -> None:
     assert done.returncode == 125 and not marker.exists()
     released = subprocess.run(held, input=b"\n", env=ENV, timeout=30)
     assert released.returncode == 0 and marker.exists()
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_childs_descriptors_are_closed_here_and_ours_too_when_the_start_fails() -> None:
+    """ChildFds (the cold spawn's and the warm fork's): the child's ends close when the block
+    ends; ours stay open, unless the start failed."""
+    with spawn_module.ChildFds() as fds:
+        theirs_r, ours_w = fds.pipe(ours="w")
+        ours_r, theirs_w = fds.pipe(ours="r")
+        given = fds.give(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    assert not any(map(_is_open, (theirs_r, theirs_w, given)))
+    assert _is_open(ours_w) and _is_open(ours_r)
+    os.close(ours_w)
+    os.close(ours_r)
+    with pytest.raises(RuntimeError), spawn_module.ChildFds() as fds:
+        theirs_r, ours_w = fds.pipe(ours="w")
+        raise RuntimeError("the start failed")
+    assert not _is_open(theirs_r) and not _is_open(ours_w)

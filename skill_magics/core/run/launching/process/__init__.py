@@ -49,6 +49,7 @@ from skill_magics.core.run.launching.process.drive import (
 )
 from skill_magics.core.run.launching.process.spawn import (
     Child,
+    ChildFds,
     Pipe,
     SpawnError,
     group_kwargs,
@@ -58,6 +59,7 @@ from skill_magics.core.run.launching.process.tree import TREE_POLL_S, kill_group
 
 __all__ = [
     "Child",
+    "ChildFds",
     "Limits",
     "Pipe",
     "drive",

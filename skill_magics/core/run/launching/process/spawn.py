@@ -206,6 +206,53 @@ class _PopenChild(Child):
             self.pidfd = None
 
 
+class ChildFds:
+    """The descriptors of a child being started (a cold spawn, a warm fork): the ends the
+    child gets are closed here once the block ends (it has its copies by then, or never
+    will), ours are closed too when the start fails. Every pipe is close-on-exec.
+
+    Example::
+
+        with ChildFds() as fds:
+            theirs_r, ours_w = fds.pipe(ours="w")   # the child's stdin
+            start_child(stdin=theirs_r)
+        # theirs_r closed; ours_w open, unless start_child raised
+    """
+
+    def __init__(self) -> None:
+        self.ours: list[int] = []
+        self.theirs: list[int] = []
+
+    def pipe(self, ours: str) -> tuple[int, int]:
+        """A new pipe (read end, write end); ``ours``: "r" or "w", the end this process keeps."""
+        read, write = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
+        self.ours.append(read if ours == "r" else write)
+        self.theirs.append(write if ours == "r" else read)
+        return read, write
+
+    def give(self, fd: int) -> int:
+        """``fd`` is the child's (closed here once it has it)."""
+        self.theirs.append(fd)
+        return fd
+
+    def close_ours(self, fd: int) -> None:
+        """Close our ``fd`` now (all written)."""
+        self.ours.remove(fd)
+        os.close(fd)
+
+    def __enter__(self) -> ChildFds:
+        return self
+
+    def __exit__(self, kind: object, *_rest: object) -> None:
+        try:
+            if kind is not None:
+                for fd in self.ours:
+                    os.close(fd)
+        finally:
+            for fd in self.theirs:
+                os.close(fd)
+
+
 def spawn(
     command: Sequence[str],
     payload: bytes | None,
@@ -274,29 +321,21 @@ def _popen(
     held = join >= 0 and setup is None and _held_ok(command, env)
     if join >= 0 and not held:
         setup = _child_setup(die_with_parent, join)
-    theirs: list[int] = []  # the child's ends: closed here once it has them
-    ours: list[int] = []
     stdin: Pipe | None = None
     go = b""  # held: what releases the child, written before the payload
-    try:
+    with ChildFds() as fds:
         if payload is None and not held:
             child_in: int = subprocess.DEVNULL
         else:
-            child_in, in_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-            theirs.append(child_in)
-            ours.append(in_w)
+            child_in, in_w = fds.pipe(ours="w")
             if held:
                 command = _hold(command, env)
                 go, payload = b"\n" + (payload or b""), None
             else:
-                payload = _prefill(in_w, payload or b"", ours)
+                payload = _prefill(in_w, payload or b"", fds)
                 stdin = Pipe(in_w) if payload is not None else None
-        out_r, out_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-        ours.append(out_r)
-        theirs.append(out_w)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC) if _PIPE2 else os.pipe()
-        ours.append(err_r)
-        theirs.append(err_w)
+        out_r, out_w = fds.pipe(ours="r")
+        err_r, err_w = fds.pipe(ours="r")
         try:
             proc = subprocess.Popen(
                 command,
@@ -314,36 +353,26 @@ def _popen(
             raise SpawnError(exc.errno, exc.strerror or str(exc), exc.filename) from exc
         if held:
             try:  # into its cgroup, then released: its command starts inside
-                payload = _release(proc, join, in_w, go, ours)
+                payload = _release(proc, join, in_w, go, fds)
             except BaseException:
                 proc.kill()
                 proc.wait()
                 raise
             stdin = Pipe(in_w) if payload is not None else None
-    except BaseException:
-        for fd in ours:
-            os.close(fd)
-        raise
-    finally:
-        for fd in theirs:
-            os.close(fd)
     return proc, stdin, out_r, err_r, payload
 
 
-def _prefill(fd: int, payload: bytes, ours: list[int]) -> bytes | None:
+def _prefill(fd: int, payload: bytes, fds: ChildFds) -> bytes | None:
     """Write what fits the new pipe ``fd`` at once; closed (and None) when all of it did,
     else what the loop must still write (all of it: a small write is atomic or nothing)."""
     written = os.write(fd, payload) if len(payload) <= _PREFILL else 0
     if written == len(payload):
-        ours.remove(fd)
-        os.close(fd)
+        fds.close_ours(fd)
         return None
     return payload[written:]
 
 
-def _release(
-    proc: subprocess.Popen, join: int, fd: int, go: bytes, ours: list[int]
-) -> bytes | None:
+def _release(proc: subprocess.Popen, join: int, fd: int, go: bytes, fds: ChildFds) -> bytes | None:
     """Move the held child into its cgroup (a move that fails leaves it to the look-and-kill,
     as a child without a cgroup is), then let it go: ``go`` is the newline and the payload,
     written at once when it fits the pipe (``fd`` closed, None), else the newline alone and
@@ -352,7 +381,7 @@ def _release(
         os.write(join, b"%d" % proc.pid)
     except OSError as exc:
         logger.debug("could not move run %s into its cgroup: %s", proc.pid, exc)
-    if _prefill(fd, go, ours) is None:
+    if _prefill(fd, go, fds) is None:
         return None
     os.write(fd, b"\n")  # one byte into the empty pipe: never blocks
     return go[1:]
@@ -477,4 +506,4 @@ def _death_signal() -> Callable[[], None] | None:
 _PIPE2 = hasattr(os, "pipe2")  # both ends close-on-exec at once (os.pipe's are too, later)
 
 
-__all__ = ["Child", "Pipe", "SpawnError", "group_kwargs", "spawn"]
+__all__ = ["Child", "ChildFds", "Pipe", "SpawnError", "group_kwargs", "spawn"]

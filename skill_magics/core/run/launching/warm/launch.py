@@ -39,7 +39,7 @@ from skill_magics.core import trace
 from skill_magics.core.base import envdirs
 from skill_magics.core.run.launching.cgroups import RUN_CGROUPS, RunCgroup
 from skill_magics.core.run.launching.orphans import RUN_ID_VAR, SUBREAPER, Orphans, new_run_id
-from skill_magics.core.run.launching.process import Pipe
+from skill_magics.core.run.launching.process import ChildFds, Pipe
 from skill_magics.core.run.launching.warm.childstate import run_spec
 from skill_magics.core.run.launching.warm.eligible import (
     OWN_PYTHON_SANDBOXED,
@@ -438,31 +438,17 @@ def fork(ticket: Ticket, payload: bytes | None) -> WarmChild:
 
 def _fork(server: WarmServer, spec: bytes, payload: bytes | None) -> WarmChild:
     start = time.monotonic()
-    ours: list[int] = []
-    theirs: list[int] = []
-    try:
+    with ChildFds() as fds:
         if payload is None:
-            stdin_r = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-            stdin_w = -1
+            stdin_r, stdin_w = fds.give(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)), -1
         else:
-            stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
-            ours.append(stdin_w)
-        theirs.append(stdin_r)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        ours += [out_r, err_r]
-        theirs += [out_w, err_w]
+            stdin_r, stdin_w = fds.pipe(ours="w")
+        out_r, out_w = fds.pipe(ours="r")
+        err_r, err_w = fds.pipe(ours="r")
         try:
             child = server.fork(spec, stdin_r, out_w, err_w, timeout=FORK_S)
         except (OSError, TimeoutError) as exc:
             raise WarmUnavailable(f"warm server unavailable: {exc}") from exc
-    except BaseException:
-        for fd in ours:
-            os.close(fd)
-        raise
-    finally:
-        for fd in theirs:
-            os.close(fd)
     child.start = start
     child.payload = payload
     child.stdin = Pipe(stdin_w) if stdin_w >= 0 else None
