@@ -24,6 +24,17 @@ from typing import Any
 import pytest
 import yaml
 
+try:  # (the PyYAML floor's venv runs a few modules without it)
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover
+    _hypothesis_settings = None
+else:
+    # No per-example deadline: a deadline is a timed test (200 ms an example), and a busy
+    # 2-core CI machine stretched one example of test_context_xml to 361 ms; timing lives in
+    # bench/. Everything else is Hypothesis's default.
+    _hypothesis_settings.register_profile("skill-magics", deadline=None)
+    _hypothesis_settings.load_profile("skill-magics")
+
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "skill_magics" / "examples" / "skills"
 # The conformance corpus holds skills (one ships its own test_skill.py), not our tests.
 collect_ignore_glob = ["conformance/*"]
