@@ -52,6 +52,12 @@ def test_an_invisible_character_in_a_name_path_or_source_is_refused_letters_are_
     assert name_problem("pdf-tools") is None
     assert path_problem("data/données.csv") is None
     assert path_problem("data/山田.txt") is None
+    # Persian and Indic words are spelled with a zero-width non-joiner or joiner: not refused
+    assert path_problem("docs/می\u200cخواهم.md") is None
+    assert name_problem("क्\u200dष") is None
+    # the same joiner beside a Latin letter, or at an end, hides nothing a reader needs
+    assert "invisible" in (path_problem("scripts/a\u200cb.py") or "")
+    assert "invisible" in (name_problem("\u200cمی") or "")
     assert source_text(" https://github.com/anthropics/skills ") == (
         "https://github.com/anthropics/skills"
     )

@@ -59,6 +59,36 @@ def visible(text: str, keep: str = "") -> str:
     return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
 
 
+_JOINERS = "\u200c\u200d"  # zero-width non-joiner and joiner: part of Persian, Indic words
+
+
+def _in_word(char: str) -> bool:
+    """A letter or a combining mark (a virama, before an Indic joiner)."""
+    return unicodedata.category(char)[0] in "LM"
+
+
+def hides_characters(text: str) -> bool:
+    """Does ``text`` hold a character :func:`visible` would escape (a name, a path, a source
+    refused for it)? A zero-width non-joiner or joiner between two letters of a non-Latin
+    script is not one: Persian and Indic words are spelled with them (``می‌خواهم``).
+
+    Example:
+        >>> hides_characters("pdf\u200c"), hides_characters("\u0645\u06cc\u200c\u062e\u0648")
+        (True, False)
+    """
+    if not _UNSAFE.search(text):
+        return False
+    for i, char in enumerate(text):
+        if not _UNSAFE.match(char):
+            continue
+        if char in _JOINERS and 0 < i < len(text) - 1:
+            before, after = text[i - 1], text[i + 1]
+            if not (before.isascii() or after.isascii()) and _in_word(before) and _in_word(after):
+                continue
+        return True
+    return False
+
+
 def mark_non_ascii(name: str) -> str:
     """A name (a package, a program, a skill) with every non-ASCII character shown as
     ``⟨U+XXXX⟩``, so a lookalike cannot pass for the name it imitates; control and bidi
@@ -94,4 +124,12 @@ def has_bidi(text: str) -> bool:
     return any(ch in BIDI_CONTROLS for ch in text)
 
 
-__all__ = ["BIDI_CONTROLS", "INVISIBLE", "visible", "has_bidi", "mark_non_ascii", "non_ascii_note"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "INVISIBLE",
+    "has_bidi",
+    "hides_characters",
+    "mark_non_ascii",
+    "non_ascii_note",
+    "visible",
+]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from skill_magics.core.base.errors import SourceError
 from skill_magics.core.base.paths import MAX_COMPONENT_BYTES, folder_name_problem
-from skill_magics.core.base.visible import visible
+from skill_magics.core.base.visible import hides_characters, visible
 
 MAX_PATH_CHARS = 1024
 MAX_PATH_DEPTH = 32
@@ -53,7 +53,7 @@ def name_problem(name: str) -> str | None:
     problem = folder_name_problem(name)
     if problem is not None:
         return problem
-    if visible(name) != name or name != name.strip():
+    if hides_characters(name) or name != name.strip():
         return "it holds control, bidi, invisible or surrounding space characters"
     lookalike = lookalike_problem(name)
     if lookalike is not None:
@@ -93,7 +93,7 @@ def path_problem(path: str) -> str | None:
         return "it is absolute"
     if "\\" in path:
         return "it uses backslashes"
-    if "\0" in path or visible(path) != path:
+    if "\0" in path or hides_characters(path):
         return "it holds control, bidi or invisible characters"
     lookalike = lookalike_problem(path)
     if lookalike is not None:
