@@ -627,7 +627,9 @@ def test_a_pid_hoppers_exited_hops_are_reaped_while_it_runs(
         _stop_hoppers(str(tmp_path / "skills"))
     hops = int(Path(f"{marker}.hops").read_bytes() or b"0")
     assert hops > 50, hops
-    # Reaped only at the end, nearly every hop is a zombie at once (most ~ hops); reaped as
-    # the tree is looked at, a third at most at load 10, 0.38 at load 17 (the look competes
-    # with the counter above for the GIL): half tells the two apart on a busy machine.
-    assert most < hops / 2, f"{most} zombies at once for {hops} hops"
+    # Reaped only at the end, nearly every hop is a zombie at once (most ~ hops, less the
+    # counter's last 50 ms); reaped as the tree is looked at, a third at most at load 10,
+    # 0.38 at load 17, 0.505 in a fresh-clone run whose hopper made only 192 hops in 2 s (a
+    # look delayed by the load holds a larger share of fewer hops): two thirds tells the two
+    # apart on a busy machine.
+    assert most < hops * 2 / 3, f"{most} zombies at once for {hops} hops"
